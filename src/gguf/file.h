@@ -1,0 +1,70 @@
+// A parsed GGUF file (v2 or v3): metadata, tensor infos, and tensor data that
+// points into the file's memory map (never copied). Parsing checks every
+// count, length and offset against the bytes that exist, so a truncated or
+// hostile file gets a FormatError, never an out-of-bounds read.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gguf/types.h"
+#include "gguf/value.h"
+#include "util/mapped_file.h"
+
+namespace pagoda {
+
+struct TensorInfo {
+  std::string name;
+  TensorType type = TensorType::F32;
+  std::vector<uint64_t> shape;  // ggml order: shape[0] is the contiguous (row) dimension
+  uint64_t offset = 0;          // from the start of the data section
+  uint64_t n_elements = 0;
+  uint64_t n_bytes = 0;
+  const uint8_t* data = nullptr;
+
+  uint64_t rows() const { return shape.empty() ? 0 : n_elements / shape[0]; }
+};
+
+class GgufFile {
+ public:
+  static constexpr uint32_t kDefaultAlignment = 32;
+
+  // Maps and parses the file at path.
+  static GgufFile open(const std::string& path);
+  // Parses bytes the caller keeps alive (tests, the fuzzer). Tensor data
+  // pointers point into `data`.
+  static GgufFile parse(const uint8_t* data, size_t size, std::string source = "<memory>");
+
+  uint32_t version() const { return version_; }
+  uint32_t alignment() const { return alignment_; }
+  const std::string& source() const { return source_; }
+  const std::map<std::string, Value>& metadata() const { return metadata_; }
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+
+  const Value* find(const std::string& key) const;
+  const Value& get(const std::string& key) const;  // FormatError if missing
+  const TensorInfo* find_tensor(const std::string& name) const;
+
+  // Typed metadata reads with a default for absent keys; present keys of the
+  // wrong type are a FormatError.
+  uint64_t get_u64(const std::string& key, std::optional<uint64_t> dflt = std::nullopt) const;
+  double get_f64(const std::string& key, std::optional<double> dflt = std::nullopt) const;
+  std::string get_string(const std::string& key, std::optional<std::string> dflt = std::nullopt) const;
+  bool get_bool(const std::string& key, std::optional<bool> dflt = std::nullopt) const;
+
+ private:
+  GgufFile() = default;
+  std::shared_ptr<MappedFile> mapping_;
+  std::string source_;
+  uint32_t version_ = 0;
+  uint32_t alignment_ = kDefaultAlignment;
+  std::map<std::string, Value> metadata_;
+  std::vector<TensorInfo> tensors_;
+  std::map<std::string, size_t> tensor_index_;
+};
+
+}  // namespace pagoda

@@ -1,0 +1,135 @@
+#include "gguf/writer.h"
+
+#include <cstring>
+#include <fstream>
+
+#include "util/error.h"
+
+namespace pagoda {
+namespace {
+
+class Out {
+ public:
+  template <class T>
+  void put(T v) {
+    const size_t n = buf.size();
+    buf.resize(n + sizeof(T));
+    std::memcpy(buf.data() + n, &v, sizeof(T));
+  }
+  void put_string(const std::string& s) {
+    put<uint64_t>(s.size());
+    buf.insert(buf.end(), s.begin(), s.end());
+  }
+  void pad_to(uint32_t alignment) { buf.resize((buf.size() + alignment - 1) / alignment * alignment, 0); }
+
+  void put_value(const Value& v) {
+    const std::string what = "gguf writer";
+    switch (v.type()) {
+      case ValueType::U8: put<uint8_t>(uint8_t(v.as_u64(what))); break;
+      case ValueType::I8: put<int8_t>(int8_t(v.as_i64(what))); break;
+      case ValueType::U16: put<uint16_t>(uint16_t(v.as_u64(what))); break;
+      case ValueType::I16: put<int16_t>(int16_t(v.as_i64(what))); break;
+      case ValueType::U32: put<uint32_t>(uint32_t(v.as_u64(what))); break;
+      case ValueType::I32: put<int32_t>(int32_t(v.as_i64(what))); break;
+      case ValueType::U64: put<uint64_t>(v.as_u64(what)); break;
+      case ValueType::I64: put<int64_t>(v.as_i64(what)); break;
+      case ValueType::F32: put<float>(float(v.as_f64(what))); break;
+      case ValueType::F64: put<double>(v.as_f64(what)); break;
+      case ValueType::BOOL: put<uint8_t>(v.as_bool(what) ? 1 : 0); break;
+      case ValueType::STRING: put_string(v.as_string(what)); break;
+      case ValueType::ARRAY: {
+        const auto& items = v.as_array(what);
+        put<uint32_t>(uint32_t(v.elem_type()));
+        put<uint64_t>(items.size());
+        for (const auto& item : items) {
+          if (item.type() != v.elem_type())
+            fail<InvalidArgument>("gguf writer: array of {} holds a {}", value_type_name(v.elem_type()),
+                                  value_type_name(item.type()));
+          put_value(item);
+        }
+        break;
+      }
+    }
+  }
+
+  std::vector<uint8_t> buf;
+};
+
+}  // namespace
+
+GgufWriter::GgufWriter(uint32_t alignment) : alignment_(alignment) {
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0)
+    fail<InvalidArgument>("gguf writer: alignment {} is not a power of two", alignment);
+  if (alignment != 32) set("general.alignment", Value::u32(alignment));
+}
+
+void GgufWriter::set(const std::string& key, Value v) {
+  for (auto& [k, old] : metadata_)
+    if (k == key) {
+      old = std::move(v);
+      return;
+    }
+  metadata_.emplace_back(key, std::move(v));
+}
+
+void GgufWriter::add_tensor(const std::string& name, TensorType type, std::vector<uint64_t> shape,
+                            std::vector<uint8_t> bytes) {
+  const auto info = tensor_type_info(uint32_t(type));
+  if (!info) fail<InvalidArgument>("gguf writer: tensor '{}' has an unknown type", name);
+  if (shape.empty() || shape.size() > 4) fail<InvalidArgument>("gguf writer: tensor '{}' needs 1 to 4 dimensions", name);
+  uint64_t n = 1;
+  for (uint64_t d : shape) n *= d;
+  if (shape[0] % info->block_elems != 0)
+    fail<InvalidArgument>("gguf writer: tensor '{}' row length {} is not a multiple of {}", name, shape[0],
+                          info->block_elems);
+  if (bytes.size() != n / info->block_elems * info->block_bytes)
+    fail<InvalidArgument>("gguf writer: tensor '{}' has {} bytes, its shape needs {}", name, bytes.size(),
+                          n / info->block_elems * info->block_bytes);
+  for (const auto& t : tensors_)
+    if (t.name == name) fail<InvalidArgument>("gguf writer: duplicate tensor '{}'", name);
+  tensors_.push_back({name, type, std::move(shape), std::move(bytes)});
+}
+
+void GgufWriter::add_f32_tensor(const std::string& name, std::vector<uint64_t> shape, const std::vector<float>& values) {
+  std::vector<uint8_t> bytes(values.size() * 4);
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  add_tensor(name, TensorType::F32, std::move(shape), std::move(bytes));
+}
+
+std::vector<uint8_t> GgufWriter::to_bytes() const {
+  Out o;
+  for (char ch : {'G', 'G', 'U', 'F'}) o.put<char>(ch);
+  o.put<uint32_t>(3);
+  o.put<uint64_t>(tensors_.size());
+  o.put<uint64_t>(metadata_.size());
+  for (const auto& [k, v] : metadata_) {
+    o.put_string(k);
+    o.put<uint32_t>(uint32_t(v.type()));
+    o.put_value(v);
+  }
+  uint64_t offset = 0;
+  for (const auto& t : tensors_) {
+    o.put_string(t.name);
+    o.put<uint32_t>(uint32_t(t.shape.size()));
+    for (uint64_t d : t.shape) o.put<uint64_t>(d);
+    o.put<uint32_t>(uint32_t(t.type));
+    o.put<uint64_t>(offset);
+    offset += (t.bytes.size() + alignment_ - 1) / alignment_ * alignment_;
+  }
+  o.pad_to(alignment_);
+  for (const auto& t : tensors_) {
+    o.buf.insert(o.buf.end(), t.bytes.begin(), t.bytes.end());
+    o.pad_to(alignment_);
+  }
+  return o.buf;
+}
+
+void GgufWriter::write(const std::string& path) const {
+  const auto bytes = to_bytes();
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) fail("cannot write {}", path);
+  f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  if (!f) fail("error writing {}", path);
+}
+
+}  // namespace pagoda

@@ -1,0 +1,40 @@
+// Writes GGUF v3 files: metadata in insertion order, tensor infos, aligned
+// tensor data. Tests, tools (quantize) and benchmarks make their models with it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gguf/types.h"
+#include "gguf/value.h"
+
+namespace pagoda {
+
+class GgufWriter {
+ public:
+  explicit GgufWriter(uint32_t alignment = 32);
+
+  // Sets (or replaces) a metadata entry.
+  void set(const std::string& key, Value v);
+  // Adds a tensor; `bytes` must hold exactly the encoded size of `shape` in `type`.
+  void add_tensor(const std::string& name, TensorType type, std::vector<uint64_t> shape, std::vector<uint8_t> bytes);
+  void add_f32_tensor(const std::string& name, std::vector<uint64_t> shape, const std::vector<float>& values);
+
+  std::vector<uint8_t> to_bytes() const;
+  void write(const std::string& path) const;  // throws Error on I/O failure
+
+ private:
+  struct Tensor {
+    std::string name;
+    TensorType type;
+    std::vector<uint64_t> shape;
+    std::vector<uint8_t> bytes;
+  };
+  uint32_t alignment_;
+  std::vector<std::pair<std::string, Value>> metadata_;
+  std::vector<Tensor> tensors_;
+};
+
+}  // namespace pagoda

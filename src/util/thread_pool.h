@@ -1,0 +1,49 @@
+// A persistent pool of worker threads for data-parallel loops. Threads are
+// created once; each parallel_for wakes them, splits [0, n) into one
+// contiguous range per thread, and the calling thread works on a range too.
+// A loop body must compute each index independently of the split, so results
+// never depend on the thread count.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace pagoda {
+
+class ThreadPool {
+ public:
+  // threads <= 0 means one per hardware thread.
+  explicit ThreadPool(int threads = 0);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return int(workers_.size()) + 1; }
+
+  // Calls fn(begin, end) on disjoint ranges covering [0, n), in parallel.
+  // Ranges are aligned to `grain` (except the last). Rethrows the first
+  // exception a range threw, after every range has finished.
+  void parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn, size_t grain = 1);
+
+ private:
+  void worker_loop(int index);
+  void run_range(int part);
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable wake_, done_;
+  const std::function<void(size_t, size_t)>* job_ = nullptr;
+  size_t n_ = 0, grain_ = 1;
+  int parts_ = 0;
+  int pending_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace pagoda

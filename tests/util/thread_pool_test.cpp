@@ -1,0 +1,68 @@
+#include "util/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <stdexcept>
+#include <vector>
+
+#include "util/half.h"
+
+namespace pagoda {
+namespace {
+
+TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
+  for (int threads : {1, 2, 3, 8}) {
+    ThreadPool pool(threads);
+    for (size_t n : {1u, 2u, 7u, 64u, 1000u}) {
+      for (size_t grain : {1u, 4u, 16u}) {
+        std::vector<std::atomic<int>> hits(n);
+        pool.parallel_for(n, [&](size_t b, size_t e) {
+          EXPECT_LT(b, e);
+          for (size_t i = b; i < e; ++i) hits[i]++;
+        }, grain);
+        for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
+      }
+    }
+  }
+}
+
+TEST(ThreadPool, RethrowsAfterAllRangesFinish) {
+  ThreadPool pool(4);
+  std::atomic<int> ran{0};
+  EXPECT_THROW(pool.parallel_for(4, [&](size_t b, size_t) {
+    ran++;
+    if (b == 0) throw std::runtime_error("boom");
+  }), std::runtime_error);
+  EXPECT_EQ(ran.load(), 4);
+  // The pool is still usable.
+  std::atomic<int> sum{0};
+  pool.parallel_for(100, [&](size_t b, size_t e) { sum += int(e - b); });
+  EXPECT_EQ(sum.load(), 100);
+}
+
+TEST(Half, F16RoundTripsAndRoundsToNearestEven) {
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const uint16_t x = uint16_t(h);
+    if ((x & 0x7c00) == 0x7c00 && (x & 0x3ff)) continue;  // nan payloads
+    ASSERT_EQ(f32_to_f16(f16_to_f32(x)), x) << h;
+  }
+  EXPECT_EQ(f16_to_f32(0x3c00), 1.0f);
+  EXPECT_EQ(f16_to_f32(0xc000), -2.0f);
+  EXPECT_EQ(f16_to_f32(0x0001), 5.960464477539063e-08f);
+  EXPECT_EQ(f32_to_f16(1.0f + 1.0f / 2048), 0x3c00);  // tie rounds to even
+  EXPECT_EQ(f32_to_f16(1e6f), 0x7c00);                // overflow to inf
+}
+
+TEST(Half, Bf16) {
+  EXPECT_EQ(bf16_to_f32(0x3f80), 1.0f);
+  EXPECT_EQ(f32_to_bf16(1.0f), 0x3f80);
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    const uint16_t x = uint16_t(h);
+    if ((x & 0x7f80) == 0x7f80 && (x & 0x7f)) continue;
+    ASSERT_EQ(f32_to_bf16(bf16_to_f32(x)), x);
+  }
+}
+
+}  // namespace
+}  // namespace pagoda
