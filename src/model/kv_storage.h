@@ -1,0 +1,58 @@
+// The K/V bytes of the paged cache: for every layer, a pool of fixed-size
+// blocks of `block_size` token slots, each slot holding the K (or V) vectors
+// of all KV heads of one token. Which block belongs to which sequence is not
+// known here: callers pass block tables (see batch.h), and the block manager
+// (src/kv) owns those ids.
+//
+// Element type F32 (the default) or F16 (half the memory; attention then
+// rounds Q and the attention weights to F16 too, as llama.cpp's CPU path
+// does, so its results match an F16-cache llama.cpp closely).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "model/config.h"
+
+namespace pagoda {
+
+enum class KvType { F32, F16 };
+KvType kv_type_from_name(std::string_view name);  // "f32" | "f16", InvalidArgument otherwise
+size_t kv_type_bytes(KvType t);
+
+class KvStorage {
+ public:
+  // ResourceExhausted if the memory cannot be had.
+  KvStorage(const ModelConfig& cfg, int num_blocks, int block_size, KvType type = KvType::F32);
+
+  int num_blocks() const { return num_blocks_; }
+  int block_size() const { return block_size_; }
+  int kv_dim() const { return kv_dim_; }
+  KvType type() const { return type_; }
+  size_t bytes() const { return 2 * size_t(n_layer_) * num_blocks_ * block_size_ * kv_dim_ * kv_type_bytes(type_); }
+
+  // Stores one token's K and V (kv_dim floats each) in a slot.
+  void write(int layer, int block, int slot, const float* k, const float* v);
+
+  // Slot addresses, for the attention kernels (element type per type()).
+  const float* k_f32(int layer, int block, int slot) const { return k32_.data() + offset(layer, block, slot); }
+  const float* v_f32(int layer, int block, int slot) const { return v32_.data() + offset(layer, block, slot); }
+  const uint16_t* k_f16(int layer, int block, int slot) const { return k16_.data() + offset(layer, block, slot); }
+  const uint16_t* v_f16(int layer, int block, int slot) const { return v16_.data() + offset(layer, block, slot); }
+
+  // Copy-on-write support: duplicates one block's K/V in every layer.
+  void copy_block(int src, int dst);
+
+ private:
+  size_t offset(int layer, int block, int slot) const {
+    return ((size_t(layer) * num_blocks_ + block) * block_size_ + slot) * kv_dim_;
+  }
+  int n_layer_, num_blocks_, block_size_, kv_dim_;
+  KvType type_;
+  std::vector<float> k32_, v32_;      // used when type_ == F32
+  std::vector<uint16_t> k16_, v16_;   // used when type_ == F16
+};
+
+}  // namespace pagoda

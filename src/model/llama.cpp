@@ -1,0 +1,157 @@
+#include "model/llama.h"
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "model/ops.h"
+#include "quant/rows.h"
+#include "util/error.h"
+#include "util/half.h"
+
+namespace pagoda {
+
+std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path) {
+  return std::make_unique<LlamaModel>(std::make_shared<const GgufFile>(GgufFile::open(path)));
+}
+
+LlamaModel::LlamaModel(std::shared_ptr<const GgufFile> file)
+    : file_(std::move(file)), cfg_(ModelConfig::from_gguf(*file_)), w_(LlamaWeights::load(*file_, cfg_)) {}
+
+void LlamaModel::check(const Batch& batch, const KvStorage& kv) const {
+  if (kv.kv_dim() != cfg_.kv_dim()) fail<InvalidArgument>("KV storage was made for another model");
+  for (const auto& table : batch.block_tables)
+    for (int32_t b : table)
+      if (b < 0 || b >= kv.num_blocks())
+        fail<InvalidArgument>("block id {} outside the KV pool of {} blocks", b, kv.num_blocks());
+  for (const auto& t : batch.tokens) {
+    if (t.token < 0 || t.token >= cfg_.n_vocab)
+      fail<InvalidArgument>("token id {} outside the vocabulary of {}", t.token, cfg_.n_vocab);
+    if (t.seq < 0 || size_t(t.seq) >= batch.block_tables.size())
+      fail<InvalidArgument>("batch token names sequence {} of {}", t.seq, batch.block_tables.size());
+    if (t.pos < 0 || size_t(t.pos / kv.block_size()) >= batch.block_tables[size_t(t.seq)].size())
+      fail<InvalidArgument>("position {} of sequence {} is outside its {} blocks", t.pos, t.seq,
+                            batch.block_tables[size_t(t.seq)].size());
+  }
+}
+
+namespace {
+
+float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
+
+// Attention of one query head over positions 0..pos of its sequence, reading
+// K/V in place through the block table. Elem is float (F32 cache) or uint16_t
+// (F16 cache: Q and the weights are rounded to F16 like the stored K/V).
+template <class Elem>
+void attend_head(const KvStorage& kv, int layer, std::span<const int32_t> table, int pos, int kv_offset, int hd,
+                 const float* q_in, float* out, std::vector<float>& scores) {
+  constexpr bool f16 = std::is_same_v<Elem, uint16_t>;
+  auto k_at = [&](int p) -> const Elem* {
+    if constexpr (f16) return kv.k_f16(layer, table[p / kv.block_size()], p % kv.block_size()) + kv_offset;
+    else return kv.k_f32(layer, table[p / kv.block_size()], p % kv.block_size()) + kv_offset;
+  };
+  auto v_at = [&](int p) -> const Elem* {
+    if constexpr (f16) return kv.v_f16(layer, table[p / kv.block_size()], p % kv.block_size()) + kv_offset;
+    else return kv.v_f32(layer, table[p / kv.block_size()], p % kv.block_size()) + kv_offset;
+  };
+  auto load = [](Elem e) { if constexpr (f16) return f16_to_f32(e); else return e; };
+  float q[512];  // head_dim is checked at load to be at most 512
+  for (int d = 0; d < hd; ++d) q[d] = f16 ? round_f16(q_in[d]) : q_in[d];
+  const float scale = 1.0f / std::sqrt(float(hd));
+  scores.resize(size_t(pos) + 1);
+  float max = -INFINITY;
+  for (int p = 0; p <= pos; ++p) {
+    const Elem* k = k_at(p);
+    float s = 0;
+    if constexpr (f16) {
+      for (int d = 0; d < hd; ++d) s += q[d] * load(k[d]);
+    } else {
+      s = dot_f32(q, k, size_t(hd));
+    }
+    scores[size_t(p)] = s * scale;
+    max = std::max(max, scores[size_t(p)]);
+  }
+  double sum = 0;
+  for (float& s : scores) sum += (s = std::exp(s - max));
+  const float inv = float(1.0 / sum);
+  std::fill_n(out, hd, 0.0f);
+  for (int p = 0; p <= pos; ++p) {
+    const Elem* v = v_at(p);
+    const float a = f16 ? round_f16(scores[size_t(p)] * inv) : scores[size_t(p)] * inv;
+    for (int d = 0; d < hd; ++d) out[d] += a * load(v[d]);
+  }
+}
+
+}  // namespace
+
+void LlamaModel::attention(const Batch& batch, int layer, const KvStorage& kv, ThreadPool& pool) {
+  const int hd = cfg_.head_dim, n_head = cfg_.n_head, group = cfg_.n_head / cfg_.n_head_kv;
+  pool.parallel_for(batch.tokens.size() * size_t(n_head), [&](size_t begin, size_t end) {
+    thread_local std::vector<float> scores;
+    for (size_t i = begin; i < end; ++i) {
+      const size_t t = i / size_t(n_head);
+      const int h = int(i % size_t(n_head));
+      const BatchToken& tok = batch.tokens[t];
+      const auto table = batch.block_tables[size_t(tok.seq)];
+      const float* q = q_.data() + t * size_t(cfg_.q_dim()) + size_t(h) * hd;
+      float* out = att_.data() + t * size_t(cfg_.q_dim()) + size_t(h) * hd;
+      if (kv.type() == KvType::F16)
+        attend_head<uint16_t>(kv, layer, table, tok.pos, (h / group) * hd, hd, q, out, scores);
+      else
+        attend_head<float>(kv, layer, table, tok.pos, (h / group) * hd, hd, q, out, scores);
+    }
+  });
+}
+
+void LlamaModel::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::vector<float>& logits) {
+  check(batch, kv);
+  const int T = int(batch.tokens.size());
+  const int E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff;
+  const int bs = kv.block_size();
+  x_.resize(size_t(T) * E);
+  xb_.resize(size_t(T) * E);
+  q_.resize(size_t(T) * Q);
+  k_.resize(size_t(T) * KV);
+  v_.resize(size_t(T) * KV);
+  att_.resize(size_t(T) * Q);
+  hb_.resize(size_t(T) * F);
+  hb2_.resize(size_t(T) * F);
+  auto per_token = [&](auto&& fn) { pool.parallel_for(size_t(T), [&](size_t b, size_t e) { for (size_t t = b; t < e; ++t) fn(int(t)); }); };
+
+  per_token([&](int t) { read_row(w_.token_embd, batch.tokens[t].token, &x_[size_t(t) * E]); });
+
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    const LayerWeights& lw = w_.layers[size_t(l)];
+    per_token([&](int t) { rmsnorm(&x_[size_t(t) * E], lw.attn_norm.data(), E, cfg_.rms_eps, &xb_[size_t(t) * E]); });
+    matmul(lw.wq, xb_.data(), T, q_.data(), pool);
+    matmul(lw.wk, xb_.data(), T, k_.data(), pool);
+    matmul(lw.wv, xb_.data(), T, v_.data(), pool);
+    per_token([&](int t) {
+      const BatchToken& tok = batch.tokens[t];
+      rope_interleaved(&q_[size_t(t) * Q], cfg_.n_head, cfg_.head_dim, cfg_.rope_dims, tok.pos, cfg_.rope_freq_base);
+      rope_interleaved(&k_[size_t(t) * KV], cfg_.n_head_kv, cfg_.head_dim, cfg_.rope_dims, tok.pos, cfg_.rope_freq_base);
+      const int block = batch.block_tables[size_t(tok.seq)][tok.pos / bs];
+      kv.write(l, block, tok.pos % bs, &k_[size_t(t) * KV], &v_[size_t(t) * KV]);
+    });
+    attention(batch, l, kv, pool);
+    matmul(lw.wo, att_.data(), T, xb_.data(), pool);
+    per_token([&](int t) { for (int i = 0; i < E; ++i) x_[size_t(t) * E + i] += xb_[size_t(t) * E + i]; });
+
+    per_token([&](int t) { rmsnorm(&x_[size_t(t) * E], lw.ffn_norm.data(), E, cfg_.rms_eps, &xb_[size_t(t) * E]); });
+    matmul(lw.w_gate, xb_.data(), T, hb_.data(), pool);
+    matmul(lw.w_up, xb_.data(), T, hb2_.data(), pool);
+    per_token([&](int t) { swiglu(&hb_[size_t(t) * F], &hb2_[size_t(t) * F], F); });
+    matmul(lw.w_down, hb_.data(), T, xb_.data(), pool);
+    per_token([&](int t) { for (int i = 0; i < E; ++i) x_[size_t(t) * E + i] += xb_[size_t(t) * E + i]; });
+  }
+
+  // Final norm and vocabulary projection, only for the rows that want logits.
+  int n_out = 0;
+  for (int t = 0; t < T; ++t)
+    if (batch.tokens[t].logits)
+      rmsnorm(&x_[size_t(t) * E], w_.output_norm.data(), E, cfg_.rms_eps, &xb_[size_t(n_out++) * E]);
+  logits.resize(size_t(n_out) * cfg_.n_vocab);
+  if (n_out > 0) matmul(w_.output, xb_.data(), n_out, logits.data(), pool);
+}
+
+}  // namespace pagoda

@@ -1,0 +1,52 @@
+// A Llama-family model (Llama 2/3, TinyLlama, Mistral, SmolLM) and its
+// forward pass over a batch of tokens and a paged KV cache.
+//
+// One forward call: embed every token; per layer, project all tokens at once
+// (each weight matrix is read once per call), rotate Q/K by position, write
+// K/V into each token's cache slot, then attend each token over its own
+// sequence's past through the block table; finally project only the tokens
+// whose logits are wanted. Mirrors llama2.c's run.c, batched and paged.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gguf/file.h"
+#include "model/batch.h"
+#include "model/config.h"
+#include "model/kv_storage.h"
+#include "model/weights.h"
+#include "util/thread_pool.h"
+
+namespace pagoda {
+
+class LlamaModel {
+ public:
+  // Maps the file and checks every tensor. Throws FormatError / Unsupported.
+  static std::unique_ptr<LlamaModel> load(const std::string& path);
+  explicit LlamaModel(std::shared_ptr<const GgufFile> file);
+
+  const ModelConfig& config() const { return cfg_; }
+  const LlamaWeights& weights() const { return w_; }
+  const GgufFile& file() const { return *file_; }
+
+  // Runs the batch. `logits` receives num_logits() rows of n_vocab floats, in
+  // the order of the batch's tokens with logits set. Throws InvalidArgument for
+  // a malformed batch (bad token id, position outside the block table, block
+  // id outside the storage) before touching the cache.
+  void forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::vector<float>& logits);
+
+ private:
+  void check(const Batch& batch, const KvStorage& kv) const;
+  void attention(const Batch& batch, int layer, const KvStorage& kv, ThreadPool& pool);
+
+  std::shared_ptr<const GgufFile> file_;
+  ModelConfig cfg_;
+  LlamaWeights w_;
+  // Activations, reused across calls: x (residual), xb (normed), q, k, v,
+  // att (attention output), hb/hb2 (FFN).
+  std::vector<float> x_, xb_, q_, k_, v_, att_, hb_, hb2_;
+};
+
+}  // namespace pagoda

@@ -1,0 +1,69 @@
+#include "model/ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "quant/rows.h"
+
+namespace pagoda {
+namespace {
+
+// Rows decoded at a time: small enough to stay in L2, large enough that the
+// activations are streamed once per tile rather than once per row.
+constexpr int kRowTile = 16;
+
+}  // namespace
+
+void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool) {
+  const size_t cols = size_t(w.cols);
+  pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
+    thread_local std::vector<float> tile;
+    tile.resize(kRowTile * cols);
+    for (size_t r0 = begin; r0 < end; r0 += kRowTile) {
+      const size_t r1 = std::min(end, r0 + kRowTile);
+      const float* rows[kRowTile];
+      for (size_t r = r0; r < r1; ++r) {
+        if (w.type == TensorType::F32) {
+          rows[r - r0] = reinterpret_cast<const float*>(w.row(int(r)));
+        } else {
+          dequantize_row(w.type, w.row(int(r)), tile.data() + (r - r0) * cols, cols);
+          rows[r - r0] = tile.data() + (r - r0) * cols;
+        }
+      }
+      for (int t = 0; t < n_tokens; ++t) {
+        const float* xt = x + size_t(t) * cols;
+        float* yt = y + size_t(t) * w.rows;
+        for (size_t r = r0; r < r1; ++r) yt[r] = dot_f32(rows[r - r0], xt, cols);
+      }
+    }
+  }, kRowTile);
+}
+
+void read_row(const Matrix& w, int r, float* out) { dequantize_row(w.type, w.row(r), out, size_t(w.cols)); }
+
+void rmsnorm(const float* x, const float* weight, int n, float eps, float* out) {
+  double ss = 0;
+  for (int i = 0; i < n; ++i) ss += double(x[i]) * x[i];
+  const float scale = float(1.0 / std::sqrt(ss / n + eps));
+  for (int i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
+}
+
+void rope_interleaved(float* x, int n_heads, int head_dim, int rope_dims, int pos, float base) {
+  for (int i = 0; i < rope_dims / 2; ++i) {
+    const double theta = pos * std::pow(double(base), -2.0 * i / rope_dims);
+    const float c = float(std::cos(theta)), s = float(std::sin(theta));
+    for (int h = 0; h < n_heads; ++h) {
+      float* p = x + h * head_dim + 2 * i;
+      const float a = p[0], b = p[1];
+      p[0] = a * c - b * s;
+      p[1] = a * s + b * c;
+    }
+  }
+}
+
+void swiglu(float* gate, const float* up, int n) {
+  for (int i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+}
+
+}  // namespace pagoda

@@ -1,0 +1,29 @@
+// The building blocks of the forward pass over a batch of T token rows:
+// matmul against a stored weight matrix, RMSNorm, RoPE, SwiGLU. Plain C++
+// loops the compiler vectorizes; every output element is computed the same
+// way whatever the batch or thread split, so results do not depend on them.
+#pragma once
+
+#include "model/weights.h"
+#include "util/thread_pool.h"
+
+namespace pagoda {
+
+// y[t][r] = dot(w.row(r), x[t]) for t < n_tokens; x is n_tokens x w.cols,
+// y is n_tokens x w.rows. Each weight row is read once for all tokens.
+void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool);
+
+// Decodes row r of w (an embedding lookup).
+void read_row(const Matrix& w, int r, float* out);
+
+// out = x / sqrt(mean(x^2) + eps) * weight, over n elements.
+void rmsnorm(const float* x, const float* weight, int n, float eps, float* out);
+
+// Rotates pairs (x[2i], x[2i+1]) for 2i < rope_dims of each head by angle
+// pos * base^(-2i / rope_dims): the "normal" RoPE layout of llama GGUF files.
+void rope_interleaved(float* x, int n_heads, int head_dim, int rope_dims, int pos, float base);
+
+// gate[i] = silu(gate[i]) * up[i].
+void swiglu(float* gate, const float* up, int n);
+
+}  // namespace pagoda

@@ -1,0 +1,71 @@
+#include "model/weights.h"
+
+#include "gguf/file.h"
+#include "quant/rows.h"
+#include "util/error.h"
+
+namespace pagoda {
+namespace {
+
+const TensorInfo& tensor(const GgufFile& f, const std::string& name) {
+  const TensorInfo* t = f.find_tensor(name);
+  if (!t) fail<FormatError>("{}: tensor '{}' is missing", f.source(), name);
+  return *t;
+}
+
+Matrix matrix(const GgufFile& f, const std::string& name, int rows, int cols) {
+  const TensorInfo& t = tensor(f, name);
+  if (!weight_type_supported(t.type))
+    fail<Unsupported>("{}: tensor '{}' has unsupported tensor type {}", f.source(), name, tensor_type_name(t.type));
+  if (t.shape.size() != 2 || t.shape[0] != uint64_t(cols) || (rows >= 0 && t.shape[1] != uint64_t(rows)))
+    fail<FormatError>("{}: tensor '{}' has shape [{}], expected [{}, {}]", f.source(), name,
+                      fmt::join(t.shape, ", "), cols, rows);
+  if (t.shape[1] > (uint64_t(1) << 24)) fail<FormatError>("{}: tensor '{}' has too many rows", f.source(), name);
+  Matrix m;
+  m.name = name;
+  m.type = t.type;
+  m.rows = int(t.shape[1]);
+  m.cols = cols;
+  m.row_bytes = row_bytes(t.type, size_t(cols));
+  m.data = t.data;
+  return m;
+}
+
+std::vector<float> vector_f32(const GgufFile& f, const std::string& name, int n) {
+  const TensorInfo& t = tensor(f, name);
+  if (t.shape.size() != 1 || t.shape[0] != uint64_t(n))
+    fail<FormatError>("{}: tensor '{}' has shape [{}], expected [{}]", f.source(), name, fmt::join(t.shape, ", "), n);
+  if (!weight_type_supported(t.type))
+    fail<Unsupported>("{}: tensor '{}' has unsupported tensor type {}", f.source(), name, tensor_type_name(t.type));
+  std::vector<float> v(static_cast<size_t>(n));
+  dequantize_row(t.type, t.data, v.data(), size_t(n));
+  return v;
+}
+
+}  // namespace
+
+LlamaWeights LlamaWeights::load(const GgufFile& f, ModelConfig& cfg) {
+  LlamaWeights w;
+  w.token_embd = matrix(f, "token_embd.weight", -1, cfg.n_embd);
+  cfg.n_vocab = w.token_embd.rows;
+  w.output_norm = vector_f32(f, "output_norm.weight", cfg.n_embd);
+  w.tied_embeddings = f.find_tensor("output.weight") == nullptr;
+  w.output = w.tied_embeddings ? w.token_embd : matrix(f, "output.weight", cfg.n_vocab, cfg.n_embd);
+  for (int i = 0; i < cfg.n_layer; ++i) {
+    const std::string p = fmt::format("blk.{}.", i);
+    LayerWeights l;
+    l.attn_norm = vector_f32(f, p + "attn_norm.weight", cfg.n_embd);
+    l.wq = matrix(f, p + "attn_q.weight", cfg.q_dim(), cfg.n_embd);
+    l.wk = matrix(f, p + "attn_k.weight", cfg.kv_dim(), cfg.n_embd);
+    l.wv = matrix(f, p + "attn_v.weight", cfg.kv_dim(), cfg.n_embd);
+    l.wo = matrix(f, p + "attn_output.weight", cfg.n_embd, cfg.q_dim());
+    l.ffn_norm = vector_f32(f, p + "ffn_norm.weight", cfg.n_embd);
+    l.w_gate = matrix(f, p + "ffn_gate.weight", cfg.n_ff, cfg.n_embd);
+    l.w_up = matrix(f, p + "ffn_up.weight", cfg.n_ff, cfg.n_embd);
+    l.w_down = matrix(f, p + "ffn_down.weight", cfg.n_embd, cfg.n_ff);
+    w.layers.push_back(std::move(l));
+  }
+  return w;
+}
+
+}  // namespace pagoda

@@ -1,0 +1,45 @@
+// The weight tensors of a Llama-family model, as views into the mapped GGUF
+// file (matrices stay in their stored type; only the small norm vectors are
+// decoded to F32). Loading checks every name, shape and type.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gguf/types.h"
+#include "model/config.h"
+
+namespace pagoda {
+
+class GgufFile;
+
+// A rows x cols matrix stored row by row in `type` (GGUF's ne0 = cols).
+struct Matrix {
+  std::string name;
+  TensorType type = TensorType::F32;
+  int rows = 0, cols = 0;
+  size_t row_bytes = 0;
+  const uint8_t* data = nullptr;
+
+  const uint8_t* row(int r) const { return data + size_t(r) * row_bytes; }
+};
+
+struct LayerWeights {
+  std::vector<float> attn_norm;  // n_embd
+  Matrix wq, wk, wv, wo;         // q_dim x n_embd, kv_dim x n_embd (x2), n_embd x q_dim
+  std::vector<float> ffn_norm;   // n_embd
+  Matrix w_gate, w_up, w_down;   // n_ff x n_embd (x2), n_embd x n_ff
+};
+
+struct LlamaWeights {
+  Matrix token_embd;             // n_vocab x n_embd
+  std::vector<float> output_norm;
+  Matrix output;                 // n_vocab x n_embd; token_embd when the file ties them
+  bool tied_embeddings = false;
+  std::vector<LayerWeights> layers;
+
+  // Fills n_vocab in cfg from the embedding table.
+  static LlamaWeights load(const GgufFile& f, ModelConfig& cfg);
+};
+
+}  // namespace pagoda

@@ -1,0 +1,32 @@
+// The slow, obviously correct Llama forward pass the optimized one is tested
+// against: weights decoded to F32 once, one token at a time, dense per-sequence
+// K/V (no paging, no batching, no threads), double-precision accumulation.
+#pragma once
+
+#include <vector>
+
+#include "model/llama.h"
+
+namespace pagoda::testing {
+
+class ReferenceLlama {
+ public:
+  explicit ReferenceLlama(const LlamaModel& model);
+  // Logits after each token of `tokens` (positions 0, 1, ...), one row each.
+  std::vector<std::vector<float>> run(const std::vector<int32_t>& tokens) const;
+
+ private:
+  struct Dense {
+    int rows = 0, cols = 0;
+    std::vector<float> w;
+  };
+  static Dense decode(const Matrix& m);
+  static std::vector<float> matvec(const Dense& m, const std::vector<float>& x);
+
+  ModelConfig cfg_;
+  const LlamaWeights* lw_;
+  Dense embd_, output_;
+  std::vector<std::vector<Dense>> layers_;  // per layer: q, k, v, o, gate, up, down
+};
+
+}  // namespace pagoda::testing

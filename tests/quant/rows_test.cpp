@@ -1,0 +1,79 @@
+#include "quant/rows.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "util/error.h"
+#include "util/half.h"
+
+namespace pagoda {
+namespace {
+
+std::vector<float> random_row(size_t n, uint32_t seed) {
+  std::mt19937 rng{seed};
+  std::normal_distribution<float> d(0.0f, 2.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+TEST(Q8_0, LayoutAndRounding) {
+  std::vector<float> x(32);
+  for (int i = 0; i < 32; ++i) x[size_t(i)] = float(i - 16) * 0.5f;  // amax 8 -> d = 8/127
+  const auto bytes = quantize(TensorType::Q8_0, x.data(), 32);
+  ASSERT_EQ(bytes.size(), 34u);
+  BlockQ8_0 b;
+  std::memcpy(&b, bytes.data(), 34);
+  EXPECT_EQ(b.d, f32_to_f16(8.0f / 127.0f));
+  EXPECT_EQ(b.qs[0], -127);  // -8 is the largest magnitude
+  EXPECT_EQ(b.qs[16], 0);
+  EXPECT_EQ(b.qs[17], int8_t(std::lround(0.5f * 127.0f / 8.0f)));
+}
+
+TEST(Q8_0, RoundTripErrorWithinHalfAStep) {
+  const auto x = random_row(32 * 40, 3);
+  const auto q = quantize(TensorType::Q8_0, x.data(), x.size());
+  std::vector<float> y(x.size());
+  dequantize_row(TensorType::Q8_0, q.data(), y.data(), y.size());
+  for (size_t blk = 0; blk < x.size() / 32; ++blk) {
+    float amax = 0;
+    for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[blk * 32 + j]));
+    const float step = amax / 127.0f;
+    for (size_t j = 0; j < 32; ++j) ASSERT_LE(std::fabs(x[blk * 32 + j] - y[blk * 32 + j]), 0.5f * step * 1.01f + 1e-6f);
+  }
+}
+
+TEST(Rows, F16AndBf16RoundTrip) {
+  const auto x = random_row(100, 5);
+  for (TensorType t : {TensorType::F16, TensorType::BF16, TensorType::F32}) {
+    const auto q = quantize(t, x.data(), x.size());
+    EXPECT_EQ(q.size(), row_bytes(t, x.size()));
+    std::vector<float> y(x.size());
+    dequantize_row(t, q.data(), y.data(), y.size());
+    const float tol = t == TensorType::F32 ? 0.0f : (t == TensorType::F16 ? 1e-3f : 8e-3f);
+    for (size_t i = 0; i < x.size(); ++i) ASSERT_LE(std::fabs(x[i] - y[i]), tol * std::fabs(x[i])) << i;
+  }
+}
+
+TEST(Rows, UnsupportedTypesThrow) {
+  float x[256] = {};
+  uint8_t buf[1024];
+  EXPECT_THROW(dequantize_row(TensorType::Q4_K, buf, x, 256), Unsupported);
+  EXPECT_THROW(quantize_row(TensorType::Q6_K, x, buf, 256), Unsupported);
+  EXPECT_THROW(quantize_row(TensorType::Q8_0, x, buf, 33), InvalidArgument);
+}
+
+TEST(Rows, DotMatchesDoubleSum) {
+  for (size_t n : {1u, 7u, 8u, 9u, 64u, 1000u}) {
+    const auto a = random_row(n, 11), b = random_row(n, 12);
+    double ref = 0;
+    for (size_t i = 0; i < n; ++i) ref += double(a[i]) * b[i];
+    EXPECT_NEAR(dot_f32(a.data(), b.data(), n), ref, 1e-4 * std::sqrt(double(n)) * 4);
+  }
+}
+
+}  // namespace
+}  // namespace pagoda
