@@ -33,6 +33,7 @@ TEST(Q8_0, LayoutAndRounding) {
   EXPECT_EQ(b.qs[17], int8_t(std::lround(0.5f * 127.0f / 8.0f)));
 }
 
+// Half a step of rounding, plus the scale's own F16 rounding (relative 2^-11) times 127.
 TEST(Q8_0, RoundTripErrorWithinHalfAStep) {
   const auto x = random_row(32 * 40, 3);
   const auto q = quantize(TensorType::Q8_0, x.data(), x.size());
@@ -42,7 +43,7 @@ TEST(Q8_0, RoundTripErrorWithinHalfAStep) {
     float amax = 0;
     for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[blk * 32 + j]));
     const float step = amax / 127.0f;
-    for (size_t j = 0; j < 32; ++j) ASSERT_LE(std::fabs(x[blk * 32 + j] - y[blk * 32 + j]), 0.5f * step * 1.01f + 1e-6f);
+    for (size_t j = 0; j < 32; ++j) ASSERT_LE(std::fabs(x[blk * 32 + j] - y[blk * 32 + j]), 0.5f * step + 127 * step / 2048 + 1e-6f);
   }
 }
 
