@@ -1,5 +1,6 @@
 #include "gguf/file.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -10,6 +11,15 @@ namespace {
 
 constexpr uint32_t kMaxDims = 4;
 constexpr int kMaxArrayDepth = 4;
+// Real files hold well under a million metadata values (the largest
+// vocabularies have ~256k tokens), but a decoded Value takes 48 bytes, so
+// without a cap each byte of a hostile or corrupt file could cost 48 bytes of
+// memory (a 1 GiB file, 48 GiB).
+constexpr uint64_t kMaxMetadataValues = uint64_t(1) << 24;
+// Counts come from the file: reserve at most this many entries up front and
+// grow past it only as entries really decode, so a flipped bit in a count
+// cannot ask for a huge allocation.
+constexpr uint64_t kMaxReserve = uint64_t(1) << 16;
 
 // Bounds-checked little-endian cursor over the file's bytes.
 class Cursor {
@@ -64,7 +74,10 @@ size_t min_encoded_size(ValueType t) {
   return 1;
 }
 
-Value read_value(Cursor& c, ValueType t, int depth) {
+// Reads one value of type t; values_left is the metadata's remaining budget.
+Value read_value(Cursor& c, ValueType t, int depth, uint64_t& values_left) {
+  if (values_left == 0) c.bad(fmt::format("more than {} metadata values", kMaxMetadataValues));
+  --values_left;
   switch (t) {
     case ValueType::U8: return Value::u8(c.read<uint8_t>("uint8 value"));
     case ValueType::I8: return Value::i8(c.read<int8_t>("int8 value"));
@@ -89,9 +102,11 @@ Value read_value(Cursor& c, ValueType t, int depth) {
       const uint64_t n = c.read<uint64_t>("array length");
       const ValueType et = ValueType(elem);
       if (n > c.remaining() / min_encoded_size(et)) c.bad(fmt::format("array of {} elements cannot fit in the file", n));
+      if (n > values_left)
+        c.bad(fmt::format("array of {} elements exceeds the limit of {} metadata values", n, kMaxMetadataValues));
       std::vector<Value> items;
-      items.reserve(size_t(n));
-      for (uint64_t i = 0; i < n; ++i) items.push_back(read_value(c, et, depth + 1));
+      items.reserve(size_t(std::min(n, kMaxReserve)));
+      for (uint64_t i = 0; i < n; ++i) items.push_back(read_value(c, et, depth + 1, values_left));
       return Value::array(et, std::move(items));
     }
   }
@@ -123,11 +138,12 @@ GgufFile GgufFile::parse(const uint8_t* data, size_t size, std::string source) {
   if (n_kv > c.remaining() / 13) c.bad(fmt::format("metadata count {} cannot fit in the file", n_kv));
   if (n_tensors > c.remaining() / 32) c.bad(fmt::format("tensor count {} cannot fit in the file", n_tensors));
 
+  uint64_t values_left = kMaxMetadataValues;
   for (uint64_t i = 0; i < n_kv; ++i) {
     std::string key = c.read_string("metadata key");
     const uint32_t t = c.read<uint32_t>("metadata value type");
     if (!valid_value_type(t)) c.bad(fmt::format("metadata '{}' has unknown value type {}", key, t));
-    Value v = read_value(c, ValueType(t), 0);
+    Value v = read_value(c, ValueType(t), 0, values_left);
     if (!f.metadata_.emplace(key, std::move(v)).second) c.bad(fmt::format("duplicate metadata key '{}'", key));
   }
 
@@ -138,7 +154,7 @@ GgufFile GgufFile::parse(const uint8_t* data, size_t size, std::string source) {
     f.alignment_ = uint32_t(al);
   }
 
-  f.tensors_.reserve(size_t(n_tensors));
+  f.tensors_.reserve(size_t(std::min(n_tensors, kMaxReserve)));
   for (uint64_t i = 0; i < n_tensors; ++i) {
     TensorInfo t;
     t.name = c.read_string("tensor name");

@@ -34,6 +34,11 @@ struct ResourceExhausted : Error {
   using Error::Error;
 };
 
+// The service is at capacity (a full waiting queue); the client may retry: HTTP 429.
+struct Overloaded : Error {
+  using Error::Error;
+};
+
 template <class E = Error, class... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> f, Args&&... args) {
   throw E(fmt::format(f, std::forward<Args>(args)...));

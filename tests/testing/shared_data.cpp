@@ -10,7 +10,7 @@ namespace pagoda::testing {
 
 std::string shared_dir() {
   if (const char* env = std::getenv("PAGODA_SHARED"); env && *env) return env;
-  return "../shared";
+  return PAGODA_SHARED_DEFAULT;
 }
 
 std::string shared_path(const std::string& relative) {

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Pagoda needs to build and test; skips apt when
+# everything is already there (pass --force to run apt-get regardless).
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build clang          # compilers; clang for the libFuzzer targets
+  libfmt-dev libspdlog-dev                         # formatting and logging
+  nlohmann-json3-dev libcli11-dev                  # JSON, command line
+  libhwy-dev                                       # SIMD with runtime dispatch
+  libboost1.81-dev                                 # Asio/Beast: the event-driven HTTP server
+  googletest libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev  # tests and benchmarks
+  nodejs npm                                       # test oracles from npm (openai client, jinja)
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -gt 0 || "${1:-}" == "--force" ]]; then
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update
+  $sudo apt-get install -y --no-install-recommends "${packages[@]}"
+fi

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: installs what is missing, then
+#   1. Release build, every test (ctest);
+#   2. AddressSanitizer + UndefinedBehaviorSanitizer build, every test again;
+#   3. libFuzzer build (clang), each fuzz target for $PAGODA_FUZZ_SECONDS (default 60) s;
+#   4. the quick benchmarks, so they never rot.
+# Set PAGODA_TEST_QUICK=1 to run step 1 only.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+export PAGODA_SHARED="${PAGODA_SHARED:-$(cd .. && pwd)/shared}"
+jobs=$(nproc)
+start=$(date +%s)
+step() { echo; echo "== $* ($(( $(date +%s) - start )) s)"; }
+
+step "npm test oracles"
+npm ci --prefix tests/chat/oracle --no-audit --no-fund
+npm install --prefix tests/tokenizer/oracle --no-audit --no-fund
+
+step "Release build and tests"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build
+ctest --test-dir build --output-on-failure -j "$jobs"
+[[ "${PAGODA_TEST_QUICK:-0}" == 1 ]] && exit 0
+
+step "ASan + UBSan build and tests"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPAGODA_SANITIZE=ON -DPAGODA_BENCH=OFF >/dev/null
+cmake --build build-asan
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+step "Fuzz targets"
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPAGODA_FUZZ=ON -DPAGODA_TESTS=OFF \
+  -DPAGODA_BENCH=OFF -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+fuzz_targets=$(cd build-fuzz && ninja -t targets all | sed -n 's/^\(fuzz_[a-z_]*\):.*/\1/p')
+cmake --build build-fuzz --target $fuzz_targets
+for target in build-fuzz/fuzz_*; do
+  name=$(basename "$target" | sed 's/^fuzz_//')
+  corpus=$(mktemp -d)
+  [[ -d "fuzz/corpus/$name" ]] && cp -r "fuzz/corpus/$name/." "$corpus/"
+  echo "-- $target for ${PAGODA_FUZZ_SECONDS:-60} s"
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$target" -max_total_time="${PAGODA_FUZZ_SECONDS:-60}" \
+    -max_len=65536 -print_final_stats=1 -artifact_prefix=build-fuzz/ "$corpus" 2>&1 | tail -n 12
+  rm -rf "$corpus"
+done
+
+step "Quick benchmarks"
+for b in build/bench_*; do
+  [[ -x "$b" ]] || continue
+  echo "-- $b"
+  "$b" --benchmark_min_time=0.01 2>&1 | tail -n 30
+done
+step "All tests passed"

@@ -1,0 +1,26 @@
+// The subcommands of the `pagoda` binary. Each registers its flags on the
+// CLI11 app and returns it with the function that runs it once parsed.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+
+namespace pagoda::cli {
+
+using Runner = std::function<int()>;
+struct Command {
+  CLI::App* app;
+  Runner run;
+};
+
+// The default model: $PAGODA_SHARED/models/stories260K.gguf (PAGODA_SHARED defaults to ../shared).
+std::string default_model_path();
+
+Command add_generate(CLI::App& app);
+Command add_tokenize(CLI::App& app);
+Command add_info(CLI::App& app);
+Command add_bench(CLI::App& app);
+
+}  // namespace pagoda::cli

@@ -1,0 +1,78 @@
+// The engine's settings (the serving flags) and the statistics it publishes
+// after every step.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "engine/faults.h"
+#include "model/kv_storage.h"
+#include "sched/scheduler.h"
+
+namespace pagoda {
+
+struct EngineConfig {
+  // KV pool: --kv-cache-tokens, or --kv-cache-mem (MiB), or enough for
+  // max_num_seqs full contexts capped at a quarter of physical memory.
+  int64_t kv_cache_tokens = 0;
+  int64_t kv_cache_mem_mib = 0;
+  int32_t block_size = 16;
+  KvType kv_type = KvType::F32;
+  bool prefix_caching = true;
+  bool paged = true;                    // false: --no-paged-attn (reserve whole contexts)
+  int32_t max_model_len = 0;            // 0: min(model context, pool tokens)
+  SchedulerConfig sched;                // --max-num-seqs, --max-batched-tokens, --max-bypass
+  int32_t max_waiting = 1024;           // beyond it, submit() throws Overloaded
+  int32_t max_n = 16;                   // most choices per request
+  double request_timeout_s = 600;
+  int32_t max_oom_retries = 2;          // batch halvings before an OOM fails the batch
+  bool audit_every_step = false;
+  double log_interval_s = 5;            // 0: no throughput log
+  FaultSpec faults;
+  int32_t threads = 0;
+};
+
+// Fixed-bucket latency histogram (Prometheus style: cumulative on output).
+struct Histogram {
+  static constexpr std::array<double, 14> kBounds = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                     0.5,   1.0,   2.5,  5.0,   10.0, 30.0, 60.0};
+  std::array<int64_t, kBounds.size() + 1> counts{};  // last: above every bound
+  double sum = 0;
+  int64_t count = 0;
+  void observe(double v) {
+    size_t i = 0;
+    while (i < kBounds.size() && v > kBounds[i]) ++i;
+    ++counts[i];
+    sum += v;
+    ++count;
+  }
+};
+
+struct EngineStats {
+  int64_t steps = 0;
+  double last_step_end = 0;       // heartbeat: clock time the last step finished
+  double last_step_seconds = 0;
+  bool step_in_progress = false;
+  int32_t running = 0, waiting = 0;
+  int32_t kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_cached = 0, kv_blocks_free = 0;
+  double kv_usage = 0;
+  int64_t prefix_queries = 0, prefix_hits = 0;  // tokens, fresh admissions
+  int64_t preemptions = 0;
+  int64_t tokens_processed = 0;   // tokens through forward passes (prompt + generated)
+  int64_t prompt_tokens = 0, generation_tokens = 0, cached_tokens = 0;
+  int64_t requests_received = 0, requests_rejected = 0;
+  int64_t finished_stop = 0, finished_length = 0, aborted = 0, timed_out = 0, errored = 0;
+  int64_t step_failures = 0, oom_retries = 0;
+  FaultCounts faults;
+  Histogram ttft, itl, e2e;
+  double time_in_forward = 0, time_in_step = 0;  // seconds, for the bench's overhead share
+  // KV utilization: tokens held by running sequences over the token slots of
+  // their blocks, summed over steps that ran (divide by the count).
+  double kv_utilization_sum = 0;
+  int64_t kv_utilization_samples = 0;
+
+  int64_t requests_finished() const { return finished_stop + finished_length + aborted + timed_out + errored; }
+};
+
+}  // namespace pagoda

@@ -1,0 +1,192 @@
+#include "engine/engine.h"
+
+#include <spdlog/spdlog.h>
+
+#include <future>
+
+#include "util/error.h"
+
+namespace pagoda {
+
+Engine::Engine(const EngineConfig& config, std::unique_ptr<ModelRunner> runner, int32_t num_blocks,
+               std::shared_ptr<const Tokenizer> tokenizer, std::shared_ptr<const Clock> clock)
+    : config_(config), tokenizer_(tokenizer), clock_(clock) {
+  core_ = std::make_unique<EngineCore>(config, std::move(runner), num_blocks, tokenizer, clock);
+  max_model_len_ = core_->max_model_len();
+  vocab_size_ = core_->vocab_size();
+  stats_ = core_->stats();
+  spdlog::info("engine: {} KV blocks of {} tokens, max model length {}, max {} sequences, {} batched tokens{}{}",
+               num_blocks, config.block_size, max_model_len_, config.sched.max_num_seqs,
+               config.sched.max_batched_tokens, config.paged ? "" : ", reserve mode (--no-paged-attn)",
+               config.prefix_caching ? "" : ", no prefix caching");
+  if (config.faults.any()) spdlog::warn("fault injection is ON: {}", config.faults.describe());
+  engine_thread_ = std::thread([this] { engine_loop(); });
+  if (config.log_interval_s > 0) logger_thread_ = std::thread([this] { logger_loop(); });
+}
+
+std::unique_ptr<Engine> Engine::load(const std::string& model_path, const EngineConfig& config) {
+  auto model = std::shared_ptr<LlamaModel>(LlamaModel::load(model_path));
+  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_gguf(model->file()));
+  const int32_t blocks = engine_pool_blocks(config, model->config());
+  auto runner = std::make_unique<LlamaRunner>(model, blocks, config.block_size, config.kv_type, config.threads);
+  return std::make_unique<Engine>(config, std::move(runner), blocks, tokenizer);
+}
+
+Engine::~Engine() {
+  shutdown();
+  if (engine_thread_.joinable()) engine_thread_.join();
+  {
+    std::lock_guard lock(logger_mu_);
+    logger_stop_ = true;
+  }
+  logger_cv_.notify_all();
+  if (logger_thread_.joinable()) logger_thread_.join();
+}
+
+uint64_t Engine::submit(Request r, OutputSink sink) {
+  core_->validate(r);  // reads only constants: safe on this thread
+  std::lock_guard lock(inbox_mu_);
+  if (stopping_) fail<Overloaded>("the engine is shutting down");
+  const int64_t waiting = snapshot().waiting + int64_t(adds_.size());
+  if (waiting >= config_.max_waiting)
+    fail<Overloaded>("the waiting queue is full ({} requests); retry later", config_.max_waiting);
+  const uint64_t id = next_id_++;
+  adds_.push_back({id, std::move(r), std::move(sink)});
+  ++open_requests_;
+  inbox_cv_.notify_one();
+  return id;
+}
+
+void Engine::cancel(uint64_t id) {
+  std::lock_guard lock(inbox_mu_);
+  cancels_.push_back(id);
+  inbox_cv_.notify_one();
+}
+
+size_t Engine::inbox_size() const {
+  std::lock_guard lock(inbox_mu_);
+  return adds_.size();
+}
+
+EngineStats Engine::snapshot() const {
+  std::lock_guard lock(stats_mu_);
+  return stats_;
+}
+
+void Engine::shutdown(const std::string& reason) {
+  std::lock_guard lock(inbox_mu_);
+  if (stopping_) return;
+  stopping_ = true;
+  stop_reason_ = reason;
+  inbox_cv_.notify_one();
+}
+
+void Engine::engine_loop() {
+  bool idle = false;  // the last step had nothing it could run
+  for (;;) {
+    std::vector<Pending> adds;
+    std::vector<uint64_t> cancels;
+    bool stopping;
+    {
+      std::unique_lock lock(inbox_mu_);
+      auto ready = [&] { return stopping_ || !adds_.empty() || !cancels_.empty(); };
+      // With work that cannot run yet (say, every admission failed), poll
+      // gently: deadlines still need checking.
+      if (idle && core_->has_work()) inbox_cv_.wait_for(lock, std::chrono::milliseconds(5), ready);
+      else inbox_cv_.wait(lock, [&] { return ready() || core_->has_work(); });
+      adds.swap(adds_);
+      cancels.swap(cancels_);
+      stopping = stopping_;
+    }
+    for (auto& p : adds) {
+      // Count the request as done when its last delta passes through.
+      OutputSink sink = [this, inner = std::move(p.sink)](RequestOutput&& out) {
+        const bool done = out.request_done;
+        const bool alive = inner ? inner(std::move(out)) : true;
+        if (done) --open_requests_;
+        return alive;
+      };
+      core_->add(p.id, std::move(p.request), std::move(sink));  // validated in submit()
+    }
+    for (uint64_t id : cancels) core_->cancel(id);
+    if (stopping) {
+      // Every open request ends with a clear error; then the loop exits.
+      std::vector<uint64_t> open;
+      core_->for_each_request([&](uint64_t id) { open.push_back(id); });
+      for (uint64_t id : open) core_->cancel(id, FinishReason::error, stop_reason_);
+    } else {
+      {
+        std::lock_guard lock(stats_mu_);
+        stats_.step_in_progress = true;
+      }
+      try {
+        idle = !core_->step();
+      } catch (const std::exception& e) {
+        // A bug, not a model failure (those are handled inside step()); the
+        // engine must keep serving, so log it and carry on.
+        spdlog::error("engine step failed unexpectedly: {}", e.what());
+      }
+    }
+    {
+      std::lock_guard lock(stats_mu_);
+      stats_ = core_->stats();
+      stats_.step_in_progress = false;
+    }
+    if (stopping) return;
+  }
+}
+
+void Engine::logger_loop() {
+  EngineStats prev = snapshot();
+  double prev_time = clock_->now();
+  std::unique_lock lock(logger_mu_);
+  while (!logger_cv_.wait_for(lock, std::chrono::duration<double>(config_.log_interval_s), [&] { return logger_stop_; })) {
+    const EngineStats s = snapshot();
+    const double now = clock_->now();
+    const double dt = std::max(1e-9, now - prev_time);
+    const double tps = double(s.tokens_processed - prev.tokens_processed) / dt;
+    const int64_t queries = s.prefix_queries - prev.prefix_queries;
+    const double hitrate = queries > 0 ? 100.0 * double(s.prefix_hits - prev.prefix_hits) / double(queries) : 0.0;
+    spdlog::info("Throughput (T/s) {:.2f}, Prefix cache hitrate {:.2f}%, {} running, {} waiting, KV {:.1f}% used, {} preemptions",
+                 tps, hitrate, s.running, s.waiting + int64_t(inbox_size()), 100.0 * s.kv_usage,
+                 s.preemptions - prev.preemptions);
+    prev = s;
+    prev_time = now;
+  }
+}
+
+std::vector<Completion> Engine::generate(std::vector<Request> requests) {
+  struct Collector {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<Completion> done;
+    size_t remaining = 0;
+  };
+  auto col = std::make_shared<Collector>();
+  col->done.resize(requests.size());
+  col->remaining = requests.size();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    col->done[i].choices.resize(size_t(requests[i].n));
+    col->done[i].request_id = submit(std::move(requests[i]), [col, i](RequestOutput&& out) {
+      std::lock_guard lock(col->mu);
+      Completion& c = col->done[i];
+      c.num_prompt_tokens = out.num_prompt_tokens;
+      c.num_cached_tokens = out.num_cached_tokens;
+      auto& ch = c.choices[size_t(out.choice)];
+      ch.tokens.insert(ch.tokens.end(), out.tokens.begin(), out.tokens.end());
+      ch.text += out.text;
+      for (auto& lp : out.logprobs) ch.logprobs.push_back(std::move(lp));
+      if (out.finish != FinishReason::none) {
+        ch.finish = out.finish;
+        ch.error = out.error;
+      }
+      if (out.request_done && --col->remaining == 0) col->cv.notify_all();
+      return true;
+    });
+  }
+  std::unique_lock lock(col->mu);
+  col->cv.wait(lock, [&] { return col->remaining == 0; });
+  return std::move(col->done);
+}
+
+}  // namespace pagoda

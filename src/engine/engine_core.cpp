@@ -1,0 +1,443 @@
+#include "engine/engine_core.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "kv/pool_size.h"
+#include "util/error.h"
+
+namespace pagoda {
+
+// One request: its parameters, its reader, and its choices' sequences.
+struct EngineCore::RequestState {
+  uint64_t id = 0;
+  Request request;
+  OutputSink sink;
+  double arrival_time = 0, deadline = 0;
+  double first_token_time = -1, last_token_time = -1;
+  std::vector<SeqId> choices;  // one sequence per choice, index = choice number
+  int32_t open_choices = 0;
+  int32_t num_cached_tokens = 0;
+  bool forked = false;
+  bool reader_gone = false;
+  FinishReason outcome = FinishReason::none;
+};
+
+// The engine's view of one sequence: the scheduler's Sequence plus sampling
+// and output state. The RNG and history live here, so they survive preemption.
+struct EngineCore::SeqRun {
+  Sequence seq;
+  RequestState* req = nullptr;
+  int32_t choice = 0;
+  Rng rng{0};
+  TokenHistory history;
+  std::optional<IncrementalDecoder> decoder;
+  std::optional<StopMatcher> stops;
+  bool finished = false;
+};
+
+int32_t engine_pool_blocks(const EngineConfig& config, const ModelConfig& model) {
+  KvPoolOptions o;
+  o.cache_tokens = config.kv_cache_tokens;
+  o.cache_mem_mib = config.kv_cache_mem_mib;
+  o.max_num_seqs = config.sched.max_num_seqs;
+  o.context_len = config.max_model_len > 0 ? std::min(config.max_model_len, model.n_ctx_train) : model.n_ctx_train;
+  o.block_size = config.block_size;
+  o.kv_bytes_per_token = kv_bytes_per_token(model.n_layer, model.n_head_kv, model.head_dim,
+                                            int32_t(kv_type_bytes(config.kv_type)));
+  const KvPoolSize size = size_kv_pool(o);
+  spdlog::info("{}", size.summary);
+  return size.num_blocks;
+}
+
+EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<ModelRunner> runner, int32_t num_blocks,
+                       std::shared_ptr<const Tokenizer> tokenizer, std::shared_ptr<const Clock> clock,
+                       std::vector<TokenId> eog_ids)
+    : config_(config),
+      runner_(std::move(runner)),
+      tokenizer_(std::move(tokenizer)),
+      clock_(std::move(clock)),
+      eog_ids_(std::move(eog_ids)),
+      vocab_size_(runner_->vocab_size()),
+      faults_(config.faults),
+      blocks_(BlockManagerConfig{num_blocks, config.block_size, config.prefix_caching,
+                                 config.paged ? AllocPolicy::kPaged : AllocPolicy::kReserve}),
+      sched_(config.sched, blocks_, [this] { return faults_.fail_alloc(); }) {
+  if (tokenizer_ && eog_ids_.empty()) eog_ids_ = tokenizer_->end_of_generation_ids();
+  const int64_t pool_tokens = int64_t(num_blocks) * config.block_size;
+  const int64_t limit = std::min<int64_t>(runner_->context_length(), pool_tokens);
+  if (config.max_model_len > limit)
+    fail<InvalidArgument>("--max-model-len {} exceeds what the model ({}) and the KV pool ({} tokens) allow",
+                          config.max_model_len, runner_->context_length(), pool_tokens);
+  max_model_len_ = int32_t(config.max_model_len > 0 ? config.max_model_len : limit);
+  if (max_model_len_ < 2) fail<InvalidArgument>("the KV pool of {} tokens is too small", pool_tokens);
+  publish();
+}
+
+EngineCore::~EngineCore() = default;
+
+void EngineCore::validate(const Request& r) const {
+  if (r.prompt.empty()) fail<InvalidArgument>("the prompt is empty");
+  for (TokenId t : r.prompt)
+    if (t < 0 || t >= vocab_size_) fail<InvalidArgument>("prompt token id {} is outside the vocabulary (0..{})", t, vocab_size_ - 1);
+  if (int64_t(r.prompt.size()) + 1 > max_model_len_)
+    fail<InvalidArgument>(
+        "the prompt has {} tokens; with at least one generated token that exceeds the maximum context length of {} "
+        "tokens",
+        r.prompt.size(), max_model_len_);
+  r.sampling.validate();
+  if (r.n < 1 || r.n > config_.max_n) fail<InvalidArgument>("n must be in [1, {}], got {}", config_.max_n, r.n);
+  if (r.timeout_s && !(*r.timeout_s > 0)) fail<InvalidArgument>("timeout must be positive");
+}
+
+void EngineCore::add(uint64_t id, Request r, OutputSink sink) {
+  validate(r);
+  auto req = std::make_unique<RequestState>();
+  req->id = id;
+  req->sink = std::move(sink);
+  req->arrival_time = clock_->now();
+  req->deadline = req->arrival_time + r.timeout_s.value_or(config_.request_timeout_s);
+  req->request = std::move(r);
+  req->open_choices = req->request.n;
+  req->choices.assign(size_t(req->request.n), 0);
+
+  // One sequence prefills the prompt; the other choices fork from it after.
+  auto s = std::make_unique<SeqRun>();
+  s->req = req.get();
+  s->seq.id = next_seq_id_++;
+  s->seq.tokens = req->request.prompt;
+  s->seq.num_prompt = int32_t(s->seq.tokens.size());
+  const auto& sp = req->request.sampling;
+  s->seq.max_len = int32_t(std::min<int64_t>(max_model_len_, sp.max_tokens ? int64_t(s->seq.num_prompt) + *sp.max_tokens
+                                                                            : max_model_len_));
+  s->seq.priority = req->request.priority;
+  s->seq.arrival = next_arrival_++;
+  s->seq.cache_salt = req->request.cache_salt;
+  s->rng = Rng(sp.seed.value_or(random_seed()));
+  s->history = TokenHistory(s->seq.tokens);
+  if (tokenizer_) s->decoder.emplace(*tokenizer_);
+  s->stops.emplace(sp.stop);
+  req->choices[0] = s->seq.id;
+  sched_.add(&s->seq);
+  seqs_.emplace(s->seq.id, std::move(s));
+  requests_.emplace(id, std::move(req));
+  ++stats_.requests_received;
+  stats_.prompt_tokens += int64_t(requests_[id]->request.prompt.size());
+}
+
+void EngineCore::cancel(uint64_t id, FinishReason why, const std::string& message) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return;
+  // Copy: finishing the last choice erases the request.
+  const std::vector<SeqId> choices = it->second->choices;
+  const int32_t n = it->second->request.n;
+  for (int32_t c = 0; c < n; ++c) {
+    if (requests_.find(id) == requests_.end()) break;
+    SeqId sid = choices[size_t(c)];
+    if (sid == 0) {
+      // A choice not forked yet: it ends with the request, on the first choice's sequence.
+      continue;
+    }
+    auto s = seqs_.find(sid);
+    if (s != seqs_.end() && !s->second->finished) finish(*s->second, why, message);
+  }
+}
+
+void EngineCore::deliver(RequestState& req, int32_t choice, RequestOutput&& out) {
+  out.request_id = req.id;
+  out.choice = choice;
+  out.num_prompt_tokens = int32_t(req.request.prompt.size());
+  out.num_cached_tokens = req.num_cached_tokens;
+  if (req.reader_gone || !req.sink) return;
+  bool alive = false;
+  try {
+    alive = req.sink(std::move(out));
+  } catch (const std::exception& e) {
+    spdlog::warn("request {}: output sink threw: {}", req.id, e.what());
+  }
+  if (!alive) {
+    req.reader_gone = true;
+    readers_gone_.push_back(req.id);
+  }
+}
+
+void EngineCore::finish(SeqRun& s, FinishReason reason, const std::string& error) {
+  if (s.finished) return;
+  s.finished = true;
+  sched_.remove(&s.seq);
+  s.seq.state = SeqState::finished;
+  finished_.push_back(s.seq.id);
+  RequestState& req = *s.req;
+  // A request counts once in the terminal counters: as its worst outcome
+  // (error, then timeout, then abort), else as its last choice ended.
+  if (reason >= req.outcome || req.outcome < FinishReason::abort) req.outcome = reason;
+
+  RequestOutput out;
+  out.finish = reason;
+  out.error = error;
+  // A natural end releases text held back for stop strings or a split character.
+  if ((reason == FinishReason::stop || reason == FinishReason::length) && !s.stops->stopped()) {
+    const auto step = s.stops->push(s.decoder ? s.decoder->flush() : "");
+    out.text = step.text + (step.stopped ? "" : s.stops->flush());
+  }
+  // Choices not forked yet (the request ended before its prompt was
+  // computed) end with the first one, each with its own terminal event.
+  const int32_t last_choice = (s.choice == 0 && !req.forked) ? req.request.n - 1 : s.choice;
+  for (int32_t c = s.choice; c <= last_choice; ++c) {
+    RequestOutput o;
+    if (c == s.choice) {
+      o = std::move(out);
+    } else {
+      o.finish = reason;
+      o.error = error;
+    }
+    o.request_done = --req.open_choices == 0;
+    deliver(req, c, std::move(o));
+  }
+  if (req.open_choices == 0) {
+    switch (req.outcome) {
+      case FinishReason::stop: ++stats_.finished_stop; break;
+      case FinishReason::length: ++stats_.finished_length; break;
+      case FinishReason::abort: ++stats_.aborted; break;
+      case FinishReason::timeout: ++stats_.timed_out; break;
+      case FinishReason::error: ++stats_.errored; break;
+      case FinishReason::none: break;
+    }
+    stats_.e2e.observe(clock_->now() - req.arrival_time);
+    requests_.erase(req.id);
+  }
+}
+
+void EngineCore::expire_and_reap() {
+  // Readers that left: their requests end as aborted.
+  std::vector<uint64_t> gone;
+  gone.swap(readers_gone_);
+  for (uint64_t id : gone) cancel(id, FinishReason::abort, "the client went away");
+  // Deadlines, wherever the request is.
+  const double now = clock_->now();
+  std::vector<uint64_t> expired;
+  for (const auto& [id, req] : requests_)
+    if (now >= req->deadline) expired.push_back(id);
+  for (uint64_t id : expired) cancel(id, FinishReason::timeout, "the request timed out");
+}
+
+void EngineCore::build_batch(const StepPlan& plan, Batch& batch) const {
+  batch.tokens.clear();
+  batch.block_tables.clear();
+  for (const auto& sc : plan.scheduled) {
+    const Sequence& seq = *sc.seq;
+    const int s = batch.add_sequence(blocks_.block_table(seq.id));
+    for (int32_t i = 0; i < sc.num_tokens; ++i) {
+      const int32_t pos = seq.num_computed + i;
+      batch.add(seq.tokens[size_t(pos)], s, pos, sc.sample && i + 1 == sc.num_tokens);
+    }
+  }
+}
+
+void EngineCore::fail_batch(const StepPlan& plan, const std::string& cause) {
+  ++stats_.step_failures;
+  spdlog::error("step {} failed: {}; ending its {} sequences with an error", step_, cause, plan.scheduled.size());
+  for (const auto& sc : plan.scheduled) {
+    auto it = seqs_.find(sc.seq->id);
+    if (it != seqs_.end()) finish(*it->second, FinishReason::error, cause);
+  }
+}
+
+void EngineCore::run_step(StepPlan& plan) {
+  Batch batch;
+  for (int attempt = 0;; ++attempt) {
+    try {
+      if (const int64_t ms = faults_.slow_ms(); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      runner_->copy_blocks(plan.copies);
+      build_batch(plan, batch);
+      faults_.before_forward(step_);
+      const double t0 = clock_->now();
+      runner_->forward(batch, logits_);
+      stats_.time_in_forward += clock_->now() - t0;
+      stats_.tokens_processed += int64_t(batch.tokens.size());
+      break;
+    } catch (const ResourceExhausted& e) {
+      // Out of memory: halve the batch (the lowest-priority half is
+      // preempted and recomputed later) and retry, a bounded number of times.
+      if (attempt >= config_.max_oom_retries || plan.scheduled.size() < 2) {
+        fail_batch(plan, e.what());
+        return;
+      }
+      ++stats_.oom_retries;
+      std::sort(plan.scheduled.begin(), plan.scheduled.end(),
+                [](const ScheduledSeq& a, const ScheduledSeq& b) { return admission_before(*a.seq, *b.seq); });
+      const size_t keep = plan.scheduled.size() / 2;
+      for (size_t i = keep; i < plan.scheduled.size(); ++i) {
+        spdlog::warn("step {}: {}; preempted sequence {} to shrink the batch", step_, e.what(), plan.scheduled[i].seq->id);
+        sched_.preempt(plan.scheduled[i].seq, step_);
+      }
+      plan.scheduled.resize(keep);
+      plan.copies.clear();  // already made; the kept sequences' tables are unchanged
+    } catch (const std::exception& e) {
+      fail_batch(plan, e.what());
+      return;
+    }
+  }
+  after_forward(plan);
+}
+
+void EngineCore::after_forward(const StepPlan& plan) {
+  size_t row = 0;
+  const size_t V = size_t(vocab_size_);
+  for (const auto& sc : plan.scheduled) {
+    auto it = seqs_.find(sc.seq->id);
+    if (it == seqs_.end() || it->second->finished) continue;
+    SeqRun& s = *it->second;
+    s.seq.num_computed += sc.num_tokens;
+    blocks_.commit(s.seq.id, s.seq.tokens, s.seq.num_computed);
+    if (!sc.sample) continue;
+    const std::span<const float> logits(logits_.data() + row * V, V);
+    ++row;
+    if (std::any_of(logits.begin(), logits.end(), [](float x) { return !std::isfinite(x); })) {
+      finish(s, FinishReason::error, "the model produced non-finite logits");
+      continue;
+    }
+    if (s.seq.num_output() == 0 && s.choice == 0) s.req->num_cached_tokens = s.seq.num_cached;
+    if (s.seq.num_output() == 0 && s.choice == 0 && s.req->request.n > 1 && !s.req->forked) {
+      // The prompt is computed once; the other choices share its blocks and
+      // sample their first token from these same logits.
+      for (SeqRun* child : fork_choices(s))
+        if (child->seq.state == SeqState::decode) sample_seq(*child, logits);
+    }
+    sample_seq(s, logits);
+  }
+}
+
+std::vector<EngineCore::SeqRun*> EngineCore::fork_choices(SeqRun& parent) {
+  std::vector<SeqRun*> children;
+  RequestState& req = *parent.req;
+  req.forked = true;
+  const auto& sp = req.request.sampling;
+  for (int32_t c = 1; c < req.request.n; ++c) {
+    auto s = std::make_unique<SeqRun>();
+    s->req = &req;
+    s->choice = c;
+    s->seq = parent.seq;
+    s->seq.id = next_seq_id_++;
+    // Each choice has its own stream: seed + choice when a seed was given.
+    s->rng = Rng(sp.seed ? *sp.seed + uint64_t(c) : random_seed());
+    s->history = parent.history;
+    if (tokenizer_) s->decoder.emplace(*tokenizer_);
+    s->stops.emplace(sp.stop);
+    req.choices[size_t(c)] = s->seq.id;
+    Sequence* seq = &s->seq;
+    children.push_back(s.get());
+    seqs_.emplace(seq->id, std::move(s));
+    if (blocks_.fork(parent.seq.id, seq->id)) {
+      seq->state = SeqState::decode;
+      sched_.add_running(seq);
+    } else {
+      // No room to share now: it recomputes the prompt later (the prefix
+      // cache makes that cheap), and samples its first token then.
+      seq->num_computed = 0;
+      sched_.add(seq);
+    }
+  }
+  return children;
+}
+
+void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
+  RequestState& req = *s.req;
+  const auto& sp = req.request.sampling;
+  TokenId id;
+  try {
+    id = sampler_.sample(logits, sp, s.history, s.rng);
+  } catch (const std::exception& e) {
+    finish(s, FinishReason::error, e.what());
+    return;
+  }
+  const double now = clock_->now();
+  if (req.first_token_time < 0) {
+    req.first_token_time = now;
+    stats_.ttft.observe(now - req.arrival_time);
+  } else {
+    stats_.itl.observe(now - req.last_token_time);
+  }
+  req.last_token_time = now;
+  s.seq.state = SeqState::decode;
+
+  RequestOutput out;
+  if (sp.logprobs) {
+    GeneratedLogprobs lp;
+    lp.token = id;
+    lp.logprob = token_logprob(logits, id);
+    lp.top = top_logprobs(logits, *sp.logprobs);
+    out.logprobs.push_back(std::move(lp));
+  }
+  const int64_t n_generated = s.seq.num_output() + 1;
+  FinishReason reason = finish_reason(id, n_generated, sp, eog_ids_);
+  if (reason == FinishReason::stop) {  // end-of-generation token: not part of the output
+    if (!out.logprobs.empty()) out.logprobs.clear();
+    finish(s, FinishReason::stop);
+    return;
+  }
+  s.seq.tokens.push_back(id);
+  s.history.add_output(id);
+  ++stats_.generation_tokens;
+  out.tokens.push_back(id);
+  if (s.decoder) {
+    auto step = s.stops->push(s.decoder->push(id));
+    out.text = std::move(step.text);
+    if (step.stopped) reason = FinishReason::stop;
+  }
+  if (reason == FinishReason::none && s.seq.num_tokens() >= s.seq.max_len) reason = FinishReason::length;
+  deliver(req, s.choice, std::move(out));
+  if (reason != FinishReason::none) finish(s, reason);
+}
+
+bool EngineCore::step() {
+  ++step_;
+  const double t0 = clock_->now();
+  expire_and_reap();
+  StepPlan plan = sched_.schedule(step_);
+  for (Sequence* p : plan.preempted)
+    spdlog::warn("preempted sequence {} ({} tokens): the KV cache is full; it will be recomputed", p->id,
+                 p->num_tokens());
+  const bool ran = !plan.empty();
+  if (ran) {
+    run_step(plan);
+    int64_t held = 0;
+    for (const Sequence* q : sched_.running()) held += q->num_tokens();
+    const int64_t slots = int64_t(blocks_.stats().used_blocks) * blocks_.block_size();
+    if (slots > 0) {
+      stats_.kv_utilization_sum += double(held) / double(slots);
+      ++stats_.kv_utilization_samples;
+    }
+  }
+  for (SeqId id : finished_) seqs_.erase(id);
+  finished_.clear();
+  if (config_.audit_every_step) blocks_.check();
+  stats_.time_in_step += clock_->now() - t0;
+  stats_.last_step_seconds = clock_->now() - t0;
+  publish();
+  return ran;
+}
+
+void EngineCore::publish() {
+  const KvStats kv = blocks_.stats();
+  stats_.steps = step_;
+  stats_.last_step_end = clock_->now();
+  stats_.running = int32_t(sched_.running().size());
+  stats_.waiting = int32_t(sched_.waiting().size());
+  stats_.kv_blocks_total = kv.num_blocks;
+  stats_.kv_blocks_used = kv.used_blocks;
+  stats_.kv_blocks_cached = kv.cached_blocks;
+  stats_.kv_blocks_free = kv.free_blocks;
+  stats_.kv_usage = kv.usage;
+  stats_.prefix_queries = kv.fresh.queries;
+  stats_.prefix_hits = kv.fresh.hits;
+  stats_.cached_tokens = kv.fresh.hits + kv.resumed.hits;
+  stats_.preemptions = sched_.total_preemptions();
+  stats_.faults = faults_.counts();
+}
+
+}  // namespace pagoda

@@ -1,0 +1,115 @@
+// The engine's single-threaded core: owns the scheduler, the block manager
+// and the model runner, and runs one step at a time:
+//
+//   expire deadlines, abort requests whose reader left  ->  schedule  ->
+//   copy-on-write copies  ->  one batched forward pass  ->  commit + sample
+//   ->  deliver deltas  ->  free what finished  ->  publish statistics.
+//
+// Every way a sequence ends goes through finish(), which takes it out of the
+// scheduler, frees its blocks and sends its one terminal event; a failed step
+// rolls back (nothing committed, nothing hashed) and finishes only the
+// sequences it affects. Nothing here blocks on a reader.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/clock.h"
+#include "engine/config.h"
+#include "engine/faults.h"
+#include "engine/model_runner.h"
+#include "engine/request.h"
+#include "kv/block_manager.h"
+#include "sampling/rng.h"
+#include "sampling/sampler.h"
+#include "sampling/history.h"
+#include "sampling/stop_matcher.h"
+#include "sched/scheduler.h"
+#include "tokenizer/incremental_decoder.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda {
+
+class EngineCore {
+ public:
+  // tokenizer may be null (no text, only token ids; end of generation from
+  // eog_ids). num_blocks: the KV pool the runner's storage holds.
+  EngineCore(const EngineConfig& config, std::unique_ptr<ModelRunner> runner, int32_t num_blocks,
+             std::shared_ptr<const Tokenizer> tokenizer, std::shared_ptr<const Clock> clock,
+             std::vector<TokenId> eog_ids = {});
+  ~EngineCore();
+
+  // Checks a request without changing anything: InvalidArgument naming the
+  // problem (empty or too long prompt, token outside the vocabulary, bad
+  // sampling values, bad n). Safe from any thread.
+  void validate(const Request& r) const;
+
+  // Queues a validated request under `id` (ids must be unique).
+  void add(uint64_t id, Request r, OutputSink sink);
+  // Ends a request wherever it is (idempotent; unknown ids are ignored).
+  void cancel(uint64_t id, FinishReason why = FinishReason::abort, const std::string& message = "");
+
+  // One step. Returns false when there was nothing to run.
+  bool step();
+  bool has_work() const { return !requests_.empty(); }
+  template <class F>
+  void for_each_request(F&& f) const {
+    for (const auto& [id, r] : requests_) f(id);
+  }
+
+  const EngineConfig& config() const { return config_; }
+  int32_t max_model_len() const { return max_model_len_; }
+  int32_t vocab_size() const { return vocab_size_; }
+  const BlockManager& blocks() const { return blocks_; }
+  const Scheduler& scheduler() const { return sched_; }
+  const EngineStats& stats() const { return stats_; }
+  FaultInjector& faults() { return faults_; }
+  size_t num_requests() const { return requests_.size(); }
+  size_t num_sequences() const { return seqs_.size(); }
+
+ private:
+  struct RequestState;
+  struct SeqRun;
+
+  void expire_and_reap();
+  void run_step(StepPlan& plan);
+  void build_batch(const StepPlan& plan, Batch& batch) const;
+  void after_forward(const StepPlan& plan);
+  void fail_batch(const StepPlan& plan, const std::string& cause);
+  void sample_seq(SeqRun& s, std::span<const float> logits);
+  std::vector<SeqRun*> fork_choices(SeqRun& parent);
+  void deliver(RequestState& req, int32_t choice, RequestOutput&& out);
+  void finish(SeqRun& s, FinishReason reason, const std::string& error = "");
+  void publish();
+
+  EngineConfig config_;
+  std::unique_ptr<ModelRunner> runner_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::shared_ptr<const Clock> clock_;
+  std::vector<TokenId> eog_ids_;
+  int32_t vocab_size_;
+  int32_t max_model_len_;
+  FaultInjector faults_;
+  BlockManager blocks_;
+  Scheduler sched_;
+  Sampler sampler_;
+
+  std::map<uint64_t, std::unique_ptr<RequestState>> requests_;
+  std::unordered_map<SeqId, std::unique_ptr<SeqRun>> seqs_;
+  std::vector<SeqId> finished_;       // erased at the end of the step
+  std::vector<uint64_t> readers_gone_;  // sinks that returned false: abort next step
+  SeqId next_seq_id_ = 1;
+  uint64_t next_arrival_ = 0;
+  int64_t step_ = 0;
+  std::vector<float> logits_;
+  EngineStats stats_;
+};
+
+// The KV pool size the engine would use for a model under `config`.
+int32_t engine_pool_blocks(const EngineConfig& config, const ModelConfig& model);
+
+}  // namespace pagoda

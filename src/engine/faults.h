@@ -1,0 +1,58 @@
+// Fault injection, off by default: makes the engine fail a forward pass, run
+// out of memory, fail a block allocation, or slow a step, so tests (and
+// operators, with --inject-faults) can reproduce production failures on a CPU.
+//
+// SPEC is a comma-separated list of name=value:
+//   forward=P   a step's forward pass throws with probability P
+//   oom=P       a step's forward pass fails for lack of memory (ResourceExhausted)
+//   alloc=P     a block allocation fails as if the pool were empty
+//   slow=P      a step sleeps slow_ms milliseconds first (slow_ms=MS, default 100)
+//   at_step=N   the forward pass of step N fails (deterministic tests)
+//   seed=S      the random stream of the faults (default 0)
+// Example: --inject-faults forward=0.05,oom=0.02,seed=7
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "sampling/rng.h"
+
+namespace pagoda {
+
+struct FaultSpec {
+  double forward = 0, oom = 0, alloc = 0, slow = 0;
+  int64_t slow_ms = 100;
+  int64_t at_step = -1;
+  uint64_t seed = 0;
+
+  static FaultSpec parse(std::string_view spec);  // InvalidArgument naming the bad item
+  bool any() const { return forward > 0 || oom > 0 || alloc > 0 || slow > 0 || at_step >= 0; }
+  std::string describe() const;
+};
+
+struct FaultCounts {
+  int64_t forward = 0, oom = 0, alloc = 0, slow = 0;
+};
+
+// Draws the faults; engine thread only.
+class FaultInjector {
+ public:
+  explicit FaultInjector(const FaultSpec& spec = {}) : spec_(spec), rng_(spec.seed) {}
+
+  // Throws the injected failure for this step's forward pass, if any.
+  void before_forward(int64_t step);
+  bool fail_alloc();
+  int64_t slow_ms();  // 0 = no delay this step
+
+  const FaultCounts& counts() const { return counts_; }
+  const FaultSpec& spec() const { return spec_; }
+
+ private:
+  bool draw(double p) { return p > 0 && rng_.uniform() < p; }
+  FaultSpec spec_;
+  Rng rng_;
+  FaultCounts counts_;
+};
+
+}  // namespace pagoda

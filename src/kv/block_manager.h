@@ -1,0 +1,239 @@
+// The KV block manager: the bookkeeping of a pool of N fixed-size KV blocks.
+// It owns block ids, reference counts, per-sequence block tables, the free
+// queue (eviction order) and the prefix cache. It does not own K/V bytes: the
+// model side does, and copy-on-write hands it the block copies to make.
+//
+// One engine thread drives it, once per step:
+//   1. admission:  prefix = lookup_prefix(prompt, salt, kFresh or kResumed);
+//                  allocate(seq, tokens_after_step, prefix[, reserve_tokens])
+//   2. running:    allocate(seq, tokens_after_step)   (decode or prefill chunk)
+//                  -> perform result.copies on the K/V storage, then run the model
+//   3. success:    commit(seq, all_tokens, num_computed) hashes newly full blocks
+//                  (a failed step is simply not committed: nothing gets hashed)
+//   4. finish, abort, preempt, error: free(seq)
+//
+// allocate() is all or nothing: it takes every block the step needs, or
+// changes nothing and says how many blocks were missing. Leaks are caught by
+// audit(), which checks every invariant in O(N + table entries).
+//
+// Two allocation policies share all of this: kPaged grows tables block by
+// block; kReserve (--no-paged-attn) takes a sequence's whole reservation at
+// admission, so it never needs a block mid-generation and is never preempted.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "kv/block_hash_index.h"
+#include "kv/extra_keys.h"
+#include "kv/free_block_queue.h"
+#include "kv/types.h"
+
+namespace pagoda {
+
+enum class AllocPolicy { kPaged, kReserve };
+
+// Whether a lookup is for a new request or for a preempted one resuming
+// (recompute style); their prefix-cache counters are kept apart.
+enum class Admission { kFresh, kResumed };
+
+struct BlockManagerConfig {
+  int32_t num_blocks = 0;
+  int32_t block_size = 16;  // tokens per block
+  bool prefix_caching = true;
+  AllocPolicy policy = AllocPolicy::kPaged;
+  // Every block hash is ANDed with this. Tests narrow it to force collisions,
+  // which must cost hits at most, never serve another prompt's KV.
+  BlockHash hash_mask = ~BlockHash{0};
+};
+
+// The longest run of cached full blocks that starts a prompt, as found by
+// lookup_prefix(). Hand it to allocate() for the same sequence before any
+// other allocation (another allocation may evict these blocks; allocate()
+// rejects a stale prefix). It also carries the sequence's extra key: to admit
+// a salted request without a lookup, pass CachedPrefix{.extra_key = salt}.
+struct CachedPrefix {
+  std::vector<BlockId> blocks;       // cached blocks, in prompt order
+  std::vector<uint32_t> generations;  // their generations at lookup time
+  int32_t num_tokens = 0;             // blocks.size() * block_size: tokens not recomputed
+  int32_t num_prompt_tokens = 0;      // tokens looked up (prefix-cache queries)
+  std::string extra_key;              // cache salt; part of every block's key
+  Admission admission = Admission::kFresh;
+};
+
+struct AllocResult {
+  bool ok = true;
+  int32_t missing_blocks = 0;     // when !ok: free blocks short of what the step needs
+  std::vector<BlockCopy> copies;  // copy-on-write: do these before the forward pass
+  explicit operator bool() const { return ok; }
+};
+
+// Prefix-cache counters, in tokens, recorded once per admitted request.
+struct PrefixCacheStats {
+  int64_t requests = 0;
+  int64_t queries = 0;  // prompt tokens looked up
+  int64_t hits = 0;     // of those, tokens served from the cache
+};
+
+struct KvStats {
+  int32_t num_blocks = 0;
+  int32_t free_blocks = 0;    // in the free queue (never used, or refcount 0)
+  int32_t used_blocks = 0;    // refcount > 0
+  int32_t cached_blocks = 0;  // free but still hashed: reusable by a prefix hit
+  int32_t hashed_blocks = 0;  // in the prefix cache, used or not
+  double usage = 0;           // used_blocks / num_blocks
+  int64_t evictions = 0;      // cached blocks whose hash was dropped for reuse
+  PrefixCacheStats fresh;     // admissions of new requests
+  PrefixCacheStats resumed;   // re-admissions of preempted requests
+};
+
+// The invariants audit() checks, in the order it checks them.
+enum class Invariant {
+  kTableEntries,  // table entries name real blocks; no table holds a block twice
+  kRefcount,      // a block's refcount equals the number of tables holding it
+  kFreeQueue,     // the free queue is well linked; a block is in it iff refcount 0
+  kBlockCount,    // free + in use = N; the manager's counters agree with the blocks
+  kTableSize,     // a table covers exactly its tokens (or its reservation)
+  kHash,          // every hashed block is full and mapped under its hash, and back
+  kExtraKeys,     // extra-key reference counts match their holders
+  kGrowOnly,      // tables only grow until freed, except copy-on-write of the last entry
+};
+const char* invariant_name(Invariant invariant);
+
+struct AuditViolation {
+  Invariant invariant;
+  std::string message;
+};
+
+class BlockManager {
+ public:
+  explicit BlockManager(const BlockManagerConfig& config);
+
+  const BlockManagerConfig& config() const { return config_; }
+  int32_t num_blocks() const { return config_.num_blocks; }
+  int32_t block_size() const { return config_.block_size; }
+
+  // The longest cached prefix of full blocks for a prompt, never covering its
+  // last token (that token is always computed, so the sequence gets logits).
+  // Every hit is confirmed against the block's full key: its parent block,
+  // token ids and extra key. Empty when prefix caching is off. Changes nothing.
+  CachedPrefix lookup_prefix(std::span<const TokenId> prompt, std::string_view extra_key = {},
+                             Admission admission = Admission::kFresh) const;
+
+  // Makes `seq` hold blocks for `total_tokens` tokens (what it will have
+  // processed after this step). For a new sequence, `prefix` blocks are taken
+  // first (refcount +1) and `reserve_tokens` is the reservation of the
+  // kReserve policy (prompt + max_tokens, capped at the context; ignored by
+  // kPaged). A running sequence grows only at block boundaries (kPaged) or
+  // within its reservation (kReserve: beyond it is an InvalidArgument). If the
+  // step writes into a shared partial block, that entry is replaced by a copy
+  // and the copy is listed in the result. All or nothing.
+  [[nodiscard]] AllocResult allocate(SeqId seq, int32_t total_tokens, const CachedPrefix& prefix = {},
+                                     int32_t reserve_tokens = 0);
+
+  // How many blocks allocate() with the same arguments would take out of the
+  // free queue (fresh blocks, plus cached prefix blocks now at refcount 0);
+  // it succeeds iff this is <= num_free_blocks(). Changes nothing.
+  int32_t blocks_needed(SeqId seq, int32_t total_tokens, const CachedPrefix& prefix = {},
+                        int32_t reserve_tokens = 0) const;
+
+  // After a successful forward pass: the sequence's K/V is written for its
+  // first `num_computed_tokens` tokens (`tokens`: all its token ids so far).
+  // Blocks that became full enter the prefix cache (when caching is on).
+  void commit(SeqId seq, std::span<const TokenId> tokens, int32_t num_computed_tokens);
+
+  // `child` shares all of `parent`'s blocks (n > 1 sampling). kReserve: the
+  // child gets its own reservation, sharing only the full written blocks, and
+  // the parent's partial block is copied now (see copies). Fails like allocate.
+  [[nodiscard]] AllocResult fork(SeqId parent, SeqId child);
+
+  // Returns every block of `seq`, last block first, so a prefix's later blocks
+  // are evicted before its earlier ones. Hashed blocks stay cached. Idempotent;
+  // an unknown sequence is a no-op.
+  void free(SeqId seq);
+
+  // Drops every cached hash. Refused (false) while any block is in use.
+  bool reset_prefix_cache();
+
+  bool contains(SeqId seq) const { return seqs_.count(seq) != 0; }
+  std::span<const BlockId> block_table(SeqId seq) const;  // valid until seq's next change
+  int32_t num_tokens(SeqId seq) const;
+  int32_t num_computed_tokens(SeqId seq) const;
+  size_t num_seqs() const { return seqs_.size(); }
+
+  int32_t num_free_blocks() const { return free_.size(); }
+  bool can_allocate(int32_t num_blocks) const { return num_blocks <= free_.size(); }
+  int32_t ref_count(BlockId block) const;
+  std::optional<BlockHash> block_hash(BlockId block) const;
+  std::vector<BlockId> free_queue() const { return free_.to_vector(); }  // next taken first
+  KvStats stats() const;
+
+  // Checks every invariant; returns the first violation, or nothing. It also
+  // remembers each table, to check at the next audit that it only grew.
+  std::optional<AuditViolation> audit();
+  void check();  // audit(), throwing pagoda::Error naming the violation
+
+ private:
+  friend struct BlockManagerTestPeer;
+
+  struct Block {
+    BlockHash hash = 0;
+    int32_t ref_count = 0;
+    uint32_t generation = 0;       // bumped each time the block loses its hash
+    BlockId parent = kNoBlock;     // key: the cached block this one extends (kNoBlock: first)
+    uint32_t parent_generation = 0;
+    uint32_t extra_id = 0;         // key: interned extra key
+    bool hashed = false;
+  };
+
+  struct Seq {
+    std::vector<BlockId> table;
+    int32_t num_tokens = 0;       // tokens the table is sized for
+    int32_t num_computed = 0;     // tokens whose K/V a committed step wrote
+    int32_t num_hashed = 0;       // leading blocks in the prefix cache
+    int32_t reserved_blocks = 0;  // kReserve: blocks taken at admission
+    uint32_t extra_id = 0;
+    uint32_t cow_count = 0;       // copy-on-write replacements (for audit)
+  };
+
+  struct Plan {
+    int32_t fresh = 0;      // blocks to pop from the free queue
+    int32_t from_free = 0;  // prefix blocks to pull out of the free queue
+    bool cow = false;
+    int32_t target_blocks = 0;
+  };
+
+  const Seq& seq_at(SeqId seq) const;
+  Plan plan(SeqId seq, int32_t total_tokens, const CachedPrefix& prefix, int32_t reserve_tokens) const;
+  void prefetch_evictions(int32_t count) const;
+  BlockId take_free_block();
+  void take_cached_block(BlockId b);
+  void release_block(BlockId b);
+  void unhash(BlockId b);
+  bool key_tokens_equal(BlockId b, std::span<const TokenId> tokens) const;
+  int32_t blocks_for(int64_t tokens) const;
+
+  BlockManagerConfig config_;
+  std::vector<Block> blocks_;
+  std::vector<TokenId> key_tokens_;  // block_size token ids per block: key of hashed blocks
+  FreeBlockQueue free_;
+  BlockHashIndex cached_;  // hash -> hashed blocks
+  ExtraKeyTable extra_keys_;
+  std::unordered_map<SeqId, Seq> seqs_;
+  int32_t num_cached_free_ = 0;
+  int64_t evictions_ = 0;
+  PrefixCacheStats fresh_, resumed_;
+
+  struct Seen {
+    std::vector<BlockId> table;
+    uint32_t cow_count = 0;
+  };
+  std::unordered_map<SeqId, Seen> seen_;  // audit's last view of each table
+};
+
+}  // namespace pagoda

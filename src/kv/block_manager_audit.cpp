@@ -1,0 +1,195 @@
+// audit(): recomputes every fact the block manager keeps incrementally and
+// compares. O(N + table entries + cached blocks), cheap enough to run after
+// every engine step. Reports the first violation, in Invariant order.
+#include <algorithm>
+
+#include "kv/block_manager.h"
+#include "util/error.h"
+
+namespace pagoda {
+
+const char* invariant_name(Invariant invariant) {
+  switch (invariant) {
+    case Invariant::kTableEntries: return "table entries";
+    case Invariant::kRefcount: return "refcount";
+    case Invariant::kFreeQueue: return "free queue";
+    case Invariant::kBlockCount: return "block count";
+    case Invariant::kTableSize: return "table size";
+    case Invariant::kHash: return "hash";
+    case Invariant::kExtraKeys: return "extra keys";
+    case Invariant::kGrowOnly: return "grow only";
+  }
+  return "?";
+}
+
+void BlockManager::check() {
+  if (auto v = audit()) fail("KV block manager invariant '{}' broken: {}", invariant_name(v->invariant), v->message);
+}
+
+std::optional<AuditViolation> BlockManager::audit() {
+  const int32_t n = num_blocks();
+  const int32_t bs = config_.block_size;
+  auto violation = [](Invariant inv, std::string message) {
+    return std::optional<AuditViolation>(AuditViolation{inv, std::move(message)});
+  };
+
+  // Table entries: valid ids, no block twice in one table; count holders.
+  std::vector<int32_t> holders(size_t(n), 0);
+  std::vector<uint64_t> stamp(size_t(n), 0);
+  uint64_t ordinal = 0;
+  for (const auto& [id, s] : seqs_) {
+    ++ordinal;
+    for (size_t i = 0; i < s.table.size(); ++i) {
+      const BlockId b = s.table[i];
+      if (b < 0 || b >= n) {
+        return violation(Invariant::kTableEntries,
+                         fmt::format("sequence {} holds block id {} at index {}, outside the pool of {}", id, b, i, n));
+      }
+      if (stamp[b] == ordinal) {
+        return violation(Invariant::kTableEntries,
+                         fmt::format("sequence {} holds block {} twice (again at index {})", id, b, i));
+      }
+      stamp[b] = ordinal;
+      ++holders[b];
+    }
+  }
+
+  for (BlockId b = 0; b < n; ++b) {
+    if (blocks_[b].ref_count != holders[b]) {
+      return violation(Invariant::kRefcount, fmt::format("block {} has refcount {} but {} block tables hold it", b,
+                                                         blocks_[b].ref_count, holders[b]));
+    }
+  }
+
+  std::vector<uint8_t> member;
+  int32_t walked = 0;
+  if (auto broken = free_.check(member, walked)) return violation(Invariant::kFreeQueue, *broken);
+  int32_t used = 0, cached_free = 0, hashed = 0;
+  for (BlockId b = 0; b < n; ++b) {
+    const Block& blk = blocks_[b];
+    if ((blk.ref_count == 0) != bool(member[b])) {
+      return violation(Invariant::kFreeQueue,
+                       blk.ref_count == 0
+                           ? fmt::format("block {} has refcount 0 but is not in the free queue", b)
+                           : fmt::format("block {} has refcount {} but is in the free queue", b, blk.ref_count));
+    }
+    used += blk.ref_count > 0;
+    cached_free += blk.hashed && member[b];
+    hashed += blk.hashed;
+  }
+
+  if (walked != free_.size()) {
+    return violation(Invariant::kBlockCount,
+                     fmt::format("free queue counts {} blocks but links {}", free_.size(), walked));
+  }
+  if (free_.size() + used != n) {
+    return violation(Invariant::kBlockCount,
+                     fmt::format("{} free + {} in use != {} blocks", free_.size(), used, n));
+  }
+  if (cached_free != num_cached_free_) {
+    return violation(Invariant::kBlockCount,
+                     fmt::format("{} cached free blocks counted, {} found", num_cached_free_, cached_free));
+  }
+
+  for (const auto& [id, s] : seqs_) {
+    const int32_t want = std::max((s.num_tokens + bs - 1) / bs, s.reserved_blocks);
+    if (int32_t(s.table.size()) != want) {
+      return violation(Invariant::kTableSize,
+                       fmt::format("sequence {} has {} tokens ({} reserved blocks) but {} blocks", id, s.num_tokens,
+                                   s.reserved_blocks, s.table.size()));
+    }
+    if (s.num_hashed < 0 || s.num_hashed * bs > s.num_computed || s.num_computed > s.num_tokens) {
+      return violation(Invariant::kTableSize,
+                       fmt::format("sequence {}: {} hashed blocks, {} computed and {} allocated tokens do not nest",
+                                   id, s.num_hashed, s.num_computed, s.num_tokens));
+    }
+  }
+
+  // Hashes: the map and the hashed blocks name each other exactly; a hashed
+  // block is full wherever it is held; a sequence's committed blocks are hashed.
+  if (int32_t(cached_.size()) != hashed) {
+    return violation(Invariant::kHash,
+                     fmt::format("prefix cache maps {} entries but {} blocks are hashed", cached_.size(), hashed));
+  }
+  std::optional<AuditViolation> stray;
+  size_t entries = 0;
+  cached_.for_each_entry([&](BlockHash h, BlockId b) {
+    ++entries;
+    if (!stray && (b < 0 || b >= n || !blocks_[b].hashed || blocks_[b].hash != h)) {
+      stray = violation(Invariant::kHash,
+                        fmt::format("prefix cache maps hash {:#x} to block {}, which is not hashed under it", h, b));
+    }
+  });
+  if (stray) return stray;
+  if (entries != cached_.size()) {
+    return violation(Invariant::kHash,
+                     fmt::format("prefix cache index counts {} entries but holds {}", cached_.size(), entries));
+  }
+  for (BlockId b = 0; b < n; ++b) {
+    if (!blocks_[b].hashed) continue;
+    if (cached_.count(blocks_[b].hash, b) != 1) {  // found from its home slot, once
+      return violation(Invariant::kHash,
+                       fmt::format("hashed block {} is not mapped once under its hash {:#x}", b, blocks_[b].hash));
+    }
+  }
+  for (const auto& [id, s] : seqs_) {
+    for (size_t i = 0; i < s.table.size(); ++i) {
+      const Block& blk = blocks_[s.table[i]];
+      if (blk.hashed && int64_t(i + 1) * bs > s.num_tokens) {
+        return violation(Invariant::kHash,
+                         fmt::format("block {} is hashed but not full: index {} of sequence {} with {} tokens",
+                                     s.table[i], i, id, s.num_tokens));
+      }
+      if (int32_t(i) < s.num_hashed && !blk.hashed) {
+        return violation(Invariant::kHash, fmt::format("committed block {} (index {} of sequence {}) is not hashed",
+                                                       s.table[i], i, id));
+      }
+    }
+  }
+
+  // Extra keys: every live id is referenced by exactly its holders.
+  std::vector<int64_t> extra_refs(extra_keys_.capacity(), 0);
+  for (const auto& [id, s] : seqs_) {
+    if (s.extra_id >= extra_refs.size() || !extra_keys_.live(s.extra_id)) {
+      return violation(Invariant::kExtraKeys, fmt::format("sequence {} has dead extra key id {}", id, s.extra_id));
+    }
+    ++extra_refs[s.extra_id];
+  }
+  for (BlockId b = 0; b < n; ++b) {
+    if (!blocks_[b].hashed) continue;
+    const uint32_t e = blocks_[b].extra_id;
+    if (e >= extra_refs.size() || !extra_keys_.live(e)) {
+      return violation(Invariant::kExtraKeys, fmt::format("block {} has dead extra key id {}", b, e));
+    }
+    ++extra_refs[e];
+  }
+  for (uint32_t e = 1; e < extra_refs.size(); ++e) {
+    if (extra_refs[e] != extra_keys_.refs(e)) {
+      return violation(Invariant::kExtraKeys, fmt::format("extra key id {} has {} references but {} holders", e,
+                                                          extra_keys_.refs(e), extra_refs[e]));
+    }
+  }
+
+  // Grow only, against the tables the previous audit saw.
+  for (const auto& [id, s] : seqs_) {
+    auto it = seen_.find(id);
+    if (it == seen_.end()) continue;
+    const Seen& old = it->second;
+    if (s.table.size() < old.table.size()) {
+      return violation(Invariant::kGrowOnly, fmt::format("sequence {}: table shrank from {} to {} blocks", id,
+                                                         old.table.size(), s.table.size()));
+    }
+    for (size_t i = 0; i < old.table.size(); ++i) {
+      if (s.table[i] == old.table[i]) continue;
+      const bool cow = i + 1 == old.table.size() && s.cow_count != old.cow_count;
+      if (!cow) {
+        return violation(Invariant::kGrowOnly, fmt::format("sequence {}: entry {} changed from block {} to {}", id,
+                                                           i, old.table[i], s.table[i]));
+      }
+    }
+  }
+  for (const auto& [id, s] : seqs_) seen_[id] = Seen{s.table, s.cow_count};
+  return std::nullopt;
+}
+
+}  // namespace pagoda

@@ -1,0 +1,96 @@
+// The scheduling policy: given the queues and the block manager, which
+// sequences run this step and how many tokens each computes. State in, plan
+// out; no model, no threads, no clock, so every rule is unit-testable.
+//
+// A step's plan:
+//  1. Running sequences first, highest priority (then oldest) first: decode
+//     tokens and continuing prefill chunks, within the token budget
+//     (--max-batched-tokens). A sequence that cannot get a block preempts the
+//     lowest-priority, newest running sequence (recompute: its blocks are
+//     freed, it keeps its tokens and goes back to waiting). If it is itself
+//     the lowest, it preempts itself. At most max_preemptions_per_step a step.
+//  2. Then, if nothing was preempted, waiting sequences are admitted in
+//     order (boosted first, then priority, then arrival) while the budget and
+//     --max-num-seqs allow: prefix-cache lookup, then the first prefill chunk.
+//     A preempted sequence is not looked at again in the step that preempted
+//     it, and resumes only when its whole context fits in the free blocks.
+//  3. A waiting head that does not fit does not stall the queue: later
+//     requests may pass it, but each pass counts, and after max_bypass passes
+//     nothing passes it until it is admitted (aging: it is never starved).
+//     A request preempted max_preemptions_per_request times is boosted.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "kv/block_manager.h"
+#include "sched/sequence.h"
+
+namespace pagoda {
+
+struct SchedulerConfig {
+  int32_t max_num_seqs = 64;
+  int32_t max_batched_tokens = 2048;
+  int32_t max_bypass = 16;
+  int32_t max_preemptions_per_step = 8;
+  int32_t max_preemptions_per_request = 4;
+};
+
+struct ScheduledSeq {
+  Sequence* seq = nullptr;
+  int32_t num_tokens = 0;  // tokens computed this step, from seq->num_computed on
+  bool sample = false;     // the step computes the sequence's last token: sample the next
+};
+
+struct StepPlan {
+  std::vector<ScheduledSeq> scheduled;
+  std::vector<BlockCopy> copies;     // copy-on-write: before the forward pass
+  std::vector<Sequence*> preempted;  // preempted by this step's planning
+  int32_t num_tokens = 0;
+  bool empty() const { return scheduled.empty(); }
+};
+
+class Scheduler {
+ public:
+  // `fail_alloc` (fault injection) is asked before each allocation; true
+  // makes that allocation fail as if the pool were empty.
+  Scheduler(const SchedulerConfig& config, BlockManager& blocks, std::function<bool()> fail_alloc = {});
+
+  const SchedulerConfig& config() const { return config_; }
+
+  // A new sequence (state waiting). The caller keeps it alive until remove().
+  void add(Sequence* seq);
+  // A sequence that already holds blocks and runs (a forked choice).
+  void add_running(Sequence* seq) { running_.push_back(seq); }
+  // Takes a sequence out of whatever queue holds it and frees its blocks.
+  // Idempotent. The caller then marks it finished.
+  void remove(Sequence* seq);
+  // Recompute preemption: frees its blocks, keeps its tokens, back to waiting.
+  void preempt(Sequence* seq, int64_t step);
+
+  StepPlan schedule(int64_t step);
+
+  const std::vector<Sequence*>& running() const { return running_; }
+  const std::vector<Sequence*>& waiting() const { return waiting_; }  // in admission order
+  int64_t total_preemptions() const { return total_preemptions_; }
+
+ private:
+  bool schedule_running(Sequence* seq, int64_t step, StepPlan& plan, int32_t& budget);
+  bool try_admit(Sequence* seq, StepPlan& plan, int32_t& budget);
+  Sequence* pick_victim() const;
+  bool alloc_failure_injected() { return fail_alloc_ && fail_alloc_(); }
+  void insert_waiting(Sequence* seq);
+
+  SchedulerConfig config_;
+  BlockManager& blocks_;
+  std::function<bool()> fail_alloc_;
+  std::vector<Sequence*> running_;
+  std::vector<Sequence*> waiting_;
+  int64_t total_preemptions_ = 0;
+};
+
+// The admission order: boosted first, then lower priority value, then earlier arrival.
+bool admission_before(const Sequence& a, const Sequence& b);
+
+}  // namespace pagoda

@@ -1,0 +1,66 @@
+// A deterministic stand-in for the model, for engine and scheduler tests.
+// It keeps, per KV slot, the token written there, and for every token it is
+// asked logits for it first checks that the sequence's whole past is present
+// through the block table (so a wrong block table, a missed copy-on-write or
+// a bad prefix-cache hit is caught at once); then it "predicts"
+// next_token(past), a hash of every token so far.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/model_runner.h"
+
+namespace pagoda::testing {
+
+inline int32_t fake_next_token(const std::vector<int32_t>& past, int32_t vocab) {
+  uint64_t h = 1469598103934665603ull;
+  for (int32_t t : past) h = (h ^ uint64_t(t)) * 1099511628211ull;
+  // Avoid the end-of-generation id 2 most of the time, but not always.
+  return int32_t(h % uint64_t(vocab));
+}
+
+class FakeRunner : public ModelRunner {
+ public:
+  FakeRunner(int32_t vocab, int32_t num_blocks, int32_t block_size, int32_t context)
+      : vocab_(vocab), block_size_(block_size), context_(context), slots_(size_t(num_blocks) * block_size, -1) {}
+
+  int32_t vocab_size() const override { return vocab_; }
+  int32_t context_length() const override { return context_; }
+  void copy_blocks(std::span<const BlockCopy> copies) override {
+    for (const auto& c : copies)
+      for (int32_t i = 0; i < block_size_; ++i)
+        slots_[size_t(c.dst) * block_size_ + i] = slots_[size_t(c.src) * block_size_ + i];
+  }
+  void forward(const Batch& batch, std::vector<float>& logits) override {
+    ++calls;
+    for (const auto& t : batch.tokens) slot(batch, t.seq, t.pos) = t.token;
+    logits.clear();
+    for (const auto& t : batch.tokens) {
+      if (!t.logits) continue;
+      std::vector<int32_t> past;
+      for (int32_t p = 0; p <= t.pos; ++p) {
+        const int32_t v = slot(batch, t.seq, p);
+        if (v < 0) throw std::logic_error("fake model: position " + std::to_string(p) + " was never written");
+        past.push_back(v);
+      }
+      std::vector<float> row(size_t(vocab_), 0.0f);
+      row[size_t(fake_next_token(past, vocab_))] = 10.0f;
+      logits.insert(logits.end(), row.begin(), row.end());
+    }
+  }
+  int64_t calls = 0;
+
+ private:
+  int32_t& slot(const Batch& b, int32_t seq, int32_t pos) {
+    const auto table = b.block_tables[size_t(seq)];
+    if (size_t(pos / block_size_) >= table.size()) throw std::logic_error("fake model: position outside the table");
+    return slots_[size_t(table[size_t(pos / block_size_)]) * block_size_ + size_t(pos % block_size_)];
+  }
+  int32_t vocab_, block_size_, context_;
+  std::vector<int32_t> slots_;
+};
+
+}  // namespace pagoda::testing

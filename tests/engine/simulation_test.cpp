@@ -1,0 +1,173 @@
+// A deterministic simulation of the engine: the real scheduler and block
+// manager driven by a fake model on a virtual clock, through tens of
+// thousands of random steps (adds, cancels, deadlines, readers that leave,
+// failing and out-of-memory steps, failing allocations), checking every
+// invariant after every step.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "engine/engine_core.h"
+#include "engine/fake_runner.h"
+
+#include <spdlog/spdlog.h>
+
+namespace pagoda {
+namespace {
+
+constexpr int32_t kVocab = 40;
+
+struct Record {
+  std::vector<TokenId> prompt;
+  std::map<int32_t, std::vector<TokenId>> tokens;  // per choice
+  std::set<int32_t> finished_choices;
+  bool done = false;
+  bool leave = false;  // the reader goes away at its next delta
+  int32_t n = 1;
+};
+
+struct Sim {
+  explicit Sim(uint64_t seed) : rng(uint32_t(seed)) {
+    cfg.block_size = 4;
+    cfg.sched.max_num_seqs = 6;
+    cfg.sched.max_batched_tokens = 20;
+    cfg.sched.max_bypass = 4;
+    cfg.request_timeout_s = 30;
+    cfg.max_n = 3;
+    cfg.faults = FaultSpec{.forward = 0.02, .oom = 0.02, .alloc = 0.02, .seed = seed};
+    cfg.audit_every_step = true;
+    cfg.log_interval_s = 0;
+    clock = std::make_shared<ManualClock>();
+    core = std::make_unique<EngineCore>(cfg, std::make_unique<testing::FakeRunner>(kVocab, 24, 4, 80), 24, nullptr,
+                                        clock, std::vector<TokenId>{2});
+    for (int i = 0; i < 3; ++i) {
+      std::vector<TokenId> p(size_t(4 + rng() % 12));
+      for (auto& t : p) t = TokenId(3 + rng() % (kVocab - 3));
+      prefixes.push_back(p);
+    }
+  }
+
+  void add() {
+    Request r;
+    r.prompt = prefixes[rng() % prefixes.size()];
+    r.prompt.resize(r.prompt.size() - rng() % 3);
+    for (int i = int(1 + rng() % 12); i > 0; --i) r.prompt.push_back(TokenId(3 + rng() % (kVocab - 3)));
+    r.sampling.temperature = 0;
+    r.sampling.max_tokens = int32_t(1 + rng() % 30);
+    r.n = rng() % 8 == 0 ? int32_t(2 + rng() % 2) : 1;
+    r.priority = int32_t(rng() % 3);
+    if (rng() % 10 == 0) r.timeout_s = 0.5 + (rng() % 20) * 0.1;
+    const uint64_t id = next_id++;
+    Record rec;
+    rec.prompt = r.prompt;
+    rec.n = r.n;
+    rec.leave = rng() % 25 == 0;
+    records[id] = rec;
+    core->add(id, std::move(r), [this, id](RequestOutput&& out) {
+      Record& rec = records[id];
+      EXPECT_FALSE(rec.done) << "event after the request's last one";
+      EXPECT_EQ(rec.finished_choices.count(out.choice), 0u) << "event after the choice's terminal event";
+      auto& toks = rec.tokens[out.choice];
+      for (TokenId t : out.tokens) {
+        std::vector<TokenId> past = rec.prompt;
+        past.insert(past.end(), toks.begin(), toks.end());
+        EXPECT_EQ(t, testing::fake_next_token(past, kVocab)) << "request " << id << " choice " << out.choice;
+        toks.push_back(t);
+        ++progress;
+      }
+      if (out.finish != FinishReason::none) {
+        rec.finished_choices.insert(out.choice);
+        ++progress;
+        ++terminal_events;
+      }
+      if (out.request_done) {
+        EXPECT_EQ(int32_t(rec.finished_choices.size()), rec.n);
+        rec.done = true;
+      }
+      return !rec.leave;
+    });
+  }
+
+  void check_invariants() {
+    std::set<const Sequence*> seen;
+    for (const Sequence* s : core->scheduler().running()) {
+      ASSERT_TRUE(seen.insert(s).second) << "sequence twice in the queues";
+      ASSERT_TRUE(s->is_running()) << to_string(s->state);
+      ASSERT_TRUE(core->blocks().contains(s->id));
+    }
+    for (const Sequence* s : core->scheduler().waiting()) {
+      ASSERT_TRUE(seen.insert(s).second) << "sequence twice in the queues";
+      ASSERT_TRUE(s->is_queued()) << to_string(s->state);
+      ASSERT_FALSE(core->blocks().contains(s->id)) << "a waiting sequence holds blocks";
+      ASSERT_LE(s->bypassed, cfg.sched.max_bypass) << "bypassed too often";
+    }
+    ASSERT_EQ(seen.size(), core->num_sequences()) << "a live sequence is in no queue";
+    ASSERT_EQ(core->blocks().num_seqs(), core->scheduler().running().size());
+  }
+
+  std::mt19937 rng;
+  EngineConfig cfg;
+  std::shared_ptr<ManualClock> clock;
+  std::unique_ptr<EngineCore> core;
+  std::vector<std::vector<TokenId>> prefixes;
+  std::map<uint64_t, Record> records;
+  uint64_t next_id = 1;
+  int64_t progress = 0, terminal_events = 0;
+};
+
+class EngineSimulation : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
+  spdlog::set_level(spdlog::level::err);
+  Sim sim(GetParam());
+  int64_t last_progress = 0, stalled = 0;
+  for (int step = 0; step < 20000; ++step) {
+    const uint32_t op = sim.rng() % 100;
+    if (op < 25 && sim.core->num_requests() < 40) sim.add();
+    if (op >= 95 && !sim.records.empty()) {
+      auto it = sim.records.lower_bound(1 + sim.rng() % sim.next_id);
+      if (it != sim.records.end()) sim.core->cancel(it->first);
+    }
+    sim.clock->advance(0.05);
+    sim.core->step();
+    sim.check_invariants();
+    if (HasFatalFailure() || HasFailure()) return;
+    // Some sequence makes progress within a bounded number of steps.
+    if (sim.core->num_requests() == 0 || sim.progress != last_progress) {
+      last_progress = sim.progress;
+      stalled = 0;
+    } else {
+      ASSERT_LT(++stalled, 200) << "no progress for 200 steps at step " << step;
+    }
+  }
+  for (int step = 0; step < 20000 && sim.core->num_requests() > 0; ++step) {
+    sim.clock->advance(0.05);
+    sim.core->step();
+    sim.check_invariants();
+  }
+  ASSERT_EQ(sim.core->num_requests(), 0u);
+  EXPECT_EQ(sim.core->num_sequences(), 0u);
+  EXPECT_EQ(sim.core->blocks().num_free_blocks(), sim.core->blocks().num_blocks());
+  const auto& st = sim.core->stats();
+  EXPECT_EQ(st.requests_received, int64_t(sim.records.size()));
+  EXPECT_EQ(st.requests_received, st.requests_finished());
+  // Every request ended with a terminal event, unless its reader had left.
+  for (const auto& [id, r] : sim.records) ASSERT_TRUE(r.done || r.leave) << "request " << id << " never ended";
+  // The faults the test is about really happened.
+  EXPECT_GT(st.faults.forward, 0);
+  EXPECT_GT(st.faults.oom, 0);
+  EXPECT_GT(st.faults.alloc, 0);
+  EXPECT_GT(st.preemptions, 0);
+  EXPECT_GT(st.aborted, 0);
+  EXPECT_GT(st.timed_out, 0);
+  EXPECT_GT(st.errored, 0);
+  EXPECT_GT(st.finished_length, 0);
+  EXPECT_GT(st.prefix_hits, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, EngineSimulation, ::testing::Values(1, 2, 3));
+
+}  // namespace
+}  // namespace pagoda
