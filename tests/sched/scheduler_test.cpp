@@ -1,0 +1,203 @@
+// The scheduling policy on its own: sequences and a block manager in, a plan out.
+#include "sched/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <memory>
+
+namespace pagoda {
+namespace {
+
+struct Fixture {
+  explicit Fixture(int32_t blocks, SchedulerConfig cfg = {}, int32_t block_size = 4)
+      : bm(BlockManagerConfig{blocks, block_size, true, AllocPolicy::kPaged}), sched(cfg, bm) {}
+
+  Sequence* add(int32_t prompt_len, int32_t priority = 0, int32_t max_len = 1000) {
+    auto s = std::make_unique<Sequence>();
+    s->id = next_id++;
+    for (int32_t i = 0; i < prompt_len; ++i) s->tokens.push_back(int32_t(s->id * 100 + i));
+    s->num_prompt = prompt_len;
+    s->max_len = max_len;
+    s->priority = priority;
+    s->arrival = s->id;
+    sched.add(s.get());
+    seqs.push_back(std::move(s));
+    return seqs.back().get();
+  }
+
+  // What the engine does after a successful forward pass: commit, and append
+  // a token for every sequence that sampled.
+  void complete(const StepPlan& plan) {
+    for (const auto& sc : plan.scheduled) {
+      sc.seq->num_computed += sc.num_tokens;
+      bm.commit(sc.seq->id, sc.seq->tokens, sc.seq->num_computed);
+      if (sc.sample) {
+        sc.seq->tokens.push_back(7);
+        sc.seq->state = SeqState::decode;
+      }
+    }
+  }
+
+  BlockManager bm;
+  Scheduler sched;
+  std::vector<std::unique_ptr<Sequence>> seqs;
+  SeqId next_id = 1;
+};
+
+int32_t tokens_of(const StepPlan& p, const Sequence* s) {
+  for (const auto& sc : p.scheduled)
+    if (sc.seq == s) return sc.num_tokens;
+  return 0;
+}
+
+TEST(Scheduler, ChunksPrefillsWithinTheTokenBudget) {
+  Fixture f(64, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 10});
+  Sequence* a = f.add(25);
+  auto p = f.sched.schedule(1);
+  EXPECT_EQ(tokens_of(p, a), 10);
+  EXPECT_FALSE(p.scheduled[0].sample);
+  f.complete(p);
+  p = f.sched.schedule(2);
+  EXPECT_EQ(tokens_of(p, a), 10);
+  f.complete(p);
+  p = f.sched.schedule(3);
+  EXPECT_EQ(tokens_of(p, a), 5);
+  EXPECT_TRUE(p.scheduled[0].sample);  // the last prompt chunk samples
+}
+
+TEST(Scheduler, DecodesComeBeforeNewPrefills) {
+  Fixture f(64, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 8});
+  Sequence* a = f.add(4);
+  f.complete(f.sched.schedule(1));  // a is decoding now
+  Sequence* b = f.add(20);
+  const auto p = f.sched.schedule(2);
+  EXPECT_EQ(tokens_of(p, a), 1);
+  EXPECT_EQ(tokens_of(p, b), 7);  // the rest of the budget
+  EXPECT_EQ(p.num_tokens, 8);
+}
+
+TEST(Scheduler, RespectsMaxNumSeqs) {
+  Fixture f(64, SchedulerConfig{.max_num_seqs = 2, .max_batched_tokens = 100});
+  f.add(3);
+  f.add(3);
+  Sequence* c = f.add(3);
+  const auto p = f.sched.schedule(1);
+  EXPECT_EQ(p.scheduled.size(), 2u);
+  EXPECT_EQ(tokens_of(p, c), 0);
+  EXPECT_EQ(f.sched.waiting().size(), 1u);
+}
+
+TEST(Scheduler, PreemptsTheNewestLowestPriorityAndNotAgainInThatStep) {
+  // 6 blocks of 4 tokens. Three prompts of 8 tokens fill all six.
+  Fixture f(6, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 100});
+  Sequence* a = f.add(8, 0);
+  Sequence* b = f.add(8, 0);
+  Sequence* c = f.add(8, 1);  // lowest priority
+  f.complete(f.sched.schedule(1));
+  // Each now has 9 tokens, 2 full blocks: the next decode needs a block each.
+  const auto p = f.sched.schedule(2);
+  ASSERT_EQ(p.preempted.size(), 1u);
+  EXPECT_EQ(p.preempted[0], c);
+  EXPECT_EQ(c->state, SeqState::preempted);
+  EXPECT_EQ(c->num_computed, 0);
+  EXPECT_EQ(c->num_tokens(), 9);  // keeps its generated token
+  EXPECT_FALSE(f.bm.contains(c->id));
+  EXPECT_EQ(tokens_of(p, a), 1);
+  EXPECT_EQ(tokens_of(p, b), 1);
+  EXPECT_EQ(tokens_of(p, c), 0);  // not re-admitted in the step that preempted it
+  EXPECT_EQ(f.sched.total_preemptions(), 1);
+}
+
+TEST(Scheduler, ASequenceThatIsTheLowestPreemptsItselfOnce) {
+  Fixture f(4, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 100});
+  Sequence* a = f.add(8, 0);
+  Sequence* b = f.add(8, 5);
+  f.complete(f.sched.schedule(1));  // 4 blocks used
+  const auto p = f.sched.schedule(2);
+  // a (higher priority) needs a block: b is preempted; b would need one too but
+  // it is gone: exactly one preemption, no loop.
+  ASSERT_EQ(p.preempted.size(), 1u);
+  EXPECT_EQ(p.preempted[0], b);
+  EXPECT_EQ(tokens_of(p, a), 1);
+}
+
+TEST(Scheduler, ResumesOnlyWhenTheWholeContextFits) {
+  Fixture f(7, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 100});
+  Sequence* a = f.add(8);
+  Sequence* b = f.add(8);
+  Sequence* c = f.add(8);
+  f.complete(f.sched.schedule(1));  // 6 blocks used, each has 9 tokens
+  f.sched.preempt(b, 1);            // 3 free; b needs 3 blocks for its 9 tokens
+  auto p = f.sched.schedule(2);     // a and c each take a block for their decode: 1 free
+  EXPECT_EQ(tokens_of(p, a), 1);
+  EXPECT_EQ(tokens_of(p, c), 1);
+  EXPECT_EQ(tokens_of(p, b), 0);    // 3 blocks needed, 1 free: b waits, whole
+  EXPECT_EQ(f.bm.num_free_blocks(), 1);
+  f.complete(p);
+  f.sched.remove(c);                // 3 more free
+  p = f.sched.schedule(3);
+  EXPECT_EQ(tokens_of(p, b), 5);    // its whole context at once, less the cached first block
+  EXPECT_TRUE(p.scheduled.back().sample);
+}
+
+TEST(Scheduler, BypassIsBoundedThenTheHeadWaitsForRoom) {
+  // A big request at the head cannot fit while smaller ones keep arriving.
+  Fixture f(8, SchedulerConfig{.max_num_seqs = 16, .max_batched_tokens = 100, .max_bypass = 2});
+  Sequence* filler = f.add(20);  // 5 blocks
+  f.complete(f.sched.schedule(1));
+  Sequence* big = f.add(16);  // needs 4 blocks + room: only 3 free
+  int admitted_past = 0;
+  for (int step = 2; step < 10; ++step) {
+    Sequence* small = f.add(2);
+    const auto p = f.sched.schedule(step);
+    if (tokens_of(p, small) > 0) ++admitted_past;
+    f.complete(p);
+    EXPECT_LE(big->bypassed, 2);
+  }
+  EXPECT_EQ(admitted_past, 2);  // then nobody passes the head
+  (void)filler;
+}
+
+TEST(Scheduler, PreemptedTooOftenIsBoosted) {
+  Fixture f(64, SchedulerConfig{.max_preemptions_per_request = 2});
+  Sequence* a = f.add(4, 9);
+  Sequence* b = f.add(4, 0);
+  f.complete(f.sched.schedule(1));
+  f.sched.preempt(a, 1);
+  EXPECT_FALSE(a->boosted);
+  f.complete(f.sched.schedule(2));
+  f.sched.preempt(a, 2);
+  EXPECT_TRUE(a->boosted);
+  EXPECT_TRUE(admission_before(*a, *b));  // ahead of everyone now
+}
+
+TEST(Scheduler, RemoveIsIdempotentAndFreesBlocks) {
+  Fixture f(16);
+  Sequence* a = f.add(9);
+  f.complete(f.sched.schedule(1));
+  EXPECT_TRUE(f.bm.contains(a->id));
+  f.sched.remove(a);
+  f.sched.remove(a);
+  EXPECT_FALSE(f.bm.contains(a->id));
+  EXPECT_TRUE(f.sched.running().empty());
+  EXPECT_EQ(f.bm.num_free_blocks(), 16);
+  EXPECT_FALSE(f.bm.audit().has_value());
+}
+
+TEST(Scheduler, InjectedAllocationFailureAdmitsNothing) {
+  BlockManager bm(BlockManagerConfig{16, 4, true, AllocPolicy::kPaged});
+  Scheduler sched(SchedulerConfig{}, bm, [] { return true; });
+  Sequence s;
+  s.id = 1;
+  s.tokens = {1, 2, 3};
+  s.num_prompt = 3;
+  s.max_len = 100;
+  sched.add(&s);
+  EXPECT_TRUE(sched.schedule(1).empty());
+  EXPECT_EQ(sched.waiting().size(), 1u);
+  EXPECT_EQ(bm.num_free_blocks(), 16);
+}
+
+}  // namespace
+}  // namespace pagoda
