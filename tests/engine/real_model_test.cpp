@@ -80,6 +80,7 @@ struct LogCapture {
   std::shared_ptr<spdlog::logger> old;
 };
 
+// Greedy and seeded requests alike give the same tokens alone and in a crowd.
 TEST(EngineRealModel, BatchingChunkingPreemptionAndPrefixHitsChangeNoToken) {
   std::mt19937 rng(11);
   const auto shared = random_prompt(rng, 40);
@@ -88,6 +89,10 @@ TEST(EngineRealModel, BatchingChunkingPreemptionAndPrefixHitsChangeNoToken) {
     auto p = i % 2 ? shared : random_prompt(rng, 20 + rng() % 60);
     for (int j = 0; j < 5 + i; ++j) p.push_back(TokenId(3 + rng() % 509));
     requests.push_back(greedy(p, 30 + i * 3));
+    if (i % 3 == 1) {  // seeded sampling must survive preemption too
+      requests.back().sampling.temperature = 0.9f;
+      requests.back().sampling.seed = 100 + i;
+    }
   }
   // One at a time, whole prompts, no cache: the reference.
   std::vector<std::vector<TokenId>> expected;

@@ -1,0 +1,188 @@
+// EngineCore, stepped by hand with the fake model: cancellation in every
+// state, deadlines on the virtual clock, rejections, step failures.
+#include "engine/engine_core.h"
+
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include "engine/fake_runner.h"
+#include "util/error.h"
+
+namespace pagoda {
+namespace {
+
+constexpr int32_t kVocab = 50;
+
+struct Core {
+  explicit Core(EngineConfig cfg = {}, int32_t blocks = 16, int32_t block_size = 4) {
+    spdlog::set_level(spdlog::level::err);
+    cfg.block_size = block_size;
+    cfg.audit_every_step = true;
+    cfg.log_interval_s = 0;
+    clock = std::make_shared<ManualClock>();
+    core = std::make_unique<EngineCore>(cfg, std::make_unique<testing::FakeRunner>(kVocab, blocks, block_size, 1024),
+                                        blocks, nullptr, clock, std::vector<TokenId>{});
+  }
+  uint64_t add(int32_t prompt_len, int32_t max_tokens, std::optional<double> timeout = {}) {
+    Request r;
+    for (int32_t i = 0; i < prompt_len; ++i) r.prompt.push_back(3 + i % 40);
+    r.sampling.temperature = 0;
+    r.sampling.max_tokens = max_tokens;
+    r.timeout_s = timeout;
+    const uint64_t id = next_id++;
+    core->add(id, std::move(r), [this, id](RequestOutput&& o) {
+      if (o.finish != FinishReason::none) finish[id] = o.finish;
+      if (o.request_done) done[id]++;
+      return true;
+    });
+    return id;
+  }
+  const Sequence* seq() const {
+    for (const Sequence* s : core->scheduler().running()) return s;
+    for (const Sequence* s : core->scheduler().waiting()) return s;
+    return nullptr;
+  }
+  int32_t used() const { return core->blocks().num_blocks() - core->blocks().num_free_blocks(); }
+
+  std::shared_ptr<ManualClock> clock;
+  std::unique_ptr<EngineCore> core;
+  std::map<uint64_t, FinishReason> finish;
+  std::map<uint64_t, int> done;
+  uint64_t next_id = 1;
+};
+
+TEST(EngineCore, CancelInEveryStateReturnsBlocksAtOnce) {
+  EngineConfig cfg;
+  cfg.sched.max_batched_tokens = 4;  // a 10-token prompt takes three steps
+  // waiting
+  {
+    Core c(cfg);
+    const uint64_t id = c.add(10, 5);
+    c.core->cancel(id);
+    EXPECT_EQ(c.finish[id], FinishReason::abort);
+    EXPECT_EQ(c.used(), 0);
+  }
+  // mid-prefill
+  {
+    Core c(cfg);
+    const uint64_t id = c.add(10, 5);
+    c.core->step();
+    ASSERT_EQ(c.seq()->state, SeqState::prefill);
+    EXPECT_GT(c.used(), 0);
+    c.core->cancel(id);
+    EXPECT_EQ(c.used(), 0);
+    EXPECT_EQ(c.core->num_requests(), 0u);
+  }
+  // decoding
+  {
+    Core c(cfg);
+    const uint64_t id = c.add(3, 50);
+    c.core->step();
+    c.core->step();
+    ASSERT_EQ(c.seq()->state, SeqState::decode);
+    c.core->cancel(id);
+    EXPECT_EQ(c.used(), 0);
+  }
+  // preempted: a long-running low-priority sequence pushed out by pressure
+  {
+    Core c(cfg, 4, 4);  // 16 tokens in all
+    const uint64_t a = c.add(6, 40);
+    for (int i = 0; i < 4; ++i) c.core->step();
+    const uint64_t b = c.add(6, 40);
+    bool preempted = false;
+    for (int i = 0; i < 40 && !preempted; ++i) {
+      c.core->step();
+      for (const Sequence* s : c.core->scheduler().waiting()) preempted |= s->state == SeqState::preempted;
+    }
+    ASSERT_TRUE(preempted);
+    c.core->cancel(a);
+    c.core->cancel(b);
+    EXPECT_EQ(c.used(), 0);
+  }
+  // finished: cancelling again changes nothing, and the terminal event came once
+  {
+    Core c(cfg);
+    const uint64_t id = c.add(3, 2);
+    for (int i = 0; i < 5; ++i) c.core->step();
+    EXPECT_EQ(c.finish[id], FinishReason::length);
+    c.core->cancel(id);
+    c.core->cancel(id);
+    EXPECT_EQ(c.done[id], 1);
+    EXPECT_EQ(c.finish[id], FinishReason::length);
+  }
+}
+
+TEST(EngineCore, DeadlinesExpireWhereverTheRequestIs) {
+  EngineConfig cfg;
+  cfg.sched.max_num_seqs = 1;
+  Core c(cfg);
+  const uint64_t running = c.add(3, 1000, 2.0);
+  const uint64_t waiting = c.add(3, 1000, 1.0);  // cannot start: max_num_seqs = 1
+  c.core->step();
+  c.clock->advance(1.5);
+  c.core->step();
+  EXPECT_EQ(c.finish[waiting], FinishReason::timeout);
+  EXPECT_EQ(c.finish.count(running), 0u);
+  c.clock->advance(1.0);
+  c.core->step();
+  EXPECT_EQ(c.finish[running], FinishReason::timeout);
+  EXPECT_EQ(c.used(), 0);
+  EXPECT_EQ(c.core->stats().timed_out, 2);
+}
+
+TEST(EngineCore, RejectsBadRequestsWithoutChangingAnything) {
+  Core c({}, 16, 4);  // 64 tokens
+  Request r;
+  EXPECT_THROW(c.core->validate(r), InvalidArgument);  // empty
+  r.prompt = {1, 2, kVocab};
+  EXPECT_THROW(c.core->validate(r), InvalidArgument);  // outside the vocabulary
+  r.prompt.assign(63, 5);
+  EXPECT_NO_THROW(c.core->validate(r));                // 63 + 1 fits exactly
+  r.prompt.assign(64, 5);
+  EXPECT_THROW(c.core->validate(r), InvalidArgument);
+  r.prompt = {1};
+  r.n = 0;
+  EXPECT_THROW(c.core->validate(r), InvalidArgument);
+  r.n = 1;
+  r.sampling.top_p = 0;
+  EXPECT_THROW(c.core->validate(r), InvalidArgument);
+  EXPECT_EQ(c.core->num_requests(), 0u);
+  EXPECT_EQ(c.core->stats().requests_received, 0);
+}
+
+TEST(EngineCore, FailedStepEndsItsSequencesAndRollsBack) {
+  EngineConfig cfg;
+  cfg.faults.at_step = 2;
+  Core c(cfg);
+  const uint64_t a = c.add(5, 10);
+  c.core->step();  // a prefills
+  const uint64_t b = c.add(5, 10);  // arrives after the failing step's plan? no: joins step 2
+  c.core->step();  // fails: both a (decode) and b (prefill) were in it
+  EXPECT_EQ(c.finish[a], FinishReason::error);
+  EXPECT_EQ(c.finish[b], FinishReason::error);
+  EXPECT_EQ(c.used(), 0);
+  EXPECT_EQ(c.core->blocks().stats().hashed_blocks, 1);  // only a's committed full block from step 1
+  const uint64_t d = c.add(5, 3);
+  for (int i = 0; i < 5; ++i) c.core->step();
+  EXPECT_EQ(c.finish[d], FinishReason::length);
+  EXPECT_EQ(c.core->stats().step_failures, 1);
+}
+
+TEST(EngineCore, OutOfMemoryShrinksTheBatchBeforeFailingAnyone) {
+  EngineConfig cfg;
+  cfg.faults.oom = 0.5;
+  cfg.faults.seed = 3;
+  Core c(cfg, 64);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 8; ++i) ids.push_back(c.add(5, 6));
+  for (int i = 0; i < 200 && c.core->num_requests() > 0; ++i) c.core->step();
+  EXPECT_GT(c.core->stats().oom_retries, 0);
+  EXPECT_GT(c.core->stats().preemptions, 0);
+  EXPECT_EQ(c.used(), 0);
+  int ok = 0;
+  for (uint64_t id : ids) ok += c.finish[id] == FinishReason::length;
+  EXPECT_GT(ok, 0);
+}
+
+}  // namespace
+}  // namespace pagoda
