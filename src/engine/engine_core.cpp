@@ -332,7 +332,9 @@ std::vector<EngineCore::SeqRun*> EngineCore::fork_choices(SeqRun& parent) {
     Sequence* seq = &s->seq;
     children.push_back(s.get());
     seqs_.emplace(seq->id, std::move(s));
-    if (blocks_.fork(parent.seq.id, seq->id)) {
+    if (AllocResult r = blocks_.fork(parent.seq.id, seq->id)) {
+      // Reserve mode gives the child its own copy of the partial block now.
+      runner_->copy_blocks(r.copies);
       seq->state = SeqState::decode;
       sched_.add_running(seq);
     } else {

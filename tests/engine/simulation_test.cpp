@@ -29,7 +29,8 @@ struct Record {
 };
 
 struct Sim {
-  explicit Sim(uint64_t seed) : rng(uint32_t(seed)) {
+  Sim(uint64_t seed, bool paged) : rng(uint32_t(seed)) {
+    cfg.paged = paged;
     cfg.block_size = 4;
     cfg.sched.max_num_seqs = 6;
     cfg.sched.max_batched_tokens = 20;
@@ -117,11 +118,13 @@ struct Sim {
   int64_t progress = 0, terminal_events = 0;
 };
 
-class EngineSimulation : public ::testing::TestWithParam<uint64_t> {};
+// (seed, paged): paged allocation, or reserve mode (--no-paged-attn).
+class EngineSimulation : public ::testing::TestWithParam<std::tuple<uint64_t, bool>> {};
 
 TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
   spdlog::set_level(spdlog::level::err);
-  Sim sim(GetParam());
+  const auto [seed, paged] = GetParam();
+  Sim sim(seed, paged);
   int64_t last_progress = 0, stalled = 0;
   for (int step = 0; step < 20000; ++step) {
     const uint32_t op = sim.rng() % 100;
@@ -159,7 +162,7 @@ TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
   EXPECT_GT(st.faults.forward, 0);
   EXPECT_GT(st.faults.oom, 0);
   EXPECT_GT(st.faults.alloc, 0);
-  EXPECT_GT(st.preemptions, 0);
+  EXPECT_GT(st.preemptions, 0);  // reserve mode too: out-of-memory steps shrink the batch
   EXPECT_GT(st.aborted, 0);
   EXPECT_GT(st.timed_out, 0);
   EXPECT_GT(st.errored, 0);
@@ -167,7 +170,12 @@ TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
   EXPECT_GT(st.prefix_hits, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, EngineSimulation, ::testing::Values(1, 2, 3));
+INSTANTIATE_TEST_SUITE_P(Seeds, EngineSimulation,
+                         ::testing::Combine(::testing::Values(1, 2, 3), ::testing::Bool()),
+                         [](const auto& info) {
+                           return fmt::format("seed{}_{}", std::get<0>(info.param),
+                                              std::get<1>(info.param) ? "paged" : "reserve");
+                         });
 
 }  // namespace
 }  // namespace pagoda

@@ -1,0 +1,61 @@
+#include "engine/faults.h"
+
+#include <gtest/gtest.h>
+
+#include "util/error.h"
+
+namespace pagoda {
+namespace {
+
+TEST(FaultSpec, ParsesTheDocumentedExample) {
+  const auto f = FaultSpec::parse("forward=0.05,oom=0.02,seed=7");
+  EXPECT_DOUBLE_EQ(f.forward, 0.05);
+  EXPECT_DOUBLE_EQ(f.oom, 0.02);
+  EXPECT_EQ(f.seed, 7u);
+  EXPECT_TRUE(f.any());
+  EXPECT_FALSE(FaultSpec::parse("").any());
+  const auto g = FaultSpec::parse("alloc=1,slow=0.5,slow_ms=250,at_step=12");
+  EXPECT_EQ(g.alloc, 1.0);
+  EXPECT_EQ(g.slow_ms, 250);
+  EXPECT_EQ(g.at_step, 12);
+}
+
+TEST(FaultSpec, RejectsBadItemsByName) {
+  for (const char* bad : {"forward", "forward=2", "forward=-0.1", "forward=x", "oom=0.1x", "slow_ms=-5",
+                          "at_step=1.5", "explode=1"}) {
+    try {
+      FaultSpec::parse(bad);
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("--inject-faults"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(FaultInjector, DrawsAtTheGivenRatesAndCounts) {
+  FaultInjector inj(FaultSpec{.forward = 0.25, .alloc = 0.5, .seed = 3});
+  int forward = 0, alloc = 0;
+  for (int i = 0; i < 4000; ++i) {
+    try {
+      inj.before_forward(i);
+    } catch (const Error&) {
+      ++forward;
+    }
+    alloc += inj.fail_alloc();
+  }
+  EXPECT_NEAR(forward / 4000.0, 0.25, 0.03);
+  EXPECT_NEAR(alloc / 4000.0, 0.5, 0.03);
+  EXPECT_EQ(inj.counts().forward, forward);
+  EXPECT_EQ(inj.counts().alloc, alloc);
+}
+
+TEST(FaultInjector, AtStepAndOutOfMemoryThrowTheirKinds) {
+  FaultInjector at(FaultSpec{.at_step = 4});
+  EXPECT_NO_THROW(at.before_forward(3));
+  EXPECT_THROW(at.before_forward(4), Error);
+  FaultInjector oom(FaultSpec{.oom = 1.0});
+  EXPECT_THROW(oom.before_forward(1), ResourceExhausted);
+}
+
+}  // namespace
+}  // namespace pagoda
