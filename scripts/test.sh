@@ -16,6 +16,7 @@ step() { echo; echo "== $* ($(( $(date +%s) - start )) s)"; }
 step "npm test oracles"
 npm ci --prefix tests/chat/oracle --no-audit --no-fund
 npm install --prefix tests/tokenizer/oracle --no-audit --no-fund
+npm ci --prefix tests/quant/oracle --omit=optional --no-audit --no-fund
 
 step "Release build and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -22,5 +22,6 @@ Command add_generate(CLI::App& app);
 Command add_tokenize(CLI::App& app);
 Command add_info(CLI::App& app);
 Command add_bench(CLI::App& app);
+Command add_quantize(CLI::App& app);
 
 }  // namespace pagoda::cli

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "quant/dot.h"
 #include "quant/rows.h"
 
 namespace pagoda {
@@ -13,9 +14,38 @@ namespace {
 // activations are streamed once per tile rather than once per row.
 constexpr int kRowTile = 16;
 
+// Quantized weights: each activation row is quantized once per call to the
+// 8-bit format the weight type's kernel takes, then every output element is
+// one integer-per-block dot of a stored weight row with it. The weights are
+// never decoded; a tile of rows is reused across all tokens while cached.
+void matmul_quantized(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool) {
+  const size_t cols = size_t(w.cols);
+  const TensorType xt = activation_type(w.type);
+  const size_t x_bytes = row_bytes(xt, cols);
+  std::vector<uint8_t> xq(size_t(n_tokens) * x_bytes);
+  auto quantize_rows = [&](size_t begin, size_t end) {
+    for (size_t t = begin; t < end; ++t) quantize_row(xt, x + t * cols, xq.data() + t * x_bytes, cols);
+  };
+  if (n_tokens >= 8)
+    pool.parallel_for(size_t(n_tokens), quantize_rows);
+  else
+    quantize_rows(0, size_t(n_tokens));
+  pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
+    for (size_t r0 = begin; r0 < end; r0 += kRowTile) {
+      const size_t r1 = std::min(end, r0 + kRowTile);
+      for (int t = 0; t < n_tokens; ++t) {
+        const uint8_t* xr = xq.data() + size_t(t) * x_bytes;
+        float* yt = y + size_t(t) * w.rows;
+        for (size_t r = r0; r < r1; ++r) yt[r] = vec_dot(w.type, w.row(int(r)), xr, cols);
+      }
+    }
+  }, kRowTile);
+}
+
 }  // namespace
 
 void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool) {
+  if (uses_quantized_activations(w.type)) return matmul_quantized(w, x, n_tokens, y, pool);
   const size_t cols = size_t(w.cols);
   pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
     thread_local std::vector<float> tile;

@@ -1,20 +1,40 @@
 #include "quant/rows.h"
 
-#include <cmath>
 #include <cstring>
 
+#include "quant/formats.h"
 #include "util/error.h"
 #include "util/half.h"
 
 namespace pagoda {
 
 bool weight_type_supported(TensorType t) {
-  return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16 || t == TensorType::Q8_0;
+  switch (t) {
+    case TensorType::F32:
+    case TensorType::F16:
+    case TensorType::BF16:
+    case TensorType::Q8_0:
+    case TensorType::Q4_0:
+    case TensorType::Q5_0:
+    case TensorType::Q4_K:
+    case TensorType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+size_t block_elems(TensorType t) {
+  const auto info = tensor_type_info(uint32_t(t));
+  if (!info) fail<Unsupported>("unknown tensor type {}", uint32_t(t));
+  return info->block_elems;
 }
 
 size_t row_bytes(TensorType t, size_t n) {
   const auto info = tensor_type_info(uint32_t(t));
   if (!info) fail<Unsupported>("unknown tensor type {}", uint32_t(t));
+  if (n % info->block_elems)
+    fail<InvalidArgument>("{} row length {} is not a multiple of {}", info->name, n, info->block_elems);
   return n / info->block_elems * info->block_bytes;
 }
 
@@ -33,14 +53,12 @@ void dequantize_row(TensorType t, const void* src, float* dst, size_t n) {
       for (size_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(h[i]);
       return;
     }
-    case TensorType::Q8_0: {
-      const auto* b = static_cast<const BlockQ8_0*>(src);
-      for (size_t i = 0; i < n / BlockQ8_0::kElems; ++i) {
-        const float d = f16_to_f32(b[i].d);
-        for (int j = 0; j < BlockQ8_0::kElems; ++j) dst[i * BlockQ8_0::kElems + j] = d * float(b[i].qs[j]);
-      }
-      return;
-    }
+    case TensorType::Q8_0: return dequantize_row_q8_0(static_cast<const BlockQ8_0*>(src), dst, n);
+    case TensorType::Q4_0: return dequantize_row_q4_0(static_cast<const BlockQ4_0*>(src), dst, n);
+    case TensorType::Q5_0: return dequantize_row_q5_0(static_cast<const BlockQ5_0*>(src), dst, n);
+    case TensorType::Q4_K: return dequantize_row_q4_k(static_cast<const BlockQ4_K*>(src), dst, n);
+    case TensorType::Q6_K: return dequantize_row_q6_k(static_cast<const BlockQ6_K*>(src), dst, n);
+    case TensorType::Q8_K: return dequantize_row_q8_k(static_cast<const BlockQ8_K*>(src), dst, n);
     default:
       fail<Unsupported>("unsupported tensor type {}", tensor_type_name(t));
   }
@@ -61,22 +79,24 @@ void quantize_row(TensorType t, const float* src, void* dst, size_t n) {
       for (size_t i = 0; i < n; ++i) h[i] = f32_to_bf16(src[i]);
       return;
     }
-    case TensorType::Q8_0: {
-      if (n % BlockQ8_0::kElems) fail<InvalidArgument>("Q8_0 row length {} is not a multiple of 32", n);
-      auto* b = static_cast<BlockQ8_0*>(dst);
-      for (size_t i = 0; i < n / BlockQ8_0::kElems; ++i) {
-        const float* x = src + i * BlockQ8_0::kElems;
-        float amax = 0;
-        for (int j = 0; j < BlockQ8_0::kElems; ++j) amax = std::fmax(amax, std::fabs(x[j]));
-        const float d = amax / 127.0f;
-        const float id = d != 0 ? 1.0f / d : 0.0f;
-        b[i].d = f32_to_f16(d);
-        for (int j = 0; j < BlockQ8_0::kElems; ++j) b[i].qs[j] = int8_t(std::lround(x[j] * id));
-      }
-      return;
-    }
+    case TensorType::Q8_0:
+    case TensorType::Q4_0:
+    case TensorType::Q5_0:
+    case TensorType::Q4_K:
+    case TensorType::Q6_K:
+    case TensorType::Q8_K:
+      break;
     default:
       fail<Unsupported>("cannot quantize to {}", tensor_type_name(t));
+  }
+  row_bytes(t, n);  // checks n is whole blocks
+  switch (t) {
+    case TensorType::Q8_0: return quantize_row_q8_0(src, static_cast<BlockQ8_0*>(dst), n);
+    case TensorType::Q4_0: return quantize_row_q4_0(src, static_cast<BlockQ4_0*>(dst), n);
+    case TensorType::Q5_0: return quantize_row_q5_0(src, static_cast<BlockQ5_0*>(dst), n);
+    case TensorType::Q4_K: return quantize_row_q4_k(src, static_cast<BlockQ4_K*>(dst), n);
+    case TensorType::Q6_K: return quantize_row_q6_k(src, static_cast<BlockQ6_K*>(dst), n);
+    default: return quantize_row_q8_k(src, static_cast<BlockQ8_K*>(dst), n);
   }
 }
 

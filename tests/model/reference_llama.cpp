@@ -2,17 +2,24 @@
 
 #include <cmath>
 
+#include "quant/dot.h"
 #include "quant/rows.h"
 
 namespace pagoda::testing {
 
 ReferenceLlama::Dense ReferenceLlama::decode(const Matrix& m) {
-  Dense d{m.rows, m.cols, std::vector<float>(size_t(m.rows) * m.cols)};
+  Dense d{m.rows, m.cols, m.type, std::vector<float>(size_t(m.rows) * m.cols)};
   for (int r = 0; r < m.rows; ++r) dequantize_row(m.type, m.row(r), &d.w[size_t(r) * m.cols], size_t(m.cols));
   return d;
 }
 
-std::vector<float> ReferenceLlama::matvec(const Dense& m, const std::vector<float>& x) {
+std::vector<float> ReferenceLlama::matvec(const Dense& m, const std::vector<float>& x_in) {
+  std::vector<float> x = x_in;
+  if (uses_quantized_activations(m.type)) {
+    const TensorType a = activation_type(m.type);
+    const auto q = quantize(a, x_in.data(), x_in.size());
+    dequantize_row(a, q.data(), x.data(), x.size());
+  }
   std::vector<float> y(size_t(m.rows));
   for (int r = 0; r < m.rows; ++r) {
     double s = 0;

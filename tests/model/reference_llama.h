@@ -1,6 +1,9 @@
 // The slow, obviously correct Llama forward pass the optimized one is tested
 // against: weights decoded to F32 once, one token at a time, dense per-sequence
 // K/V (no paging, no batching, no threads), double-precision accumulation.
+// For weights whose matmul quantizes activations (uses_quantized_activations)
+// the activation row goes through that 8-bit format first (quantize, then
+// decode), since that is what the kernel computes: weights x Q8 activations.
 #pragma once
 
 #include <vector>
@@ -18,6 +21,7 @@ class ReferenceLlama {
  private:
   struct Dense {
     int rows = 0, cols = 0;
+    TensorType type = TensorType::F32;
     std::vector<float> w;
   };
   static Dense decode(const Matrix& m);

@@ -1,0 +1,42 @@
+// Dot products of a quantized weight row with an activation row quantized to
+// 8 bits, in integer arithmetic per block as the formats are designed for:
+// Q4_0, Q5_0 and Q8_0 weights take Q8_0 activations, Q4_K and Q6_K take Q8_K.
+// These are the scalar kernels: the reference the SIMD versions are tested
+// against, and the fallback where no SIMD version exists. Each sums its
+// blocks in order, so a result depends only on the two rows.
+#pragma once
+
+#include <cstddef>
+
+#include "gguf/types.h"
+#include "quant/blocks.h"
+
+namespace pagoda {
+
+// Whether t is one of the block-quantized weight types with a dot kernel.
+bool has_quantized_dot(TensorType t);
+
+// Whether matmul takes the integer path for weights of type t (activations
+// quantized to activation_type(t)): Q4_0, Q5_0, Q4_K and Q6_K. Q8_0 weights
+// keep F32 activations (a tile of rows decoded in cache): its 8-bit weights
+// lose almost nothing, so its logits match the F32 reference to 1e-4, which
+// 8-bit activations could not (an activation rounding that flips between two
+// runs moves a logit by ~1%).
+bool uses_quantized_activations(TensorType t);
+
+// The type activations are quantized to for dot products with weights of
+// type t (Q8_0 or Q8_K); Unsupported unless has_quantized_dot(t).
+TensorType activation_type(TensorType t);
+
+// dot(weight row w of n elements stored as t, activation row x stored as
+// activation_type(t)). n must be a multiple of t's block size.
+float vec_dot(TensorType t, const void* w, const void* x, size_t n);
+
+// The kernels behind vec_dot, over nb blocks.
+float vec_dot_q8_0_q8_0(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb);
+float vec_dot_q4_0_q8_0(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb);
+float vec_dot_q5_0_q8_0(const BlockQ5_0* w, const BlockQ8_0* x, size_t nb);
+float vec_dot_q4_k_q8_k(const BlockQ4_K* w, const BlockQ8_K* x, size_t nb);
+float vec_dot_q6_k_q8_k(const BlockQ6_K* w, const BlockQ8_K* x, size_t nb);
+
+}  // namespace pagoda

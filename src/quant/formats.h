@@ -1,0 +1,29 @@
+// Per-format row encoders and decoders. n is the element count, a multiple of
+// the format's block size (callers check; rows.h is the checked interface).
+// The decoders are the scalar truth every kernel is tested against.
+#pragma once
+
+#include <cstddef>
+
+#include "quant/blocks.h"
+
+namespace pagoda {
+
+// 32-element formats, with ggml's reference rounding.
+void quantize_row_q8_0(const float* x, BlockQ8_0* y, size_t n);
+void quantize_row_q4_0(const float* x, BlockQ4_0* y, size_t n);
+void quantize_row_q5_0(const float* x, BlockQ5_0* y, size_t n);
+void dequantize_row_q8_0(const BlockQ8_0* x, float* y, size_t n);
+void dequantize_row_q4_0(const BlockQ4_0* x, float* y, size_t n);
+void dequantize_row_q5_0(const BlockQ5_0* x, float* y, size_t n);
+
+// K-quants. The Q4_K and Q6_K encoders search each sub-block's scale (and
+// min) by alternating least squares: not llama.cpp's search, same format.
+void quantize_row_q4_k(const float* x, BlockQ4_K* y, size_t n);
+void quantize_row_q6_k(const float* x, BlockQ6_K* y, size_t n);
+void quantize_row_q8_k(const float* x, BlockQ8_K* y, size_t n);
+void dequantize_row_q4_k(const BlockQ4_K* x, float* y, size_t n);
+void dequantize_row_q6_k(const BlockQ6_K* x, float* y, size_t n);
+void dequantize_row_q8_k(const BlockQ8_K* x, float* y, size_t n);
+
+}  // namespace pagoda
