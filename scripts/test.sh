@@ -25,7 +25,9 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 [[ "${PAGODA_TEST_QUICK:-0}" == 1 ]] && exit 0
 
 step "ASan + UBSan build and tests"
-cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPAGODA_SANITIZE=ON -DPAGODA_BENCH=OFF >/dev/null
+# -O1 -g1: a faster build than RelWithDebInfo, still readable sanitizer reports.
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g1" -DPAGODA_SANITIZE=ON \
+  -DPAGODA_BENCH=OFF >/dev/null
 cmake --build build-asan
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
