@@ -14,18 +14,19 @@ namespace {
 constexpr int32_t kVocab = 50;
 
 struct Core {
-  explicit Core(EngineConfig cfg = {}, int32_t blocks = 16, int32_t block_size = 4) {
+  explicit Core(EngineConfig cfg = {}, int32_t blocks = 16, int32_t block_size = 4, int32_t nan_for_token = -1) {
     spdlog::set_level(spdlog::level::err);
     cfg.block_size = block_size;
     cfg.audit_every_step = true;
     cfg.log_interval_s = 0;
     clock = std::make_shared<ManualClock>();
-    core = std::make_unique<EngineCore>(cfg, std::make_unique<testing::FakeRunner>(kVocab, blocks, block_size, 1024),
-                                        blocks, nullptr, clock, std::vector<TokenId>{});
+    auto runner = std::make_unique<testing::FakeRunner>(kVocab, blocks, block_size, 1024);
+    runner->nan_for_token = nan_for_token;
+    core = std::make_unique<EngineCore>(cfg, std::move(runner), blocks, nullptr, clock, std::vector<TokenId>{});
   }
-  uint64_t add(int32_t prompt_len, int32_t max_tokens, std::optional<double> timeout = {}) {
+  uint64_t add(int32_t prompt_len, int32_t max_tokens, std::optional<double> timeout = {}, int32_t first = 3) {
     Request r;
-    for (int32_t i = 0; i < prompt_len; ++i) r.prompt.push_back(3 + i % 40);
+    for (int32_t i = 0; i < prompt_len; ++i) r.prompt.push_back(first + i % 40);
     r.sampling.temperature = 0;
     r.sampling.max_tokens = max_tokens;
     r.timeout_s = timeout;
@@ -166,6 +167,16 @@ TEST(EngineCore, FailedStepEndsItsSequencesAndRollsBack) {
   for (int i = 0; i < 5; ++i) c.core->step();
   EXPECT_EQ(c.finish[d], FinishReason::length);
   EXPECT_EQ(c.core->stats().step_failures, 1);
+}
+
+TEST(EngineCore, NonFiniteLogitsEndOnlyThatSequence) {
+  Core c({}, 16, 4, /*nan_for_token=*/2);  // a prompt of just token 2 gets NaN logits
+  const uint64_t bad = c.add(1, 5, {}, 2);
+  const uint64_t good = c.add(3, 5, {}, 5);
+  for (int i = 0; i < 10; ++i) c.core->step();
+  EXPECT_EQ(c.finish[bad], FinishReason::error);
+  EXPECT_EQ(c.finish[good], FinishReason::length);
+  EXPECT_EQ(c.used(), 0);
 }
 
 TEST(EngineCore, OutOfMemoryShrinksTheBatchBeforeFailingAnyone) {

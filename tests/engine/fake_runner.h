@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -48,10 +49,12 @@ class FakeRunner : public ModelRunner {
       }
       std::vector<float> row(size_t(vocab_), 0.0f);
       row[size_t(fake_next_token(past, vocab_))] = 10.0f;
+      if (t.pos == 0 && t.token == nan_for_token) row[0] = std::numeric_limits<float>::quiet_NaN();
       logits.insert(logits.end(), row.begin(), row.end());
     }
   }
   int64_t calls = 0;
+  int32_t nan_for_token = -1;  // a sequence starting with this token gets NaN logits there
 
  private:
   int32_t& slot(const Batch& b, int32_t seq, int32_t pos) {

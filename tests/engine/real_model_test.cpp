@@ -141,7 +141,7 @@ TEST(EngineRealModel, PromptTooLongIsRejectedAtSubmission) {
   std::mt19937 rng(3);
   // Prompt + 1 must fit: 255 fits, 256 does not (exactly N blocks of need), 300 does not.
   EXPECT_NO_THROW(e->generate({greedy(random_prompt(rng, 255), 5)}));
-  EXPECT_NO_THROW(e->generate({greedy(random_prompt(rng, 240), 5)}));  // N-1 blocks
+  EXPECT_NO_THROW(e->generate({greedy(random_prompt(rng, 230), 5)}));  // N-1 blocks
   EXPECT_THROW(e->submit(greedy(random_prompt(rng, 256), 5), {}), InvalidArgument);
   EXPECT_THROW(e->submit(greedy(random_prompt(rng, 272), 5), {}), InvalidArgument);  // N+1 blocks
   EXPECT_EQ(wait_drained(*e, 2).kv_blocks_used, 0);
