@@ -17,6 +17,7 @@ step "npm test oracles"
 npm ci --prefix tests/chat/oracle --no-audit --no-fund
 npm install --prefix tests/tokenizer/oracle --no-audit --no-fund
 npm ci --prefix tests/quant/oracle --omit=optional --no-audit --no-fund
+npm ci --prefix tests/server/openai_client --no-audit --no-fund
 
 step "Release build and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -29,7 +30,8 @@ step "ASan + UBSan build and tests"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g1" -DPAGODA_SANITIZE=ON \
   -DPAGODA_BENCH=OFF >/dev/null
 cmake --build build-asan
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+# PAGODA_TEST_SCALE shrinks the server's crowd and load tests under the sanitizers.
+PAGODA_TEST_SCALE=0.25 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
 step "Fuzz targets"

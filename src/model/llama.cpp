@@ -86,6 +86,8 @@ void attend_head(const KvStorage& kv, int layer, std::span<const int32_t> table,
 
 void LlamaModel::attention(const Batch& batch, int layer, const KvStorage& kv, ThreadPool& pool) {
   const int hd = cfg_.head_dim, n_head = cfg_.n_head, group = cfg_.n_head / cfg_.n_head_kv;
+  size_t work = 0;  // multiply-adds: two passes over each token's past, per head
+  for (const auto& t : batch.tokens) work += 2 * size_t(t.pos + 1) * size_t(hd) * size_t(n_head);
   pool.parallel_for(batch.tokens.size() * size_t(n_head), [&](size_t begin, size_t end) {
     thread_local std::vector<float> scores;
     for (size_t i = begin; i < end; ++i) {
@@ -100,7 +102,7 @@ void LlamaModel::attention(const Batch& batch, int layer, const KvStorage& kv, T
       else
         attend_head<float>(kv, layer, table, tok.pos, (h / group) * hd, hd, q, out, scores);
     }
-  });
+  }, 1, work);
 }
 
 void LlamaModel::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::vector<float>& logits) {
@@ -116,7 +118,11 @@ void LlamaModel::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, st
   att_.resize(size_t(T) * Q);
   hb_.resize(size_t(T) * F);
   hb2_.resize(size_t(T) * F);
-  auto per_token = [&](auto&& fn) { pool.parallel_for(size_t(T), [&](size_t b, size_t e) { for (size_t t = b; t < e; ++t) fn(int(t)); }); };
+  // Element-wise work per token (norms, RoPE, residuals): parallel only when large.
+  auto per_token = [&](auto&& fn) {
+    pool.parallel_for(size_t(T), [&](size_t b, size_t e) { for (size_t t = b; t < e; ++t) fn(int(t)); }, 1,
+                      size_t(T) * size_t(std::max(E, F)) * 8);
+  };
 
   per_token([&](int t) { read_row(w_.token_embd, batch.tokens[t].token, &x_[size_t(t) * E]); });
 

@@ -26,10 +26,7 @@ void matmul_quantized(const Matrix& w, const float* x, int n_tokens, float* y, T
   auto quantize_rows = [&](size_t begin, size_t end) {
     for (size_t t = begin; t < end; ++t) quantize_row(xt, x + t * cols, xq.data() + t * x_bytes, cols);
   };
-  if (n_tokens >= 8)
-    pool.parallel_for(size_t(n_tokens), quantize_rows);
-  else
-    quantize_rows(0, size_t(n_tokens));
+  pool.parallel_for(size_t(n_tokens), quantize_rows, 1, size_t(n_tokens) * cols * 4);
   pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
     for (size_t r0 = begin; r0 < end; r0 += kRowTile) {
       const size_t r1 = std::min(end, r0 + kRowTile);
@@ -39,7 +36,7 @@ void matmul_quantized(const Matrix& w, const float* x, int n_tokens, float* y, T
         for (size_t r = r0; r < r1; ++r) yt[r] = vec_dot(w.type, w.row(int(r)), xr, cols);
       }
     }
-  }, kRowTile);
+  }, kRowTile, size_t(w.rows) * cols * size_t(n_tokens));
 }
 
 }  // namespace
@@ -67,7 +64,7 @@ void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool&
         for (size_t r = r0; r < r1; ++r) yt[r] = dot_f32(rows[r - r0], xt, cols);
       }
     }
-  }, kRowTile);
+  }, kRowTile, size_t(w.rows) * cols * size_t(n_tokens));
 }
 
 void read_row(const Matrix& w, int r, float* out) { dequantize_row(w.type, w.row(r), out, size_t(w.cols)); }

@@ -49,11 +49,11 @@ void ThreadPool::worker_loop(int index) {
   }
 }
 
-void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn, size_t grain) {
+void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn, size_t grain, size_t work) {
   if (n == 0) return;
   grain = std::max<size_t>(1, grain);
   const size_t blocks = (n + grain - 1) / grain;
-  if (workers_.empty() || blocks == 1) {
+  if (workers_.empty() || blocks == 1 || work < kSerialWork) {
     fn(0, n);
     return;
   }

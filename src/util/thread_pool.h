@@ -6,6 +6,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <cstddef>
 #include <functional>
 #include <exception>
@@ -26,9 +27,14 @@ class ThreadPool {
   int size() const { return int(workers_.size()) + 1; }
 
   // Calls fn(begin, end) on disjoint ranges covering [0, n), in parallel.
-  // Ranges are aligned to `grain` (except the last). Rethrows the first
-  // exception a range threw, after every range has finished.
-  void parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn, size_t grain = 1);
+  // Ranges are aligned to `grain` (except the last). `work` estimates the
+  // whole loop's cost in multiply-adds: below kSerialWork the loop runs on
+  // the calling thread, since waking the workers costs more than it saves
+  // (tiny models run many such loops a step). Rethrows the first exception a
+  // range threw, after every range has finished.
+  static constexpr size_t kSerialWork = size_t(1) << 16;
+  void parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn, size_t grain = 1,
+                    size_t work = SIZE_MAX);
 
  private:
   void worker_loop(int index);

@@ -27,6 +27,17 @@ TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
   }
 }
 
+TEST(ThreadPool, SmallWorkRunsOnTheCallingThread) {
+  ThreadPool pool(4);
+  std::atomic<int> elsewhere{0};
+  const auto me = std::this_thread::get_id();
+  pool.parallel_for(1000, [&](size_t, size_t) { elsewhere += std::this_thread::get_id() != me; }, 1, 100);
+  EXPECT_EQ(elsewhere.load(), 0);
+  pool.parallel_for(1000, [&](size_t, size_t) { elsewhere += std::this_thread::get_id() != me; }, 1,
+                    ThreadPool::kSerialWork * 4);
+  EXPECT_GT(elsewhere.load(), 0);
+}
+
 TEST(ThreadPool, RethrowsAfterAllRangesFinish) {
   ThreadPool pool(4);
   std::atomic<int> ran{0};

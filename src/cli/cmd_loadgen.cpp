@@ -1,0 +1,45 @@
+// `pagoda loadgen`: drives an OpenAI-compatible server (Pagoda's or another)
+// with concurrent clients and prints throughput and latency percentiles; with
+// --json, one JSON object instead (for scripts and tests). Exit code 0 when
+// every request ended in a category (see loadgen.h), whatever the category.
+#include <cstdio>
+
+#include "cli/commands.h"
+#include "cli/loadgen.h"
+
+namespace pagoda::cli {
+
+Command add_loadgen(CLI::App& app) {
+  auto c = std::make_shared<LoadgenConfig>();
+  auto json = std::make_shared<bool>(false);
+  auto* cmd = app.add_subcommand("loadgen", "Load-test an OpenAI-compatible server (throughput, TTFT, ITL)");
+  cmd->add_option("--host", c->host, "Server IP address")->capture_default_str();
+  cmd->add_option("--port", c->port, "Server port")->capture_default_str();
+  cmd->add_option("--api-key", c->api_key, "Bearer token to send");
+  cmd->add_option("--model", c->model, "Model name to send (default: the first of GET /v1/models)");
+  cmd->add_flag("--chat", c->chat, "Use /v1/chat/completions instead of /v1/completions");
+  cmd->add_flag("!--no-stream", c->stream, "Ask for whole responses instead of streams");
+  cmd->add_option("-c,--clients", c->clients, "Concurrent clients")->capture_default_str();
+  cmd->add_option("-n,--requests", c->requests, "Total requests")->capture_default_str();
+  cmd->add_option("--duration", c->duration_s, "Seconds after which no new request starts")->capture_default_str();
+  cmd->add_option("--max-tokens", c->max_tokens, "max_tokens of each request")->capture_default_str();
+  cmd->add_flag("--ignore-eos", c->ignore_eos, "Send ignore_eos (vLLM/Pagoda extension): always max_tokens tokens");
+  cmd->add_option("--temperature", c->temperature, "Sampling temperature")->capture_default_str();
+  cmd->add_option("--prompt", c->prompts, "Prompt (repeatable; default: built-in story openings)");
+  cmd->add_option("--hangup-fraction", c->hangup_fraction, "Share of requests whose client hangs up")->capture_default_str();
+  cmd->add_option("--hangup-waiting-share", c->hangup_waiting_share,
+                  "Share of those hang-ups that happen before the response starts (the rest: mid-stream)")
+      ->capture_default_str();
+  cmd->add_option("--bad-fraction", c->bad_fraction, "Share of requests with invalid input (expect 4xx)")->capture_default_str();
+  cmd->add_option("--request-timeout", c->request_timeout_s, "Client-side limit per request, seconds")->capture_default_str();
+  cmd->add_option("--seed", c->seed, "Seed of the clients' random choices")->capture_default_str();
+  cmd->add_flag("--json", *json, "Print one JSON object");
+  return {cmd, [c, json] {
+            const LoadgenReport r = run_loadgen(*c);
+            if (*json) std::puts(r.to_json().dump(2).c_str());
+            else std::fputs(r.summary().c_str(), stdout);
+            return r.ended() == r.requests ? 0 : 1;
+          }};
+}
+
+}  // namespace pagoda::cli

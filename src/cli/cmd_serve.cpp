@@ -1,0 +1,121 @@
+// `pagoda serve`: the OpenAI-compatible HTTP server (src/server) in front of
+// one engine. Prints where it listens (the real port when --port 0) and an
+// example curl line, then loads the model while /health already answers 503.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+
+#include "cli/commands.h"
+#include "engine/engine.h"
+#include "server/server.h"
+#include "util/error.h"
+
+namespace pagoda::cli {
+namespace {
+
+struct Opts {
+  std::string model = default_model_path();
+  std::string served_name;
+  std::string chat_template;
+  std::string faults;
+  std::string kv_type = "f32";
+  bool no_paged = false, no_prefix = false;
+  double kv_mem_mib = 0;
+  server::ServerConfig server;
+  EngineConfig engine;
+};
+
+// Thousands of connections need thousands of descriptors: take the hard limit.
+void raise_open_files_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  if (lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) spdlog::warn("cannot raise the open-files limit");
+  }
+  getrlimit(RLIMIT_NOFILE, &lim);
+  if (lim.rlim_cur < 4096) spdlog::warn("the open-files limit is {}: few concurrent connections fit", lim.rlim_cur);
+}
+
+int run(Opts& o) {
+  std::signal(SIGPIPE, SIG_IGN);  // a vanished client is an error code, not a signal
+  raise_open_files_limit();
+  EngineConfig cfg = o.engine;
+  cfg.kv_type = kv_type_from_name(o.kv_type);
+  cfg.paged = !o.no_paged;
+  cfg.prefix_caching = !o.no_prefix;
+  cfg.kv_cache_mem_mib = int64_t(o.kv_mem_mib);
+  if (!o.faults.empty()) cfg.faults = FaultSpec::parse(o.faults);
+  if (cfg.block_size < 1 || cfg.block_size > 1024) fail<InvalidArgument>("--block-size must be in [1, 1024]");
+  if (o.server.api_key.empty())
+    if (const char* k = std::getenv("PAGODA_API_KEY"); k && *k) o.server.api_key = k;
+  if (!std::filesystem::exists(o.model)) fail<InvalidArgument>("model file not found: {}", o.model);
+  const std::string name = o.served_name.empty() ? std::filesystem::path(o.model).stem().string() : o.served_name;
+  std::optional<std::string> tmpl;
+  if (!o.chat_template.empty()) tmpl = o.chat_template;
+  auto chat = server::ChatPrompt::for_model(o.model, tmpl);  // a bad --chat-template fails before listening
+  spdlog::info("chat template: {}", chat.name());
+
+  server::Server srv(o.server);
+  const uint16_t port = srv.listen();
+  const std::string host = o.server.host.find(':') != std::string::npos ? "[" + o.server.host + "]" : o.server.host;
+  std::printf("Pagoda listening on http://%s:%u (model %s)\n", host.c_str(), unsigned(port), name.c_str());
+  std::printf("  curl http://%s:%u/v1/completions -H 'Content-Type: application/json'%s -d '{\"model\": \"%s\", "
+              "\"prompt\": \"Once upon a time\", \"max_tokens\": 32}'\n",
+              host.c_str(), unsigned(port), o.server.api_key.empty() ? "" : " -H \"Authorization: Bearer $PAGODA_API_KEY\"",
+              name.c_str());
+  std::fflush(stdout);
+  srv.run([&] {
+    auto m = std::make_unique<server::ServedModel>();
+    m->engine = Engine::load(o.model, cfg);
+    m->name = name;
+    m->chat = chat;
+    return m;
+  });
+  return 0;
+}
+
+}  // namespace
+
+Command add_serve(CLI::App& app) {
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("serve", "Serve the model over an OpenAI-compatible HTTP API");
+  auto& s = o->server;
+  auto& e = o->engine;
+  cmd->add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
+  cmd->add_option("--host", s.host, "Address to bind")->capture_default_str();
+  cmd->add_option("--port", s.port, "Port (0: any free port, printed at start)")->capture_default_str();
+  cmd->add_option("--served-model-name", o->served_name, "Model name in responses (default: the file name's stem)");
+  cmd->add_option("--kv-cache-tokens", e.kv_cache_tokens, "KV pool size in tokens (default: sized from memory)");
+  cmd->add_option("--kv-cache-mem", o->kv_mem_mib, "KV pool size in MiB");
+  cmd->add_option("--block-size", e.block_size, "KV cache block size in tokens")->capture_default_str();
+  cmd->add_option("--kv-type", o->kv_type, "KV cache element type: f32 or f16")->capture_default_str();
+  cmd->add_option("--max-num-seqs", e.sched.max_num_seqs, "Most sequences in a batch")->capture_default_str();
+  cmd->add_option("--max-batched-tokens", e.sched.max_batched_tokens, "Most tokens in a step")->capture_default_str();
+  cmd->add_option("--max-bypass", e.sched.max_bypass, "How often a waiting request may be passed")->capture_default_str();
+  cmd->add_option("--max-waiting", e.max_waiting, "Waiting-queue bound; beyond it requests get 429")->capture_default_str();
+  cmd->add_flag("--no-paged-attn", o->no_paged, "Reserve whole contexts instead of paging the KV cache");
+  cmd->add_flag("--no-prefix-caching", o->no_prefix, "Do not reuse KV blocks across requests");
+  cmd->add_option("--max-model-len", e.max_model_len, "Most tokens per sequence (0: the model's context)")->capture_default_str();
+  cmd->add_option("--request-timeout", e.request_timeout_s, "Seconds a request may take in all")->capture_default_str();
+  cmd->add_option("--write-timeout", s.write_timeout_s, "Seconds a client may accept no bytes before it is dropped")->capture_default_str();
+  cmd->add_option("--shutdown-timeout", s.shutdown_timeout_s, "On SIGINT/SIGTERM, seconds in-flight requests may finish")->capture_default_str();
+  cmd->add_option("--keep-alive-timeout", s.keep_alive_timeout_s, "Seconds an idle connection stays open")->capture_default_str();
+  cmd->add_option("--stall-timeout", s.stall_timeout_s, "/health is 503 when pending work makes no progress this long")->capture_default_str();
+  cmd->add_option("--max-body-size", s.max_body_bytes, "Largest request body in bytes (413 beyond)")->capture_default_str();
+  cmd->add_option("--api-key", s.api_key, "Require 'Authorization: Bearer KEY' on /v1 (also $PAGODA_API_KEY)");
+  cmd->add_option("--chat-template", o->chat_template, "Chat template name (default: from the model file)");
+  cmd->add_option("--threads,-t", e.threads, "Worker threads (0 = one per core)")->capture_default_str();
+  cmd->add_option("--io-threads", s.io_threads, "Threads running the HTTP event loop")->capture_default_str();
+  cmd->add_option("--inject-faults", o->faults, "Fault injection, e.g. forward=0.05,oom=0.02,slow=0.1,slow_ms=200,seed=7");
+  cmd->add_flag("--audit-every-step", e.audit_every_step, "Check every KV block after each step (slow; for tests)");
+  cmd->add_option("--log-interval", e.log_interval_s, "Seconds between throughput logs (0: off)")->capture_default_str();
+  return {cmd, [o] { return run(*o); }};
+}
+
+}  // namespace pagoda::cli

@@ -1,0 +1,422 @@
+#include "cli/loadgen.h"
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <random>
+
+#include "util/error.h"
+
+namespace pagoda::cli {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using error_code = boost::system::error_code;
+using nlohmann::json;
+constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
+
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+const std::vector<std::string> kPrompts = {
+    "Once upon a time", "The little dog", "Lily and Tom went to the park", "One day, a big bird",
+    "There was a girl who loved to sing", "The sun was shining and"};
+
+enum class Kind { normal, bad, hangup_waiting, hangup_streaming };
+
+struct Shared {
+  Shared(const LoadgenConfig& c, tcp::endpoint e) : cfg(c), endpoint(e) {}
+  const LoadgenConfig& cfg;
+  tcp::endpoint endpoint;
+  std::string model;
+  double t0 = 0, deadline = 0;
+  int64_t open_streams = 0;
+  LoadgenReport report;
+  std::vector<double> ttft, itl, e2e;
+
+  bool claim() {
+    if (report.requests >= cfg.requests || now() >= deadline) return false;
+    ++report.requests;
+    return true;
+  }
+  void sample(std::string s) {
+    if (report.samples.size() < 8) report.samples.push_back(std::move(s));
+  }
+};
+
+Percentiles percentiles(std::vector<double> v) {
+  Percentiles p;
+  p.count = int64_t(v.size());
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return v[size_t(std::max(0.0, std::ceil(q * double(v.size())) - 1))]; };
+  p.p50 = at(0.5);
+  p.p90 = at(0.9);
+  p.p99 = at(0.99);
+  double sum = 0;
+  for (double x : v) sum += x;
+  p.mean = sum / double(v.size());
+  return p;
+}
+
+// Requests that every OpenAI-compatible server must refuse with a 4xx.
+std::string bad_body(std::mt19937_64& rng, const std::string& model, bool chat) {
+  const std::string input = chat ? R"("messages": [{"role": "user", "content": "Hi"}])" : R"("prompt": "Once upon a time")";
+  switch (rng() % 6) {
+    case 0: return fmt::format(R"({{"model": "{}", {}, "max_tokens": )", model, input);  // truncated JSON
+    case 1: return fmt::format(R"({{"model": "{}", {}, "temperature": "hot"}})", model, input);
+    case 2: return fmt::format(R"({{"model": "{}", {}, "top_p": 7}})", model, input);
+    case 3: return fmt::format(R"({{"model": "{}", {}, "max_tokens": -3}})", model, input);
+    case 4: return fmt::format(R"({{"model": "{}", "max_tokens": 4}})", model);  // no prompt / messages
+    default: return fmt::format(R"({{"model": "{}", {}, "n": 0}})", model, input);
+  }
+}
+
+std::string good_body(std::mt19937_64& rng, const Shared& sh) {
+  const auto& c = sh.cfg;
+  const auto& prompts = c.prompts.empty() ? kPrompts : c.prompts;
+  const std::string& prompt = prompts[rng() % prompts.size()];
+  json j = {{"model", sh.model}, {"max_tokens", c.max_tokens}, {"temperature", c.temperature}, {"stream", c.stream}};
+  if (c.chat) j["messages"] = json::array({{{"role", "user"}, {"content", prompt}}});
+  else j["prompt"] = prompt;
+  if (c.stream) j["stream_options"] = {{"include_usage", true}};
+  if (c.ignore_eos) j["ignore_eos"] = true;
+  return j.dump();
+}
+
+// One simulated user: requests one after another on a kept-alive connection.
+class Client {
+ public:
+  Client(Shared& sh, uint64_t seed) : sh_(sh), rng_(seed) {}
+
+  asio::awaitable<void> run() {
+    while (sh_.claim()) co_await one(draw());
+    close();
+  }
+
+ private:
+  Kind draw() {
+    std::uniform_real_distribution<double> u(0, 1);
+    const double x = u(rng_);
+    if (x < sh_.cfg.bad_fraction) return Kind::bad;
+    if (x < sh_.cfg.bad_fraction + sh_.cfg.hangup_fraction)
+      return (!sh_.cfg.stream || u(rng_) < sh_.cfg.hangup_waiting_share) ? Kind::hangup_waiting : Kind::hangup_streaming;
+    return Kind::normal;
+  }
+
+  void close() {
+    if (!sock_) return;
+    error_code ec;
+    sock_->close(ec);
+    sock_.reset();
+    buf_.clear();
+  }
+
+  asio::awaitable<bool> connect() {
+    close();
+    sock_ = std::make_shared<tcp::socket>(co_await asio::this_coro::executor);
+    auto [ec] = co_await sock_->async_connect(sh_.endpoint, use_tuple);
+    if (ec) {
+      sh_.sample("connect: " + ec.message());
+      close();
+      co_return false;
+    }
+    sock_->set_option(tcp::no_delay(true), ec);
+    co_return true;
+  }
+
+  asio::awaitable<void> one(Kind kind) {
+    auto& r = sh_.report;
+    const auto& cfg = sh_.cfg;
+    const double start = now();
+    http::request<http::string_body> req{http::verb::post, cfg.chat ? "/v1/chat/completions" : "/v1/completions", 11};
+    req.set(http::field::host, sh_.endpoint.address().to_string());
+    req.set(http::field::content_type, "application/json");
+    if (!cfg.api_key.empty()) req.set(http::field::authorization, "Bearer " + cfg.api_key);
+    req.body() = kind == Kind::bad ? bad_body(rng_, sh_.model, cfg.chat) : good_body(rng_, sh_);
+    req.prepare_payload();
+    if (kind == Kind::bad) ++r.bad_sent;
+
+    // A kept-alive connection may have been closed by the server meanwhile: one retry on a fresh one.
+    bool sent = false;
+    for (int attempt = 0; attempt < 2 && !sent; ++attempt) {
+      const bool reused = sock_ != nullptr;
+      if (!sock_ && !(co_await connect())) break;
+      auto [ec, n] = co_await http::async_write(*sock_, req, use_tuple);
+      sent = !ec;
+      if (!sent) {
+        close();
+        if (!reused) {
+          sh_.sample("write: " + ec.message());
+          break;
+        }
+      }
+    }
+    if (!sent) {
+      ++r.transport_errors;
+      co_return;
+    }
+    auto sock = sock_;
+    auto timed_out = std::make_shared<bool>(false);
+    asio::steady_timer timer(co_await asio::this_coro::executor);
+    timer.expires_after(std::chrono::milliseconds(int64_t(cfg.request_timeout_s * 1000)));
+    timer.async_wait([sock, timed_out](error_code ec) {
+      if (ec) return;
+      *timed_out = true;
+      sock->close(ec);
+    });
+    struct Cancel {
+      asio::steady_timer& t;
+      ~Cancel() { t.cancel(); }
+    } cancel_timer{timer};
+
+    if (kind == Kind::hangup_waiting) {
+      asio::steady_timer wait(co_await asio::this_coro::executor);
+      wait.expires_after(std::chrono::milliseconds(rng_() % 50));
+      co_await wait.async_wait(use_tuple);
+      close();
+      ++r.hung_up_waiting;
+      co_return;
+    }
+
+    http::response_parser<http::buffer_body> p;
+    p.body_limit(boost::none);
+    auto fail_transport = [&](const error_code& ec, const char* where) {
+      close();
+      if (*timed_out) ++r.client_timeouts;
+      else {
+        ++r.transport_errors;
+        sh_.sample(fmt::format("{}: {}", where, ec.message()));
+      }
+    };
+    if (auto [ec, n] = co_await http::async_read_header(*sock_, buf_, p, use_tuple); ec) {
+      fail_transport(ec, "read header");
+      co_return;
+    }
+    const int status = int(p.get().result_int());
+    const bool sse = status == 200 && p.get()[http::field::content_type].starts_with("text/event-stream");
+    if (sse) r.max_concurrent_streams = std::max(r.max_concurrent_streams, ++sh_.open_streams);
+    struct StreamCount {
+      Shared& sh;
+      bool on;
+      ~StreamCount() {
+        if (on) --sh.open_streams;
+      }
+    } stream_count{sh_, sse};
+
+    // Read the body; events are parsed as they arrive.
+    const int hang_after = kind == Kind::hangup_streaming ? 1 + int(rng_() % uint64_t(std::max(1, cfg.max_tokens / 2))) : -1;
+    std::string body, pending;
+    bool done = false, stream_error = false;
+    int events = 0;
+    int64_t tokens = 0, usage_tokens = -1;
+    double last = 0;
+    char chunk[16384];
+    while (!p.is_done()) {
+      p.get().body().data = chunk;
+      p.get().body().size = sizeof chunk;
+      auto [ec, n] = co_await http::async_read_some(*sock_, buf_, p, use_tuple);
+      if (ec == http::error::need_buffer) ec = {};
+      if (ec) {
+        fail_transport(ec, "read body");
+        co_return;
+      }
+      const size_t got = sizeof chunk - p.get().body().size;
+      if (!sse) {
+        body.append(chunk, got);
+        continue;
+      }
+      pending.append(chunk, got);
+      for (size_t end; (end = pending.find("\n\n")) != std::string::npos;) {
+        std::string event = pending.substr(0, end);
+        pending.erase(0, end + 2);
+        if (!event.starts_with("data: ")) continue;
+        const std::string data = event.substr(6);
+        if (data == "[DONE]") {
+          done = true;
+          continue;
+        }
+        const json j = json::parse(data, nullptr, false);
+        if (j.is_discarded() || j.contains("error")) {
+          stream_error = true;
+          sh_.sample("stream: " + data.substr(0, 300));
+          continue;
+        }
+        if (j.contains("usage") && j["usage"].is_object()) usage_tokens = j["usage"].value("completion_tokens", int64_t(0));
+        if (!j.contains("choices") || j["choices"].empty()) continue;
+        const json& ch = j["choices"][0];
+        std::string text;
+        if (ch.contains("text") && ch["text"].is_string()) text = ch["text"];
+        if (ch.contains("delta") && ch["delta"].contains("content") && ch["delta"]["content"].is_string())
+          text = ch["delta"]["content"];
+        if (text.empty()) continue;
+        const double t = now();
+        if (tokens == 0) sh_.ttft.push_back((t - start) * 1e3);
+        else sh_.itl.push_back((t - last) * 1e3);
+        last = t;
+        ++tokens;
+        if (++events == hang_after) {
+          close();
+          ++r.hung_up_streaming;
+          co_return;
+        }
+      }
+    }
+    if (kind == Kind::hangup_streaming) {
+      // It ended before we could hang up: count it by what it was.
+      kind = Kind::normal;
+    }
+    const bool keep = p.keep_alive() && (sse ? done : true);
+    if (!keep) close();
+    if (status == 200 && kind == Kind::bad) {
+      ++r.bad_accepted;
+      sh_.sample("a bad request got 200: " + req.body().substr(0, 200));
+    } else if (status >= 400 && status < 500 && kind == Kind::bad) {
+      ++r.bad_rejected;
+    } else if (status == 429) {
+      ++r.rejected_429;
+    } else if (status >= 400 && status < 500) {
+      ++r.http_4xx;
+      sh_.sample(fmt::format("HTTP {}: {}", status, body.substr(0, 300)));
+    } else if (status >= 500 || status != 200) {
+      ++r.http_5xx;
+      sh_.sample(fmt::format("HTTP {}: {}", status, body.substr(0, 300)));
+    } else if (sse) {
+      if (stream_error) ++r.stream_errors;
+      else if (!done) {
+        ++r.transport_errors;
+        sh_.sample("a stream ended without [DONE]");
+      } else {
+        ++r.ok;
+        r.completion_tokens += usage_tokens >= 0 ? usage_tokens : tokens;
+        sh_.e2e.push_back((now() - start) * 1e3);
+      }
+    } else {
+      const json j = json::parse(body, nullptr, false);
+      if (j.is_discarded() || !j.contains("choices")) {
+        ++r.transport_errors;
+        sh_.sample("a response that is not a completion: " + body.substr(0, 300));
+      } else {
+        ++r.ok;
+        if (j.contains("usage")) r.completion_tokens += j["usage"].value("completion_tokens", int64_t(0));
+        sh_.e2e.push_back((now() - start) * 1e3);
+      }
+    }
+  }
+
+  Shared& sh_;
+  std::mt19937_64 rng_;
+  std::shared_ptr<tcp::socket> sock_;
+  beast::flat_buffer buf_;
+};
+
+// The served model's name from GET /v1/models ("default" if that fails).
+asio::awaitable<void> discover_model(Shared& sh) {
+  tcp::socket s(co_await asio::this_coro::executor);
+  if (auto [ec] = co_await s.async_connect(sh.endpoint, use_tuple); ec) co_return;
+  http::request<http::empty_body> req{http::verb::get, "/v1/models", 11};
+  req.set(http::field::host, sh.endpoint.address().to_string());
+  if (!sh.cfg.api_key.empty()) req.set(http::field::authorization, "Bearer " + sh.cfg.api_key);
+  if (auto [ec, n] = co_await http::async_write(s, req, use_tuple); ec) co_return;
+  beast::flat_buffer buf;
+  http::response<http::string_body> res;
+  if (auto [ec, n] = co_await http::async_read(s, buf, res, use_tuple); ec || res.result_int() != 200) co_return;
+  const json j = json::parse(res.body(), nullptr, false);
+  if (!j.is_discarded() && j.contains("data") && !j["data"].empty() && j["data"][0].contains("id"))
+    sh.model = j["data"][0]["id"].get<std::string>();
+}
+
+json percentiles_json(const Percentiles& p) {
+  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}, {"count", p.count}};
+}
+
+}  // namespace
+
+LoadgenReport run_loadgen(const LoadgenConfig& cfg) {
+  if (cfg.clients < 1) fail<InvalidArgument>("--clients must be >= 1");
+  if (cfg.hangup_fraction < 0 || cfg.bad_fraction < 0 || cfg.hangup_fraction + cfg.bad_fraction > 1)
+    fail<InvalidArgument>("--hangup-fraction and --bad-fraction must be >= 0 and add up to at most 1");
+  error_code ec;
+  const auto address = asio::ip::make_address(cfg.host, ec);
+  if (ec) fail<InvalidArgument>("--host must be an IP address, got '{}'", cfg.host);
+  Shared sh(cfg, tcp::endpoint(address, cfg.port));
+  asio::io_context io;
+  sh.model = cfg.model;
+  if (sh.model.empty()) {
+    sh.model = "default";
+    asio::co_spawn(io, discover_model(sh), asio::detached);
+    io.run();
+    io.restart();
+  }
+  sh.t0 = now();
+  sh.deadline = sh.t0 + cfg.duration_s;
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < cfg.clients; ++i) {
+    clients.push_back(std::make_unique<Client>(sh, cfg.seed * 1000003 + uint64_t(i)));
+    asio::co_spawn(io, clients.back()->run(), asio::detached);
+  }
+  io.run();
+  LoadgenReport r = std::move(sh.report);
+  r.duration_s = now() - sh.t0;
+  r.ttft_ms = percentiles(std::move(sh.ttft));
+  r.itl_ms = percentiles(std::move(sh.itl));
+  r.e2e_ms = percentiles(std::move(sh.e2e));
+  return r;
+}
+
+json LoadgenReport::to_json() const {
+  const double d = std::max(duration_s, 1e-9);
+  return {{"requests", requests},
+          {"ended", ended()},
+          {"ok", ok},
+          {"hung_up_waiting", hung_up_waiting},
+          {"hung_up_streaming", hung_up_streaming},
+          {"bad_sent", bad_sent},
+          {"bad_rejected", bad_rejected},
+          {"bad_accepted", bad_accepted},
+          {"rejected_429", rejected_429},
+          {"http_4xx", http_4xx},
+          {"http_5xx", http_5xx},
+          {"stream_errors", stream_errors},
+          {"transport_errors", transport_errors},
+          {"client_timeouts", client_timeouts},
+          {"completion_tokens", completion_tokens},
+          {"max_concurrent_streams", max_concurrent_streams},
+          {"duration_s", duration_s},
+          {"requests_per_s", double(ok) / d},
+          {"tokens_per_s", double(completion_tokens) / d},
+          {"ttft_ms", percentiles_json(ttft_ms)},
+          {"itl_ms", percentiles_json(itl_ms)},
+          {"e2e_ms", percentiles_json(e2e_ms)},
+          {"samples", samples}};
+}
+
+std::string LoadgenReport::summary() const {
+  const double d = std::max(duration_s, 1e-9);
+  std::string s = fmt::format(
+      "requests {} in {:.2f} s: ok {}, hung up {} waiting + {} streaming, bad input {} (4xx {}, accepted {}), "
+      "429 {}, other 4xx {}, 5xx {}, stream errors {}, transport errors {}, client timeouts {}\n",
+      requests, duration_s, ok, hung_up_waiting, hung_up_streaming, bad_sent, bad_rejected, bad_accepted, rejected_429,
+      http_4xx, http_5xx, stream_errors, transport_errors, client_timeouts);
+  s += fmt::format("throughput: {:.1f} requests/s, {:.1f} output tokens/s; most concurrent streams {}\n", double(ok) / d,
+                   double(completion_tokens) / d, max_concurrent_streams);
+  auto line = [&](const char* name, const Percentiles& p) {
+    s += fmt::format("{:<5} ms: p50 {:.1f}  p90 {:.1f}  p99 {:.1f}  mean {:.1f}  (n={})\n", name, p.p50, p.p90, p.p99,
+                     p.mean, p.count);
+  };
+  line("TTFT", ttft_ms);
+  line("ITL", itl_ms);
+  line("E2E", e2e_ms);
+  for (const auto& x : samples) s += "  e.g. " + x + "\n";
+  return s;
+}
+
+}  // namespace pagoda::cli

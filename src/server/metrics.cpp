@@ -1,0 +1,68 @@
+#include "server/metrics.h"
+
+#include <fmt/format.h>
+
+namespace pagoda::server {
+namespace {
+
+void header(std::string& out, const char* name, const char* type, const char* help) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+void gauge(std::string& out, const char* name, double v, const char* help) {
+  header(out, name, "gauge", help);
+  out += fmt::format("{} {}\n", name, v);
+}
+
+void counter(std::string& out, const char* name, int64_t v, const char* help) {
+  header(out, name, "counter", help);
+  out += fmt::format("{} {}\n", name, v);
+}
+
+void histogram(std::string& out, const char* name, const Histogram& h, const char* help) {
+  header(out, name, "histogram", help);
+  int64_t cumulative = 0;
+  for (size_t i = 0; i < Histogram::kBounds.size(); ++i) {
+    cumulative += h.counts[i];
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, Histogram::kBounds[i], cumulative);
+  }
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n", name, h.count);
+  out += fmt::format("{}_sum {}\n{}_count {}\n", name, h.sum, name, h.count);
+}
+
+}  // namespace
+
+std::string render_metrics(const EngineStats& s, int64_t rejected, double step_age_s) {
+  std::string out;
+  out.reserve(8192);
+  gauge(out, "pagoda_num_requests_running", s.running, "Sequences in the running batch.");
+  gauge(out, "pagoda_num_requests_waiting", s.waiting, "Sequences waiting to be admitted (or preempted).");
+  gauge(out, "pagoda_kv_blocks_total", s.kv_blocks_total, "KV cache blocks in the pool.");
+  gauge(out, "pagoda_kv_blocks_used", s.kv_blocks_used, "KV cache blocks held by live requests.");
+  gauge(out, "pagoda_kv_blocks_cached", s.kv_blocks_cached, "Free KV cache blocks holding reusable prefixes.");
+  gauge(out, "pagoda_kv_cache_usage_perc", s.kv_usage, "KV cache usage, a fraction from 0 to 1.");
+  counter(out, "pagoda_prefix_cache_queries_total", s.prefix_queries, "Prompt tokens looked up in the prefix cache.");
+  counter(out, "pagoda_prefix_cache_hits_total", s.prefix_hits, "Prompt tokens served by the prefix cache.");
+  counter(out, "pagoda_num_preemptions_total", s.preemptions, "Sequences preempted (recomputed later).");
+  counter(out, "pagoda_prompt_tokens_total", s.prompt_tokens, "Prompt tokens of the requests received.");
+  counter(out, "pagoda_generation_tokens_total", s.generation_tokens, "Tokens generated.");
+  counter(out, "pagoda_requests_received_total", s.requests_received + rejected,
+          "Requests received: taken by the engine or rejected by backpressure.");
+  header(out, "pagoda_request_success_total", "counter", "Requests that finished, by finish reason.");
+  out += fmt::format("pagoda_request_success_total{{finished_reason=\"stop\"}} {}\n", s.finished_stop);
+  out += fmt::format("pagoda_request_success_total{{finished_reason=\"length\"}} {}\n", s.finished_length);
+  header(out, "pagoda_request_failure_total", "counter",
+         "Requests that did not finish: aborted (the client left), timed out, failed, or rejected (queue full).");
+  out += fmt::format("pagoda_request_failure_total{{reason=\"abort\"}} {}\n", s.aborted);
+  out += fmt::format("pagoda_request_failure_total{{reason=\"timeout\"}} {}\n", s.timed_out);
+  out += fmt::format("pagoda_request_failure_total{{reason=\"error\"}} {}\n", s.errored);
+  out += fmt::format("pagoda_request_failure_total{{reason=\"rejected\"}} {}\n", rejected);
+  gauge(out, "pagoda_engine_last_step_age_seconds", step_age_s,
+        "Seconds since the engine last finished a step (grows while idle).");
+  histogram(out, "pagoda_time_to_first_token_seconds", s.ttft, "Time from arrival to the first generated token.");
+  histogram(out, "pagoda_inter_token_latency_seconds", s.itl, "Time between consecutive tokens of a request.");
+  histogram(out, "pagoda_e2e_request_latency_seconds", s.e2e, "Time from arrival to the end of a request.");
+  return out;
+}
+
+}  // namespace pagoda::server

@@ -1,0 +1,189 @@
+#include "server/openai_request.h"
+
+#include <climits>
+
+#include "server/api_error.h"
+#include "server/json_fields.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::server {
+namespace {
+
+// Fields Pagoda cannot honour: refused rather than silently ignored.
+void reject_unsupported(const json& body) {
+  for (const char* name : {"tools", "functions", "tool_choice", "function_call"}) {
+    const json* f = field(body, name);
+    if (f && !(f->is_array() && f->empty()) && !(f->is_string() && f->get<std::string>() == "none"))
+      bad_request(name, "'{}' is not supported by this server", name);
+  }
+  if (const json* f = field(body, "response_format"); f && !(f->is_object() && f->value("type", "text") == "text"))
+    bad_request("response_format", "only response_format {{\"type\": \"text\"}} is supported");
+  if (auto s = opt_string(body, "suffix"); s && !s->empty()) bad_request("suffix", "'suffix' is not supported");
+}
+
+// The sampling and scheduling fields both endpoints share.
+void parse_common(const json& body, const ModelLimits& model, GenerationRequest& g) {
+  reject_unsupported(body);
+  SamplingParams& s = g.engine.sampling;
+  if (auto v = opt_number(body, "temperature")) s.temperature = float(*v);
+  if (auto v = opt_number(body, "top_p")) s.top_p = float(*v);
+  if (auto v = opt_int32(body, "top_k", -1, INT32_MAX)) s.top_k = *v;
+  if (auto v = opt_number(body, "min_p")) s.min_p = float(*v);
+  if (auto v = opt_number(body, "repetition_penalty")) s.repetition_penalty = float(*v);
+  if (auto v = opt_number(body, "frequency_penalty")) s.frequency_penalty = float(*v);
+  if (auto v = opt_number(body, "presence_penalty")) s.presence_penalty = float(*v);
+  if (auto v = opt_integer(body, "seed")) s.seed = uint64_t(*v);
+  s.stop = opt_string_list(body, "stop");
+  if (auto v = opt_bool(body, "ignore_eos")) s.ignore_eos = *v;
+  if (auto v = opt_int32(body, "n", 1, model.max_n)) g.engine.n = *v;
+  if (auto v = opt_int32(body, "priority", INT32_MIN, INT32_MAX)) g.engine.priority = *v;
+  if (auto v = opt_string(body, "cache_salt")) g.engine.cache_salt = *v;
+  if (auto v = opt_bool(body, "stream")) g.stream = *v;
+  if (const json* so = field(body, "stream_options")) {
+    if (!g.stream) bad_request("stream_options", "'stream_options' is only allowed when 'stream' is true");
+    if (!so->is_object()) bad_request("stream_options", "'stream_options' must be an object");
+    if (auto v = opt_bool(*so, "include_usage")) g.include_usage = *v;
+  }
+}
+
+// The sampler's own range checks, reported against the field they name.
+void validate_sampling(const SamplingParams& s) {
+  try {
+    s.validate();
+  } catch (const InvalidArgument& e) {
+    const std::string msg = e.what();
+    throw ApiError(400, msg, msg.substr(0, msg.find(' ')));
+  }
+}
+
+// Prompt and output must fit the context (and the KV pool, which bounds it).
+void check_length(const GenerationRequest& g, const ModelLimits& model, const char* prompt_field) {
+  const int64_t prompt = int64_t(g.engine.prompt.size());
+  const auto& max_tokens = g.engine.sampling.max_tokens;
+  if (prompt + 1 > model.max_model_len)
+    throw ApiError(400,
+                   fmt::format("This model's maximum context length is {} tokens. However, your prompt has {} tokens "
+                               "(at least one more is needed for the completion).",
+                               model.max_model_len, prompt),
+                   prompt_field, "context_length_exceeded");
+  if (max_tokens && prompt + *max_tokens > model.max_model_len)
+    throw ApiError(400,
+                   fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens "
+                               "({} in the prompt, {} for the completion). Please reduce the prompt or the completion "
+                               "length.",
+                               model.max_model_len, prompt + *max_tokens, prompt, *max_tokens),
+                   "max_tokens", "context_length_exceeded");
+}
+
+std::vector<TokenId> token_ids(const json& arr, const ModelLimits& model) {
+  std::vector<TokenId> ids;
+  const int64_t vocab = int64_t(model.tokenizer->vocab_size());
+  for (const auto& t : arr) {
+    if (!t.is_number_integer()) bad_request("prompt", "a token-id prompt must hold integers only");
+    const int64_t id = t.get<int64_t>();
+    if (id < 0 || id >= vocab)
+      bad_request("prompt", "prompt token id {} is outside the vocabulary (0..{})", id, vocab - 1);
+    ids.push_back(TokenId(id));
+  }
+  if (ids.empty()) bad_request("prompt", "the prompt is empty");
+  return ids;
+}
+
+// prompt: a string, an array of token ids, or a batch of one of those.
+void parse_prompt(const json& body, const ModelLimits& model, GenerationRequest& g) {
+  const json* p = field(body, "prompt");
+  if (!p) bad_request("prompt", "'prompt' is required");
+  if (p->is_array() && !p->empty() && (p->front().is_string() || p->front().is_array())) {
+    if (p->size() != 1) bad_request("prompt", "batched prompts are not supported; send one prompt per request");
+    p = &p->front();
+  }
+  const Tokenizer& tok = *model.tokenizer;
+  if (p->is_string()) {
+    g.prompt_text = p->get<std::string>();
+    g.engine.prompt = tok.encode(g.prompt_text, tok.add_bos_by_default(), /*parse_special=*/true);
+    if (g.engine.prompt.empty()) bad_request("prompt", "the prompt is empty");
+  } else if (p->is_array()) {
+    g.engine.prompt = token_ids(*p, model);
+    g.prompt_text = tok.decode(g.engine.prompt);
+  } else {
+    bad_request("prompt", "'prompt' must be a string or an array of token ids");
+  }
+}
+
+std::string message_content(const json& m, size_t i) {
+  const json* c = field(m, "content");
+  if (!c) return "";
+  if (c->is_string()) return c->get<std::string>();
+  if (!c->is_array()) bad_request("messages", "messages[{}].content must be a string or an array of parts", i);
+  std::string text;
+  for (const auto& part : *c) {
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+      bad_request("messages", "messages[{}].content: only text parts are supported", i);
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+std::vector<ChatTurn> parse_messages(const json& body) {
+  const json* ms = field(body, "messages");
+  if (!ms) bad_request("messages", "'messages' is required");
+  if (!ms->is_array() || ms->empty()) bad_request("messages", "'messages' must be a non-empty array");
+  std::vector<ChatTurn> turns;
+  for (size_t i = 0; i < ms->size(); ++i) {
+    const json& m = (*ms)[i];
+    if (!m.is_object()) bad_request("messages", "messages[{}] must be an object", i);
+    const json* role = field(m, "role");
+    if (!role || !role->is_string()) bad_request("messages", "messages[{}].role must be a string", i);
+    std::string r = role->get<std::string>();
+    if (r == "developer") r = "system";  // OpenAI's newer name for the system role
+    turns.push_back({r, message_content(m, i)});
+  }
+  return turns;
+}
+
+}  // namespace
+
+GenerationRequest parse_completion_request(const json& body, const ModelLimits& model) {
+  if (!body.is_object()) bad_request("", "the request body must be a JSON object");
+  GenerationRequest g;
+  g.api = Api::completions;
+  parse_common(body, model, g);
+  g.engine.sampling.max_tokens = opt_int32(body, "max_tokens", 1, INT32_MAX).value_or(16);
+  if (auto v = opt_int32(body, "logprobs", 0, SamplingParams::kMaxLogprobs)) g.engine.sampling.logprobs = *v;
+  if (auto v = opt_bool(body, "echo")) g.echo = *v;
+  if (g.echo && g.engine.sampling.logprobs)
+    bad_request("echo", "'echo' together with 'logprobs' (prompt logprobs) is not supported");
+  parse_prompt(body, model, g);
+  validate_sampling(g.engine.sampling);
+  check_length(g, model, "prompt");
+  return g;
+}
+
+GenerationRequest parse_chat_request(const json& body, const ModelLimits& model, const ChatPrompt& chat) {
+  if (!body.is_object()) bad_request("", "the request body must be a JSON object");
+  GenerationRequest g;
+  g.api = Api::chat;
+  parse_common(body, model, g);
+  auto max_tokens = opt_int32(body, "max_completion_tokens", 1, INT32_MAX);
+  if (!max_tokens) max_tokens = opt_int32(body, "max_tokens", 1, INT32_MAX);
+  g.engine.sampling.max_tokens = max_tokens;
+  const bool logprobs = opt_bool(body, "logprobs").value_or(false);
+  const auto top = opt_int32(body, "top_logprobs", 0, SamplingParams::kMaxLogprobs);
+  if (top && !logprobs) bad_request("top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
+  if (logprobs) g.engine.sampling.logprobs = top.value_or(0);
+  const std::vector<ChatTurn> turns = parse_messages(body);
+  RenderedPrompt rendered;
+  try {
+    rendered = chat.render(turns, *model.tokenizer);
+  } catch (const InvalidArgument& e) {
+    bad_request("messages", "{}", e.what());
+  }
+  g.prompt_text = rendered.text;
+  g.engine.prompt = model.tokenizer->encode(rendered.text, rendered.add_bos, rendered.parse_special);
+  if (g.engine.prompt.empty()) bad_request("messages", "the rendered prompt is empty");
+  validate_sampling(g.engine.sampling);
+  check_length(g, model, "messages");
+  return g;
+}
+
+}  // namespace pagoda::server

@@ -1,0 +1,44 @@
+// OpenAI request bodies -> an engine Request plus what the response needs
+// (streaming, echo, the logprobs format). Everything is checked here, before
+// the engine sees the request, so a bad request changes nothing in the engine
+// and gets a 400 naming the field at fault.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "engine/request.h"
+#include "server/chat_prompt.h"
+
+namespace pagoda {
+class Tokenizer;
+}
+
+namespace pagoda::server {
+
+enum class Api { completions, chat };
+
+struct GenerationRequest {
+  Api api = Api::completions;
+  Request engine;              // prompt ids, sampling, n, priority, cache_salt
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool echo = false;           // completions: each choice's text starts with the prompt
+  std::string prompt_text;     // the prompt as text (for echo)
+};
+
+// What parsing needs to know about the served model.
+struct ModelLimits {
+  const Tokenizer* tokenizer = nullptr;
+  int32_t max_model_len = 0;  // prompt + generated tokens
+  int32_t max_n = 16;
+};
+
+// POST /v1/completions. max_tokens defaults to 16 as in OpenAI's API.
+GenerationRequest parse_completion_request(const nlohmann::json& body, const ModelLimits& model);
+// POST /v1/chat/completions. max_completion_tokens (or max_tokens) defaults to
+// the rest of the context.
+GenerationRequest parse_chat_request(const nlohmann::json& body, const ModelLimits& model, const ChatPrompt& chat);
+
+}  // namespace pagoda::server

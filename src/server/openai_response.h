@@ -1,0 +1,67 @@
+// OpenAI response bodies: whole responses for non-streaming requests and the
+// chunks of a stream, for /v1/completions and /v1/chat/completions, built
+// from what the engine delivered for each choice.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "server/openai_request.h"
+
+namespace pagoda::server {
+
+using json = nlohmann::json;
+
+// One choice as it accumulates.
+struct ChoiceState {
+  std::string text;
+  std::vector<TokenId> tokens;
+  std::vector<GeneratedLogprobs> logprobs;
+  FinishReason finish = FinishReason::none;
+  size_t text_offset = 0;  // completions logprobs: where the next token's text starts
+};
+
+// What every response and chunk of one request carries.
+struct ResponseIdentity {
+  std::string id;  // cmpl-... or chatcmpl-...
+  int64_t created = 0;
+  std::string model;
+};
+
+struct Usage {
+  int64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+};
+
+// "stop" or "length"; null for any other reason.
+json finish_reason_json(FinishReason r);
+json usage_json(const Usage& u);
+
+// Logprobs in each API's format, for some of a choice's tokens. Completions:
+// {tokens, token_logprobs, top_logprobs, text_offset}, advancing
+// c.text_offset. Chat: {content: [{token, logprob, bytes, top_logprobs}]}.
+json completion_logprobs(const Tokenizer& tok, std::span<const GeneratedLogprobs> lps, size_t& text_offset);
+json chat_logprobs(const Tokenizer& tok, std::span<const GeneratedLogprobs> lps);
+
+// The whole response of a non-streaming request.
+json completion_response(const ResponseIdentity& id, const GenerationRequest& req, std::vector<ChoiceState>& choices,
+                         const Usage& usage, const Tokenizer& tok);
+json chat_response(const ResponseIdentity& id, const GenerationRequest& req, const std::vector<ChoiceState>& choices,
+                   const Usage& usage, const Tokenizer& tok);
+
+// Stream chunks. `logprobs` and `finish` may be null. With include_usage every
+// chunk carries "usage": null and the last one (usage_chunk) the totals.
+json completion_chunk(const ResponseIdentity& id, const GenerationRequest& req, int index, const std::string& text,
+                      json logprobs, json finish);
+json chat_chunk(const ResponseIdentity& id, const GenerationRequest& req, int index, json delta, json logprobs,
+                json finish);
+json usage_chunk(const ResponseIdentity& id, const GenerationRequest& req, const Usage& usage);
+
+// JSON text for the wire: invalid UTF-8 (a token that is half a character)
+// becomes U+FFFD instead of an exception.
+std::string dump(const json& j);
+
+}  // namespace pagoda::server

@@ -1,0 +1,159 @@
+#include "server/server.h"
+
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <thread>
+
+#include "engine/clock.h"
+#include "server/connection.h"
+#include "util/error.h"
+
+namespace pagoda::server {
+namespace {
+
+using namespace std::chrono_literals;
+double now() { return SteadyClock().now(); }
+
+}  // namespace
+
+Server::Server(ServerConfig config)
+    : strand_(asio::make_strand(io_)),
+      state_(std::make_shared<ServerState>(std::move(config))),
+      acceptor_(strand_),
+      signals_(strand_),
+      sample_timer_(strand_),
+      shutdown_timer_(strand_),
+      accept_timer_(strand_) {}
+
+Server::~Server() {
+  io_.stop();
+  state_->release_model();
+}
+
+uint16_t Server::listen() {
+  const auto& cfg = state_->config;
+  error_code ec;
+  tcp::resolver resolver(io_);
+  const auto results = resolver.resolve(cfg.host, std::to_string(cfg.port), tcp::resolver::passive, ec);
+  if (ec || results.empty()) fail<InvalidArgument>("--host {}: {}", cfg.host, ec ? ec.message() : "no address");
+  const tcp::endpoint ep = results.begin()->endpoint();
+  acceptor_.open(ep.protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(ep, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) fail("cannot listen on {}:{}: {}", cfg.host, cfg.port, ec.message());
+  return acceptor_.local_endpoint().port();
+}
+
+void Server::run(const std::function<std::unique_ptr<ServedModel>()>& load) {
+  auto work = asio::make_work_guard(io_);
+  signals_.add(SIGINT);
+  signals_.add(SIGTERM);
+  std::function<void(error_code, int)> on_signal = [this, &on_signal](error_code ec, int sig) {
+    if (ec) return;
+    if (shutting_down_) {
+      spdlog::warn("signal {} again: ending in-flight requests now", sig);
+      deadline_ = std::min(deadline_, now());
+    } else {
+      spdlog::info("signal {}: shutting down (in-flight requests get up to {} s)", sig, state_->config.shutdown_timeout_s);
+      begin_shutdown();
+    }
+    signals_.async_wait(on_signal);
+  };
+  signals_.async_wait(on_signal);
+  asio::post(strand_, [this] {
+    accept();
+    sample();
+  });
+  std::vector<std::thread> threads;
+  for (int i = 0; i < std::max(1, state_->config.io_threads); ++i) threads.emplace_back([this] { io_.run(); });
+
+  std::exception_ptr error;
+  try {
+    state_->set_model(load());
+    spdlog::info("model '{}' loaded; serving", state_->model()->name);
+  } catch (...) {
+    error = std::current_exception();
+    stop();
+  }
+  done_.get_future().wait();
+  work.reset();
+  io_.stop();
+  for (auto& t : threads) t.join();
+  state_->release_model();  // the engine's destructor ends whatever is left
+  if (error) std::rethrow_exception(error);
+}
+
+void Server::stop() {
+  asio::post(strand_, [this] { begin_shutdown(); });
+}
+
+void Server::accept() {
+  acceptor_.async_accept(asio::make_strand(io_), [this](error_code ec, tcp::socket socket) {
+    if (!acceptor_.is_open()) return;
+    if (ec) {
+      // Out of file descriptors (or a transient error): retry shortly
+      // rather than spinning; connections that close free descriptors.
+      spdlog::warn("accept failed: {}", ec.message());
+      accept_timer_.expires_after(50ms);
+      accept_timer_.async_wait([this](error_code ec) {
+        if (!ec) accept();
+      });
+      return;
+    }
+    std::make_shared<Connection>(std::move(socket), state_)->start();
+    accept();
+  });
+}
+
+void Server::sample() {
+  if (const ServedModel* m = state_->model()) state_->stall.sample(m->engine->snapshot(), m->engine->inbox_size(), now());
+  sample_timer_.expires_after(100ms);
+  sample_timer_.async_wait([this](error_code ec) {
+    if (!ec) sample();
+  });
+}
+
+void Server::begin_shutdown() {
+  if (shutting_down_) return;
+  shutting_down_ = true;
+  state_->draining = true;
+  error_code ec;
+  acceptor_.close(ec);
+  state_->for_each_connection([](std::shared_ptr<Connection> c) { c->drain(); });
+  deadline_ = now() + state_->config.shutdown_timeout_s;
+  shutdown_tick();
+}
+
+void Server::shutdown_tick() {
+  const int64_t active = state_->active_generations.load();
+  const ServedModel* m = state_->model();
+  if (!engine_stopped_ && (active == 0 || now() >= deadline_ || !m)) {
+    engine_stopped_ = true;
+    if (active > 0 && m) {
+      spdlog::warn("shutdown: {} requests still running after {} s; ending them with an error", active,
+                   state_->config.shutdown_timeout_s);
+      m->engine->shutdown("the server is shutting down");
+    }
+    deadline_ = now() + 3;  // for the last responses to be written
+  }
+  if (engine_stopped_ && ((active == 0 && state_->num_connections() == 0) || now() >= deadline_)) return finish();
+  shutdown_timer_.expires_after(20ms);
+  shutdown_timer_.async_wait([this](error_code ec) {
+    if (!ec) shutdown_tick();
+  });
+}
+
+void Server::finish() {
+  if (finished_) return;
+  finished_ = true;
+  sample_timer_.cancel();
+  error_code ec;
+  signals_.cancel(ec);
+  spdlog::info("shutdown complete");
+  done_.set_value();
+}
+
+}  // namespace pagoda::server

@@ -1,0 +1,61 @@
+// `pagoda serve`'s HTTP server: Boost.Asio + Beast, event-driven. A few I/O
+// threads (--io-threads, default 1) run one io_context; each connection is a
+// chain of asynchronous operations on its own strand, so thousands of idle
+// or streaming clients cost memory, not threads. The engine runs on its own
+// thread and hands deltas to the connections' strands.
+//
+// Lifecycle: listen() binds (port 0: any free port) -> run() starts the I/O
+// threads and, while clients already get 503 from /health, loads the model ->
+// serves until SIGINT/SIGTERM or stop() -> graceful shutdown: stop accepting,
+// close idle connections, let in-flight requests finish for up to
+// --shutdown-timeout, then end the rest with an error, flush, return.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include <functional>
+#include <future>
+#include <memory>
+
+#include "server/server_state.h"
+
+namespace pagoda::server {
+
+class Server {
+ public:
+  explicit Server(ServerConfig config);
+  ~Server();
+
+  // Binds and listens; returns the port. Error if the address is unusable.
+  uint16_t listen();
+  // Serves until a signal or stop(). `load` runs on the calling thread while
+  // the server already answers; its exception is rethrown after cleanup.
+  void run(const std::function<std::unique_ptr<ServedModel>()>& load);
+  // Begins the graceful shutdown; any thread.
+  void stop();
+
+  const ServerState& state() const { return *state_; }
+
+ private:
+  void accept();
+  void sample();
+  void begin_shutdown();
+  void shutdown_tick();
+  void finish();
+
+  boost::asio::io_context io_;
+  boost::asio::strand<boost::asio::io_context::executor_type> strand_;
+  std::shared_ptr<ServerState> state_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  boost::asio::signal_set signals_;
+  boost::asio::steady_timer sample_timer_, shutdown_timer_, accept_timer_;
+  bool shutting_down_ = false, engine_stopped_ = false, finished_ = false;
+  double deadline_ = 0;  // shutdown: when in-flight requests are failed, then when flushing ends
+  std::promise<void> done_;
+};
+
+}  // namespace pagoda::server

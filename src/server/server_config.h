@@ -1,0 +1,23 @@
+// The HTTP side of `pagoda serve`'s flags (the engine's are EngineConfig).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace pagoda::server {
+
+struct ServerConfig {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8000;                  // 0: any free port (Server::listen returns it)
+  std::string api_key;                   // "": no authentication
+  double write_timeout_s = 30;           // a client that accepts no bytes this long is dropped
+  double shutdown_timeout_s = 30;        // SIGINT/SIGTERM: how long in-flight requests may finish
+  double keep_alive_timeout_s = 120;     // an idle connection is closed after this
+  double stall_timeout_s = 30;           // /health: 503 after pending work makes no progress this long
+  size_t max_body_bytes = 8u << 20;      // larger request bodies get 413
+  int io_threads = 1;                    // threads running the event loop
+};
+
+}  // namespace pagoda::server

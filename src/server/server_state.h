@@ -1,0 +1,81 @@
+// What every connection shares: the configuration, the served model (absent
+// while it loads), the counters the engine does not keep, and the registry of
+// open connections that a graceful shutdown walks.
+#pragma once
+
+#include <atomic>
+#include <ctime>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "engine/engine.h"
+#include "server/chat_prompt.h"
+#include "server/server_config.h"
+#include "server/stall_watch.h"
+
+namespace pagoda::server {
+
+class Connection;
+
+struct ServedModel {
+  std::unique_ptr<Engine> engine;
+  std::string name;  // what responses and /v1/models call it
+  ChatPrompt chat;
+};
+
+class ServerState {
+ public:
+  explicit ServerState(ServerConfig config) : config(std::move(config)) {}
+
+  const ServerConfig config;
+  const int64_t started_at = int64_t(std::time(nullptr));  // /v1/models' `created`
+  StallWatch stall;
+  std::atomic<bool> draining{false};             // shutting down: no new requests
+  std::atomic<int64_t> rejected{0};              // 429s from backpressure
+  std::atomic<int64_t> active_generations{0};    // submitted, response not finished
+
+  // Null until the model has loaded.
+  const ServedModel* model() const { return model_.load(std::memory_order_acquire); }
+  void set_model(std::unique_ptr<ServedModel> m) {
+    owned_ = std::move(m);
+    model_.store(owned_.get(), std::memory_order_release);
+  }
+  // Destroys the engine (after the I/O threads stopped).
+  void release_model() {
+    model_.store(nullptr);
+    owned_.reset();
+  }
+
+  void add_connection(Connection* c, std::weak_ptr<Connection> w) {
+    std::lock_guard lock(mu_);
+    conns_.emplace(c, std::move(w));
+  }
+  void remove_connection(Connection* c) {
+    std::lock_guard lock(mu_);
+    conns_.erase(c);
+  }
+  size_t num_connections() const {
+    std::lock_guard lock(mu_);
+    return conns_.size();
+  }
+  void for_each_connection(const std::function<void(std::shared_ptr<Connection>)>& f) {
+    std::vector<std::shared_ptr<Connection>> live;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& [_, w] : conns_)
+        if (auto c = w.lock()) live.push_back(std::move(c));
+    }
+    for (auto& c : live) f(std::move(c));
+  }
+
+ private:
+  std::atomic<const ServedModel*> model_{nullptr};
+  std::unique_ptr<ServedModel> owned_;
+  mutable std::mutex mu_;
+  std::unordered_map<Connection*, std::weak_ptr<Connection>> conns_;
+};
+
+}  // namespace pagoda::server

@@ -1,0 +1,30 @@
+// The official `openai` npm client against the real server: a completion, a
+// chat completion and a streamed chat completion, checked by
+// openai_client/check.mjs. The package is installed by the test setup:
+//   npm ci --prefix tests/server/openai_client
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "server/server_process.h"
+#include "testing/process.h"
+#include "testing/shared_data.h"
+
+namespace pagoda::testing {
+namespace {
+
+TEST(ServerOpenAiClient, CompletionChatAndStreamingChat) {
+  const std::filesystem::path dir = std::filesystem::path(PAGODA_SOURCE_DIR) / "tests/server/openai_client";
+  ASSERT_TRUE(std::filesystem::exists(dir / "node_modules/openai/package.json"))
+      << "the openai npm package is not installed; run: npm ci --prefix tests/server/openai_client";
+  ServerProcess s;
+  const auto p = run_process({"/usr/bin/env", "node", (dir / "check.mjs").string(),
+                              "http://127.0.0.1:" + std::to_string(s.port()) + "/v1",
+                              shared_path("testdata/reference/stories260K_greedy.json")});
+  EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
+  EXPECT_NE(p.out.find("openai client checks passed"), std::string::npos) << p.out << p.err;
+  EXPECT_EQ(s.stop(), 0);
+}
+
+}  // namespace
+}  // namespace pagoda::testing
