@@ -9,7 +9,6 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <unistd.h>
 #include <vector>
@@ -20,47 +19,12 @@
 #include "tokenizer/incremental_decoder.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
+#include "vector_cases.h"
 
 namespace pagoda {
 namespace {
 
 using Ids = std::vector<int32_t>;
-
-struct Case {
-  std::string input;
-  Ids ids;
-};
-
-// The .inp/.out format of shared/testdata/tokenizer/README.md.
-std::vector<Case> load_cases(const std::string& name) {
-  const std::string dir = "testdata/tokenizer/";
-  const std::string inp = testing::read_file(testing::shared_path(dir + name + ".inp"));
-  const std::string out = testing::read_file(testing::shared_path(dir + name + ".out"));
-  const std::string marker = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> inputs;
-  size_t pos = 0;
-  for (size_t at; (at = inp.find(marker, pos)) != std::string::npos; pos = at + marker.size())
-    inputs.push_back(inp.substr(pos, at - pos));
-  if (pos < inp.size()) inputs.push_back(inp.substr(pos));
-  std::vector<Ids> expected;
-  std::istringstream lines(out);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream nums(line);
-    Ids ids;
-    for (int32_t id; nums >> id;) ids.push_back(id);
-    expected.push_back(std::move(ids));
-  }
-  EXPECT_EQ(inputs.size(), expected.size()) << name;
-  std::vector<Case> cases;
-  for (size_t i = 0; i < inputs.size() && i < expected.size(); ++i) cases.push_back({inputs[i], expected[i]});
-  return cases;
-}
-
-std::string show(const Ids& ids) {
-  std::string s;
-  for (int32_t id : ids) s += " " + std::to_string(id);
-  return s;
-}
 
 bool valid_utf8(std::string_view s) { return utf8_sanitize(s) == s; }
 
@@ -95,13 +59,13 @@ const Tokenizer& gpt2() {
 }
 
 void check_vectors(const Tokenizer& tok, const std::string& name) {
-  const std::vector<Case> cases = load_cases(name);
+  const auto cases = testing::load_vector_cases(name);
   ASSERT_EQ(cases.size(), 46u);
   size_t passed = 0, round_trips = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
     const Ids ids = tok.encode(cases[i].input, /*add_bos=*/false);
     EXPECT_EQ(ids, cases[i].ids) << name << " case " << i << " input '" << cases[i].input << "'\n got     "
-                                 << show(ids) << "\n expected" << show(cases[i].ids);
+                                 << testing::show_ids(ids) << "\n expected" << testing::show_ids(cases[i].ids);
     passed += ids == cases[i].ids;
 
     // Byte-level BPE keeps every byte, leading spaces included.
@@ -175,7 +139,7 @@ TEST(BpeVectors, ParseSpecialChatPrompts) {
 
   const std::string l3 = "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>";
   const Ids special = llama->encode(l3, false, /*parse_special=*/true);
-  ASSERT_EQ(special.size(), 6u) << show(special);
+  ASSERT_EQ(special.size(), 6u) << testing::show_ids(special);
   EXPECT_EQ(special[0], llama->find_token("<|start_header_id|>"));
   EXPECT_EQ(special[2], llama->find_token("<|end_header_id|>"));
   EXPECT_EQ(special[5], llama->find_token("<|eot_id|>"));
