@@ -47,7 +47,10 @@ inline std::vector<VectorCase> load_vector_cases(const std::string& name) {
 
 inline std::string show_ids(const std::vector<int32_t>& ids) {
   std::string s;
-  for (int32_t id : ids) s += " " + std::to_string(id);
+  for (int32_t id : ids) {
+    s += ' ';
+    s += std::to_string(id);
+  }
   return s;
 }
 
