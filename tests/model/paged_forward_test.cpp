@@ -1,5 +1,6 @@
 // The batched, paged, multithreaded forward pass against the dense reference,
-// on random-weight models of every weight type, GQA and not, tied and untied;
+// on random-weight models of every weight type, GQA and not, tied and untied,
+// llama and qwen2 (biases, NeoX RoPE), RoPE frequency factors and scaling;
 // and the files `pagoda quantize` writes read by llama.cpp as a second oracle.
 #include <gtest/gtest.h>
 
@@ -175,6 +176,24 @@ SyntheticModelSpec spec(TensorType type, int n_head, int n_head_kv, bool tied, i
 
 constexpr float kQuantTol = 6e-2f;
 
+// Qwen2: Q/K/V biases and NeoX RoPE.
+SyntheticModelSpec qwen2(SyntheticModelSpec s) {
+  s.arch = "qwen2";
+  s.qkv_bias = true;
+  return s;
+}
+
+// Llama 3.1-style frequency factors, biases or linear scaling on a llama model.
+SyntheticModelSpec with(SyntheticModelSpec s, bool freq_factors, bool bias, float linear = 0) {
+  s.rope_freq_factors = freq_factors;
+  s.qkv_bias = s.qkv_bias || bias;
+  if (linear > 0) {
+    s.rope_scaling = "linear";
+    s.rope_scaling_factor = linear;
+  }
+  return s;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Models, PagedForward,
     ::testing::Values(Case{"f32_gqa_tied", spec(TensorType::F32, 4, 2, true)},
@@ -191,7 +210,17 @@ INSTANTIATE_TEST_SUITE_P(
                       // Q4_K_M rules on a 256-wide model with a 96-wide FFN: Q4_K, Q6_K
                       // (output, layer 1's attn_v), Q5_0 and Q8_0 (ffn_down fallbacks).
                       Case{"q4_k_m_mix", spec(TensorType::F32, 4, 2, false, 256, 96), kQuantTol,
-                           QuantizeTarget::Q4_K_M}),
+                           QuantizeTarget::Q4_K_M},
+                      Case{"qwen2_f32_gqa_tied", qwen2(spec(TensorType::F32, 4, 2, true))},
+                      Case{"qwen2_f16_gqa_untied", qwen2(spec(TensorType::F16, 8, 2, false))},
+                      Case{"qwen2_q8_0_gqa_tied", qwen2(spec(TensorType::Q8_0, 4, 1, true))},
+                      Case{"qwen2_f32_head64_mha", qwen2(spec(TensorType::F32, 2, 2, false, 128))},
+                      Case{"qwen2_q4_k_gqa", qwen2(spec(TensorType::Q4_K, 4, 2, false, 256, 256)), kQuantTol},
+                      Case{"llama_rope_freqs_f32", with(spec(TensorType::F32, 4, 2, true), true, false)},
+                      Case{"llama_rope_freqs_q8_0", with(spec(TensorType::Q8_0, 4, 2, false), true, false)},
+                      Case{"llama_qkv_bias_f32", with(spec(TensorType::F32, 4, 2, false), false, true)},
+                      Case{"llama_linear_scaling_f32", with(spec(TensorType::F32, 4, 2, true), false, false, 4)},
+                      Case{"qwen2_all_f16", with(qwen2(spec(TensorType::F16, 4, 2, true)), true, true, 2)}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // The mix the Q4_K_M case runs really mixes the types (the rules are in
@@ -262,6 +291,44 @@ TEST(PagedForwardInvariance, LogitsIndependentOfBatchAndThreads) {
       for (size_t i = 0; i < a.size(); ++i)
         ASSERT_LE(std::fabs(a[i] - b[i]), 1e-5f * std::max(1.0f, std::fabs(a[i]))) << i << " threads " << threads;
     }
+  }
+}
+
+// The dense reference with the other RoPE layout disagrees with the forward
+// pass by far more than the tolerance: the layout is really tested, on both
+// architectures.
+TEST(PagedForwardRope, WrongLayoutIsCaught) {
+  for (const bool is_qwen2 : {true, false}) {
+    auto s = spec(TensorType::F32, 4, 2, true);
+    if (is_qwen2) s = qwen2(s);
+    std::vector<uint8_t> bytes;
+    auto model = make_model(s, bytes);
+    const RopeLayout wrong = is_qwen2 ? RopeLayout::Interleaved : RopeLayout::NeoX;
+    testing::ReferenceLlama right_ref(*model), wrong_ref(*model, {.rope_layout = wrong});
+    std::vector<int32_t> tokens(40);
+    std::mt19937 rng(3);
+    for (auto& t : tokens) t = int32_t(rng() % uint32_t(s.n_vocab));
+    KvStorage kv(model->config(), 3, 16);
+    ThreadPool pool(2);
+    std::vector<int32_t> table = {2, 0, 1};
+    Batch b;
+    const int seq = b.add_sequence(table);
+    for (int i = 0; i < int(tokens.size()); ++i) b.add(tokens[size_t(i)], seq, i, true);
+    std::vector<float> logits;
+    model->forward(b, kv, pool, logits);
+    const auto right = right_ref.run(tokens), bad = wrong_ref.run(tokens);
+    float worst_right = 0, worst_wrong = 0;
+    for (size_t p = 1; p < tokens.size(); ++p) {  // position 0 is not rotated
+      float max_abs = 0;
+      for (float v : right[p]) max_abs = std::max(max_abs, std::fabs(v));
+      for (int v = 0; v < s.n_vocab; ++v) {
+        const float got = logits[p * size_t(s.n_vocab) + size_t(v)];
+        worst_right = std::max(worst_right, std::fabs(got - right[p][size_t(v)]) / max_abs);
+        worst_wrong = std::max(worst_wrong, std::fabs(got - bad[p][size_t(v)]) / max_abs);
+      }
+    }
+    EXPECT_LE(worst_right, 1e-4f) << s.arch;
+    EXPECT_GE(worst_wrong, 0.05f) << s.arch;
   }
 }
 
