@@ -1,6 +1,10 @@
 // The shape and hyper-parameters of a Llama-family model, read from GGUF
 // metadata (`{arch}.*` keys), with the defaults llama.cpp uses when a key is
 // absent. Validated so later code can index without re-checking.
+//
+// Architectures are rows of a small table (config.cpp): they share the
+// Llama block and differ only in data: the RoPE layout and whether the Q/K/V
+// projections must carry biases.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +13,12 @@
 namespace pagoda {
 
 class GgufFile;
+
+// Which dimensions of a head RoPE rotates together (llama.cpp's rope modes).
+enum class RopeLayout {
+  Interleaved,  // pairs (x[2i], x[2i+1]): llama
+  NeoX,         // pairs (x[i], x[i + rope_dims/2]): qwen2
+};
 
 struct ModelConfig {
   std::string arch;      // general.architecture
@@ -24,6 +34,11 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   float rope_freq_base = 10000.0f;
   int rope_dims = 0;     // leading dims of each head that RoPE rotates
+  RopeLayout rope_layout = RopeLayout::Interleaved;
+  // Linear RoPE scaling ({arch}.rope.scaling.type "linear"): positions are
+  // divided by this factor before rotating. 1 without scaling.
+  float rope_linear_factor = 1.0f;
+  bool qkv_bias_required = false;  // the architecture always has Q/K/V biases
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }
@@ -32,5 +47,7 @@ struct ModelConfig {
 
   static ModelConfig from_gguf(const GgufFile& f);  // Unsupported / FormatError
 };
+
+const char* rope_layout_name(RopeLayout layout);  // "interleaved", "neox"
 
 }  // namespace pagoda

@@ -16,7 +16,10 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path) {
 }
 
 LlamaModel::LlamaModel(std::shared_ptr<const GgufFile> file)
-    : file_(std::move(file)), cfg_(ModelConfig::from_gguf(*file_)), w_(LlamaWeights::load(*file_, cfg_)) {}
+    : file_(std::move(file)),
+      cfg_(ModelConfig::from_gguf(*file_)),
+      w_(LlamaWeights::load(*file_, cfg_)),
+      rope_(cfg_, w_.rope_freq_factors) {}
 
 void LlamaModel::check(const Batch& batch, const KvStorage& kv) const {
   if (kv.kv_dim() != cfg_.kv_dim()) fail<InvalidArgument>("KV storage was made for another model");
@@ -38,6 +41,11 @@ void LlamaModel::check(const Batch& batch, const KvStorage& kv) const {
 namespace {
 
 float round_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
+
+// x += bias, when the layer has one (an empty bias is none).
+void add_bias(float* x, const std::vector<float>& bias) {
+  for (size_t i = 0; i < bias.size(); ++i) x[i] += bias[i];
+}
 
 // Attention of one query head over positions 0..pos of its sequence, reading
 // K/V in place through the block table. Elem is float (F32 cache) or uint16_t
@@ -134,8 +142,11 @@ void LlamaModel::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, st
     matmul(lw.wv, xb_.data(), T, v_.data(), pool);
     per_token([&](int t) {
       const BatchToken& tok = batch.tokens[t];
-      rope_interleaved(&q_[size_t(t) * Q], cfg_.n_head, cfg_.head_dim, cfg_.rope_dims, tok.pos, cfg_.rope_freq_base);
-      rope_interleaved(&k_[size_t(t) * KV], cfg_.n_head_kv, cfg_.head_dim, cfg_.rope_dims, tok.pos, cfg_.rope_freq_base);
+      add_bias(&q_[size_t(t) * Q], lw.bq);
+      add_bias(&k_[size_t(t) * KV], lw.bk);
+      add_bias(&v_[size_t(t) * KV], lw.bv);
+      rope_.apply(&q_[size_t(t) * Q], cfg_.n_head, tok.pos);
+      rope_.apply(&k_[size_t(t) * KV], cfg_.n_head_kv, tok.pos);
       const int block = batch.block_tables[size_t(tok.seq)][tok.pos / bs];
       kv.write(l, block, tok.pos % bs, &k_[size_t(t) * KV], &v_[size_t(t) * KV]);
     });

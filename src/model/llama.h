@@ -1,5 +1,6 @@
-// A Llama-family model (Llama 2/3, TinyLlama, Mistral, SmolLM) and its
-// forward pass over a batch of tokens and a paged KV cache.
+// A Llama-family model (Llama 2/3, TinyLlama, Mistral, SmolLM; Qwen2: the
+// same block with Q/K/V biases and NeoX RoPE) and its forward pass over a
+// batch of tokens and a paged KV cache.
 //
 // One forward call: embed every token; per layer, project all tokens at once
 // (each weight matrix is read once per call), rotate Q/K by position, write
@@ -16,6 +17,7 @@
 #include "model/batch.h"
 #include "model/config.h"
 #include "model/kv_storage.h"
+#include "model/rope.h"
 #include "model/weights.h"
 #include "util/thread_pool.h"
 
@@ -44,6 +46,7 @@ class LlamaModel {
   std::shared_ptr<const GgufFile> file_;
   ModelConfig cfg_;
   LlamaWeights w_;
+  Rope rope_;
   // Activations, reused across calls: x (residual), xb (normed), q, k, v,
   // att (attention output), hb/hb2 (FFN).
   std::vector<float> x_, xb_, q_, k_, v_, att_, hb_, hb2_;

@@ -76,19 +76,6 @@ void rmsnorm(const float* x, const float* weight, int n, float eps, float* out) 
   for (int i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
 
-void rope_interleaved(float* x, int n_heads, int head_dim, int rope_dims, int pos, float base) {
-  for (int i = 0; i < rope_dims / 2; ++i) {
-    const double theta = pos * std::pow(double(base), -2.0 * i / rope_dims);
-    const float c = float(std::cos(theta)), s = float(std::sin(theta));
-    for (int h = 0; h < n_heads; ++h) {
-      float* p = x + h * head_dim + 2 * i;
-      const float a = p[0], b = p[1];
-      p[0] = a * c - b * s;
-      p[1] = a * s + b * c;
-    }
-  }
-}
-
 void swiglu(float* gate, const float* up, int n) {
   for (int i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
 }

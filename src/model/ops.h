@@ -19,10 +19,6 @@ void read_row(const Matrix& w, int r, float* out);
 // out = x / sqrt(mean(x^2) + eps) * weight, over n elements.
 void rmsnorm(const float* x, const float* weight, int n, float eps, float* out);
 
-// Rotates pairs (x[2i], x[2i+1]) for 2i < rope_dims of each head by angle
-// pos * base^(-2i / rope_dims): the "normal" RoPE layout of llama GGUF files.
-void rope_interleaved(float* x, int n_heads, int head_dim, int rope_dims, int pos, float base);
-
 // gate[i] = silu(gate[i]) * up[i].
 void swiglu(float* gate, const float* up, int n);
 

@@ -36,31 +36,29 @@ void add_norm(GgufWriter& w, Filler& fill, const std::string& name, int n) {
   w.add_f32_tensor(name, {uint64_t(n)}, fill.values(size_t(n), 1.0f, 0.2f));
 }
 
-}  // namespace
+// GPT-2's byte-level alphabet: printable Latin-1 bytes stand for themselves,
+// the others for U+0100 upwards in byte order (a space is "Ġ"). A fact of the
+// format, spelled out here so the model library needs no tokenizer.
+std::string byte_level(uint8_t b) {
+  auto printable = [](int c) { return (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || c >= 0xAE; };
+  uint32_t cp = b;
+  if (!printable(b)) {
+    cp = 256;
+    for (int c = 0; c < b; ++c) cp += !printable(c);
+  }
+  if (cp < 0x80) return std::string(1, char(cp));
+  return {char(0xC0 | (cp >> 6)), char(0x80 | (cp & 0x3F))};
+}
 
-GgufWriter synthetic_llama(const SyntheticModelSpec& s) {
-  if (s.n_vocab < 3 || s.n_head % s.n_head_kv != 0 || s.n_embd % s.n_head != 0)
-    fail<InvalidArgument>("synthetic model: inconsistent shape");
-  GgufWriter w;
-  w.set("general.architecture", Value::string("llama"));
-  w.set("general.name", Value::string("synthetic-llama"));
-  w.set("llama.context_length", Value::u32(uint32_t(s.n_ctx)));
-  w.set("llama.embedding_length", Value::u32(uint32_t(s.n_embd)));
-  w.set("llama.block_count", Value::u32(uint32_t(s.n_layer)));
-  w.set("llama.feed_forward_length", Value::u32(uint32_t(s.n_ff)));
-  w.set("llama.attention.head_count", Value::u32(uint32_t(s.n_head)));
-  w.set("llama.attention.head_count_kv", Value::u32(uint32_t(s.n_head_kv)));
-  w.set("llama.attention.layer_norm_rms_epsilon", Value::f32(s.rms_eps));
-  w.set("llama.rope.freq_base", Value::f32(s.rope_freq_base));
-  w.set("llama.rope.dimension_count", Value::u32(uint32_t(s.n_embd / s.n_head)));
-
+// <unk>, <s>, </s>, the byte tokens, then filler pieces.
+void spm_vocab(GgufWriter& w, int n_vocab) {
   std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
   std::vector<int32_t> types = {2, 3, 3};
-  for (int b = 0; b < 256 && int(tokens.size()) < s.n_vocab; ++b) {
+  for (int b = 0; b < 256 && int(tokens.size()) < n_vocab; ++b) {
     tokens.push_back(fmt::format("<0x{:02X}>", b));
     types.push_back(6);
   }
-  while (int(tokens.size()) < s.n_vocab) {
+  while (int(tokens.size()) < n_vocab) {
     tokens.push_back(fmt::format("\u2581w{}", tokens.size()));
     types.push_back(1);
   }
@@ -73,6 +71,67 @@ GgufWriter synthetic_llama(const SyntheticModelSpec& s) {
   w.set("tokenizer.ggml.bos_token_id", Value::u32(1));
   w.set("tokenizer.ggml.eos_token_id", Value::u32(2));
   w.set("tokenizer.ggml.unknown_token_id", Value::u32(0));
+}
+
+// The 256 byte symbols, <|endoftext|>, then pieces merged from them: a space
+// or a letter followed by a letter (" a", " b", ..., "aa", "ab", ...).
+void gpt2_vocab(GgufWriter& w, int n_vocab, const std::string& pre) {
+  std::vector<std::string> tokens, merges;
+  std::vector<int32_t> types;
+  for (int b = 0; b < 256; ++b) {
+    tokens.push_back(byte_level(uint8_t(b)));
+    types.push_back(1);
+  }
+  tokens.push_back("<|endoftext|>");
+  types.push_back(3);
+  const std::string firsts = " abcdefghijklmnopqrstuvwxyz";
+  for (size_t k = 0; int(tokens.size()) < n_vocab; ++k) {
+    if (k >= firsts.size() * 26) fail<InvalidArgument>("synthetic model: gpt2 vocabulary of {} is too large", n_vocab);
+    const std::string left = byte_level(uint8_t(firsts[k / 26])), right = byte_level(uint8_t('a' + k % 26));
+    tokens.push_back(left + right);
+    types.push_back(1);
+    merges.push_back(left + " " + right);
+  }
+  w.set("tokenizer.ggml.model", Value::string("gpt2"));
+  w.set("tokenizer.ggml.pre", Value::string(pre));
+  w.set("tokenizer.ggml.tokens", Value::strings(tokens));
+  w.set("tokenizer.ggml.token_type", Value::i32s(types));
+  w.set("tokenizer.ggml.merges", Value::strings(merges));
+  w.set("tokenizer.ggml.bos_token_id", Value::u32(256));
+  w.set("tokenizer.ggml.eos_token_id", Value::u32(256));
+}
+
+}  // namespace
+
+GgufWriter synthetic_llama(const SyntheticModelSpec& s) {
+  if (s.n_vocab < 3 || s.n_head % s.n_head_kv != 0 || s.n_embd % s.n_head != 0)
+    fail<InvalidArgument>("synthetic model: inconsistent shape");
+  GgufWriter w;
+  const std::string a = s.arch + ".";
+  w.set("general.architecture", Value::string(s.arch));
+  w.set("general.name", Value::string("synthetic-" + s.arch));
+  w.set(a + "context_length", Value::u32(uint32_t(s.n_ctx)));
+  w.set(a + "embedding_length", Value::u32(uint32_t(s.n_embd)));
+  w.set(a + "block_count", Value::u32(uint32_t(s.n_layer)));
+  w.set(a + "feed_forward_length", Value::u32(uint32_t(s.n_ff)));
+  w.set(a + "attention.head_count", Value::u32(uint32_t(s.n_head)));
+  w.set(a + "attention.head_count_kv", Value::u32(uint32_t(s.n_head_kv)));
+  w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(s.rms_eps));
+  w.set(a + "rope.freq_base", Value::f32(s.rope_freq_base));
+  w.set(a + "rope.dimension_count", Value::u32(uint32_t(s.n_embd / s.n_head)));
+  if (!s.rope_scaling.empty()) {
+    w.set(a + "rope.scaling.type", Value::string(s.rope_scaling));
+    w.set(a + "rope.scaling.factor", Value::f32(s.rope_scaling_factor));
+  }
+
+  if (s.tokenizer == "llama") {
+    spm_vocab(w, s.n_vocab);
+  } else if (s.tokenizer == "gpt2") {
+    if (s.n_vocab < 257) fail<InvalidArgument>("synthetic model: a gpt2 vocabulary needs 257 tokens");
+    gpt2_vocab(w, s.n_vocab, s.arch == "qwen2" ? "qwen2" : "llama-bpe");
+  } else {
+    fail<InvalidArgument>("synthetic model: unknown tokenizer '{}'", s.tokenizer);
+  }
 
   Filler fill(s.seed);
   const int hd = s.n_embd / s.n_head, q = s.n_head * hd, kv = s.n_head_kv * hd;
@@ -88,12 +147,19 @@ GgufWriter synthetic_llama(const SyntheticModelSpec& s) {
     add_matrix(w, fill, p + "attn_q.weight", q, s.n_embd, s.type);
     add_matrix(w, fill, p + "attn_k.weight", kv, s.n_embd, s.type);
     add_matrix(w, fill, p + "attn_v.weight", kv, s.n_embd, s.type);
+    if (s.qkv_bias) {
+      w.add_f32_tensor(p + "attn_q.bias", {uint64_t(q)}, fill.values(size_t(q), 0.0f, 0.5f));
+      w.add_f32_tensor(p + "attn_k.bias", {uint64_t(kv)}, fill.values(size_t(kv), 0.0f, 0.5f));
+      w.add_f32_tensor(p + "attn_v.bias", {uint64_t(kv)}, fill.values(size_t(kv), 0.0f, 0.5f));
+    }
     add_matrix(w, fill, p + "attn_output.weight", s.n_embd, q, s.type);
     add_norm(w, fill, p + "ffn_norm.weight", s.n_embd);
     add_matrix(w, fill, p + "ffn_gate.weight", s.n_ff, s.n_embd, s.type);
     add_matrix(w, fill, p + "ffn_up.weight", s.n_ff, s.n_embd, s.type);
     add_matrix(w, fill, p + "ffn_down.weight", s.n_embd, s.n_ff, s.type);
   }
+  // Last, so that models without them draw the same weights as before.
+  if (s.rope_freq_factors) w.add_f32_tensor("rope_freqs.weight", {uint64_t(hd / 2)}, fill.values(size_t(hd / 2), 4.5f, 3.5f));
   return w;
 }
 

@@ -1,5 +1,7 @@
 #include "model/weights.h"
 
+#include <cmath>
+
 #include "gguf/file.h"
 #include "quant/rows.h"
 #include "util/error.h"
@@ -42,6 +44,12 @@ std::vector<float> vector_f32(const GgufFile& f, const std::string& name, int n)
   return v;
 }
 
+// An optional vector: empty when absent (unless required), checked when present.
+std::vector<float> optional_vector_f32(const GgufFile& f, const std::string& name, int n, bool required) {
+  if (!required && !f.find_tensor(name)) return {};
+  return vector_f32(f, name, n);
+}
+
 }  // namespace
 
 LlamaWeights LlamaWeights::load(const GgufFile& f, ModelConfig& cfg) {
@@ -51,6 +59,9 @@ LlamaWeights LlamaWeights::load(const GgufFile& f, ModelConfig& cfg) {
   w.output_norm = vector_f32(f, "output_norm.weight", cfg.n_embd);
   w.tied_embeddings = f.find_tensor("output.weight") == nullptr;
   w.output = w.tied_embeddings ? w.token_embd : matrix(f, "output.weight", cfg.n_vocab, cfg.n_embd);
+  w.rope_freq_factors = optional_vector_f32(f, "rope_freqs.weight", cfg.rope_dims / 2, false);
+  for (float v : w.rope_freq_factors)
+    if (!(v > 0) || !std::isfinite(v)) fail<FormatError>("{}: rope_freqs.weight has a factor {}", f.source(), v);
   for (int i = 0; i < cfg.n_layer; ++i) {
     const std::string p = fmt::format("blk.{}.", i);
     LayerWeights l;
@@ -58,6 +69,9 @@ LlamaWeights LlamaWeights::load(const GgufFile& f, ModelConfig& cfg) {
     l.wq = matrix(f, p + "attn_q.weight", cfg.q_dim(), cfg.n_embd);
     l.wk = matrix(f, p + "attn_k.weight", cfg.kv_dim(), cfg.n_embd);
     l.wv = matrix(f, p + "attn_v.weight", cfg.kv_dim(), cfg.n_embd);
+    l.bq = optional_vector_f32(f, p + "attn_q.bias", cfg.q_dim(), cfg.qkv_bias_required);
+    l.bk = optional_vector_f32(f, p + "attn_k.bias", cfg.kv_dim(), cfg.qkv_bias_required);
+    l.bv = optional_vector_f32(f, p + "attn_v.bias", cfg.kv_dim(), cfg.qkv_bias_required);
     l.wo = matrix(f, p + "attn_output.weight", cfg.n_embd, cfg.q_dim());
     l.ffn_norm = vector_f32(f, p + "ffn_norm.weight", cfg.n_embd);
     l.w_gate = matrix(f, p + "ffn_gate.weight", cfg.n_ff, cfg.n_embd);

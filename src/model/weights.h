@@ -1,6 +1,8 @@
 // The weight tensors of a Llama-family model, as views into the mapped GGUF
 // file (matrices stay in their stored type; only the small norm vectors are
 // decoded to F32). Loading checks every name, shape and type.
+// Optional tensors (Q/K/V biases, RoPE frequency factors) are empty vectors
+// when the file lacks them.
 #pragma once
 
 #include <string>
@@ -27,6 +29,7 @@ struct Matrix {
 struct LayerWeights {
   std::vector<float> attn_norm;  // n_embd
   Matrix wq, wk, wv, wo;         // q_dim x n_embd, kv_dim x n_embd (x2), n_embd x q_dim
+  std::vector<float> bq, bk, bv; // q_dim, kv_dim, kv_dim; empty when the file has none
   std::vector<float> ffn_norm;   // n_embd
   Matrix w_gate, w_up, w_down;   // n_ff x n_embd (x2), n_embd x n_ff
 };
@@ -36,6 +39,9 @@ struct LlamaWeights {
   std::vector<float> output_norm;
   Matrix output;                 // n_vocab x n_embd; token_embd when the file ties them
   bool tied_embeddings = false;
+  // rope_freqs.weight (Llama 3.1/3.2 long-context scaling): rope_dims/2
+  // factors, each dividing the angle of its pair. Empty when absent.
+  std::vector<float> rope_freq_factors;
   std::vector<LayerWeights> layers;
 
   // Fills n_vocab in cfg from the embedding table.

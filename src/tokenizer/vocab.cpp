@@ -42,10 +42,13 @@ int32_t read_id(const GgufFile& f, const std::string& key, int32_t dflt, size_t 
 
 // Texts of end-of-turn markers that stop generation when the vocabulary has
 // them as special tokens (the list llama.cpp matches, since GGUF files rarely
-// name them in metadata).
+// name them in metadata). Qwen's FIM pad/repo/file separators are among them:
+// llama.cpp ends generation on its FIM tokens too.
 constexpr std::string_view kEndMarkers[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-    "<|eom_id|>", "<EOT>",      "_<EOT>",  "<｜end▁of▁sentence｜>",  // the last: DeepSeek
+    "<|eot_id|>", "<|im_end|>",       "<|end|>",           "<end_of_turn>", "<|endoftext|>",
+    "<|eom_id|>", "<EOT>",            "_<EOT>",            "<|end_of_text|>", "<end_of_utterance>",
+    "<|return|>", "<|call|>",         "<｜end▁of▁sentence｜>",  // DeepSeek
+    "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>",
 };
 
 void load_tokens(const GgufFile& f, const VocabDefaults& d, Vocab& v) {

@@ -1,5 +1,6 @@
 // The batched, paged, multithreaded forward pass against the dense reference,
-// on random-weight models of every weight type, GQA and not, tied and untied;
+// on random-weight models of every weight type, GQA and not, tied and untied,
+// llama and qwen2 (biases, NeoX RoPE), RoPE frequency factors and scaling;
 // and the files `pagoda quantize` writes read by llama.cpp as a second oracle.
 #include <gtest/gtest.h>
 
@@ -175,6 +176,24 @@ SyntheticModelSpec spec(TensorType type, int n_head, int n_head_kv, bool tied, i
 
 constexpr float kQuantTol = 6e-2f;
 
+// Qwen2: Q/K/V biases and NeoX RoPE.
+SyntheticModelSpec qwen2(SyntheticModelSpec s) {
+  s.arch = "qwen2";
+  s.qkv_bias = true;
+  return s;
+}
+
+// Llama 3.1-style frequency factors, biases or linear scaling on a llama model.
+SyntheticModelSpec with(SyntheticModelSpec s, bool freq_factors, bool bias, float linear = 0) {
+  s.rope_freq_factors = freq_factors;
+  s.qkv_bias = s.qkv_bias || bias;
+  if (linear > 0) {
+    s.rope_scaling = "linear";
+    s.rope_scaling_factor = linear;
+  }
+  return s;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Models, PagedForward,
     ::testing::Values(Case{"f32_gqa_tied", spec(TensorType::F32, 4, 2, true)},
@@ -191,7 +210,17 @@ INSTANTIATE_TEST_SUITE_P(
                       // Q4_K_M rules on a 256-wide model with a 96-wide FFN: Q4_K, Q6_K
                       // (output, layer 1's attn_v), Q5_0 and Q8_0 (ffn_down fallbacks).
                       Case{"q4_k_m_mix", spec(TensorType::F32, 4, 2, false, 256, 96), kQuantTol,
-                           QuantizeTarget::Q4_K_M}),
+                           QuantizeTarget::Q4_K_M},
+                      Case{"qwen2_f32_gqa_tied", qwen2(spec(TensorType::F32, 4, 2, true))},
+                      Case{"qwen2_f16_gqa_untied", qwen2(spec(TensorType::F16, 8, 2, false))},
+                      Case{"qwen2_q8_0_gqa_tied", qwen2(spec(TensorType::Q8_0, 4, 1, true))},
+                      Case{"qwen2_f32_head64_mha", qwen2(spec(TensorType::F32, 2, 2, false, 128))},
+                      Case{"qwen2_q4_k_gqa", qwen2(spec(TensorType::Q4_K, 4, 2, false, 256, 256)), kQuantTol},
+                      Case{"llama_rope_freqs_f32", with(spec(TensorType::F32, 4, 2, true), true, false)},
+                      Case{"llama_rope_freqs_q8_0", with(spec(TensorType::Q8_0, 4, 2, false), true, false)},
+                      Case{"llama_qkv_bias_f32", with(spec(TensorType::F32, 4, 2, false), false, true)},
+                      Case{"llama_linear_scaling_f32", with(spec(TensorType::F32, 4, 2, true), false, false, 4)},
+                      Case{"qwen2_all_f16", with(qwen2(spec(TensorType::F16, 4, 2, true)), true, true, 2)}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // The mix the Q4_K_M case runs really mixes the types (the rules are in
@@ -262,6 +291,44 @@ TEST(PagedForwardInvariance, LogitsIndependentOfBatchAndThreads) {
       for (size_t i = 0; i < a.size(); ++i)
         ASSERT_LE(std::fabs(a[i] - b[i]), 1e-5f * std::max(1.0f, std::fabs(a[i]))) << i << " threads " << threads;
     }
+  }
+}
+
+// The dense reference with the other RoPE layout disagrees with the forward
+// pass by far more than the tolerance: the layout is really tested, on both
+// architectures.
+TEST(PagedForwardRope, WrongLayoutIsCaught) {
+  for (const bool is_qwen2 : {true, false}) {
+    auto s = spec(TensorType::F32, 4, 2, true);
+    if (is_qwen2) s = qwen2(s);
+    std::vector<uint8_t> bytes;
+    auto model = make_model(s, bytes);
+    const RopeLayout wrong = is_qwen2 ? RopeLayout::Interleaved : RopeLayout::NeoX;
+    testing::ReferenceLlama right_ref(*model), wrong_ref(*model, {.rope_layout = wrong});
+    std::vector<int32_t> tokens(40);
+    std::mt19937 rng(3);
+    for (auto& t : tokens) t = int32_t(rng() % uint32_t(s.n_vocab));
+    KvStorage kv(model->config(), 3, 16);
+    ThreadPool pool(2);
+    std::vector<int32_t> table = {2, 0, 1};
+    Batch b;
+    const int seq = b.add_sequence(table);
+    for (int i = 0; i < int(tokens.size()); ++i) b.add(tokens[size_t(i)], seq, i, true);
+    std::vector<float> logits;
+    model->forward(b, kv, pool, logits);
+    const auto right = right_ref.run(tokens), bad = wrong_ref.run(tokens);
+    float worst_right = 0, worst_wrong = 0;
+    for (size_t p = 1; p < tokens.size(); ++p) {  // position 0 is not rotated
+      float max_abs = 0;
+      for (float v : right[p]) max_abs = std::max(max_abs, std::fabs(v));
+      for (int v = 0; v < s.n_vocab; ++v) {
+        const float got = logits[p * size_t(s.n_vocab) + size_t(v)];
+        worst_right = std::max(worst_right, std::fabs(got - right[p][size_t(v)]) / max_abs);
+        worst_wrong = std::max(worst_wrong, std::fabs(got - bad[p][size_t(v)]) / max_abs);
+      }
+    }
+    EXPECT_LE(worst_right, 1e-4f) << s.arch;
+    EXPECT_GE(worst_wrong, 0.05f) << s.arch;
   }
 }
 
@@ -392,6 +459,54 @@ TEST(LlamaCppOracle, ReadsQuantizedFilesAsPagodaDoes) {
       quantize_model(in, target, pool).write(out);
       jobs.push_back({src.name + " " + name, out, src.prompt});
     }
+  }
+  const auto want = run_llama_cpp(jobs, tmp);
+  ASSERT_EQ(want.size(), jobs.size());
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    const auto got = pagoda_logprobs(jobs[j].model, jobs[j].tokens);
+    ASSERT_EQ(want[j].size(), 10u) << jobs[j].name;
+    EXPECT_EQ(std::max_element(got.begin(), got.end()) - got.begin(), want[j][0].first) << jobs[j].name;
+    double worst = 0;
+    for (const auto& [id, lp] : want[j]) {
+      worst = std::max(worst, std::fabs(got[size_t(id)] - lp));
+      EXPECT_NEAR(got[size_t(id)], lp, oracle_tolerance(lp)) << jobs[j].name << " token " << id;
+    }
+    ::testing::Test::RecordProperty("worst_logprob_diff " + jobs[j].name, fmt::format("{:.4f}", worst));
+  }
+}
+
+// llama.cpp again, on what varies by architecture: qwen2 (biases, NeoX RoPE),
+// and llama with rope_freqs.weight, with biases and with linear scaling, all
+// F32, over a 40-token prompt so that RoPE matters. Measured worst difference
+// on the top 10: 0.001-0.013 nats; with the wrong layout, the factors or the
+// scaling ignored, or the Q bias dropped: 0.24-5.5 nats, beyond the tolerance.
+TEST(LlamaCppOracle, ReadsArchitecturesAsPagodaDoes) {
+  namespace fs = std::filesystem;
+  const fs::path tmp = fs::temp_directory_path() / ("pagoda-oracle-arch-" + std::to_string(::getpid()));
+  fs::create_directories(tmp);
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(p, ec);
+    }
+  } cleanup{tmp};
+  const SyntheticModelSpec base = spec(TensorType::F32, 4, 2, false, 128, 256);
+  const std::pair<const char*, SyntheticModelSpec> models[] = {
+      {"qwen2", qwen2(base)},
+      {"qwen2_tied", qwen2(spec(TensorType::F32, 4, 1, true, 128, 256))},
+      {"llama_rope_freqs", with(base, true, false)},
+      {"llama_qkv_bias", with(base, false, true)},
+      {"llama_linear_4", with(base, false, false, 4)},
+  };
+  std::vector<int32_t> prompt(40);
+  std::mt19937 rng(11);
+  for (auto& t : prompt) t = int32_t(3 + rng() % 300);
+  std::vector<OracleJob> jobs;
+  for (const auto& [name, s] : models) {
+    const std::string path = (tmp / (std::string(name) + ".gguf")).string();
+    synthetic_llama(s).write(path);
+    jobs.push_back({name, path, prompt});
   }
   const auto want = run_llama_cpp(jobs, tmp);
   ASSERT_EQ(want.size(), jobs.size());

@@ -1,6 +1,7 @@
 #include "model/reference_llama.h"
 
 #include <cmath>
+#include <string>
 
 #include "quant/dot.h"
 #include "quant/rows.h"
@@ -29,12 +30,37 @@ std::vector<float> ReferenceLlama::matvec(const Dense& m, const std::vector<floa
   return y;
 }
 
-ReferenceLlama::ReferenceLlama(const LlamaModel& model) : cfg_(model.config()), lw_(&model.weights()) {
+namespace {
+
+// A 1-D tensor of the file as floats, or empty if the file has none.
+std::vector<float> file_vector(const GgufFile& f, const std::string& name) {
+  const TensorInfo* t = f.find_tensor(name);
+  if (!t) return {};
+  std::vector<float> v(size_t(t->n_elements));
+  dequantize_row(t->type, t->data, v.data(), v.size());
+  return v;
+}
+
+}  // namespace
+
+ReferenceLlama::ReferenceLlama(const LlamaModel& model, const Options& options)
+    : cfg_(model.config()), lw_(&model.weights()) {
   embd_ = decode(lw_->token_embd);
   output_ = decode(lw_->output);
   for (const auto& l : lw_->layers)
     layers_.push_back({decode(l.wq), decode(l.wk), decode(l.wv), decode(l.wo), decode(l.w_gate), decode(l.w_up),
                        decode(l.w_down)});
+  const GgufFile& f = model.file();
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    biases_.push_back({file_vector(f, p + "attn_q.bias"), file_vector(f, p + "attn_k.bias"),
+                       file_vector(f, p + "attn_v.bias")});
+  }
+  const std::string arch = f.get_string("general.architecture");
+  neox_ = options.rope_layout ? *options.rope_layout == RopeLayout::NeoX : arch == "qwen2";
+  freq_factors_ = file_vector(f, "rope_freqs.weight");
+  if (f.get_string(arch + ".rope.scaling.type", "none") == "linear")
+    position_divisor_ = f.get_f64(arch + ".rope.scaling.factor");
 }
 
 namespace {
@@ -48,13 +74,21 @@ std::vector<float> rmsnorm(const std::vector<float>& x, const std::vector<float>
   return y;
 }
 
-// Rotates each consecutive pair (2i, 2i+1) of every head by pos * base^(-2i/dims).
-void rope(std::vector<float>& x, int head_dim, int dims, int pos, float base) {
+void add(std::vector<float>& x, const std::vector<float>& bias) {
+  for (size_t i = 0; i < bias.size(); ++i) x[i] += bias[i];
+}
+
+// Rotates pair j of every head by (pos / divisor) / base^(2j/dims) / factor[j];
+// pair j is (2j, 2j+1), or (j, j + dims/2) in the NeoX layout.
+void rope(std::vector<float>& x, int head_dim, int dims, double pos, float base, bool neox,
+          const std::vector<float>& factors) {
   for (size_t h = 0; h < x.size() / size_t(head_dim); ++h)
-    for (int i = 0; i < dims; i += 2) {
-      const double angle = pos / std::pow(double(base), double(i) / dims);
-      float& a = x[h * head_dim + size_t(i)];
-      float& b = x[h * head_dim + size_t(i) + 1];
+    for (int j = 0; j < dims / 2; ++j) {
+      double angle = pos / std::pow(double(base), 2.0 * j / dims);
+      if (!factors.empty()) angle /= factors[size_t(j)];
+      const size_t first = neox ? size_t(j) : size_t(2 * j), second = neox ? size_t(j + dims / 2) : size_t(2 * j + 1);
+      float& a = x[h * head_dim + first];
+      float& b = x[h * head_dim + second];
       const double a0 = a, b0 = b;
       a = float(a0 * std::cos(angle) - b0 * std::sin(angle));
       b = float(a0 * std::sin(angle) + b0 * std::cos(angle));
@@ -74,8 +108,13 @@ std::vector<std::vector<float>> ReferenceLlama::run(const std::vector<int32_t>& 
       const auto& L = layers_[size_t(l)];
       const auto xn = rmsnorm(x, lw_->layers[size_t(l)].attn_norm, cfg_.rms_eps);
       auto q = matvec(L[0], xn), k = matvec(L[1], xn), v = matvec(L[2], xn);
-      rope(q, hd, cfg_.rope_dims, int(pos), cfg_.rope_freq_base);
-      rope(k, hd, cfg_.rope_dims, int(pos), cfg_.rope_freq_base);
+      const auto& B = biases_[size_t(l)];
+      add(q, B[0]);
+      add(k, B[1]);
+      add(v, B[2]);
+      const double p = double(pos) / position_divisor_;
+      rope(q, hd, cfg_.rope_dims, p, cfg_.rope_freq_base, neox_, freq_factors_);
+      rope(k, hd, cfg_.rope_dims, p, cfg_.rope_freq_base, neox_, freq_factors_);
       keys[size_t(l)].push_back(k);
       values[size_t(l)].push_back(v);
       std::vector<float> att(size_t(cfg_.q_dim()), 0.0f);

@@ -4,8 +4,12 @@
 // For weights whose matmul quantizes activations (uses_quantized_activations)
 // the activation row goes through that 8-bit format first (quantize, then
 // decode), since that is what the kernel computes: weights x Q8 activations.
+// What varies by architecture (Q/K/V biases, the RoPE layout, frequency
+// factors, linear scaling) is read here from the file itself, not from the
+// model's config and weights, so a loader that drops one is caught.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "model/llama.h"
@@ -14,7 +18,13 @@ namespace pagoda::testing {
 
 class ReferenceLlama {
  public:
-  explicit ReferenceLlama(const LlamaModel& model);
+  struct Options {
+    // The RoPE layout to use instead of the architecture's (to show that
+    // the wrong one gives clearly different logits).
+    std::optional<RopeLayout> rope_layout;
+  };
+  explicit ReferenceLlama(const LlamaModel& model) : ReferenceLlama(model, Options{}) {}
+  ReferenceLlama(const LlamaModel& model, const Options& options);
   // Logits after each token of `tokens` (positions 0, 1, ...), one row each.
   std::vector<std::vector<float>> run(const std::vector<int32_t>& tokens) const;
 
@@ -31,6 +41,10 @@ class ReferenceLlama {
   const LlamaWeights* lw_;
   Dense embd_, output_;
   std::vector<std::vector<Dense>> layers_;  // per layer: q, k, v, o, gate, up, down
+  std::vector<std::vector<std::vector<float>>> biases_;  // per layer: q, k, v (each empty if absent)
+  bool neox_ = false;                       // pairs (i, i + dims/2) rather than (2i, 2i+1)
+  std::vector<float> freq_factors_;         // rope_freqs.weight, or empty
+  double position_divisor_ = 1.0;           // linear RoPE scaling factor
 };
 
 }  // namespace pagoda::testing

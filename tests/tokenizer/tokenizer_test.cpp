@@ -156,6 +156,33 @@ TEST(Tokenizer, EndOfGeneration) {
   EXPECT_EQ(from_synthetic(sv).end_of_generation_ids(), (Ids{2, eot, im_end}));
 }
 
+// Every end marker llama.cpp matches by text ends generation as a control or
+// user-defined token, not as a normal one; eos, eot and eom ids from the
+// metadata always do.
+TEST(Tokenizer, EndOfGenerationMarkers) {
+  for (const char* marker : {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
+                             "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>", "<|return|>", "<|call|>",
+                             "<\uFF5Cend\u2581of\u2581sentence\uFF5C>", "<|fim_pad|>", "<|repo_name|>",
+                             "<|file_sep|>"}) {
+    for (const int32_t type : {3, 4, 1}) {  // control, user-defined, normal
+      auto sv = testing::spm_base();
+      const int32_t id = testing::add_piece(sv, marker, 0, type);
+      const Tokenizer t = from_synthetic(sv);
+      EXPECT_EQ(t.is_end_of_generation(id), type != 1) << marker << " type " << type;
+      EXPECT_TRUE(t.is_end_of_generation(2)) << marker;  // eos
+    }
+  }
+  // A marker-less vocabulary: only what the metadata names.
+  auto sv = testing::spm_base();
+  const int32_t eot = testing::add_piece(sv, "<turn_done>", 0, 3);
+  const int32_t eom = testing::add_piece(sv, "<msg_done>", 0, 3);
+  testing::add_piece(sv, "<other>", 0, 3);
+  sv.extra = {{"tokenizer.ggml.eot_token_id", Value::u32(uint32_t(eot))},
+              {"tokenizer.ggml.eom_token_id", Value::u32(uint32_t(eom))},
+              {"tokenizer.ggml.eos_token_id", Value::u32(1)}};
+  EXPECT_EQ(from_synthetic(sv).end_of_generation_ids(), (Ids{1, eot, eom}));
+}
+
 TEST(Tokenizer, TokenTextAndBytes) {
   const Tokenizer& t = llama_spm();
   EXPECT_EQ(t.vocab_size(), 32000u);

@@ -1,0 +1,146 @@
+// ModelConfig and LlamaWeights on the architecture table's rows (llama,
+// qwen2) and on the RoPE options: what loads, and the clear error for what
+// does not.
+#include <gtest/gtest.h>
+
+#include "gguf/file.h"
+#include "model/config.h"
+#include "model/llama.h"
+#include "model/synthetic.h"
+#include "util/error.h"
+
+namespace pagoda {
+namespace {
+
+SyntheticModelSpec small(const std::string& arch = "llama") {
+  SyntheticModelSpec s;
+  s.arch = arch;
+  s.qkv_bias = arch == "qwen2";
+  s.n_layer = 1;
+  return s;
+}
+
+// Loads the writer's model; `bytes` keeps the file alive.
+std::unique_ptr<LlamaModel> load(const GgufWriter& w, std::vector<uint8_t>& bytes) {
+  bytes = w.to_bytes();
+  return std::make_unique<LlamaModel>(std::make_shared<const GgufFile>(GgufFile::parse(bytes.data(), bytes.size())));
+}
+
+ModelConfig config(const GgufWriter& w) {
+  const auto bytes = w.to_bytes();
+  return ModelConfig::from_gguf(GgufFile::parse(bytes.data(), bytes.size()));
+}
+
+TEST(ModelConfig, LlamaIsInterleavedWithoutBiases) {
+  std::vector<uint8_t> bytes;
+  const auto m = load(synthetic_llama(small()), bytes);
+  EXPECT_EQ(m->config().arch, "llama");
+  EXPECT_EQ(m->config().rope_layout, RopeLayout::Interleaved);
+  EXPECT_FALSE(m->config().qkv_bias_required);
+  EXPECT_EQ(m->config().rope_linear_factor, 1.0f);
+  EXPECT_TRUE(m->weights().layers[0].bq.empty());
+  EXPECT_TRUE(m->weights().rope_freq_factors.empty());
+}
+
+TEST(ModelConfig, Qwen2IsNeoXWithBiasesAndTiedEmbeddings) {
+  std::vector<uint8_t> bytes;
+  const auto m = load(synthetic_llama(small("qwen2")), bytes);
+  const ModelConfig& c = m->config();
+  EXPECT_EQ(c.arch, "qwen2");
+  EXPECT_EQ(c.rope_layout, RopeLayout::NeoX);
+  EXPECT_STREQ(rope_layout_name(c.rope_layout), "neox");
+  EXPECT_TRUE(c.qkv_bias_required);
+  EXPECT_EQ(c.n_head_kv, 2);
+  const auto& l = m->weights().layers[0];
+  EXPECT_EQ(l.bq.size(), size_t(c.q_dim()));
+  EXPECT_EQ(l.bk.size(), size_t(c.kv_dim()));
+  EXPECT_EQ(l.bv.size(), size_t(c.kv_dim()));
+  EXPECT_TRUE(m->weights().tied_embeddings);
+}
+
+TEST(ModelConfig, BiasesAreAcceptedOnLlama) {
+  auto s = small();
+  s.qkv_bias = true;
+  std::vector<uint8_t> bytes;
+  const auto m = load(synthetic_llama(s), bytes);
+  EXPECT_EQ(m->weights().layers[0].bk.size(), size_t(m->config().kv_dim()));
+}
+
+TEST(ModelConfig, Qwen2WithoutBiasesIsAFormatError) {
+  auto s = small("qwen2");
+  s.qkv_bias = false;
+  std::vector<uint8_t> bytes;
+  EXPECT_THROW(load(synthetic_llama(s), bytes), FormatError);
+}
+
+TEST(ModelConfig, BiasOfTheWrongLengthIsAFormatError) {
+  auto w = synthetic_llama(small());
+  w.add_f32_tensor("blk.0.attn_k.bias", {64}, std::vector<float>(64, 0.0f));  // kv_dim is 32
+  std::vector<uint8_t> bytes;
+  EXPECT_THROW(load(w, bytes), FormatError);
+}
+
+TEST(ModelConfig, OtherArchitecturesAreUnsupported) {
+  auto w = synthetic_llama(small());
+  w.set("general.architecture", Value::string("gemma"));
+  try {
+    config(w);
+    FAIL() << "no error";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("'gemma'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ModelConfig, RopeFreqsAreLoadedAndChecked) {
+  auto s = small();
+  s.rope_freq_factors = true;
+  std::vector<uint8_t> bytes;
+  const auto m = load(synthetic_llama(s), bytes);
+  ASSERT_EQ(m->weights().rope_freq_factors.size(), size_t(m->config().rope_dims / 2));
+  for (float f : m->weights().rope_freq_factors) {
+    EXPECT_GE(f, 1.0f);
+    EXPECT_LE(f, 8.0f);
+  }
+
+  auto wrong_length = synthetic_llama(small());
+  wrong_length.add_f32_tensor("rope_freqs.weight", {16}, std::vector<float>(16, 1.0f));  // rope_dims/2 is 8
+  EXPECT_THROW(load(wrong_length, bytes), FormatError);
+  auto zero = synthetic_llama(small());
+  zero.add_f32_tensor("rope_freqs.weight", {8}, std::vector<float>(8, 0.0f));
+  EXPECT_THROW(load(zero, bytes), FormatError);
+}
+
+TEST(ModelConfig, RopeScaling) {
+  auto s = small();
+  s.rope_scaling = "linear";
+  s.rope_scaling_factor = 4;
+  EXPECT_EQ(config(synthetic_llama(s)).rope_linear_factor, 4.0f);
+  s.rope_scaling = "none";
+  EXPECT_EQ(config(synthetic_llama(s)).rope_linear_factor, 1.0f);
+
+  // The older key, and a factor without a type (llama.cpp reads both as linear).
+  auto old_key = synthetic_llama(small());
+  old_key.set("llama.rope.scale_linear", Value::f32(2));
+  EXPECT_EQ(config(old_key).rope_linear_factor, 2.0f);
+  auto untyped = synthetic_llama(small("qwen2"));
+  untyped.set("qwen2.rope.scaling.factor", Value::f32(8));
+  EXPECT_EQ(config(untyped).rope_linear_factor, 8.0f);
+
+  s.rope_scaling = "linear";
+  s.rope_scaling_factor = -1;
+  EXPECT_THROW(config(synthetic_llama(s)), FormatError);
+
+  for (const char* type : {"yarn", "longrope", "llama3"}) {
+    s.rope_scaling = type;
+    s.rope_scaling_factor = 4;
+    try {
+      config(synthetic_llama(s));
+      FAIL() << type << ": no error";
+    } catch (const Unsupported& e) {
+      EXPECT_NE(std::string(e.what()).find(type), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pagoda
