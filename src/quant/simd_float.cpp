@@ -37,13 +37,36 @@ constexpr size_t kV = kDotLanes / kL;  // vectors per 16 partial sums
 constexpr int kR = kV == 1 ? 4 : 2;
 constexpr int kT = kV == 1 ? 6 : kV == 2 ? 3 : 1;
 
-// The fixed reduction tree of the 16 partial sums.
+// The fixed reduction tree of the 16 partial sums: in registers where the
+// vectors are 8 or 16 lanes (the same additions in the same pairs), else
+// through memory.
+#if HWY_TARGET != HWY_SCALAR
+// h: 8 lanes, lane j = s[j] + s[j + 8].
+template <class D8>
+HWY_INLINE float Reduce8(D8 d8, hn::Vec<D8> h) {
+  const hn::Half<D8> d4;
+  const auto q = hn::Add(hn::LowerHalf(d4, h), hn::UpperHalf(d4, h));  // + 4
+  const auto p = hn::Add(q, hn::Shuffle1032(q));                        // + 2
+  return hn::GetLane(hn::Add(p, hn::Shuffle2301(p)));                   // + 1
+}
+#endif
+
 HWY_INLINE float ReduceLanes(const V* acc) {
-  alignas(64) float s[kDotLanes];
-  for (size_t v = 0; v < kV; ++v) hn::Store(acc[v], DF(), s + v * kL);
-  for (size_t w = kDotLanes / 2; w >= 1; w /= 2)
-    for (size_t j = 0; j < w; ++j) s[j] += s[j + w];
-  return s[0];
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (kL == 16) {
+    const hn::Half<DF> d8;
+    return Reduce8(d8, hn::Add(hn::LowerHalf(d8, acc[0]), hn::UpperHalf(d8, acc[0])));
+  } else if constexpr (kL == 8) {
+    return Reduce8(DF(), hn::Add(acc[0], acc[kV - 1]));
+  }
+#endif
+  {
+    alignas(64) float s[kDotLanes];
+    for (size_t v = 0; v < kV; ++v) hn::Store(acc[v], DF(), s + v * kL);
+    for (size_t w = kDotLanes / 2; w >= 1; w /= 2)
+      for (size_t j = 0; j < w; ++j) s[j] += s[j + w];
+    return s[0];
+  }
 }
 
 // Row readers: load 16 elements starting at i (a multiple of 16) as F32, or
@@ -97,7 +120,9 @@ struct RowQ8_0 {
     const hn::RebindToSigned<DF> di;
     const hn::Rebind<int8_t, DF> d8;
     const BlockQ8_0& b = p[i / kQK];
-    const V d = hn::Set(DF(), f16_to_f32(b.d));
+    const hn::CappedTag<float, 1> d1;
+    const V d = hn::Set(DF(), hn::GetLane(hn::PromoteTo(d1, hn::LoadU(hn::Rebind<hwy::float16_t, decltype(d1)>(),
+                                                                      reinterpret_cast<const hwy::float16_t*>(&b.d)))));
     const int8_t* q = b.qs + i % kQK;
     for (size_t v = 0; v < kV; ++v)
       out[v] = hn::Mul(d, hn::ConvertTo(DF(), hn::PromoteTo(di, hn::LoadU(d8, q + v * kL))));
@@ -107,65 +132,105 @@ struct RowQ8_0 {
   }
 };
 
-// One block: y[t * ldy + r] for r < R, t < T.
+// acc[r][t] += w[r] * x[t] for one step of 16 elements.
+template <int R, int T>
+HWY_INLINE void Step(V (&acc)[R][T][kV], const V (&w)[R][kV], const float* x, size_t ldx, size_t i) {
+  for (int t = 0; t < T; ++t) {
+    V xv[kV];
+    RowF32{x + size_t(t) * ldx}.Load(i, xv);
+    for (int r = 0; r < R; ++r)
+      for (size_t v = 0; v < kV; ++v) acc[r][t][v] = hn::MulAdd(w[r][v], xv[v], acc[r][t][v]);
+  }
+}
+
+// The same for the last n - i < 16 elements, zero-padded.
 template <int R, int T, class Row>
-HWY_INLINE void Block(const Row* rows, const float* x, size_t ldx, size_t n, float* y, size_t ldy) {
+HWY_NOINLINE void TailStep(V (&acc)[R][T][kV], const Row* rows, const float* x, size_t ldx, size_t i, size_t n) {
+  V w[R][kV];
+  for (int r = 0; r < R; ++r) rows[r].LoadTail(i, n, w[r]);
+  for (int t = 0; t < T; ++t) {
+    V xv[kV];
+    RowF32{x + size_t(t) * ldx}.LoadTail(i, n, xv);
+    for (int r = 0; r < R; ++r)
+      for (size_t v = 0; v < kV; ++v) acc[r][t][v] = hn::MulAdd(w[r][v], xv[v], acc[r][t][v]);
+  }
+}
+
+// Elements [i0, i1) of one block of outputs y[t * ldy + r], r < R, t < T.
+// Between chunks the accumulators wait in `saved` (R * T * 16 floats), which
+// is exact; the last chunk (i1 == n) adds the tail and reduces into y.
+template <int R, int T, class Row>
+HWY_NOINLINE void Block(const Row* rows, const float* x, size_t ldx, size_t i0, size_t i1, size_t n, float* saved,
+                        float* y, size_t ldy) {
   V acc[R][T][kV];
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t)
-      for (size_t v = 0; v < kV; ++v) acc[r][t][v] = hn::Zero(DF());
-  auto step = [&](const V (&w)[R][kV], auto load_x) HWY_ATTR {
-    for (int t = 0; t < T; ++t) {
-      V xv[kV];
-      load_x(t, xv);
-      for (int r = 0; r < R; ++r)
-        for (size_t v = 0; v < kV; ++v) acc[r][t][v] = hn::MulAdd(w[r][v], xv[v], acc[r][t][v]);
-    }
-  };
-  size_t i = 0;
-  for (; i + kDotLanes <= n; i += kDotLanes) {
+      for (size_t v = 0; v < kV; ++v)
+        acc[r][t][v] = i0 == 0 ? hn::Zero(DF()) : hn::LoadU(DF(), saved + ((r * T + t) * kV + v) * kL);
+  const size_t n_full = n / kDotLanes * kDotLanes;
+  for (size_t i = i0; i < std::min(i1, n_full); i += kDotLanes) {
     V w[R][kV];
     for (int r = 0; r < R; ++r) rows[r].Load(i, w[r]);
-    step(w, [&](int t, V* xv) HWY_ATTR { RowF32{x + size_t(t) * ldx}.Load(i, xv); });
+    Step<R, T>(acc, w, x, ldx, i);
   }
-  if (i < n) {
-    V w[R][kV];
-    for (int r = 0; r < R; ++r) rows[r].LoadTail(i, n, w[r]);
-    step(w, [&](int t, V* xv) HWY_ATTR { RowF32{x + size_t(t) * ldx}.LoadTail(i, n, xv); });
+  if (i1 < n) {
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t)
+        for (size_t v = 0; v < kV; ++v) hn::StoreU(acc[r][t][v], DF(), saved + ((r * T + t) * kV + v) * kL);
+    return;
   }
+  if (n_full < n) TailStep<R, T>(acc, rows, x, ldx, n_full, n);
   for (int r = 0; r < R; ++r)
     for (int t = 0; t < T; ++t) y[size_t(t) * ldy + size_t(r)] = ReduceLanes(acc[r][t]);
 }
 
-// Blocks of R rows against any number of tokens: full kT-token blocks, then
-// the remaining tokens one block of the right width.
+// Blocks of R rows against nt <= kT tokens.
 template <int R, class Row>
-HWY_INLINE void RowBlock(const Row* rows, const float* x, size_t ldx, size_t n_tokens, size_t n, float* y,
-                         size_t ldy) {
-  size_t t = 0;
-  for (; t + kT <= n_tokens; t += kT) Block<R, kT>(rows, x + t * ldx, ldx, n, y + t * ldy, ldy);
-  const float* xt = x + t * ldx;
-  float* yt = y + t * ldy;
-  switch (n_tokens - t) {
-    case 0: break;
-    case 1: Block<R, 1>(rows, xt, ldx, n, yt, ldy); break;
-    case 2: if constexpr (kT > 2) Block<R, 2>(rows, xt, ldx, n, yt, ldy); break;
-    case 3: if constexpr (kT > 3) Block<R, 3>(rows, xt, ldx, n, yt, ldy); break;
-    case 4: if constexpr (kT > 4) Block<R, 4>(rows, xt, ldx, n, yt, ldy); break;
-    case 5: if constexpr (kT > 5) Block<R, 5>(rows, xt, ldx, n, yt, ldy); break;
+HWY_INLINE void RowBlock(const Row* rows, const float* x, size_t ldx, size_t nt, size_t i0, size_t i1, size_t n,
+                         float* saved, float* y, size_t ldy) {
+  switch (nt) {
+    case 1: return Block<R, 1>(rows, x, ldx, i0, i1, n, saved, y, ldy);
+    case 2: if constexpr (kT >= 2) Block<R, 2>(rows, x, ldx, i0, i1, n, saved, y, ldy); return;
+    case 3: if constexpr (kT >= 3) Block<R, 3>(rows, x, ldx, i0, i1, n, saved, y, ldy); return;
+    case 4: if constexpr (kT >= 4) Block<R, 4>(rows, x, ldx, i0, i1, n, saved, y, ldy); return;
+    case 5: if constexpr (kT >= 5) Block<R, 5>(rows, x, ldx, i0, i1, n, saved, y, ldy); return;
+    case 6: if constexpr (kT >= 6) Block<R, 6>(rows, x, ldx, i0, i1, n, saved, y, ldy); return;
   }
 }
 
-// Token blocks outermost: one block of tokens stays in cache while every row
-// passes by it.
+// Cache blocking for many tokens: a group of kTokenGroup tokens stays in L2
+// while groups of kRowGroup rows pass by; within those, rows are walked in
+// chunks of kChunk elements so a chunk of the row group and of a token block
+// stay in L1 while every block of the two is computed. With few tokens there
+// is nothing to reuse and blocks run over whole rows.
+constexpr size_t kRowGroup = 16, kTokenGroup = 8 * kT, kChunk = 256;
+
 template <class Row>
 void Tile(const Row* rows, size_t n_rows, const float* x, size_t ldx, size_t n_tokens, size_t n, float* y,
           size_t ldy) {
-  for (size_t t0 = 0; t0 < n_tokens; t0 += kT) {
-    const size_t nt = std::min(n_tokens - t0, size_t(kT));
-    size_t r = 0;
-    for (; r + kR <= n_rows; r += kR) RowBlock<kR>(rows + r, x + t0 * ldx, ldx, nt, n, y + t0 * ldy + r, ldy);
-    for (; r < n_rows; ++r) RowBlock<1>(rows + r, x + t0 * ldx, ldx, nt, n, y + t0 * ldy + r, ldy);
+  constexpr size_t kSlot = size_t(kR) * kT * kDotLanes;  // floats saved per block
+  constexpr size_t kBlocksPerGroup = kTokenGroup / kT;
+  thread_local std::vector<float> saved_buf;
+  const size_t chunk = n_tokens <= size_t(kT) ? n : kChunk;
+  if (chunk < n) saved_buf.resize(kRowGroup * kBlocksPerGroup * kSlot);
+  for (size_t tg = 0; tg < n_tokens; tg += kTokenGroup) {
+    const size_t tg_end = std::min(n_tokens, tg + kTokenGroup);
+    for (size_t rg = 0; rg < n_rows; rg += kRowGroup) {
+      const size_t rg_end = std::min(n_rows, rg + kRowGroup);
+      for (size_t i0 = 0; i0 < n; i0 += chunk) {
+        const size_t i1 = std::min(n, i0 + chunk);
+        for (size_t t0 = tg; t0 < tg_end; t0 += kT) {
+          const size_t nt = std::min(tg_end - t0, size_t(kT));
+          const float* xt = x + t0 * ldx;
+          float* yt = y + t0 * ldy;
+          // A block's slot: by its first row and its token block.
+          auto slot = [&](size_t r) { return saved_buf.data() + ((r - rg) * kBlocksPerGroup + (t0 - tg) / kT) * kSlot; };
+          size_t r = rg;
+          for (; r + kR <= rg_end; r += kR) RowBlock<kR>(rows + r, xt, ldx, nt, i0, i1, n, slot(r), yt + r, ldy);
+          for (; r < rg_end; ++r) RowBlock<1>(rows + r, xt, ldx, nt, i0, i1, n, slot(r), yt + r, ldy);
+        }
+      }
+    }
   }
 }
 
@@ -209,14 +274,14 @@ void MatmulRowsFused(TensorType t, const void* w, size_t row_stride, size_t n_ro
 float DotF32(const float* a, const float* b, size_t n) {
   float y;
   const RowF32 row{a};
-  Block<1, 1>(&row, b, 0, n, &y, 0);
+  Block<1, 1>(&row, b, 0, 0, n, n, nullptr, &y, 0);
   return y;
 }
 
 float DotF16F32(const uint16_t* a, const float* b, size_t n) {
   float y;
   const RowF16 row{a};
-  Block<1, 1>(&row, b, 0, n, &y, 0);
+  Block<1, 1>(&row, b, 0, 0, n, n, nullptr, &y, 0);
   return y;
 }
 

@@ -130,6 +130,26 @@ TEST(SimdFloat, TileEqualsOneDotPerOutput) {
   }
 }
 
+// Large tiles: several row and token groups, rows walked in chunks (the
+// accumulators saved between them), a tail after the last chunk.
+TEST(SimdFloat, ChunkedTileEqualsOneDotPerOutput) {
+  for (size_t cols : {size_t(512), size_t(600 + 5)}) {
+    const size_t n_rows = 37, n_tokens = 53;
+    const auto w = random_floats(n_rows * cols, uint32_t(cols) + 11);
+    const auto x = random_floats(n_tokens * cols, uint32_t(cols) + 12);
+    std::vector<const float*> rows(n_rows);
+    for (size_t r = 0; r < n_rows; ++r) rows[r] = w.data() + r * cols;
+    for (size_t nt : {size_t(1), size_t(7), n_tokens}) {
+      std::vector<float> y(nt * n_rows);
+      matmul_tile_f32(rows.data(), n_rows, x.data(), cols, nt, cols, y.data(), n_rows);
+      for (size_t t = 0; t < nt; ++t)
+        for (size_t r = 0; r < n_rows; ++r)
+          ASSERT_EQ(bits(y[t * n_rows + r]), bits(dot_f32(rows[r], x.data() + t * cols, cols)))
+              << cols << " " << nt << " " << t << " " << r;
+    }
+  }
+}
+
 // The fused kernels decode in registers exactly as dequantize_row does.
 TEST(SimdFloat, FusedEqualsTileOfDecodedRows) {
   for (TensorType t : {TensorType::F16, TensorType::BF16, TensorType::Q8_0}) {
