@@ -203,7 +203,7 @@ HWY_INLINE void RowBlock(const Row* rows, const float* x, size_t ldx, size_t nt,
 // chunks of kChunk elements so a chunk of the row group and of a token block
 // stay in L1 while every block of the two is computed. With few tokens there
 // is nothing to reuse and blocks run over whole rows.
-constexpr size_t kRowGroup = 16, kTokenGroup = 8 * kT, kChunk = 256;
+constexpr size_t kRowGroup = 8, kTokenGroup = 8 * kT, kChunk = 1024;
 
 template <class Row>
 void Tile(const Row* rows, size_t n_rows, const float* x, size_t ldx, size_t n_tokens, size_t n, float* y,
