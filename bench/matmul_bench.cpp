@@ -94,7 +94,7 @@ constexpr uint64_t kFmaIters = 1 << 20;
 __attribute__((target("avx512f"))) uint64_t fma_avx512() {
   __m512 acc[kChains];
   const __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-3f);
-  for (auto& c : acc) c = a;
+  for (int k = 0; k < kChains; ++k) acc[k] = _mm512_set1_ps(float(k + 1));  // distinct, so no chain merges
   for (uint64_t i = 0; i < kFmaIters; ++i)
     for (auto& c : acc) c = _mm512_fmadd_ps(c, m, a);
   float s = 0;
@@ -105,7 +105,7 @@ __attribute__((target("avx512f"))) uint64_t fma_avx512() {
 __attribute__((target("avx2,fma"))) uint64_t fma_avx2() {
   __m256 acc[kChains];
   const __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-3f);
-  for (auto& c : acc) c = a;
+  for (int k = 0; k < kChains; ++k) acc[k] = _mm256_set1_ps(float(k + 1));
   for (uint64_t i = 0; i < kFmaIters; ++i)
     for (auto& c : acc) c = _mm256_fmadd_ps(c, m, a);
   float s = 0;
