@@ -6,6 +6,7 @@
 
 #include "model/ops.h"
 #include "quant/rows.h"
+#include "quant/simd_float.h"
 #include "util/error.h"
 #include "util/half.h"
 
@@ -62,7 +63,6 @@ void attend_head(const KvStorage& kv, int layer, std::span<const int32_t> table,
     if constexpr (f16) return kv.v_f16(layer, table[p / kv.block_size()], p % kv.block_size()) + kv_offset;
     else return kv.v_f32(layer, table[p / kv.block_size()], p % kv.block_size()) + kv_offset;
   };
-  auto load = [](Elem e) { if constexpr (f16) return f16_to_f32(e); else return e; };
   float q[512];  // head_dim is checked at load to be at most 512
   for (int d = 0; d < hd; ++d) q[d] = f16 ? round_f16(q_in[d]) : q_in[d];
   const float scale = 1.0f / std::sqrt(float(hd));
@@ -70,12 +70,9 @@ void attend_head(const KvStorage& kv, int layer, std::span<const int32_t> table,
   float max = -INFINITY;
   for (int p = 0; p <= pos; ++p) {
     const Elem* k = k_at(p);
-    float s = 0;
-    if constexpr (f16) {
-      for (int d = 0; d < hd; ++d) s += q[d] * load(k[d]);
-    } else {
-      s = dot_f32(q, k, size_t(hd));
-    }
+    float s;
+    if constexpr (f16) s = dot_f16_f32(k, q, size_t(hd));
+    else s = dot_f32(q, k, size_t(hd));
     scores[size_t(p)] = s * scale;
     max = std::max(max, scores[size_t(p)]);
   }
@@ -86,7 +83,8 @@ void attend_head(const KvStorage& kv, int layer, std::span<const int32_t> table,
   for (int p = 0; p <= pos; ++p) {
     const Elem* v = v_at(p);
     const float a = f16 ? round_f16(scores[size_t(p)] * inv) : scores[size_t(p)] * inv;
-    for (int d = 0; d < hd; ++d) out[d] += a * load(v[d]);
+    if constexpr (f16) axpy_f16(a, v, out, size_t(hd));
+    else axpy_f32(a, v, out, size_t(hd));
   }
 }
 

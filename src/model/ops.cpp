@@ -6,13 +6,19 @@
 
 #include "quant/dot.h"
 #include "quant/rows.h"
+#include "quant/simd_float.h"
 
 namespace pagoda {
 namespace {
 
-// Rows decoded at a time: small enough to stay in L2, large enough that the
-// activations are streamed once per tile rather than once per row.
+// Rows per unit of work split between threads.
 constexpr int kRowTile = 16;
+// Float path: bytes of decoded F32 rows kept at a time (in L2, so the
+// activations stream from further away once per tile), and the most tokens
+// for which rows are decoded in registers instead.
+constexpr size_t kTileBytes = size_t(1) << 20;
+constexpr size_t kMaxTileRows = 256;
+constexpr int kFusedMaxTokens = 1;
 
 // Quantized weights: each activation row is quantized once per call to the
 // 8-bit format the weight type's kernel takes, then every output element is
@@ -44,27 +50,34 @@ void matmul_quantized(const Matrix& w, const float* x, int n_tokens, float* y, T
 void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool) {
   if (uses_quantized_activations(w.type)) return matmul_quantized(w, x, n_tokens, y, pool);
   const size_t cols = size_t(w.cols);
+  const size_t work = size_t(w.rows) * cols * size_t(n_tokens);
+  // F32 rows need no decoding, and for a single token decoding into a tile
+  // would only add traffic: the kernels read the stored rows directly (the
+  // same results, see quant/simd_float.h).
+  if (w.type == TensorType::F32 || n_tokens <= kFusedMaxTokens) {
+    pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
+      matmul_rows_fused(w.type, w.row(int(begin)), w.row_bytes, end - begin, x, cols, size_t(n_tokens), cols,
+                        y + begin, size_t(w.rows));
+    }, kRowTile, work);
+    return;
+  }
+  // Several tokens: decode a tile of rows once (sized to stay in L2), then
+  // run every token through it.
+  const size_t tile_rows = std::clamp(kTileBytes / (cols * sizeof(float)) / kRowTile * kRowTile, size_t(kRowTile),
+                                      size_t(kMaxTileRows));
   pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
     thread_local std::vector<float> tile;
-    tile.resize(kRowTile * cols);
-    for (size_t r0 = begin; r0 < end; r0 += kRowTile) {
-      const size_t r1 = std::min(end, r0 + kRowTile);
-      const float* rows[kRowTile];
-      for (size_t r = r0; r < r1; ++r) {
-        if (w.type == TensorType::F32) {
-          rows[r - r0] = reinterpret_cast<const float*>(w.row(int(r)));
-        } else {
-          dequantize_row(w.type, w.row(int(r)), tile.data() + (r - r0) * cols, cols);
-          rows[r - r0] = tile.data() + (r - r0) * cols;
-        }
+    tile.resize(tile_rows * cols);
+    const float* rows[kMaxTileRows];
+    for (size_t r0 = begin; r0 < end; r0 += tile_rows) {
+      const size_t n = std::min(end - r0, tile_rows);
+      for (size_t r = 0; r < n; ++r) {
+        dequantize_row_simd(w.type, w.row(int(r0 + r)), tile.data() + r * cols, cols);
+        rows[r] = tile.data() + r * cols;
       }
-      for (int t = 0; t < n_tokens; ++t) {
-        const float* xt = x + size_t(t) * cols;
-        float* yt = y + size_t(t) * w.rows;
-        for (size_t r = r0; r < r1; ++r) yt[r] = dot_f32(rows[r - r0], xt, cols);
-      }
+      matmul_tile_f32(rows, n, x, cols, size_t(n_tokens), cols, y + r0, size_t(w.rows));
     }
-  }, kRowTile, size_t(w.rows) * cols * size_t(n_tokens));
+  }, kRowTile, work);
 }
 
 void read_row(const Matrix& w, int r, float* out) { dequantize_row(w.type, w.row(r), out, size_t(w.cols)); }

@@ -1,7 +1,8 @@
 // The building blocks of the forward pass over a batch of T token rows:
-// matmul against a stored weight matrix, RMSNorm, RoPE, SwiGLU. Plain C++
-// loops the compiler vectorizes; every output element is computed the same
-// way whatever the batch or thread split, so results do not depend on them.
+// matmul against a stored weight matrix, RMSNorm, RoPE, SwiGLU. matmul runs
+// on the SIMD kernels of quant/simd_float.h and quant/dot.h, the rest are
+// plain loops; every output element is computed the same way whatever the
+// batch or thread split, so results do not depend on them.
 #pragma once
 
 #include "model/weights.h"

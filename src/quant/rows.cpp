@@ -106,16 +106,4 @@ std::vector<uint8_t> quantize(TensorType t, const float* src, size_t n) {
   return out;
 }
 
-float dot_f32(const float* a, const float* b, size_t n) {
-  // Eight independent partial sums: lets the compiler vectorize and keeps the
-  // summation order fixed, so a result never depends on how work is split.
-  float acc[8] = {};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
-  float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
 }  // namespace pagoda

@@ -1,0 +1,400 @@
+// Highway implementation of quant/simd_float.h: this file is compiled once per
+// SIMD target (foreach_target.h) and the public functions dispatch at run time.
+//
+// Every dot keeps its 16 partial sums in kV = 16 / lanes vectors (1 on
+// AVX-512, 2 on AVX2, 4 on 128-bit), so the summation shape is the same on
+// every target. The tile kernel computes a block of kR rows x kT tokens at a
+// time: per step of 16 elements it loads kR row chunks and kT token chunks
+// once and issues kR * kT FMAs, each output still owning its own
+// accumulators, so blocking never changes a result.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "quant/blocks.h"
+#include "quant/rows.h"
+#include "quant/simd_float.h"
+#include "util/error.h"
+#include "util/half.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "quant/simd_float.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace pagoda {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::CappedTag<float, kDotLanes>;
+using V = hn::Vec<DF>;
+constexpr size_t kL = hn::MaxLanes(DF());
+constexpr size_t kV = kDotLanes / kL;  // vectors per 16 partial sums
+// Block shape: accumulators kR * kT * kV plus kR * kV row vectors must fit the
+// register file (32 vectors on AVX-512, 16 on AVX2).
+constexpr int kR = kV == 1 ? 4 : 2;
+constexpr int kT = kV == 1 ? 6 : kV == 2 ? 3 : 1;
+
+// The fixed reduction tree of the 16 partial sums: in registers where the
+// vectors are 8 or 16 lanes (the same additions in the same pairs), else
+// through memory.
+#if HWY_TARGET != HWY_SCALAR
+// h: 8 lanes, lane j = s[j] + s[j + 8].
+template <class D8>
+HWY_INLINE float Reduce8(D8 d8, hn::Vec<D8> h) {
+  const hn::Half<D8> d4;
+  const auto q = hn::Add(hn::LowerHalf(d4, h), hn::UpperHalf(d4, h));  // + 4
+  const auto p = hn::Add(q, hn::Shuffle1032(q));                        // + 2
+  return hn::GetLane(hn::Add(p, hn::Shuffle2301(p)));                   // + 1
+}
+#endif
+
+HWY_INLINE float ReduceLanes(const V* acc) {
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (kL == 16) {
+    const hn::Half<DF> d8;
+    return Reduce8(d8, hn::Add(hn::LowerHalf(d8, acc[0]), hn::UpperHalf(d8, acc[0])));
+  } else if constexpr (kL == 8) {
+    return Reduce8(DF(), hn::Add(acc[0], acc[kV - 1]));
+  }
+#endif
+  {
+    alignas(64) float s[kDotLanes];
+    for (size_t v = 0; v < kV; ++v) hn::Store(acc[v], DF(), s + v * kL);
+    for (size_t w = kDotLanes / 2; w >= 1; w /= 2)
+      for (size_t j = 0; j < w; ++j) s[j] += s[j + w];
+    return s[0];
+  }
+}
+
+// Row readers: load 16 elements starting at i (a multiple of 16) as F32, or
+// the last n - i < 16 of them padded with zeros.
+struct RowF32 {
+  const float* p;
+  HWY_INLINE void Load(size_t i, V* out) const {
+    for (size_t v = 0; v < kV; ++v) out[v] = hn::LoadU(DF(), p + i + v * kL);
+  }
+  HWY_INLINE void LoadTail(size_t i, size_t n, V* out) const {
+    alignas(64) float buf[kDotLanes] = {};
+    std::memcpy(buf, p + i, (n - i) * sizeof(float));
+    for (size_t v = 0; v < kV; ++v) out[v] = hn::Load(DF(), buf + v * kL);
+  }
+};
+
+struct RowF16 {
+  const uint16_t* p;
+  HWY_INLINE void Load(size_t i, V* out) const {
+    const hn::Rebind<hwy::float16_t, DF> dh;
+    const auto* h = reinterpret_cast<const hwy::float16_t*>(p + i);
+    for (size_t v = 0; v < kV; ++v) out[v] = hn::PromoteTo(DF(), hn::LoadU(dh, h + v * kL));
+  }
+  HWY_INLINE void LoadTail(size_t i, size_t n, V* out) const {
+    alignas(64) float buf[kDotLanes] = {};
+    for (size_t j = i; j < n; ++j) buf[j - i] = f16_to_f32(p[j]);
+    for (size_t v = 0; v < kV; ++v) out[v] = hn::Load(DF(), buf + v * kL);
+  }
+};
+
+struct RowBF16 {
+  const uint16_t* p;
+  HWY_INLINE void Load(size_t i, V* out) const {
+    const hn::RebindToUnsigned<DF> du;
+    const hn::Rebind<uint16_t, DF> dh;
+    for (size_t v = 0; v < kV; ++v)
+      out[v] = hn::BitCast(DF(), hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(dh, p + i + v * kL))));
+  }
+  HWY_INLINE void LoadTail(size_t i, size_t n, V* out) const {
+    alignas(64) float buf[kDotLanes] = {};
+    for (size_t j = i; j < n; ++j) buf[j - i] = bf16_to_f32(p[j]);
+    for (size_t v = 0; v < kV; ++v) out[v] = hn::Load(DF(), buf + v * kL);
+  }
+};
+
+// Q8_0: 16 elements lie in one 32-element block; value = d * q as in
+// dequantize_row_q8_0. Rows are whole blocks, so there is no tail.
+struct RowQ8_0 {
+  const BlockQ8_0* p;
+  HWY_INLINE void Load(size_t i, V* out) const {
+    const hn::RebindToSigned<DF> di;
+    const hn::Rebind<int8_t, DF> d8;
+    const BlockQ8_0& b = p[i / kQK];
+    const hn::CappedTag<float, 1> d1;
+    const V d = hn::Set(DF(), hn::GetLane(hn::PromoteTo(d1, hn::LoadU(hn::Rebind<hwy::float16_t, decltype(d1)>(),
+                                                                      reinterpret_cast<const hwy::float16_t*>(&b.d)))));
+    const int8_t* q = b.qs + i % kQK;
+    for (size_t v = 0; v < kV; ++v)
+      out[v] = hn::Mul(d, hn::ConvertTo(DF(), hn::PromoteTo(di, hn::LoadU(d8, q + v * kL))));
+  }
+  HWY_INLINE void LoadTail(size_t, size_t, V* out) const {
+    for (size_t v = 0; v < kV; ++v) out[v] = hn::Zero(DF());
+  }
+};
+
+// acc[r][t] += w[r] * x[t] for one step of 16 elements.
+template <int R, int T>
+HWY_INLINE void Step(V (&acc)[R][T][kV], const V (&w)[R][kV], const float* x, size_t ldx, size_t i) {
+  for (int t = 0; t < T; ++t) {
+    V xv[kV];
+    RowF32{x + size_t(t) * ldx}.Load(i, xv);
+    for (int r = 0; r < R; ++r)
+      for (size_t v = 0; v < kV; ++v) acc[r][t][v] = hn::MulAdd(w[r][v], xv[v], acc[r][t][v]);
+  }
+}
+
+// The same for the last n - i < 16 elements, zero-padded.
+template <int R, int T, class Row>
+HWY_NOINLINE void TailStep(V (&acc)[R][T][kV], const Row* rows, const float* x, size_t ldx, size_t i, size_t n) {
+  V w[R][kV];
+  for (int r = 0; r < R; ++r) rows[r].LoadTail(i, n, w[r]);
+  for (int t = 0; t < T; ++t) {
+    V xv[kV];
+    RowF32{x + size_t(t) * ldx}.LoadTail(i, n, xv);
+    for (int r = 0; r < R; ++r)
+      for (size_t v = 0; v < kV; ++v) acc[r][t][v] = hn::MulAdd(w[r][v], xv[v], acc[r][t][v]);
+  }
+}
+
+// Elements [i0, i1) of one block of outputs y[t * ldy + r], r < R, t < T.
+// Between chunks the accumulators wait in `saved` (R * T * 16 floats), which
+// is exact; the last chunk (i1 == n) adds the tail and reduces into y.
+template <int R, int T, class Row>
+HWY_NOINLINE void Block(const Row* rows, const float* x, size_t ldx, size_t i0, size_t i1, size_t n, float* saved,
+                        float* y, size_t ldy) {
+  V acc[R][T][kV];
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t)
+      for (size_t v = 0; v < kV; ++v)
+        acc[r][t][v] = i0 == 0 ? hn::Zero(DF()) : hn::LoadU(DF(), saved + ((r * T + t) * kV + v) * kL);
+  const size_t n_full = n / kDotLanes * kDotLanes;
+  for (size_t i = i0; i < std::min(i1, n_full); i += kDotLanes) {
+    V w[R][kV];
+    for (int r = 0; r < R; ++r) rows[r].Load(i, w[r]);
+    Step<R, T>(acc, w, x, ldx, i);
+  }
+  if (i1 < n) {
+    for (int r = 0; r < R; ++r)
+      for (int t = 0; t < T; ++t)
+        for (size_t v = 0; v < kV; ++v) hn::StoreU(acc[r][t][v], DF(), saved + ((r * T + t) * kV + v) * kL);
+    return;
+  }
+  if (n_full < n) TailStep<R, T>(acc, rows, x, ldx, n_full, n);
+  for (int r = 0; r < R; ++r)
+    for (int t = 0; t < T; ++t) y[size_t(t) * ldy + size_t(r)] = ReduceLanes(acc[r][t]);
+}
+
+// Blocks of R rows against nt <= kT tokens.
+template <int R, class Row>
+HWY_INLINE void RowBlock(const Row* rows, const float* x, size_t ldx, size_t nt, size_t i0, size_t i1, size_t n,
+                         float* saved, float* y, size_t ldy) {
+  switch (nt) {
+    case 1: return Block<R, 1>(rows, x, ldx, i0, i1, n, saved, y, ldy);
+    case 2: if constexpr (kT >= 2) Block<R, 2>(rows, x, ldx, i0, i1, n, saved, y, ldy); return;
+    case 3: if constexpr (kT >= 3) Block<R, 3>(rows, x, ldx, i0, i1, n, saved, y, ldy); return;
+    case 4: if constexpr (kT >= 4) Block<R, 4>(rows, x, ldx, i0, i1, n, saved, y, ldy); return;
+    case 5: if constexpr (kT >= 5) Block<R, 5>(rows, x, ldx, i0, i1, n, saved, y, ldy); return;
+    case 6: if constexpr (kT >= 6) Block<R, 6>(rows, x, ldx, i0, i1, n, saved, y, ldy); return;
+  }
+}
+
+// Cache blocking for many tokens: a group of kTokenGroup tokens stays in L2
+// while groups of kRowGroup rows pass by; within those, rows are walked in
+// chunks of kChunk elements so a chunk of the row group and of a token block
+// stay in L1 while every block of the two is computed. With few tokens there
+// is nothing to reuse and blocks run over whole rows.
+constexpr size_t kRowGroup = 8, kTokenGroup = 8 * kT, kChunk = 1024;
+
+template <class Row>
+void Tile(const Row* rows, size_t n_rows, const float* x, size_t ldx, size_t n_tokens, size_t n, float* y,
+          size_t ldy) {
+  constexpr size_t kSlot = size_t(kR) * kT * kDotLanes;  // floats saved per block
+  constexpr size_t kBlocksPerGroup = kTokenGroup / kT;
+  thread_local std::vector<float> saved_buf;
+  const size_t chunk = n_tokens <= size_t(kT) ? n : kChunk;
+  if (chunk < n) saved_buf.resize(kRowGroup * kBlocksPerGroup * kSlot);
+  for (size_t tg = 0; tg < n_tokens; tg += kTokenGroup) {
+    const size_t tg_end = std::min(n_tokens, tg + kTokenGroup);
+    for (size_t rg = 0; rg < n_rows; rg += kRowGroup) {
+      const size_t rg_end = std::min(n_rows, rg + kRowGroup);
+      for (size_t i0 = 0; i0 < n; i0 += chunk) {
+        const size_t i1 = std::min(n, i0 + chunk);
+        for (size_t t0 = tg; t0 < tg_end; t0 += kT) {
+          const size_t nt = std::min(tg_end - t0, size_t(kT));
+          const float* xt = x + t0 * ldx;
+          float* yt = y + t0 * ldy;
+          // A block's slot: by its first row and its token block.
+          auto slot = [&](size_t r) { return saved_buf.data() + ((r - rg) * kBlocksPerGroup + (t0 - tg) / kT) * kSlot; };
+          size_t r = rg;
+          for (; r + kR <= rg_end; r += kR) RowBlock<kR>(rows + r, xt, ldx, nt, i0, i1, n, slot(r), yt + r, ldy);
+          for (; r < rg_end; ++r) RowBlock<1>(rows + r, xt, ldx, nt, i0, i1, n, slot(r), yt + r, ldy);
+        }
+      }
+    }
+  }
+}
+
+void MatmulTileF32(const float* const* rows, size_t n_rows, const float* x, size_t ldx, size_t n_tokens,
+                   size_t cols, float* y, size_t ldy) {
+  constexpr size_t kChunk = 256;  // rows per batch of row readers
+  RowF32 readers[kChunk];
+  for (size_t r0 = 0; r0 < n_rows; r0 += kChunk) {
+    const size_t nr = std::min(kChunk, n_rows - r0);
+    for (size_t r = 0; r < nr; ++r) readers[r] = RowF32{rows[r0 + r]};
+    Tile(readers, nr, x, ldx, n_tokens, cols, y + r0, ldy);
+  }
+}
+
+template <class Row, class Elem>
+void FusedRows(const void* w, size_t row_stride, size_t n_rows, const float* x, size_t ldx, size_t n_tokens,
+               size_t cols, float* y, size_t ldy) {
+  constexpr size_t kChunk = 64;
+  Row readers[kChunk];
+  const auto* base = static_cast<const uint8_t*>(w);
+  for (size_t r0 = 0; r0 < n_rows; r0 += kChunk) {
+    const size_t nr = std::min(kChunk, n_rows - r0);
+    for (size_t r = 0; r < nr; ++r) readers[r] = Row{reinterpret_cast<const Elem*>(base + (r0 + r) * row_stride)};
+    Tile(readers, nr, x, ldx, n_tokens, cols, y + r0, ldy);
+  }
+}
+
+void MatmulRowsFused(TensorType t, const void* w, size_t row_stride, size_t n_rows, const float* x, size_t ldx,
+                     size_t n_tokens, size_t cols, float* y, size_t ldy) {
+  switch (t) {
+    case TensorType::F32: return FusedRows<RowF32, float>(w, row_stride, n_rows, x, ldx, n_tokens, cols, y, ldy);
+    case TensorType::F16: return FusedRows<RowF16, uint16_t>(w, row_stride, n_rows, x, ldx, n_tokens, cols, y, ldy);
+    case TensorType::BF16:
+      return FusedRows<RowBF16, uint16_t>(w, row_stride, n_rows, x, ldx, n_tokens, cols, y, ldy);
+    case TensorType::Q8_0:
+      return FusedRows<RowQ8_0, BlockQ8_0>(w, row_stride, n_rows, x, ldx, n_tokens, cols, y, ldy);
+    default: return;
+  }
+}
+
+float DotF32(const float* a, const float* b, size_t n) {
+  float y;
+  const RowF32 row{a};
+  Block<1, 1>(&row, b, 0, 0, n, n, nullptr, &y, 0);
+  return y;
+}
+
+float DotF16F32(const uint16_t* a, const float* b, size_t n) {
+  float y;
+  const RowF16 row{a};
+  Block<1, 1>(&row, b, 0, 0, n, n, nullptr, &y, 0);
+  return y;
+}
+
+template <class Row>
+void Axpy(float a, Row x, float* y, size_t n) {
+  const V av = hn::Set(DF(), a);
+  size_t i = 0;
+  for (; i + kDotLanes <= n; i += kDotLanes) {
+    V xv[kV];
+    x.Load(i, xv);
+    for (size_t v = 0; v < kV; ++v) hn::StoreU(hn::MulAdd(av, xv[v], hn::LoadU(DF(), y + i + v * kL)), DF(), y + i + v * kL);
+  }
+  if (i < n) {
+    V xv[kV];
+    x.LoadTail(i, n, xv);
+    alignas(64) float buf[kDotLanes] = {};
+    std::memcpy(buf, y + i, (n - i) * sizeof(float));
+    for (size_t v = 0; v < kV; ++v) hn::Store(hn::MulAdd(av, xv[v], hn::Load(DF(), buf + v * kL)), DF(), buf + v * kL);
+    std::memcpy(y + i, buf, (n - i) * sizeof(float));
+  }
+}
+
+void AxpyF32(float a, const float* x, float* y, size_t n) { Axpy(a, RowF32{x}, y, n); }
+void AxpyF16(float a, const uint16_t* x, float* y, size_t n) { Axpy(a, RowF16{x}, y, n); }
+
+// Decoding: the row readers' loads stored back.
+template <class Row>
+void Decode(Row row, float* dst, size_t n) {
+  size_t i = 0;
+  for (; i + kDotLanes <= n; i += kDotLanes) {
+    V v[kV];
+    row.Load(i, v);
+    for (size_t j = 0; j < kV; ++j) hn::StoreU(v[j], DF(), dst + i + j * kL);
+  }
+  if (i < n) {
+    V v[kV];
+    row.LoadTail(i, n, v);
+    alignas(64) float buf[kDotLanes];
+    for (size_t j = 0; j < kV; ++j) hn::Store(v[j], DF(), buf + j * kL);
+    std::memcpy(dst + i, buf, (n - i) * sizeof(float));
+  }
+}
+
+void DequantizeRowSimd(TensorType t, const void* src, float* dst, size_t n) {
+  switch (t) {
+    case TensorType::F16: return Decode(RowF16{static_cast<const uint16_t*>(src)}, dst, n);
+    case TensorType::BF16: return Decode(RowBF16{static_cast<const uint16_t*>(src)}, dst, n);
+    case TensorType::Q8_0: return Decode(RowQ8_0{static_cast<const BlockQ8_0*>(src)}, dst, n);
+    default: return dequantize_row(t, src, dst, n);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace pagoda
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace pagoda {
+
+HWY_EXPORT(MatmulTileF32);
+HWY_EXPORT(MatmulRowsFused);
+HWY_EXPORT(DotF32);
+HWY_EXPORT(DotF16F32);
+HWY_EXPORT(AxpyF32);
+HWY_EXPORT(AxpyF16);
+HWY_EXPORT(DequantizeRowSimd);
+
+bool simd_float_row_type(TensorType t) {
+  return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16 || t == TensorType::Q8_0;
+}
+
+void dequantize_row_simd(TensorType t, const void* src, float* dst, size_t n) {
+  row_bytes(t, n);  // checks n is whole blocks
+  HWY_DYNAMIC_DISPATCH(DequantizeRowSimd)(t, src, dst, n);
+}
+
+namespace {
+// The reference summation over n elements of get(i) * b[i].
+template <class Get>
+float dot_scalar(Get get, const float* b, size_t n) {
+  float s[kDotLanes] = {};
+  for (size_t i = 0; i < n; ++i) s[i % kDotLanes] = std::fma(get(i), b[i], s[i % kDotLanes]);
+  if (n % kDotLanes)  // the zero padding of the last chunk (it can turn -0 into +0)
+    for (size_t j = n % kDotLanes; j < kDotLanes; ++j) s[j] = std::fma(0.0f, 0.0f, s[j]);
+  for (size_t w = kDotLanes / 2; w >= 1; w /= 2)
+    for (size_t j = 0; j < w; ++j) s[j] += s[j + w];
+  return s[0];
+}
+}  // namespace
+
+float dot_f32_scalar(const float* a, const float* b, size_t n) {
+  return dot_scalar([a](size_t i) { return a[i]; }, b, n);
+}
+float dot_f16_f32_scalar(const uint16_t* a, const float* b, size_t n) {
+  return dot_scalar([a](size_t i) { return f16_to_f32(a[i]); }, b, n);
+}
+
+float dot_f32(const float* a, const float* b, size_t n) { return HWY_DYNAMIC_DISPATCH(DotF32)(a, b, n); }
+float dot_f16_f32(const uint16_t* a, const float* b, size_t n) { return HWY_DYNAMIC_DISPATCH(DotF16F32)(a, b, n); }
+void axpy_f32(float a, const float* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(AxpyF32)(a, x, y, n); }
+void axpy_f16(float a, const uint16_t* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(AxpyF16)(a, x, y, n); }
+
+void matmul_tile_f32(const float* const* rows, size_t n_rows, const float* x, size_t ldx, size_t n_tokens,
+                     size_t cols, float* y, size_t ldy) {
+  HWY_DYNAMIC_DISPATCH(MatmulTileF32)(rows, n_rows, x, ldx, n_tokens, cols, y, ldy);
+}
+
+void matmul_rows_fused(TensorType t, const void* w, size_t row_stride, size_t n_rows, const float* x, size_t ldx,
+                       size_t n_tokens, size_t cols, float* y, size_t ldy) {
+  if (!simd_float_row_type(t)) fail<InvalidArgument>("no fused float kernel for {}", tensor_type_name(t));
+  row_bytes(t, cols);
+  HWY_DYNAMIC_DISPATCH(MatmulRowsFused)(t, w, row_stride, n_rows, x, ldx, n_tokens, cols, y, ldy);
+}
+
+}  // namespace pagoda
+#endif  // HWY_ONCE

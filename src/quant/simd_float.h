@@ -1,0 +1,58 @@
+// SIMD kernels of the float matmul path (weights F32, F16, BF16, Q8_0 against
+// F32 activations) and of attention: row decoding to F32, the dot product,
+// and a register-blocked tile kernel, compiled with Highway for several
+// targets and picked at run time.
+//
+// Summation shape, the same in every kernel and in the scalar references: a
+// dot of n elements keeps 16 partial sums, lane j accumulating
+// fma(a[i], b[i], lane) for i = j, j + 16, ... in order (a tail shorter than
+// 16 is padded with zeros), then adds them as a fixed tree:
+// (j, j+8), then (j, j+4), (j, j+2), (j, j+1). So each output depends only on
+// its two rows, never on which other outputs a kernel computed alongside it
+// (batch composition, thread split, tile edges), and every FMA target (AVX2,
+// AVX-512) gives the same bits. The portable fallback may round differently.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gguf/types.h"
+
+namespace pagoda {
+
+// Partial sums of every dot product (see above).
+inline constexpr size_t kDotLanes = 16;
+
+// Whether the float kernels decode rows of type t themselves (F32, F16, BF16,
+// Q8_0): the weight types of the float matmul path.
+bool simd_float_row_type(TensorType t);
+
+// dequantize_row for the simd_float_row_type types, vectorized; the same
+// values bit for bit. Other types go to dequantize_row.
+void dequantize_row_simd(TensorType t, const void* src, float* dst, size_t n);
+
+// The reference summation in plain scalar code (std::fma).
+float dot_f32_scalar(const float* a, const float* b, size_t n);
+
+// dot(a, b) with F16 a (IEEE half bits), F32 b; same summation.
+float dot_f16_f32(const uint16_t* a, const float* b, size_t n);
+float dot_f16_f32_scalar(const uint16_t* a, const float* b, size_t n);
+
+// y[i] += a * x[i] (one fma per element), x F32 or F16.
+void axpy_f32(float a, const float* x, float* y, size_t n);
+void axpy_f16(float a, const uint16_t* x, float* y, size_t n);
+
+// The tile kernel: y[t * ldy + r] = dot(rows[r], x + t * ldx) for r < n_rows,
+// t < n_tokens, each row `cols` F32 values. Blocks of several rows x several
+// tokens share loads in registers; results equal dot_f32 of each pair.
+void matmul_tile_f32(const float* const* rows, size_t n_rows, const float* x, size_t ldx, size_t n_tokens,
+                     size_t cols, float* y, size_t ldy);
+
+// The same with the rows read in their stored type t (simd_float_row_type)
+// and decoded in registers: row r at w + r * row_stride bytes. The results
+// equal decoding the rows first and calling matmul_tile_f32. Meant for a few
+// tokens, where decoding into a tile would cost more than it saves.
+void matmul_rows_fused(TensorType t, const void* w, size_t row_stride, size_t n_rows, const float* x, size_t ldx,
+                       size_t n_tokens, size_t cols, float* y, size_t ldy);
+
+}  // namespace pagoda
