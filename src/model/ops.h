@@ -1,5 +1,5 @@
 // The building blocks of the forward pass over a batch of T token rows:
-// matmul against a stored weight matrix, RMSNorm, RoPE, SwiGLU. matmul runs
+// matmul against a stored weight matrix, RMSNorm, SwiGLU (RoPE: rope.h). matmul runs
 // on the SIMD kernels of quant/simd_float.h and quant/dot.h, the rest are
 // plain loops; every output element is computed the same way whatever the
 // batch or thread split, so results do not depend on them.
