@@ -1,0 +1,507 @@
+// SIMD kernels behind vec_dot_rows (quant/dot_simd.h). Highway compiles the
+// part between HWY_BEFORE_NAMESPACE and HWY_AFTER_NAMESPACE once per target;
+// the rest (dispatch and the float combination) is compiled once, for the
+// baseline CPU, exactly like the scalar kernels of dot.cpp.
+//
+// The split keeps results bit-identical to the scalar kernels: SIMD code only
+// produces each block's integer sums (exact in any order), and the float
+// expression applying the block scales is the reference's, evaluated in the
+// same block order by code compiled with the same (baseline) flags, so no
+// FMA contraction or vector reassociation can differ.
+//
+// The byte products use vpmaddubsw on x86 (unsigned codes times signed
+// activations, two products per 16-bit lane; every format's pair sums stay
+// below 2^15) and vpmaddwd / vpdpwssd to apply 16-bit sub-block scales while
+// widening to 32 bits. Other targets build the same products from portable ops.
+#include "quant/dot_simd.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+
+#include "quant/blocks.h"
+#include "quant/dot.h"
+
+#ifndef PAGODA_QUANT_DOT_SIMD_TABLES
+#define PAGODA_QUANT_DOT_SIMD_TABLES
+namespace pagoda::dot_tables {
+
+// Byte-shuffle indices that spread 16-bit sub-block scales (8 of them, in a
+// 128-bit block) over the 16-bit lanes of pair products: entry q is the byte
+// of the scale for stream byte q, where stream byte q belongs to the pair
+// product of elements q & ~1 and q | 1 of the super-block.
+constexpr std::array<uint8_t, kQKK> make_scale_index(int sub_block, int period) {
+  std::array<uint8_t, kQKK> t{};
+  for (int q = 0; q < kQKK; ++q) t[q] = uint8_t(2 * ((q % period) / sub_block) + (q & 1));
+  return t;
+}
+// Q4_K: 8 sub-blocks of 32. Q6_K: 16 sub-blocks of 16, 8 per 128 elements.
+alignas(64) inline constexpr auto kQ4KScaleIndex = make_scale_index(32, kQKK);
+alignas(64) inline constexpr auto kQ6KScaleIndex = make_scale_index(16, kQKK / 2);
+// Q4_K mins against the 16 bsums: bsum g pairs with min g / 2.
+alignas(64) inline constexpr auto kQ4KMinIndex = make_scale_index(4, kQKK);
+
+}  // namespace pagoda::dot_tables
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "quant/dot_simd.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace pagoda {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#if HWY_TARGET == HWY_SCALAR
+// Single-lane vectors: the scalar kernels' per-block sums, block by block.
+template <class Block, class XBlock, class Fn>
+void ScalarSums(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, Fn fn) {
+  for (int k = 0; k < n_x; ++k)
+    for (size_t b = 0; b < nb; ++b)
+      fn(static_cast<const Block*>(w)[b], reinterpret_cast<const XBlock*>(x + size_t(k) * x_stride)[b], size_t(k) * nb + b);
+}
+#define PAGODA_DOT_SCALAR(Name, Block, XBlock, block_dot)                                          \
+  void Name(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, int32_t* out) { \
+    ScalarSums<Block, XBlock>(w, x, x_stride, n_x, nb,                                             \
+                              [&](const Block& wb, const XBlock& xb, size_t i) { out[i] = block_dot(wb, xb); }); \
+  }
+PAGODA_DOT_SCALAR(BlockSumsQ4_0, BlockQ4_0, BlockQ8_0, block_dot_q4_0)
+PAGODA_DOT_SCALAR(BlockSumsQ5_0, BlockQ5_0, BlockQ8_0, block_dot_q5_0)
+PAGODA_DOT_SCALAR(BlockSumsQ8_0, BlockQ8_0, BlockQ8_0, block_dot_q8_0)
+PAGODA_DOT_SCALAR(BlockSumsQ6K, BlockQ6_K, BlockQ8_K, block_dot_q6_k)
+#undef PAGODA_DOT_SCALAR
+void BlockSumsQ4K(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, int32_t* out) {
+  ScalarSums<BlockQ4_K, BlockQ8_K>(w, x, x_stride, n_x, nb, [&](const BlockQ4_K& wb, const BlockQ8_K& xb, size_t i) {
+    block_dot_q4_k(wb, xb, out[2 * i], out[2 * i + 1]);
+  });
+}
+#else
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#define PAGODA_DOT_X86 1
+#define PAGODA_DOT_WIDE 1  // 64-byte vectors
+#elif HWY_TARGET == HWY_AVX2
+#define PAGODA_DOT_X86 1
+#define PAGODA_DOT_WIDE 0
+#else
+#define PAGODA_DOT_X86 0
+#define PAGODA_DOT_WIDE 0
+#endif
+
+// Vectors of at most kBytes: 64 on AVX-512, 32 elsewhere (the generic code
+// paths assume a vector never spans more than one 32-element group).
+constexpr size_t kBytes = PAGODA_DOT_WIDE ? 64 : 32;
+using DU8 = hn::CappedTag<uint8_t, kBytes>;
+using DI8 = hn::CappedTag<int8_t, kBytes>;
+using DI16 = hn::CappedTag<int16_t, kBytes / 2>;
+using DI32 = hn::CappedTag<int32_t, kBytes / 4>;
+
+// ---------------------------------------------------------------- primitives
+
+// Sum of adjacent pairs of products a[i] * b[i] (a unsigned, b signed) as
+// 16-bit lanes. The callers keep every pair sum within int16.
+#if PAGODA_DOT_X86
+#if PAGODA_DOT_WIDE
+HWY_INLINE hn::Vec512<int16_t> MulPairs(hn::Vec512<uint8_t> a, hn::Vec512<int8_t> b) {
+  return hn::Vec512<int16_t>{_mm512_maddubs_epi16(a.raw, b.raw)};
+}
+#endif
+HWY_INLINE hn::Vec256<int16_t> MulPairs(hn::Vec256<uint8_t> a, hn::Vec256<int8_t> b) {
+  return hn::Vec256<int16_t>{_mm256_maddubs_epi16(a.raw, b.raw)};
+}
+#else
+template <class VU8, class VI8>
+HWY_INLINE auto MulPairs(VU8 a, VI8 b) {
+  const hn::DFromV<VI8> d8;
+  const hn::RepartitionToWide<decltype(d8)> d16;
+  const hn::RebindToUnsigned<decltype(d16)> du16;
+  const auto a_even = hn::BitCast(d16, hn::And(hn::BitCast(du16, a), hn::Set(du16, 0xFF)));
+  const auto a_odd = hn::BitCast(d16, hn::ShiftRight<8>(hn::BitCast(du16, a)));
+  const auto b_even = hn::ShiftRight<8>(hn::ShiftLeft<8>(hn::BitCast(d16, b)));  // sign-extends
+  const auto b_odd = hn::ShiftRight<8>(hn::BitCast(d16, b));
+  return hn::Add(hn::Mul(a_even, b_even), hn::Mul(a_odd, b_odd));
+}
+#endif
+
+// acc += pairwise a[i] * b[i] widened to 32 bits (the pair order within
+// the 32-bit lanes is unspecified off x86; only the lanes' total matters).
+template <class D32, class V16>
+HWY_INLINE hn::Vec<D32> MulAddWide(D32 d32, V16 a, V16 b, hn::Vec<D32> acc, hn::Vec<D32>& acc2) {
+  return hn::ReorderWidenMulAccumulate(d32, a, b, acc, acc2);
+}
+
+template <class D32>
+HWY_INLINE int32_t ReduceSum(D32 d32, hn::Vec<D32> v) {
+  return hn::GetLane(hn::SumOfLanes(d32, v));
+}
+
+template <class V>
+HWY_INLINE V LowNibbles(V v) {
+  return hn::And(v, hn::Set(hn::DFromV<V>(), 0xF));
+}
+
+// ------------------------------------------------- 32-element block formats
+//
+// One block at a time (32 codes; two 16-byte halves off x86): codes are
+// decoded once and multiplied with every activation row. Each format's codes
+// are offset (Q4_0 c - 8, Q5_0 c - 16): the kernels multiply the unsigned
+// codes and subtract offset * (sum of the activations) in the same 16-bit
+// lanes, which stays exact.
+
+#if PAGODA_DOT_X86
+using DB8 = hn::CappedTag<uint8_t, 32>;  // one whole block per vector
+#else
+using DB8 = hn::CappedTag<uint8_t, 16>;  // half a block (or less) per vector
+#endif
+using DBI8 = hn::Repartition<int8_t, DB8>;
+using DB16 = hn::Repartition<int16_t, DB8>;
+using DB32 = hn::Repartition<int32_t, DB8>;
+
+// Codes of elements o .. o+N-1 of a Q4_0/Q5_0 block from its 16 nibble bytes.
+HWY_INLINE hn::Vec<DB8> NibbleCodes(const uint8_t* qs, size_t o) {
+  const DB8 d;
+#if PAGODA_DOT_X86
+  const hn::Half<DB8> dh;
+  const auto q = hn::LoadU(dh, qs);
+  return hn::Combine(d, hn::ShiftRight<4>(q), LowNibbles(q));
+#else
+  return o < 16 ? LowNibbles(hn::LoadU(d, qs + o)) : hn::ShiftRight<4>(hn::LoadU(d, qs + o - 16));
+#endif
+}
+
+enum class Legacy { kQ4_0, kQ5_0, kQ8_0 };
+
+template <Legacy kFormat, int K, class Block>
+void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, int32_t* out) {
+  const DB8 du8;
+  const DBI8 di8;
+  const DB16 d16;
+  const DB32 d32;
+  const size_t N = hn::Lanes(du8);
+  const BlockQ8_0* xs[K];
+  for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_0*>(x + size_t(k) * x_stride);
+  const auto ones = hn::Set(d16, 1);
+  for (size_t b = 0; b < nb; ++b) {
+    hn::Vec<DB32> acc[K], acc2[K];
+    for (int k = 0; k < K; ++k) acc[k] = acc2[k] = hn::Zero(d32);
+    for (size_t o = 0; o < size_t(kQK); o += N) {
+      if constexpr (kFormat == Legacy::kQ8_0) {
+        // Signed times signed: |w| times x carrying w's sign (|-128| = 128 as a byte).
+        const auto wv = hn::LoadU(di8, w[b].qs + o);
+        const auto a = hn::BitCast(du8, hn::Abs(wv));
+        const auto negative = hn::Lt(wv, hn::Zero(di8));
+        for (int k = 0; k < K; ++k) {
+          const auto xv = hn::LoadU(di8, xs[k][b].qs + o);
+          const auto p = MulPairs(a, hn::IfThenElse(negative, hn::Neg(xv), xv));
+          acc[k] = MulAddWide(d32, p, ones, acc[k], acc2[k]);
+        }
+      } else {
+        auto codes = NibbleCodes(w[b].qs, o);
+        int offset = 8;
+        if constexpr (kFormat == Legacy::kQ5_0) {
+          const auto fifth = hn::LoadMaskBits(du8, w[b].qh + o / 8);
+          codes = hn::Or(codes, hn::IfThenElseZero(fifth, hn::Set(du8, 16)));
+          offset = 16;
+        }
+        const auto offset_codes = hn::Set(du8, uint8_t(offset));
+        for (int k = 0; k < K; ++k) {
+          const auto xv = hn::LoadU(di8, xs[k][b].qs + o);
+          const auto p = hn::Sub(MulPairs(codes, xv), MulPairs(offset_codes, xv));
+          acc[k] = MulAddWide(d32, p, ones, acc[k], acc2[k]);
+        }
+      }
+    }
+    for (int k = 0; k < K; ++k) out[size_t(k) * nb + b] = ReduceSum(d32, hn::Add(acc[k], acc2[k]));
+  }
+}
+
+// ------------------------------------------------------------------- Q4_K
+
+// Codes (0..15) of elements e .. e+N-1 of a Q4_K block: per 64 elements,
+// 32 bytes whose low nibbles are the first 32 and high nibbles the next 32.
+HWY_INLINE hn::Vec<DU8> Q4KCodes(const uint8_t* qs, size_t e) {
+  const DU8 d;
+#if PAGODA_DOT_WIDE
+  const hn::Half<DU8> dh;
+  const auto q = hn::LoadU(dh, qs + e / 2);
+  return hn::Combine(d, hn::ShiftRight<4>(q), LowNibbles(q));
+#else
+  const size_t o = e % 64;
+  const auto q = hn::LoadU(d, qs + e / 64 * 32 + o % 32);
+  return o < 32 ? LowNibbles(q) : hn::ShiftRight<4>(q);
+#endif
+}
+
+// The six-bit scales (lanes 0..7) and mins (lanes 8..15) of a Q4_K block.
+HWY_INLINE void UnpackQ4KScales(const uint8_t* s, int16_t* out) {
+  uint32_t w0, w1, w2;
+  std::memcpy(&w0, s, 4);
+  std::memcpy(&w1, s + 4, 4);
+  std::memcpy(&w2, s + 8, 4);
+  // See unpack_q4_k_scale: bytes 0-3 of each word are sub-blocks 0-3 / 4-7.
+  const uint32_t sc_lo = w0 & 0x3F3F3F3F, m_lo = w1 & 0x3F3F3F3F;
+  const uint32_t sc_hi = (w2 & 0x0F0F0F0F) | ((w0 >> 6) & 0x03030303) << 4;
+  const uint32_t m_hi = ((w2 >> 4) & 0x0F0F0F0F) | ((w1 >> 6) & 0x03030303) << 4;
+  alignas(16) uint8_t bytes[16];
+  std::memcpy(bytes, &sc_lo, 4);
+  std::memcpy(bytes + 4, &sc_hi, 4);
+  std::memcpy(bytes + 8, &m_lo, 4);
+  std::memcpy(bytes + 12, &m_hi, 4);
+  const hn::CappedTag<int16_t, 8> d16;
+  const hn::Rebind<uint8_t, decltype(d16)> d8;
+  for (size_t i = 0; i < 16; i += hn::Lanes(d16)) hn::Store(hn::PromoteTo(d16, hn::LoadU(d8, bytes + i)), d16, out + i);
+}
+
+// out[2 (k nb + b)] = sum_j sc_j <q, x_k>_j and out[... + 1] = sum_j m_j bsum_j
+// of block b against activation row k: the scalar kernel's `scaled`, `mins`.
+template <int K>
+void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, int32_t* out) {
+  const DU8 du8;
+  const DI8 di8;
+  const DI16 d16;
+  const DI32 d32;
+  const hn::CappedTag<int16_t, 16> dm16;  // the 16 bsums
+  const hn::Repartition<int32_t, decltype(dm16)> dm32;
+  const hn::Repartition<uint8_t, decltype(dm16)> dm8;
+  const size_t N = hn::Lanes(du8);
+  const BlockQ8_K* xs[K];
+  for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
+  alignas(16) int16_t scales[16];
+  for (size_t b = 0; b < nb; ++b) {
+    UnpackQ4KScales(w[b].scales, scales);
+    const auto sc = hn::LoadDup128(d16, scales);
+    const auto mins = hn::LoadDup128(dm16, scales + 8);
+    hn::Vec<DI32> acc[K], acc2[K];
+    for (int k = 0; k < K; ++k) acc[k] = acc2[k] = hn::Zero(d32);
+    for (size_t e = 0; e < size_t(kQKK); e += N) {
+      const auto codes = Q4KCodes(w[b].qs, e);
+      const auto scale = hn::BitCast(d16, hn::TableLookupBytes(sc, hn::LoadU(du8, dot_tables::kQ4KScaleIndex.data() + e)));
+      for (int k = 0; k < K; ++k)
+        acc[k] = MulAddWide(d32, MulPairs(codes, hn::LoadU(di8, xs[k][b].qs + e)), scale, acc[k], acc2[k]);
+    }
+    for (int k = 0; k < K; ++k) {
+      auto macc = hn::Zero(dm32), macc2 = hn::Zero(dm32);
+      for (size_t g = 0; g < 16; g += hn::Lanes(dm16)) {
+        const auto m = hn::BitCast(dm16, hn::TableLookupBytes(mins, hn::LoadU(dm8, dot_tables::kQ4KMinIndex.data() + 2 * g)));
+        macc = MulAddWide(dm32, hn::LoadU(dm16, xs[k][b].bsums + g), m, macc, macc2);
+      }
+      int32_t* o = out + 2 * (size_t(k) * nb + b);
+      o[0] = ReduceSum(d32, hn::Add(acc[k], acc2[k]));
+      o[1] = ReduceSum(dm32, hn::Add(macc, macc2));
+    }
+  }
+}
+
+// ------------------------------------------------------------------- Q6_K
+
+template <int kShift, class V>
+HWY_INLINE V TwoBits(V v) {
+  return hn::And(hn::ShiftRight<kShift>(v), hn::Set(hn::DFromV<V>(), 3));
+}
+
+// Unsigned codes (0..63) of elements e .. e+N-1 of a Q6_K block (see q6_k_code).
+HWY_INLINE hn::Vec<DU8> Q6KCodes(const BlockQ6_K& w, size_t e) {
+  const DU8 d;
+  const size_t h = e / 128;
+#if PAGODA_DOT_WIDE
+  // 64 elements: 32-element groups k = 2m and 2m+1 share ql's nibble half.
+  const size_t m = (e / 64) % 2;
+  const hn::Half<DU8> dh;
+  const auto ql = hn::LoadU(d, w.ql + 64 * h);
+  const auto qh = hn::LoadU(dh, w.qh + 32 * h);
+  const auto low = m == 0 ? LowNibbles(ql) : hn::ShiftRight<4>(ql);
+  const auto high = m == 0 ? hn::Combine(d, TwoBits<2>(qh), TwoBits<0>(qh)) : hn::Combine(d, TwoBits<6>(qh), TwoBits<4>(qh));
+  return hn::Or(low, hn::ShiftLeft<4>(high));
+#else
+  const size_t r = e % 128, k = r / 32, l = r % 32;
+  const auto ql = hn::LoadU(d, w.ql + 64 * h + l + 32 * (k & 1));
+  const auto qh = hn::LoadU(d, w.qh + 32 * h + l);
+  const auto low = k < 2 ? LowNibbles(ql) : hn::ShiftRight<4>(ql);
+  const auto high = k == 0 ? TwoBits<0>(qh) : k == 1 ? TwoBits<2>(qh) : k == 2 ? TwoBits<4>(qh) : TwoBits<6>(qh);
+  return hn::Or(low, hn::ShiftLeft<4>(high));
+#endif
+}
+
+// out[k nb + b] = sum_j sc_j <q - 32, x_k>_j, the scalar kernel's `scaled`:
+// computed as sum_j sc_j <q, x_k>_j - 32 sum_j sc_j bsum_j.
+template <int K>
+void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, int32_t* out) {
+  const DU8 du8;
+  const DI8 di8;
+  const DI16 d16;
+  const DI32 d32;
+  const hn::CappedTag<int16_t, 16> dm16;
+  const hn::Repartition<int32_t, decltype(dm16)> dm32;
+  const size_t N = hn::Lanes(du8);
+  const BlockQ8_K* xs[K];
+  for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
+  alignas(16) int16_t scales[16];
+  const hn::CappedTag<int16_t, 8> ds16;
+  const hn::Rebind<int8_t, decltype(ds16)> ds8;
+  for (size_t b = 0; b < nb; ++b) {
+    for (size_t i = 0; i < 16; i += hn::Lanes(ds16))
+      hn::Store(hn::PromoteTo(ds16, hn::LoadU(ds8, w[b].scales + i)), ds16, scales + i);
+    const hn::Vec<DI16> sc[2] = {hn::LoadDup128(d16, scales), hn::LoadDup128(d16, scales + 8)};
+    hn::Vec<DI32> acc[K], acc2[K];
+    for (int k = 0; k < K; ++k) acc[k] = acc2[k] = hn::Zero(d32);
+    for (size_t e = 0; e < size_t(kQKK); e += N) {
+      const auto codes = Q6KCodes(w[b], e);
+      const auto scale = hn::BitCast(d16, hn::TableLookupBytes(sc[e / 128], hn::LoadU(du8, dot_tables::kQ6KScaleIndex.data() + e)));
+      for (int k = 0; k < K; ++k)
+        acc[k] = MulAddWide(d32, MulPairs(codes, hn::LoadU(di8, xs[k][b].qs + e)), scale, acc[k], acc2[k]);
+    }
+    for (int k = 0; k < K; ++k) {
+      auto oacc = hn::Zero(dm32), oacc2 = hn::Zero(dm32);
+      for (size_t g = 0; g < 16; g += hn::Lanes(dm16))
+        oacc = MulAddWide(dm32, hn::LoadU(dm16, xs[k][b].bsums + g), hn::LoadU(dm16, scales + g), oacc, oacc2);
+      out[size_t(k) * nb + b] = ReduceSum(d32, hn::Add(acc[k], acc2[k])) - 32 * ReduceSum(dm32, hn::Add(oacc, oacc2));
+    }
+  }
+}
+
+// ------------------------------------------------------------ entry points
+
+// Dispatches on the activation row count, a template parameter so the
+// per-row accumulators live in registers.
+#define PAGODA_DOT_ENTRY(Name, Kernel, Block)                                                          \
+  void Name(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, int32_t* out) {     \
+    const Block* wb = static_cast<const Block*>(w);                                                    \
+    switch (n_x) {                                                                                     \
+      case 1: return Kernel<1>(wb, x, x_stride, nb, out);                                              \
+      case 2: return Kernel<2>(wb, x, x_stride, nb, out);                                              \
+      case 3: return Kernel<3>(wb, x, x_stride, nb, out);                                              \
+      default: return Kernel<4>(wb, x, x_stride, nb, out);                                             \
+    }                                                                                                  \
+  }
+
+template <int K>
+void Q4_0Sums(const BlockQ4_0* w, const uint8_t* x, size_t s, size_t nb, int32_t* out) {
+  LegacySums<Legacy::kQ4_0, K>(w, x, s, nb, out);
+}
+template <int K>
+void Q5_0Sums(const BlockQ5_0* w, const uint8_t* x, size_t s, size_t nb, int32_t* out) {
+  LegacySums<Legacy::kQ5_0, K>(w, x, s, nb, out);
+}
+template <int K>
+void Q8_0Sums(const BlockQ8_0* w, const uint8_t* x, size_t s, size_t nb, int32_t* out) {
+  LegacySums<Legacy::kQ8_0, K>(w, x, s, nb, out);
+}
+
+PAGODA_DOT_ENTRY(BlockSumsQ4_0, Q4_0Sums, BlockQ4_0)
+PAGODA_DOT_ENTRY(BlockSumsQ5_0, Q5_0Sums, BlockQ5_0)
+PAGODA_DOT_ENTRY(BlockSumsQ8_0, Q8_0Sums, BlockQ8_0)
+PAGODA_DOT_ENTRY(BlockSumsQ4K, Q4KSums, BlockQ4_K)
+PAGODA_DOT_ENTRY(BlockSumsQ6K, Q6KSums, BlockQ6_K)
+#undef PAGODA_DOT_ENTRY
+#undef PAGODA_DOT_X86
+#undef PAGODA_DOT_WIDE
+#endif  // HWY_TARGET == HWY_SCALAR
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace pagoda
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "util/error.h"
+#include "util/half.h"
+
+namespace pagoda {
+
+HWY_EXPORT(BlockSumsQ4_0);
+HWY_EXPORT(BlockSumsQ5_0);
+HWY_EXPORT(BlockSumsQ8_0);
+HWY_EXPORT(BlockSumsQ4K);
+HWY_EXPORT(BlockSumsQ6K);
+HWY_EXPORT(TargetName);
+
+namespace {
+
+// Blocks per call into the SIMD code: bounds the stack buffer of sums.
+constexpr size_t kChunkBlocks = 64;
+
+// The float side of each kernel, block by block in order, with the scalar
+// kernels' exact expressions (see dot.cpp).
+template <class Block>
+void combine_legacy(const Block* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, const int32_t* s,
+                    float* acc) {
+  for (int k = 0; k < n_x; ++k) {
+    const BlockQ8_0* xb = reinterpret_cast<const BlockQ8_0*>(x + size_t(k) * x_stride);
+    float sum = acc[k];
+    for (size_t b = 0; b < nb; ++b) sum += f16_to_f32(w[b].d) * f16_to_f32(xb[b].d) * float(s[size_t(k) * nb + b]);
+    acc[k] = sum;
+  }
+}
+
+void combine_q4_k(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, const int32_t* s,
+                  float* acc) {
+  for (int k = 0; k < n_x; ++k) {
+    const BlockQ8_K* xb = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
+    const int32_t* sk = s + 2 * size_t(k) * nb;
+    float sum = acc[k];
+    for (size_t b = 0; b < nb; ++b)
+      sum += xb[b].d * (f16_to_f32(w[b].d) * float(sk[2 * b]) - f16_to_f32(w[b].dmin) * float(sk[2 * b + 1]));
+    acc[k] = sum;
+  }
+}
+
+void combine_q6_k(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, const int32_t* s,
+                  float* acc) {
+  for (int k = 0; k < n_x; ++k) {
+    const BlockQ8_K* xb = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
+    float sum = acc[k];
+    for (size_t b = 0; b < nb; ++b) sum += xb[b].d * f16_to_f32(w[b].d) * float(s[size_t(k) * nb + b]);
+    acc[k] = sum;
+  }
+}
+
+using SumsFn = void (*)(const void*, const uint8_t*, size_t, int, size_t, int32_t*);
+
+template <class Block, class XBlock, class Combine>
+void dot_rows(SumsFn sums, Combine combine, const void* w, const void* x, size_t x_stride, int n_x, size_t nb,
+              float* out) {
+  int32_t s[kDotRowsMax * kChunkBlocks * 2];
+  float acc[kDotRowsMax] = {};
+  const Block* wb = static_cast<const Block*>(w);
+  const uint8_t* xb = static_cast<const uint8_t*>(x);
+  for (size_t b0 = 0; b0 < nb; b0 += kChunkBlocks) {
+    const size_t cb = std::min(kChunkBlocks, nb - b0);
+    sums(wb + b0, xb + b0 * sizeof(XBlock), x_stride, n_x, cb, s);
+    combine(wb + b0, xb + b0 * sizeof(XBlock), x_stride, n_x, cb, s, acc);
+  }
+  std::copy(acc, acc + n_x, out);
+}
+
+}  // namespace
+
+void vec_dot_rows(TensorType t, const void* w, const void* x, size_t x_stride, int n_x, size_t n, float* out) {
+  if (n_x < 1 || n_x > kDotRowsMax) fail<InvalidArgument>("vec_dot_rows takes 1 to {} rows, not {}", kDotRowsMax, n_x);
+  switch (t) {
+    case TensorType::Q4_0:
+      return dot_rows<BlockQ4_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(BlockSumsQ4_0), combine_legacy<BlockQ4_0>, w, x,
+                                            x_stride, n_x, n / kQK, out);
+    case TensorType::Q5_0:
+      return dot_rows<BlockQ5_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(BlockSumsQ5_0), combine_legacy<BlockQ5_0>, w, x,
+                                            x_stride, n_x, n / kQK, out);
+    case TensorType::Q8_0:
+      return dot_rows<BlockQ8_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(BlockSumsQ8_0), combine_legacy<BlockQ8_0>, w, x,
+                                            x_stride, n_x, n / kQK, out);
+    case TensorType::Q4_K:
+      return dot_rows<BlockQ4_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(BlockSumsQ4K), combine_q4_k, w, x, x_stride, n_x,
+                                            n / kQKK, out);
+    case TensorType::Q6_K:
+      return dot_rows<BlockQ6_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(BlockSumsQ6K), combine_q6_k, w, x, x_stride, n_x,
+                                            n / kQKK, out);
+    default:
+      fail<Unsupported>("no quantized dot product for {}", tensor_type_name(t));
+  }
+}
+
+const char* dot_simd_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+}  // namespace pagoda
+#endif  // HWY_ONCE
