@@ -19,9 +19,11 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "quant/blocks.h"
 #include "quant/dot.h"
+#include "util/half.h"
 
 #ifndef PAGODA_QUANT_DOT_SIMD_TABLES
 #define PAGODA_QUANT_DOT_SIMD_TABLES
@@ -42,6 +44,17 @@ alignas(64) inline constexpr auto kQ6KScaleIndex = make_scale_index(16, kQKK / 2
 // Q4_K mins against the 16 bsums: bsum g pairs with min g / 2.
 alignas(64) inline constexpr auto kQ4KMinIndex = make_scale_index(4, kQKK);
 
+// What the SIMD code hands the float side for a chunk of blocks: each
+// block's integer sums (per activation row) and its scales as floats.
+inline constexpr size_t kChunkBlocks = 64;
+inline constexpr size_t kPad = 16;  // room for whole vectors past the last block
+struct ChunkSums {
+  int32_t sums[kDotRowsMax * kChunkBlocks * 2];  // [row][block] (Q4_K: [row][block][scaled, mins])
+  alignas(64) float w_d[kChunkBlocks + kPad];
+  alignas(64) float w_dmin[kChunkBlocks + kPad];                // Q4_K
+  alignas(64) float x_d[kDotRowsMax][kChunkBlocks + kPad];      // Q8_0 activations
+};
+
 }  // namespace pagoda::dot_tables
 #endif
 
@@ -55,27 +68,52 @@ namespace pagoda {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+using dot_tables::ChunkSums;
+using dot_tables::kChunkBlocks;
+using dot_tables::kPad;
+
+// out[i] = the F16 scale at base + i * stride (bytes), as a float, i < n.
+HWY_INLINE void HalfScales(const uint8_t* base, size_t stride, size_t n, float* out) {
+  const hn::ScalableTag<float> df;
+  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+  alignas(64) uint16_t h[kChunkBlocks + kPad];
+  for (size_t i = 0; i < n; ++i) std::memcpy(&h[i], base + i * stride, 2);
+  const size_t N = hn::Lanes(df);
+  for (size_t i = n; i % N != 0; ++i) h[i] = 0;
+  for (size_t i = 0; i < n; i += N)
+    hn::Store(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(h + i))), df, out + i);
+}
+
 #if HWY_TARGET == HWY_SCALAR
 // Single-lane vectors: the scalar kernels' per-block sums, block by block.
 template <class Block, class XBlock, class Fn>
-void ScalarSums(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, Fn fn) {
+void ScalarSums(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, ChunkSums* out, Fn fn) {
   for (int k = 0; k < n_x; ++k)
     for (size_t b = 0; b < nb; ++b)
       fn(static_cast<const Block*>(w)[b], reinterpret_cast<const XBlock*>(x + size_t(k) * x_stride)[b], size_t(k) * nb + b);
-}
-#define PAGODA_DOT_SCALAR(Name, Block, XBlock, block_dot)                                          \
-  void Name(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, int32_t* out) { \
-    ScalarSums<Block, XBlock>(w, x, x_stride, n_x, nb,                                             \
-                              [&](const Block& wb, const XBlock& xb, size_t i) { out[i] = block_dot(wb, xb); }); \
+  const uint8_t* wb = static_cast<const uint8_t*>(w);
+  if constexpr (std::is_same_v<Block, BlockQ6_K>) {
+    HalfScales(wb + offsetof(BlockQ6_K, d), sizeof(Block), nb, out->w_d);
+  } else {
+    HalfScales(wb, sizeof(Block), nb, out->w_d);  // d first in the other formats
   }
-PAGODA_DOT_SCALAR(BlockSumsQ4_0, BlockQ4_0, BlockQ8_0, block_dot_q4_0)
-PAGODA_DOT_SCALAR(BlockSumsQ5_0, BlockQ5_0, BlockQ8_0, block_dot_q5_0)
-PAGODA_DOT_SCALAR(BlockSumsQ8_0, BlockQ8_0, BlockQ8_0, block_dot_q8_0)
-PAGODA_DOT_SCALAR(BlockSumsQ6K, BlockQ6_K, BlockQ8_K, block_dot_q6_k)
+  if constexpr (std::is_same_v<Block, BlockQ4_K>) HalfScales(wb + offsetof(BlockQ4_K, dmin), sizeof(Block), nb, out->w_dmin);
+  if constexpr (std::is_same_v<XBlock, BlockQ8_0>)
+    for (int k = 0; k < n_x; ++k) HalfScales(x + size_t(k) * x_stride, sizeof(XBlock), nb, out->x_d[k]);
+}
+#define PAGODA_DOT_SCALAR(Name, Block, XBlock, block_dot)                                              \
+  void Name(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, ChunkSums* out) {   \
+    ScalarSums<Block, XBlock>(w, x, x_stride, n_x, nb, out,                                            \
+                              [&](const Block& wb, const XBlock& xb, size_t i) { out->sums[i] = block_dot(wb, xb); }); \
+  }
+PAGODA_DOT_SCALAR(IntSumsQ4_0, BlockQ4_0, BlockQ8_0, block_dot_q4_0)
+PAGODA_DOT_SCALAR(IntSumsQ5_0, BlockQ5_0, BlockQ8_0, block_dot_q5_0)
+PAGODA_DOT_SCALAR(IntSumsQ8_0, BlockQ8_0, BlockQ8_0, block_dot_q8_0)
+PAGODA_DOT_SCALAR(IntSumsQ6K, BlockQ6_K, BlockQ8_K, block_dot_q6_k)
 #undef PAGODA_DOT_SCALAR
-void BlockSumsQ4K(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, int32_t* out) {
-  ScalarSums<BlockQ4_K, BlockQ8_K>(w, x, x_stride, n_x, nb, [&](const BlockQ4_K& wb, const BlockQ8_K& xb, size_t i) {
-    block_dot_q4_k(wb, xb, out[2 * i], out[2 * i + 1]);
+void IntSumsQ4K(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, ChunkSums* out) {
+  ScalarSums<BlockQ4_K, BlockQ8_K>(w, x, x_stride, n_x, nb, out, [&](const BlockQ4_K& wb, const BlockQ8_K& xb, size_t i) {
+    block_dot_q4_k(wb, xb, out->sums[2 * i], out->sums[2 * i + 1]);
   });
 }
 #else
@@ -138,6 +176,39 @@ HWY_INLINE int32_t ReduceSum(D32 d32, hn::Vec<D32> v) {
   return hn::GetLane(hn::SumOfLanes(d32, v));
 }
 
+// out[i] = the sum of the lanes of v[i] for i < M (a power of two): pairs
+// of vectors are folded into one (each keeping half its lanes' sums), then
+// the survivor folds onto itself; far fewer shuffles than M reductions.
+template <size_t M, class D32>
+HWY_INLINE void SumEach(D32 d32, hn::Vec<D32>* v, int32_t* out) {
+  const size_t N = hn::Lanes(d32);
+  if (M == 1 || M > N) {
+    for (size_t i = 0; i < M; ++i) out[i] = ReduceSum(d32, v[i]);
+    return;
+  }
+  for (size_t m = M; m > 1; m /= 2)
+    for (size_t i = 0; i < m / 2; ++i)
+      v[i] = hn::Add(hn::ConcatEven(d32, v[2 * i + 1], v[2 * i]), hn::ConcatOdd(d32, v[2 * i + 1], v[2 * i]));
+  auto r = v[0];
+  for (size_t group = N / M; group > 1; group /= 2) r = hn::Add(hn::ConcatEven(d32, r, r), hn::ConcatOdd(d32, r, r));
+  alignas(64) int32_t lanes[hn::MaxLanes(d32)];
+  hn::Store(r, d32, lanes);
+  for (size_t i = 0; i < M; ++i) out[i] = lanes[i];
+}
+
+// The smallest power of two >= k.
+constexpr size_t Pow2(int k) { return k <= 1 ? 1 : k <= 2 ? 2 : k <= 4 ? 4 : 8; }
+
+// A vector of the 16 bsums' products as a full-width one (zero above).
+template <class D32, class V>
+HWY_INLINE hn::Vec<D32> ToD32(D32 d32, V v) {
+#if PAGODA_DOT_WIDE
+  return hn::ZeroExtendVector(d32, v);
+#else
+  return v;  // already full width
+#endif
+}
+
 template <class V>
 HWY_INLINE V LowNibbles(V v) {
   return hn::And(v, hn::Set(hn::DFromV<V>(), 0xF));
@@ -175,7 +246,7 @@ HWY_INLINE hn::Vec<DB8> NibbleCodes(const uint8_t* qs, size_t o) {
 enum class Legacy { kQ4_0, kQ5_0, kQ8_0 };
 
 template <Legacy kFormat, int K, class Block>
-void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, int32_t* out) {
+void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, ChunkSums* out) {
   const DB8 du8;
   const DBI8 di8;
   const DB16 d16;
@@ -214,8 +285,15 @@ void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, in
         }
       }
     }
-    for (int k = 0; k < K; ++k) out[size_t(k) * nb + b] = ReduceSum(d32, hn::Add(acc[k], acc2[k]));
+    constexpr size_t M = Pow2(K);
+    hn::Vec<DB32> sums[M];
+    int32_t lanes[M];
+    for (size_t k = 0; k < M; ++k) sums[k] = k < K ? hn::Add(acc[k], acc2[k]) : hn::Zero(d32);
+    SumEach<M>(d32, sums, lanes);
+    for (int k = 0; k < K; ++k) out->sums[size_t(k) * nb + b] = lanes[k];
   }
+  HalfScales(reinterpret_cast<const uint8_t*>(w), sizeof(Block), nb, out->w_d);
+  for (int k = 0; k < K; ++k) HalfScales(reinterpret_cast<const uint8_t*>(xs[k]), sizeof(BlockQ8_0), nb, out->x_d[k]);
 }
 
 // ------------------------------------------------------------------- Q4_K
@@ -258,7 +336,7 @@ HWY_INLINE void UnpackQ4KScales(const uint8_t* s, int16_t* out) {
 // out[2 (k nb + b)] = sum_j sc_j <q, x_k>_j and out[... + 1] = sum_j m_j bsum_j
 // of block b against activation row k: the scalar kernel's `scaled`, `mins`.
 template <int K>
-void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, int32_t* out) {
+void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, ChunkSums* out) {
   const DU8 du8;
   const DI8 di8;
   const DI16 d16;
@@ -282,17 +360,30 @@ void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, i
       for (int k = 0; k < K; ++k)
         acc[k] = MulAddWide(d32, MulPairs(codes, hn::LoadU(di8, xs[k][b].qs + e)), scale, acc[k], acc2[k]);
     }
+    constexpr size_t kMinSteps = 16 / hn::MaxLanes(dm16) > 0 ? 16 / hn::MaxLanes(dm16) : 1;
+    hn::Vec<decltype(dm16)> m[kMinSteps];
+    const size_t G = hn::Lanes(dm16);
+    for (size_t g = 0; g < 16; g += G)
+      m[g / G] = hn::BitCast(dm16, hn::TableLookupBytes(mins, hn::LoadU(dm8, dot_tables::kQ4KMinIndex.data() + 2 * g)));
+    // Lanes k: row k's scaled sum; lanes K + k: its mins.
+    constexpr size_t M = Pow2(2 * K);
+    hn::Vec<DI32> sums[M];
+    for (size_t i = 0; i < M; ++i) sums[i] = hn::Zero(d32);
     for (int k = 0; k < K; ++k) {
       auto macc = hn::Zero(dm32), macc2 = hn::Zero(dm32);
-      for (size_t g = 0; g < 16; g += hn::Lanes(dm16)) {
-        const auto m = hn::BitCast(dm16, hn::TableLookupBytes(mins, hn::LoadU(dm8, dot_tables::kQ4KMinIndex.data() + 2 * g)));
-        macc = MulAddWide(dm32, hn::LoadU(dm16, xs[k][b].bsums + g), m, macc, macc2);
-      }
-      int32_t* o = out + 2 * (size_t(k) * nb + b);
-      o[0] = ReduceSum(d32, hn::Add(acc[k], acc2[k]));
-      o[1] = ReduceSum(dm32, hn::Add(macc, macc2));
+      for (size_t g = 0; g < 16; g += G) macc = MulAddWide(dm32, hn::LoadU(dm16, xs[k][b].bsums + g), m[g / G], macc, macc2);
+      sums[k] = hn::Add(acc[k], acc2[k]);
+      sums[K + k] = ToD32(d32, hn::Add(macc, macc2));
+    }
+    int32_t lanes[M];
+    SumEach<M>(d32, sums, lanes);
+    for (int k = 0; k < K; ++k) {
+      out->sums[2 * (size_t(k) * nb + b)] = lanes[k];
+      out->sums[2 * (size_t(k) * nb + b) + 1] = lanes[K + k];
     }
   }
+  HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, d), sizeof(BlockQ4_K), nb, out->w_d);
+  HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, dmin), sizeof(BlockQ4_K), nb, out->w_dmin);
 }
 
 // ------------------------------------------------------------------- Q6_K
@@ -328,7 +419,7 @@ HWY_INLINE hn::Vec<DU8> Q6KCodes(const BlockQ6_K& w, size_t e) {
 // out[k nb + b] = sum_j sc_j <q - 32, x_k>_j, the scalar kernel's `scaled`:
 // computed as sum_j sc_j <q, x_k>_j - 32 sum_j sc_j bsum_j.
 template <int K>
-void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, int32_t* out) {
+void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, ChunkSums* out) {
   const DU8 du8;
   const DI8 di8;
   const DI16 d16;
@@ -353,13 +444,20 @@ void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, i
       for (int k = 0; k < K; ++k)
         acc[k] = MulAddWide(d32, MulPairs(codes, hn::LoadU(di8, xs[k][b].qs + e)), scale, acc[k], acc2[k]);
     }
+    constexpr size_t M = Pow2(K);
+    hn::Vec<DI32> sums[M];
+    for (size_t i = 0; i < M; ++i) sums[i] = hn::Zero(d32);
     for (int k = 0; k < K; ++k) {
       auto oacc = hn::Zero(dm32), oacc2 = hn::Zero(dm32);
       for (size_t g = 0; g < 16; g += hn::Lanes(dm16))
         oacc = MulAddWide(dm32, hn::LoadU(dm16, xs[k][b].bsums + g), hn::LoadU(dm16, scales + g), oacc, oacc2);
-      out[size_t(k) * nb + b] = ReduceSum(d32, hn::Add(acc[k], acc2[k])) - 32 * ReduceSum(dm32, hn::Add(oacc, oacc2));
+      sums[k] = hn::Sub(hn::Add(acc[k], acc2[k]), hn::ShiftLeft<5>(ToD32(d32, hn::Add(oacc, oacc2))));
     }
+    int32_t lanes[M];
+    SumEach<M>(d32, sums, lanes);
+    for (int k = 0; k < K; ++k) out->sums[size_t(k) * nb + b] = lanes[k];
   }
+  HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ6_K, d), sizeof(BlockQ6_K), nb, out->w_d);
 }
 
 // ------------------------------------------------------------ entry points
@@ -367,7 +465,7 @@ void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, i
 // Dispatches on the activation row count, a template parameter so the
 // per-row accumulators live in registers.
 #define PAGODA_DOT_ENTRY(Name, Kernel, Block)                                                          \
-  void Name(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, int32_t* out) {     \
+  void Name(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, ChunkSums* out) {   \
     const Block* wb = static_cast<const Block*>(w);                                                    \
     switch (n_x) {                                                                                     \
       case 1: return Kernel<1>(wb, x, x_stride, nb, out);                                              \
@@ -378,23 +476,23 @@ void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, i
   }
 
 template <int K>
-void Q4_0Sums(const BlockQ4_0* w, const uint8_t* x, size_t s, size_t nb, int32_t* out) {
+void Q4_0Sums(const BlockQ4_0* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) {
   LegacySums<Legacy::kQ4_0, K>(w, x, s, nb, out);
 }
 template <int K>
-void Q5_0Sums(const BlockQ5_0* w, const uint8_t* x, size_t s, size_t nb, int32_t* out) {
+void Q5_0Sums(const BlockQ5_0* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) {
   LegacySums<Legacy::kQ5_0, K>(w, x, s, nb, out);
 }
 template <int K>
-void Q8_0Sums(const BlockQ8_0* w, const uint8_t* x, size_t s, size_t nb, int32_t* out) {
+void Q8_0Sums(const BlockQ8_0* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) {
   LegacySums<Legacy::kQ8_0, K>(w, x, s, nb, out);
 }
 
-PAGODA_DOT_ENTRY(BlockSumsQ4_0, Q4_0Sums, BlockQ4_0)
-PAGODA_DOT_ENTRY(BlockSumsQ5_0, Q5_0Sums, BlockQ5_0)
-PAGODA_DOT_ENTRY(BlockSumsQ8_0, Q8_0Sums, BlockQ8_0)
-PAGODA_DOT_ENTRY(BlockSumsQ4K, Q4KSums, BlockQ4_K)
-PAGODA_DOT_ENTRY(BlockSumsQ6K, Q6KSums, BlockQ6_K)
+PAGODA_DOT_ENTRY(IntSumsQ4_0, Q4_0Sums, BlockQ4_0)
+PAGODA_DOT_ENTRY(IntSumsQ5_0, Q5_0Sums, BlockQ5_0)
+PAGODA_DOT_ENTRY(IntSumsQ8_0, Q8_0Sums, BlockQ8_0)
+PAGODA_DOT_ENTRY(IntSumsQ4K, Q4KSums, BlockQ4_K)
+PAGODA_DOT_ENTRY(IntSumsQ6K, Q6KSums, BlockQ6_K)
 #undef PAGODA_DOT_ENTRY
 #undef PAGODA_DOT_X86
 #undef PAGODA_DOT_WIDE
@@ -412,66 +510,65 @@ HWY_AFTER_NAMESPACE();
 
 namespace pagoda {
 
-HWY_EXPORT(BlockSumsQ4_0);
-HWY_EXPORT(BlockSumsQ5_0);
-HWY_EXPORT(BlockSumsQ8_0);
-HWY_EXPORT(BlockSumsQ4K);
-HWY_EXPORT(BlockSumsQ6K);
+HWY_EXPORT(IntSumsQ4_0);
+HWY_EXPORT(IntSumsQ5_0);
+HWY_EXPORT(IntSumsQ8_0);
+HWY_EXPORT(IntSumsQ4K);
+HWY_EXPORT(IntSumsQ6K);
 HWY_EXPORT(TargetName);
 
 namespace {
 
-// Blocks per call into the SIMD code: bounds the stack buffer of sums.
-constexpr size_t kChunkBlocks = 64;
+using dot_tables::ChunkSums;
+using dot_tables::kChunkBlocks;
 
 // The float side of each kernel, block by block in order, with the scalar
-// kernels' exact expressions (see dot.cpp).
+// kernels' exact expressions (see dot.cpp); the F16 scales arrive as floats.
 template <class Block>
-void combine_legacy(const Block* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, const int32_t* s,
-                    float* acc) {
+void combine_legacy(const Block*, const uint8_t*, size_t, int n_x, size_t nb, const ChunkSums& c, float* acc) {
   for (int k = 0; k < n_x; ++k) {
-    const BlockQ8_0* xb = reinterpret_cast<const BlockQ8_0*>(x + size_t(k) * x_stride);
+    const int32_t* s = c.sums + size_t(k) * nb;
     float sum = acc[k];
-    for (size_t b = 0; b < nb; ++b) sum += f16_to_f32(w[b].d) * f16_to_f32(xb[b].d) * float(s[size_t(k) * nb + b]);
+    for (size_t b = 0; b < nb; ++b) sum += c.w_d[b] * c.x_d[k][b] * float(s[b]);
     acc[k] = sum;
   }
 }
 
-void combine_q4_k(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, const int32_t* s,
+void combine_q4_k(const BlockQ4_K*, const uint8_t* x, size_t x_stride, int n_x, size_t nb, const ChunkSums& c,
                   float* acc) {
   for (int k = 0; k < n_x; ++k) {
     const BlockQ8_K* xb = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
-    const int32_t* sk = s + 2 * size_t(k) * nb;
+    const int32_t* s = c.sums + 2 * size_t(k) * nb;
     float sum = acc[k];
-    for (size_t b = 0; b < nb; ++b)
-      sum += xb[b].d * (f16_to_f32(w[b].d) * float(sk[2 * b]) - f16_to_f32(w[b].dmin) * float(sk[2 * b + 1]));
+    for (size_t b = 0; b < nb; ++b) sum += xb[b].d * (c.w_d[b] * float(s[2 * b]) - c.w_dmin[b] * float(s[2 * b + 1]));
     acc[k] = sum;
   }
 }
 
-void combine_q6_k(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, const int32_t* s,
+void combine_q6_k(const BlockQ6_K*, const uint8_t* x, size_t x_stride, int n_x, size_t nb, const ChunkSums& c,
                   float* acc) {
   for (int k = 0; k < n_x; ++k) {
     const BlockQ8_K* xb = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
+    const int32_t* s = c.sums + size_t(k) * nb;
     float sum = acc[k];
-    for (size_t b = 0; b < nb; ++b) sum += xb[b].d * f16_to_f32(w[b].d) * float(s[size_t(k) * nb + b]);
+    for (size_t b = 0; b < nb; ++b) sum += xb[b].d * c.w_d[b] * float(s[b]);
     acc[k] = sum;
   }
 }
 
-using SumsFn = void (*)(const void*, const uint8_t*, size_t, int, size_t, int32_t*);
+using SumsFn = void (*)(const void*, const uint8_t*, size_t, int, size_t, ChunkSums*);
 
 template <class Block, class XBlock, class Combine>
 void dot_rows(SumsFn sums, Combine combine, const void* w, const void* x, size_t x_stride, int n_x, size_t nb,
               float* out) {
-  int32_t s[kDotRowsMax * kChunkBlocks * 2];
+  ChunkSums c;
   float acc[kDotRowsMax] = {};
   const Block* wb = static_cast<const Block*>(w);
   const uint8_t* xb = static_cast<const uint8_t*>(x);
   for (size_t b0 = 0; b0 < nb; b0 += kChunkBlocks) {
     const size_t cb = std::min(kChunkBlocks, nb - b0);
-    sums(wb + b0, xb + b0 * sizeof(XBlock), x_stride, n_x, cb, s);
-    combine(wb + b0, xb + b0 * sizeof(XBlock), x_stride, n_x, cb, s, acc);
+    sums(wb + b0, xb + b0 * sizeof(XBlock), x_stride, n_x, cb, &c);
+    combine(wb + b0, xb + b0 * sizeof(XBlock), x_stride, n_x, cb, c, acc);
   }
   std::copy(acc, acc + n_x, out);
 }
@@ -482,19 +579,19 @@ void vec_dot_rows(TensorType t, const void* w, const void* x, size_t x_stride, i
   if (n_x < 1 || n_x > kDotRowsMax) fail<InvalidArgument>("vec_dot_rows takes 1 to {} rows, not {}", kDotRowsMax, n_x);
   switch (t) {
     case TensorType::Q4_0:
-      return dot_rows<BlockQ4_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(BlockSumsQ4_0), combine_legacy<BlockQ4_0>, w, x,
+      return dot_rows<BlockQ4_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(IntSumsQ4_0), combine_legacy<BlockQ4_0>, w, x,
                                             x_stride, n_x, n / kQK, out);
     case TensorType::Q5_0:
-      return dot_rows<BlockQ5_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(BlockSumsQ5_0), combine_legacy<BlockQ5_0>, w, x,
+      return dot_rows<BlockQ5_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(IntSumsQ5_0), combine_legacy<BlockQ5_0>, w, x,
                                             x_stride, n_x, n / kQK, out);
     case TensorType::Q8_0:
-      return dot_rows<BlockQ8_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(BlockSumsQ8_0), combine_legacy<BlockQ8_0>, w, x,
+      return dot_rows<BlockQ8_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(IntSumsQ8_0), combine_legacy<BlockQ8_0>, w, x,
                                             x_stride, n_x, n / kQK, out);
     case TensorType::Q4_K:
-      return dot_rows<BlockQ4_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(BlockSumsQ4K), combine_q4_k, w, x, x_stride, n_x,
+      return dot_rows<BlockQ4_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(IntSumsQ4K), combine_q4_k, w, x, x_stride, n_x,
                                             n / kQKK, out);
     case TensorType::Q6_K:
-      return dot_rows<BlockQ6_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(BlockSumsQ6K), combine_q6_k, w, x, x_stride, n_x,
+      return dot_rows<BlockQ6_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(IntSumsQ6K), combine_q6_k, w, x, x_stride, n_x,
                                             n / kQKK, out);
     default:
       fail<Unsupported>("no quantized dot product for {}", tensor_type_name(t));
