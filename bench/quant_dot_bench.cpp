@@ -58,21 +58,21 @@ std::vector<float> random_floats(size_t n) {
 constexpr size_t kCols = 2048;
 constexpr size_t kL2Rows = 64;  // 64 rows of 2048: 73 KB of Q4_K
 
-// One thread, kL2Rows weight rows (cached) against n_x activation rows;
-// scalar: the reference kernels, one activation row at a time.
-void BM_VecDot(benchmark::State& state, TensorType t, bool simd, int n_x) {
+// One thread, kL2Rows weight rows (cached) against n_x activation rows in
+// tiles of n_w weight rows; scalar: the reference kernels, one row pair at a time.
+void BM_VecDot(benchmark::State& state, TensorType t, bool simd, int n_w, int n_x) {
   const auto w = random_weights(t, kL2Rows, kCols);
   const TensorType xt = activation_type(t);
   const size_t xb = row_bytes(xt, kCols), wb = row_bytes(t, kCols);
   std::vector<uint8_t> xq(size_t(n_x) * xb);
   const auto x = random_floats(kCols);
   for (int k = 0; k < n_x; ++k) quantize_row(xt, x.data(), xq.data() + k * xb, kCols);
-  float out[kDotRowsMax];
+  float out[kDotRowsMax * kDotRowsMax];
   for (auto _ : state) {
-    for (size_t r = 0; r < kL2Rows; ++r) {
+    for (size_t r = 0; r < kL2Rows; r += size_t(n_w)) {
       const uint8_t* wr = w.data() + r * wb;
       if (simd) {
-        vec_dot_rows(t, wr, xq.data(), xb, n_x, kCols, out);
+        vec_dot_tile(t, wr, wb, n_w, xq.data(), xb, n_x, kCols, out, size_t(n_w));
       } else {
         switch (t) {
           case TensorType::Q4_0:
@@ -177,18 +177,23 @@ void BM_MemoryRead(benchmark::State& state) {
   state.counters["GB/s"] = benchmark::Counter(double(state.iterations()) * kCopiesBytes / 1e9, benchmark::Counter::kIsRate);
 }
 
-BENCHMARK_CAPTURE(BM_VecDot, q4_0_scalar, TensorType::Q4_0, false, 1);
-BENCHMARK_CAPTURE(BM_VecDot, q4_0_simd, TensorType::Q4_0, true, 1);
-BENCHMARK_CAPTURE(BM_VecDot, q5_0_scalar, TensorType::Q5_0, false, 1);
-BENCHMARK_CAPTURE(BM_VecDot, q5_0_simd, TensorType::Q5_0, true, 1);
-BENCHMARK_CAPTURE(BM_VecDot, q8_0_scalar, TensorType::Q8_0, false, 1);
-BENCHMARK_CAPTURE(BM_VecDot, q8_0_simd, TensorType::Q8_0, true, 1);
-BENCHMARK_CAPTURE(BM_VecDot, q4_k_scalar, TensorType::Q4_K, false, 1);
-BENCHMARK_CAPTURE(BM_VecDot, q4_k_simd, TensorType::Q4_K, true, 1);
-BENCHMARK_CAPTURE(BM_VecDot, q4_k_simd_4rows, TensorType::Q4_K, true, 4);
-BENCHMARK_CAPTURE(BM_VecDot, q6_k_scalar, TensorType::Q6_K, false, 1);
-BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd, TensorType::Q6_K, true, 1);
-BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd_4rows, TensorType::Q6_K, true, 4);
+BENCHMARK_CAPTURE(BM_VecDot, q4_0_scalar, TensorType::Q4_0, false, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q4_0_simd, TensorType::Q4_0, true, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q4_0_simd_4x1, TensorType::Q4_0, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q5_0_scalar, TensorType::Q5_0, false, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q5_0_simd, TensorType::Q5_0, true, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q5_0_simd_4x1, TensorType::Q5_0, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q8_0_scalar, TensorType::Q8_0, false, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q8_0_simd, TensorType::Q8_0, true, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q8_0_simd_4x1, TensorType::Q8_0, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q4_k_scalar, TensorType::Q4_K, false, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q4_k_simd, TensorType::Q4_K, true, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q4_k_simd_4x1, TensorType::Q4_K, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q4_k_simd_4x4, TensorType::Q4_K, true, 4, 4);
+BENCHMARK_CAPTURE(BM_VecDot, q6_k_scalar, TensorType::Q6_K, false, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd, TensorType::Q6_K, true, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd_4x1, TensorType::Q6_K, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd_4x4, TensorType::Q6_K, true, 4, 4);
 BENCHMARK_CAPTURE(BM_QuantizeActivations, q8_0, TensorType::Q8_0);
 BENCHMARK_CAPTURE(BM_QuantizeActivations, q8_k, TensorType::Q8_K);
 BENCHMARK_CAPTURE(BM_Matmul, q4_k, TensorType::Q4_K)->Arg(1)->Arg(16)->Arg(512)->UseRealTime();

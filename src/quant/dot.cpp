@@ -40,7 +40,7 @@ TensorType activation_type(TensorType t) {
 // The SIMD kernels (quant/dot_simd.h), bit-identical to the scalar ones below.
 float vec_dot(TensorType t, const void* w, const void* x, size_t n) {
   float out;
-  vec_dot_rows(t, w, x, 0, 1, n, &out);
+  vec_dot_tile(t, w, 0, 1, x, 0, 1, n, &out, 1);
   return out;
 }
 

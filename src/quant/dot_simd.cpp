@@ -1,4 +1,4 @@
-// SIMD kernels behind vec_dot_rows (quant/dot_simd.h). Highway compiles the
+// SIMD kernels behind vec_dot_tile (quant/dot_simd.h). Highway compiles the
 // part between HWY_BEFORE_NAMESPACE and HWY_AFTER_NAMESPACE once per target;
 // the rest (dispatch and the float combination) is compiled once, for the
 // baseline CPU, exactly like the scalar kernels of dot.cpp.
@@ -48,8 +48,12 @@ alignas(64) inline constexpr auto kQ4KMinIndex = make_scale_index(4, kQKK);
 // block's integer sums (per activation row) and its scales as floats.
 inline constexpr size_t kChunkBlocks = 64;
 inline constexpr size_t kPad = 16;  // room for whole vectors past the last block
+// A block's sums are stored at sums[b * slots + i], with `slots` the number
+// of its sums (n_x, or 2 n_x for Q4_K: scaled then mins) rounded up to a power
+// of two, so the SIMD code can reduce several blocks' vectors together.
+constexpr size_t sum_slots(int sums) { return sums <= 1 ? 1 : sums <= 2 ? 2 : sums <= 4 ? 4 : 8; }
 struct ChunkSums {
-  int32_t sums[kDotRowsMax * kChunkBlocks * 2];  // [row][block] (Q4_K: [row][block][scaled, mins])
+  int32_t sums[kChunkBlocks * sum_slots(2 * kDotRowsMax)];
   alignas(64) float w_d[kChunkBlocks + kPad];
   alignas(64) float w_dmin[kChunkBlocks + kPad];                // Q4_K
   alignas(64) float x_d[kDotRowsMax][kChunkBlocks + kPad];      // Q8_0 activations
@@ -72,25 +76,30 @@ using dot_tables::ChunkSums;
 using dot_tables::kChunkBlocks;
 using dot_tables::kPad;
 
+// An F16 scale as a float (one vcvtph2ps where the CPU has F16C).
+HWY_INLINE float HalfToFloat(const uint8_t* p) {
+  const hn::CappedTag<float, 1> df;
+  const hn::Rebind<uint16_t, decltype(df)> du;
+  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  return hn::GetLane(hn::PromoteTo(df, hn::BitCast(dh, hn::Set(du, bits))));
+}
+
 // out[i] = the F16 scale at base + i * stride (bytes), as a float, i < n.
 HWY_INLINE void HalfScales(const uint8_t* base, size_t stride, size_t n, float* out) {
-  const hn::ScalableTag<float> df;
-  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
-  alignas(64) uint16_t h[kChunkBlocks + kPad];
-  for (size_t i = 0; i < n; ++i) std::memcpy(&h[i], base + i * stride, 2);
-  const size_t N = hn::Lanes(df);
-  for (size_t i = n; i % N != 0; ++i) h[i] = 0;
-  for (size_t i = 0; i < n; i += N)
-    hn::Store(hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(h + i))), df, out + i);
+  for (size_t i = 0; i < n; ++i) out[i] = HalfToFloat(base + i * stride);
 }
 
 #if HWY_TARGET == HWY_SCALAR
 // Single-lane vectors: the scalar kernels' per-block sums, block by block.
 template <class Block, class XBlock, class Fn>
 void ScalarSums(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, ChunkSums* out, Fn fn) {
+  const size_t slots = dot_tables::sum_slots(std::is_same_v<Block, BlockQ4_K> ? 2 * n_x : n_x);
   for (int k = 0; k < n_x; ++k)
     for (size_t b = 0; b < nb; ++b)
-      fn(static_cast<const Block*>(w)[b], reinterpret_cast<const XBlock*>(x + size_t(k) * x_stride)[b], size_t(k) * nb + b);
+      fn(static_cast<const Block*>(w)[b], reinterpret_cast<const XBlock*>(x + size_t(k) * x_stride)[b], b * slots + k,
+         b * slots + n_x + k);
   const uint8_t* wb = static_cast<const uint8_t*>(w);
   if constexpr (std::is_same_v<Block, BlockQ6_K>) {
     HalfScales(wb + offsetof(BlockQ6_K, d), sizeof(Block), nb, out->w_d);
@@ -104,7 +113,7 @@ void ScalarSums(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_
 #define PAGODA_DOT_SCALAR(Name, Block, XBlock, block_dot)                                              \
   void Name(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, ChunkSums* out) {   \
     ScalarSums<Block, XBlock>(w, x, x_stride, n_x, nb, out,                                            \
-                              [&](const Block& wb, const XBlock& xb, size_t i) { out->sums[i] = block_dot(wb, xb); }); \
+                              [&](const Block& wb, const XBlock& xb, size_t i, size_t) { out->sums[i] = block_dot(wb, xb); }); \
   }
 PAGODA_DOT_SCALAR(IntSumsQ4_0, BlockQ4_0, BlockQ8_0, block_dot_q4_0)
 PAGODA_DOT_SCALAR(IntSumsQ5_0, BlockQ5_0, BlockQ8_0, block_dot_q5_0)
@@ -112,8 +121,8 @@ PAGODA_DOT_SCALAR(IntSumsQ8_0, BlockQ8_0, BlockQ8_0, block_dot_q8_0)
 PAGODA_DOT_SCALAR(IntSumsQ6K, BlockQ6_K, BlockQ8_K, block_dot_q6_k)
 #undef PAGODA_DOT_SCALAR
 void IntSumsQ4K(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, ChunkSums* out) {
-  ScalarSums<BlockQ4_K, BlockQ8_K>(w, x, x_stride, n_x, nb, out, [&](const BlockQ4_K& wb, const BlockQ8_K& xb, size_t i) {
-    block_dot_q4_k(wb, xb, out->sums[2 * i], out->sums[2 * i + 1]);
+  ScalarSums<BlockQ4_K, BlockQ8_K>(w, x, x_stride, n_x, nb, out, [&](const BlockQ4_K& wb, const BlockQ8_K& xb, size_t i, size_t j) {
+    block_dot_q4_k(wb, xb, out->sums[i], out->sums[j]);
   });
 }
 #else
@@ -196,17 +205,44 @@ HWY_INLINE void SumEach(D32 d32, hn::Vec<D32>* v, int32_t* out) {
   for (size_t i = 0; i < M; ++i) out[i] = lanes[i];
 }
 
-// The smallest power of two >= k.
-constexpr size_t Pow2(int k) { return k <= 1 ? 1 : k <= 2 ? 2 : k <= 4 ? 4 : 8; }
+// Gathers each block's kSlots vectors of 32-bit partial sums and reduces
+// them a group of blocks at a time (as many blocks as one vector has lanes
+// for), writing every block's kSlots sums to out in block order.
+template <size_t kSlots>
+class BlockSums {
+ public:
+  explicit BlockSums(int32_t* out) : out_(out) {}
+  hn::Vec<DI32>& slot(size_t i) { return v_[blocks_ * kSlots + i]; }
+  void end_block() {
+    if (++blocks_ == kGroup) flush();
+  }
+  void flush() {
+    if (blocks_ == 0) return;
+    for (size_t i = blocks_ * kSlots; i < kGroup * kSlots; ++i) v_[i] = hn::Zero(DI32());
+    int32_t lanes[kGroup * kSlots];
+    SumEach<kGroup * kSlots>(DI32(), v_, lanes);
+    std::memcpy(out_, lanes, blocks_ * kSlots * sizeof(int32_t));
+    out_ += blocks_ * kSlots;
+    blocks_ = 0;
+  }
 
-// A vector of the 16 bsums' products as a full-width one (zero above).
-template <class D32, class V>
-HWY_INLINE hn::Vec<D32> ToD32(D32 d32, V v) {
-#if PAGODA_DOT_WIDE
-  return hn::ZeroExtendVector(d32, v);
-#else
-  return v;  // already full width
-#endif
+ private:
+  static constexpr size_t kLanes = hn::MaxLanes(DI32());
+  static constexpr size_t kGroup = kSlots >= kLanes ? 1 : kLanes / kSlots;
+  hn::Vec<DI32> v_[kGroup * kSlots];
+  size_t blocks_ = 0;
+  int32_t* out_;
+};
+
+// A vector of 32-bit sums as a full-width one (zero above): the 16 bsums'
+// products, and the 32-element blocks' sums, are half-width on AVX-512.
+template <class V>
+HWY_INLINE hn::Vec<DI32> Widen(V v) {
+  if constexpr (sizeof(V) == sizeof(hn::Vec<DI32>)) {
+    return v;
+  } else {
+    return hn::ZeroExtendVector(DI32(), v);
+  }
 }
 
 template <class V>
@@ -255,6 +291,8 @@ void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, Ch
   const BlockQ8_0* xs[K];
   for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_0*>(x + size_t(k) * x_stride);
   const auto ones = hn::Set(d16, 1);
+  constexpr size_t kSlots = dot_tables::sum_slots(K);
+  BlockSums<kSlots> sums(out->sums);
   for (size_t b = 0; b < nb; ++b) {
     hn::Vec<DB32> acc[K], acc2[K];
     for (int k = 0; k < K; ++k) acc[k] = acc2[k] = hn::Zero(d32);
@@ -285,13 +323,10 @@ void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, Ch
         }
       }
     }
-    constexpr size_t M = Pow2(K);
-    hn::Vec<DB32> sums[M];
-    int32_t lanes[M];
-    for (size_t k = 0; k < M; ++k) sums[k] = k < K ? hn::Add(acc[k], acc2[k]) : hn::Zero(d32);
-    SumEach<M>(d32, sums, lanes);
-    for (int k = 0; k < K; ++k) out->sums[size_t(k) * nb + b] = lanes[k];
+    for (size_t k = 0; k < kSlots; ++k) sums.slot(k) = k < K ? Widen(hn::Add(acc[k], acc2[k])) : hn::Zero(DI32());
+    sums.end_block();
   }
+  sums.flush();
   HalfScales(reinterpret_cast<const uint8_t*>(w), sizeof(Block), nb, out->w_d);
   for (int k = 0; k < K; ++k) HalfScales(reinterpret_cast<const uint8_t*>(xs[k]), sizeof(BlockQ8_0), nb, out->x_d[k]);
 }
@@ -348,6 +383,8 @@ void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
   const BlockQ8_K* xs[K];
   for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
   alignas(16) int16_t scales[16];
+  constexpr size_t kSlots = dot_tables::sum_slots(2 * K);
+  BlockSums<kSlots> sums(out->sums);
   for (size_t b = 0; b < nb; ++b) {
     UnpackQ4KScales(w[b].scales, scales);
     const auto sc = hn::LoadDup128(d16, scales);
@@ -365,23 +402,17 @@ void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
     const size_t G = hn::Lanes(dm16);
     for (size_t g = 0; g < 16; g += G)
       m[g / G] = hn::BitCast(dm16, hn::TableLookupBytes(mins, hn::LoadU(dm8, dot_tables::kQ4KMinIndex.data() + 2 * g)));
-    // Lanes k: row k's scaled sum; lanes K + k: its mins.
-    constexpr size_t M = Pow2(2 * K);
-    hn::Vec<DI32> sums[M];
-    for (size_t i = 0; i < M; ++i) sums[i] = hn::Zero(d32);
+    // Slot k: row k's scaled sum; slot K + k: its mins.
     for (int k = 0; k < K; ++k) {
       auto macc = hn::Zero(dm32), macc2 = hn::Zero(dm32);
       for (size_t g = 0; g < 16; g += G) macc = MulAddWide(dm32, hn::LoadU(dm16, xs[k][b].bsums + g), m[g / G], macc, macc2);
-      sums[k] = hn::Add(acc[k], acc2[k]);
-      sums[K + k] = ToD32(d32, hn::Add(macc, macc2));
+      sums.slot(k) = hn::Add(acc[k], acc2[k]);
+      sums.slot(K + k) = Widen(hn::Add(macc, macc2));
     }
-    int32_t lanes[M];
-    SumEach<M>(d32, sums, lanes);
-    for (int k = 0; k < K; ++k) {
-      out->sums[2 * (size_t(k) * nb + b)] = lanes[k];
-      out->sums[2 * (size_t(k) * nb + b) + 1] = lanes[K + k];
-    }
+    for (size_t i = 2 * K; i < kSlots; ++i) sums.slot(i) = hn::Zero(d32);
+    sums.end_block();
   }
+  sums.flush();
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, d), sizeof(BlockQ4_K), nb, out->w_d);
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, dmin), sizeof(BlockQ4_K), nb, out->w_dmin);
 }
@@ -432,6 +463,8 @@ void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
   alignas(16) int16_t scales[16];
   const hn::CappedTag<int16_t, 8> ds16;
   const hn::Rebind<int8_t, decltype(ds16)> ds8;
+  constexpr size_t kSlots = dot_tables::sum_slots(K);
+  BlockSums<kSlots> sums(out->sums);
   for (size_t b = 0; b < nb; ++b) {
     for (size_t i = 0; i < 16; i += hn::Lanes(ds16))
       hn::Store(hn::PromoteTo(ds16, hn::LoadU(ds8, w[b].scales + i)), ds16, scales + i);
@@ -444,19 +477,16 @@ void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
       for (int k = 0; k < K; ++k)
         acc[k] = MulAddWide(d32, MulPairs(codes, hn::LoadU(di8, xs[k][b].qs + e)), scale, acc[k], acc2[k]);
     }
-    constexpr size_t M = Pow2(K);
-    hn::Vec<DI32> sums[M];
-    for (size_t i = 0; i < M; ++i) sums[i] = hn::Zero(d32);
     for (int k = 0; k < K; ++k) {
       auto oacc = hn::Zero(dm32), oacc2 = hn::Zero(dm32);
       for (size_t g = 0; g < 16; g += hn::Lanes(dm16))
         oacc = MulAddWide(dm32, hn::LoadU(dm16, xs[k][b].bsums + g), hn::LoadU(dm16, scales + g), oacc, oacc2);
-      sums[k] = hn::Sub(hn::Add(acc[k], acc2[k]), hn::ShiftLeft<5>(ToD32(d32, hn::Add(oacc, oacc2))));
+      sums.slot(k) = hn::Sub(hn::Add(acc[k], acc2[k]), hn::ShiftLeft<5>(Widen(hn::Add(oacc, oacc2))));
     }
-    int32_t lanes[M];
-    SumEach<M>(d32, sums, lanes);
-    for (int k = 0; k < K; ++k) out->sums[size_t(k) * nb + b] = lanes[k];
+    for (size_t i = K; i < kSlots; ++i) sums.slot(i) = hn::Zero(d32);
+    sums.end_block();
   }
+  sums.flush();
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ6_K, d), sizeof(BlockQ6_K), nb, out->w_d);
 }
 
@@ -522,77 +552,83 @@ namespace {
 using dot_tables::ChunkSums;
 using dot_tables::kChunkBlocks;
 
-// The float side of each kernel, block by block in order, with the scalar
-// kernels' exact expressions (see dot.cpp); the F16 scales arrive as floats.
+// Running sums of a tile, [weight row][activation row].
+using TileAcc = float[kDotRowsMax][kDotRowsMax];
+
+// The float side of each kernel with the scalar kernels' exact expressions
+// (see dot.cpp), the F16 scales arriving as floats. Each (weight row,
+// activation row) pair adds its blocks in order; the pairs' sums are
+// independent chains, interleaved so their add latencies overlap.
 template <class Block>
-void combine_legacy(const Block*, const uint8_t*, size_t, int n_x, size_t nb, const ChunkSums& c, float* acc) {
-  for (int k = 0; k < n_x; ++k) {
-    const int32_t* s = c.sums + size_t(k) * nb;
-    float sum = acc[k];
-    for (size_t b = 0; b < nb; ++b) sum += c.w_d[b] * c.x_d[k][b] * float(s[b]);
-    acc[k] = sum;
-  }
+void combine_legacy(const uint8_t*, size_t, int n_w, int n_x, size_t nb, const ChunkSums* c, TileAcc& acc) {
+  const size_t slots = dot_tables::sum_slots(n_x);
+  for (size_t b = 0; b < nb; ++b)
+    for (int r = 0; r < n_w; ++r)
+      for (int k = 0; k < n_x; ++k) acc[r][k] += c[r].w_d[b] * c[r].x_d[k][b] * float(c[r].sums[b * slots + k]);
 }
 
-void combine_q4_k(const BlockQ4_K*, const uint8_t* x, size_t x_stride, int n_x, size_t nb, const ChunkSums& c,
-                  float* acc) {
-  for (int k = 0; k < n_x; ++k) {
-    const BlockQ8_K* xb = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
-    const int32_t* s = c.sums + 2 * size_t(k) * nb;
-    float sum = acc[k];
-    for (size_t b = 0; b < nb; ++b) sum += xb[b].d * (c.w_d[b] * float(s[2 * b]) - c.w_dmin[b] * float(s[2 * b + 1]));
-    acc[k] = sum;
-  }
+void combine_q4_k(const uint8_t* x, size_t x_stride, int n_w, int n_x, size_t nb, const ChunkSums* c, TileAcc& acc) {
+  const size_t slots = dot_tables::sum_slots(2 * n_x);
+  for (size_t b = 0; b < nb; ++b)
+    for (int k = 0; k < n_x; ++k) {
+      const float xd = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride)[b].d;
+      for (int r = 0; r < n_w; ++r) {
+        const int32_t* s = c[r].sums + b * slots;
+        acc[r][k] += xd * (c[r].w_d[b] * float(s[k]) - c[r].w_dmin[b] * float(s[n_x + k]));
+      }
+    }
 }
 
-void combine_q6_k(const BlockQ6_K*, const uint8_t* x, size_t x_stride, int n_x, size_t nb, const ChunkSums& c,
-                  float* acc) {
-  for (int k = 0; k < n_x; ++k) {
-    const BlockQ8_K* xb = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
-    const int32_t* s = c.sums + size_t(k) * nb;
-    float sum = acc[k];
-    for (size_t b = 0; b < nb; ++b) sum += xb[b].d * c.w_d[b] * float(s[b]);
-    acc[k] = sum;
-  }
+void combine_q6_k(const uint8_t* x, size_t x_stride, int n_w, int n_x, size_t nb, const ChunkSums* c, TileAcc& acc) {
+  const size_t slots = dot_tables::sum_slots(n_x);
+  for (size_t b = 0; b < nb; ++b)
+    for (int k = 0; k < n_x; ++k) {
+      const float xd = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride)[b].d;
+      for (int r = 0; r < n_w; ++r) acc[r][k] += xd * c[r].w_d[b] * float(c[r].sums[b * slots + k]);
+    }
 }
 
 using SumsFn = void (*)(const void*, const uint8_t*, size_t, int, size_t, ChunkSums*);
+using CombineFn = void (*)(const uint8_t*, size_t, int, int, size_t, const ChunkSums*, TileAcc&);
 
-template <class Block, class XBlock, class Combine>
-void dot_rows(SumsFn sums, Combine combine, const void* w, const void* x, size_t x_stride, int n_x, size_t nb,
-              float* out) {
-  ChunkSums c;
-  float acc[kDotRowsMax] = {};
-  const Block* wb = static_cast<const Block*>(w);
+template <class Block, class XBlock>
+void dot_tile(SumsFn sums, CombineFn combine, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride,
+              int n_x, size_t nb, float* out, size_t out_stride) {
+  ChunkSums c[kDotRowsMax];
+  TileAcc acc = {};
+  const uint8_t* wb = static_cast<const uint8_t*>(w);
   const uint8_t* xb = static_cast<const uint8_t*>(x);
   for (size_t b0 = 0; b0 < nb; b0 += kChunkBlocks) {
     const size_t cb = std::min(kChunkBlocks, nb - b0);
-    sums(wb + b0, xb + b0 * sizeof(XBlock), x_stride, n_x, cb, &c);
-    combine(wb + b0, xb + b0 * sizeof(XBlock), x_stride, n_x, cb, c, acc);
+    for (int r = 0; r < n_w; ++r) sums(wb + size_t(r) * w_stride + b0 * sizeof(Block), xb + b0 * sizeof(XBlock), x_stride, n_x, cb, &c[r]);
+    combine(xb + b0 * sizeof(XBlock), x_stride, n_w, n_x, cb, c, acc);
   }
-  std::copy(acc, acc + n_x, out);
+  for (int k = 0; k < n_x; ++k)
+    for (int r = 0; r < n_w; ++r) out[size_t(k) * out_stride + r] = acc[r][k];
 }
 
 }  // namespace
 
-void vec_dot_rows(TensorType t, const void* w, const void* x, size_t x_stride, int n_x, size_t n, float* out) {
-  if (n_x < 1 || n_x > kDotRowsMax) fail<InvalidArgument>("vec_dot_rows takes 1 to {} rows, not {}", kDotRowsMax, n_x);
+void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride, int n_x,
+                  size_t n, float* out, size_t out_stride) {
+  if (n_w < 1 || n_w > kDotRowsMax || n_x < 1 || n_x > kDotRowsMax)
+    fail<InvalidArgument>("vec_dot_tile takes 1 to {} rows of each, not {} x {}", kDotRowsMax, n_w, n_x);
   switch (t) {
     case TensorType::Q4_0:
-      return dot_rows<BlockQ4_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(IntSumsQ4_0), combine_legacy<BlockQ4_0>, w, x,
-                                            x_stride, n_x, n / kQK, out);
+      return dot_tile<BlockQ4_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(IntSumsQ4_0), combine_legacy<BlockQ4_0>, w, w_stride,
+                                            n_w, x, x_stride, n_x, n / kQK, out, out_stride);
     case TensorType::Q5_0:
-      return dot_rows<BlockQ5_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(IntSumsQ5_0), combine_legacy<BlockQ5_0>, w, x,
-                                            x_stride, n_x, n / kQK, out);
+      return dot_tile<BlockQ5_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(IntSumsQ5_0), combine_legacy<BlockQ5_0>, w, w_stride,
+                                            n_w, x, x_stride, n_x, n / kQK, out, out_stride);
     case TensorType::Q8_0:
-      return dot_rows<BlockQ8_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(IntSumsQ8_0), combine_legacy<BlockQ8_0>, w, x,
-                                            x_stride, n_x, n / kQK, out);
+      return dot_tile<BlockQ8_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(IntSumsQ8_0), combine_legacy<BlockQ8_0>, w, w_stride,
+                                            n_w, x, x_stride, n_x, n / kQK, out, out_stride);
     case TensorType::Q4_K:
-      return dot_rows<BlockQ4_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(IntSumsQ4K), combine_q4_k, w, x, x_stride, n_x,
-                                            n / kQKK, out);
+      return dot_tile<BlockQ4_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(IntSumsQ4K), combine_q4_k, w, w_stride, n_w, x,
+                                            x_stride, n_x, n / kQKK, out, out_stride);
     case TensorType::Q6_K:
-      return dot_rows<BlockQ6_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(IntSumsQ6K), combine_q6_k, w, x, x_stride, n_x,
-                                            n / kQKK, out);
+      return dot_tile<BlockQ6_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(IntSumsQ6K), combine_q6_k, w, w_stride, n_w, x,
+                                            x_stride, n_x, n / kQKK, out, out_stride);
     default:
       fail<Unsupported>("no quantized dot product for {}", tensor_type_name(t));
   }

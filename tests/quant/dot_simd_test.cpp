@@ -70,17 +70,22 @@ std::vector<uint8_t> random_activations(TensorType xt, size_t n, std::mt19937& r
   return out;
 }
 
+// wq holds kDotRowsMax weight rows (or one, reused), xq kDotRowsMax activation rows.
 void expect_matches_scalar(TensorType t, const std::vector<uint8_t>& wq, const std::vector<uint8_t>& xq, size_t n) {
-  const size_t stride = row_bytes(activation_type(t), n);
-  for (int n_x = 1; n_x <= kDotRowsMax; ++n_x) {
-    float got[kDotRowsMax];
-    vec_dot_rows(t, wq.data(), xq.data(), stride, n_x, n, got);
-    for (int k = 0; k < n_x; ++k) {
-      const float want = scalar_dot(t, wq.data(), xq.data() + k * stride, n);
-      ASSERT_EQ(got[k], want) << tensor_type_name(t) << " n=" << n << " n_x=" << n_x << " row " << k << " on "
-                              << dot_simd_target();
+  const size_t x_stride = row_bytes(activation_type(t), n);
+  const size_t w_stride = wq.size() == row_bytes(t, n) ? 0 : row_bytes(t, n);
+  for (int n_w = 1; n_w <= kDotRowsMax; ++n_w)
+    for (int n_x = 1; n_x <= kDotRowsMax; ++n_x) {
+      float got[kDotRowsMax * (kDotRowsMax + 1)];
+      const size_t out_stride = kDotRowsMax + 1;
+      vec_dot_tile(t, wq.data(), w_stride, n_w, xq.data(), x_stride, n_x, n, got, out_stride);
+      for (int k = 0; k < n_x; ++k)
+        for (int r = 0; r < n_w; ++r) {
+          const float want = scalar_dot(t, wq.data() + r * w_stride, xq.data() + k * x_stride, n);
+          ASSERT_EQ(got[k * out_stride + r], want) << tensor_type_name(t) << " n=" << n << " tile " << n_w << "x" << n_x
+                                                  << " at " << r << "," << k << " on " << dot_simd_target();
+        }
     }
-  }
   EXPECT_EQ(vec_dot(t, wq.data(), xq.data(), n), scalar_dot(t, wq.data(), xq.data(), n));
 }
 
@@ -111,7 +116,7 @@ TEST(DotSimd, MatchesScalarOnRandomBlockBytes) {
     std::mt19937 rng{7};
     for (TensorType t : kTypes)
       for (size_t n : lengths(t)) {
-        const auto wq = random_weights(t, n, rng);
+        const auto wq = random_weights(t, kDotRowsMax * n, rng);
         expect_matches_scalar(t, wq, random_activations(activation_type(t), n, rng, false), n);
         expect_matches_scalar(t, wq, random_activations(activation_type(t), n, rng, true), n);
       }
@@ -124,9 +129,9 @@ TEST(DotSimd, MatchesScalarOnQuantizedRows) {
     std::normal_distribution<float> g(0.0f, 0.05f);
     for (TensorType t : kTypes)
       for (size_t n : lengths(t)) {
-        std::vector<float> w(n);
+        std::vector<float> w(kDotRowsMax * n);
         for (auto& v : w) v = g(rng);
-        expect_matches_scalar(t, quantize(t, w.data(), n), random_activations(activation_type(t), n, rng, false), n);
+        expect_matches_scalar(t, quantize(t, w.data(), w.size()), random_activations(activation_type(t), n, rng, false), n);
       }
   });
 }
@@ -157,10 +162,11 @@ TEST(DotSimd, MatchesScalarOnExtremeBlocks) {
 
 TEST(DotSimd, RejectsBadRowCounts) {
   std::vector<uint8_t> w(row_bytes(TensorType::Q4_K, 256)), x(row_bytes(TensorType::Q8_K, 256));
-  float out[kDotRowsMax + 1];
-  EXPECT_ANY_THROW(vec_dot_rows(TensorType::Q4_K, w.data(), x.data(), 0, 0, 256, out));
-  EXPECT_ANY_THROW(vec_dot_rows(TensorType::Q4_K, w.data(), x.data(), 0, kDotRowsMax + 1, 256, out));
-  EXPECT_ANY_THROW(vec_dot_rows(TensorType::F32, w.data(), x.data(), 0, 1, 256, out));
+  float out[(kDotRowsMax + 1) * (kDotRowsMax + 1)];
+  EXPECT_ANY_THROW(vec_dot_tile(TensorType::Q4_K, w.data(), 0, 1, x.data(), 0, 0, 256, out, 1));
+  EXPECT_ANY_THROW(vec_dot_tile(TensorType::Q4_K, w.data(), 0, 1, x.data(), 0, kDotRowsMax + 1, 256, out, 1));
+  EXPECT_ANY_THROW(vec_dot_tile(TensorType::Q4_K, w.data(), 0, 0, x.data(), 0, 1, 256, out, 1));
+  EXPECT_ANY_THROW(vec_dot_tile(TensorType::F32, w.data(), 0, 1, x.data(), 0, 1, 256, out, 1));
 }
 
 }  // namespace
