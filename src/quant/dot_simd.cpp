@@ -177,6 +177,13 @@ HWY_INLINE auto MulPairs(VU8 a, VI8 b) {
 // the 32-bit lanes is unspecified off x86; only the lanes' total matters).
 template <class D32, class V16>
 HWY_INLINE hn::Vec<D32> MulAddWide(D32 d32, V16 a, V16 b, hn::Vec<D32> acc, hn::Vec<D32>& acc2) {
+#if HWY_TARGET == HWY_AVX3_DL
+  // vpdpwssd: the multiply-add in one instruction. Highway 1.0.3 compiles
+  // AVX3_DL without the avx512vnni attribute (so no intrinsic), but the
+  // target requires the CPU to have it.
+  asm("vpdpwssd %2, %1, %0" : "+v"(acc.raw) : "v"(a.raw), "v"(b.raw));
+  return acc;
+#endif
   return hn::ReorderWidenMulAccumulate(d32, a, b, acc, acc2);
 }
 
@@ -333,22 +340,9 @@ void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, Ch
 
 // ------------------------------------------------------------------- Q4_K
 
-// Codes (0..15) of elements e .. e+N-1 of a Q4_K block: per 64 elements,
-// 32 bytes whose low nibbles are the first 32 and high nibbles the next 32.
-HWY_INLINE hn::Vec<DU8> Q4KCodes(const uint8_t* qs, size_t e) {
-  const DU8 d;
-#if PAGODA_DOT_WIDE
-  const hn::Half<DU8> dh;
-  const auto q = hn::LoadU(dh, qs + e / 2);
-  return hn::Combine(d, hn::ShiftRight<4>(q), LowNibbles(q));
-#else
-  const size_t o = e % 64;
-  const auto q = hn::LoadU(d, qs + e / 64 * 32 + o % 32);
-  return o < 32 ? LowNibbles(q) : hn::ShiftRight<4>(q);
-#endif
-}
-
-// The six-bit scales (lanes 0..7) and mins (lanes 8..15) of a Q4_K block.
+// The six-bit scales (lanes 0..7) and mins (lanes 8..15) of a Q4_K block,
+// stored as 16-bit lanes for LoadDup128. Scalar on purpose: the vector ports
+// are the kernels' bottleneck, the integer ones are idle.
 HWY_INLINE void UnpackQ4KScales(const uint8_t* s, int16_t* out) {
   uint32_t w0, w1, w2;
   std::memcpy(&w0, s, 4);
@@ -368,6 +362,27 @@ HWY_INLINE void UnpackQ4KScales(const uint8_t* s, int16_t* out) {
   for (size_t i = 0; i < 16; i += hn::Lanes(d16)) hn::Store(hn::PromoteTo(d16, hn::LoadU(d8, bytes + i)), d16, out + i);
 }
 
+// Codes (0..15) of elements e .. e+2N-1 of a Q4_K block as two vectors: per
+// 64 elements, 32 bytes whose low nibbles are the first 32 and high nibbles
+// the next 32. On AVX-512 one 64-byte load covers 128 elements; its low and
+// high nibbles are regrouped by 256-bit halves.
+HWY_INLINE void Q4KCodes(const uint8_t* qs, size_t e, hn::Vec<DU8>* codes) {
+  const DU8 d;
+#if PAGODA_DOT_WIDE
+  const auto q = hn::LoadU(d, qs + e / 2);
+  const auto lo = LowNibbles(q), hi = hn::ShiftRight<4>(q);
+  codes[0] = hn::ConcatLowerLower(d, hi, lo);
+  codes[1] = hn::ConcatUpperUpper(d, hi, lo);
+#else
+  const size_t N = hn::Lanes(d);
+  for (size_t h = 0; h < 2; ++h) {
+    const size_t o = (e + h * N) % 64;
+    const auto q = hn::LoadU(d, qs + (e + h * N) / 64 * 32 + o % 32);
+    codes[h] = o < 32 ? LowNibbles(q) : hn::ShiftRight<4>(q);
+  }
+#endif
+}
+
 // out[2 (k nb + b)] = sum_j sc_j <q, x_k>_j and out[... + 1] = sum_j m_j bsum_j
 // of block b against activation row k: the scalar kernel's `scaled`, `mins`.
 template <int K>
@@ -382,20 +397,24 @@ void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
   const size_t N = hn::Lanes(du8);
   const BlockQ8_K* xs[K];
   for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
-  alignas(16) int16_t scales[16];
   constexpr size_t kSlots = dot_tables::sum_slots(2 * K);
   BlockSums<kSlots> sums(out->sums);
+  alignas(16) int16_t scales[16];
   for (size_t b = 0; b < nb; ++b) {
     UnpackQ4KScales(w[b].scales, scales);
     const auto sc = hn::LoadDup128(d16, scales);
     const auto mins = hn::LoadDup128(dm16, scales + 8);
     hn::Vec<DI32> acc[K], acc2[K];
     for (int k = 0; k < K; ++k) acc[k] = acc2[k] = hn::Zero(d32);
-    for (size_t e = 0; e < size_t(kQKK); e += N) {
-      const auto codes = Q4KCodes(w[b].qs, e);
-      const auto scale = hn::BitCast(d16, hn::TableLookupBytes(sc, hn::LoadU(du8, dot_tables::kQ4KScaleIndex.data() + e)));
-      for (int k = 0; k < K; ++k)
-        acc[k] = MulAddWide(d32, MulPairs(codes, hn::LoadU(di8, xs[k][b].qs + e)), scale, acc[k], acc2[k]);
+    for (size_t e = 0; e < size_t(kQKK); e += 2 * N) {
+      hn::Vec<DU8> codes[2];
+      Q4KCodes(w[b].qs, e, codes);
+      for (size_t h = 0; h < 2; ++h) {
+        const size_t eh = e + h * N;
+        const auto scale = hn::BitCast(d16, hn::TableLookupBytes(sc, hn::LoadU(du8, dot_tables::kQ4KScaleIndex.data() + eh)));
+        for (int k = 0; k < K; ++k)
+          acc[k] = MulAddWide(d32, MulPairs(codes[h], hn::LoadU(di8, xs[k][b].qs + eh)), scale, acc[k], acc2[k]);
+      }
     }
     constexpr size_t kMinSteps = 16 / hn::MaxLanes(dm16) > 0 ? 16 / hn::MaxLanes(dm16) : 1;
     hn::Vec<decltype(dm16)> m[kMinSteps];
