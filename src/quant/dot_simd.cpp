@@ -44,8 +44,8 @@ alignas(64) inline constexpr auto kQ6KScaleIndex = make_scale_index(16, kQKK / 2
 // Q4_K mins against the 16 bsums: bsum g pairs with min g / 2.
 alignas(64) inline constexpr auto kQ4KMinIndex = make_scale_index(4, kQKK);
 
-// What the SIMD code hands the float side for a chunk of blocks: each
-// block's integer sums (per activation row) and its scales as floats.
+// A chunk of blocks' integer sums (per activation row) and weight scales as
+// floats, between the integer and the float half of a kernel.
 inline constexpr size_t kChunkBlocks = 64;
 inline constexpr size_t kPad = 16;  // room for whole vectors past the last block
 // A block's sums are stored at sums[b * slots + i], with `slots` the number
@@ -53,10 +53,9 @@ inline constexpr size_t kPad = 16;  // room for whole vectors past the last bloc
 // of two, so the SIMD code can reduce several blocks' vectors together.
 constexpr size_t sum_slots(int sums) { return sums <= 1 ? 1 : sums <= 2 ? 2 : sums <= 4 ? 4 : 8; }
 struct ChunkSums {
-  int32_t sums[kChunkBlocks * sum_slots(2 * kDotRowsMax)];
+  int32_t sums[kChunkBlocks * sum_slots(2 * kDotRowsMax) + kPad];
   alignas(64) float w_d[kChunkBlocks + kPad];
-  alignas(64) float w_dmin[kChunkBlocks + kPad];                // Q4_K
-  alignas(64) float x_d[kDotRowsMax][kChunkBlocks + kPad];      // Q8_0 activations
+  alignas(64) float w_dmin[kChunkBlocks + kPad];  // Q4_K
 };
 
 }  // namespace pagoda::dot_tables
@@ -107,8 +106,6 @@ void ScalarSums(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_
     HalfScales(wb, sizeof(Block), nb, out->w_d);  // d first in the other formats
   }
   if constexpr (std::is_same_v<Block, BlockQ4_K>) HalfScales(wb + offsetof(BlockQ4_K, dmin), sizeof(Block), nb, out->w_dmin);
-  if constexpr (std::is_same_v<XBlock, BlockQ8_0>)
-    for (int k = 0; k < n_x; ++k) HalfScales(x + size_t(k) * x_stride, sizeof(XBlock), nb, out->x_d[k]);
 }
 #define PAGODA_DOT_SCALAR(Name, Block, XBlock, block_dot)                                              \
   void Name(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, ChunkSums* out) {   \
@@ -223,6 +220,12 @@ class BlockSums {
   void end_block() {
     if (++blocks_ == kGroup) flush();
   }
+  // Flushes, then zeroes the padding after the last sums (AddTerms reads
+  // whole vectors there).
+  void finish() {
+    flush();
+    std::memset(out_, 0, dot_tables::kPad * sizeof(int32_t));
+  }
   void flush() {
     if (blocks_ == 0) return;
     for (size_t i = blocks_ * kSlots; i < kGroup * kSlots; ++i) v_[i] = hn::Zero(DI32());
@@ -333,9 +336,8 @@ void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, Ch
     for (size_t k = 0; k < kSlots; ++k) sums.slot(k) = k < K ? Widen(hn::Add(acc[k], acc2[k])) : hn::Zero(DI32());
     sums.end_block();
   }
-  sums.flush();
+  sums.finish();
   HalfScales(reinterpret_cast<const uint8_t*>(w), sizeof(Block), nb, out->w_d);
-  for (int k = 0; k < K; ++k) HalfScales(reinterpret_cast<const uint8_t*>(xs[k]), sizeof(BlockQ8_0), nb, out->x_d[k]);
 }
 
 // ------------------------------------------------------------------- Q4_K
@@ -431,7 +433,7 @@ void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
     for (size_t i = 2 * K; i < kSlots; ++i) sums.slot(i) = hn::Zero(d32);
     sums.end_block();
   }
-  sums.flush();
+  sums.finish();
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, d), sizeof(BlockQ4_K), nb, out->w_d);
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, dmin), sizeof(BlockQ4_K), nb, out->w_dmin);
 }
@@ -505,25 +507,104 @@ void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
     for (size_t i = K; i < kSlots; ++i) sums.slot(i) = hn::Zero(d32);
     sums.end_block();
   }
-  sums.flush();
+  sums.finish();
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ6_K, d), sizeof(BlockQ6_K), nb, out->w_d);
+}
+
+#undef PAGODA_DOT_X86
+#undef PAGODA_DOT_WIDE
+#endif  // HWY_TARGET == HWY_SCALAR
+
+// ------------------------------------------------------------ float side
+//
+// acc[k] += each block's float term in block order, with the scalar kernels'
+// exact expressions (see dot.cpp): the activation rows are vector lanes, each
+// lane one independent running sum. xd[4 b + k] is row k's scale of block b.
+// The compiler may not fuse a multiply with the add or subtract after it (GCC
+// contracts by default in C++, and these targets have FMA, the baseline the
+// scalar kernels are compiled for does not), hence Opaque; the tests compare
+// with the scalar kernels bit for bit on every target.
+
+// v, hidden from the optimizer: an empty asm that might have changed it.
+template <class V>
+HWY_INLINE V Opaque(V v) {
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_EMU128
+  asm("" : "+x"(v.raw));
+#else
+  asm volatile("" : : "r"(&v) : "memory");
+#endif
+  return v;
+}
+
+using DF = hn::CappedTag<float, kDotRowsMax>;
+using DFI = hn::RebindToSigned<DF>;
+
+enum class Terms { kLegacy, kQ4K, kQ6K };
+
+template <Terms kTerms, int K>
+void AddTerms(const ChunkSums& c, size_t nb, const float* xd, float* acc) {
+  const DF df;
+  const DFI di;
+  constexpr size_t kSlots = dot_tables::sum_slots(kTerms == Terms::kQ4K ? 2 * K : K);
+  for (size_t k0 = 0; k0 < size_t(K); k0 += hn::Lanes(df)) {
+    auto a = hn::LoadU(df, acc + k0);
+    for (size_t b = 0; b < nb; ++b) {
+      const auto x = hn::LoadU(df, xd + 4 * b + k0);
+      const auto s = hn::ConvertTo(df, hn::LoadU(di, c.sums + b * kSlots + k0));
+      const auto wd = hn::Set(df, c.w_d[b]);
+      if constexpr (kTerms == Terms::kLegacy) {  // d_w * d_x * s
+        a = hn::Add(a, Opaque(hn::Mul(hn::Mul(wd, x), s)));
+      } else if constexpr (kTerms == Terms::kQ6K) {  // d_x * d_w * s
+        a = hn::Add(a, Opaque(hn::Mul(hn::Mul(x, wd), s)));
+      } else {  // d_x * (d_w * scaled - dmin_w * mins)
+        const auto m = hn::ConvertTo(df, hn::LoadU(di, c.sums + b * kSlots + K + k0));
+        const auto diff = hn::Sub(Opaque(hn::Mul(wd, s)), Opaque(hn::Mul(hn::Set(df, c.w_dmin[b]), m)));
+        a = hn::Add(a, Opaque(hn::Mul(x, diff)));
+      }
+    }
+    hn::StoreU(a, df, acc + k0);
+  }
 }
 
 // ------------------------------------------------------------ entry points
 
-// Dispatches on the activation row count, a template parameter so the
-// per-row accumulators live in registers.
-#define PAGODA_DOT_ENTRY(Name, Kernel, Block)                                                          \
-  void Name(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, ChunkSums* out) {   \
-    const Block* wb = static_cast<const Block*>(w);                                                    \
-    switch (n_x) {                                                                                     \
-      case 1: return Kernel<1>(wb, x, x_stride, nb, out);                                              \
-      case 2: return Kernel<2>(wb, x, x_stride, nb, out);                                              \
-      case 3: return Kernel<3>(wb, x, x_stride, nb, out);                                              \
-      default: return Kernel<4>(wb, x, x_stride, nb, out);                                             \
-    }                                                                                                  \
+// One weight row against n_x activation rows over nb blocks (at most
+// kChunkBlocks): acc[k] += the row pair's block terms. n_x is dispatched to
+// a template parameter so the per-row accumulators live in registers.
+#define PAGODA_DOT_ENTRY(Name, Kernel, Block, kTerms)                                                    \
+  void Name(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, const float* xd,      \
+            float* acc) {                                                                                \
+    ChunkSums c;                                                                                         \
+    switch (n_x) {                                                                                       \
+      case 1: Kernel<1>(static_cast<const Block*>(w), x, x_stride, nb, &c); return AddTerms<kTerms, 1>(c, nb, xd, acc); \
+      case 2: Kernel<2>(static_cast<const Block*>(w), x, x_stride, nb, &c); return AddTerms<kTerms, 2>(c, nb, xd, acc); \
+      case 3: Kernel<3>(static_cast<const Block*>(w), x, x_stride, nb, &c); return AddTerms<kTerms, 3>(c, nb, xd, acc); \
+      default: Kernel<4>(static_cast<const Block*>(w), x, x_stride, nb, &c); return AddTerms<kTerms, 4>(c, nb, xd, acc); \
+    }                                                                                                    \
   }
 
+#if HWY_TARGET == HWY_SCALAR
+template <int K>
+void Q4_0Sums(const BlockQ4_0* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) {
+  IntSumsQ4_0(w, x, s, K, nb, out);
+}
+template <int K>
+void Q5_0Sums(const BlockQ5_0* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) {
+  IntSumsQ5_0(w, x, s, K, nb, out);
+}
+template <int K>
+void Q8_0Sums(const BlockQ8_0* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) {
+  IntSumsQ8_0(w, x, s, K, nb, out);
+}
+template <int K>
+void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) {
+  IntSumsQ4K(w, x, s, K, nb, out);
+}
+template <int K>
+void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) {
+  IntSumsQ6K(w, x, s, K, nb, out);
+}
+#else
 template <int K>
 void Q4_0Sums(const BlockQ4_0* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) {
   LegacySums<Legacy::kQ4_0, K>(w, x, s, nb, out);
@@ -536,16 +617,14 @@ template <int K>
 void Q8_0Sums(const BlockQ8_0* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) {
   LegacySums<Legacy::kQ8_0, K>(w, x, s, nb, out);
 }
+#endif
 
-PAGODA_DOT_ENTRY(IntSumsQ4_0, Q4_0Sums, BlockQ4_0)
-PAGODA_DOT_ENTRY(IntSumsQ5_0, Q5_0Sums, BlockQ5_0)
-PAGODA_DOT_ENTRY(IntSumsQ8_0, Q8_0Sums, BlockQ8_0)
-PAGODA_DOT_ENTRY(IntSumsQ4K, Q4KSums, BlockQ4_K)
-PAGODA_DOT_ENTRY(IntSumsQ6K, Q6KSums, BlockQ6_K)
+PAGODA_DOT_ENTRY(RowDotsQ4_0, Q4_0Sums, BlockQ4_0, Terms::kLegacy)
+PAGODA_DOT_ENTRY(RowDotsQ5_0, Q5_0Sums, BlockQ5_0, Terms::kLegacy)
+PAGODA_DOT_ENTRY(RowDotsQ8_0, Q8_0Sums, BlockQ8_0, Terms::kLegacy)
+PAGODA_DOT_ENTRY(RowDotsQ4K, Q4KSums, BlockQ4_K, Terms::kQ4K)
+PAGODA_DOT_ENTRY(RowDotsQ6K, Q6KSums, BlockQ6_K, Terms::kQ6K)
 #undef PAGODA_DOT_ENTRY
-#undef PAGODA_DOT_X86
-#undef PAGODA_DOT_WIDE
-#endif  // HWY_TARGET == HWY_SCALAR
 
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
@@ -559,68 +638,42 @@ HWY_AFTER_NAMESPACE();
 
 namespace pagoda {
 
-HWY_EXPORT(IntSumsQ4_0);
-HWY_EXPORT(IntSumsQ5_0);
-HWY_EXPORT(IntSumsQ8_0);
-HWY_EXPORT(IntSumsQ4K);
-HWY_EXPORT(IntSumsQ6K);
+HWY_EXPORT(RowDotsQ4_0);
+HWY_EXPORT(RowDotsQ5_0);
+HWY_EXPORT(RowDotsQ8_0);
+HWY_EXPORT(RowDotsQ4K);
+HWY_EXPORT(RowDotsQ6K);
 HWY_EXPORT(TargetName);
 
 namespace {
 
-using dot_tables::ChunkSums;
 using dot_tables::kChunkBlocks;
 
-// Running sums of a tile, [weight row][activation row].
-using TileAcc = float[kDotRowsMax][kDotRowsMax];
+using RowDotsFn = void (*)(const void*, const uint8_t*, size_t, int, size_t, const float*, float*);
 
-// The float side of each kernel with the scalar kernels' exact expressions
-// (see dot.cpp), the F16 scales arriving as floats. Each (weight row,
-// activation row) pair adds its blocks in order; the pairs' sums are
-// independent chains, interleaved so their add latencies overlap.
-template <class Block>
-void combine_legacy(const uint8_t*, size_t, int n_w, int n_x, size_t nb, const ChunkSums* c, TileAcc& acc) {
-  const size_t slots = dot_tables::sum_slots(n_x);
-  for (size_t b = 0; b < nb; ++b)
-    for (int r = 0; r < n_w; ++r)
-      for (int k = 0; k < n_x; ++k) acc[r][k] += c[r].w_d[b] * c[r].x_d[k][b] * float(c[r].sums[b * slots + k]);
-}
+float activation_scale(const BlockQ8_0& x) { return f16_to_f32(x.d); }
+float activation_scale(const BlockQ8_K& x) { return x.d; }
 
-void combine_q4_k(const uint8_t* x, size_t x_stride, int n_w, int n_x, size_t nb, const ChunkSums* c, TileAcc& acc) {
-  const size_t slots = dot_tables::sum_slots(2 * n_x);
-  for (size_t b = 0; b < nb; ++b)
-    for (int k = 0; k < n_x; ++k) {
-      const float xd = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride)[b].d;
-      for (int r = 0; r < n_w; ++r) {
-        const int32_t* s = c[r].sums + b * slots;
-        acc[r][k] += xd * (c[r].w_d[b] * float(s[k]) - c[r].w_dmin[b] * float(s[n_x + k]));
-      }
-    }
-}
-
-void combine_q6_k(const uint8_t* x, size_t x_stride, int n_w, int n_x, size_t nb, const ChunkSums* c, TileAcc& acc) {
-  const size_t slots = dot_tables::sum_slots(n_x);
-  for (size_t b = 0; b < nb; ++b)
-    for (int k = 0; k < n_x; ++k) {
-      const float xd = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride)[b].d;
-      for (int r = 0; r < n_w; ++r) acc[r][k] += xd * c[r].w_d[b] * float(c[r].sums[b * slots + k]);
-    }
-}
-
-using SumsFn = void (*)(const void*, const uint8_t*, size_t, int, size_t, ChunkSums*);
-using CombineFn = void (*)(const uint8_t*, size_t, int, int, size_t, const ChunkSums*, TileAcc&);
-
+// Chunk by chunk of blocks: the activation rows' block scales as floats (the
+// same for every weight row), then each weight row's running sums.
 template <class Block, class XBlock>
-void dot_tile(SumsFn sums, CombineFn combine, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride,
-              int n_x, size_t nb, float* out, size_t out_stride) {
-  ChunkSums c[kDotRowsMax];
-  TileAcc acc = {};
+void dot_tile(RowDotsFn row_dots, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride, int n_x,
+              size_t nb, float* out, size_t out_stride) {
+  alignas(16) float acc[kDotRowsMax][kDotRowsMax] = {};  // [weight row][activation row]
+  alignas(16) float xd[kChunkBlocks][kDotRowsMax];
   const uint8_t* wb = static_cast<const uint8_t*>(w);
   const uint8_t* xb = static_cast<const uint8_t*>(x);
   for (size_t b0 = 0; b0 < nb; b0 += kChunkBlocks) {
     const size_t cb = std::min(kChunkBlocks, nb - b0);
-    for (int r = 0; r < n_w; ++r) sums(wb + size_t(r) * w_stride + b0 * sizeof(Block), xb + b0 * sizeof(XBlock), x_stride, n_x, cb, &c[r]);
-    combine(xb + b0 * sizeof(XBlock), x_stride, n_w, n_x, cb, c, acc);
+    for (int k = 0; k < n_x; ++k) {
+      const XBlock* xk = reinterpret_cast<const XBlock*>(xb + size_t(k) * x_stride) + b0;
+      for (size_t b = 0; b < cb; ++b) xd[b][k] = activation_scale(xk[b]);
+    }
+    for (int k = n_x; k < kDotRowsMax; ++k)  // the kernels compute these lanes too
+      for (size_t b = 0; b < cb; ++b) xd[b][k] = 0.0f;
+    for (int r = 0; r < n_w; ++r)
+      row_dots(wb + size_t(r) * w_stride + b0 * sizeof(Block), xb + b0 * sizeof(XBlock), x_stride, n_x, cb, &xd[0][0],
+               acc[r]);
   }
   for (int k = 0; k < n_x; ++k)
     for (int r = 0; r < n_w; ++r) out[size_t(k) * out_stride + r] = acc[r][k];
@@ -634,20 +687,20 @@ void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const v
     fail<InvalidArgument>("vec_dot_tile takes 1 to {} rows of each, not {} x {}", kDotRowsMax, n_w, n_x);
   switch (t) {
     case TensorType::Q4_0:
-      return dot_tile<BlockQ4_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(IntSumsQ4_0), combine_legacy<BlockQ4_0>, w, w_stride,
-                                            n_w, x, x_stride, n_x, n / kQK, out, out_stride);
+      return dot_tile<BlockQ4_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(RowDotsQ4_0), w, w_stride, n_w, x, x_stride, n_x,
+                                            n / kQK, out, out_stride);
     case TensorType::Q5_0:
-      return dot_tile<BlockQ5_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(IntSumsQ5_0), combine_legacy<BlockQ5_0>, w, w_stride,
-                                            n_w, x, x_stride, n_x, n / kQK, out, out_stride);
+      return dot_tile<BlockQ5_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(RowDotsQ5_0), w, w_stride, n_w, x, x_stride, n_x,
+                                            n / kQK, out, out_stride);
     case TensorType::Q8_0:
-      return dot_tile<BlockQ8_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(IntSumsQ8_0), combine_legacy<BlockQ8_0>, w, w_stride,
-                                            n_w, x, x_stride, n_x, n / kQK, out, out_stride);
+      return dot_tile<BlockQ8_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(RowDotsQ8_0), w, w_stride, n_w, x, x_stride, n_x,
+                                            n / kQK, out, out_stride);
     case TensorType::Q4_K:
-      return dot_tile<BlockQ4_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(IntSumsQ4K), combine_q4_k, w, w_stride, n_w, x,
-                                            x_stride, n_x, n / kQKK, out, out_stride);
+      return dot_tile<BlockQ4_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(RowDotsQ4K), w, w_stride, n_w, x, x_stride, n_x,
+                                            n / kQKK, out, out_stride);
     case TensorType::Q6_K:
-      return dot_tile<BlockQ6_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(IntSumsQ6K), combine_q6_k, w, w_stride, n_w, x,
-                                            x_stride, n_x, n / kQKK, out, out_stride);
+      return dot_tile<BlockQ6_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(RowDotsQ6K), w, w_stride, n_w, x, x_stride, n_x,
+                                            n / kQKK, out, out_stride);
     default:
       fail<Unsupported>("no quantized dot product for {}", tensor_type_name(t));
   }
