@@ -1,6 +1,6 @@
 // Quantized dot product benchmark: the scalar reference kernels against the
 // SIMD ones (GB/s of weight bytes, one thread, weights in L2), activation
-// quantization, and matmul on a 5632 x 2048 Q4_K matrix (a TinyLlama FFN
+// quantization (scalar and SIMD), and matmul on a 5632 x 2048 Q4_K matrix (a TinyLlama FFN
 // matrix) at 1, 16 and 512 tokens on 2 threads, next to a 2-thread memory
 // read of the same kind of buffer. The decode (1-token) case cycles through
 // copies of the matrix totalling more than the last-level cache, so it reads
@@ -17,6 +17,7 @@
 #include "model/ops.h"
 #include "quant/dot.h"
 #include "quant/dot_simd.h"
+#include "quant/quantize_simd.h"
 #include "quant/rows.h"
 #include "util/half.h"
 #include "util/thread_pool.h"
@@ -100,11 +101,15 @@ void BM_VecDot(benchmark::State& state, TensorType t, bool simd, int n_w, int n_
   state.SetLabel(simd ? dot_simd_target() : "scalar");
 }
 
-void BM_QuantizeActivations(benchmark::State& state, TensorType xt) {
+void BM_QuantizeActivations(benchmark::State& state, TensorType xt, bool simd) {
   const auto x = random_floats(kCols);
   std::vector<uint8_t> out(row_bytes(xt, kCols));
   for (auto _ : state) {
-    quantize_row(xt, x.data(), out.data(), kCols);
+    if (simd) {
+      quantize_activations(xt, x.data(), out.data(), kCols);
+    } else {
+      quantize_row(xt, x.data(), out.data(), kCols);
+    }
     benchmark::DoNotOptimize(out.data());
   }
   state.counters["Gelem/s"] = benchmark::Counter(double(state.iterations()) * kCols / 1e9, benchmark::Counter::kIsRate);
@@ -194,8 +199,9 @@ BENCHMARK_CAPTURE(BM_VecDot, q6_k_scalar, TensorType::Q6_K, false, 1, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd, TensorType::Q6_K, true, 1, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd_4x1, TensorType::Q6_K, true, 4, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd_4x4, TensorType::Q6_K, true, 4, 4);
-BENCHMARK_CAPTURE(BM_QuantizeActivations, q8_0, TensorType::Q8_0);
-BENCHMARK_CAPTURE(BM_QuantizeActivations, q8_k, TensorType::Q8_K);
+BENCHMARK_CAPTURE(BM_QuantizeActivations, q8_0_scalar, TensorType::Q8_0, false);
+BENCHMARK_CAPTURE(BM_QuantizeActivations, q8_k_scalar, TensorType::Q8_K, false);
+BENCHMARK_CAPTURE(BM_QuantizeActivations, q8_k_simd, TensorType::Q8_K, true);
 BENCHMARK_CAPTURE(BM_Matmul, q4_k, TensorType::Q4_K)->Arg(1)->Arg(16)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, q6_k, TensorType::Q6_K)->Arg(1)->Arg(16)->Arg(512)->UseRealTime();
 BENCHMARK(BM_MemoryRead)->UseRealTime();

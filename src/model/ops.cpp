@@ -6,6 +6,7 @@
 
 #include "quant/dot.h"
 #include "quant/dot_simd.h"
+#include "quant/quantize_simd.h"
 #include "quant/rows.h"
 
 namespace pagoda {
@@ -32,7 +33,7 @@ void matmul_quantized(const Matrix& w, const float* x, int n_tokens, float* y, T
   const size_t x_bytes = row_bytes(xt, cols);
   std::vector<uint8_t> xq(size_t(n_tokens) * x_bytes);
   auto quantize_rows = [&](size_t begin, size_t end) {
-    for (size_t t = begin; t < end; ++t) quantize_row(xt, x + t * cols, xq.data() + t * x_bytes, cols);
+    for (size_t t = begin; t < end; ++t) quantize_activations(xt, x + t * cols, xq.data() + t * x_bytes, cols);
   };
   pool.parallel_for(size_t(n_tokens), quantize_rows, 1, size_t(n_tokens) * cols * 4);
   pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
