@@ -192,6 +192,7 @@ HWY_INLINE int32_t ReduceSum(D32 d32, hn::Vec<D32> v) {
 // out[i] = the sum of the lanes of v[i] for i < M (a power of two): pairs
 // of vectors are folded into one (each keeping half its lanes' sums), then
 // the survivor folds onto itself; far fewer shuffles than M reductions.
+// Writes max(M, lanes) values (the ones past M are junk).
 template <size_t M, class D32>
 HWY_INLINE void SumEach(D32 d32, hn::Vec<D32>* v, int32_t* out) {
   const size_t N = hn::Lanes(d32);
@@ -204,9 +205,7 @@ HWY_INLINE void SumEach(D32 d32, hn::Vec<D32>* v, int32_t* out) {
       v[i] = hn::Add(hn::ConcatEven(d32, v[2 * i + 1], v[2 * i]), hn::ConcatOdd(d32, v[2 * i + 1], v[2 * i]));
   auto r = v[0];
   for (size_t group = N / M; group > 1; group /= 2) r = hn::Add(hn::ConcatEven(d32, r, r), hn::ConcatOdd(d32, r, r));
-  alignas(64) int32_t lanes[hn::MaxLanes(d32)];
-  hn::Store(r, d32, lanes);
-  for (size_t i = 0; i < M; ++i) out[i] = lanes[i];
+  hn::StoreU(r, d32, out);
 }
 
 // Gathers each block's kSlots vectors of 32-bit partial sums and reduces
@@ -226,12 +225,12 @@ class BlockSums {
     flush();
     std::memset(out_, 0, dot_tables::kPad * sizeof(int32_t));
   }
+  // Writes a whole vector of sums (or more) at out_: the sums array has
+  // kPad ints of room past its last block for that.
   void flush() {
     if (blocks_ == 0) return;
     for (size_t i = blocks_ * kSlots; i < kGroup * kSlots; ++i) v_[i] = hn::Zero(DI32());
-    int32_t lanes[kGroup * kSlots];
-    SumEach<kGroup * kSlots>(DI32(), v_, lanes);
-    std::memcpy(out_, lanes, blocks_ * kSlots * sizeof(int32_t));
+    SumEach<kGroup * kSlots>(DI32(), v_, out_);
     out_ += blocks_ * kSlots;
     blocks_ = 0;
   }
@@ -354,11 +353,12 @@ HWY_INLINE void UnpackQ4KScales(const uint8_t* s, int16_t* out) {
   const uint32_t sc_lo = w0 & 0x3F3F3F3F, m_lo = w1 & 0x3F3F3F3F;
   const uint32_t sc_hi = (w2 & 0x0F0F0F0F) | ((w0 >> 6) & 0x03030303) << 4;
   const uint32_t m_hi = ((w2 >> 4) & 0x0F0F0F0F) | ((w1 >> 6) & 0x03030303) << 4;
+  // Two 8-byte stores, read back by two 8-byte loads: store forwarding works
+  // only when a load takes its bytes from a single store.
+  const uint64_t sc = sc_lo | uint64_t(sc_hi) << 32, m = m_lo | uint64_t(m_hi) << 32;
   alignas(16) uint8_t bytes[16];
-  std::memcpy(bytes, &sc_lo, 4);
-  std::memcpy(bytes + 4, &sc_hi, 4);
-  std::memcpy(bytes + 8, &m_lo, 4);
-  std::memcpy(bytes + 12, &m_hi, 4);
+  std::memcpy(bytes, &sc, 8);
+  std::memcpy(bytes + 8, &m, 8);
   const hn::CappedTag<int16_t, 8> d16;
   const hn::Rebind<uint8_t, decltype(d16)> d8;
   for (size_t i = 0; i < 16; i += hn::Lanes(d16)) hn::Store(hn::PromoteTo(d16, hn::LoadU(d8, bytes + i)), d16, out + i);
@@ -406,8 +406,11 @@ void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
     UnpackQ4KScales(w[b].scales, scales);
     const auto sc = hn::LoadDup128(d16, scales);
     const auto mins = hn::LoadDup128(dm16, scales + 8);
-    hn::Vec<DI32> acc[K], acc2[K];
-    for (int k = 0; k < K; ++k) acc[k] = acc2[k] = hn::Zero(d32);
+    // Two accumulators per row (even and odd vectors) halve the chain of
+    // dependent multiply-adds per block; acc2 takes what ReorderWiden-
+    // MulAccumulate spills on some targets.
+    hn::Vec<DI32> acc[2][K], acc2[K];
+    for (int k = 0; k < K; ++k) acc[0][k] = acc[1][k] = acc2[k] = hn::Zero(d32);
     for (size_t e = 0; e < size_t(kQKK); e += 2 * N) {
       hn::Vec<DU8> codes[2];
       Q4KCodes(w[b].qs, e, codes);
@@ -415,7 +418,7 @@ void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
         const size_t eh = e + h * N;
         const auto scale = hn::BitCast(d16, hn::TableLookupBytes(sc, hn::LoadU(du8, dot_tables::kQ4KScaleIndex.data() + eh)));
         for (int k = 0; k < K; ++k)
-          acc[k] = MulAddWide(d32, MulPairs(codes[h], hn::LoadU(di8, xs[k][b].qs + eh)), scale, acc[k], acc2[k]);
+          acc[h][k] = MulAddWide(d32, MulPairs(codes[h], hn::LoadU(di8, xs[k][b].qs + eh)), scale, acc[h][k], acc2[k]);
       }
     }
     constexpr size_t kMinSteps = 16 / hn::MaxLanes(dm16) > 0 ? 16 / hn::MaxLanes(dm16) : 1;
@@ -427,7 +430,7 @@ void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
     for (int k = 0; k < K; ++k) {
       auto macc = hn::Zero(dm32), macc2 = hn::Zero(dm32);
       for (size_t g = 0; g < 16; g += G) macc = MulAddWide(dm32, hn::LoadU(dm16, xs[k][b].bsums + g), m[g / G], macc, macc2);
-      sums.slot(k) = hn::Add(acc[k], acc2[k]);
+      sums.slot(k) = hn::Add(hn::Add(acc[0][k], acc[1][k]), acc2[k]);
       sums.slot(K + k) = Widen(hn::Add(macc, macc2));
     }
     for (size_t i = 2 * K; i < kSlots; ++i) sums.slot(i) = hn::Zero(d32);
@@ -478,6 +481,7 @@ void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
   const DI32 d32;
   const hn::CappedTag<int16_t, 16> dm16;
   const hn::Repartition<int32_t, decltype(dm16)> dm32;
+  const hn::Rebind<int8_t, decltype(dm16)> dm8;
   const size_t N = hn::Lanes(du8);
   const BlockQ8_K* xs[K];
   for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
@@ -490,19 +494,22 @@ void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
     for (size_t i = 0; i < 16; i += hn::Lanes(ds16))
       hn::Store(hn::PromoteTo(ds16, hn::LoadU(ds8, w[b].scales + i)), ds16, scales + i);
     const hn::Vec<DI16> sc[2] = {hn::LoadDup128(d16, scales), hn::LoadDup128(d16, scales + 8)};
-    hn::Vec<DI32> acc[K], acc2[K];
-    for (int k = 0; k < K; ++k) acc[k] = acc2[k] = hn::Zero(d32);
+    hn::Vec<DI32> acc[2][K], acc2[K];  // even and odd vectors, as in Q4KSums
+    for (int k = 0; k < K; ++k) acc[0][k] = acc[1][k] = acc2[k] = hn::Zero(d32);
     for (size_t e = 0; e < size_t(kQKK); e += N) {
+      const size_t h = (e / N) % 2;
       const auto codes = Q6KCodes(w[b], e);
       const auto scale = hn::BitCast(d16, hn::TableLookupBytes(sc[e / 128], hn::LoadU(du8, dot_tables::kQ6KScaleIndex.data() + e)));
       for (int k = 0; k < K; ++k)
-        acc[k] = MulAddWide(d32, MulPairs(codes, hn::LoadU(di8, xs[k][b].qs + e)), scale, acc[k], acc2[k]);
+        acc[h][k] = MulAddWide(d32, MulPairs(codes, hn::LoadU(di8, xs[k][b].qs + e)), scale, acc[h][k], acc2[k]);
     }
     for (int k = 0; k < K; ++k) {
       auto oacc = hn::Zero(dm32), oacc2 = hn::Zero(dm32);
       for (size_t g = 0; g < 16; g += hn::Lanes(dm16))
-        oacc = MulAddWide(dm32, hn::LoadU(dm16, xs[k][b].bsums + g), hn::LoadU(dm16, scales + g), oacc, oacc2);
-      sums.slot(k) = hn::Sub(hn::Add(acc[k], acc2[k]), hn::ShiftLeft<5>(Widen(hn::Add(oacc, oacc2))));
+        oacc = MulAddWide(dm32, hn::LoadU(dm16, xs[k][b].bsums + g), hn::PromoteTo(dm16, hn::LoadU(dm8, w[b].scales + g)),
+                          oacc, oacc2);
+      const auto codes_x = hn::Add(hn::Add(acc[0][k], acc[1][k]), acc2[k]);
+      sums.slot(k) = hn::Sub(codes_x, hn::ShiftLeft<5>(Widen(hn::Add(oacc, oacc2))));
     }
     for (size_t i = K; i < kSlots; ++i) sums.slot(i) = hn::Zero(d32);
     sums.end_block();
@@ -536,15 +543,12 @@ HWY_INLINE V Opaque(V v) {
   return v;
 }
 
-using DF = hn::CappedTag<float, kDotRowsMax>;
-using DFI = hn::RebindToSigned<DF>;
-
 enum class Terms { kLegacy, kQ4K, kQ6K };
 
 template <Terms kTerms, int K>
 void AddTerms(const ChunkSums& c, size_t nb, const float* xd, float* acc) {
-  const DF df;
-  const DFI di;
+  const hn::CappedTag<float, dot_tables::sum_slots(K)> df;  // xd is zero in lanes past K
+  const hn::RebindToSigned<decltype(df)> di;
   constexpr size_t kSlots = dot_tables::sum_slots(kTerms == Terms::kQ4K ? 2 * K : K);
   for (size_t k0 = 0; k0 < size_t(K); k0 += hn::Lanes(df)) {
     auto a = hn::LoadU(df, acc + k0);
@@ -669,7 +673,7 @@ void dot_tile(RowDotsFn row_dots, const void* w, size_t w_stride, int n_w, const
       const XBlock* xk = reinterpret_cast<const XBlock*>(xb + size_t(k) * x_stride) + b0;
       for (size_t b = 0; b < cb; ++b) xd[b][k] = activation_scale(xk[b]);
     }
-    for (int k = n_x; k < kDotRowsMax; ++k)  // the kernels compute these lanes too
+    for (int k = n_x; k < int(dot_tables::sum_slots(n_x)); ++k)  // the kernels compute these lanes too
       for (size_t b = 0; b < cb; ++b) xd[b][k] = 0.0f;
     for (int r = 0; r < n_w; ++r)
       row_dots(wb + size_t(r) * w_stride + b0 * sizeof(Block), xb + b0 * sizeof(XBlock), x_stride, n_x, cb, &xd[0][0],
