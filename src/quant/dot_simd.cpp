@@ -243,6 +243,28 @@ class BlockSums {
   int32_t* out_;
 };
 
+// Runs body(b, slots) for every block b < nb, which sets the kSlots vectors of
+// partial sums at slots, and reduces them as BlockSums does. The blocks of a
+// group are unrolled so their slot vectors stay in registers.
+template <size_t kSlots, class Body>
+HWY_INLINE void ForBlockGroups(size_t nb, int32_t* out, const Body& body) {
+  constexpr size_t kLanes = hn::MaxLanes(DI32());
+  constexpr size_t kGroup = kSlots >= kLanes ? 1 : kLanes / kSlots;
+  for (size_t b0 = 0; b0 < nb; b0 += kGroup) {
+    hn::Vec<DI32> v[kGroup * kSlots];
+#pragma GCC unroll 16
+    for (size_t g = 0; g < kGroup; ++g) {
+      if (b0 + g < nb) {
+        body(b0 + g, v + g * kSlots);
+      } else {
+        for (size_t i = 0; i < kSlots; ++i) v[g * kSlots + i] = hn::Zero(DI32());
+      }
+    }
+    SumEach<kGroup * kSlots>(DI32(), v, out + b0 * kSlots);
+  }
+  std::memset(out + nb * kSlots, 0, dot_tables::kPad * sizeof(int32_t));
+}
+
 // A vector of 32-bit sums as a full-width one (zero above): the 16 bsums'
 // products, and the 32-element blocks' sums, are half-width on AVX-512.
 template <class V>
@@ -400,9 +422,8 @@ void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
   const BlockQ8_K* xs[K];
   for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
   constexpr size_t kSlots = dot_tables::sum_slots(2 * K);
-  BlockSums<kSlots> sums(out->sums);
-  alignas(16) int16_t scales[16];
-  for (size_t b = 0; b < nb; ++b) {
+  ForBlockGroups<kSlots>(nb, out->sums, [&](size_t b, hn::Vec<DI32>* slot) HWY_ATTR {
+    alignas(16) int16_t scales[16];
     UnpackQ4KScales(w[b].scales, scales);
     const auto sc = hn::LoadDup128(d16, scales);
     const auto mins = hn::LoadDup128(dm16, scales + 8);
@@ -430,13 +451,11 @@ void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
     for (int k = 0; k < K; ++k) {
       auto macc = hn::Zero(dm32), macc2 = hn::Zero(dm32);
       for (size_t g = 0; g < 16; g += G) macc = MulAddWide(dm32, hn::LoadU(dm16, xs[k][b].bsums + g), m[g / G], macc, macc2);
-      sums.slot(k) = hn::Add(hn::Add(acc[0][k], acc[1][k]), acc2[k]);
-      sums.slot(K + k) = Widen(hn::Add(macc, macc2));
+      slot[k] = hn::Add(hn::Add(acc[0][k], acc[1][k]), acc2[k]);
+      slot[K + k] = Widen(hn::Add(macc, macc2));
     }
-    for (size_t i = 2 * K; i < kSlots; ++i) sums.slot(i) = hn::Zero(d32);
-    sums.end_block();
-  }
-  sums.finish();
+    for (size_t i = 2 * K; i < kSlots; ++i) slot[i] = hn::Zero(d32);
+  });
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, d), sizeof(BlockQ4_K), nb, out->w_d);
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, dmin), sizeof(BlockQ4_K), nb, out->w_dmin);
 }
@@ -485,12 +504,11 @@ void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
   const size_t N = hn::Lanes(du8);
   const BlockQ8_K* xs[K];
   for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
-  alignas(16) int16_t scales[16];
   const hn::CappedTag<int16_t, 8> ds16;
   const hn::Rebind<int8_t, decltype(ds16)> ds8;
   constexpr size_t kSlots = dot_tables::sum_slots(K);
-  BlockSums<kSlots> sums(out->sums);
-  for (size_t b = 0; b < nb; ++b) {
+  ForBlockGroups<kSlots>(nb, out->sums, [&](size_t b, hn::Vec<DI32>* slot) HWY_ATTR {
+    alignas(16) int16_t scales[16];
     for (size_t i = 0; i < 16; i += hn::Lanes(ds16))
       hn::Store(hn::PromoteTo(ds16, hn::LoadU(ds8, w[b].scales + i)), ds16, scales + i);
     const hn::Vec<DI16> sc[2] = {hn::LoadDup128(d16, scales), hn::LoadDup128(d16, scales + 8)};
@@ -509,12 +527,10 @@ void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
         oacc = MulAddWide(dm32, hn::LoadU(dm16, xs[k][b].bsums + g), hn::PromoteTo(dm16, hn::LoadU(dm8, w[b].scales + g)),
                           oacc, oacc2);
       const auto codes_x = hn::Add(hn::Add(acc[0][k], acc[1][k]), acc2[k]);
-      sums.slot(k) = hn::Sub(codes_x, hn::ShiftLeft<5>(Widen(hn::Add(oacc, oacc2))));
+      slot[k] = hn::Sub(codes_x, hn::ShiftLeft<5>(Widen(hn::Add(oacc, oacc2))));
     }
-    for (size_t i = K; i < kSlots; ++i) sums.slot(i) = hn::Zero(d32);
-    sums.end_block();
-  }
-  sums.finish();
+    for (size_t i = K; i < kSlots; ++i) slot[i] = hn::Zero(d32);
+  });
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ6_K, d), sizeof(BlockQ6_K), nb, out->w_d);
 }
 
