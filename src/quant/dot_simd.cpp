@@ -1,18 +1,18 @@
 // SIMD kernels behind vec_dot_tile (quant/dot_simd.h). Highway compiles the
-// part between HWY_BEFORE_NAMESPACE and HWY_AFTER_NAMESPACE once per target;
-// the rest (dispatch and the float combination) is compiled once, for the
-// baseline CPU, exactly like the scalar kernels of dot.cpp.
+// part between HWY_BEFORE_NAMESPACE and HWY_AFTER_NAMESPACE once per target
+// (AVX2, AVX-512, AVX-512 VNNI, scalar fallback); the rest picks the target
+// at run time and splits a tile into weight rows and chunks of blocks.
 //
-// The split keeps results bit-identical to the scalar kernels: SIMD code only
-// produces each block's integer sums (exact in any order), and the float
-// expression applying the block scales is the reference's, evaluated in the
-// same block order by code compiled with the same (baseline) flags, so no
-// FMA contraction or vector reassociation can differ.
-//
-// The byte products use vpmaddubsw on x86 (unsigned codes times signed
-// activations, two products per 16-bit lane; every format's pair sums stay
-// below 2^15) and vpmaddwd / vpdpwssd to apply 16-bit sub-block scales while
-// widening to 32 bits. Other targets build the same products from portable ops.
+// A kernel has two halves. The integer half computes every block's exact
+// int32 sums for one weight row against 1-4 activation rows (exact in any
+// order): codes decoded once per block, multiplied with vpmaddubsw on x86
+// (unsigned codes times signed activations, two products per 16-bit lane;
+// every format's pair sums stay below 2^15) and vpmaddwd / vpdpwssd (16-bit
+// sub-block scales applied while widening to 32 bits); the 16 or so partial
+// vectors of a few blocks are then reduced together by a transposing fold.
+// The float half applies the block scales with the scalar kernels' exact
+// expressions, block by block in order, one activation row per lane. So each
+// result is bit-identical to the scalar kernel of dot.cpp on every target.
 #include "quant/dot_simd.h"
 
 #include <algorithm>
@@ -208,44 +208,12 @@ HWY_INLINE void SumEach(D32 d32, hn::Vec<D32>* v, int32_t* out) {
   hn::StoreU(r, d32, out);
 }
 
-// Gathers each block's kSlots vectors of 32-bit partial sums and reduces
-// them a group of blocks at a time (as many blocks as one vector has lanes
-// for), writing every block's kSlots sums to out in block order.
-template <size_t kSlots>
-class BlockSums {
- public:
-  explicit BlockSums(int32_t* out) : out_(out) {}
-  hn::Vec<DI32>& slot(size_t i) { return v_[blocks_ * kSlots + i]; }
-  void end_block() {
-    if (++blocks_ == kGroup) flush();
-  }
-  // Flushes, then zeroes the padding after the last sums (AddTerms reads
-  // whole vectors there).
-  void finish() {
-    flush();
-    std::memset(out_, 0, dot_tables::kPad * sizeof(int32_t));
-  }
-  // Writes a whole vector of sums (or more) at out_: the sums array has
-  // kPad ints of room past its last block for that.
-  void flush() {
-    if (blocks_ == 0) return;
-    for (size_t i = blocks_ * kSlots; i < kGroup * kSlots; ++i) v_[i] = hn::Zero(DI32());
-    SumEach<kGroup * kSlots>(DI32(), v_, out_);
-    out_ += blocks_ * kSlots;
-    blocks_ = 0;
-  }
-
- private:
-  static constexpr size_t kLanes = hn::MaxLanes(DI32());
-  static constexpr size_t kGroup = kSlots >= kLanes ? 1 : kLanes / kSlots;
-  hn::Vec<DI32> v_[kGroup * kSlots];
-  size_t blocks_ = 0;
-  int32_t* out_;
-};
-
-// Runs body(b, slots) for every block b < nb, which sets the kSlots vectors of
-// partial sums at slots, and reduces them as BlockSums does. The blocks of a
-// group are unrolled so their slot vectors stay in registers.
+// Runs body(b, slots) for every block b < nb, which sets the block's kSlots
+// vectors of 32-bit partial sums, and writes every block's kSlots sums to
+// out in block order, reducing a group of blocks at a time (as many as one
+// vector has lanes for). The blocks of a group are unrolled so their slot
+// vectors stay in registers. Zeroes kPad ints after the last block's sums
+// (the float half reads whole vectors there).
 template <size_t kSlots, class Body>
 HWY_INLINE void ForBlockGroups(size_t nb, int32_t* out, const Body& body) {
   constexpr size_t kLanes = hn::MaxLanes(DI32());
@@ -323,8 +291,7 @@ void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, Ch
   for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_0*>(x + size_t(k) * x_stride);
   const auto ones = hn::Set(d16, 1);
   constexpr size_t kSlots = dot_tables::sum_slots(K);
-  BlockSums<kSlots> sums(out->sums);
-  for (size_t b = 0; b < nb; ++b) {
+  ForBlockGroups<kSlots>(nb, out->sums, [&](size_t b, hn::Vec<DI32>* slot) HWY_ATTR {
     hn::Vec<DB32> acc[K], acc2[K];
     for (int k = 0; k < K; ++k) acc[k] = acc2[k] = hn::Zero(d32);
     for (size_t o = 0; o < size_t(kQK); o += N) {
@@ -354,10 +321,8 @@ void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, Ch
         }
       }
     }
-    for (size_t k = 0; k < kSlots; ++k) sums.slot(k) = k < K ? Widen(hn::Add(acc[k], acc2[k])) : hn::Zero(DI32());
-    sums.end_block();
-  }
-  sums.finish();
+    for (size_t k = 0; k < kSlots; ++k) slot[k] = k < K ? Widen(hn::Add(acc[k], acc2[k])) : hn::Zero(DI32());
+  });
   HalfScales(reinterpret_cast<const uint8_t*>(w), sizeof(Block), nb, out->w_d);
 }
 
