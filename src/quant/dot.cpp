@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "quant/dot_simd.h"
 #include "util/error.h"
 #include "util/half.h"
 
@@ -36,63 +37,99 @@ TensorType activation_type(TensorType t) {
   }
 }
 
+// The SIMD kernels (quant/dot_simd.h), bit-identical to the scalar ones below.
 float vec_dot(TensorType t, const void* w, const void* x, size_t n) {
-  switch (t) {
-    case TensorType::Q8_0:
-      return vec_dot_q8_0_q8_0(static_cast<const BlockQ8_0*>(w), static_cast<const BlockQ8_0*>(x), n / kQK);
-    case TensorType::Q4_0:
-      return vec_dot_q4_0_q8_0(static_cast<const BlockQ4_0*>(w), static_cast<const BlockQ8_0*>(x), n / kQK);
-    case TensorType::Q5_0:
-      return vec_dot_q5_0_q8_0(static_cast<const BlockQ5_0*>(w), static_cast<const BlockQ8_0*>(x), n / kQK);
-    case TensorType::Q4_K:
-      return vec_dot_q4_k_q8_k(static_cast<const BlockQ4_K*>(w), static_cast<const BlockQ8_K*>(x), n / kQKK);
-    case TensorType::Q6_K:
-      return vec_dot_q6_k_q8_k(static_cast<const BlockQ6_K*>(w), static_cast<const BlockQ8_K*>(x), n / kQKK);
-    default:
-      fail<Unsupported>("no quantized dot product for {}", tensor_type_name(t));
-  }
+  float out;
+  vec_dot_tile(t, w, 0, 1, x, 0, 1, n, &out, 1);
+  return out;
 }
 
 // Each block: an exact int32 sum of code products, then one float multiply
 // by the two scales. (Largest sums: Q8_0 32*127*127 ~ 516k; Q4_K
 // 8*63*32*15*127 ~ 31M; Q6_K 16*128*16*32*127 ~ 133M; all fit in int32.)
 
+int32_t block_dot_q8_0(const BlockQ8_0& w, const BlockQ8_0& x) {
+  int32_t s = 0;
+  for (int i = 0; i < kQK; ++i) s += int32_t(w.qs[i]) * x.qs[i];
+  return s;
+}
+
+int32_t block_dot_q4_0(const BlockQ4_0& w, const BlockQ8_0& x) {
+  int32_t s = 0;
+  for (int i = 0; i < kQK / 2; ++i) {
+    s += ((w.qs[i] & 0xF) - 8) * int32_t(x.qs[i]);
+    s += ((w.qs[i] >> 4) - 8) * int32_t(x.qs[i + kQK / 2]);
+  }
+  return s;
+}
+
+int32_t block_dot_q5_0(const BlockQ5_0& w, const BlockQ8_0& x) {
+  uint32_t qh;
+  std::memcpy(&qh, w.qh, 4);
+  int32_t s = 0;
+  for (int i = 0; i < kQK / 2; ++i) {
+    const int lo = ((w.qs[i] & 0xF) | int((qh >> i) & 1) << 4) - 16;
+    const int hi = ((w.qs[i] >> 4) | int((qh >> (i + kQK / 2)) & 1) << 4) - 16;
+    s += lo * int32_t(x.qs[i]) + hi * int32_t(x.qs[i + kQK / 2]);
+  }
+  return s;
+}
+
+void block_dot_q4_k(const BlockQ4_K& w, const BlockQ8_K& x, int32_t& scaled, int32_t& mins) {
+  scaled = 0;
+  mins = 0;
+  for (int j = 0; j < 8; ++j) {
+    int sc, m;
+    unpack_q4_k_scale(w.scales, j, sc, m);
+    const uint8_t* qs = w.qs + 32 * (j / 2);
+    const int8_t* xs = x.qs + 32 * j;
+    const int shift = 4 * (j % 2);
+    int32_t s = 0;
+    for (int l = 0; l < 32; ++l) s += int32_t((qs[l] >> shift) & 0xF) * xs[l];
+    scaled += sc * s;
+    mins += m * (int32_t(x.bsums[2 * j]) + x.bsums[2 * j + 1]);
+  }
+}
+
+// Walks Q6_K's storage order: per 128 elements, byte l of ql/qh feeds the
+// elements l, l+32, l+64 and l+96 (see q6_k_code), whose 16-element
+// sub-blocks are 2k + l/16 for k = 0..3.
+int32_t block_dot_q6_k(const BlockQ6_K& w, const BlockQ8_K& x) {
+  int32_t scaled = 0;
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* ql = w.ql + 64 * h;
+    const uint8_t* qh = w.qh + 32 * h;
+    const int8_t* xs = x.qs + 128 * h;
+    for (int j = 0; j < 2; ++j) {  // l in 16j..16j+15: sub-blocks j, 2+j, 4+j, 6+j
+      int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (int l = 16 * j; l < 16 * j + 16; ++l) {
+        s0 += (((ql[l] & 0xF) | ((qh[l] & 3) << 4)) - 32) * int32_t(xs[l]);
+        s1 += (((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32) * int32_t(xs[l + 32]);
+        s2 += (((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32) * int32_t(xs[l + 64]);
+        s3 += (((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32) * int32_t(xs[l + 96]);
+      }
+      const int8_t* sc = w.scales + 8 * h + j;
+      scaled += sc[0] * s0 + sc[2] * s1 + sc[4] * s2 + sc[6] * s3;
+    }
+  }
+  return scaled;
+}
+
 float vec_dot_q8_0_q8_0(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb) {
   float sum = 0;
-  for (size_t b = 0; b < nb; ++b) {
-    int32_t s = 0;
-    for (int i = 0; i < kQK; ++i) s += int32_t(w[b].qs[i]) * x[b].qs[i];
-    sum += f16_to_f32(w[b].d) * f16_to_f32(x[b].d) * float(s);
-  }
+  for (size_t b = 0; b < nb; ++b) sum += f16_to_f32(w[b].d) * f16_to_f32(x[b].d) * float(block_dot_q8_0(w[b], x[b]));
   return sum;
 }
 
 float vec_dot_q4_0_q8_0(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) {
   float sum = 0;
-  for (size_t b = 0; b < nb; ++b) {
-    int32_t s = 0;
-    for (int i = 0; i < kQK / 2; ++i) {
-      s += ((w[b].qs[i] & 0xF) - 8) * int32_t(x[b].qs[i]);
-      s += ((w[b].qs[i] >> 4) - 8) * int32_t(x[b].qs[i + kQK / 2]);
-    }
-    sum += f16_to_f32(w[b].d) * f16_to_f32(x[b].d) * float(s);
-  }
+  for (size_t b = 0; b < nb; ++b) sum += f16_to_f32(w[b].d) * f16_to_f32(x[b].d) * float(block_dot_q4_0(w[b], x[b]));
   return sum;
 }
 
 float vec_dot_q5_0_q8_0(const BlockQ5_0* w, const BlockQ8_0* x, size_t nb) {
   float sum = 0;
-  for (size_t b = 0; b < nb; ++b) {
-    uint32_t qh;
-    std::memcpy(&qh, w[b].qh, 4);
-    int32_t s = 0;
-    for (int i = 0; i < kQK / 2; ++i) {
-      const int lo = ((w[b].qs[i] & 0xF) | int((qh >> i) & 1) << 4) - 16;
-      const int hi = ((w[b].qs[i] >> 4) | int((qh >> (i + kQK / 2)) & 1) << 4) - 16;
-      s += lo * int32_t(x[b].qs[i]) + hi * int32_t(x[b].qs[i + kQK / 2]);
-    }
-    sum += f16_to_f32(w[b].d) * f16_to_f32(x[b].d) * float(s);
-  }
+  for (size_t b = 0; b < nb; ++b) sum += f16_to_f32(w[b].d) * f16_to_f32(x[b].d) * float(block_dot_q5_0(w[b], x[b]));
   return sum;
 }
 
@@ -101,48 +138,16 @@ float vec_dot_q5_0_q8_0(const BlockQ5_0* w, const BlockQ8_0* x, size_t nb) {
 float vec_dot_q4_k_q8_k(const BlockQ4_K* w, const BlockQ8_K* x, size_t nb) {
   float sum = 0;
   for (size_t b = 0; b < nb; ++b) {
-    int32_t scaled = 0, mins = 0;
-    for (int j = 0; j < 8; ++j) {
-      int sc, m;
-      unpack_q4_k_scale(w[b].scales, j, sc, m);
-      const uint8_t* qs = w[b].qs + 32 * (j / 2);
-      const int8_t* xs = x[b].qs + 32 * j;
-      const int shift = 4 * (j % 2);
-      int32_t s = 0;
-      for (int l = 0; l < 32; ++l) s += int32_t((qs[l] >> shift) & 0xF) * xs[l];
-      scaled += sc * s;
-      mins += m * (int32_t(x[b].bsums[2 * j]) + x[b].bsums[2 * j + 1]);
-    }
+    int32_t scaled, mins;
+    block_dot_q4_k(w[b], x[b], scaled, mins);
     sum += x[b].d * (f16_to_f32(w[b].d) * float(scaled) - f16_to_f32(w[b].dmin) * float(mins));
   }
   return sum;
 }
 
-// Walks Q6_K's storage order: per 128 elements, byte l of ql/qh feeds the
-// elements l, l+32, l+64 and l+96 (see q6_k_code), whose 16-element
-// sub-blocks are 2k + l/16 for k = 0..3.
 float vec_dot_q6_k_q8_k(const BlockQ6_K* w, const BlockQ8_K* x, size_t nb) {
   float sum = 0;
-  for (size_t b = 0; b < nb; ++b) {
-    int32_t scaled = 0;
-    for (int h = 0; h < 2; ++h) {
-      const uint8_t* ql = w[b].ql + 64 * h;
-      const uint8_t* qh = w[b].qh + 32 * h;
-      const int8_t* xs = x[b].qs + 128 * h;
-      for (int j = 0; j < 2; ++j) {  // l in 16j..16j+15: sub-blocks j, 2+j, 4+j, 6+j
-        int32_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        for (int l = 16 * j; l < 16 * j + 16; ++l) {
-          s0 += (((ql[l] & 0xF) | ((qh[l] & 3) << 4)) - 32) * int32_t(xs[l]);
-          s1 += (((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32) * int32_t(xs[l + 32]);
-          s2 += (((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32) * int32_t(xs[l + 64]);
-          s3 += (((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32) * int32_t(xs[l + 96]);
-        }
-        const int8_t* sc = w[b].scales + 8 * h + j;
-        scaled += sc[0] * s0 + sc[2] * s1 + sc[4] * s2 + sc[6] * s3;
-      }
-    }
-    sum += x[b].d * f16_to_f32(w[b].d) * float(scaled);
-  }
+  for (size_t b = 0; b < nb; ++b) sum += x[b].d * f16_to_f32(w[b].d) * float(block_dot_q6_k(w[b], x[b]));
   return sum;
 }
 

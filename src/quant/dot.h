@@ -1,12 +1,14 @@
 // Dot products of a quantized weight row with an activation row quantized to
 // 8 bits, in integer arithmetic per block as the formats are designed for:
 // Q4_0, Q5_0 and Q8_0 weights take Q8_0 activations, Q4_K and Q6_K take Q8_K.
-// These are the scalar kernels: the reference the SIMD versions are tested
+// vec_dot runs the SIMD kernels of quant/dot_simd.h; the named kernels below
+// are the scalar ones: the reference the SIMD versions are tested
 // against, and the fallback where no SIMD version exists. Each sums its
 // blocks in order, so a result depends only on the two rows.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "gguf/types.h"
 #include "quant/blocks.h"
@@ -38,5 +40,13 @@ float vec_dot_q4_0_q8_0(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb);
 float vec_dot_q5_0_q8_0(const BlockQ5_0* w, const BlockQ8_0* x, size_t nb);
 float vec_dot_q4_k_q8_k(const BlockQ4_K* w, const BlockQ8_K* x, size_t nb);
 float vec_dot_q6_k_q8_k(const BlockQ6_K* w, const BlockQ8_K* x, size_t nb);
+
+// Their exact integer part for one block: the sum the SIMD kernels compute.
+// Q4_K gives two, the scale-weighted sum and the min-weighted bsums.
+int32_t block_dot_q8_0(const BlockQ8_0& w, const BlockQ8_0& x);
+int32_t block_dot_q4_0(const BlockQ4_0& w, const BlockQ8_0& x);
+int32_t block_dot_q5_0(const BlockQ5_0& w, const BlockQ8_0& x);
+void block_dot_q4_k(const BlockQ4_K& w, const BlockQ8_K& x, int32_t& scaled, int32_t& mins);
+int32_t block_dot_q6_k(const BlockQ6_K& w, const BlockQ8_K& x);
 
 }  // namespace pagoda

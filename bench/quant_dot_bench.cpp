@@ -1,0 +1,212 @@
+// Quantized dot product benchmark: the scalar reference kernels against the
+// SIMD ones (GB/s of weight bytes, one thread, weights in L2), activation
+// quantization (scalar and SIMD), and matmul on a 5632 x 2048 Q4_K matrix (a TinyLlama FFN
+// matrix) at 1, 16 and 512 tokens on 2 threads, next to a 2-thread memory
+// read of the same kind of buffer. The decode (1-token) case cycles through
+// copies of the matrix totalling more than the last-level cache, so it reads
+// from DRAM as a model's forward pass does.
+//
+// Counters: GB/s = weight bytes read per second; GFLOP/s = 2 * rows * cols *
+// tokens per second.
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "model/ops.h"
+#include "quant/dot.h"
+#include "quant/dot_simd.h"
+#include "quant/quantize_simd.h"
+#include "quant/rows.h"
+#include "util/half.h"
+#include "util/thread_pool.h"
+
+namespace pagoda {
+namespace {
+
+// Random block bytes with sane F16 scales: the kernels' speed does not
+// depend on the values, and quantizing hundreds of MB would take minutes.
+std::vector<uint8_t> random_weights(TensorType t, size_t rows, size_t cols) {
+  std::vector<uint8_t> w(rows * row_bytes(t, cols));
+  std::mt19937_64 rng{1};
+  for (size_t i = 0; i + 8 <= w.size(); i += 8) {
+    const uint64_t v = rng();
+    std::memcpy(w.data() + i, &v, 8);
+  }
+  const size_t bb = row_bytes(t, block_elems(t));
+  const uint16_t h = f32_to_f16(0.01f);
+  for (size_t b = 0; b < w.size() / bb; ++b) {
+    uint8_t* blk = w.data() + b * bb;
+    if (t == TensorType::Q6_K) {
+      std::memcpy(blk + offsetof(BlockQ6_K, d), &h, 2);
+    } else {
+      std::memcpy(blk, &h, 2);
+      if (t == TensorType::Q4_K) std::memcpy(blk + 2, &h, 2);
+    }
+  }
+  return w;
+}
+
+std::vector<float> random_floats(size_t n) {
+  std::mt19937 rng{2};
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = g(rng);
+  return v;
+}
+
+constexpr size_t kCols = 2048;
+constexpr size_t kL2Rows = 64;  // 64 rows of 2048: 73 KB of Q4_K
+
+// One thread, kL2Rows weight rows (cached) against n_x activation rows in
+// tiles of n_w weight rows; scalar: the reference kernels, one row pair at a time.
+void BM_VecDot(benchmark::State& state, TensorType t, bool simd, int n_w, int n_x) {
+  const auto w = random_weights(t, kL2Rows, kCols);
+  const TensorType xt = activation_type(t);
+  const size_t xb = row_bytes(xt, kCols), wb = row_bytes(t, kCols);
+  std::vector<uint8_t> xq(size_t(n_x) * xb);
+  const auto x = random_floats(kCols);
+  for (int k = 0; k < n_x; ++k) quantize_row(xt, x.data(), xq.data() + k * xb, kCols);
+  float out[kDotRowsMax * kDotRowsMax];
+  for (auto _ : state) {
+    for (size_t r = 0; r < kL2Rows; r += size_t(n_w)) {
+      const uint8_t* wr = w.data() + r * wb;
+      if (simd) {
+        vec_dot_tile(t, wr, wb, n_w, xq.data(), xb, n_x, kCols, out, size_t(n_w));
+      } else {
+        switch (t) {
+          case TensorType::Q4_0:
+            out[0] = vec_dot_q4_0_q8_0(reinterpret_cast<const BlockQ4_0*>(wr), reinterpret_cast<const BlockQ8_0*>(xq.data()), kCols / kQK);
+            break;
+          case TensorType::Q5_0:
+            out[0] = vec_dot_q5_0_q8_0(reinterpret_cast<const BlockQ5_0*>(wr), reinterpret_cast<const BlockQ8_0*>(xq.data()), kCols / kQK);
+            break;
+          case TensorType::Q8_0:
+            out[0] = vec_dot_q8_0_q8_0(reinterpret_cast<const BlockQ8_0*>(wr), reinterpret_cast<const BlockQ8_0*>(xq.data()), kCols / kQK);
+            break;
+          case TensorType::Q4_K:
+            out[0] = vec_dot_q4_k_q8_k(reinterpret_cast<const BlockQ4_K*>(wr), reinterpret_cast<const BlockQ8_K*>(xq.data()), kCols / kQKK);
+            break;
+          default:
+            out[0] = vec_dot_q6_k_q8_k(reinterpret_cast<const BlockQ6_K*>(wr), reinterpret_cast<const BlockQ8_K*>(xq.data()), kCols / kQKK);
+        }
+      }
+      benchmark::DoNotOptimize(out[0]);
+    }
+  }
+  const double iters = double(state.iterations());
+  state.counters["GB/s"] = benchmark::Counter(iters * kL2Rows * wb / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GMAC/s"] = benchmark::Counter(iters * kL2Rows * kCols * n_x / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(simd ? dot_simd_target() : "scalar");
+}
+
+void BM_QuantizeActivations(benchmark::State& state, TensorType xt, bool simd) {
+  const auto x = random_floats(kCols);
+  std::vector<uint8_t> out(row_bytes(xt, kCols));
+  for (auto _ : state) {
+    if (simd) {
+      quantize_activations(xt, x.data(), out.data(), kCols);
+    } else {
+      quantize_row(xt, x.data(), out.data(), kCols);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["Gelem/s"] = benchmark::Counter(double(state.iterations()) * kCols / 1e9, benchmark::Counter::kIsRate);
+}
+
+// matmul of a 5632 x 2048 matrix of type t on 2 threads. Copies of it fill
+// more than the last-level cache (480 MB on the reference machine) and each
+// call takes the next, so weights come from DRAM; with many tokens the
+// reads are amortized and the kernels' arithmetic dominates.
+constexpr size_t kRows = 5632;
+constexpr size_t kCopiesBytes = size_t(640) << 20;
+
+struct MatmulFixture {
+  TensorType t;
+  std::vector<uint8_t> weights;
+  size_t matrix_bytes, copies;
+  explicit MatmulFixture(TensorType type) : t(type) {
+    matrix_bytes = kRows * row_bytes(t, kCols);
+    copies = kCopiesBytes / matrix_bytes;
+    weights = random_weights(t, kRows * copies, kCols);
+  }
+  Matrix matrix(size_t copy) const {
+    Matrix m;
+    m.type = t;
+    m.rows = int(kRows);
+    m.cols = int(kCols);
+    m.row_bytes = row_bytes(t, kCols);
+    m.data = weights.data() + (copy % copies) * matrix_bytes;
+    return m;
+  }
+};
+
+void BM_Matmul(benchmark::State& state, TensorType t) {
+  static MatmulFixture q4k(TensorType::Q4_K), q6k(TensorType::Q6_K);
+  const MatmulFixture& f = t == TensorType::Q4_K ? q4k : q6k;
+  const int n_tokens = int(state.range(0));
+  ThreadPool pool(2);
+  const auto x = random_floats(size_t(n_tokens) * kCols);
+  std::vector<float> y(size_t(n_tokens) * kRows);
+  size_t copy = 0;
+  for (auto _ : state) {
+    matmul(f.matrix(copy++), x.data(), n_tokens, y.data(), pool);
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double iters = double(state.iterations());
+  state.counters["GB/s"] = benchmark::Counter(iters * f.matrix_bytes / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(iters * 2.0 * kRows * kCols * n_tokens / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(dot_simd_target());
+}
+
+// Reads 640 MB on 2 threads (64-bit loads summed in 8 independent chains,
+// which the compiler vectorizes): the DRAM bandwidth decode competes for.
+void BM_MemoryRead(benchmark::State& state) {
+  static std::vector<uint64_t> buf(kCopiesBytes / 8, 1);
+  ThreadPool pool(2);
+  for (auto _ : state) {
+    uint64_t total[2] = {};
+    pool.parallel_for(2, [&](size_t begin, size_t end) {
+      for (size_t p = begin; p < end; ++p) {
+        const size_t n = buf.size() / 2;
+        const uint64_t* a = buf.data() + p * n;
+        uint64_t s[8] = {};
+        for (size_t i = 0; i < n; i += 8)
+          for (int j = 0; j < 8; ++j) s[j] += a[i + j];
+        for (int j = 0; j < 8; ++j) total[p] += s[j];
+      }
+    });
+    benchmark::DoNotOptimize(total);
+  }
+  state.counters["GB/s"] = benchmark::Counter(double(state.iterations()) * kCopiesBytes / 1e9, benchmark::Counter::kIsRate);
+}
+
+BENCHMARK_CAPTURE(BM_VecDot, q4_0_scalar, TensorType::Q4_0, false, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q4_0_simd, TensorType::Q4_0, true, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q4_0_simd_4x1, TensorType::Q4_0, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q5_0_scalar, TensorType::Q5_0, false, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q5_0_simd, TensorType::Q5_0, true, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q5_0_simd_4x1, TensorType::Q5_0, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q8_0_scalar, TensorType::Q8_0, false, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q8_0_simd, TensorType::Q8_0, true, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q8_0_simd_4x1, TensorType::Q8_0, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q4_k_scalar, TensorType::Q4_K, false, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q4_k_simd, TensorType::Q4_K, true, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q4_k_simd_4x1, TensorType::Q4_K, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q4_k_simd_4x4, TensorType::Q4_K, true, 4, 4);
+BENCHMARK_CAPTURE(BM_VecDot, q6_k_scalar, TensorType::Q6_K, false, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd, TensorType::Q6_K, true, 1, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd_4x1, TensorType::Q6_K, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd_4x4, TensorType::Q6_K, true, 4, 4);
+BENCHMARK_CAPTURE(BM_QuantizeActivations, q8_0_scalar, TensorType::Q8_0, false);
+BENCHMARK_CAPTURE(BM_QuantizeActivations, q8_k_scalar, TensorType::Q8_K, false);
+BENCHMARK_CAPTURE(BM_QuantizeActivations, q8_k_simd, TensorType::Q8_K, true);
+BENCHMARK_CAPTURE(BM_Matmul, q4_k, TensorType::Q4_K)->Arg(1)->Arg(16)->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Matmul, q6_k, TensorType::Q6_K)->Arg(1)->Arg(16)->Arg(512)->UseRealTime();
+BENCHMARK(BM_MemoryRead)->UseRealTime();
+
+}  // namespace
+}  // namespace pagoda
+
+BENCHMARK_MAIN();

@@ -1,0 +1,697 @@
+// SIMD kernels behind vec_dot_tile (quant/dot_simd.h). Highway compiles the
+// part between HWY_BEFORE_NAMESPACE and HWY_AFTER_NAMESPACE once per target
+// (AVX2, AVX-512, AVX-512 VNNI, scalar fallback); the rest picks the target
+// at run time and splits a tile into weight rows and chunks of blocks.
+//
+// A kernel has two halves. The integer half computes every block's exact
+// int32 sums for one weight row against 1-4 activation rows (exact in any
+// order): codes decoded once per block, multiplied with vpmaddubsw on x86
+// (unsigned codes times signed activations, two products per 16-bit lane;
+// every format's pair sums stay below 2^15) and vpmaddwd / vpdpwssd (16-bit
+// sub-block scales applied while widening to 32 bits); the 16 or so partial
+// vectors of a few blocks are then reduced together by a transposing fold.
+// The float half applies the block scales with the scalar kernels' exact
+// expressions, block by block in order, one activation row per lane. So each
+// result is bit-identical to the scalar kernel of dot.cpp on every target.
+#include "quant/dot_simd.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "quant/blocks.h"
+#include "quant/dot.h"
+#include "util/half.h"
+
+#ifndef PAGODA_QUANT_DOT_SIMD_TABLES
+#define PAGODA_QUANT_DOT_SIMD_TABLES
+namespace pagoda::dot_tables {
+
+// Byte-shuffle indices that spread 16-bit sub-block scales (8 of them, in a
+// 128-bit block) over the 16-bit lanes of pair products: entry q is the byte
+// of the scale for stream byte q, where stream byte q belongs to the pair
+// product of elements q & ~1 and q | 1 of the super-block.
+constexpr std::array<uint8_t, kQKK> make_scale_index(int sub_block, int period) {
+  std::array<uint8_t, kQKK> t{};
+  for (int q = 0; q < kQKK; ++q) t[q] = uint8_t(2 * ((q % period) / sub_block) + (q & 1));
+  return t;
+}
+// Q4_K: 8 sub-blocks of 32. Q6_K: 16 sub-blocks of 16, 8 per 128 elements.
+alignas(64) inline constexpr auto kQ4KScaleIndex = make_scale_index(32, kQKK);
+alignas(64) inline constexpr auto kQ6KScaleIndex = make_scale_index(16, kQKK / 2);
+// Q4_K mins against the 16 bsums: bsum g pairs with min g / 2.
+alignas(64) inline constexpr auto kQ4KMinIndex = make_scale_index(4, kQKK);
+
+// A chunk of blocks' integer sums (per activation row) and weight scales as
+// floats, between the integer and the float half of a kernel.
+inline constexpr size_t kChunkBlocks = 64;
+inline constexpr size_t kPad = 16;  // room for whole vectors past the last block
+// A block's sums are stored at sums[b * slots + i], with `slots` the number
+// of its sums (n_x, or 2 n_x for Q4_K: scaled then mins) rounded up to a power
+// of two, so the SIMD code can reduce several blocks' vectors together.
+constexpr size_t sum_slots(int sums) { return sums <= 1 ? 1 : sums <= 2 ? 2 : sums <= 4 ? 4 : 8; }
+struct ChunkSums {
+  int32_t sums[kChunkBlocks * sum_slots(2 * kDotRowsMax) + kPad];
+  alignas(64) float w_d[kChunkBlocks + kPad];
+  alignas(64) float w_dmin[kChunkBlocks + kPad];  // Q4_K
+};
+
+}  // namespace pagoda::dot_tables
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "quant/dot_simd.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace pagoda {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using dot_tables::ChunkSums;
+using dot_tables::kChunkBlocks;
+using dot_tables::kPad;
+
+// An F16 scale as a float (one vcvtph2ps where the CPU has F16C).
+HWY_INLINE float HalfToFloat(const uint8_t* p) {
+  const hn::CappedTag<float, 1> df;
+  const hn::Rebind<uint16_t, decltype(df)> du;
+  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  return hn::GetLane(hn::PromoteTo(df, hn::BitCast(dh, hn::Set(du, bits))));
+}
+
+// out[i] = the F16 scale at base + i * stride (bytes), as a float, i < n.
+HWY_INLINE void HalfScales(const uint8_t* base, size_t stride, size_t n, float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = HalfToFloat(base + i * stride);
+}
+
+#if HWY_TARGET == HWY_SCALAR
+// Single-lane vectors: the scalar kernels' per-block sums, block by block.
+template <class Block, class XBlock, class Fn>
+void ScalarSums(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, ChunkSums* out, Fn fn) {
+  const size_t slots = dot_tables::sum_slots(std::is_same_v<Block, BlockQ4_K> ? 2 * n_x : n_x);
+  for (int k = 0; k < n_x; ++k)
+    for (size_t b = 0; b < nb; ++b)
+      fn(static_cast<const Block*>(w)[b], reinterpret_cast<const XBlock*>(x + size_t(k) * x_stride)[b], b * slots + k,
+         b * slots + n_x + k);
+  const uint8_t* wb = static_cast<const uint8_t*>(w);
+  if constexpr (std::is_same_v<Block, BlockQ6_K>) {
+    HalfScales(wb + offsetof(BlockQ6_K, d), sizeof(Block), nb, out->w_d);
+  } else {
+    HalfScales(wb, sizeof(Block), nb, out->w_d);  // d first in the other formats
+  }
+  if constexpr (std::is_same_v<Block, BlockQ4_K>) HalfScales(wb + offsetof(BlockQ4_K, dmin), sizeof(Block), nb, out->w_dmin);
+}
+#define PAGODA_DOT_SCALAR(Name, Block, XBlock, block_dot)                                              \
+  void Name(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, ChunkSums* out) {   \
+    ScalarSums<Block, XBlock>(w, x, x_stride, n_x, nb, out,                                            \
+                              [&](const Block& wb, const XBlock& xb, size_t i, size_t) { out->sums[i] = block_dot(wb, xb); }); \
+  }
+PAGODA_DOT_SCALAR(IntSumsQ4_0, BlockQ4_0, BlockQ8_0, block_dot_q4_0)
+PAGODA_DOT_SCALAR(IntSumsQ5_0, BlockQ5_0, BlockQ8_0, block_dot_q5_0)
+PAGODA_DOT_SCALAR(IntSumsQ8_0, BlockQ8_0, BlockQ8_0, block_dot_q8_0)
+PAGODA_DOT_SCALAR(IntSumsQ6K, BlockQ6_K, BlockQ8_K, block_dot_q6_k)
+#undef PAGODA_DOT_SCALAR
+void IntSumsQ4K(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, ChunkSums* out) {
+  ScalarSums<BlockQ4_K, BlockQ8_K>(w, x, x_stride, n_x, nb, out, [&](const BlockQ4_K& wb, const BlockQ8_K& xb, size_t i, size_t j) {
+    block_dot_q4_k(wb, xb, out->sums[i], out->sums[j]);
+  });
+}
+#else
+
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#define PAGODA_DOT_X86 1
+#define PAGODA_DOT_WIDE 1  // 64-byte vectors
+#elif HWY_TARGET == HWY_AVX2
+#define PAGODA_DOT_X86 1
+#define PAGODA_DOT_WIDE 0
+#else
+#define PAGODA_DOT_X86 0
+#define PAGODA_DOT_WIDE 0
+#endif
+
+// Vectors of at most kBytes: 64 on AVX-512, 32 elsewhere (the generic code
+// paths assume a vector never spans more than one 32-element group).
+constexpr size_t kBytes = PAGODA_DOT_WIDE ? 64 : 32;
+using DU8 = hn::CappedTag<uint8_t, kBytes>;
+using DI8 = hn::CappedTag<int8_t, kBytes>;
+using DI16 = hn::CappedTag<int16_t, kBytes / 2>;
+using DI32 = hn::CappedTag<int32_t, kBytes / 4>;
+
+// ---------------------------------------------------------------- primitives
+
+// Sum of adjacent pairs of products a[i] * b[i] (a unsigned, b signed) as
+// 16-bit lanes. The callers keep every pair sum within int16.
+#if PAGODA_DOT_X86
+#if PAGODA_DOT_WIDE
+HWY_INLINE hn::Vec512<int16_t> MulPairs(hn::Vec512<uint8_t> a, hn::Vec512<int8_t> b) {
+  return hn::Vec512<int16_t>{_mm512_maddubs_epi16(a.raw, b.raw)};
+}
+#endif
+HWY_INLINE hn::Vec256<int16_t> MulPairs(hn::Vec256<uint8_t> a, hn::Vec256<int8_t> b) {
+  return hn::Vec256<int16_t>{_mm256_maddubs_epi16(a.raw, b.raw)};
+}
+#else
+template <class VU8, class VI8>
+HWY_INLINE auto MulPairs(VU8 a, VI8 b) {
+  const hn::DFromV<VI8> d8;
+  const hn::RepartitionToWide<decltype(d8)> d16;
+  const hn::RebindToUnsigned<decltype(d16)> du16;
+  const auto a_even = hn::BitCast(d16, hn::And(hn::BitCast(du16, a), hn::Set(du16, 0xFF)));
+  const auto a_odd = hn::BitCast(d16, hn::ShiftRight<8>(hn::BitCast(du16, a)));
+  const auto b_even = hn::ShiftRight<8>(hn::ShiftLeft<8>(hn::BitCast(d16, b)));  // sign-extends
+  const auto b_odd = hn::ShiftRight<8>(hn::BitCast(d16, b));
+  return hn::Add(hn::Mul(a_even, b_even), hn::Mul(a_odd, b_odd));
+}
+#endif
+
+// acc += pairwise a[i] * b[i] widened to 32 bits (the pair order within
+// the 32-bit lanes is unspecified off x86; only the lanes' total matters).
+template <class D32, class V16>
+HWY_INLINE hn::Vec<D32> MulAddWide(D32 d32, V16 a, V16 b, hn::Vec<D32> acc, hn::Vec<D32>& acc2) {
+#if HWY_TARGET == HWY_AVX3_DL
+  // vpdpwssd: the multiply-add in one instruction. Highway 1.0.3 compiles
+  // AVX3_DL without the avx512vnni attribute (so no intrinsic), but the
+  // target requires the CPU to have it.
+  asm("vpdpwssd %2, %1, %0" : "+v"(acc.raw) : "v"(a.raw), "v"(b.raw));
+  return acc;
+#endif
+  return hn::ReorderWidenMulAccumulate(d32, a, b, acc, acc2);
+}
+
+template <class D32>
+HWY_INLINE int32_t ReduceSum(D32 d32, hn::Vec<D32> v) {
+  return hn::GetLane(hn::SumOfLanes(d32, v));
+}
+
+// out[i] = the sum of the lanes of v[i] for i < M (a power of two): pairs
+// of vectors are folded into one (each keeping half its lanes' sums), then
+// the survivor folds onto itself; far fewer shuffles than M reductions.
+// Writes max(M, lanes) values (the ones past M are junk).
+template <size_t M, class D32>
+HWY_INLINE void SumEach(D32 d32, hn::Vec<D32>* v, int32_t* out) {
+  const size_t N = hn::Lanes(d32);
+  if (M == 1 || M > N) {
+    for (size_t i = 0; i < M; ++i) out[i] = ReduceSum(d32, v[i]);
+    return;
+  }
+  for (size_t m = M; m > 1; m /= 2)
+    for (size_t i = 0; i < m / 2; ++i)
+      v[i] = hn::Add(hn::ConcatEven(d32, v[2 * i + 1], v[2 * i]), hn::ConcatOdd(d32, v[2 * i + 1], v[2 * i]));
+  auto r = v[0];
+  for (size_t group = N / M; group > 1; group /= 2) r = hn::Add(hn::ConcatEven(d32, r, r), hn::ConcatOdd(d32, r, r));
+  hn::StoreU(r, d32, out);
+}
+
+// Runs body(b, slots) for every block b < nb, which sets the block's kSlots
+// vectors of 32-bit partial sums, and writes every block's kSlots sums to
+// out in block order, reducing a group of blocks at a time (as many as one
+// vector has lanes for). The blocks of a group are unrolled so their slot
+// vectors stay in registers. Zeroes kPad ints after the last block's sums
+// (the float half reads whole vectors there).
+template <size_t kSlots, class Body>
+HWY_INLINE void ForBlockGroups(size_t nb, int32_t* out, const Body& body) {
+  constexpr size_t kLanes = hn::MaxLanes(DI32());
+  constexpr size_t kGroup = kSlots >= kLanes ? 1 : kLanes / kSlots;
+  for (size_t b0 = 0; b0 < nb; b0 += kGroup) {
+    hn::Vec<DI32> v[kGroup * kSlots];
+#pragma GCC unroll 16
+    for (size_t g = 0; g < kGroup; ++g) {
+      if (b0 + g < nb) {
+        body(b0 + g, v + g * kSlots);
+      } else {
+        for (size_t i = 0; i < kSlots; ++i) v[g * kSlots + i] = hn::Zero(DI32());
+      }
+    }
+    SumEach<kGroup * kSlots>(DI32(), v, out + b0 * kSlots);
+  }
+  std::memset(out + nb * kSlots, 0, dot_tables::kPad * sizeof(int32_t));
+}
+
+// A vector of 32-bit sums as a full-width one (zero above): the 16 bsums'
+// products, and the 32-element blocks' sums, are half-width on AVX-512.
+template <class V>
+HWY_INLINE hn::Vec<DI32> Widen(V v) {
+  if constexpr (sizeof(V) == sizeof(hn::Vec<DI32>)) {
+    return v;
+  } else {
+    return hn::ZeroExtendVector(DI32(), v);
+  }
+}
+
+template <class V>
+HWY_INLINE V LowNibbles(V v) {
+  return hn::And(v, hn::Set(hn::DFromV<V>(), 0xF));
+}
+
+// ------------------------------------------------- 32-element block formats
+//
+// One block at a time (32 codes; two 16-byte halves off x86): codes are
+// decoded once and multiplied with every activation row. Each format's codes
+// are offset (Q4_0 c - 8, Q5_0 c - 16): the kernels multiply the unsigned
+// codes and subtract offset * (sum of the activations) in the same 16-bit
+// lanes, which stays exact.
+
+#if PAGODA_DOT_X86
+using DB8 = hn::CappedTag<uint8_t, 32>;  // one whole block per vector
+#else
+using DB8 = hn::CappedTag<uint8_t, 16>;  // half a block (or less) per vector
+#endif
+using DBI8 = hn::Repartition<int8_t, DB8>;
+using DB16 = hn::Repartition<int16_t, DB8>;
+using DB32 = hn::Repartition<int32_t, DB8>;
+
+// Codes of elements o .. o+N-1 of a Q4_0/Q5_0 block from its 16 nibble bytes.
+HWY_INLINE hn::Vec<DB8> NibbleCodes(const uint8_t* qs, size_t o) {
+  const DB8 d;
+#if PAGODA_DOT_X86
+  const hn::Half<DB8> dh;
+  const auto q = hn::LoadU(dh, qs);
+  return hn::Combine(d, hn::ShiftRight<4>(q), LowNibbles(q));
+#else
+  return o < 16 ? LowNibbles(hn::LoadU(d, qs + o)) : hn::ShiftRight<4>(hn::LoadU(d, qs + o - 16));
+#endif
+}
+
+enum class Legacy { kQ4_0, kQ5_0, kQ8_0 };
+
+template <Legacy kFormat, int K, class Block>
+void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, ChunkSums* out) {
+  const DB8 du8;
+  const DBI8 di8;
+  const DB16 d16;
+  const DB32 d32;
+  const size_t N = hn::Lanes(du8);
+  const BlockQ8_0* xs[K];
+  for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_0*>(x + size_t(k) * x_stride);
+  const auto ones = hn::Set(d16, 1);
+  constexpr size_t kSlots = dot_tables::sum_slots(K);
+  ForBlockGroups<kSlots>(nb, out->sums, [&](size_t b, hn::Vec<DI32>* slot) HWY_ATTR {
+    hn::Vec<DB32> acc[K], acc2[K];
+    for (int k = 0; k < K; ++k) acc[k] = acc2[k] = hn::Zero(d32);
+    for (size_t o = 0; o < size_t(kQK); o += N) {
+      if constexpr (kFormat == Legacy::kQ8_0) {
+        // Signed times signed: |w| times x carrying w's sign (|-128| = 128 as a byte).
+        const auto wv = hn::LoadU(di8, w[b].qs + o);
+        const auto a = hn::BitCast(du8, hn::Abs(wv));
+        const auto negative = hn::Lt(wv, hn::Zero(di8));
+        for (int k = 0; k < K; ++k) {
+          const auto xv = hn::LoadU(di8, xs[k][b].qs + o);
+          const auto p = MulPairs(a, hn::IfThenElse(negative, hn::Neg(xv), xv));
+          acc[k] = MulAddWide(d32, p, ones, acc[k], acc2[k]);
+        }
+      } else {
+        auto codes = NibbleCodes(w[b].qs, o);
+        int offset = 8;
+        if constexpr (kFormat == Legacy::kQ5_0) {
+          const auto fifth = hn::LoadMaskBits(du8, w[b].qh + o / 8);
+          codes = hn::Or(codes, hn::IfThenElseZero(fifth, hn::Set(du8, 16)));
+          offset = 16;
+        }
+        const auto offset_codes = hn::Set(du8, uint8_t(offset));
+        for (int k = 0; k < K; ++k) {
+          const auto xv = hn::LoadU(di8, xs[k][b].qs + o);
+          const auto p = hn::Sub(MulPairs(codes, xv), MulPairs(offset_codes, xv));
+          acc[k] = MulAddWide(d32, p, ones, acc[k], acc2[k]);
+        }
+      }
+    }
+    for (size_t k = 0; k < kSlots; ++k) slot[k] = k < K ? Widen(hn::Add(acc[k], acc2[k])) : hn::Zero(DI32());
+  });
+  HalfScales(reinterpret_cast<const uint8_t*>(w), sizeof(Block), nb, out->w_d);
+}
+
+// ------------------------------------------------------------------- Q4_K
+
+// The six-bit scales (lanes 0..7) and mins (lanes 8..15) of a Q4_K block,
+// stored as 16-bit lanes for LoadDup128. Scalar on purpose: the vector ports
+// are the kernels' bottleneck, the integer ones are idle.
+HWY_INLINE void UnpackQ4KScales(const uint8_t* s, int16_t* out) {
+  uint32_t w0, w1, w2;
+  std::memcpy(&w0, s, 4);
+  std::memcpy(&w1, s + 4, 4);
+  std::memcpy(&w2, s + 8, 4);
+  // See unpack_q4_k_scale: bytes 0-3 of each word are sub-blocks 0-3 / 4-7.
+  const uint32_t sc_lo = w0 & 0x3F3F3F3F, m_lo = w1 & 0x3F3F3F3F;
+  const uint32_t sc_hi = (w2 & 0x0F0F0F0F) | ((w0 >> 6) & 0x03030303) << 4;
+  const uint32_t m_hi = ((w2 >> 4) & 0x0F0F0F0F) | ((w1 >> 6) & 0x03030303) << 4;
+  // Two 8-byte stores, read back by two 8-byte loads: store forwarding works
+  // only when a load takes its bytes from a single store.
+  const uint64_t sc = sc_lo | uint64_t(sc_hi) << 32, m = m_lo | uint64_t(m_hi) << 32;
+  alignas(16) uint8_t bytes[16];
+  std::memcpy(bytes, &sc, 8);
+  std::memcpy(bytes + 8, &m, 8);
+  const hn::CappedTag<int16_t, 8> d16;
+  const hn::Rebind<uint8_t, decltype(d16)> d8;
+  for (size_t i = 0; i < 16; i += hn::Lanes(d16)) hn::Store(hn::PromoteTo(d16, hn::LoadU(d8, bytes + i)), d16, out + i);
+}
+
+// Codes (0..15) of elements e .. e+2N-1 of a Q4_K block as two vectors: per
+// 64 elements, 32 bytes whose low nibbles are the first 32 and high nibbles
+// the next 32. On AVX-512 one 64-byte load covers 128 elements; its low and
+// high nibbles are regrouped by 256-bit halves.
+HWY_INLINE void Q4KCodes(const uint8_t* qs, size_t e, hn::Vec<DU8>* codes) {
+  const DU8 d;
+#if PAGODA_DOT_WIDE
+  const auto q = hn::LoadU(d, qs + e / 2);
+  const auto lo = LowNibbles(q), hi = hn::ShiftRight<4>(q);
+  codes[0] = hn::ConcatLowerLower(d, hi, lo);
+  codes[1] = hn::ConcatUpperUpper(d, hi, lo);
+#else
+  const size_t N = hn::Lanes(d);
+  for (size_t h = 0; h < 2; ++h) {
+    const size_t o = (e + h * N) % 64;
+    const auto q = hn::LoadU(d, qs + (e + h * N) / 64 * 32 + o % 32);
+    codes[h] = o < 32 ? LowNibbles(q) : hn::ShiftRight<4>(q);
+  }
+#endif
+}
+
+// out[2 (k nb + b)] = sum_j sc_j <q, x_k>_j and out[... + 1] = sum_j m_j bsum_j
+// of block b against activation row k: the scalar kernel's `scaled`, `mins`.
+template <int K>
+void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, ChunkSums* out) {
+  const DU8 du8;
+  const DI8 di8;
+  const DI16 d16;
+  const DI32 d32;
+  const hn::CappedTag<int16_t, 16> dm16;  // the 16 bsums
+  const hn::Repartition<int32_t, decltype(dm16)> dm32;
+  const hn::Repartition<uint8_t, decltype(dm16)> dm8;
+  const size_t N = hn::Lanes(du8);
+  const BlockQ8_K* xs[K];
+  for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
+  constexpr size_t kSlots = dot_tables::sum_slots(2 * K);
+  ForBlockGroups<kSlots>(nb, out->sums, [&](size_t b, hn::Vec<DI32>* slot) HWY_ATTR {
+    alignas(16) int16_t scales[16];
+    UnpackQ4KScales(w[b].scales, scales);
+    const auto sc = hn::LoadDup128(d16, scales);
+    const auto mins = hn::LoadDup128(dm16, scales + 8);
+    // Two accumulators per row (even and odd vectors) halve the chain of
+    // dependent multiply-adds per block; acc2 takes what ReorderWiden-
+    // MulAccumulate spills on some targets.
+    hn::Vec<DI32> acc[2][K], acc2[K];
+    for (int k = 0; k < K; ++k) acc[0][k] = acc[1][k] = acc2[k] = hn::Zero(d32);
+    for (size_t e = 0; e < size_t(kQKK); e += 2 * N) {
+      hn::Vec<DU8> codes[2];
+      Q4KCodes(w[b].qs, e, codes);
+      for (size_t h = 0; h < 2; ++h) {
+        const size_t eh = e + h * N;
+        const auto scale = hn::BitCast(d16, hn::TableLookupBytes(sc, hn::LoadU(du8, dot_tables::kQ4KScaleIndex.data() + eh)));
+        for (int k = 0; k < K; ++k)
+          acc[h][k] = MulAddWide(d32, MulPairs(codes[h], hn::LoadU(di8, xs[k][b].qs + eh)), scale, acc[h][k], acc2[k]);
+      }
+    }
+    constexpr size_t kMinSteps = 16 / hn::MaxLanes(dm16) > 0 ? 16 / hn::MaxLanes(dm16) : 1;
+    hn::Vec<decltype(dm16)> m[kMinSteps];
+    const size_t G = hn::Lanes(dm16);
+    for (size_t g = 0; g < 16; g += G)
+      m[g / G] = hn::BitCast(dm16, hn::TableLookupBytes(mins, hn::LoadU(dm8, dot_tables::kQ4KMinIndex.data() + 2 * g)));
+    // Slot k: row k's scaled sum; slot K + k: its mins.
+    for (int k = 0; k < K; ++k) {
+      auto macc = hn::Zero(dm32), macc2 = hn::Zero(dm32);
+      for (size_t g = 0; g < 16; g += G) macc = MulAddWide(dm32, hn::LoadU(dm16, xs[k][b].bsums + g), m[g / G], macc, macc2);
+      slot[k] = hn::Add(hn::Add(acc[0][k], acc[1][k]), acc2[k]);
+      slot[K + k] = Widen(hn::Add(macc, macc2));
+    }
+    for (size_t i = 2 * K; i < kSlots; ++i) slot[i] = hn::Zero(d32);
+  });
+  HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, d), sizeof(BlockQ4_K), nb, out->w_d);
+  HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, dmin), sizeof(BlockQ4_K), nb, out->w_dmin);
+}
+
+// ------------------------------------------------------------------- Q6_K
+
+template <int kShift, class V>
+HWY_INLINE V TwoBits(V v) {
+  return hn::And(hn::ShiftRight<kShift>(v), hn::Set(hn::DFromV<V>(), 3));
+}
+
+// Unsigned codes (0..63) of elements e .. e+N-1 of a Q6_K block (see q6_k_code).
+HWY_INLINE hn::Vec<DU8> Q6KCodes(const BlockQ6_K& w, size_t e) {
+  const DU8 d;
+  const size_t h = e / 128;
+#if PAGODA_DOT_WIDE
+  // 64 elements: 32-element groups k = 2m and 2m+1 share ql's nibble half.
+  const size_t m = (e / 64) % 2;
+  const hn::Half<DU8> dh;
+  const auto ql = hn::LoadU(d, w.ql + 64 * h);
+  const auto qh = hn::LoadU(dh, w.qh + 32 * h);
+  const auto low = m == 0 ? LowNibbles(ql) : hn::ShiftRight<4>(ql);
+  const auto high = m == 0 ? hn::Combine(d, TwoBits<2>(qh), TwoBits<0>(qh)) : hn::Combine(d, TwoBits<6>(qh), TwoBits<4>(qh));
+  return hn::Or(low, hn::ShiftLeft<4>(high));
+#else
+  const size_t r = e % 128, k = r / 32, l = r % 32;
+  const auto ql = hn::LoadU(d, w.ql + 64 * h + l + 32 * (k & 1));
+  const auto qh = hn::LoadU(d, w.qh + 32 * h + l);
+  const auto low = k < 2 ? LowNibbles(ql) : hn::ShiftRight<4>(ql);
+  const auto high = k == 0 ? TwoBits<0>(qh) : k == 1 ? TwoBits<2>(qh) : k == 2 ? TwoBits<4>(qh) : TwoBits<6>(qh);
+  return hn::Or(low, hn::ShiftLeft<4>(high));
+#endif
+}
+
+// out[k nb + b] = sum_j sc_j <q - 32, x_k>_j, the scalar kernel's `scaled`:
+// computed as sum_j sc_j <q, x_k>_j - 32 sum_j sc_j bsum_j.
+template <int K>
+void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, ChunkSums* out) {
+  const DU8 du8;
+  const DI8 di8;
+  const DI16 d16;
+  const DI32 d32;
+  const hn::CappedTag<int16_t, 16> dm16;
+  const hn::Repartition<int32_t, decltype(dm16)> dm32;
+  const hn::Rebind<int8_t, decltype(dm16)> dm8;
+  const size_t N = hn::Lanes(du8);
+  const BlockQ8_K* xs[K];
+  for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
+  const hn::CappedTag<int16_t, 8> ds16;
+  const hn::Rebind<int8_t, decltype(ds16)> ds8;
+  constexpr size_t kSlots = dot_tables::sum_slots(K);
+  ForBlockGroups<kSlots>(nb, out->sums, [&](size_t b, hn::Vec<DI32>* slot) HWY_ATTR {
+    alignas(16) int16_t scales[16];
+    for (size_t i = 0; i < 16; i += hn::Lanes(ds16))
+      hn::Store(hn::PromoteTo(ds16, hn::LoadU(ds8, w[b].scales + i)), ds16, scales + i);
+    const hn::Vec<DI16> sc[2] = {hn::LoadDup128(d16, scales), hn::LoadDup128(d16, scales + 8)};
+    hn::Vec<DI32> acc[2][K], acc2[K];  // even and odd vectors, as in Q4KSums
+    for (int k = 0; k < K; ++k) acc[0][k] = acc[1][k] = acc2[k] = hn::Zero(d32);
+    for (size_t e = 0; e < size_t(kQKK); e += N) {
+      const size_t h = (e / N) % 2;
+      const auto codes = Q6KCodes(w[b], e);
+      const auto scale = hn::BitCast(d16, hn::TableLookupBytes(sc[e / 128], hn::LoadU(du8, dot_tables::kQ6KScaleIndex.data() + e)));
+      for (int k = 0; k < K; ++k)
+        acc[h][k] = MulAddWide(d32, MulPairs(codes, hn::LoadU(di8, xs[k][b].qs + e)), scale, acc[h][k], acc2[k]);
+    }
+    for (int k = 0; k < K; ++k) {
+      auto oacc = hn::Zero(dm32), oacc2 = hn::Zero(dm32);
+      for (size_t g = 0; g < 16; g += hn::Lanes(dm16))
+        oacc = MulAddWide(dm32, hn::LoadU(dm16, xs[k][b].bsums + g), hn::PromoteTo(dm16, hn::LoadU(dm8, w[b].scales + g)),
+                          oacc, oacc2);
+      const auto codes_x = hn::Add(hn::Add(acc[0][k], acc[1][k]), acc2[k]);
+      slot[k] = hn::Sub(codes_x, hn::ShiftLeft<5>(Widen(hn::Add(oacc, oacc2))));
+    }
+    for (size_t i = K; i < kSlots; ++i) slot[i] = hn::Zero(d32);
+  });
+  HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ6_K, d), sizeof(BlockQ6_K), nb, out->w_d);
+}
+
+#undef PAGODA_DOT_X86
+#undef PAGODA_DOT_WIDE
+#endif  // HWY_TARGET == HWY_SCALAR
+
+// ------------------------------------------------------------ float side
+//
+// acc[k] += each block's float term in block order, with the scalar kernels'
+// exact expressions (see dot.cpp): the activation rows are vector lanes, each
+// lane one independent running sum. xd[4 b + k] is row k's scale of block b.
+// The compiler may not fuse a multiply with the add or subtract after it (GCC
+// contracts by default in C++, and these targets have FMA, the baseline the
+// scalar kernels are compiled for does not), hence Opaque; the tests compare
+// with the scalar kernels bit for bit on every target.
+
+// v, hidden from the optimizer: an empty asm that might have changed it.
+template <class V>
+HWY_INLINE V Opaque(V v) {
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_EMU128
+  asm("" : "+x"(v.raw));
+#else
+  asm volatile("" : : "r"(&v) : "memory");
+#endif
+  return v;
+}
+
+enum class Terms { kLegacy, kQ4K, kQ6K };
+
+template <Terms kTerms, int K>
+void AddTerms(const ChunkSums& c, size_t nb, const float* xd, float* acc) {
+  const hn::CappedTag<float, dot_tables::sum_slots(K)> df;  // xd is zero in lanes past K
+  const hn::RebindToSigned<decltype(df)> di;
+  constexpr size_t kSlots = dot_tables::sum_slots(kTerms == Terms::kQ4K ? 2 * K : K);
+  for (size_t k0 = 0; k0 < size_t(K); k0 += hn::Lanes(df)) {
+    auto a = hn::LoadU(df, acc + k0);
+    for (size_t b = 0; b < nb; ++b) {
+      const auto x = hn::LoadU(df, xd + 4 * b + k0);
+      const auto s = hn::ConvertTo(df, hn::LoadU(di, c.sums + b * kSlots + k0));
+      const auto wd = hn::Set(df, c.w_d[b]);
+      if constexpr (kTerms == Terms::kLegacy) {  // d_w * d_x * s
+        a = hn::Add(a, Opaque(hn::Mul(hn::Mul(wd, x), s)));
+      } else if constexpr (kTerms == Terms::kQ6K) {  // d_x * d_w * s
+        a = hn::Add(a, Opaque(hn::Mul(hn::Mul(x, wd), s)));
+      } else {  // d_x * (d_w * scaled - dmin_w * mins)
+        const auto m = hn::ConvertTo(df, hn::LoadU(di, c.sums + b * kSlots + K + k0));
+        const auto diff = hn::Sub(Opaque(hn::Mul(wd, s)), Opaque(hn::Mul(hn::Set(df, c.w_dmin[b]), m)));
+        a = hn::Add(a, Opaque(hn::Mul(x, diff)));
+      }
+    }
+    hn::StoreU(a, df, acc + k0);
+  }
+}
+
+// ------------------------------------------------------------ entry points
+
+// One weight row against n_x activation rows over nb blocks (at most
+// kChunkBlocks): acc[k] += the row pair's block terms. n_x is dispatched to
+// a template parameter so the per-row accumulators live in registers.
+#define PAGODA_DOT_ENTRY(Name, Kernel, Block, kTerms)                                                    \
+  void Name(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, const float* xd,      \
+            float* acc) {                                                                                \
+    ChunkSums c;                                                                                         \
+    switch (n_x) {                                                                                       \
+      case 1: Kernel<1>(static_cast<const Block*>(w), x, x_stride, nb, &c); return AddTerms<kTerms, 1>(c, nb, xd, acc); \
+      case 2: Kernel<2>(static_cast<const Block*>(w), x, x_stride, nb, &c); return AddTerms<kTerms, 2>(c, nb, xd, acc); \
+      case 3: Kernel<3>(static_cast<const Block*>(w), x, x_stride, nb, &c); return AddTerms<kTerms, 3>(c, nb, xd, acc); \
+      default: Kernel<4>(static_cast<const Block*>(w), x, x_stride, nb, &c); return AddTerms<kTerms, 4>(c, nb, xd, acc); \
+    }                                                                                                    \
+  }
+
+#if HWY_TARGET == HWY_SCALAR
+template <int K>
+void Q4_0Sums(const BlockQ4_0* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) {
+  IntSumsQ4_0(w, x, s, K, nb, out);
+}
+template <int K>
+void Q5_0Sums(const BlockQ5_0* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) {
+  IntSumsQ5_0(w, x, s, K, nb, out);
+}
+template <int K>
+void Q8_0Sums(const BlockQ8_0* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) {
+  IntSumsQ8_0(w, x, s, K, nb, out);
+}
+template <int K>
+void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) {
+  IntSumsQ4K(w, x, s, K, nb, out);
+}
+template <int K>
+void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) {
+  IntSumsQ6K(w, x, s, K, nb, out);
+}
+#else
+template <int K>
+void Q4_0Sums(const BlockQ4_0* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) {
+  LegacySums<Legacy::kQ4_0, K>(w, x, s, nb, out);
+}
+template <int K>
+void Q5_0Sums(const BlockQ5_0* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) {
+  LegacySums<Legacy::kQ5_0, K>(w, x, s, nb, out);
+}
+template <int K>
+void Q8_0Sums(const BlockQ8_0* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) {
+  LegacySums<Legacy::kQ8_0, K>(w, x, s, nb, out);
+}
+#endif
+
+PAGODA_DOT_ENTRY(RowDotsQ4_0, Q4_0Sums, BlockQ4_0, Terms::kLegacy)
+PAGODA_DOT_ENTRY(RowDotsQ5_0, Q5_0Sums, BlockQ5_0, Terms::kLegacy)
+PAGODA_DOT_ENTRY(RowDotsQ8_0, Q8_0Sums, BlockQ8_0, Terms::kLegacy)
+PAGODA_DOT_ENTRY(RowDotsQ4K, Q4KSums, BlockQ4_K, Terms::kQ4K)
+PAGODA_DOT_ENTRY(RowDotsQ6K, Q6KSums, BlockQ6_K, Terms::kQ6K)
+#undef PAGODA_DOT_ENTRY
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace pagoda
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include "util/error.h"
+#include "util/half.h"
+
+namespace pagoda {
+
+HWY_EXPORT(RowDotsQ4_0);
+HWY_EXPORT(RowDotsQ5_0);
+HWY_EXPORT(RowDotsQ8_0);
+HWY_EXPORT(RowDotsQ4K);
+HWY_EXPORT(RowDotsQ6K);
+HWY_EXPORT(TargetName);
+
+namespace {
+
+using dot_tables::kChunkBlocks;
+
+using RowDotsFn = void (*)(const void*, const uint8_t*, size_t, int, size_t, const float*, float*);
+
+float activation_scale(const BlockQ8_0& x) { return f16_to_f32(x.d); }
+float activation_scale(const BlockQ8_K& x) { return x.d; }
+
+// Chunk by chunk of blocks: the activation rows' block scales as floats (the
+// same for every weight row), then each weight row's running sums.
+template <class Block, class XBlock>
+void dot_tile(RowDotsFn row_dots, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride, int n_x,
+              size_t nb, float* out, size_t out_stride) {
+  alignas(16) float acc[kDotRowsMax][kDotRowsMax] = {};  // [weight row][activation row]
+  alignas(16) float xd[kChunkBlocks][kDotRowsMax];
+  const uint8_t* wb = static_cast<const uint8_t*>(w);
+  const uint8_t* xb = static_cast<const uint8_t*>(x);
+  for (size_t b0 = 0; b0 < nb; b0 += kChunkBlocks) {
+    const size_t cb = std::min(kChunkBlocks, nb - b0);
+    for (int k = 0; k < n_x; ++k) {
+      const XBlock* xk = reinterpret_cast<const XBlock*>(xb + size_t(k) * x_stride) + b0;
+      for (size_t b = 0; b < cb; ++b) xd[b][k] = activation_scale(xk[b]);
+    }
+    for (int k = n_x; k < int(dot_tables::sum_slots(n_x)); ++k)  // the kernels compute these lanes too
+      for (size_t b = 0; b < cb; ++b) xd[b][k] = 0.0f;
+    for (int r = 0; r < n_w; ++r)
+      row_dots(wb + size_t(r) * w_stride + b0 * sizeof(Block), xb + b0 * sizeof(XBlock), x_stride, n_x, cb, &xd[0][0],
+               acc[r]);
+  }
+  for (int k = 0; k < n_x; ++k)
+    for (int r = 0; r < n_w; ++r) out[size_t(k) * out_stride + r] = acc[r][k];
+}
+
+}  // namespace
+
+void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride, int n_x,
+                  size_t n, float* out, size_t out_stride) {
+  if (n_w < 1 || n_w > kDotRowsMax || n_x < 1 || n_x > kDotRowsMax)
+    fail<InvalidArgument>("vec_dot_tile takes 1 to {} rows of each, not {} x {}", kDotRowsMax, n_w, n_x);
+  switch (t) {
+    case TensorType::Q4_0:
+      return dot_tile<BlockQ4_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(RowDotsQ4_0), w, w_stride, n_w, x, x_stride, n_x,
+                                            n / kQK, out, out_stride);
+    case TensorType::Q5_0:
+      return dot_tile<BlockQ5_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(RowDotsQ5_0), w, w_stride, n_w, x, x_stride, n_x,
+                                            n / kQK, out, out_stride);
+    case TensorType::Q8_0:
+      return dot_tile<BlockQ8_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(RowDotsQ8_0), w, w_stride, n_w, x, x_stride, n_x,
+                                            n / kQK, out, out_stride);
+    case TensorType::Q4_K:
+      return dot_tile<BlockQ4_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(RowDotsQ4K), w, w_stride, n_w, x, x_stride, n_x,
+                                            n / kQKK, out, out_stride);
+    case TensorType::Q6_K:
+      return dot_tile<BlockQ6_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(RowDotsQ6K), w, w_stride, n_w, x, x_stride, n_x,
+                                            n / kQKK, out, out_stride);
+    default:
+      fail<Unsupported>("no quantized dot product for {}", tensor_type_name(t));
+  }
+}
+
+const char* dot_simd_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+}  // namespace pagoda
+#endif  // HWY_ONCE

@@ -1,0 +1,32 @@
+// The fast quantized dot products: tiles of up to kDotRowsMax weight rows
+// by kDotRowsMax activation rows (each weight block is decoded once for all
+// the activation rows), with Highway SIMD kernels chosen at run
+// time for the CPU (AVX2, AVX-512, AVX-512 VNNI, portable fallback).
+//
+// Every result is bit-identical to the scalar kernel of quant/dot.h for the
+// same two rows: the SIMD code computes only the exact integer sum of each
+// block, and the float scales are applied block by block in the reference's
+// order. So results never depend on the SIMD target, batch or thread split.
+#pragma once
+
+#include <cstddef>
+
+#include "gguf/types.h"
+
+namespace pagoda {
+
+inline constexpr int kDotRowsMax = 4;
+
+// A tile of dot products: out[k * out_stride + r] = vec_dot(t, w_r, x_k, n)
+// for weight rows w_r = w + r * w_stride (r < n_w) and activation rows
+// x_k = x + k * x_stride (k < n_x), n_w and n_x in 1..kDotRowsMax. Weights
+// are stored as t (has_quantized_dot(t)), activations as activation_type(t),
+// n elements each. Q8_K rows must come from quantize_row (their bsums are
+// used, as the scalar Q4_K kernel does).
+void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride, int n_x,
+                  size_t n, float* out, size_t out_stride);
+
+// The name of the SIMD target the kernels run on (for benchmarks and logs).
+const char* dot_simd_target();
+
+}  // namespace pagoda

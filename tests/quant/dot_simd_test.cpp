@@ -1,0 +1,173 @@
+// The SIMD dot kernels (quant/dot_simd.h) against the scalar ones of
+// quant/dot.h, bit for bit, on every SIMD target this CPU runs: random block
+// bytes (every code, scale and min a format can hold), quantized Gaussian
+// rows, extreme blocks, every length of 1..9 blocks and the model's widths,
+// and 1..4 activation rows at once.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include <hwy/targets.h>
+
+#include "quant/dot.h"
+#include "quant/dot_simd.h"
+#include "quant/rows.h"
+#include "util/half.h"
+
+namespace pagoda {
+namespace {
+
+const TensorType kTypes[] = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_K,
+                             TensorType::Q6_K};
+
+float scalar_dot(TensorType t, const void* w, const void* x, size_t n) {
+  switch (t) {
+    case TensorType::Q8_0:
+      return vec_dot_q8_0_q8_0(static_cast<const BlockQ8_0*>(w), static_cast<const BlockQ8_0*>(x), n / kQK);
+    case TensorType::Q4_0:
+      return vec_dot_q4_0_q8_0(static_cast<const BlockQ4_0*>(w), static_cast<const BlockQ8_0*>(x), n / kQK);
+    case TensorType::Q5_0:
+      return vec_dot_q5_0_q8_0(static_cast<const BlockQ5_0*>(w), static_cast<const BlockQ8_0*>(x), n / kQK);
+    case TensorType::Q4_K:
+      return vec_dot_q4_k_q8_k(static_cast<const BlockQ4_K*>(w), static_cast<const BlockQ8_K*>(x), n / kQKK);
+    default:
+      return vec_dot_q6_k_q8_k(static_cast<const BlockQ6_K*>(w), static_cast<const BlockQ8_K*>(x), n / kQKK);
+  }
+}
+
+// Random bytes with the F16 scales replaced by sane values.
+std::vector<uint8_t> random_weights(TensorType t, size_t n, std::mt19937& rng) {
+  std::vector<uint8_t> wq(row_bytes(t, n));
+  for (auto& b : wq) b = uint8_t(rng());
+  const size_t nb = n / block_elems(t), bb = row_bytes(t, block_elems(t));
+  for (size_t b = 0; b < nb; ++b) {
+    uint8_t* blk = wq.data() + b * bb;
+    const auto scale = [&] { return f32_to_f16(std::ldexp(float(rng() % 1000 + 1) / 1000.0f, -int(rng() % 8))); };
+    const uint16_t h = scale(), h2 = scale();
+    if (t == TensorType::Q6_K) {
+      std::memcpy(blk + offsetof(BlockQ6_K, d), &h, 2);
+    } else {
+      std::memcpy(blk, &h, 2);
+      if (t == TensorType::Q4_K) std::memcpy(blk + 2, &h2, 2);
+    }
+  }
+  return wq;
+}
+
+// kDotRowsMax activation rows of n elements quantized to xt, one after another.
+std::vector<uint8_t> random_activations(TensorType xt, size_t n, std::mt19937& rng, bool extreme) {
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  std::vector<float> x(n);
+  std::vector<uint8_t> out;
+  for (int k = 0; k < kDotRowsMax; ++k) {
+    for (auto& v : x) v = extreme ? (rng() % 2 ? 1.0f : -1.0f) : g(rng);  // extreme: every code +-127
+    if (!extreme) x[rng() % n] *= 30.0f;
+    const auto q = quantize(xt, x.data(), n);
+    out.insert(out.end(), q.begin(), q.end());
+  }
+  return out;
+}
+
+// wq holds kDotRowsMax weight rows (or one, reused), xq kDotRowsMax activation rows.
+void expect_matches_scalar(TensorType t, const std::vector<uint8_t>& wq, const std::vector<uint8_t>& xq, size_t n) {
+  const size_t x_stride = row_bytes(activation_type(t), n);
+  const size_t w_stride = wq.size() == row_bytes(t, n) ? 0 : row_bytes(t, n);
+  for (int n_w = 1; n_w <= kDotRowsMax; ++n_w)
+    for (int n_x = 1; n_x <= kDotRowsMax; ++n_x) {
+      float got[kDotRowsMax * (kDotRowsMax + 1)];
+      const size_t out_stride = kDotRowsMax + 1;
+      vec_dot_tile(t, wq.data(), w_stride, n_w, xq.data(), x_stride, n_x, n, got, out_stride);
+      for (int k = 0; k < n_x; ++k)
+        for (int r = 0; r < n_w; ++r) {
+          const float want = scalar_dot(t, wq.data() + r * w_stride, xq.data() + k * x_stride, n);
+          ASSERT_EQ(got[k * out_stride + r], want) << tensor_type_name(t) << " n=" << n << " tile " << n_w << "x" << n_x
+                                                  << " at " << r << "," << k << " on " << dot_simd_target();
+        }
+    }
+  EXPECT_EQ(vec_dot(t, wq.data(), xq.data(), n), scalar_dot(t, wq.data(), xq.data(), n));
+}
+
+std::vector<size_t> lengths(TensorType t) {
+  std::vector<size_t> v;
+  for (size_t b = 1; b <= 9; ++b) v.push_back(b * block_elems(t));
+  v.push_back(2048);
+  v.push_back(5632);
+  return v;
+}
+
+// Runs body once per SIMD target this CPU supports (the fallback included).
+template <class Body>
+void for_each_target(Body body) {
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+    SCOPED_TRACE(hwy::TargetName(target));
+    EXPECT_STREQ(dot_simd_target(), hwy::TargetName(target));
+    body();
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+}
+
+TEST(DotSimd, MatchesScalarOnRandomBlockBytes) {
+  for_each_target([] {
+    std::mt19937 rng{7};
+    for (TensorType t : kTypes)
+      for (size_t n : lengths(t)) {
+        const auto wq = random_weights(t, kDotRowsMax * n, rng);
+        expect_matches_scalar(t, wq, random_activations(activation_type(t), n, rng, false), n);
+        expect_matches_scalar(t, wq, random_activations(activation_type(t), n, rng, true), n);
+      }
+  });
+}
+
+TEST(DotSimd, MatchesScalarOnQuantizedRows) {
+  for_each_target([] {
+    std::mt19937 rng{11};
+    std::normal_distribution<float> g(0.0f, 0.05f);
+    for (TensorType t : kTypes)
+      for (size_t n : lengths(t)) {
+        std::vector<float> w(kDotRowsMax * n);
+        for (auto& v : w) v = g(rng);
+        expect_matches_scalar(t, quantize(t, w.data(), w.size()), random_activations(activation_type(t), n, rng, false), n);
+      }
+  });
+}
+
+// Every code at its largest (and Q8_0 at -128), the largest scales and mins,
+// activations all +-127: the integer sums at their extremes.
+TEST(DotSimd, MatchesScalarOnExtremeBlocks) {
+  for_each_target([] {
+    std::mt19937 rng{13};
+    for (TensorType t : kTypes)
+      for (uint8_t fill : {uint8_t(0x00), uint8_t(0xFF), uint8_t(0x80), uint8_t(0x7F)}) {
+        const size_t n = 4 * kQKK;
+        std::vector<uint8_t> wq = random_weights(t, n, rng);
+        const size_t nb = n / block_elems(t), bb = row_bytes(t, block_elems(t));
+        for (size_t b = 0; b < nb; ++b) {
+          uint8_t* blk = wq.data() + b * bb;
+          if (t == TensorType::Q6_K) {
+            std::memset(blk, fill, offsetof(BlockQ6_K, d));  // codes and scales (-128 with 0x80)
+          } else {
+            const size_t header = t == TensorType::Q4_K ? 4 : 2;
+            std::memset(blk + header, fill, bb - header);
+          }
+        }
+        expect_matches_scalar(t, wq, random_activations(activation_type(t), n, rng, true), n);
+      }
+  });
+}
+
+TEST(DotSimd, RejectsBadRowCounts) {
+  std::vector<uint8_t> w(row_bytes(TensorType::Q4_K, 256)), x(row_bytes(TensorType::Q8_K, 256));
+  float out[(kDotRowsMax + 1) * (kDotRowsMax + 1)];
+  EXPECT_ANY_THROW(vec_dot_tile(TensorType::Q4_K, w.data(), 0, 1, x.data(), 0, 0, 256, out, 1));
+  EXPECT_ANY_THROW(vec_dot_tile(TensorType::Q4_K, w.data(), 0, 1, x.data(), 0, kDotRowsMax + 1, 256, out, 1));
+  EXPECT_ANY_THROW(vec_dot_tile(TensorType::Q4_K, w.data(), 0, 0, x.data(), 0, 1, 256, out, 1));
+  EXPECT_ANY_THROW(vec_dot_tile(TensorType::F32, w.data(), 0, 1, x.data(), 0, 1, 256, out, 1));
+}
+
+}  // namespace
+}  // namespace pagoda
