@@ -86,9 +86,15 @@ struct RowF32 {
 struct RowF16 {
   const uint16_t* p;
   HWY_INLINE void Load(size_t i, V* out) const {
+#if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128
+    // The emulated targets' half-to-float conversion turns inf and NaN into
+    // finite numbers; decode as dequantize_row does.
+    LoadTail(i, i + kDotLanes, out);
+#else
     const hn::Rebind<hwy::float16_t, DF> dh;
     const auto* h = reinterpret_cast<const hwy::float16_t*>(p + i);
     for (size_t v = 0; v < kV; ++v) out[v] = hn::PromoteTo(DF(), hn::LoadU(dh, h + v * kL));
+#endif
   }
   HWY_INLINE void LoadTail(size_t i, size_t n, V* out) const {
     alignas(64) float buf[kDotLanes] = {};

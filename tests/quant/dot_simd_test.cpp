@@ -9,10 +9,10 @@
 #include <random>
 #include <vector>
 
-#include <hwy/targets.h>
 
 #include "quant/dot.h"
 #include "quant/dot_simd.h"
+#include "simd_targets.h"
 #include "quant/rows.h"
 #include "util/half.h"
 
@@ -100,15 +100,10 @@ std::vector<size_t> lengths(TensorType t) {
 // Runs body once per SIMD target this CPU supports (the fallback included).
 template <class Body>
 void for_each_target(Body body) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
-    SCOPED_TRACE(hwy::TargetName(target));
+  testing::for_each_simd_target([&](int64_t target) {
     EXPECT_STREQ(dot_simd_target(), hwy::TargetName(target));
     body();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+  });
 }
 
 TEST(DotSimd, MatchesScalarOnRandomBlockBytes) {
