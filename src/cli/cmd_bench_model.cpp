@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "cli/commands.h"
@@ -44,6 +45,7 @@ struct Opts {
   std::string dir;
   bool keep = false;
   bool json = false;
+  std::string json_file;  // also write the JSON here
 };
 
 // The model shapes. 100m: GPT-2-small-like width, 100M weights read per
@@ -385,6 +387,11 @@ int run(Opts o) {
   else fs::remove_all(dir);
 
   const auto j = to_json(o, m, results, setup, now_s() - t0);
+  if (!o.json_file.empty()) {
+    std::ofstream f(o.json_file);
+    f << j.dump(2) << "\n";
+    if (!f) fail("bench-model: cannot write {}", o.json_file);
+  }
   if (o.json) {
     fmt::print("{}\n", j.dump(2));
   } else {
@@ -413,6 +420,7 @@ Command add_bench_model(CLI::App& app) {
   cmd->add_option("--dir", o->dir, "Folder for the temporary model folder (default $TMPDIR or /tmp)");
   cmd->add_flag("--keep", o->keep, "Keep the model files");
   cmd->add_flag("--json", o->json, "Print the figures as JSON");
+  cmd->add_option("--json-file", o->json_file, "Also write the figures as JSON to this file");
   return {cmd, [o] { return run(*o); }};
 }
 
