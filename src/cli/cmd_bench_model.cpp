@@ -248,25 +248,23 @@ std::vector<Result> bench_model(const Opts& o, const Machine& m, const std::stri
   return results;
 }
 
-std::string join(const std::vector<std::string>& parts, const std::string& sep) {
-  std::string s;
-  for (const auto& p : parts) s += (s.empty() ? "" : sep) + p;
-  return s;
-}
-
 void print_table(const Opts& o, const Machine& m, const std::vector<Result>& results) {
   fmt::print("machine: {} threads; read bandwidth {:.1f} GB/s (best of 5 over {} MiB); peak FMA {:.1f} GFLOP/s "
              "(f32, {}, {} lanes); pool wake-up {:.1f} us per parallel loop\n",
              m.threads, m.bandwidth.bytes_per_s / 1e9, m.bandwidth.buffer_bytes >> 20, m.fma.flops_per_s / 1e9,
              m.fma.target, m.fma.lanes, m.pool_round_trip_s * 1e6);
-  std::vector<std::string> batches;
-  for (int b : o.batches) batches.push_back(std::to_string(b));
-  const std::string bl = join(batches, "/");
-  fmt::print("\n{:<5} {:<5} {:>8} {:>9} {:>6}  {:<{}}  {:<{}}  {:>6} {:>7}\n", "model", "type", "weights", "prefill",
-             "FLOP/s", "decode tok/s, context 0, batch " + bl, 8 * o.batches.size() - 1,
-             fmt::format("context {}, batch {}", o.context, bl), 8 * o.batches.size() - 1, "b1 B/s", "b16/b1");
-  fmt::print("{:<5} {:<5} {:>8} {:>9} {:>6}  {:<{}}  {:<{}}  {:>6} {:>7}\n", "", "", "MB/tok", "tok/s", "/peak", "",
-             8 * o.batches.size() - 1, "", 8 * o.batches.size() - 1, "/BW", "");
+  // Two header lines: column groups, then units and batch sizes.
+  const size_t group = 8 * o.batches.size() + 2;
+  fmt::print("\n{:<5} {:<5} {:>8} {:>9} {:>6} {:<{}}{:<{}} {:>6} {:>7}\n", "model", "type", "weights", "prefill", "FLOP/s",
+             " decode tok/s, context 0, batch", group, fmt::format(" context {}, batch", o.context), group, "b1 B/s",
+             "b16/b1");
+  fmt::print("{:<5} {:<5} {:>8} {:>9} {:>6} ", "", "", "MB/tok", "tok/s", "/peak");
+  for (int context = 0; context < 2; ++context) {
+    fmt::print(" ");
+    for (int b : o.batches) fmt::print("{:>8}", b);
+    fmt::print(" ");
+  }
+  fmt::print(" {:>6} {:>7}\n", "/BW", "");
   for (const auto& r : results) {
     fmt::print("{:<5} {:<5} {:>8.0f} {:>9.1f} {:>6.3f} ", r.model, r.type, r.weight_bytes_per_token / 1e6,
                r.prefill_tokens_per_s, r.fma_ratio);
