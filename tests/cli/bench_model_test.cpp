@@ -19,9 +19,10 @@ TEST(CliBenchModel, QuickJsonHasEveryFigureWithSaneRatios) {
   std::random_device rd;
   const fs::path dir = fs::temp_directory_path() / ("pagoda-bench-model-" + std::to_string(rd()));
   fs::create_directories(dir);
-  // A short prompt and context keep this fast under the sanitizers.
+  // A short prompt and context and two batch sizes keep this fast under the
+  // sanitizers (~5 s in Release, under 20 s with ASan).
   const auto p = run_process({PAGODA_BINARY, "bench-model", "--quick", "--json", "--threads", "2", "--steps", "1",
-                              "--prompt", "64", "--context", "64", "--dir", dir.string()});
+                              "--prompt", "64", "--context", "64", "--batches", "1,16", "--dir", dir.string()});
   ASSERT_EQ(p.exit_code, 0) << p.err;
   // The temporary model folder is gone.
   EXPECT_TRUE(fs::is_empty(dir));
@@ -42,7 +43,7 @@ TEST(CliBenchModel, QuickJsonHasEveryFigureWithSaneRatios) {
     EXPECT_EQ(r["model"], "10m");
     EXPECT_GT(r["weight_bytes_per_token"].get<double>(), 1e6);
     EXPECT_GT(r["prefill_tokens_per_s"].get<double>(), 0);
-    ASSERT_EQ(r["decode"].size(), 10u);  // batches 1, 8, 16, 32, 64 at two contexts
+    ASSERT_EQ(r["decode"].size(), 4u);  // batches 1 and 16 at two contexts
     for (const auto& d : r["decode"]) EXPECT_GT(d["tokens_per_s"].get<double>(), 0);
     // A ratio above 1 means a wrong measurement, for the full run's models.
     // Here: the FMA ceiling is measured while the rest of the test suite may
