@@ -55,4 +55,6 @@ for b in build/bench_*; do
   echo "-- $b"
   "$b" --benchmark_min_time=0.01 2>&1 | tail -n 30
 done
+echo "-- build/pagoda bench-model --quick"
+build/pagoda bench-model --quick
 step "All tests passed"

@@ -24,6 +24,7 @@ Command add_info(CLI::App& app);
 Command add_serve(CLI::App& app);
 Command add_loadgen(CLI::App& app);
 Command add_bench(CLI::App& app);
+Command add_bench_model(CLI::App& app);
 Command add_quantize(CLI::App& app);
 
 }  // namespace pagoda::cli

@@ -96,7 +96,8 @@ void GgufWriter::add_f32_tensor(const std::string& name, std::vector<uint64_t> s
   add_tensor(name, TensorType::F32, std::move(shape), std::move(bytes));
 }
 
-std::vector<uint8_t> GgufWriter::to_bytes() const {
+// Everything before the tensor data: header, metadata, tensor infos, padding.
+std::vector<uint8_t> GgufWriter::header_bytes() const {
   Out o;
   for (char ch : {'G', 'G', 'U', 'F'}) o.put<char>(ch);
   o.put<uint32_t>(3);
@@ -114,21 +115,35 @@ std::vector<uint8_t> GgufWriter::to_bytes() const {
     for (uint64_t d : t.shape) o.put<uint64_t>(d);
     o.put<uint32_t>(uint32_t(t.type));
     o.put<uint64_t>(offset);
-    offset += (t.bytes.size() + alignment_ - 1) / alignment_ * alignment_;
+    offset += padded(t.bytes.size());
   }
   o.pad_to(alignment_);
-  for (const auto& t : tensors_) {
-    o.buf.insert(o.buf.end(), t.bytes.begin(), t.bytes.end());
-    o.pad_to(alignment_);
-  }
   return o.buf;
 }
 
+std::vector<uint8_t> GgufWriter::to_bytes() const {
+  std::vector<uint8_t> out = header_bytes();
+  for (const auto& t : tensors_) {
+    out.insert(out.end(), t.bytes.begin(), t.bytes.end());
+    out.resize(out.size() + padded(t.bytes.size()) - t.bytes.size(), 0);
+  }
+  return out;
+}
+
+// Streams the tensors straight from their buffers: a model's weights are not
+// copied into one file-sized buffer first (a 1B-parameter F16 model is 2.2 GB).
 void GgufWriter::write(const std::string& path) const {
-  const auto bytes = to_bytes();
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) fail("cannot write {}", path);
-  f.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  auto put = [&](const uint8_t* p, size_t n) { f.write(reinterpret_cast<const char*>(p), std::streamsize(n)); };
+  const auto header = header_bytes();
+  put(header.data(), header.size());
+  const std::vector<uint8_t> zeros(alignment_, 0);
+  for (const auto& t : tensors_) {
+    put(t.bytes.data(), t.bytes.size());
+    put(zeros.data(), padded(t.bytes.size()) - t.bytes.size());
+  }
+  f.flush();
   if (!f) fail("error writing {}", path);
 }
 

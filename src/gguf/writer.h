@@ -23,9 +23,13 @@ class GgufWriter {
   void add_f32_tensor(const std::string& name, std::vector<uint64_t> shape, const std::vector<float>& values);
 
   std::vector<uint8_t> to_bytes() const;
+  // Writes the same bytes as to_bytes() without holding them all at once.
   void write(const std::string& path) const;  // throws Error on I/O failure
 
  private:
+  std::vector<uint8_t> header_bytes() const;
+  uint64_t padded(uint64_t n) const { return (n + alignment_ - 1) / alignment_ * alignment_; }
+
   struct Tensor {
     std::string name;
     TensorType type;

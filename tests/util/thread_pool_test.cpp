@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "util/half.h"
@@ -50,6 +51,28 @@ TEST(ThreadPool, RethrowsAfterAllRangesFinish) {
   std::atomic<int> sum{0};
   pool.parallel_for(100, [&](size_t b, size_t e) { sum += int(e - b); });
   EXPECT_EQ(sum.load(), 100);
+}
+
+// Workers spin for kSpin after a loop, then sleep: loops back to back (caught
+// while spinning) and loops after a pause longer than kSpin (workers asleep)
+// must both run every range once, with exceptions from either state.
+TEST(ThreadPool, WorksWhetherWorkersSpinOrSleep) {
+  ThreadPool pool(4);
+  for (int round = 0; round < 200; ++round) {
+    if (round % 20 == 0) std::this_thread::sleep_for(ThreadPool::kSpin * 3);
+    std::vector<std::atomic<int>> hits(64);
+    pool.parallel_for(64, [&](size_t b, size_t e) {
+      for (size_t i = b; i < e; ++i) hits[i]++;
+    });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1) << "round " << round;
+    if (round % 50 == 1) {
+      std::this_thread::sleep_for(ThreadPool::kSpin * 3);
+      EXPECT_THROW(pool.parallel_for(4, [](size_t b, size_t) {
+        if (b == 3) throw std::runtime_error("boom");
+      }), std::runtime_error);
+    }
+  }
+  EXPECT_GE(pool.wakeups(), 200u);
 }
 
 TEST(Half, F16RoundTripsAndRoundsToNearestEven) {

@@ -1,0 +1,427 @@
+// `pagoda bench-model`: the speed of the forward pass against the machine's
+// ceilings. Writes synthetic Llama models (random weights run exactly as fast
+// as real ones) with the project's GGUF writer and quantizer into a temporary
+// folder, measures the machine's read bandwidth and peak FMA rate in the same
+// run, then times LlamaModel::forward directly (no engine, no scheduler):
+// prefill of a prompt, and decode at several batch sizes and contexts.
+// Ratios relate the figures to the ceilings: batch-1 decode moves every weight
+// matrix once per token, so its bytes/s cannot exceed the read bandwidth;
+// prefill cannot exceed the peak FLOP/s. A ratio above 1 means a wrong
+// measurement (or, for the 100M model, weights that fit in the cache).
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "cli/commands.h"
+#include "cli/machine_limits.h"
+#include "model/llama.h"
+#include "model/quantize_model.h"
+#include "model/synthetic.h"
+#include "util/error.h"
+#include "util/thread_pool.h"
+
+namespace pagoda::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Opts {
+  bool quick = false;
+  int threads = 0;
+  std::vector<std::string> models = {"100m", "1b"};
+  std::vector<std::string> types = {"f16", "q8_0", "q4_k"};
+  std::vector<int> batches = {1, 8, 16, 32, 64};
+  int prompt = 512;   // prefill tokens
+  int context = 512;  // KV positions each sequence already has in the second decode run
+  int steps = 0;      // timed decode steps per measurement; 0: 5 (2 with --quick)
+  std::string dir;
+  bool keep = false;
+  bool json = false;
+  std::string json_file;  // also write the JSON here
+};
+
+// The model shapes. 100m: GPT-2-small-like width, 100M weights read per
+// token (125M with the embedding). 1b: TinyLlama-1.1B. 10m: the --quick one.
+SyntheticModelSpec model_spec(const std::string& name) {
+  SyntheticModelSpec s;
+  s.tied_embeddings = false;
+  s.n_ctx = 2048;
+  if (name == "10m") {
+    s.n_vocab = 10240, s.n_embd = 256, s.n_ff = 768, s.n_layer = 6, s.n_head = 4, s.n_head_kv = 2;
+  } else if (name == "100m") {
+    s.n_vocab = 32000, s.n_embd = 768, s.n_ff = 2048, s.n_layer = 12, s.n_head = 12, s.n_head_kv = 4;
+  } else if (name == "1b") {
+    s.n_vocab = 32000, s.n_embd = 2048, s.n_ff = 5632, s.n_layer = 22, s.n_head = 32, s.n_head_kv = 4;
+  } else {
+    fail<InvalidArgument>("bench-model: unknown model '{}' (10m, 100m, 1b)", name);
+  }
+  return s;
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Every matrix a token passes through: all layer matrices and the output.
+struct WeightTotals {
+  uint64_t layer_bytes = 0, layer_elems = 0, output_bytes = 0, output_elems = 0;
+};
+
+WeightTotals weight_totals(const LlamaWeights& w) {
+  WeightTotals t;
+  auto add = [](const Matrix& m, uint64_t& bytes, uint64_t& elems) {
+    bytes += uint64_t(m.rows) * m.row_bytes;
+    elems += uint64_t(m.rows) * uint64_t(m.cols);
+  };
+  for (const auto& l : w.layers)
+    for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      add(*m, t.layer_bytes, t.layer_elems);
+  add(w.output, t.output_bytes, t.output_elems);
+  return t;
+}
+
+// Sequences with their own blocks in one KV pool, as the engine lays them out.
+class Sequences {
+ public:
+  Sequences(int count, int positions, int block_size) : blocks_per_seq_((positions + block_size - 1) / block_size) {
+    for (int s = 0; s < count; ++s) {
+      tables_.emplace_back(size_t(blocks_per_seq_));
+      for (int b = 0; b < blocks_per_seq_; ++b) tables_.back()[size_t(b)] = s * blocks_per_seq_ + b;
+    }
+  }
+  int num_blocks() const { return int(tables_.size()) * blocks_per_seq_; }
+  // A batch of one token at `pos` from each of the first n sequences.
+  Batch decode_batch(int n, int pos, std::mt19937& rng, int vocab) const {
+    Batch b;
+    for (int s = 0; s < n; ++s) b.add(int32_t(rng() % uint32_t(vocab)), b.add_sequence(tables_[size_t(s)]), pos, true);
+    return b;
+  }
+  Batch prefill_batch(int begin, int end, std::mt19937& rng, int vocab, bool last) const {
+    Batch b;
+    const int seq = b.add_sequence(tables_[0]);
+    for (int p = begin; p < end; ++p) b.add(int32_t(rng() % uint32_t(vocab)), seq, p, last && p == end - 1);
+    return b;
+  }
+
+ private:
+  int blocks_per_seq_;
+  std::vector<std::vector<int32_t>> tables_;
+};
+
+struct DecodeFigure {
+  int batch = 0, context = 0;
+  double step_s = 0, tokens_per_s = 0;
+};
+
+struct Result {
+  std::string model, type;
+  uint64_t params = 0, file_bytes = 0, weight_bytes_per_token = 0;
+  double prefill_s = 0, prefill_tokens_per_s = 0, prefill_flops = 0;
+  std::vector<DecodeFigure> decode;
+  double bandwidth_ratio = 0, fma_ratio = 0, batch16_speedup = 0;
+  uint64_t pool_loops_per_step = 0;  // parallel loops that woke the workers, one batch-1 decode step
+};
+
+struct Machine {
+  int threads = 0;
+  ReadBandwidth bandwidth;
+  PeakFma fma;
+  double pool_round_trip_s = 0;
+};
+
+const DecodeFigure* find_decode(const Result& r, int batch, int context) {
+  for (const auto& d : r.decode)
+    if (d.batch == batch && d.context == context) return &d;
+  return nullptr;
+}
+
+Result measure(const Opts& o, const Machine& m, const std::string& model_name, const std::string& type,
+               const std::string& path, ThreadPool& pool) {
+  const int steps = o.steps > 0 ? o.steps : (o.quick ? 2 : 5);
+  auto model = LlamaModel::load(path);
+  const ModelConfig& cfg = model->config();
+  const WeightTotals w = weight_totals(model->weights());
+  Result r;
+  r.model = model_name;
+  r.type = type;
+  r.file_bytes = fs::file_size(path);
+  r.params = w.layer_elems + w.output_elems + uint64_t(cfg.n_vocab) * uint64_t(cfg.n_embd);
+  r.weight_bytes_per_token = w.layer_bytes + w.output_bytes;
+
+  // The engine's KV layout: F32, blocks of 16 slots.
+  const int block_size = 16;
+  const int max_batch = *std::max_element(o.batches.begin(), o.batches.end());
+  const int positions = std::max(o.prompt, o.context + steps + 1);
+  const Sequences seqs(max_batch, positions, block_size);
+  KvStorage kv(cfg, seqs.num_blocks(), block_size);
+  std::mt19937 rng(7);
+  std::vector<float> logits;
+
+  // Warm-up: one step touches every weight page of the fresh mapping.
+  model->forward(seqs.decode_batch(1, 0, rng, cfg.n_vocab), kv, pool, logits);
+
+  // Prefill in chunks of the scheduler's default token budget (one chunk for 512).
+  const int chunk = 2048;
+  const double t0 = now_s();
+  for (int p = 0; p < o.prompt; p += chunk)
+    model->forward(seqs.prefill_batch(p, std::min(o.prompt, p + chunk), rng, cfg.n_vocab, p + chunk >= o.prompt), kv,
+                   pool, logits);
+  r.prefill_s = now_s() - t0;
+  r.prefill_tokens_per_s = o.prompt / r.prefill_s;
+  // Matrix multiply-adds of every prompt token, the output row of the last
+  // one, and causal attention (Q.K and weights.V: 2 x (pos+1) x q_dim per layer).
+  const double T = o.prompt;
+  r.prefill_flops = 2 * T * double(w.layer_elems) + 2 * double(w.output_elems) +
+                    4.0 * cfg.n_layer * cfg.q_dim() * (T * (T + 1) / 2);
+  r.fma_ratio = r.prefill_flops / r.prefill_s / m.fma.flops_per_s;
+
+  for (int context : {0, o.context}) {
+    for (int b : o.batches) {
+      std::vector<double> times;
+      for (int step = 0; step <= steps; ++step) {  // step 0 warms up
+        const Batch batch = seqs.decode_batch(b, context + step, rng, cfg.n_vocab);
+        const uint64_t loops0 = pool.wakeups();
+        const double s0 = now_s();
+        model->forward(batch, kv, pool, logits);
+        if (step > 0) times.push_back(now_s() - s0);
+        if (b == 1 && context == 0) r.pool_loops_per_step = pool.wakeups() - loops0;
+      }
+      DecodeFigure d{b, context, median(times), 0};
+      d.tokens_per_s = b / d.step_s;
+      r.decode.push_back(d);
+      spdlog::info("{} {} decode batch {} context {}: {:.1f} tok/s", model_name, type, b, context, d.tokens_per_s);
+    }
+  }
+  if (const auto* d1 = find_decode(r, 1, 0)) {
+    r.bandwidth_ratio = double(r.weight_bytes_per_token) * d1->tokens_per_s / m.bandwidth.bytes_per_s;
+    if (const auto* d16 = find_decode(r, 16, 0)) r.batch16_speedup = d16->tokens_per_s / d1->tokens_per_s;
+  }
+  return r;
+}
+
+std::string file_type_name(const std::string& type) { return type == "q4_k" ? "Q4_K_M" : "Q8_0"; }
+
+// Generates one model (F16), derives the quantized files, measures each type.
+std::vector<Result> bench_model(const Opts& o, const Machine& m, const std::string& name, const fs::path& dir,
+                                ThreadPool& pool, nlohmann::json& setup) {
+  SyntheticModelSpec spec = model_spec(name);
+  spec.type = TensorType::F16;
+  const fs::path f16 = dir / fmt::format("{}-f16.gguf", name);
+  nlohmann::json& s = setup[name];
+  {
+    spdlog::info("generating the {} model (F16)", name);
+    double t0 = now_s();
+    const GgufWriter writer = synthetic_llama(spec);
+    s["generate_s"] = now_s() - t0;
+    t0 = now_s();
+    writer.write(f16.string());
+    s["write_s"] = now_s() - t0;
+  }
+  std::vector<Result> results;
+  for (const auto& type : o.types) {
+    fs::path path = f16;
+    if (type != "f16") {
+      path = dir / fmt::format("{}-{}.gguf", name, type);
+      spdlog::info("quantizing the {} model to {}", name, file_type_name(type));
+      const double t0 = now_s();
+      quantize_model_file(f16.string(), path.string(), *quantize_target_from_name(type), pool.size());
+      s["quantize_" + type + "_s"] = now_s() - t0;
+    }
+    spdlog::info("measuring {} {}", name, type);
+    results.push_back(measure(o, m, name, type, path.string(), pool));
+    if (!o.keep && path != f16) fs::remove(path);
+  }
+  if (!o.keep) fs::remove(f16);
+  return results;
+}
+
+void print_table(const Opts& o, const Machine& m, const std::vector<Result>& results) {
+  fmt::print("machine: {} threads; read bandwidth {:.1f} GB/s (best of 5 over {} MiB); peak FMA {:.1f} GFLOP/s "
+             "(f32, {}, {} lanes); pool wake-up {:.1f} us per parallel loop\n",
+             m.threads, m.bandwidth.bytes_per_s / 1e9, m.bandwidth.buffer_bytes >> 20, m.fma.flops_per_s / 1e9,
+             m.fma.target, m.fma.lanes, m.pool_round_trip_s * 1e6);
+  // Two header lines: column groups, then units and batch sizes.
+  const size_t group = 8 * o.batches.size() + 2;
+  fmt::print("\n{:<5} {:<5} {:>8} {:>9} {:>6} {:<{}}{:<{}} {:>6} {:>7}\n", "model", "type", "weights", "prefill", "FLOP/s",
+             " decode tok/s, context 0, batch", group, fmt::format(" context {}, batch", o.context), group, "b1 B/s",
+             "b16/b1");
+  fmt::print("{:<5} {:<5} {:>8} {:>9} {:>6} ", "", "", "MB/tok", "tok/s", "/peak");
+  for (int context = 0; context < 2; ++context) {
+    fmt::print(" ");
+    for (int b : o.batches) fmt::print("{:>8}", b);
+    fmt::print(" ");
+  }
+  fmt::print(" {:>6} {:>7}\n", "/BW", "");
+  for (const auto& r : results) {
+    fmt::print("{:<5} {:<5} {:>8.0f} {:>9.1f} {:>6.3f} ", r.model, r.type, r.weight_bytes_per_token / 1e6,
+               r.prefill_tokens_per_s, r.fma_ratio);
+    for (int context : {0, o.context}) {
+      fmt::print(" ");
+      for (int b : o.batches) fmt::print("{:>8.1f}", find_decode(r, b, context)->tokens_per_s);
+      fmt::print(" ");
+    }
+    fmt::print(" {:>6.3f} {:>7.2f}\n", r.bandwidth_ratio, r.batch16_speedup);
+  }
+  // Each woken loop costs about one round trip: its share of a batch-1 step.
+  fmt::print("\npool overhead at batch 1, context 0 (loops per step x wake-up / step time):");
+  for (const auto& r : results)
+    if (const auto* d1 = find_decode(r, 1, 0))
+      fmt::print(" {} {}: {} loops, {:.1f}%;", r.model, r.type, r.pool_loops_per_step,
+                 100.0 * double(r.pool_loops_per_step) * m.pool_round_trip_s / d1->step_s);
+  fmt::print("\n");
+  // The binding goals of the 1B model.
+  bool header = false;
+  for (const auto& r : results) {
+    if (r.model != "1b") continue;
+    if (!header) fmt::print("\ngoals (1b):\n"), header = true;
+    auto goal = [&](const std::string& what, double value, double target) {
+      fmt::print("  {:<5} {:<38} {:>6.3f} (goal >= {:.2f}) {}\n", r.type, what, value, target,
+                 value >= target ? "met" : "MISSED");
+    };
+    if (r.type == "q8_0") goal("batch-1 decode bytes/s / bandwidth", r.bandwidth_ratio, 0.9);
+    if (r.type == "q4_k") goal("batch-1 decode bytes/s / bandwidth", r.bandwidth_ratio, 0.8);
+    goal("prefill FLOP/s / peak FMA", r.fma_ratio, 0.4);
+    goal("batch-16 / batch-1 decode tok/s", r.batch16_speedup, 2.5);
+  }
+}
+
+nlohmann::json to_json(const Opts& o, const Machine& m, const std::vector<Result>& results,
+                       const nlohmann::json& setup, double wall_s) {
+  nlohmann::json j;
+  j["machine"] = {{"threads", m.threads},
+                  {"read_bandwidth_bytes_per_s", m.bandwidth.bytes_per_s},
+                  {"bandwidth_buffer_bytes", m.bandwidth.buffer_bytes},
+                  {"peak_fma_flops_per_s", m.fma.flops_per_s},
+                  {"simd_target", m.fma.target},
+                  {"f32_lanes", m.fma.lanes},
+                  {"pool_round_trip_s", m.pool_round_trip_s}};
+  j["prompt_tokens"] = o.prompt;
+  j["context_tokens"] = o.context;
+  j["results"] = nlohmann::json::array();
+  for (const auto& r : results) {
+    nlohmann::json d = nlohmann::json::array();
+    for (const auto& x : r.decode)
+      d.push_back({{"batch", x.batch}, {"context", x.context}, {"step_s", x.step_s}, {"tokens_per_s", x.tokens_per_s}});
+    j["results"].push_back({{"model", r.model},
+                            {"type", r.type},
+                            {"params", r.params},
+                            {"file_bytes", r.file_bytes},
+                            {"weight_bytes_per_token", r.weight_bytes_per_token},
+                            {"prefill_s", r.prefill_s},
+                            {"prefill_tokens_per_s", r.prefill_tokens_per_s},
+                            {"prefill_flops", r.prefill_flops},
+                            {"decode", d},
+                            {"bandwidth_ratio", r.bandwidth_ratio},
+                            {"fma_ratio", r.fma_ratio},
+                            {"batch16_speedup", r.batch16_speedup},
+                            {"pool_loops_per_step", r.pool_loops_per_step}});
+  }
+  j["setup_s"] = setup;
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  j["peak_rss_bytes"] = uint64_t(u.ru_maxrss) * 1024;
+  j["wall_s"] = wall_s;
+  return j;
+}
+
+// A fresh folder under `parent` for the model files.
+fs::path make_temp_dir(const std::string& parent) {
+  std::string base = parent;
+  if (base.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    base = tmp && *tmp ? tmp : "/tmp";
+  }
+  std::string pattern = (fs::path(base) / "pagoda-bench-XXXXXX").string();
+  if (!mkdtemp(pattern.data())) fail("bench-model: cannot create a folder under {}", base);
+  return pattern;
+}
+
+int run(Opts o) {
+  if (o.quick) o.models = {"10m"};
+  for (const auto& m : o.models) model_spec(m);
+  for (const auto& t : o.types)
+    if (t != "f16" && t != "q8_0" && t != "q4_k")
+      fail<InvalidArgument>("bench-model: unknown type '{}' (f16, q8_0, q4_k)", t);
+  if (o.batches.empty() || *std::min_element(o.batches.begin(), o.batches.end()) < 1 || o.prompt < 1 ||
+      o.context < 1 || o.steps < 0)
+    fail<InvalidArgument>("bench-model: batches, --prompt and --context must be positive");
+  if (!std::getenv("PAGODA_LOG")) spdlog::set_level(o.json ? spdlog::level::warn : spdlog::level::info);
+  const double t0 = now_s();
+
+  ThreadPool pool(o.threads);
+  Machine m;
+  m.threads = pool.size();
+  spdlog::info("measuring the machine: read bandwidth, peak FMA, pool wake-up ({} threads)", m.threads);
+  // --quick reads 1 GiB, the least that is still larger than the caches of
+  // common machines: its 10M model is cache-resident anyway (see the test).
+  m.bandwidth = measure_read_bandwidth(pool, o.quick ? size_t(1) << 30 : default_bandwidth_buffer_bytes());
+  m.fma = measure_peak_fma(pool);
+  m.pool_round_trip_s = measure_pool_round_trip(pool);
+
+  const fs::path dir = make_temp_dir(o.dir);
+  std::vector<Result> results;
+  nlohmann::json setup = nlohmann::json::object();
+  try {
+    for (const auto& name : o.models) {
+      auto r = bench_model(o, m, name, dir, pool, setup);
+      results.insert(results.end(), r.begin(), r.end());
+    }
+  } catch (...) {
+    if (!o.keep) fs::remove_all(dir);
+    throw;
+  }
+  if (o.keep) spdlog::info("model files kept in {}", dir.string());
+  else fs::remove_all(dir);
+
+  const auto j = to_json(o, m, results, setup, now_s() - t0);
+  if (!o.json_file.empty()) {
+    std::ofstream f(o.json_file);
+    f << j.dump(2) << "\n";
+    if (!f) fail("bench-model: cannot write {}", o.json_file);
+  }
+  if (o.json) {
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    print_table(o, m, results);
+    fmt::print("\nsetup (s): {}; peak RSS {} MiB; wall {:.0f} s\n", setup.dump(), j["peak_rss_bytes"].get<uint64_t>() >> 20,
+               j["wall_s"].get<double>());
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench_model(CLI::App& app) {
+  auto o = std::make_shared<Opts>();
+  auto* cmd = app.add_subcommand("bench-model", "Measure the forward pass on synthetic models against the machine's "
+                                                "read bandwidth and peak FMA rate");
+  cmd->add_flag("--quick", o->quick, "A ~10M model only, in seconds (CI)");
+  cmd->add_option("--threads,-t", o->threads, "Threads (0 = one per hardware thread)")->capture_default_str();
+  cmd->add_option("--models", o->models, "Models: 10m, 100m, 1b")->delimiter(',')->capture_default_str();
+  cmd->add_option("--types", o->types, "Weight types: f16, q8_0, q4_k")->delimiter(',')->capture_default_str();
+  cmd->add_option("--batches", o->batches, "Decode batch sizes")->delimiter(',')->capture_default_str();
+  cmd->add_option("--prompt", o->prompt, "Prefill tokens")->capture_default_str();
+  cmd->add_option("--context", o->context, "KV positions before the second decode run")->capture_default_str();
+  cmd->add_option("--steps", o->steps, "Timed decode steps per figure (median; 0 = 5, 2 with --quick)")
+      ->capture_default_str();
+  cmd->add_option("--dir", o->dir, "Folder for the temporary model folder (default $TMPDIR or /tmp)");
+  cmd->add_flag("--keep", o->keep, "Keep the model files");
+  cmd->add_flag("--json", o->json, "Print the figures as JSON");
+  cmd->add_option("--json-file", o->json_file, "Also write the figures as JSON to this file");
+  return {cmd, [o] { return run(*o); }};
+}
+
+}  // namespace pagoda::cli

@@ -1,0 +1,169 @@
+// Machine ceilings for `pagoda bench-model`: Highway kernels (compiled for
+// every enabled target, picked at run time) for a memory-bound sum and an
+// FMA-bound loop, driven on all threads of a ThreadPool.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "cli/machine_limits.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace pagoda::cli::HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Sums n floats (a multiple of 4 vectors) with four independent
+// accumulators, so the adds never wait on each other and only memory limits it.
+float SumFloats(const float* HWY_RESTRICT p, size_t n) {
+  const hn::ScalableTag<float> d;
+  const size_t N = hn::Lanes(d);
+  auto s0 = hn::Zero(d), s1 = hn::Zero(d), s2 = hn::Zero(d), s3 = hn::Zero(d);
+  for (size_t i = 0; i + 4 * N <= n; i += 4 * N) {
+    s0 = hn::Add(s0, hn::LoadU(d, p + i));
+    s1 = hn::Add(s1, hn::LoadU(d, p + i + N));
+    s2 = hn::Add(s2, hn::LoadU(d, p + i + 2 * N));
+    s3 = hn::Add(s3, hn::LoadU(d, p + i + 3 * N));
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3))));
+}
+
+// `iters` rounds of FMAs on 10 independent vector chains: enough chains to
+// cover FMA latency x ports on current x86 (4 x 2), few enough to stay in the
+// 16 registers of AVX2. Each chain converges to 1, so no overflow or denormal.
+float FmaChains(uint64_t iters) {
+  const hn::ScalableTag<float> d;
+  const auto m = hn::Set(d, 0.999f), c = hn::Set(d, 0.001f);
+  auto a0 = hn::Set(d, 0.1f), a1 = hn::Set(d, 0.2f), a2 = hn::Set(d, 0.3f), a3 = hn::Set(d, 0.4f);
+  auto a4 = hn::Set(d, 0.5f), a5 = hn::Set(d, 0.6f), a6 = hn::Set(d, 0.7f), a7 = hn::Set(d, 0.8f);
+  auto a8 = hn::Set(d, 0.9f), a9 = hn::Set(d, 1.1f);
+  for (uint64_t i = 0; i < iters; ++i) {
+    a0 = hn::MulAdd(a0, m, c);
+    a1 = hn::MulAdd(a1, m, c);
+    a2 = hn::MulAdd(a2, m, c);
+    a3 = hn::MulAdd(a3, m, c);
+    a4 = hn::MulAdd(a4, m, c);
+    a5 = hn::MulAdd(a5, m, c);
+    a6 = hn::MulAdd(a6, m, c);
+    a7 = hn::MulAdd(a7, m, c);
+    a8 = hn::MulAdd(a8, m, c);
+    a9 = hn::MulAdd(a9, m, c);
+  }
+  const auto s = hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)),
+                         hn::Add(hn::Add(hn::Add(a4, a5), hn::Add(a6, a7)), hn::Add(a8, a9)));
+  return hn::GetLane(hn::SumOfLanes(d, s));
+}
+
+size_t FloatLanes() { return hn::Lanes(hn::ScalableTag<float>()); }
+int64_t Target() { return int64_t(HWY_TARGET); }
+
+}  // namespace pagoda::cli::HWY_NAMESPACE
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <hwy/aligned_allocator.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <unistd.h>
+#include <vector>
+
+#include "cli/machine_limits.h"
+#include "util/thread_pool.h"
+
+namespace pagoda::cli {
+
+HWY_EXPORT(SumFloats);
+HWY_EXPORT(FmaChains);
+HWY_EXPORT(FloatLanes);
+HWY_EXPORT(Target);
+
+namespace {
+
+constexpr int kFmaChains = 10;
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Runs fn(part) once on each of the pool's threads, at once.
+template <class Fn>
+void on_every_thread(ThreadPool& pool, Fn&& fn) {
+  pool.parallel_for(size_t(pool.size()), [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) fn(i);
+  });
+}
+
+size_t last_level_cache_bytes() {
+  long bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  if (bytes <= 0) bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  return bytes > 0 ? size_t(bytes) : 0;
+}
+
+}  // namespace
+
+size_t default_bandwidth_buffer_bytes() {
+  const size_t gib = size_t(1) << 30;
+  return std::clamp(4 * last_level_cache_bytes(), gib, 4 * gib);
+}
+
+ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
+  const size_t parts = size_t(pool.size());
+  // Whole chunks of 4 vectors of the widest target (64 floats) per thread.
+  const size_t chunk = 64;
+  const size_t per_part = std::max<size_t>(1, bytes / sizeof(float) / parts / chunk) * chunk;
+  const size_t n = per_part * parts;
+  auto buf = hwy::AllocateAligned<float>(n);
+  // Filled by the threads that read it, so pages land near them (first touch).
+  on_every_thread(pool, [&](size_t part) { std::fill_n(buf.get() + part * per_part, per_part, 1.0f); });
+  std::vector<float> sums(parts * 16);  // one cache line apart
+  ReadBandwidth r;
+  r.buffer_bytes = n * sizeof(float);
+  for (int rep = 0; rep < reps; ++rep) {
+    const double t0 = now_s();
+    on_every_thread(pool, [&](size_t part) {
+      sums[part * 16] = HWY_DYNAMIC_DISPATCH(SumFloats)(buf.get() + part * per_part, per_part);
+    });
+    const double dt = now_s() - t0;
+    r.bytes_per_s = std::max(r.bytes_per_s, double(r.buffer_bytes) / dt);
+  }
+  volatile float keep = sums[0];  // the sums are used, so the loads stay
+  (void)keep;
+  return r;
+}
+
+PeakFma measure_peak_fma(ThreadPool& pool, int reps) {
+  PeakFma r;
+  r.lanes = int(HWY_DYNAMIC_DISPATCH(FloatLanes)());
+  r.target = hwy::TargetName(uint32_t(HWY_DYNAMIC_DISPATCH(Target)()));
+  // About 0.05 s per pass at 2 FMA ports x 3 GHz.
+  const uint64_t iters = uint64_t(3e8 / 2 / kFmaChains);
+  std::vector<float> sink(size_t(pool.size()) * 16);
+  for (int rep = 0; rep < reps; ++rep) {
+    const double t0 = now_s();
+    on_every_thread(pool, [&](size_t part) { sink[part * 16] = HWY_DYNAMIC_DISPATCH(FmaChains)(iters); });
+    const double dt = now_s() - t0;
+    const double flops = 2.0 * double(r.lanes) * kFmaChains * double(iters) * pool.size();
+    r.flops_per_s = std::max(r.flops_per_s, flops / dt);
+  }
+  volatile float keep = sink[0];  // the results are used, so the loops stay
+  (void)keep;
+  return r;
+}
+
+double measure_pool_round_trip(ThreadPool& pool, int loops) {
+  std::vector<double> t(size_t(std::max(1, loops)));
+  for (auto& x : t) {
+    // A few µs of serial work between loops, as in a forward pass (norms,
+    // RoPE, residual adds at batch 1), so a worker is found as it would be there.
+    const double gap = now_s() + 5e-6;
+    while (now_s() < gap) {
+    }
+    const double t0 = now_s();
+    pool.parallel_for(size_t(pool.size()), [](size_t, size_t) {});
+    x = now_s() - t0;
+  }
+  std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace pagoda::cli
+#endif  // HWY_ONCE

@@ -1,0 +1,44 @@
+// The two ceilings `pagoda bench-model` compares its figures against, measured
+// on the machine in the same run: the read bandwidth of main memory (what
+// batch-1 decode is bound by) and the peak rate of f32 fused multiply-adds
+// (what prefill is bound by). Both use every thread of the given pool.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace pagoda {
+class ThreadPool;
+}
+
+namespace pagoda::cli {
+
+struct ReadBandwidth {
+  double bytes_per_s = 0;  // best of `reps` passes
+  size_t buffer_bytes = 0;
+};
+
+// Sums a buffer of `bytes` (rounded to whole vectors) with SIMD adds, split
+// across the pool's threads, `reps` times; the buffer is filled (and its pages
+// faulted in) first, so the passes time reads only.
+ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps = 5);
+
+// A buffer size much larger than the caches: 4x the last-level cache, at
+// least 1 GiB, at most 4 GiB.
+size_t default_bandwidth_buffer_bytes();
+
+struct PeakFma {
+  double flops_per_s = 0;  // best of `reps`; 2 flops per lane per FMA
+  int lanes = 0;           // f32 lanes of the SIMD target used
+  std::string target;      // the Highway target picked at run time, e.g. "AVX3"
+};
+
+// Runs independent chains of vector FMAs on every thread of the pool.
+PeakFma measure_peak_fma(ThreadPool& pool, int reps = 5);
+
+// The cost of one parallel_for that wakes every worker and does nothing,
+// 5 µs after the previous one: the per-loop overhead the forward pass pays
+// outside the kernels (median of `loops` calls, in seconds).
+double measure_pool_round_trip(ThreadPool& pool, int loops = 2000);
+
+}  // namespace pagoda::cli
