@@ -1,7 +1,6 @@
 #include "model/synthetic.h"
 
 #include <cmath>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -11,19 +10,28 @@
 namespace pagoda {
 namespace {
 
+// Uniform random values from a counter-based generator (SplitMix64 of a
+// running counter): cheap enough to fill a billion-parameter model in
+// seconds, and the same values on every machine.
 class Filler {
  public:
-  explicit Filler(uint64_t seed) : rng_(seed) {}
+  explicit Filler(uint64_t seed) : state_(seed * 0x9E3779B97F4A7C15ull) {}
   // Uniform in [center - spread, center + spread].
   std::vector<float> values(size_t n, float center, float spread) {
-    std::uniform_real_distribution<float> d(-spread, spread);
     std::vector<float> v(n);
-    for (auto& x : v) x = center + d(rng_);
+    for (auto& x : v) {
+      uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      z ^= z >> 31;
+      const float unit = float(z >> 40) * (1.0f / float(1 << 24));  // [0, 1)
+      x = center + spread * (2.0f * unit - 1.0f);
+    }
     return v;
   }
 
  private:
-  std::mt19937_64 rng_;
+  uint64_t state_;
 };
 
 void add_matrix(GgufWriter& w, Filler& fill, const std::string& name, int rows, int cols, TensorType type) {

@@ -465,7 +465,15 @@ TEST(LlamaCppOracle, ReadsQuantizedFilesAsPagodaDoes) {
   for (size_t j = 0; j < jobs.size(); ++j) {
     const auto got = pagoda_logprobs(jobs[j].model, jobs[j].tokens);
     ASSERT_EQ(want[j].size(), 10u) << jobs[j].name;
-    EXPECT_EQ(std::max_element(got.begin(), got.end()) - got.begin(), want[j][0].first) << jobs[j].name;
+    // The same top token, unless the two are a near tie for llama.cpp too
+    // (its activations are quantized differently, so ties may break apart).
+    const int top = int(std::max_element(got.begin(), got.end()) - got.begin());
+    if (top != want[j][0].first) {
+      auto it = std::find_if(want[j].begin(), want[j].end(), [&](const auto& p) { return p.first == top; });
+      ASSERT_NE(it, want[j].end()) << jobs[j].name << ": Pagoda's top token " << top << " is not in llama.cpp's top 10";
+      EXPECT_LT(want[j][0].second - it->second, oracle_tolerance(want[j][0].second))
+          << jobs[j].name << ": top tokens " << top << " vs " << want[j][0].first;
+    }
     double worst = 0;
     for (const auto& [id, lp] : want[j]) {
       worst = std::max(worst, std::fabs(got[size_t(id)] - lp));
@@ -513,7 +521,15 @@ TEST(LlamaCppOracle, ReadsArchitecturesAsPagodaDoes) {
   for (size_t j = 0; j < jobs.size(); ++j) {
     const auto got = pagoda_logprobs(jobs[j].model, jobs[j].tokens);
     ASSERT_EQ(want[j].size(), 10u) << jobs[j].name;
-    EXPECT_EQ(std::max_element(got.begin(), got.end()) - got.begin(), want[j][0].first) << jobs[j].name;
+    // The same top token, unless the two are a near tie for llama.cpp too
+    // (its activations are quantized differently, so ties may break apart).
+    const int top = int(std::max_element(got.begin(), got.end()) - got.begin());
+    if (top != want[j][0].first) {
+      auto it = std::find_if(want[j].begin(), want[j].end(), [&](const auto& p) { return p.first == top; });
+      ASSERT_NE(it, want[j].end()) << jobs[j].name << ": Pagoda's top token " << top << " is not in llama.cpp's top 10";
+      EXPECT_LT(want[j][0].second - it->second, oracle_tolerance(want[j][0].second))
+          << jobs[j].name << ": top tokens " << top << " vs " << want[j][0].first;
+    }
     double worst = 0;
     for (const auto& [id, lp] : want[j]) {
       worst = std::max(worst, std::fabs(got[size_t(id)] - lp));
