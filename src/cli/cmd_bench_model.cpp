@@ -249,7 +249,7 @@ std::vector<Result> bench_model(const Opts& o, const Machine& m, const std::stri
 }
 
 void print_table(const Opts& o, const Machine& m, const std::vector<Result>& results) {
-  fmt::print("machine: {} threads; read bandwidth {:.1f} GB/s (best of 5 over {} MiB); peak FMA {:.1f} GFLOP/s "
+  fmt::print("machine: {} threads; read bandwidth {:.1f} GB/s (best of 5 passes x 1-8 streams over {} MiB); peak FMA {:.1f} GFLOP/s "
              "(f32, {}, {} lanes); pool wake-up {:.1f} us per parallel loop\n",
              m.threads, m.bandwidth.bytes_per_s / 1e9, m.bandwidth.buffer_bytes >> 20, m.fma.flops_per_s / 1e9,
              m.fma.target, m.fma.lanes, m.pool_round_trip_s * 1e6);

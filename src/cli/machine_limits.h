@@ -14,13 +14,14 @@ class ThreadPool;
 namespace pagoda::cli {
 
 struct ReadBandwidth {
-  double bytes_per_s = 0;  // best of `reps` passes
+  double bytes_per_s = 0;  // best of `reps` passes at each of 1, 2, 4, 8 streams per thread
   size_t buffer_bytes = 0;
 };
 
 // Sums a buffer of `bytes` (rounded to whole vectors) with SIMD adds, split
-// across the pool's threads, `reps` times; the buffer is filled (and its pages
-// faulted in) first, so the passes time reads only.
+// across the pool's threads, `reps` times for each number of concurrent
+// sequential streams per thread (1, 2, 4, 8); the buffer is filled (and its
+// pages faulted in) first, so the passes time reads only.
 ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps = 5);
 
 // A buffer size much larger than the caches: 4x the last-level cache, at
