@@ -214,21 +214,22 @@ HWY_INLINE void SumEach(D32 d32, hn::Vec<D32>* v, int32_t* out) {
 // vector has lanes for). The blocks of a group are unrolled so their slot
 // vectors stay in registers. Zeroes kPad ints after the last block's sums
 // (the float half reads whole vectors there).
-template <size_t kSlots, class Body>
+// The vectors are of D32 (full width unless a kernel asks for less).
+template <size_t kSlots, class D32 = DI32, class Body>
 HWY_INLINE void ForBlockGroups(size_t nb, int32_t* out, const Body& body) {
-  constexpr size_t kLanes = hn::MaxLanes(DI32());
+  constexpr size_t kLanes = hn::MaxLanes(D32());
   constexpr size_t kGroup = kSlots >= kLanes ? 1 : kLanes / kSlots;
   for (size_t b0 = 0; b0 < nb; b0 += kGroup) {
-    hn::Vec<DI32> v[kGroup * kSlots];
+    hn::Vec<D32> v[kGroup * kSlots];
 #pragma GCC unroll 16
     for (size_t g = 0; g < kGroup; ++g) {
       if (b0 + g < nb) {
         body(b0 + g, v + g * kSlots);
       } else {
-        for (size_t i = 0; i < kSlots; ++i) v[g * kSlots + i] = hn::Zero(DI32());
+        for (size_t i = 0; i < kSlots; ++i) v[g * kSlots + i] = hn::Zero(D32());
       }
     }
-    SumEach<kGroup * kSlots>(DI32(), v, out + b0 * kSlots);
+    SumEach<kGroup * kSlots>(D32(), v, out + b0 * kSlots);
   }
   std::memset(out + nb * kSlots, 0, dot_tables::kPad * sizeof(int32_t));
 }
@@ -328,10 +329,10 @@ void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, Ch
 
 // ------------------------------------------------------------------- Q4_K
 
-// The six-bit scales (lanes 0..7) and mins (lanes 8..15) of a Q4_K block,
-// stored as 16-bit lanes for LoadDup128. Scalar on purpose: the vector ports
-// are the kernels' bottleneck, the integer ones are idle.
-HWY_INLINE void UnpackQ4KScales(const uint8_t* s, int16_t* out) {
+// The six-bit scales (bytes 0..7) and mins (bytes 8..15) of a Q4_K block.
+// Scalar on purpose: the vector ports are the kernels' bottleneck, the
+// integer ones are idle.
+HWY_INLINE void UnpackQ4KScaleBytes(const uint8_t* s, uint8_t* bytes) {
   uint32_t w0, w1, w2;
   std::memcpy(&w0, s, 4);
   std::memcpy(&w1, s + 4, 4);
@@ -340,12 +341,93 @@ HWY_INLINE void UnpackQ4KScales(const uint8_t* s, int16_t* out) {
   const uint32_t sc_lo = w0 & 0x3F3F3F3F, m_lo = w1 & 0x3F3F3F3F;
   const uint32_t sc_hi = (w2 & 0x0F0F0F0F) | ((w0 >> 6) & 0x03030303) << 4;
   const uint32_t m_hi = ((w2 >> 4) & 0x0F0F0F0F) | ((w1 >> 6) & 0x03030303) << 4;
-  // Two 8-byte stores, read back by two 8-byte loads: store forwarding works
+  // Two 8-byte stores, read back by 8-byte loads: store forwarding works
   // only when a load takes its bytes from a single store.
   const uint64_t sc = sc_lo | uint64_t(sc_hi) << 32, m = m_lo | uint64_t(m_hi) << 32;
-  alignas(16) uint8_t bytes[16];
   std::memcpy(bytes, &sc, 8);
   std::memcpy(bytes + 8, &m, 8);
+}
+
+#if PAGODA_DOT_X86
+// x86, every target: 32-byte vectors. A 32-byte load of codes holds one
+// sub-block in its low nibbles and the next in its high nibbles, in the
+// activations' order, so each code vector needs no shuffle and has a single
+// scale, which vpmaddwd / vpdpwssd take as a broadcast (sc, sc) pair of
+// 16-bit lanes (a load, no shuffle either). 256-bit multiplies issue on two
+// ports where 512-bit ones issue on one, so this is no slower than 64-byte
+// vectors on AVX-512 and leaves the shuffle port, which the 64-byte layout
+// (128 elements per load, halves regrouped) saturated, to the reductions.
+
+using DQ8 = hn::CappedTag<uint8_t, 32>;
+using DQI8 = hn::CappedTag<int8_t, 32>;
+using DQ16 = hn::CappedTag<int16_t, 16>;
+using DQ32 = hn::CappedTag<int32_t, 8>;
+
+// out[j] = scale j and out[8 + j] = min j of a Q4_K block, each as the int32
+// whose two 16-bit halves both hold it.
+HWY_INLINE void Q4KScalePairs(const uint8_t* s, int32_t* out) {
+  alignas(16) uint8_t bytes[16];
+  UnpackQ4KScaleBytes(s, bytes);
+  const DQ32 d32;
+  const hn::Rebind<uint8_t, DQ32> d8;
+  for (size_t i = 0; i < 16; i += 8) {
+    const auto v = hn::PromoteTo(d32, hn::LoadU(d8, bytes + i));
+    hn::Store(hn::Or(v, hn::ShiftLeft<16>(v)), d32, out + i);
+  }
+}
+
+// out[2 (k nb + b)] = sum_j sc_j <q, x_k>_j and out[... + 1] = sum_j m_j bsum_j
+// of block b against activation row k: the scalar kernel's `scaled`, `mins`.
+template <int K>
+void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, ChunkSums* out) {
+  const DQ8 du8;
+  const DQI8 di8;
+  const DQ16 d16;
+  const DQ32 d32;
+  const BlockQ8_K* xs[K];
+  for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
+  constexpr size_t kSlots = dot_tables::sum_slots(2 * K);
+  ForBlockGroups<kSlots, DQ32>(nb, out->sums, [&](size_t b, hn::Vec<DQ32>* slot) HWY_ATTR {
+    alignas(32) int32_t pairs[16];
+    Q4KScalePairs(w[b].scales, pairs);
+    // Hide the stored pairs' values from the compiler, which would otherwise
+    // extract each one with shuffles: reloaded, they are broadcast loads.
+    asm("" : "+m"(pairs));
+    // Low and high nibbles accumulate apart (two chains of multiply-adds per
+    // row); acc2 takes what ReorderWidenMulAccumulate spills on some targets.
+    hn::Vec<DQ32> acc[2][K], acc2[K];
+    for (int k = 0; k < K; ++k) acc[0][k] = acc[1][k] = acc2[k] = hn::Zero(d32);
+    for (size_t g = 0; g < size_t(kQKK) / 64; ++g) {
+      const auto q = hn::LoadU(du8, w[b].qs + 32 * g);
+      const hn::Vec<DQ8> codes[2] = {LowNibbles(q), hn::ShiftRight<4>(q)};
+      for (size_t h = 0; h < 2; ++h) {
+        const auto scale = hn::BitCast(d16, hn::Set(d32, pairs[2 * g + h]));
+        for (int k = 0; k < K; ++k)
+          acc[h][k] = MulAddWide(d32, MulPairs(codes[h], hn::LoadU(di8, xs[k][b].qs + 64 * g + 32 * h)), scale,
+                                 acc[h][k], acc2[k]);
+      }
+    }
+    // Slot k: row k's scaled sum; slot K + k: its mins (bsum g pairs with min g / 2).
+    const auto mins = hn::BitCast(d16, hn::Load(d32, pairs + 8));
+    for (int k = 0; k < K; ++k) {
+      auto macc = hn::Zero(d32), macc2 = hn::Zero(d32);
+      macc = MulAddWide(d32, hn::LoadU(d16, xs[k][b].bsums), mins, macc, macc2);
+      slot[k] = hn::Add(hn::Add(acc[0][k], acc[1][k]), acc2[k]);
+      slot[K + k] = hn::Add(macc, macc2);
+    }
+    for (size_t i = 2 * K; i < kSlots; ++i) slot[i] = hn::Zero(d32);
+  });
+  HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, d), sizeof(BlockQ4_K), nb, out->w_d);
+  HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, dmin), sizeof(BlockQ4_K), nb, out->w_dmin);
+}
+
+#else  // PAGODA_DOT_X86
+
+// The six-bit scales (lanes 0..7) and mins (lanes 8..15) of a Q4_K block,
+// stored as 16-bit lanes for LoadDup128.
+HWY_INLINE void UnpackQ4KScales(const uint8_t* s, int16_t* out) {
+  alignas(16) uint8_t bytes[16];
+  UnpackQ4KScaleBytes(s, bytes);
   const hn::CappedTag<int16_t, 8> d16;
   const hn::Rebind<uint8_t, decltype(d16)> d8;
   for (size_t i = 0; i < 16; i += hn::Lanes(d16)) hn::Store(hn::PromoteTo(d16, hn::LoadU(d8, bytes + i)), d16, out + i);
@@ -353,23 +435,15 @@ HWY_INLINE void UnpackQ4KScales(const uint8_t* s, int16_t* out) {
 
 // Codes (0..15) of elements e .. e+2N-1 of a Q4_K block as two vectors: per
 // 64 elements, 32 bytes whose low nibbles are the first 32 and high nibbles
-// the next 32. On AVX-512 one 64-byte load covers 128 elements; its low and
-// high nibbles are regrouped by 256-bit halves.
+// the next 32.
 HWY_INLINE void Q4KCodes(const uint8_t* qs, size_t e, hn::Vec<DU8>* codes) {
   const DU8 d;
-#if PAGODA_DOT_WIDE
-  const auto q = hn::LoadU(d, qs + e / 2);
-  const auto lo = LowNibbles(q), hi = hn::ShiftRight<4>(q);
-  codes[0] = hn::ConcatLowerLower(d, hi, lo);
-  codes[1] = hn::ConcatUpperUpper(d, hi, lo);
-#else
   const size_t N = hn::Lanes(d);
   for (size_t h = 0; h < 2; ++h) {
     const size_t o = (e + h * N) % 64;
     const auto q = hn::LoadU(d, qs + (e + h * N) / 64 * 32 + o % 32);
     codes[h] = o < 32 ? LowNibbles(q) : hn::ShiftRight<4>(q);
   }
-#endif
 }
 
 // out[2 (k nb + b)] = sum_j sc_j <q, x_k>_j and out[... + 1] = sum_j m_j bsum_j
@@ -424,6 +498,8 @@ void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, d), sizeof(BlockQ4_K), nb, out->w_d);
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, dmin), sizeof(BlockQ4_K), nb, out->w_dmin);
 }
+
+#endif  // PAGODA_DOT_X86
 
 // ------------------------------------------------------------------- Q6_K
 
