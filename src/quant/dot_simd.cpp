@@ -64,6 +64,7 @@ struct ChunkSums {
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "quant/dot_simd.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -74,6 +75,17 @@ namespace hn = hwy::HWY_NAMESPACE;
 using dot_tables::ChunkSums;
 using dot_tables::kChunkBlocks;
 using dot_tables::kPad;
+
+// v, hidden from the optimizer: an empty asm that might have changed it.
+template <class V>
+HWY_INLINE V Opaque(V v) {
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_EMU128
+  asm("" : "+x"(v.raw));
+#else
+  asm volatile("" : : "r"(&v) : "memory");
+#endif
+  return v;
+}
 
 // An F16 scale as a float (one vcvtph2ps where the CPU has F16C).
 HWY_INLINE float HalfToFloat(const uint8_t* p) {
@@ -376,49 +388,107 @@ HWY_INLINE void Q4KScalePairs(const uint8_t* s, int32_t* out) {
   }
 }
 
-// out[2 (k nb + b)] = sum_j sc_j <q, x_k>_j and out[... + 1] = sum_j m_j bsum_j
-// of block b against activation row k: the scalar kernel's `scaled`, `mins`.
+// Block b of weight row w against activation rows xs[0..K-1]: slot[k] gets
+// row k's partial sums of sum_j sc_j <q, x_k>_j (the scalar kernel's
+// `scaled`), slot[K + k] those of sum_j m_j bsum_j (its `mins`).
 template <int K>
-void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, ChunkSums* out) {
+HWY_INLINE void Q4KBlock(const BlockQ4_K& w, const BlockQ8_K* const* xs, size_t b, hn::Vec<DQ32>* slot) {
   const DQ8 du8;
   const DQI8 di8;
   const DQ16 d16;
   const DQ32 d32;
+  alignas(32) int32_t pairs[16];
+  Q4KScalePairs(w.scales, pairs);
+  // Hide the stored pairs' values from the compiler, which would otherwise
+  // extract each one with shuffles: reloaded, they are broadcast loads.
+  asm("" : "+m"(pairs));
+  // Low and high nibbles accumulate apart (two chains of multiply-adds per
+  // row); acc2 takes what ReorderWidenMulAccumulate spills on some targets.
+  hn::Vec<DQ32> acc[2][K], acc2[K];
+  for (int k = 0; k < K; ++k) acc[0][k] = acc[1][k] = acc2[k] = hn::Zero(d32);
+  for (size_t g = 0; g < size_t(kQKK) / 64; ++g) {
+    const auto q = hn::LoadU(du8, w.qs + 32 * g);
+    const hn::Vec<DQ8> codes[2] = {LowNibbles(q), hn::ShiftRight<4>(q)};
+    for (size_t h = 0; h < 2; ++h) {
+      const auto scale = hn::BitCast(d16, hn::Set(d32, pairs[2 * g + h]));
+      for (int k = 0; k < K; ++k)
+        acc[h][k] = MulAddWide(d32, MulPairs(codes[h], hn::LoadU(di8, xs[k][b].qs + 64 * g + 32 * h)), scale,
+                               acc[h][k], acc2[k]);
+    }
+  }
+  // bsum g pairs with min g / 2.
+  const auto mins = hn::BitCast(d16, hn::Load(d32, pairs + 8));
+  for (int k = 0; k < K; ++k) {
+    auto macc = hn::Zero(d32), macc2 = hn::Zero(d32);
+    macc = MulAddWide(d32, hn::LoadU(d16, xs[k][b].bsums), mins, macc, macc2);
+    slot[k] = hn::Add(hn::Add(acc[0][k], acc[1][k]), acc2[k]);
+    slot[K + k] = hn::Add(macc, macc2);
+  }
+}
+
+// out[2 (k nb + b)] = sum_j sc_j <q, x_k>_j and out[... + 1] = sum_j m_j bsum_j
+// of block b against activation row k: the scalar kernel's `scaled`, `mins`.
+template <int K>
+void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, ChunkSums* out) {
   const BlockQ8_K* xs[K];
   for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
   constexpr size_t kSlots = dot_tables::sum_slots(2 * K);
   ForBlockGroups<kSlots, DQ32>(nb, out->sums, [&](size_t b, hn::Vec<DQ32>* slot) HWY_ATTR {
-    alignas(32) int32_t pairs[16];
-    Q4KScalePairs(w[b].scales, pairs);
-    // Hide the stored pairs' values from the compiler, which would otherwise
-    // extract each one with shuffles: reloaded, they are broadcast loads.
-    asm("" : "+m"(pairs));
-    // Low and high nibbles accumulate apart (two chains of multiply-adds per
-    // row); acc2 takes what ReorderWidenMulAccumulate spills on some targets.
-    hn::Vec<DQ32> acc[2][K], acc2[K];
-    for (int k = 0; k < K; ++k) acc[0][k] = acc[1][k] = acc2[k] = hn::Zero(d32);
-    for (size_t g = 0; g < size_t(kQKK) / 64; ++g) {
-      const auto q = hn::LoadU(du8, w[b].qs + 32 * g);
-      const hn::Vec<DQ8> codes[2] = {LowNibbles(q), hn::ShiftRight<4>(q)};
-      for (size_t h = 0; h < 2; ++h) {
-        const auto scale = hn::BitCast(d16, hn::Set(d32, pairs[2 * g + h]));
-        for (int k = 0; k < K; ++k)
-          acc[h][k] = MulAddWide(d32, MulPairs(codes[h], hn::LoadU(di8, xs[k][b].qs + 64 * g + 32 * h)), scale,
-                                 acc[h][k], acc2[k]);
-      }
-    }
-    // Slot k: row k's scaled sum; slot K + k: its mins (bsum g pairs with min g / 2).
-    const auto mins = hn::BitCast(d16, hn::Load(d32, pairs + 8));
-    for (int k = 0; k < K; ++k) {
-      auto macc = hn::Zero(d32), macc2 = hn::Zero(d32);
-      macc = MulAddWide(d32, hn::LoadU(d16, xs[k][b].bsums), mins, macc, macc2);
-      slot[k] = hn::Add(hn::Add(acc[0][k], acc[1][k]), acc2[k]);
-      slot[K + k] = hn::Add(macc, macc2);
-    }
-    for (size_t i = 2 * K; i < kSlots; ++i) slot[i] = hn::Zero(d32);
+    Q4KBlock<K>(w[b], xs, b, slot);
+    for (size_t i = 2 * K; i < kSlots; ++i) slot[i] = hn::Zero(DQ32());
   });
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, d), sizeof(BlockQ4_K), nb, out->w_d);
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, dmin), sizeof(BlockQ4_K), nb, out->w_dmin);
+}
+
+// One token (decode): n_w weight rows at w + r * w_stride against one
+// activation row, over nb blocks; acc[r] += the rows' block terms. A block's
+// sums for all rows are reduced together (one vector per block, the rows'
+// scaled and mins sums interleaved), and the float half runs the rows'
+// running sums as lanes of one vector, with the scalar kernel's expression
+// d_x * (d_w * scaled - dmin_w * mins) in each. Several weight rows stream at
+// once, which also keeps more memory reads in flight.
+void RowsDotQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc) {
+  alignas(64) int32_t sums[kChunkBlocks * 8];
+  alignas(64) uint32_t dm[kChunkBlocks * kDotRowsMax];  // per block and row: the F16 pair (d, dmin)
+  const BlockQ8_K* xs[1] = {reinterpret_cast<const BlockQ8_K*>(x)};
+  const BlockQ4_K* rows[kDotRowsMax];
+  for (int r = 0; r < kDotRowsMax; ++r)
+    rows[r] = reinterpret_cast<const BlockQ4_K*>(static_cast<const uint8_t*>(w) + size_t(std::min(r, n_w - 1)) * w_stride);
+  for (size_t b = 0; b < nb; ++b) {
+    hn::Vec<DQ32> v[2 * kDotRowsMax];
+#pragma GCC unroll 4
+    for (int r = 0; r < kDotRowsMax; ++r) {
+      if (r < n_w) {
+        // The rows, read block by block side by side, are streams too short
+        // for the hardware prefetcher (a row of 2048 is 8 blocks); fetch the
+        // same block of the row two tiles on (past the matrix's end is harmless).
+        const uint8_t* ahead = reinterpret_cast<const uint8_t*>(rows[r] + b) + 2 * size_t(n_w) * w_stride;
+        for (size_t line = 0; line < sizeof(BlockQ4_K); line += 64) hwy::Prefetch(ahead + line);
+        Q4KBlock<1>(rows[r][b], xs, b, v + 2 * r);
+        std::memcpy(&dm[kDotRowsMax * b + r], &rows[r][b].d, 4);  // d, then dmin
+      } else {
+        v[2 * r] = v[2 * r + 1] = hn::Zero(DQ32());
+        dm[kDotRowsMax * b + r] = 0;
+      }
+    }
+    SumEach<2 * kDotRowsMax>(DQ32(), v, sums + 8 * b);
+  }
+  const hn::CappedTag<float, 8> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+  const hn::Repartition<uint64_t, decltype(df)> du64;
+  alignas(32) float lanes[8] = {};  // row r's running sum in lane 2r
+  for (int r = 0; r < n_w; ++r) lanes[2 * r] = acc[r];
+  auto a = hn::Load(df, lanes);
+  for (size_t b = 0; b < nb; ++b) {
+    const auto scales = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(dm + kDotRowsMax * b)));
+    const auto p = Opaque(hn::Mul(scales, hn::ConvertTo(df, hn::LoadU(di, sums + 8 * b))));  // d scaled, dmin mins
+    const auto p_mins = hn::BitCast(df, hn::ShiftRight<32>(hn::BitCast(du64, p)));            // dmin mins in the even lanes
+    a = hn::Add(a, Opaque(hn::Mul(hn::Set(df, xd[kDotRowsMax * b]), hn::Sub(p, p_mins))));
+  }
+  hn::Store(a, df, lanes);
+  for (int r = 0; r < n_w; ++r) acc[r] = lanes[2 * r];
 }
 
 #else  // PAGODA_DOT_X86
@@ -589,17 +659,6 @@ void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
 // scalar kernels are compiled for does not), hence Opaque; the tests compare
 // with the scalar kernels bit for bit on every target.
 
-// v, hidden from the optimizer: an empty asm that might have changed it.
-template <class V>
-HWY_INLINE V Opaque(V v) {
-#if HWY_ARCH_X86 && HWY_TARGET != HWY_EMU128
-  asm("" : "+x"(v.raw));
-#else
-  asm volatile("" : : "r"(&v) : "memory");
-#endif
-  return v;
-}
-
 enum class Terms { kLegacy, kQ4K, kQ6K };
 
 template <Terms kTerms, int K>
@@ -687,6 +746,13 @@ PAGODA_DOT_ENTRY(RowDotsQ4K, Q4KSums, BlockQ4_K, Terms::kQ4K)
 PAGODA_DOT_ENTRY(RowDotsQ6K, Q6KSums, BlockQ6_K, Terms::kQ6K)
 #undef PAGODA_DOT_ENTRY
 
+#if HWY_TARGET == HWY_SCALAR || !(HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+// Elsewhere one weight row at a time (the same results).
+void RowsDotQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc) {
+  for (int r = 0; r < n_w; ++r) RowDotsQ4K(static_cast<const uint8_t*>(w) + size_t(r) * w_stride, x, 0, 1, nb, xd, acc + r);
+}
+#endif
+
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace HWY_NAMESPACE
@@ -704,6 +770,7 @@ HWY_EXPORT(RowDotsQ5_0);
 HWY_EXPORT(RowDotsQ8_0);
 HWY_EXPORT(RowDotsQ4K);
 HWY_EXPORT(RowDotsQ6K);
+HWY_EXPORT(RowsDotQ4K);
 HWY_EXPORT(TargetName);
 
 namespace {
@@ -711,6 +778,7 @@ namespace {
 using dot_tables::kChunkBlocks;
 
 using RowDotsFn = void (*)(const void*, const uint8_t*, size_t, int, size_t, const float*, float*);
+using RowsDotFn = void (*)(const void*, size_t, int, const uint8_t*, size_t, const float*, float*);
 
 float activation_scale(const BlockQ8_0& x) { return f16_to_f32(x.d); }
 float activation_scale(const BlockQ8_K& x) { return x.d; }
@@ -740,6 +808,23 @@ void dot_tile(RowDotsFn row_dots, const void* w, size_t w_stride, int n_w, const
     for (int r = 0; r < n_w; ++r) out[size_t(k) * out_stride + r] = acc[r][k];
 }
 
+// One activation row against n_w weight rows, chunk by chunk (a kernel that
+// takes the weight rows together).
+template <class Block, class XBlock>
+void dot_rows(RowsDotFn rows_dot, const void* w, size_t w_stride, int n_w, const void* x, size_t nb, float* out) {
+  float acc[kDotRowsMax] = {};
+  alignas(16) float xd[kChunkBlocks][kDotRowsMax] = {};
+  const uint8_t* wb = static_cast<const uint8_t*>(w);
+  const uint8_t* xb = static_cast<const uint8_t*>(x);
+  for (size_t b0 = 0; b0 < nb; b0 += kChunkBlocks) {
+    const size_t cb = std::min(kChunkBlocks, nb - b0);
+    const XBlock* xk = reinterpret_cast<const XBlock*>(xb) + b0;
+    for (size_t b = 0; b < cb; ++b) xd[b][0] = activation_scale(xk[b]);
+    rows_dot(wb + b0 * sizeof(Block), w_stride, n_w, xb + b0 * sizeof(XBlock), cb, &xd[0][0], acc);
+  }
+  for (int r = 0; r < n_w; ++r) out[r] = acc[r];
+}
+
 }  // namespace
 
 void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride, int n_x,
@@ -757,6 +842,7 @@ void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const v
       return dot_tile<BlockQ8_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(RowDotsQ8_0), w, w_stride, n_w, x, x_stride, n_x,
                                             n / kQK, out, out_stride);
     case TensorType::Q4_K:
+      if (n_x == 1 && n_w > 1) return dot_rows<BlockQ4_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(RowsDotQ4K), w, w_stride, n_w, x, n / kQKK, out);
       return dot_tile<BlockQ4_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(RowDotsQ4K), w, w_stride, n_w, x, x_stride, n_x,
                                             n / kQKK, out, out_stride);
     case TensorType::Q6_K:
