@@ -13,6 +13,9 @@
 // The float half applies the block scales with the scalar kernels' exact
 // expressions, block by block in order, one activation row per lane. So each
 // result is bit-identical to the scalar kernel of dot.cpp on every target.
+// For one activation row (decode), the K-quants take 2-4 weight rows side by
+// side instead (RowsDotQ4K, RowsDotQ6K): one reduction per block for all the
+// rows, and the rows' float sums as the lanes of one vector.
 #include "quant/dot_simd.h"
 
 #include <algorithm>
