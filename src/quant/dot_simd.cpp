@@ -13,6 +13,9 @@
 // The float half applies the block scales with the scalar kernels' exact
 // expressions, block by block in order, one activation row per lane. So each
 // result is bit-identical to the scalar kernel of dot.cpp on every target.
+// For one activation row (decode), the K-quants take 2-4 weight rows side by
+// side instead (RowsDotQ4K, RowsDotQ6K): one reduction per block for all the
+// rows, and the rows' float sums as the lanes of one vector.
 #include "quant/dot_simd.h"
 
 #include <algorithm>
@@ -64,6 +67,7 @@ struct ChunkSums {
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "quant/dot_simd.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -74,6 +78,17 @@ namespace hn = hwy::HWY_NAMESPACE;
 using dot_tables::ChunkSums;
 using dot_tables::kChunkBlocks;
 using dot_tables::kPad;
+
+// v, hidden from the optimizer: an empty asm that might have changed it.
+template <class V>
+HWY_INLINE V Opaque(V v) {
+#if HWY_ARCH_X86 && HWY_TARGET != HWY_EMU128
+  asm("" : "+x"(v.raw));
+#else
+  asm volatile("" : : "r"(&v) : "memory");
+#endif
+  return v;
+}
 
 // An F16 scale as a float (one vcvtph2ps where the CPU has F16C).
 HWY_INLINE float HalfToFloat(const uint8_t* p) {
@@ -214,21 +229,22 @@ HWY_INLINE void SumEach(D32 d32, hn::Vec<D32>* v, int32_t* out) {
 // vector has lanes for). The blocks of a group are unrolled so their slot
 // vectors stay in registers. Zeroes kPad ints after the last block's sums
 // (the float half reads whole vectors there).
-template <size_t kSlots, class Body>
+// The vectors are of D32 (full width unless a kernel asks for less).
+template <size_t kSlots, class D32 = DI32, class Body>
 HWY_INLINE void ForBlockGroups(size_t nb, int32_t* out, const Body& body) {
-  constexpr size_t kLanes = hn::MaxLanes(DI32());
+  constexpr size_t kLanes = hn::MaxLanes(D32());
   constexpr size_t kGroup = kSlots >= kLanes ? 1 : kLanes / kSlots;
   for (size_t b0 = 0; b0 < nb; b0 += kGroup) {
-    hn::Vec<DI32> v[kGroup * kSlots];
+    hn::Vec<D32> v[kGroup * kSlots];
 #pragma GCC unroll 16
     for (size_t g = 0; g < kGroup; ++g) {
       if (b0 + g < nb) {
         body(b0 + g, v + g * kSlots);
       } else {
-        for (size_t i = 0; i < kSlots; ++i) v[g * kSlots + i] = hn::Zero(DI32());
+        for (size_t i = 0; i < kSlots; ++i) v[g * kSlots + i] = hn::Zero(D32());
       }
     }
-    SumEach<kGroup * kSlots>(DI32(), v, out + b0 * kSlots);
+    SumEach<kGroup * kSlots>(D32(), v, out + b0 * kSlots);
   }
   std::memset(out + nb * kSlots, 0, dot_tables::kPad * sizeof(int32_t));
 }
@@ -328,10 +344,10 @@ void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, Ch
 
 // ------------------------------------------------------------------- Q4_K
 
-// The six-bit scales (lanes 0..7) and mins (lanes 8..15) of a Q4_K block,
-// stored as 16-bit lanes for LoadDup128. Scalar on purpose: the vector ports
-// are the kernels' bottleneck, the integer ones are idle.
-HWY_INLINE void UnpackQ4KScales(const uint8_t* s, int16_t* out) {
+// The six-bit scales (bytes 0..7) and mins (bytes 8..15) of a Q4_K block.
+// Scalar on purpose: the vector ports are the kernels' bottleneck, the
+// integer ones are idle.
+HWY_INLINE void UnpackQ4KScaleBytes(const uint8_t* s, uint8_t* bytes) {
   uint32_t w0, w1, w2;
   std::memcpy(&w0, s, 4);
   std::memcpy(&w1, s + 4, 4);
@@ -340,12 +356,151 @@ HWY_INLINE void UnpackQ4KScales(const uint8_t* s, int16_t* out) {
   const uint32_t sc_lo = w0 & 0x3F3F3F3F, m_lo = w1 & 0x3F3F3F3F;
   const uint32_t sc_hi = (w2 & 0x0F0F0F0F) | ((w0 >> 6) & 0x03030303) << 4;
   const uint32_t m_hi = ((w2 >> 4) & 0x0F0F0F0F) | ((w1 >> 6) & 0x03030303) << 4;
-  // Two 8-byte stores, read back by two 8-byte loads: store forwarding works
+  // Two 8-byte stores, read back by 8-byte loads: store forwarding works
   // only when a load takes its bytes from a single store.
   const uint64_t sc = sc_lo | uint64_t(sc_hi) << 32, m = m_lo | uint64_t(m_hi) << 32;
-  alignas(16) uint8_t bytes[16];
   std::memcpy(bytes, &sc, 8);
   std::memcpy(bytes + 8, &m, 8);
+}
+
+#if PAGODA_DOT_X86
+// x86, every target: 32-byte vectors. A 32-byte load of codes holds one
+// sub-block in its low nibbles and the next in its high nibbles, in the
+// activations' order, so each code vector needs no shuffle and has a single
+// scale, which vpmaddwd / vpdpwssd take as a broadcast (sc, sc) pair of
+// 16-bit lanes (a load, no shuffle either). 256-bit multiplies issue on two
+// ports where 512-bit ones issue on one, so this is no slower than 64-byte
+// vectors on AVX-512 and leaves the shuffle port, which the 64-byte layout
+// (128 elements per load, halves regrouped) saturated, to the reductions.
+
+using DQ8 = hn::CappedTag<uint8_t, 32>;
+using DQI8 = hn::CappedTag<int8_t, 32>;
+using DQ16 = hn::CappedTag<int16_t, 16>;
+using DQ32 = hn::CappedTag<int32_t, 8>;
+
+// out[j] = scale j and out[8 + j] = min j of a Q4_K block, each as the int32
+// whose two 16-bit halves both hold it.
+HWY_INLINE void Q4KScalePairs(const uint8_t* s, int32_t* out) {
+  alignas(16) uint8_t bytes[16];
+  UnpackQ4KScaleBytes(s, bytes);
+  const DQ32 d32;
+  const hn::Rebind<uint8_t, DQ32> d8;
+  for (size_t i = 0; i < 16; i += 8) {
+    const auto v = hn::PromoteTo(d32, hn::LoadU(d8, bytes + i));
+    hn::Store(hn::Or(v, hn::ShiftLeft<16>(v)), d32, out + i);
+  }
+}
+
+// Block b of weight row w against activation rows xs[0..K-1]: slot[k] gets
+// row k's partial sums of sum_j sc_j <q, x_k>_j (the scalar kernel's
+// `scaled`), slot[K + k] those of sum_j m_j bsum_j (its `mins`).
+template <int K>
+HWY_INLINE void Q4KBlock(const BlockQ4_K& w, const BlockQ8_K* const* xs, size_t b, hn::Vec<DQ32>* slot) {
+  const DQ8 du8;
+  const DQI8 di8;
+  const DQ16 d16;
+  const DQ32 d32;
+  alignas(32) int32_t pairs[16];
+  Q4KScalePairs(w.scales, pairs);
+  // Hide the stored pairs' values from the compiler, which would otherwise
+  // extract each one with shuffles: reloaded, they are broadcast loads.
+  asm("" : "+m"(pairs));
+  // Low and high nibbles accumulate apart (two chains of multiply-adds per
+  // row); acc2 takes what ReorderWidenMulAccumulate spills on some targets.
+  hn::Vec<DQ32> acc[2][K], acc2[K];
+  for (int k = 0; k < K; ++k) acc[0][k] = acc[1][k] = acc2[k] = hn::Zero(d32);
+  for (size_t g = 0; g < size_t(kQKK) / 64; ++g) {
+    const auto q = hn::LoadU(du8, w.qs + 32 * g);
+    const hn::Vec<DQ8> codes[2] = {LowNibbles(q), hn::ShiftRight<4>(q)};
+    for (size_t h = 0; h < 2; ++h) {
+      const auto scale = hn::BitCast(d16, hn::Set(d32, pairs[2 * g + h]));
+      for (int k = 0; k < K; ++k)
+        acc[h][k] = MulAddWide(d32, MulPairs(codes[h], hn::LoadU(di8, xs[k][b].qs + 64 * g + 32 * h)), scale,
+                               acc[h][k], acc2[k]);
+    }
+  }
+  // bsum g pairs with min g / 2.
+  const auto mins = hn::BitCast(d16, hn::Load(d32, pairs + 8));
+  for (int k = 0; k < K; ++k) {
+    auto macc = hn::Zero(d32), macc2 = hn::Zero(d32);
+    macc = MulAddWide(d32, hn::LoadU(d16, xs[k][b].bsums), mins, macc, macc2);
+    slot[k] = hn::Add(hn::Add(acc[0][k], acc[1][k]), acc2[k]);
+    slot[K + k] = hn::Add(macc, macc2);
+  }
+}
+
+// out[2 (k nb + b)] = sum_j sc_j <q, x_k>_j and out[... + 1] = sum_j m_j bsum_j
+// of block b against activation row k: the scalar kernel's `scaled`, `mins`.
+template <int K>
+void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, ChunkSums* out) {
+  const BlockQ8_K* xs[K];
+  for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
+  constexpr size_t kSlots = dot_tables::sum_slots(2 * K);
+  ForBlockGroups<kSlots, DQ32>(nb, out->sums, [&](size_t b, hn::Vec<DQ32>* slot) HWY_ATTR {
+    Q4KBlock<K>(w[b], xs, b, slot);
+    for (size_t i = 2 * K; i < kSlots; ++i) slot[i] = hn::Zero(DQ32());
+  });
+  HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, d), sizeof(BlockQ4_K), nb, out->w_d);
+  HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, dmin), sizeof(BlockQ4_K), nb, out->w_dmin);
+}
+
+// One token (decode): n_w weight rows at w + r * w_stride against one
+// activation row, over nb blocks; acc[r] += the rows' block terms. A block's
+// sums for all rows are reduced together (one vector per block, the rows'
+// scaled and mins sums interleaved), and the float half runs the rows'
+// running sums as lanes of one vector, with the scalar kernel's expression
+// d_x * (d_w * scaled - dmin_w * mins) in each. Several weight rows stream at
+// once, which also keeps more memory reads in flight.
+void RowsDotQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc) {
+  alignas(64) int32_t sums[kChunkBlocks * 8];
+  alignas(64) uint32_t dm[kChunkBlocks * kDotRowsMax];  // per block and row: the F16 pair (d, dmin)
+  const BlockQ8_K* xs[1] = {reinterpret_cast<const BlockQ8_K*>(x)};
+  const BlockQ4_K* rows[kDotRowsMax];
+  for (int r = 0; r < kDotRowsMax; ++r)
+    rows[r] = reinterpret_cast<const BlockQ4_K*>(static_cast<const uint8_t*>(w) + size_t(std::min(r, n_w - 1)) * w_stride);
+  for (size_t b = 0; b < nb; ++b) {
+    hn::Vec<DQ32> v[2 * kDotRowsMax];
+#pragma GCC unroll 4
+    for (int r = 0; r < kDotRowsMax; ++r) {
+      if (r < n_w) {
+        // The rows, read block by block side by side, are streams too short
+        // for the hardware prefetcher (a row of 2048 is 8 blocks); fetch the
+        // same block of the row two tiles on (past the matrix's end is harmless).
+        const uint8_t* ahead = reinterpret_cast<const uint8_t*>(rows[r] + b) + 2 * size_t(n_w) * w_stride;
+        for (size_t line = 0; line < sizeof(BlockQ4_K); line += 64) hwy::Prefetch(ahead + line);
+        Q4KBlock<1>(rows[r][b], xs, b, v + 2 * r);
+        std::memcpy(&dm[kDotRowsMax * b + r], &rows[r][b].d, 4);  // d, then dmin
+      } else {
+        v[2 * r] = v[2 * r + 1] = hn::Zero(DQ32());
+        dm[kDotRowsMax * b + r] = 0;
+      }
+    }
+    SumEach<2 * kDotRowsMax>(DQ32(), v, sums + 8 * b);
+  }
+  const hn::CappedTag<float, 8> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+  const hn::Repartition<uint64_t, decltype(df)> du64;
+  alignas(32) float lanes[8] = {};  // row r's running sum in lane 2r
+  for (int r = 0; r < n_w; ++r) lanes[2 * r] = acc[r];
+  auto a = hn::Load(df, lanes);
+  for (size_t b = 0; b < nb; ++b) {
+    const auto scales = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(dm + kDotRowsMax * b)));
+    const auto p = Opaque(hn::Mul(scales, hn::ConvertTo(df, hn::LoadU(di, sums + 8 * b))));  // d scaled, dmin mins
+    const auto p_mins = hn::BitCast(df, hn::ShiftRight<32>(hn::BitCast(du64, p)));            // dmin mins in the even lanes
+    a = hn::Add(a, Opaque(hn::Mul(hn::Set(df, xd[kDotRowsMax * b]), hn::Sub(p, p_mins))));
+  }
+  hn::Store(a, df, lanes);
+  for (int r = 0; r < n_w; ++r) acc[r] = lanes[2 * r];
+}
+
+#else  // PAGODA_DOT_X86
+
+// The six-bit scales (lanes 0..7) and mins (lanes 8..15) of a Q4_K block,
+// stored as 16-bit lanes for LoadDup128.
+HWY_INLINE void UnpackQ4KScales(const uint8_t* s, int16_t* out) {
+  alignas(16) uint8_t bytes[16];
+  UnpackQ4KScaleBytes(s, bytes);
   const hn::CappedTag<int16_t, 8> d16;
   const hn::Rebind<uint8_t, decltype(d16)> d8;
   for (size_t i = 0; i < 16; i += hn::Lanes(d16)) hn::Store(hn::PromoteTo(d16, hn::LoadU(d8, bytes + i)), d16, out + i);
@@ -353,23 +508,15 @@ HWY_INLINE void UnpackQ4KScales(const uint8_t* s, int16_t* out) {
 
 // Codes (0..15) of elements e .. e+2N-1 of a Q4_K block as two vectors: per
 // 64 elements, 32 bytes whose low nibbles are the first 32 and high nibbles
-// the next 32. On AVX-512 one 64-byte load covers 128 elements; its low and
-// high nibbles are regrouped by 256-bit halves.
+// the next 32.
 HWY_INLINE void Q4KCodes(const uint8_t* qs, size_t e, hn::Vec<DU8>* codes) {
   const DU8 d;
-#if PAGODA_DOT_WIDE
-  const auto q = hn::LoadU(d, qs + e / 2);
-  const auto lo = LowNibbles(q), hi = hn::ShiftRight<4>(q);
-  codes[0] = hn::ConcatLowerLower(d, hi, lo);
-  codes[1] = hn::ConcatUpperUpper(d, hi, lo);
-#else
   const size_t N = hn::Lanes(d);
   for (size_t h = 0; h < 2; ++h) {
     const size_t o = (e + h * N) % 64;
     const auto q = hn::LoadU(d, qs + (e + h * N) / 64 * 32 + o % 32);
     codes[h] = o < 32 ? LowNibbles(q) : hn::ShiftRight<4>(q);
   }
-#endif
 }
 
 // out[2 (k nb + b)] = sum_j sc_j <q, x_k>_j and out[... + 1] = sum_j m_j bsum_j
@@ -425,6 +572,8 @@ void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, dmin), sizeof(BlockQ4_K), nb, out->w_dmin);
 }
 
+#endif  // PAGODA_DOT_X86
+
 // ------------------------------------------------------------------- Q6_K
 
 template <int kShift, class V>
@@ -458,7 +607,7 @@ HWY_INLINE hn::Vec<DU8> Q6KCodes(const BlockQ6_K& w, size_t e) {
 // out[k nb + b] = sum_j sc_j <q - 32, x_k>_j, the scalar kernel's `scaled`:
 // computed as sum_j sc_j <q, x_k>_j - 32 sum_j sc_j bsum_j.
 template <int K>
-void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, ChunkSums* out) {
+HWY_INLINE void Q6KBlock(const BlockQ6_K& w, const BlockQ8_K* const* xs, size_t b, hn::Vec<DI32>* slot) {
   const DU8 du8;
   const DI8 di8;
   const DI16 d16;
@@ -467,36 +616,84 @@ void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
   const hn::Repartition<int32_t, decltype(dm16)> dm32;
   const hn::Rebind<int8_t, decltype(dm16)> dm8;
   const size_t N = hn::Lanes(du8);
-  const BlockQ8_K* xs[K];
-  for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
   const hn::CappedTag<int16_t, 8> ds16;
   const hn::Rebind<int8_t, decltype(ds16)> ds8;
+  alignas(16) int16_t scales[16];
+  for (size_t i = 0; i < 16; i += hn::Lanes(ds16))
+    hn::Store(hn::PromoteTo(ds16, hn::LoadU(ds8, w.scales + i)), ds16, scales + i);
+  const hn::Vec<DI16> sc[2] = {hn::LoadDup128(d16, scales), hn::LoadDup128(d16, scales + 8)};
+  hn::Vec<DI32> acc[2][K], acc2[K];  // even and odd vectors, as in Q4KSums
+  for (int k = 0; k < K; ++k) acc[0][k] = acc[1][k] = acc2[k] = hn::Zero(d32);
+  for (size_t e = 0; e < size_t(kQKK); e += N) {
+    const size_t h = (e / N) % 2;
+    const auto codes = Q6KCodes(w, e);
+    const auto scale = hn::BitCast(d16, hn::TableLookupBytes(sc[e / 128], hn::LoadU(du8, dot_tables::kQ6KScaleIndex.data() + e)));
+    for (int k = 0; k < K; ++k)
+      acc[h][k] = MulAddWide(d32, MulPairs(codes, hn::LoadU(di8, xs[k][b].qs + e)), scale, acc[h][k], acc2[k]);
+  }
+  for (int k = 0; k < K; ++k) {
+    auto oacc = hn::Zero(dm32), oacc2 = hn::Zero(dm32);
+    for (size_t g = 0; g < 16; g += hn::Lanes(dm16))
+      oacc = MulAddWide(dm32, hn::LoadU(dm16, xs[k][b].bsums + g), hn::PromoteTo(dm16, hn::LoadU(dm8, w.scales + g)),
+                        oacc, oacc2);
+    const auto codes_x = hn::Add(hn::Add(acc[0][k], acc[1][k]), acc2[k]);
+    slot[k] = hn::Sub(codes_x, hn::ShiftLeft<5>(Widen(hn::Add(oacc, oacc2))));
+  }
+}
+
+template <int K>
+void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, ChunkSums* out) {
+  const BlockQ8_K* xs[K];
+  for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
   constexpr size_t kSlots = dot_tables::sum_slots(K);
   ForBlockGroups<kSlots>(nb, out->sums, [&](size_t b, hn::Vec<DI32>* slot) HWY_ATTR {
-    alignas(16) int16_t scales[16];
-    for (size_t i = 0; i < 16; i += hn::Lanes(ds16))
-      hn::Store(hn::PromoteTo(ds16, hn::LoadU(ds8, w[b].scales + i)), ds16, scales + i);
-    const hn::Vec<DI16> sc[2] = {hn::LoadDup128(d16, scales), hn::LoadDup128(d16, scales + 8)};
-    hn::Vec<DI32> acc[2][K], acc2[K];  // even and odd vectors, as in Q4KSums
-    for (int k = 0; k < K; ++k) acc[0][k] = acc[1][k] = acc2[k] = hn::Zero(d32);
-    for (size_t e = 0; e < size_t(kQKK); e += N) {
-      const size_t h = (e / N) % 2;
-      const auto codes = Q6KCodes(w[b], e);
-      const auto scale = hn::BitCast(d16, hn::TableLookupBytes(sc[e / 128], hn::LoadU(du8, dot_tables::kQ6KScaleIndex.data() + e)));
-      for (int k = 0; k < K; ++k)
-        acc[h][k] = MulAddWide(d32, MulPairs(codes, hn::LoadU(di8, xs[k][b].qs + e)), scale, acc[h][k], acc2[k]);
-    }
-    for (int k = 0; k < K; ++k) {
-      auto oacc = hn::Zero(dm32), oacc2 = hn::Zero(dm32);
-      for (size_t g = 0; g < 16; g += hn::Lanes(dm16))
-        oacc = MulAddWide(dm32, hn::LoadU(dm16, xs[k][b].bsums + g), hn::PromoteTo(dm16, hn::LoadU(dm8, w[b].scales + g)),
-                          oacc, oacc2);
-      const auto codes_x = hn::Add(hn::Add(acc[0][k], acc[1][k]), acc2[k]);
-      slot[k] = hn::Sub(codes_x, hn::ShiftLeft<5>(Widen(hn::Add(oacc, oacc2))));
-    }
-    for (size_t i = K; i < kSlots; ++i) slot[i] = hn::Zero(d32);
+    Q6KBlock<K>(w[b], xs, b, slot);
+    for (size_t i = K; i < kSlots; ++i) slot[i] = hn::Zero(DI32());
   });
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ6_K, d), sizeof(BlockQ6_K), nb, out->w_d);
+}
+
+// One token (decode) against n_w weight rows, as RowsDotQ4K: the rows' block
+// sums reduced together, their running sums the lanes of one vector, each
+// with the scalar kernel's d_x * d_w * scaled.
+void RowsDotQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc) {
+  constexpr size_t kOut = HWY_MAX(hn::MaxLanes(DI32()), size_t(kDotRowsMax));  // SumEach writes whole vectors
+  alignas(64) int32_t sums[kChunkBlocks * kDotRowsMax + kOut];
+  alignas(64) uint16_t d[kChunkBlocks * kDotRowsMax];  // per block and row: the F16 d
+  const BlockQ8_K* xs[1] = {reinterpret_cast<const BlockQ8_K*>(x)};
+  const BlockQ6_K* rows[kDotRowsMax];
+  for (int r = 0; r < kDotRowsMax; ++r)
+    rows[r] = reinterpret_cast<const BlockQ6_K*>(static_cast<const uint8_t*>(w) + size_t(std::min(r, n_w - 1)) * w_stride);
+  for (size_t b = 0; b < nb; ++b) {
+    hn::Vec<DI32> v[kDotRowsMax];
+#pragma GCC unroll 4
+    for (int r = 0; r < kDotRowsMax; ++r) {
+      if (r < n_w) {
+        // Short streams: fetch ahead in software, as in RowsDotQ4K.
+        const uint8_t* ahead = reinterpret_cast<const uint8_t*>(rows[r] + b) + 2 * size_t(n_w) * w_stride;
+        for (size_t line = 0; line < sizeof(BlockQ6_K); line += 64) hwy::Prefetch(ahead + line);
+        Q6KBlock<1>(rows[r][b], xs, b, v + r);
+        std::memcpy(&d[kDotRowsMax * b + r], &rows[r][b].d, 2);
+      } else {
+        v[r] = hn::Zero(DI32());
+        d[kDotRowsMax * b + r] = 0;
+      }
+    }
+    SumEach<kDotRowsMax>(DI32(), v, sums + kDotRowsMax * b);
+  }
+  const hn::CappedTag<float, kDotRowsMax> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+  alignas(16) float lanes[kDotRowsMax] = {};
+  for (int r = 0; r < n_w; ++r) lanes[r] = acc[r];
+  auto a = hn::Load(df, lanes);
+  for (size_t b = 0; b < nb; ++b) {
+    const auto wd = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(d + kDotRowsMax * b)));
+    const auto s = hn::ConvertTo(df, hn::LoadU(di, sums + kDotRowsMax * b));
+    a = hn::Add(a, Opaque(hn::Mul(hn::Mul(hn::Set(df, xd[kDotRowsMax * b]), wd), s)));
+  }
+  hn::Store(a, df, lanes);
+  for (int r = 0; r < n_w; ++r) acc[r] = lanes[r];
 }
 
 #undef PAGODA_DOT_X86
@@ -512,17 +709,6 @@ void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
 // contracts by default in C++, and these targets have FMA, the baseline the
 // scalar kernels are compiled for does not), hence Opaque; the tests compare
 // with the scalar kernels bit for bit on every target.
-
-// v, hidden from the optimizer: an empty asm that might have changed it.
-template <class V>
-HWY_INLINE V Opaque(V v) {
-#if HWY_ARCH_X86 && HWY_TARGET != HWY_EMU128
-  asm("" : "+x"(v.raw));
-#else
-  asm volatile("" : : "r"(&v) : "memory");
-#endif
-  return v;
-}
 
 enum class Terms { kLegacy, kQ4K, kQ6K };
 
@@ -611,6 +797,18 @@ PAGODA_DOT_ENTRY(RowDotsQ4K, Q4KSums, BlockQ4_K, Terms::kQ4K)
 PAGODA_DOT_ENTRY(RowDotsQ6K, Q6KSums, BlockQ6_K, Terms::kQ6K)
 #undef PAGODA_DOT_ENTRY
 
+#if HWY_TARGET == HWY_SCALAR || !(HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+// Elsewhere one weight row at a time (the same results).
+void RowsDotQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc) {
+  for (int r = 0; r < n_w; ++r) RowDotsQ4K(static_cast<const uint8_t*>(w) + size_t(r) * w_stride, x, 0, 1, nb, xd, acc + r);
+}
+#endif
+#if HWY_TARGET == HWY_SCALAR
+void RowsDotQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc) {
+  for (int r = 0; r < n_w; ++r) RowDotsQ6K(static_cast<const uint8_t*>(w) + size_t(r) * w_stride, x, 0, 1, nb, xd, acc + r);
+}
+#endif
+
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
 }  // namespace HWY_NAMESPACE
@@ -628,6 +826,8 @@ HWY_EXPORT(RowDotsQ5_0);
 HWY_EXPORT(RowDotsQ8_0);
 HWY_EXPORT(RowDotsQ4K);
 HWY_EXPORT(RowDotsQ6K);
+HWY_EXPORT(RowsDotQ4K);
+HWY_EXPORT(RowsDotQ6K);
 HWY_EXPORT(TargetName);
 
 namespace {
@@ -635,6 +835,7 @@ namespace {
 using dot_tables::kChunkBlocks;
 
 using RowDotsFn = void (*)(const void*, const uint8_t*, size_t, int, size_t, const float*, float*);
+using RowsDotFn = void (*)(const void*, size_t, int, const uint8_t*, size_t, const float*, float*);
 
 float activation_scale(const BlockQ8_0& x) { return f16_to_f32(x.d); }
 float activation_scale(const BlockQ8_K& x) { return x.d; }
@@ -664,6 +865,23 @@ void dot_tile(RowDotsFn row_dots, const void* w, size_t w_stride, int n_w, const
     for (int r = 0; r < n_w; ++r) out[size_t(k) * out_stride + r] = acc[r][k];
 }
 
+// One activation row against n_w weight rows, chunk by chunk (a kernel that
+// takes the weight rows together).
+template <class Block, class XBlock>
+void dot_rows(RowsDotFn rows_dot, const void* w, size_t w_stride, int n_w, const void* x, size_t nb, float* out) {
+  float acc[kDotRowsMax] = {};
+  alignas(16) float xd[kChunkBlocks][kDotRowsMax] = {};
+  const uint8_t* wb = static_cast<const uint8_t*>(w);
+  const uint8_t* xb = static_cast<const uint8_t*>(x);
+  for (size_t b0 = 0; b0 < nb; b0 += kChunkBlocks) {
+    const size_t cb = std::min(kChunkBlocks, nb - b0);
+    const XBlock* xk = reinterpret_cast<const XBlock*>(xb) + b0;
+    for (size_t b = 0; b < cb; ++b) xd[b][0] = activation_scale(xk[b]);
+    rows_dot(wb + b0 * sizeof(Block), w_stride, n_w, xb + b0 * sizeof(XBlock), cb, &xd[0][0], acc);
+  }
+  for (int r = 0; r < n_w; ++r) out[r] = acc[r];
+}
+
 }  // namespace
 
 void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride, int n_x,
@@ -681,9 +899,11 @@ void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const v
       return dot_tile<BlockQ8_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(RowDotsQ8_0), w, w_stride, n_w, x, x_stride, n_x,
                                             n / kQK, out, out_stride);
     case TensorType::Q4_K:
+      if (n_x == 1 && n_w > 1) return dot_rows<BlockQ4_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(RowsDotQ4K), w, w_stride, n_w, x, n / kQKK, out);
       return dot_tile<BlockQ4_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(RowDotsQ4K), w, w_stride, n_w, x, x_stride, n_x,
                                             n / kQKK, out, out_stride);
     case TensorType::Q6_K:
+      if (n_x == 1 && n_w > 1) return dot_rows<BlockQ6_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(RowsDotQ6K), w, w_stride, n_w, x, n / kQKK, out);
       return dot_tile<BlockQ6_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(RowDotsQ6K), w, w_stride, n_w, x, x_stride, n_x,
                                             n / kQKK, out, out_stride);
     default:

@@ -94,6 +94,7 @@ std::vector<size_t> lengths(TensorType t) {
   for (size_t b = 1; b <= 9; ++b) v.push_back(b * block_elems(t));
   v.push_back(2048);
   v.push_back(5632);
+  v.push_back(70 * block_elems(t));  // more than one chunk of blocks (kChunkBlocks = 64) in the kernels
   return v;
 }
 
