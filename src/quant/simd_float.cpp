@@ -345,6 +345,33 @@ void Axpy(float a, Row x, float* y, size_t n) {
 void AxpyF32(float a, const float* x, float* y, size_t n) { Axpy(a, RowF32{x}, y, n); }
 void AxpyF16(float a, const uint16_t* x, float* y, size_t n) { Axpy(a, RowF16{x}, y, n); }
 
+// y += a[r] * x[r] for r in order, y kept in registers across the rows: per
+// element the same fmas as one Axpy per row.
+template <class Row, class Elem>
+void AxpyRows(const float* a, const Elem* x, size_t ldx, size_t n_rows, float* y, size_t n) {
+  size_t i = 0;
+  for (; i + kDotLanes <= n; i += kDotLanes) {
+    V acc[kV];
+    for (size_t v = 0; v < kV; ++v) acc[v] = hn::LoadU(DF(), y + i + v * kL);
+    for (size_t r = 0; r < n_rows; ++r) {
+      V xv[kV];
+      Row{x + r * ldx}.Load(i, xv);
+      const V av = hn::Set(DF(), a[r]);
+      for (size_t v = 0; v < kV; ++v) acc[v] = hn::MulAdd(av, xv[v], acc[v]);
+    }
+    for (size_t v = 0; v < kV; ++v) hn::StoreU(acc[v], DF(), y + i + v * kL);
+  }
+  if (i < n)
+    for (size_t r = 0; r < n_rows; ++r) Axpy(a[r], Row{x + r * ldx + i}, y + i, n - i);
+}
+
+void AxpyRowsF32(const float* a, const float* x, size_t ldx, size_t n_rows, float* y, size_t n) {
+  AxpyRows<RowF32>(a, x, ldx, n_rows, y, n);
+}
+void AxpyRowsF16(const float* a, const uint16_t* x, size_t ldx, size_t n_rows, float* y, size_t n) {
+  AxpyRows<RowF16>(a, x, ldx, n_rows, y, n);
+}
+
 // Decoding: the row readers' loads stored back.
 template <class Row>
 void Decode(Row row, float* dst, size_t n) {
@@ -386,6 +413,8 @@ HWY_EXPORT(DotF32);
 HWY_EXPORT(DotF16F32);
 HWY_EXPORT(AxpyF32);
 HWY_EXPORT(AxpyF16);
+HWY_EXPORT(AxpyRowsF32);
+HWY_EXPORT(AxpyRowsF16);
 HWY_EXPORT(DequantizeRowSimd);
 
 bool simd_float_row_type(TensorType t) {
@@ -422,6 +451,12 @@ float dot_f32(const float* a, const float* b, size_t n) { return HWY_DYNAMIC_DIS
 float dot_f16_f32(const uint16_t* a, const float* b, size_t n) { return HWY_DYNAMIC_DISPATCH(DotF16F32)(a, b, n); }
 void axpy_f32(float a, const float* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(AxpyF32)(a, x, y, n); }
 void axpy_f16(float a, const uint16_t* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(AxpyF16)(a, x, y, n); }
+void axpy_rows_f32(const float* a, const float* x, size_t ldx, size_t n_rows, float* y, size_t n) {
+  HWY_DYNAMIC_DISPATCH(AxpyRowsF32)(a, x, ldx, n_rows, y, n);
+}
+void axpy_rows_f16(const float* a, const uint16_t* x, size_t ldx, size_t n_rows, float* y, size_t n) {
+  HWY_DYNAMIC_DISPATCH(AxpyRowsF16)(a, x, ldx, n_rows, y, n);
+}
 
 void matmul_tile_f32(const float* const* rows, size_t n_rows, const float* x, size_t ldx, size_t n_tokens,
                      size_t cols, float* y, size_t ldy) {
