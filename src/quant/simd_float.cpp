@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "quant/blocks.h"
 #include "quant/rows.h"
@@ -18,9 +19,29 @@
 #include "util/error.h"
 #include "util/half.h"
 
+// Once, not per target: every F16 value as F32, so a Q8_0 block's scale
+// costs one table load instead of several vector instructions (the table is
+// 256 KiB, but a model's scales use a few thousand of its entries).
+#ifndef PAGODA_SIMD_FLOAT_ONCE
+#define PAGODA_SIMD_FLOAT_ONCE
+namespace pagoda {
+namespace {
+const float* f16_table() {
+  static const std::vector<float> table = [] {
+    std::vector<float> t(65536);
+    for (uint32_t h = 0; h < 65536; ++h) t[h] = f16_to_f32(uint16_t(h));
+    return t;
+  }();
+  return table.data();
+}
+}  // namespace
+}  // namespace pagoda
+#endif
+
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "quant/simd_float.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -36,6 +57,7 @@ constexpr size_t kV = kDotLanes / kL;  // vectors per 16 partial sums
 // register file (32 vectors on AVX-512, 16 on AVX2).
 constexpr int kR = kV == 1 ? 4 : 2;
 constexpr int kT = kV == 1 ? 6 : kV == 2 ? 3 : 1;
+constexpr int kR1 = kV == 1 ? 8 : 2;  // rows of a block with a single token
 
 // The fixed reduction tree of the 16 partial sums: in registers where the
 // vectors are 8 or 16 lanes (the same additions in the same pairs), else
@@ -72,6 +94,7 @@ HWY_INLINE float ReduceLanes(const V* acc) {
 // Row readers: load 16 elements starting at i (a multiple of 16) as F32, or
 // the last n - i < 16 of them padded with zeros.
 struct RowF32 {
+  static constexpr size_t kStep = kDotLanes;
   const float* p;
   HWY_INLINE void Load(size_t i, V* out) const {
     for (size_t v = 0; v < kV; ++v) out[v] = hn::LoadU(DF(), p + i + v * kL);
@@ -84,6 +107,7 @@ struct RowF32 {
 };
 
 struct RowF16 {
+  static constexpr size_t kStep = kDotLanes;
   const uint16_t* p;
   HWY_INLINE void Load(size_t i, V* out) const {
 #if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128
@@ -104,6 +128,7 @@ struct RowF16 {
 };
 
 struct RowBF16 {
+  static constexpr size_t kStep = kDotLanes;
   const uint16_t* p;
   HWY_INLINE void Load(size_t i, V* out) const {
     const hn::RebindToUnsigned<DF> du;
@@ -118,41 +143,43 @@ struct RowBF16 {
   }
 };
 
-// Q8_0: 16 elements lie in one 32-element block; value = d * q as in
-// dequantize_row_q8_0. Rows are whole blocks, so there is no tail.
+// Q8_0: a whole 32-element block per load, so its scale is decoded once;
+// value = d * q as in dequantize_row_q8_0 (exact in F32: 11 x 8 bits).
+// Rows are whole blocks, so there is no tail.
 struct RowQ8_0 {
+  static constexpr size_t kStep = kQK;
+  static constexpr size_t kPrefetchBlocks = 24;
   const BlockQ8_0* p;
+  const float* f16 = f16_table();
   HWY_INLINE void Load(size_t i, V* out) const {
     const hn::RebindToSigned<DF> di;
     const hn::Rebind<int8_t, DF> d8;
     const BlockQ8_0& b = p[i / kQK];
-    const hn::CappedTag<float, 1> d1;
-    const V d = hn::Set(DF(), hn::GetLane(hn::PromoteTo(d1, hn::LoadU(hn::Rebind<hwy::float16_t, decltype(d1)>(),
-                                                                      reinterpret_cast<const hwy::float16_t*>(&b.d)))));
-    const int8_t* q = b.qs + i % kQK;
-    for (size_t v = 0; v < kV; ++v)
-      out[v] = hn::Mul(d, hn::ConvertTo(DF(), hn::PromoteTo(di, hn::LoadU(d8, q + v * kL))));
+    hwy::Prefetch(&b + kPrefetchBlocks);
+    const V d = hn::Set(DF(), f16[b.d]);
+    for (size_t v = 0; v < kQK / kL; ++v)
+      out[v] = hn::Mul(d, hn::ConvertTo(DF(), hn::PromoteTo(di, hn::LoadU(d8, b.qs + v * kL))));
   }
   HWY_INLINE void LoadTail(size_t, size_t, V* out) const {
-    for (size_t v = 0; v < kV; ++v) out[v] = hn::Zero(DF());
+    for (size_t v = 0; v < kQK / kL; ++v) out[v] = hn::Zero(DF());
   }
 };
 
-// acc[r][t] += w[r] * x[t] for one step of 16 elements.
-template <int R, int T>
-HWY_INLINE void Step(V (&acc)[R][T][kV], const V (&w)[R][kV], const float* x, size_t ldx, size_t i) {
+// acc[r][t] += w[r] * x[t] for one step of 16 elements (w[r] + s * kV).
+template <int R, int T, size_t W>
+HWY_INLINE void Step(V (&acc)[R][T][kV], const V (&w)[R][W], size_t s, const float* x, size_t ldx, size_t i) {
   for (int t = 0; t < T; ++t) {
     V xv[kV];
     RowF32{x + size_t(t) * ldx}.Load(i, xv);
     for (int r = 0; r < R; ++r)
-      for (size_t v = 0; v < kV; ++v) acc[r][t][v] = hn::MulAdd(w[r][v], xv[v], acc[r][t][v]);
+      for (size_t v = 0; v < kV; ++v) acc[r][t][v] = hn::MulAdd(w[r][s * kV + v], xv[v], acc[r][t][v]);
   }
 }
 
 // The same for the last n - i < 16 elements, zero-padded.
 template <int R, int T, class Row>
 HWY_NOINLINE void TailStep(V (&acc)[R][T][kV], const Row* rows, const float* x, size_t ldx, size_t i, size_t n) {
-  V w[R][kV];
+  V w[R][Row::kStep / kDotLanes * kV];
   for (int r = 0; r < R; ++r) rows[r].LoadTail(i, n, w[r]);
   for (int t = 0; t < T; ++t) {
     V xv[kV];
@@ -173,11 +200,14 @@ HWY_NOINLINE void Block(const Row* rows, const float* x, size_t ldx, size_t i0, 
     for (int t = 0; t < T; ++t)
       for (size_t v = 0; v < kV; ++v)
         acc[r][t][v] = i0 == 0 ? hn::Zero(DF()) : hn::LoadU(DF(), saved + ((r * T + t) * kV + v) * kL);
-  const size_t n_full = n / kDotLanes * kDotLanes;
-  for (size_t i = i0; i < std::min(i1, n_full); i += kDotLanes) {
-    V w[R][kV];
+  // Rows load Row::kStep elements (16 or a 32-element block) at a time;
+  // chunk edges (kChunk) are multiples of it and so is n for block types.
+  constexpr size_t kSub = Row::kStep / kDotLanes;
+  const size_t n_full = n / Row::kStep * Row::kStep;
+  for (size_t i = i0; i < std::min(i1, n_full); i += Row::kStep) {
+    V w[R][kSub * kV];
     for (int r = 0; r < R; ++r) rows[r].Load(i, w[r]);
-    Step<R, T>(acc, w, x, ldx, i);
+    for (size_t s = 0; s < kSub; ++s) Step<R, T>(acc, w, s, x, ldx, i + s * kDotLanes);
   }
   if (i1 < n) {
     for (int r = 0; r < R; ++r)
@@ -232,6 +262,8 @@ void Tile(const Row* rows, size_t n_rows, const float* x, size_t ldx, size_t n_t
           // A block's slot: by its first row and its token block.
           auto slot = [&](size_t r) { return saved_buf.data() + ((r - rg) * kBlocksPerGroup + (t0 - tg) / kT) * kSlot; };
           size_t r = rg;
+          if (nt == 1)  // more rows in flight: memory-level parallelism for decoding
+            for (; r + kR1 <= rg_end; r += kR1) RowBlock<kR1>(rows + r, xt, ldx, nt, i0, i1, n, slot(r), yt + r, ldy);
           for (; r + kR <= rg_end; r += kR) RowBlock<kR>(rows + r, xt, ldx, nt, i0, i1, n, slot(r), yt + r, ldy);
           for (; r < rg_end; ++r) RowBlock<1>(rows + r, xt, ldx, nt, i0, i1, n, slot(r), yt + r, ldy);
         }
@@ -313,17 +345,45 @@ void Axpy(float a, Row x, float* y, size_t n) {
 void AxpyF32(float a, const float* x, float* y, size_t n) { Axpy(a, RowF32{x}, y, n); }
 void AxpyF16(float a, const uint16_t* x, float* y, size_t n) { Axpy(a, RowF16{x}, y, n); }
 
+// y += a[r] * x[r] for r in order, y kept in registers across the rows: per
+// element the same fmas as one Axpy per row.
+template <class Row, class Elem>
+void AxpyRows(const float* a, const Elem* x, size_t ldx, size_t n_rows, float* y, size_t n) {
+  size_t i = 0;
+  for (; i + kDotLanes <= n; i += kDotLanes) {
+    V acc[kV];
+    for (size_t v = 0; v < kV; ++v) acc[v] = hn::LoadU(DF(), y + i + v * kL);
+    for (size_t r = 0; r < n_rows; ++r) {
+      V xv[kV];
+      Row{x + r * ldx}.Load(i, xv);
+      const V av = hn::Set(DF(), a[r]);
+      for (size_t v = 0; v < kV; ++v) acc[v] = hn::MulAdd(av, xv[v], acc[v]);
+    }
+    for (size_t v = 0; v < kV; ++v) hn::StoreU(acc[v], DF(), y + i + v * kL);
+  }
+  if (i < n)
+    for (size_t r = 0; r < n_rows; ++r) Axpy(a[r], Row{x + r * ldx + i}, y + i, n - i);
+}
+
+void AxpyRowsF32(const float* a, const float* x, size_t ldx, size_t n_rows, float* y, size_t n) {
+  AxpyRows<RowF32>(a, x, ldx, n_rows, y, n);
+}
+void AxpyRowsF16(const float* a, const uint16_t* x, size_t ldx, size_t n_rows, float* y, size_t n) {
+  AxpyRows<RowF16>(a, x, ldx, n_rows, y, n);
+}
+
 // Decoding: the row readers' loads stored back.
 template <class Row>
 void Decode(Row row, float* dst, size_t n) {
+  constexpr size_t kW = Row::kStep / kL;
   size_t i = 0;
-  for (; i + kDotLanes <= n; i += kDotLanes) {
-    V v[kV];
+  for (; i + Row::kStep <= n; i += Row::kStep) {
+    V v[kW];
     row.Load(i, v);
-    for (size_t j = 0; j < kV; ++j) hn::StoreU(v[j], DF(), dst + i + j * kL);
+    for (size_t j = 0; j < kW; ++j) hn::StoreU(v[j], DF(), dst + i + j * kL);
   }
   if (i < n) {
-    V v[kV];
+    V v[kW];
     row.LoadTail(i, n, v);
     alignas(64) float buf[kDotLanes];
     for (size_t j = 0; j < kV; ++j) hn::Store(v[j], DF(), buf + j * kL);
@@ -353,6 +413,8 @@ HWY_EXPORT(DotF32);
 HWY_EXPORT(DotF16F32);
 HWY_EXPORT(AxpyF32);
 HWY_EXPORT(AxpyF16);
+HWY_EXPORT(AxpyRowsF32);
+HWY_EXPORT(AxpyRowsF16);
 HWY_EXPORT(DequantizeRowSimd);
 
 bool simd_float_row_type(TensorType t) {
@@ -389,6 +451,12 @@ float dot_f32(const float* a, const float* b, size_t n) { return HWY_DYNAMIC_DIS
 float dot_f16_f32(const uint16_t* a, const float* b, size_t n) { return HWY_DYNAMIC_DISPATCH(DotF16F32)(a, b, n); }
 void axpy_f32(float a, const float* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(AxpyF32)(a, x, y, n); }
 void axpy_f16(float a, const uint16_t* x, float* y, size_t n) { HWY_DYNAMIC_DISPATCH(AxpyF16)(a, x, y, n); }
+void axpy_rows_f32(const float* a, const float* x, size_t ldx, size_t n_rows, float* y, size_t n) {
+  HWY_DYNAMIC_DISPATCH(AxpyRowsF32)(a, x, ldx, n_rows, y, n);
+}
+void axpy_rows_f16(const float* a, const uint16_t* x, size_t ldx, size_t n_rows, float* y, size_t n) {
+  HWY_DYNAMIC_DISPATCH(AxpyRowsF16)(a, x, ldx, n_rows, y, n);
+}
 
 void matmul_tile_f32(const float* const* rows, size_t n_rows, const float* x, size_t ldx, size_t n_tokens,
                      size_t cols, float* y, size_t ldy) {

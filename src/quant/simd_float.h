@@ -41,6 +41,10 @@ float dot_f16_f32_scalar(const uint16_t* a, const float* b, size_t n);
 // y[i] += a * x[i] (one fma per element), x F32 or F16.
 void axpy_f32(float a, const float* x, float* y, size_t n);
 void axpy_f16(float a, const uint16_t* x, float* y, size_t n);
+// The same for n_rows rows x + r * ldx in order (ldx in elements), y kept in
+// registers: equal to one axpy call per row.
+void axpy_rows_f32(const float* a, const float* x, size_t ldx, size_t n_rows, float* y, size_t n);
+void axpy_rows_f16(const float* a, const uint16_t* x, size_t ldx, size_t n_rows, float* y, size_t n);
 
 // The tile kernel: y[t * ldy + r] = dot(rows[r], x + t * ldx) for r < n_rows,
 // t < n_tokens, each row `cols` F32 values. Blocks of several rows x several

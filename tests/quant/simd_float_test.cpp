@@ -97,6 +97,28 @@ TEST(SimdFloat, AxpyIsOneFmaPerElement) {
   });
 }
 
+TEST(SimdFloat, AxpyRowsEqualsOneAxpyPerRow) {
+  testing::for_each_simd_target([&](int64_t) {
+    for (size_t n : {size_t(1), size_t(16), size_t(37), size_t(64), size_t(128)}) {
+      const size_t rows = 11, ld = n + 5;
+      const auto x = random_floats(rows * ld, uint32_t(n)), y0 = random_floats(n, uint32_t(n) + 3);
+      const auto a = random_floats(rows, uint32_t(n) + 7);
+      const auto h = to_f16(x);
+      auto y = y0, yh = y0, want = y0, want16 = y0;
+      axpy_rows_f32(a.data(), x.data(), ld, rows, y.data(), n);
+      axpy_rows_f16(a.data(), h.data(), ld, rows, yh.data(), n);
+      for (size_t r = 0; r < rows; ++r) {
+        axpy_f32(a[r], x.data() + r * ld, want.data(), n);
+        axpy_f16(a[r], h.data() + r * ld, want16.data(), n);
+      }
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(bits(y[i]), bits(want[i])) << n << " " << i;
+        ASSERT_EQ(bits(yh[i]), bits(want16[i])) << n << " " << i;
+      }
+    }
+  });
+}
+
 TEST(SimdFloat, DequantizeMatchesScalarBitForBit) {
   testing::for_each_simd_target([&](int64_t target) {
     for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0}) {
