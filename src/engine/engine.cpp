@@ -47,7 +47,7 @@ uint64_t Engine::submit(Request r, OutputSink sink) {
   core_->validate(r);  // reads only constants: safe on this thread
   std::lock_guard lock(inbox_mu_);
   if (stopping_) fail<Overloaded>("the engine is shutting down");
-  const int64_t waiting = snapshot().waiting + unpublished_adds_ + int64_t(adds_.size());
+  const int64_t waiting = snapshot().waiting + int64_t(adds_.size());
   if (waiting >= config_.max_waiting)
     fail<Overloaded>("the waiting queue is full ({} requests); retry later", config_.max_waiting);
   const uint64_t id = next_id_++;
@@ -95,7 +95,6 @@ void Engine::engine_loop() {
       if (idle && core_->has_work()) inbox_cv_.wait_for(lock, std::chrono::milliseconds(5), ready);
       else inbox_cv_.wait(lock, [&] { return ready() || core_->has_work(); });
       adds.swap(adds_);
-      unpublished_adds_ += int64_t(adds.size());
       cancels.swap(cancels_);
       stopping = stopping_;
     }
@@ -110,15 +109,6 @@ void Engine::engine_loop() {
       core_->add(p.id, std::move(p.request), std::move(sink));  // validated in submit()
     }
     for (uint64_t id : cancels) core_->cancel(id);
-    {
-      // Publish the new waiting count before the step, which may take long.
-      std::lock_guard lock(stats_mu_);
-      stats_.waiting = core_->num_waiting();
-    }
-    {
-      std::lock_guard lock(inbox_mu_);
-      unpublished_adds_ -= int64_t(adds.size());
-    }
     if (stopping) {
       // Every open request ends with a clear error; then the loop exits.
       std::vector<uint64_t> open;

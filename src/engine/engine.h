@@ -85,9 +85,6 @@ class Engine {
   std::condition_variable inbox_cv_;
   std::vector<Pending> adds_;
   std::vector<uint64_t> cancels_;
-  // Requests taken from the inbox and not yet in the published waiting count
-  // (the engine publishes it right after adding them, before its step).
-  int64_t unpublished_adds_ = 0;
   bool stopping_ = false;
   std::string stop_reason_;
   std::atomic<uint64_t> next_id_{1};

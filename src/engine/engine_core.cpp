@@ -424,8 +424,6 @@ bool EngineCore::step() {
   return ran;
 }
 
-int32_t EngineCore::num_waiting() const { return int32_t(sched_.waiting().size()); }
-
 void EngineCore::publish() {
   const KvStats kv = blocks_.stats();
   stats_.steps = step_;

@@ -67,7 +67,6 @@ class EngineCore {
   const BlockManager& blocks() const { return blocks_; }
   const Scheduler& scheduler() const { return sched_; }
   const EngineStats& stats() const { return stats_; }
-  int32_t num_waiting() const;  // now, not as of the last step
   FaultInjector& faults() { return faults_; }
   size_t num_requests() const { return requests_.size(); }
   size_t num_sequences() const { return seqs_.size(); }

@@ -297,34 +297,3 @@ TEST(EngineRealModel, ChoicesShareThePromptAndEndSeparately) {
 
 }  // namespace
 }  // namespace pagoda
-
-namespace pagoda {
-namespace {
-
-// The waiting bound counts requests the engine took from its inbox for the
-// step now running, although its statistics are published after the step.
-TEST(EngineRealModel, WaitingBoundHoldsWhileAStepRuns) {
-  EngineConfig cfg;
-  cfg.max_waiting = 4;
-  cfg.sched.max_num_seqs = 1;  // everything after the first request waits
-  cfg.faults = FaultSpec{.slow = 1.0, .slow_ms = 300};
-  auto e = make_engine(cfg);
-  std::mt19937 rng(3);
-  auto q = OutputQueue::create();
-  e->submit(greedy(random_prompt(rng, 8), 4), q->sink());
-  for (int i = 0; i < 300 && e->snapshot().running == 0; ++i) std::this_thread::sleep_for(5ms);
-  ASSERT_EQ(e->snapshot().running, 1);  // inside the second (slowed) step
-  for (int i = 0; i < 4; ++i) e->submit(greedy(random_prompt(rng, 8), 4), q->sink());
-  EXPECT_THROW(e->submit(greedy(random_prompt(rng, 8), 4), q->sink()), Overloaded);
-  // The engine takes the four from its inbox and runs its next step with them
-  // waiting; before it publishes, the fifth must still be refused.
-  for (int i = 0; i < 200 && e->inbox_size() > 0; ++i) std::this_thread::sleep_for(5ms);
-  std::this_thread::sleep_for(20ms);
-  EXPECT_THROW(e->submit(greedy(random_prompt(rng, 8), 4), q->sink()), Overloaded);
-  for (uint64_t id = 1; id <= 5; ++id) e->cancel(id);
-  const EngineStats s = wait_drained(*e, 5);
-  EXPECT_EQ(s.running + s.waiting, 0);
-}
-
-}  // namespace
-}  // namespace pagoda
