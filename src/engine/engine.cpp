@@ -47,6 +47,9 @@ uint64_t Engine::submit(Request r, OutputSink sink) {
   core_->validate(r);  // reads only constants: safe on this thread
   std::lock_guard lock(inbox_mu_);
   if (stopping_) fail<Overloaded>("the engine is shutting down");
+  // The published count lags by the step in progress, so a burst may pass the
+  // bound by what arrives during one step. Counting the requests taken for that
+  // step instead would refuse requests the step is about to admit, a worse error.
   const int64_t waiting = snapshot().waiting + int64_t(adds_.size());
   if (waiting >= config_.max_waiting)
     fail<Overloaded>("the waiting queue is full ({} requests); retry later", config_.max_waiting);
