@@ -68,9 +68,14 @@ TEST_P(ServerLoadAndFaults, EveryRequestEndsAndNothingLeaks) {
   EXPECT_EQ(m.at("pagoda_kv_blocks_used"), 0);
   EXPECT_GT(failures(m, "error"), 0);  // the faults really happened
   EXPECT_GT(failures(m, "abort"), 0);  // and so did the hang-ups
-  EXPECT_EQ(m.at("pagoda_request_success_total{finished_reason=\"stop\"}") +
-                m.at("pagoda_request_success_total{finished_reason=\"length\"}"),
-            r["ok"].get<double>());
+  // Every completion a client saw is a server success; a client that hung up
+  // may still have been served in full before the server noticed (it had
+  // already sent the last event), so those may count as successes too.
+  const double successes = m.at("pagoda_request_success_total{finished_reason=\"stop\"}") +
+                           m.at("pagoda_request_success_total{finished_reason=\"length\"}");
+  EXPECT_GE(successes, r["ok"].get<double>());
+  EXPECT_LE(successes, r["ok"].get<double>() + r["hung_up_waiting"].get<double>() +
+                           r["hung_up_streaming"].get<double>());
   // Still serving (a request may still draw an injected fault: a few tries).
   EXPECT_EQ(http_get(s.port(), "/health").status, 200);
   EXPECT_TRUE(eventually([&] {
