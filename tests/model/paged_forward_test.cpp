@@ -426,40 +426,8 @@ std::vector<double> pagoda_logprobs(const std::string& path, const std::vector<i
   return lp;
 }
 
-TEST(LlamaCppOracle, ReadsQuantizedFilesAsPagodaDoes) {
-  namespace fs = std::filesystem;
-  const fs::path tmp = fs::temp_directory_path() / ("pagoda-oracle-" + std::to_string(::getpid()));
-  fs::create_directories(tmp);
-  struct Cleanup {
-    fs::path p;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
-    }
-  } cleanup{tmp};
-
-  // stories260K (64 wide: Q8_0, Q4_0, Q5_0, F16) and a random 256-wide model
-  // whose Q4_K_M mix has Q4_K and Q6_K matrices too.
-  SyntheticModelSpec wide = spec(TensorType::F32, 4, 2, false, 256, 512);
-  const std::string wide_path = (tmp / "wide-f32.gguf").string();
-  synthetic_llama(wide).write(wide_path);
-  const struct {
-    std::string name, path;
-    std::vector<int32_t> prompt;
-  } sources[] = {{"stories260K", testing::shared_path("models/stories260K.gguf"), {1, 403, 407, 261, 378}},
-                 {"wide", wide_path, {1, 300, 17, 259, 311, 5, 290}}};
-  std::vector<OracleJob> jobs;
-  ThreadPool pool(2);
-  for (const auto& src : sources) {
-    const auto in = GgufFile::open(src.path);
-    for (auto [target, name] : {std::pair{QuantizeTarget::Q8_0, "Q8_0"}, {QuantizeTarget::Q4_0, "Q4_0"},
-                                {QuantizeTarget::Q4_K_M, "Q4_K_M"}}) {
-      if (src.name == "wide" && target != QuantizeTarget::Q4_K_M) continue;  // stories260K covers those
-      const std::string out = (tmp / (src.name + "-" + name + ".gguf")).string();
-      quantize_model(in, target, pool).write(out);
-      jobs.push_back({src.name + " " + name, out, src.prompt});
-    }
-  }
+// Pagoda's log-probabilities for each job against llama.cpp's top 10.
+void expect_matches_llama_cpp(const std::vector<OracleJob>& jobs, const std::filesystem::path& tmp) {
   const auto want = run_llama_cpp(jobs, tmp);
   ASSERT_EQ(want.size(), jobs.size());
   for (size_t j = 0; j < jobs.size(); ++j) {
@@ -483,22 +451,56 @@ TEST(LlamaCppOracle, ReadsQuantizedFilesAsPagodaDoes) {
   }
 }
 
+// A temporary folder removed with everything in it at the end of a test.
+struct TempDir {
+  explicit TempDir(const std::string& prefix)
+      : path(std::filesystem::temp_directory_path() / (prefix + std::to_string(::getpid()))) {
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  std::filesystem::path path;
+};
+
+TEST(LlamaCppOracle, ReadsQuantizedFilesAsPagodaDoes) {
+  const TempDir dir("pagoda-oracle-");
+  const std::filesystem::path& tmp = dir.path;
+
+  // stories260K (64 wide: Q8_0, Q4_0, Q5_0, F16) and a random 256-wide model
+  // whose Q4_K_M mix has Q4_K and Q6_K matrices too.
+  SyntheticModelSpec wide = spec(TensorType::F32, 4, 2, false, 256, 512);
+  const std::string wide_path = (tmp / "wide-f32.gguf").string();
+  synthetic_llama(wide).write(wide_path);
+  const struct {
+    std::string name, path;
+    std::vector<int32_t> prompt;
+  } sources[] = {{"stories260K", testing::shared_path("models/stories260K.gguf"), {1, 403, 407, 261, 378}},
+                 {"wide", wide_path, {1, 300, 17, 259, 311, 5, 290}}};
+  std::vector<OracleJob> jobs;
+  ThreadPool pool(2);
+  for (const auto& src : sources) {
+    const auto in = GgufFile::open(src.path);
+    for (auto [target, name] : {std::pair{QuantizeTarget::Q8_0, "Q8_0"}, {QuantizeTarget::Q4_0, "Q4_0"},
+                                {QuantizeTarget::Q4_K_M, "Q4_K_M"}}) {
+      if (src.name == "wide" && target != QuantizeTarget::Q4_K_M) continue;  // stories260K covers those
+      const std::string out = (tmp / (src.name + "-" + name + ".gguf")).string();
+      quantize_model(in, target, pool).write(out);
+      jobs.push_back({src.name + " " + name, out, src.prompt});
+    }
+  }
+  expect_matches_llama_cpp(jobs, tmp);
+}
+
 // llama.cpp again, on what varies by architecture: qwen2 (biases, NeoX RoPE),
 // and llama with rope_freqs.weight, with biases and with linear scaling, all
 // F32, over a 40-token prompt so that RoPE matters. Measured worst difference
 // on the top 10: 0.001-0.013 nats; with the wrong layout, the factors or the
 // scaling ignored, or the Q bias dropped: 0.24-5.5 nats, beyond the tolerance.
 TEST(LlamaCppOracle, ReadsArchitecturesAsPagodaDoes) {
-  namespace fs = std::filesystem;
-  const fs::path tmp = fs::temp_directory_path() / ("pagoda-oracle-arch-" + std::to_string(::getpid()));
-  fs::create_directories(tmp);
-  struct Cleanup {
-    fs::path p;
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(p, ec);
-    }
-  } cleanup{tmp};
+  const TempDir dir("pagoda-oracle-arch-");
+  const std::filesystem::path& tmp = dir.path;
   const SyntheticModelSpec base = spec(TensorType::F32, 4, 2, false, 128, 256);
   const std::pair<const char*, SyntheticModelSpec> models[] = {
       {"qwen2", qwen2(base)},
@@ -516,27 +518,7 @@ TEST(LlamaCppOracle, ReadsArchitecturesAsPagodaDoes) {
     synthetic_llama(s).write(path);
     jobs.push_back({name, path, prompt});
   }
-  const auto want = run_llama_cpp(jobs, tmp);
-  ASSERT_EQ(want.size(), jobs.size());
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    const auto got = pagoda_logprobs(jobs[j].model, jobs[j].tokens);
-    ASSERT_EQ(want[j].size(), 10u) << jobs[j].name;
-    // The same top token, unless the two are a near tie for llama.cpp too
-    // (its activations are quantized differently, so ties may break apart).
-    const int top = int(std::max_element(got.begin(), got.end()) - got.begin());
-    if (top != want[j][0].first) {
-      auto it = std::find_if(want[j].begin(), want[j].end(), [&](const auto& p) { return p.first == top; });
-      ASSERT_NE(it, want[j].end()) << jobs[j].name << ": Pagoda's top token " << top << " is not in llama.cpp's top 10";
-      EXPECT_LT(want[j][0].second - it->second, oracle_tolerance(want[j][0].second))
-          << jobs[j].name << ": top tokens " << top << " vs " << want[j][0].first;
-    }
-    double worst = 0;
-    for (const auto& [id, lp] : want[j]) {
-      worst = std::max(worst, std::fabs(got[size_t(id)] - lp));
-      EXPECT_NEAR(got[size_t(id)], lp, oracle_tolerance(lp)) << jobs[j].name << " token " << id;
-    }
-    ::testing::Test::RecordProperty("worst_logprob_diff " + jobs[j].name, fmt::format("{:.4f}", worst));
-  }
+  expect_matches_llama_cpp(jobs, tmp);
 }
 
 }  // namespace

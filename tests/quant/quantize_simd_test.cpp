@@ -8,10 +8,9 @@
 #include <random>
 #include <vector>
 
-#include <hwy/targets.h>
-
 #include "quant/quantize_simd.h"
 #include "quant/rows.h"
+#include "simd_targets.h"
 
 namespace pagoda {
 namespace {
@@ -23,16 +22,10 @@ void expect_same_bytes(TensorType xt, const std::vector<float>& x) {
   ASSERT_EQ(got, want) << tensor_type_name(xt) << " n=" << x.size();
 }
 
+// Every target the CPU supports, the fallback included.
 template <class Body>
 void for_each_target(Body body) {
-  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    hwy::GetChosenTarget().Update(hwy::SupportedTargets());
-    SCOPED_TRACE(hwy::TargetName(target));
-    body();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
+  testing::for_each_simd_target([&](int64_t) { body(); });
 }
 
 TEST(QuantizeActivations, MatchesQuantizeRowOnGaussianRows) {
