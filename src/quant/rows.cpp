@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "quant/dot.h"
 #include "quant/formats.h"
 #include "util/error.h"
 #include "util/half.h"
@@ -9,19 +10,8 @@
 namespace pagoda {
 
 bool weight_type_supported(TensorType t) {
-  switch (t) {
-    case TensorType::F32:
-    case TensorType::F16:
-    case TensorType::BF16:
-    case TensorType::Q8_0:
-    case TensorType::Q4_0:
-    case TensorType::Q5_0:
-    case TensorType::Q4_K:
-    case TensorType::Q6_K:
-      return true;
-    default:
-      return false;
-  }
+  // The float types, and every quantized type matmul has a dot kernel for.
+  return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16 || has_quantized_dot(t);
 }
 
 size_t block_elems(TensorType t) {
