@@ -44,6 +44,7 @@ struct Opts {
   int steps = 0;      // timed decode steps per measurement; 0: 5 (2 with --quick)
   std::string dir;
   bool keep = false;
+  std::string cache;  // a folder whose model files are reused and kept
   bool json = false;
   std::string json_file;  // also write the JSON here
 };
@@ -221,7 +222,8 @@ std::vector<Result> bench_model(const Opts& o, const Machine& m, const std::stri
   spec.type = TensorType::F16;
   const fs::path f16 = dir / fmt::format("{}-f16.gguf", name);
   nlohmann::json& s = setup[name];
-  {
+  const bool cached = !o.cache.empty();
+  if (!cached || !fs::exists(f16)) {
     spdlog::info("generating the {} model (F16)", name);
     double t0 = now_s();
     const GgufWriter writer = synthetic_llama(spec);
@@ -235,6 +237,8 @@ std::vector<Result> bench_model(const Opts& o, const Machine& m, const std::stri
     fs::path path = f16;
     if (type != "f16") {
       path = dir / fmt::format("{}-{}.gguf", name, type);
+    }
+    if (type != "f16" && !(cached && fs::exists(path))) {
       spdlog::info("quantizing the {} model to {}", name, file_type_name(type));
       const double t0 = now_s();
       quantize_model_file(f16.string(), path.string(), *quantize_target_from_name(type), pool.size());
@@ -242,9 +246,9 @@ std::vector<Result> bench_model(const Opts& o, const Machine& m, const std::stri
     }
     spdlog::info("measuring {} {}", name, type);
     results.push_back(measure(o, m, name, type, path.string(), pool));
-    if (!o.keep && path != f16) fs::remove(path);
+    if (!o.keep && !cached && path != f16) fs::remove(path);
   }
-  if (!o.keep) fs::remove(f16);
+  if (!o.keep && !cached) fs::remove(f16);
   return results;
 }
 
@@ -371,7 +375,9 @@ int run(Opts o) {
   m.fma = measure_peak_fma(pool);
   m.pool_round_trip_s = measure_pool_round_trip(pool);
 
-  const fs::path dir = make_temp_dir(o.dir);
+  if (!o.cache.empty()) fs::create_directories(o.cache);
+  const fs::path dir = o.cache.empty() ? make_temp_dir(o.dir) : fs::path(o.cache);
+  const bool remove_dir = !o.keep && o.cache.empty();
   std::vector<Result> results;
   nlohmann::json setup = nlohmann::json::object();
   try {
@@ -380,11 +386,11 @@ int run(Opts o) {
       results.insert(results.end(), r.begin(), r.end());
     }
   } catch (...) {
-    if (!o.keep) fs::remove_all(dir);
+    if (remove_dir) fs::remove_all(dir);
     throw;
   }
-  if (o.keep) spdlog::info("model files kept in {}", dir.string());
-  else fs::remove_all(dir);
+  if (remove_dir) fs::remove_all(dir);
+  else spdlog::info("model files kept in {}", dir.string());
 
   const auto j = to_json(o, m, results, setup, now_s() - t0);
   if (!o.json_file.empty()) {
@@ -419,6 +425,8 @@ Command add_bench_model(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--dir", o->dir, "Folder for the temporary model folder (default $TMPDIR or /tmp)");
   cmd->add_flag("--keep", o->keep, "Keep the model files");
+  cmd->add_option("--cache", o->cache,
+                  "Folder of model files kept between runs: files already there are reused (tuning loops)");
   cmd->add_flag("--json", o->json, "Print the figures as JSON");
   cmd->add_option("--json-file", o->json_file, "Also write the figures as JSON to this file");
   return {cmd, [o] { return run(*o); }};

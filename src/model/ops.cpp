@@ -16,11 +16,12 @@ namespace {
 // Rows per unit of work split between threads.
 constexpr int kRowTile = 16;
 // Float path: bytes of decoded F32 rows kept at a time (in L2, so the
-// activations stream from further away once per tile), and the most tokens
-// for which rows are decoded in registers instead.
+// activations stream from further away once per tile).
 constexpr size_t kTileBytes = size_t(1) << 20;
 constexpr size_t kMaxTileRows = 256;
-constexpr int kFusedMaxTokens = 1;
+// Far-apart row streams per thread for one token (see for_row_streams): as
+// many as the fused kernel keeps rows in flight.
+constexpr size_t kFusedStreams = 8;
 
 // Quantized weights: each activation row is quantized once per call to the
 // 8-bit format the weight type's kernel takes, then every output element is
@@ -33,6 +34,29 @@ constexpr int kFusedMaxTokens = 1;
 // batch or thread split.
 constexpr int kQuantRowTile = 16;
 
+// Decode (one token) is a race against memory: a thread reads its rows as
+// kStreams sequential streams far apart (its range cut into that many parts,
+// row i of every part side by side). The hardware keeps more reads in flight
+// for several distant streams than for one, or for adjacent rows read side by
+// side: on a 2-core Sapphire Rapids VM this decodes the 1B model 1.4-1.9x
+// faster than adjacent rows did. run(first, stride, n, out) computes rows
+// first + p * stride for p < n into out[p]; rows left over by the cut run in
+// groups of adjacent rows.
+template <size_t kStreams, class Run>
+void for_row_streams(size_t begin, size_t end, float* y, const Run& run) {
+  float out[kStreams];
+  const size_t part = (end - begin) / kStreams;
+  for (size_t i = 0; i < part; ++i) {
+    run(begin + i, part, kStreams, out);
+    for (size_t p = 0; p < kStreams; ++p) y[begin + i + p * part] = out[p];
+  }
+  for (size_t r = begin + kStreams * part; r < end; r += kStreams) {
+    const size_t n = std::min(kStreams, end - r);
+    run(r, 1, n, out);
+    for (size_t p = 0; p < n; ++p) y[r + p] = out[p];
+  }
+}
+
 void matmul_quantized(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool) {
   const size_t cols = size_t(w.cols);
   const TensorType xt = activation_type(w.type);
@@ -42,6 +66,14 @@ void matmul_quantized(const Matrix& w, const float* x, int n_tokens, float* y, T
     for (size_t t = begin; t < end; ++t) quantize_activations(xt, x + t * cols, xq.data() + t * x_bytes, cols);
   };
   pool.parallel_for(size_t(n_tokens), quantize_rows, 1, size_t(n_tokens) * cols * 4);
+  if (n_tokens == 1) {
+    pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
+      for_row_streams<kDotRowsMax>(begin, end, y, [&](size_t first, size_t stride, size_t n, float* out) {
+        vec_dot_tile(w.type, w.row(int(first)), stride * w.row_bytes, int(n), xq.data(), x_bytes, 1, cols, out, 1);
+      });
+    }, kQuantRowTile, size_t(w.rows) * cols);
+    return;
+  }
   pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
     for (size_t r0 = begin; r0 < end; r0 += kQuantRowTile) {
       const size_t r1 = std::min(end, r0 + kQuantRowTile);
@@ -63,10 +95,18 @@ void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool&
   if (uses_quantized_activations(w.type)) return matmul_quantized(w, x, n_tokens, y, pool);
   const size_t cols = size_t(w.cols);
   const size_t work = size_t(w.rows) * cols * size_t(n_tokens);
-  // F32 rows need no decoding, and for a single token decoding into a tile
-  // would only add traffic: the kernels read the stored rows directly (the
-  // same results, see quant/simd_float.h).
-  if (w.type == TensorType::F32 || n_tokens <= kFusedMaxTokens) {
+  // One token: decoding into a tile would only add traffic, so the kernel
+  // reads the stored rows directly (the same results, see quant/simd_float.h).
+  if (n_tokens == 1) {
+    pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
+      for_row_streams<kFusedStreams>(begin, end, y, [&](size_t first, size_t stride, size_t n, float* out) {
+        matmul_rows_fused(w.type, w.row(int(first)), stride * w.row_bytes, n, x, cols, 1, cols, out, 1);
+      });
+    }, kRowTile, work);
+    return;
+  }
+  // F32 rows need no decoding either.
+  if (w.type == TensorType::F32) {
     pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
       matmul_rows_fused(w.type, w.row(int(begin)), w.row_bytes, end - begin, x, cols, size_t(n_tokens), cols,
                         y + begin, size_t(w.rows));

@@ -451,7 +451,8 @@ void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
 // running sums as lanes of one vector, with the scalar kernel's expression
 // d_x * (d_w * scaled - dmin_w * mins) in each. Several weight rows stream at
 // once, which also keeps more memory reads in flight.
-void RowsDotQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc) {
+void RowsDotQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc,
+                size_t ahead) {
   alignas(64) int32_t sums[kChunkBlocks * 8];
   alignas(64) uint32_t dm[kChunkBlocks * kDotRowsMax];  // per block and row: the F16 pair (d, dmin)
   const BlockQ8_K* xs[1] = {reinterpret_cast<const BlockQ8_K*>(x)};
@@ -463,11 +464,11 @@ void RowsDotQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_
 #pragma GCC unroll 4
     for (int r = 0; r < kDotRowsMax; ++r) {
       if (r < n_w) {
-        // The rows, read block by block side by side, are streams too short
-        // for the hardware prefetcher (a row of 2048 is 8 blocks); fetch the
-        // same block of the row two tiles on (past the matrix's end is harmless).
-        const uint8_t* ahead = reinterpret_cast<const uint8_t*>(rows[r] + b) + 2 * size_t(n_w) * w_stride;
-        for (size_t line = 0; line < sizeof(BlockQ4_K); line += 64) hwy::Prefetch(ahead + line);
+        // Each row is read in a stream of rows (see matmul); fetch `ahead`
+        // bytes on in that stream, which the hardware prefetcher alone does
+        // too late (past the matrix's end is harmless: prefetches never fault).
+        const uint8_t* ahead_p = reinterpret_cast<const uint8_t*>(rows[r] + b) + ahead;
+        for (size_t line = 0; line < sizeof(BlockQ4_K); line += 64) hwy::Prefetch(ahead_p + line);
         Q4KBlock<1>(rows[r][b], xs, b, v + 2 * r);
         std::memcpy(&dm[kDotRowsMax * b + r], &rows[r][b].d, 4);  // d, then dmin
       } else {
@@ -656,7 +657,8 @@ void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
 // One token (decode) against n_w weight rows, as RowsDotQ4K: the rows' block
 // sums reduced together, their running sums the lanes of one vector, each
 // with the scalar kernel's d_x * d_w * scaled.
-void RowsDotQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc) {
+void RowsDotQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc,
+                size_t ahead) {
   constexpr size_t kOut = HWY_MAX(hn::MaxLanes(DI32()), size_t(kDotRowsMax));  // SumEach writes whole vectors
   alignas(64) int32_t sums[kChunkBlocks * kDotRowsMax + kOut];
   alignas(64) uint16_t d[kChunkBlocks * kDotRowsMax];  // per block and row: the F16 d
@@ -669,9 +671,9 @@ void RowsDotQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_
 #pragma GCC unroll 4
     for (int r = 0; r < kDotRowsMax; ++r) {
       if (r < n_w) {
-        // Short streams: fetch ahead in software, as in RowsDotQ4K.
-        const uint8_t* ahead = reinterpret_cast<const uint8_t*>(rows[r] + b) + 2 * size_t(n_w) * w_stride;
-        for (size_t line = 0; line < sizeof(BlockQ6_K); line += 64) hwy::Prefetch(ahead + line);
+        // Fetch ahead in software, as in RowsDotQ4K.
+        const uint8_t* ahead_p = reinterpret_cast<const uint8_t*>(rows[r] + b) + ahead;
+        for (size_t line = 0; line < sizeof(BlockQ6_K); line += 64) hwy::Prefetch(ahead_p + line);
         Q6KBlock<1>(rows[r][b], xs, b, v + r);
         std::memcpy(&d[kDotRowsMax * b + r], &rows[r][b].d, 2);
       } else {
@@ -799,12 +801,14 @@ PAGODA_DOT_ENTRY(RowDotsQ6K, Q6KSums, BlockQ6_K, Terms::kQ6K)
 
 #if HWY_TARGET == HWY_SCALAR || !(HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
 // Elsewhere one weight row at a time (the same results).
-void RowsDotQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc) {
+void RowsDotQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc,
+                size_t /*ahead*/) {
   for (int r = 0; r < n_w; ++r) RowDotsQ4K(static_cast<const uint8_t*>(w) + size_t(r) * w_stride, x, 0, 1, nb, xd, acc + r);
 }
 #endif
 #if HWY_TARGET == HWY_SCALAR
-void RowsDotQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc) {
+void RowsDotQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc,
+                size_t /*ahead*/) {
   for (int r = 0; r < n_w; ++r) RowDotsQ6K(static_cast<const uint8_t*>(w) + size_t(r) * w_stride, x, 0, 1, nb, xd, acc + r);
 }
 #endif
@@ -835,7 +839,7 @@ namespace {
 using dot_tables::kChunkBlocks;
 
 using RowDotsFn = void (*)(const void*, const uint8_t*, size_t, int, size_t, const float*, float*);
-using RowsDotFn = void (*)(const void*, size_t, int, const uint8_t*, size_t, const float*, float*);
+using RowsDotFn = void (*)(const void*, size_t, int, const uint8_t*, size_t, const float*, float*, size_t);
 
 float activation_scale(const BlockQ8_0& x) { return f16_to_f32(x.d); }
 float activation_scale(const BlockQ8_K& x) { return x.d; }
@@ -866,7 +870,9 @@ void dot_tile(RowDotsFn row_dots, const void* w, size_t w_stride, int n_w, const
 }
 
 // One activation row against n_w weight rows, chunk by chunk (a kernel that
-// takes the weight rows together).
+// takes the weight rows together). Each row is prefetched kPrefetchRows rows
+// on in its own stream (matmul reads rows as streams: w_stride may be many rows).
+constexpr size_t kPrefetchRows = 2;
 template <class Block, class XBlock>
 void dot_rows(RowsDotFn rows_dot, const void* w, size_t w_stride, int n_w, const void* x, size_t nb, float* out) {
   float acc[kDotRowsMax] = {};
@@ -877,7 +883,7 @@ void dot_rows(RowsDotFn rows_dot, const void* w, size_t w_stride, int n_w, const
     const size_t cb = std::min(kChunkBlocks, nb - b0);
     const XBlock* xk = reinterpret_cast<const XBlock*>(xb) + b0;
     for (size_t b = 0; b < cb; ++b) xd[b][0] = activation_scale(xk[b]);
-    rows_dot(wb + b0 * sizeof(Block), w_stride, n_w, xb + b0 * sizeof(XBlock), cb, &xd[0][0], acc);
+    rows_dot(wb + b0 * sizeof(Block), w_stride, n_w, xb + b0 * sizeof(XBlock), cb, &xd[0][0], acc, kPrefetchRows * nb * sizeof(Block));
   }
   for (int r = 0; r < n_w; ++r) out[r] = acc[r];
 }

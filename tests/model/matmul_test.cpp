@@ -1,0 +1,70 @@
+// matmul (model/ops.h) against one dot product per output, for every weight
+// type: each output must equal the single-row kernel bit for bit whatever
+// the number of tokens, rows or threads, which covers the ways matmul walks
+// the rows (far-apart row streams for one token, tiles for several, and the
+// rows left over by either).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "model/ops.h"
+#include "quant/dot.h"
+#include "quant/rows.h"
+
+namespace pagoda {
+namespace {
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// The reference for one output: the row's dot product as a lone call would
+// compute it (integer path: activations quantized by the scalar quantize_row).
+float one_dot(TensorType t, const uint8_t* row, const float* x, size_t cols) {
+  if (uses_quantized_activations(t)) {
+    const auto xq = quantize(activation_type(t), x, cols);
+    return vec_dot(t, row, xq.data(), cols);
+  }
+  std::vector<float> w(cols);
+  dequantize_row(t, row, w.data(), cols);
+  return dot_f32(w.data(), x, cols);
+}
+
+TEST(Matmul, EveryOutputEqualsItsOwnDotForEveryTypeShapeAndThreadCount) {
+  const TensorType types[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
+                              TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K};
+  const size_t cols = 512;
+  for (const TensorType t : types) {
+    for (const int rows : {1, 5, 37, 100, 259}) {
+      const auto values = random_floats(size_t(rows) * cols, uint32_t(rows));
+      const size_t rb = row_bytes(t, cols);
+      std::vector<uint8_t> bytes(rb * size_t(rows));
+      for (int r = 0; r < rows; ++r) quantize_row(t, values.data() + size_t(r) * cols, bytes.data() + size_t(r) * rb, cols);
+      const Matrix w{"w", t, rows, int(cols), rb, bytes.data()};
+      for (const int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        for (const int n_tokens : {1, 2, 7}) {
+          const auto x = random_floats(size_t(n_tokens) * cols, 99);
+          std::vector<float> y(size_t(n_tokens) * size_t(rows), -1.0f);
+          matmul(w, x.data(), n_tokens, y.data(), pool);
+          for (int k = 0; k < n_tokens; ++k)
+            for (int r = 0; r < rows; ++r) {
+              const float want = one_dot(t, w.row(r), x.data() + size_t(k) * cols, cols);
+              ASSERT_EQ(y[size_t(k) * size_t(rows) + size_t(r)], want)
+                  << tensor_type_name(t) << " rows " << rows << " threads " << threads << " tokens " << n_tokens
+                  << " token " << k << " row " << r;
+            }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pagoda
