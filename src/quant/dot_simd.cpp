@@ -67,7 +67,6 @@ struct ChunkSums {
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "quant/dot_simd.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
-#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -91,6 +90,10 @@ HWY_INLINE V Opaque(V v) {
 }
 
 // An F16 scale as a float (one vcvtph2ps where the CPU has F16C).
+// A software prefetch into L2 (prefetcht1): decode's streams of weight rows
+// ran ~5% faster than with prefetches into L1 (a few more misses in flight).
+HWY_INLINE void PrefetchL2(const void* p) { __builtin_prefetch(p, 0, 2); }
+
 HWY_INLINE float HalfToFloat(const uint8_t* p) {
   const hn::CappedTag<float, 1> df;
   const hn::Rebind<uint16_t, decltype(df)> du;
@@ -477,7 +480,7 @@ void RowsDotQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_
         // bytes on in that stream, which the hardware prefetcher alone does
         // too late (past the matrix's end is harmless: prefetches never fault).
         const uint8_t* ahead_p = reinterpret_cast<const uint8_t*>(rows[r] + b) + ahead;
-        for (size_t line = 0; line < sizeof(BlockQ4_K); line += 64) hwy::Prefetch(ahead_p + line);
+        for (size_t line = 0; line < sizeof(BlockQ4_K); line += 64) PrefetchL2(ahead_p + line);
         Q4KBlock<1>(rows[r][b], pairs[b][r], xs, b, v + 2 * r);
         std::memcpy(&dm[kDotRowsMax * b + r], &rows[r][b].d, 4);  // d, then dmin
       } else {
@@ -682,7 +685,7 @@ void RowsDotQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_
       if (r < n_w) {
         // Fetch ahead in software, as in RowsDotQ4K.
         const uint8_t* ahead_p = reinterpret_cast<const uint8_t*>(rows[r] + b) + ahead;
-        for (size_t line = 0; line < sizeof(BlockQ6_K); line += 64) hwy::Prefetch(ahead_p + line);
+        for (size_t line = 0; line < sizeof(BlockQ6_K); line += 64) PrefetchL2(ahead_p + line);
         Q6KBlock<1>(rows[r][b], xs, b, v + r);
         std::memcpy(&d[kDotRowsMax * b + r], &rows[r][b].d, 2);
       } else {

@@ -41,7 +41,6 @@ const float* f16_table() {
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "quant/simd_float.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
-#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -106,14 +105,15 @@ struct RowF32 {
   }
 };
 
-// Rows are read as streams (see matmul); a software prefetch 1 KiB on, once
-// per cache line, keeps more reads in flight than the hardware alone does.
+// Rows are read as streams (see matmul); a software prefetch into L2 1 KiB
+// on, once per cache line, keeps more reads in flight than the hardware
+// prefetchers alone do.
 struct RowF16 {
   static constexpr size_t kStep = kDotLanes;
   static constexpr size_t kPrefetchElems = 512;
   const uint16_t* p;
   HWY_INLINE void Load(size_t i, V* out) const {
-    if (i % 32 == 0) hwy::Prefetch(p + i + kPrefetchElems);
+    if (i % 32 == 0) __builtin_prefetch(p + i + kPrefetchElems, 0, 2);
 #if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128
     // The emulated targets' half-to-float conversion turns inf and NaN into
     // finite numbers; decode as dequantize_row does.
@@ -159,7 +159,7 @@ struct RowQ8_0 {
     const hn::RebindToSigned<DF> di;
     const hn::Rebind<int8_t, DF> d8;
     const BlockQ8_0& b = p[i / kQK];
-    hwy::Prefetch(&b + kPrefetchBlocks);
+    __builtin_prefetch(&b + kPrefetchBlocks, 0, 2);  // into L2, see RowF16
     const V d = hn::Set(DF(), f16[b.d]);
     for (size_t v = 0; v < kQK / kL; ++v)
       out[v] = hn::Mul(d, hn::ConvertTo(DF(), hn::PromoteTo(di, hn::LoadU(d8, b.qs + v * kL))));
