@@ -18,8 +18,8 @@
 #include "quant/dot.h"
 #include "quant/dot_simd.h"
 #include "quant/quantize_simd.h"
+#include "quant/random_blocks.h"
 #include "quant/rows.h"
-#include "util/half.h"
 #include "util/thread_pool.h"
 
 namespace pagoda {
@@ -28,24 +28,8 @@ namespace {
 // Random block bytes with sane F16 scales: the kernels' speed does not
 // depend on the values, and quantizing hundreds of MB would take minutes.
 std::vector<uint8_t> random_weights(TensorType t, size_t rows, size_t cols) {
-  std::vector<uint8_t> w(rows * row_bytes(t, cols));
-  std::mt19937_64 rng{1};
-  for (size_t i = 0; i + 8 <= w.size(); i += 8) {
-    const uint64_t v = rng();
-    std::memcpy(w.data() + i, &v, 8);
-  }
-  const size_t bb = row_bytes(t, block_elems(t));
-  const uint16_t h = f32_to_f16(0.01f);
-  for (size_t b = 0; b < w.size() / bb; ++b) {
-    uint8_t* blk = w.data() + b * bb;
-    if (t == TensorType::Q6_K) {
-      std::memcpy(blk + offsetof(BlockQ6_K, d), &h, 2);
-    } else {
-      std::memcpy(blk, &h, 2);
-      if (t == TensorType::Q4_K) std::memcpy(blk + 2, &h, 2);
-    }
-  }
-  return w;
+  std::mt19937 rng{1};
+  return testing::random_blocks(t, rows * cols, rng);
 }
 
 std::vector<float> random_floats(size_t n) {
@@ -129,7 +113,11 @@ struct MatmulFixture {
   explicit MatmulFixture(TensorType type) : t(type) {
     matrix_bytes = kRows * row_bytes(t, kCols);
     copies = kCopiesBytes / matrix_bytes;
-    weights = random_weights(t, kRows * copies, kCols);
+    // One random matrix, copied: the copies need distinct memory, not distinct
+    // values, and drawing hundreds of MB byte by byte would take seconds.
+    const auto one = random_weights(t, kRows, kCols);
+    weights.resize(copies * matrix_bytes);
+    for (size_t c = 0; c < copies; ++c) std::memcpy(weights.data() + c * matrix_bytes, one.data(), matrix_bytes);
   }
   Matrix matrix(size_t copy) const {
     Matrix m;

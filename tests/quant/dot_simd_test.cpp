@@ -9,12 +9,11 @@
 #include <random>
 #include <vector>
 
-
 #include "quant/dot.h"
 #include "quant/dot_simd.h"
-#include "simd_targets.h"
 #include "quant/rows.h"
-#include "util/half.h"
+#include "random_blocks.h"
+#include "simd_targets.h"
 
 namespace pagoda {
 namespace {
@@ -35,25 +34,6 @@ float scalar_dot(TensorType t, const void* w, const void* x, size_t n) {
     default:
       return vec_dot_q6_k_q8_k(static_cast<const BlockQ6_K*>(w), static_cast<const BlockQ8_K*>(x), n / kQKK);
   }
-}
-
-// Random bytes with the F16 scales replaced by sane values.
-std::vector<uint8_t> random_weights(TensorType t, size_t n, std::mt19937& rng) {
-  std::vector<uint8_t> wq(row_bytes(t, n));
-  for (auto& b : wq) b = uint8_t(rng());
-  const size_t nb = n / block_elems(t), bb = row_bytes(t, block_elems(t));
-  for (size_t b = 0; b < nb; ++b) {
-    uint8_t* blk = wq.data() + b * bb;
-    const auto scale = [&] { return f32_to_f16(std::ldexp(float(rng() % 1000 + 1) / 1000.0f, -int(rng() % 8))); };
-    const uint16_t h = scale(), h2 = scale();
-    if (t == TensorType::Q6_K) {
-      std::memcpy(blk + offsetof(BlockQ6_K, d), &h, 2);
-    } else {
-      std::memcpy(blk, &h, 2);
-      if (t == TensorType::Q4_K) std::memcpy(blk + 2, &h2, 2);
-    }
-  }
-  return wq;
 }
 
 // kDotRowsMax activation rows of n elements quantized to xt, one after another.
@@ -112,7 +92,7 @@ TEST(DotSimd, MatchesScalarOnRandomBlockBytes) {
     std::mt19937 rng{7};
     for (TensorType t : kTypes)
       for (size_t n : lengths(t)) {
-        const auto wq = random_weights(t, kDotRowsMax * n, rng);
+        const auto wq = testing::random_blocks(t, kDotRowsMax * n, rng);
         expect_matches_scalar(t, wq, random_activations(activation_type(t), n, rng, false), n);
         expect_matches_scalar(t, wq, random_activations(activation_type(t), n, rng, true), n);
       }
@@ -140,7 +120,7 @@ TEST(DotSimd, MatchesScalarOnExtremeBlocks) {
     for (TensorType t : kTypes)
       for (uint8_t fill : {uint8_t(0x00), uint8_t(0xFF), uint8_t(0x80), uint8_t(0x7F)}) {
         const size_t n = 4 * kQKK;
-        std::vector<uint8_t> wq = random_weights(t, n, rng);
+        std::vector<uint8_t> wq = testing::random_blocks(t, n, rng);
         const size_t nb = n / block_elems(t), bb = row_bytes(t, block_elems(t));
         for (size_t b = 0; b < nb; ++b) {
           uint8_t* blk = wq.data() + b * bb;

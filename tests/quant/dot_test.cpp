@@ -13,6 +13,7 @@
 
 #include "quant/dot.h"
 #include "quant/rows.h"
+#include "random_blocks.h"
 #include "util/error.h"
 #include "util/half.h"
 
@@ -108,20 +109,7 @@ TEST(QuantizedDot, MatchesReferenceOnRandomBlockBytes) {
   for (TensorType t : kTypes) {
     const TensorType xt = activation_type(t);
     for (size_t n : lengths(t)) {
-      std::vector<uint8_t> wq(row_bytes(t, n));
-      for (auto& b : wq) b = uint8_t(rng());
-      const size_t nb = n / block_elems(t), bb = row_bytes(t, block_elems(t));
-      for (size_t b = 0; b < nb; ++b) {
-        uint8_t* blk = wq.data() + b * bb;
-        const auto scale = [&] { return f32_to_f16(std::ldexp(float(rng() % 1000 + 1) / 1000.0f, -int(rng() % 8))); };
-        uint16_t h = scale(), h2 = scale();
-        if (t == TensorType::Q6_K) {
-          std::memcpy(blk + offsetof(BlockQ6_K, d), &h, 2);
-        } else {
-          std::memcpy(blk, &h, 2);
-          if (t == TensorType::Q4_K) std::memcpy(blk + 2, &h2, 2);
-        }
-      }
+      const auto wq = testing::random_blocks(t, n, rng);
       // Activations at full 8-bit range, extremes included.
       auto x = gaussian(n, rng, 1.0f);
       x[0] = 1e3f;
