@@ -45,6 +45,7 @@ struct Opts {
   std::string dir;
   bool keep = false;
   std::string cache;  // a folder whose model files are reused and kept
+  bool mmap = false;  // map the model files, as `serve --mmap` does
   bool json = false;
   std::string json_file;  // also write the JSON here
 };
@@ -152,7 +153,7 @@ const DecodeFigure* find_decode(const Result& r, int batch, int context) {
 Result measure(const Opts& o, const Machine& m, const std::string& model_name, const std::string& type,
                const std::string& path, ThreadPool& pool) {
   const int steps = o.steps > 0 ? o.steps : (o.quick ? 2 : 5);
-  auto model = LlamaModel::load(path);
+  auto model = LlamaModel::load(path, o.mmap ? Residency::kMapped : Residency::kInMemory);
   const ModelConfig& cfg = model->config();
   const WeightTotals w = weight_totals(model->weights());
   Result r;
@@ -257,6 +258,7 @@ void print_table(const Opts& o, const Machine& m, const std::vector<Result>& res
              "(f32, {}, {} lanes); pool wake-up {:.1f} us per parallel loop\n",
              m.threads, m.bandwidth.bytes_per_s / 1e9, m.bandwidth.buffer_bytes >> 20, m.fma.flops_per_s / 1e9,
              m.fma.target, m.fma.lanes, m.pool_round_trip_s * 1e6);
+  fmt::print("weights: {}\n", o.mmap ? "mapped from the files (--mmap)" : "read into memory (huge pages where available)");
   // Two header lines: column groups, then units and batch sizes.
   const size_t group = 8 * o.batches.size() + 2;
   fmt::print("\n{:<5} {:<5} {:>8} {:>9} {:>6} {:<{}}{:<{}} {:>6} {:>7}\n", "model", "type", "weights", "prefill", "FLOP/s",
@@ -314,6 +316,7 @@ nlohmann::json to_json(const Opts& o, const Machine& m, const std::vector<Result
                   {"pool_round_trip_s", m.pool_round_trip_s}};
   j["prompt_tokens"] = o.prompt;
   j["context_tokens"] = o.context;
+  j["weights_mapped"] = o.mmap;
   j["results"] = nlohmann::json::array();
   for (const auto& r : results) {
     nlohmann::json d = nlohmann::json::array();
@@ -425,6 +428,7 @@ Command add_bench_model(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--dir", o->dir, "Folder for the temporary model folder (default $TMPDIR or /tmp)");
   cmd->add_flag("--keep", o->keep, "Keep the model files");
+  cmd->add_flag("--mmap", o->mmap, "Map the model files instead of reading them into memory (as serve --mmap)");
   cmd->add_option("--cache", o->cache,
                   "Folder of model files kept between runs: files already there are reused (tuning loops)");
   cmd->add_flag("--json", o->json, "Print the figures as JSON");

@@ -24,6 +24,7 @@ struct Opts {
   int max_tokens = 256;
   SamplingParams sampling;
   int threads = 0;
+  bool mmap = false;
   int block_size = 16;
   std::string kv_type = "f32";
   bool json = false;
@@ -51,6 +52,7 @@ int run(const Opts& o, bool seed_given) {
   cfg.block_size = o.block_size;
   cfg.kv_type = kv_type_from_name(o.kv_type);
   cfg.threads = o.threads;
+  cfg.mmap = o.mmap;
   cfg.sched.max_num_seqs = 1;
   cfg.log_interval_s = 0;
   if (cfg.block_size < 1 || cfg.block_size > 1024) fail<InvalidArgument>("--block-size must be in [1, 1024]");
@@ -123,6 +125,7 @@ Command add_generate(CLI::App& app) {
   cmd->add_option("--stop", o->sampling.stop, "Stop string (repeatable); not included in the output");
   cmd->add_flag("--ignore-eos", o->sampling.ignore_eos, "Keep generating past end-of-generation tokens");
   cmd->add_option("--threads,-t", o->threads, "Worker threads (0 = one per core)")->capture_default_str();
+  cmd->add_flag("--mmap", o->mmap, "Map the model file instead of reading it into memory (faster start, shared page cache; decode a few % slower)");
   cmd->add_option("--block-size", o->block_size, "KV cache block size in tokens")->capture_default_str();
   cmd->add_option("--kv-type", o->kv_type, "KV cache element type: f32 or f16")->capture_default_str();
   cmd->add_flag("--no-bos", o->no_bos, "Do not add the BOS token to the prompt");

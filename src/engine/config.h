@@ -31,6 +31,7 @@ struct EngineConfig {
   double log_interval_s = 5;            // 0: no throughput log
   FaultSpec faults;
   int32_t threads = 0;
+  bool mmap = false;  // --mmap: map the model file instead of reading it into memory
 };
 
 // Fixed-bucket latency histogram (Prometheus style: cumulative on output).

@@ -115,8 +115,8 @@ Value read_value(Cursor& c, ValueType t, int depth, uint64_t& values_left) {
 
 }  // namespace
 
-GgufFile GgufFile::open(const std::string& path) {
-  auto mapping = std::make_shared<MappedFile>(path);
+GgufFile GgufFile::open(const std::string& path, Residency residency) {
+  auto mapping = std::make_shared<MappedFile>(path, residency);
   GgufFile f = parse(mapping->data(), mapping->size(), path);
   f.mapping_ = std::move(mapping);
   return f;

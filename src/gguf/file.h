@@ -33,8 +33,8 @@ class GgufFile {
  public:
   static constexpr uint32_t kDefaultAlignment = 32;
 
-  // Maps and parses the file at path.
-  static GgufFile open(const std::string& path);
+  // Maps (or reads, see Residency) and parses the file at path.
+  static GgufFile open(const std::string& path, Residency residency = Residency::kMapped);
   // Parses bytes the caller keeps alive (tests, the fuzzer). Tensor data
   // pointers point into `data`.
   static GgufFile parse(const uint8_t* data, size_t size, std::string source = "<memory>");

@@ -12,8 +12,8 @@
 
 namespace pagoda {
 
-std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path) {
-  return std::make_unique<LlamaModel>(std::make_shared<const GgufFile>(GgufFile::open(path)));
+std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path, Residency residency) {
+  return std::make_unique<LlamaModel>(std::make_shared<const GgufFile>(GgufFile::open(path, residency)));
 }
 
 LlamaModel::LlamaModel(std::shared_ptr<const GgufFile> file)

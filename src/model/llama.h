@@ -26,8 +26,9 @@ namespace pagoda {
 
 class LlamaModel {
  public:
-  // Maps the file and checks every tensor. Throws FormatError / Unsupported.
-  static std::unique_ptr<LlamaModel> load(const std::string& path);
+  // Reads the file into memory (or maps it, see Residency) and checks every
+  // tensor. Throws FormatError / Unsupported.
+  static std::unique_ptr<LlamaModel> load(const std::string& path, Residency residency = Residency::kInMemory);
   explicit LlamaModel(std::shared_ptr<const GgufFile> file);
 
   const ModelConfig& config() const { return cfg_; }

@@ -71,6 +71,21 @@ TEST(CliGenerate, SameSeedSameText) {
   EXPECT_NE(nlohmann::json::parse(a.out)["output_token_ids"], nlohmann::json::parse(c.out)["output_token_ids"]);
 }
 
+// --mmap maps the file instead of reading it into memory: the same model, so
+// the same tokens and log-probabilities to the last bit.
+TEST(CliGenerate, MappedAndInMemoryWeightsGiveTheSameOutput) {
+  auto gen = [](bool mmap) {
+    std::vector<std::string> args = {PAGODA_BINARY, "generate", "-m", model(), "-p", "Once upon a time", "-n", "48",
+                                     "--temperature", "0", "--logprobs", "3", "--json"};
+    if (mmap) args.push_back("--mmap");
+    return run_process(args);
+  };
+  const auto in_memory = gen(false), mapped = gen(true);
+  ASSERT_EQ(in_memory.exit_code, 0) << in_memory.err;
+  ASSERT_EQ(mapped.exit_code, 0) << mapped.err;
+  EXPECT_EQ(nlohmann::json::parse(in_memory.out), nlohmann::json::parse(mapped.out));
+}
+
 TEST(CliGenerate, StreamsTextAndHonoursStopStrings) {
   const auto p = run_process({PAGODA_BINARY, "generate", "-m", model(), "-p", "Once upon a time", "-n", "64",
                               "--temperature", "0", "--stop", "Lily"});
