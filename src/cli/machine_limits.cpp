@@ -118,6 +118,20 @@ size_t default_bandwidth_buffer_bytes() {
   return std::clamp(4 * last_level_cache_bytes(), gib, 4 * gib);
 }
 
+CacheEvictor::CacheEvictor(ThreadPool& pool)
+    : pool_(pool), buf_(std::max(2 * last_level_cache_bytes(), size_t(64) << 20) / sizeof(uint64_t), 1) {}
+
+void CacheEvictor::evict() {
+  std::vector<uint64_t> sums(size_t(pool_.size()));
+  const size_t per = buf_.size() / sums.size();
+  on_every_thread(pool_, [&](size_t part) {
+    uint64_t s = 0;
+    for (size_t i = part * per; i < (part + 1) * per; i += 8) s += buf_[i];  // one word per cache line
+    sums[part] = s;
+  });
+  for (uint64_t s : sums) sink_ += s;
+}
+
 ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
   const size_t parts = size_t(pool.size());
   // Whole chunks of 4 vectors of the widest target (64 floats) per thread.

@@ -1,11 +1,14 @@
 // The two ceilings `pagoda bench-model` compares its figures against, measured
 // on the machine in the same run: the read bandwidth of main memory (what
 // batch-1 decode is bound by) and the peak rate of f32 fused multiply-adds
-// (what prefill is bound by). Both use every thread of the given pool.
+// (what prefill is bound by). Both use every thread of the given pool. And
+// the cache eviction that keeps decode honest against the first.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace pagoda {
 class ThreadPool;
@@ -27,6 +30,22 @@ ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps = 
 // A buffer size much larger than the caches: 4x the last-level cache, at
 // least 1 GiB, at most 4 GiB.
 size_t default_bandwidth_buffer_bytes();
+
+// Evicts the caches by reading a buffer of twice the last-level cache (at
+// least 64 MiB) on every thread of a pool: a model that partly fits in a
+// large last-level cache would otherwise decode faster than its DRAM reads
+// allow (a 630 MB model on a 480 MiB cache), and the bandwidth ratio would
+// flatter the kernels.
+class CacheEvictor {
+ public:
+  explicit CacheEvictor(ThreadPool& pool);
+  void evict();
+
+ private:
+  ThreadPool& pool_;
+  std::vector<uint64_t> buf_;
+  uint64_t sink_ = 0;
+};
 
 struct PeakFma {
   double flops_per_s = 0;  // best of `reps`; 2 flops per lane per FMA
