@@ -27,6 +27,8 @@ Engine::Engine(const EngineConfig& config, std::unique_ptr<ModelRunner> runner, 
 std::unique_ptr<Engine> Engine::load(const std::string& model_path, const EngineConfig& config) {
   auto model = std::shared_ptr<LlamaModel>(
       LlamaModel::load(model_path, config.mmap ? Residency::kMapped : Residency::kInMemory));
+  if (!config.mmap && model->file().residency() == Residency::kMapped)
+    spdlog::warn("{} is larger than the memory available: mapped instead of read into memory", model_path);
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_gguf(model->file()));
   const int32_t blocks = engine_pool_blocks(config, model->config());
   auto runner = std::make_unique<LlamaRunner>(model, blocks, config.block_size, config.kv_type, config.threads);

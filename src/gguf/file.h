@@ -42,6 +42,8 @@ class GgufFile {
   uint32_t version() const { return version_; }
   uint32_t alignment() const { return alignment_; }
   const std::string& source() const { return source_; }
+  // How open() holds the bytes (kMapped for parse()).
+  Residency residency() const { return mapping_ ? mapping_->residency() : Residency::kMapped; }
   const std::map<std::string, Value>& metadata() const { return metadata_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
 

@@ -7,12 +7,26 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "util/error.h"
 
 namespace pagoda {
 namespace {
+
+// What the kernel could hand out now without swapping (MemAvailable of
+// /proc/meminfo), or 0 where unknown.
+size_t available_memory_bytes() {
+  FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kib = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) break;
+  std::fclose(f);
+  return size_t(kib) * 1024;
+}
 
 // Reads the whole of fd into fresh anonymous memory (huge pages requested),
 // then makes it read-only. Returns nullptr with errno set on failure.
@@ -47,6 +61,11 @@ MappedFile::MappedFile(const std::string& path, Residency residency) : path_(pat
     fail("{} is not a regular file", path);
   }
   size_ = size_t(st.st_size);
+  if (residency == Residency::kInMemory) {
+    const size_t available = available_memory_bytes();
+    if (available != 0 && size_ + (size_t(256) << 20) > available) residency = Residency::kMapped;
+  }
+  residency_ = residency;
   if (size_ > 0) {
     void* p = residency == Residency::kInMemory ? read_into_memory(fd, size_)
                                                 : ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
