@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
 #include <future>
+#include <thread>
 
 #include "util/error.h"
 
@@ -25,6 +27,7 @@ Engine::Engine(const EngineConfig& config, std::unique_ptr<ModelRunner> runner, 
 }
 
 std::unique_ptr<Engine> Engine::load(const std::string& model_path, const EngineConfig& config) {
+  if (config.faults.load_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(config.faults.load_ms));
   auto model = std::shared_ptr<LlamaModel>(
       LlamaModel::load(model_path, config.mmap ? Residency::kMapped : Residency::kInMemory));
   if (!config.mmap && model->file().residency() == Residency::kMapped)

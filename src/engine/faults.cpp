@@ -47,15 +47,16 @@ FaultSpec FaultSpec::parse(std::string_view spec) {
     else if (name == "slow") f.slow = probability(name, value);
     else if (name == "slow_ms") f.slow_ms = integer(name, value);
     else if (name == "at_step") f.at_step = integer(name, value);
+    else if (name == "load_ms") f.load_ms = integer(name, value);
     else if (name == "seed") f.seed = uint64_t(integer(name, value));
-    else fail<InvalidArgument>("--inject-faults: unknown fault '{}' (forward, oom, alloc, slow, slow_ms, at_step, seed)", name);
+    else fail<InvalidArgument>("--inject-faults: unknown fault '{}' (forward, oom, alloc, slow, slow_ms, at_step, load_ms, seed)", name);
   }
   return f;
 }
 
 std::string FaultSpec::describe() const {
-  return fmt::format("forward={} oom={} alloc={} slow={} slow_ms={} at_step={} seed={}", forward, oom, alloc, slow,
-                     slow_ms, at_step, seed);
+  return fmt::format("forward={} oom={} alloc={} slow={} slow_ms={} at_step={} load_ms={} seed={}", forward, oom, alloc,
+                     slow, slow_ms, at_step, load_ms, seed);
 }
 
 void FaultInjector::before_forward(int64_t step) {

@@ -1,5 +1,5 @@
 // Fault injection, off by default: makes the engine fail a forward pass, run
-// out of memory, fail a block allocation, or slow a step, so tests (and
+// out of memory, fail a block allocation, slow a step or its model load, so tests (and
 // operators, with --inject-faults) can reproduce production failures on a CPU.
 //
 // SPEC is a comma-separated list of name=value:
@@ -8,6 +8,7 @@
 //   alloc=P     a block allocation fails as if the pool were empty
 //   slow=P      a step sleeps slow_ms milliseconds first (slow_ms=MS, default 100)
 //   at_step=N   the forward pass of step N fails (deterministic tests)
+//   load_ms=MS  loading the model first waits MS milliseconds (a server says 503 meanwhile)
 //   seed=S      the random stream of the faults (default 0)
 // Example: --inject-faults forward=0.05,oom=0.02,seed=7
 #pragma once
@@ -24,10 +25,11 @@ struct FaultSpec {
   double forward = 0, oom = 0, alloc = 0, slow = 0;
   int64_t slow_ms = 100;
   int64_t at_step = -1;
+  int64_t load_ms = 0;
   uint64_t seed = 0;
 
   static FaultSpec parse(std::string_view spec);  // InvalidArgument naming the bad item
-  bool any() const { return forward > 0 || oom > 0 || alloc > 0 || slow > 0 || at_step >= 0; }
+  bool any() const { return forward > 0 || oom > 0 || alloc > 0 || slow > 0 || at_step >= 0 || load_ms > 0; }
   std::string describe() const;
 };
 

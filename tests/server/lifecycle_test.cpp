@@ -1,6 +1,7 @@
-// Start and stop: the printed port and curl line, /health while the engine is
-// stuck, and SIGTERM/SIGINT: stop accepting, let in-flight requests finish,
-// fail them with a clear error after --shutdown-timeout, exit 0.
+// Start and stop: the printed port and curl line, 503s while the model loads,
+// /health while the engine is stuck, and SIGTERM/SIGINT: stop accepting, let
+// in-flight requests finish, fail them with a clear error after
+// --shutdown-timeout, exit 0.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -37,6 +38,24 @@ TEST(ServerLifecycle, HealthIs503WhileTheEngineIsStuck) {
   EXPECT_GT(metrics(s.port()).at("pagoda_engine_last_step_age_seconds"), 0.3);
   EXPECT_EQ(pending.get(), 200);
   EXPECT_TRUE(eventually([&] { return http_get(s.port(), "/health").status == 200; }, 5s));
+  EXPECT_EQ(s.stop(), 0);
+}
+
+// The server listens before the model is loaded: meanwhile /health says
+// "loading" and generation gets an OpenAI-style 503 with Retry-After, and the
+// same requests succeed once it is loaded.
+TEST(ServerLifecycle, Is503WithRetryAfterWhileTheModelLoads) {
+  ServerProcess s({"--inject-faults", "load_ms=3000"}, /*wait_healthy=*/false);
+  const HttpResponse health = http_get(s.port(), "/health");
+  EXPECT_EQ(health.status, 503);
+  EXPECT_EQ(health.json()["status"], "loading");
+  const json body = {{"prompt", "Once"}, {"max_tokens", 2}};
+  const HttpResponse early = http_post(s.port(), "/v1/completions", body);
+  EXPECT_EQ(early.status, 503);
+  EXPECT_NE(early.json()["error"]["message"].get<std::string>().find("loading"), std::string::npos) << early.body;
+  EXPECT_EQ(early.header("retry-after"), "1");
+  EXPECT_TRUE(eventually([&] { return http_get(s.port(), "/health").status == 200; }, 30s));
+  EXPECT_EQ(http_post(s.port(), "/v1/completions", body).status, 200);
   EXPECT_EQ(s.stop(), 0);
 }
 
