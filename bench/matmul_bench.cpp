@@ -8,7 +8,9 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <memory>
 #include <random>
 #include <string>
@@ -16,6 +18,7 @@
 
 #include "model/ops.h"
 #include "quant/rows.h"
+#include "quant/simd_float.h"
 
 namespace pagoda {
 namespace {
@@ -66,6 +69,34 @@ BENCHMARK(BM_Matmul)
     ->ArgsProduct({{int(TensorType::Q8_0), int(TensorType::F16), int(TensorType::F32)}, {1, 16, 512}})
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+
+// Attention's softmax over 512 scores (one head at context 512): the SIMD
+// kernel against the scalar loop it replaced (std::exp, a double sum).
+void BM_Softmax(benchmark::State& state) {
+  const bool simd = state.range(0) != 0;
+  std::vector<float> scores(512), x(scores.size());
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (float& s : scores) s = normal(rng);
+  for (auto _ : state) {
+    x = scores;
+    if (simd) {
+      softmax_scaled(x.data(), x.size(), 0.125f);
+    } else {
+      float max = -INFINITY;
+      for (float& v : x) max = std::max(max, v *= 0.125f);
+      double sum = 0;
+      for (float& v : x) sum += (v = std::exp(v - max));
+      const float inv = float(1.0 / sum);
+      for (float& v : x) v *= inv;
+    }
+    benchmark::DoNotOptimize(x.data());
+  }
+  state.counters["Melem/s"] = benchmark::Counter(double(state.iterations()) * double(x.size()) / 1e6,
+                                                 benchmark::Counter::kIsRate);
+  state.SetLabel(simd ? "simd" : "scalar");
+}
+BENCHMARK(BM_Softmax)->Arg(0)->Arg(1);
 
 // Sums a buffer far larger than the caches with two threads.
 void BM_MemoryRead(benchmark::State& state) {

@@ -48,12 +48,13 @@ void add_bias(float* x, const std::vector<float>& bias) {
   for (size_t i = 0; i < bias.size(); ++i) x[i] += bias[i];
 }
 
-// Attention of one query head over positions 0..pos of its sequence, reading
-// K/V in place through the block table. Elem is float (F32 cache) or uint16_t
-// (F16 cache: Q and the weights are rounded to F16 like the stored K/V).
+// Attention of the query heads q_in[0 .. n_q) (hd floats apart) that share one
+// KV head, over positions 0..pos of their sequence, reading K/V in place
+// through the block table. Elem is float (F32 cache) or uint16_t (F16 cache:
+// Q and the weights are rounded to F16 like the stored K/V).
 template <class Elem>
-void attend_head(const KvStorage& kv, int layer, std::span<const int32_t> table, int pos, int kv_offset, int hd,
-                 const float* q_in, float* out, std::vector<float>& scores) {
+void attend_heads(const KvStorage& kv, int layer, std::span<const int32_t> table, int pos, int kv_offset, int hd,
+                  int n_q, const float* q_in, float* out, std::vector<float>& scores) {
   constexpr bool f16 = std::is_same_v<Elem, uint16_t>;
   auto k_at = [&](int p) -> const Elem* {
     if constexpr (f16) return kv.k_f16(layer, table[p / kv.block_size()], p % kv.block_size()) + kv_offset;
@@ -63,53 +64,63 @@ void attend_head(const KvStorage& kv, int layer, std::span<const int32_t> table,
     if constexpr (f16) return kv.v_f16(layer, table[p / kv.block_size()], p % kv.block_size()) + kv_offset;
     else return kv.v_f32(layer, table[p / kv.block_size()], p % kv.block_size()) + kv_offset;
   };
-  float q[512];  // head_dim is checked at load to be at most 512
-  for (int d = 0; d < hd; ++d) q[d] = f16 ? round_f16(q_in[d]) : q_in[d];
+  const float* q = q_in;
+  thread_local std::vector<float> q_f16;
+  if constexpr (f16) {
+    q_f16.resize(size_t(n_q) * hd);
+    for (size_t i = 0; i < q_f16.size(); ++i) q_f16[i] = round_f16(q_in[i]);
+    q = q_f16.data();
+  }
   const float scale = 1.0f / std::sqrt(float(hd));
-  scores.resize(size_t(pos) + 1);
+  const size_t n_pos = size_t(pos) + 1;
+  scores.resize(size_t(n_q) * n_pos);  // head i's scores at scores[i * n_pos ...]
   // The slots of a KV block lie kv_dim apart: one matmul call per block
-  // scores all its positions (4-8 K rows in flight, the same dots as
-  // dot_f32 / dot_f16_f32, see quant/simd_float.h).
+  // scores all its positions against every query head of the group (each K
+  // row read once for all of them; the same dots as dot_f32 / dot_f16_f32,
+  // see quant/simd_float.h).
   const int bs = kv.block_size();
   for (int p0 = 0; p0 <= pos; p0 += bs) {
     const int n = std::min(bs, pos + 1 - p0);
     matmul_rows_fused(f16 ? TensorType::F16 : TensorType::F32, k_at(p0), size_t(kv.kv_dim()) * sizeof(Elem),
-                      size_t(n), q, size_t(hd), 1, size_t(hd), &scores[size_t(p0)], size_t(n));
+                      size_t(n), q, size_t(hd), size_t(n_q), size_t(hd), &scores[size_t(p0)], n_pos);
   }
-  float max = -INFINITY;
-  for (float& s : scores) max = std::max(max, s *= scale);
-  double sum = 0;
-  for (float& s : scores) sum += (s = std::exp(s - max));
-  const float inv = float(1.0 / sum);
-  std::fill_n(out, hd, 0.0f);
-  for (float& s : scores) s = f16 ? round_f16(s * inv) : s * inv;
-  for (int p0 = 0; p0 <= pos; p0 += bs) {  // a KV block's V rows in one call
+  for (int i = 0; i < n_q; ++i) {
+    float* s = scores.data() + size_t(i) * n_pos;
+    softmax_scaled(s, n_pos, scale);
+    if constexpr (f16) for (size_t p = 0; p < n_pos; ++p) s[p] = round_f16(s[p]);
+  }
+  std::fill_n(out, size_t(n_q) * hd, 0.0f);
+  for (int p0 = 0; p0 <= pos; p0 += bs) {  // a KV block's V rows in one call per head
     const size_t n = size_t(std::min(bs, pos + 1 - p0));
     const size_t ld = size_t(kv.kv_dim());
-    if constexpr (f16) axpy_rows_f16(&scores[size_t(p0)], v_at(p0), ld, n, out, size_t(hd));
-    else axpy_rows_f32(&scores[size_t(p0)], v_at(p0), ld, n, out, size_t(hd));
+    for (int i = 0; i < n_q; ++i) {
+      const float* w = &scores[size_t(i) * n_pos + size_t(p0)];
+      if constexpr (f16) axpy_rows_f16(w, v_at(p0), ld, n, out + size_t(i) * hd, size_t(hd));
+      else axpy_rows_f32(w, v_at(p0), ld, n, out + size_t(i) * hd, size_t(hd));
+    }
   }
 }
 
 }  // namespace
 
 void LlamaModel::attention(const Batch& batch, int layer, const KvStorage& kv, ThreadPool& pool) {
-  const int hd = cfg_.head_dim, n_head = cfg_.n_head, group = cfg_.n_head / cfg_.n_head_kv;
+  const int hd = cfg_.head_dim, n_head = cfg_.n_head, n_kv = cfg_.n_head_kv, group = n_head / n_kv;
   size_t work = 0;  // multiply-adds: two passes over each token's past, per head
   for (const auto& t : batch.tokens) work += 2 * size_t(t.pos + 1) * size_t(hd) * size_t(n_head);
-  pool.parallel_for(batch.tokens.size() * size_t(n_head), [&](size_t begin, size_t end) {
+  // One unit of work per token and KV head: the query heads of its group
+  // (adjacent in q_) share every K row read.
+  pool.parallel_for(batch.tokens.size() * size_t(n_kv), [&](size_t begin, size_t end) {
     thread_local std::vector<float> scores;
     for (size_t i = begin; i < end; ++i) {
-      const size_t t = i / size_t(n_head);
-      const int h = int(i % size_t(n_head));
+      const size_t t = i / size_t(n_kv);
+      const int g = int(i % size_t(n_kv));
       const BatchToken& tok = batch.tokens[t];
       const auto table = batch.block_tables[size_t(tok.seq)];
-      const float* q = q_.data() + t * size_t(cfg_.q_dim()) + size_t(h) * hd;
-      float* out = att_.data() + t * size_t(cfg_.q_dim()) + size_t(h) * hd;
+      const size_t first = t * size_t(cfg_.q_dim()) + size_t(g) * group * hd;
       if (kv.type() == KvType::F16)
-        attend_head<uint16_t>(kv, layer, table, tok.pos, (h / group) * hd, hd, q, out, scores);
+        attend_heads<uint16_t>(kv, layer, table, tok.pos, g * hd, hd, group, q_.data() + first, att_.data() + first, scores);
       else
-        attend_head<float>(kv, layer, table, tok.pos, (h / group) * hd, hd, q, out, scores);
+        attend_heads<float>(kv, layer, table, tok.pos, g * hd, hd, group, q_.data() + first, att_.data() + first, scores);
     }
   }, 1, work);
 }

@@ -42,6 +42,7 @@ const float* f16_table() {
 #define HWY_TARGET_INCLUDE "quant/simd_float.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace pagoda {
@@ -376,6 +377,45 @@ void AxpyRowsF16(const float* a, const uint16_t* x, size_t ldx, size_t n_rows, f
   AxpyRows<RowF16>(a, x, ldx, n_rows, y, n);
 }
 
+// x[i] = exp(scale x[i] - max) / sum over i: three passes over x (in L1),
+// Highway's vector exp, and the sum as 16 partial sums reduced as in a dot
+// (so AVX2 and AVX-512 give the same bits).
+void SoftmaxScaled(float* x, size_t n, float scale) {
+  const DF d;
+  const V vscale = hn::Set(d, scale);
+  V vmax = hn::Set(d, -HUGE_VALF);
+  size_t i = 0;
+  for (; i + kL <= n; i += kL) {
+    const V v = hn::Mul(hn::LoadU(d, x + i), vscale);
+    hn::StoreU(v, d, x + i);
+    vmax = hn::Max(vmax, v);
+  }
+  float max = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  for (; i < n; ++i) max = std::max(max, x[i] *= scale);
+  const V vm = hn::Set(d, max);
+  V acc[kV];
+  for (size_t v = 0; v < kV; ++v) acc[v] = hn::Zero(d);
+  alignas(64) float buf[kDotLanes];
+  for (i = 0; i < n; i += kDotLanes) {
+    const size_t m = std::min(kDotLanes, n - i);
+    float* p = m == kDotLanes ? x + i : buf;
+    if (m < kDotLanes) {
+      std::fill_n(buf, kDotLanes, max);
+      std::memcpy(buf, x + i, m * sizeof(float));
+    }
+    for (size_t v = 0; v < kV; ++v) {
+      const size_t valid = m > v * kL ? m - v * kL : 0;  // lanes past n add zeros
+      const V e = hn::IfThenElseZero(hn::FirstN(d, valid), hn::Exp(d, hn::Sub(hn::LoadU(d, p + v * kL), vm)));
+      hn::StoreU(e, d, p + v * kL);
+      acc[v] = hn::Add(acc[v], e);
+    }
+    if (m < kDotLanes) std::memcpy(x + i, buf, m * sizeof(float));
+  }
+  const V inv = hn::Set(d, 1.0f / ReduceLanes(acc));
+  for (i = 0; i + kL <= n; i += kL) hn::StoreU(hn::Mul(hn::LoadU(d, x + i), inv), d, x + i);
+  for (; i < n; ++i) x[i] *= hn::GetLane(inv);
+}
+
 // Decoding: the row readers' loads stored back.
 template <class Row>
 void Decode(Row row, float* dst, size_t n) {
@@ -420,6 +460,7 @@ HWY_EXPORT(AxpyF16);
 HWY_EXPORT(AxpyRowsF32);
 HWY_EXPORT(AxpyRowsF16);
 HWY_EXPORT(DequantizeRowSimd);
+HWY_EXPORT(SoftmaxScaled);
 
 bool simd_float_row_type(TensorType t) {
   return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16 || t == TensorType::Q8_0;
@@ -460,6 +501,10 @@ void axpy_rows_f32(const float* a, const float* x, size_t ldx, size_t n_rows, fl
 }
 void axpy_rows_f16(const float* a, const uint16_t* x, size_t ldx, size_t n_rows, float* y, size_t n) {
   HWY_DYNAMIC_DISPATCH(AxpyRowsF16)(a, x, ldx, n_rows, y, n);
+}
+
+void softmax_scaled(float* x, size_t n, float scale) {
+  if (n > 0) HWY_DYNAMIC_DISPATCH(SoftmaxScaled)(x, n, scale);
 }
 
 void matmul_tile_f32(const float* const* rows, size_t n_rows, const float* x, size_t ldx, size_t n_tokens,

@@ -46,6 +46,10 @@ void axpy_f16(float a, const uint16_t* x, float* y, size_t n);
 void axpy_rows_f32(const float* a, const float* x, size_t ldx, size_t n_rows, float* y, size_t n);
 void axpy_rows_f16(const float* a, const uint16_t* x, size_t ldx, size_t n_rows, float* y, size_t n);
 
+// x = softmax(scale * x), in place: Highway's vector exp (within a few ULP
+// of std::exp) and a fixed summation order, the same on every FMA target.
+void softmax_scaled(float* x, size_t n, float scale);
+
 // The tile kernel: y[t * ldy + r] = dot(rows[r], x + t * ldx) for r < n_rows,
 // t < n_tokens, each row `cols` F32 values. Blocks of several rows x several
 // tokens share loads in registers; results equal dot_f32 of each pair.

@@ -5,6 +5,7 @@
 // output whatever the block shape or edge.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -61,6 +62,33 @@ TEST(SimdFloat, DotMatchesScalarReference) {
       EXPECT_NEAR(dot_f32(a.data(), b.data(), n), exact, 1e-5 * std::sqrt(double(n)) * 4) << n;
     }
   });
+}
+
+TEST(SimdFloat, SoftmaxMatchesDoublePrecisionAndIsTheSameOnEveryFmaTarget) {
+  std::vector<std::vector<float>> fma_results;
+  testing::for_each_simd_target([&](int64_t target) {
+    std::vector<float> all;
+    for (size_t n : lengths()) {
+      auto x = random_floats(n, uint32_t(n) + 7, 30.0f);  // wide: most weights underflow towards 0
+      x[n / 2] = -1e30f;                                    // a hopeless position
+      const auto in = x;
+      softmax_scaled(x.data(), n, 0.125f);
+      double max = -INFINITY, sum = 0;
+      for (float v : in) max = std::max(max, 0.125 * v);
+      for (float v : in) sum += std::exp(0.125 * v - max);
+      double total = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const double arg = 0.125 * in[i] - max, want = std::exp(arg) / sum;
+        // x - max is rounded to float: a relative error of ~|x - max| * 2^-24 in the weight.
+        ASSERT_NEAR(x[i], want, want * 2e-7 * (4 + std::fabs(arg)) + 1e-37) << n << " at " << i;
+        total += x[i];
+      }
+      EXPECT_NEAR(total, 1.0, 1e-5) << n;
+      all.insert(all.end(), x.begin(), x.end());
+    }
+    if (testing::target_fuses_multiply_add(target)) fma_results.push_back(all);
+  });
+  for (const auto& r : fma_results) EXPECT_EQ(0, std::memcmp(r.data(), fma_results[0].data(), r.size() * sizeof(float)));
 }
 
 TEST(SimdFloat, DotOfF16EqualsDotOfDecodedRow) {
