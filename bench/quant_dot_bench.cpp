@@ -170,6 +170,18 @@ void BM_MemoryRead(benchmark::State& state) {
   state.counters["GB/s"] = benchmark::Counter(double(state.iterations()) * kCopiesBytes / 1e9, benchmark::Counter::kIsRate);
 }
 
+// Q4_K with each of the two AVX-512 kernels (the default picks one per CPU vendor).
+void BM_VecDotQ4KLayout(benchmark::State& state, bool wide, int n_w, int n_x) {
+  const bool saved = q4k_wide_vectors();
+  set_q4k_wide_vectors(wide);
+  BM_VecDot(state, TensorType::Q4_K, true, n_w, n_x);
+  set_q4k_wide_vectors(saved);
+}
+BENCHMARK_CAPTURE(BM_VecDotQ4KLayout, q4_k_256bit_4x1, false, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDotQ4KLayout, q4_k_512bit_4x1, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDotQ4KLayout, q4_k_256bit_4x4, false, 4, 4);
+BENCHMARK_CAPTURE(BM_VecDotQ4KLayout, q4_k_512bit_4x4, true, 4, 4);
+
 BENCHMARK_CAPTURE(BM_VecDot, q4_0_scalar, TensorType::Q4_0, false, 1, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q4_0_simd, TensorType::Q4_0, true, 1, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q4_0_simd_4x1, TensorType::Q4_0, true, 4, 1);

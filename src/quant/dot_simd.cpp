@@ -61,6 +61,22 @@ struct ChunkSums {
   alignas(64) float w_dmin[kChunkBlocks + kPad];  // Q4_K
 };
 
+// Q4KBlockWide: the scale pair of each 32-bit lane of its four 64-element
+// vectors (sub-blocks 2v and 2v + 1, one per half).
+constexpr std::array<std::array<int32_t, 16>, 4> make_wide_scale_index() {
+  std::array<std::array<int32_t, 16>, 4> t{};
+  for (int v = 0; v < 4; ++v)
+    for (int lane = 0; lane < 16; ++lane) t[v][lane] = 2 * v + lane / 8;
+  return t;
+}
+alignas(64) inline constexpr auto kQ4KWideScaleIndex = make_wide_scale_index();
+
+// Whether the AVX-512 targets multiply Q4_K blocks in 512-bit vectors (see
+// Q4KBlockWide): by default on AMD CPUs, whose 512-bit units multiply as many
+// vectors per cycle as their 256-bit ones; Intel's issue 512-bit multiplies on
+// fewer ports and the shuffles the layout needs compete with the reductions.
+inline bool q4k_wide = __builtin_cpu_is("amd");
+
 }  // namespace pagoda::dot_tables
 #endif
 
@@ -437,6 +453,67 @@ HWY_INLINE void Q4KBlock(const BlockQ4_K& w, const int32_t* pairs, const BlockQ8
   }
 }
 
+#if PAGODA_DOT_WIDE
+// acc += pairwise a[i] * b[i] widened to 32 bits, 512-bit vectors.
+HWY_INLINE __m512i MulAddWide512(__m512i a, __m512i b, __m512i acc) {
+#if HWY_TARGET == HWY_AVX3_DL
+  asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));  // see MulAddWide
+  return acc;
+#else
+  return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
+#endif
+}
+
+// Q4KBlock in 512-bit vectors: a 64-byte load of codes holds 128 elements
+// (sub-blocks 4g, 4g+2 in its low nibbles, 4g+1, 4g+3 in its high ones);
+// two 128-bit-lane shuffles per load put them in the activations' order, and
+// each 64-element vector takes two scales (one per half), picked from the
+// block's pairs by a lane permute. Half the multiplies of Q4KBlock, plus four
+// shuffles per 128 elements that every activation row shares.
+template <int K>
+HWY_INLINE void Q4KBlockWide(const BlockQ4_K& w, const int32_t* pairs, const BlockQ8_K* const* xs, size_t b,
+                             hn::Vec<DQ32>* slot) {
+  const DQ16 d16;
+  const DQ32 d32;
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  // The 8 scale pairs (indices 0-7 only): one 32-byte load, as they were
+  // stored (a 64-byte load over two stores would miss store forwarding).
+  const __m512i pv = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pairs)));
+  __m512i acc[K];
+  for (int k = 0; k < K; ++k) acc[k] = _mm512_setzero_si512();
+#pragma GCC unroll 2
+  for (size_t g = 0; g < 2; ++g) {
+    const __m512i q = _mm512_loadu_si512(w.qs + 64 * g);
+    const __m512i lo = _mm512_and_si512(q, nibble), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), nibble);
+    const __m512i codes[2] = {_mm512_shuffle_i64x2(lo, hi, 0x44), _mm512_shuffle_i64x2(lo, hi, 0xEE)};
+    const __m512i scales[2] = {_mm512_permutexvar_epi32(_mm512_load_si512(dot_tables::kQ4KWideScaleIndex[2 * g].data()), pv),
+                               _mm512_permutexvar_epi32(_mm512_load_si512(dot_tables::kQ4KWideScaleIndex[2 * g + 1].data()), pv)};
+    for (size_t h = 0; h < 2; ++h)
+      for (int k = 0; k < K; ++k)
+        acc[k] = MulAddWide512(_mm512_maddubs_epi16(codes[h], _mm512_loadu_si512(xs[k][b].qs + 128 * g + 64 * h)),
+                               scales[h], acc[k]);
+  }
+  const auto mins = hn::BitCast(d16, hn::Load(d32, pairs + 8));
+  for (int k = 0; k < K; ++k) {
+    auto macc = hn::Zero(d32), macc2 = hn::Zero(d32);
+    macc = MulAddWide(d32, hn::LoadU(d16, xs[k][b].bsums), mins, macc, macc2);
+    slot[k] = hn::Vec<DQ32>{_mm256_add_epi32(_mm512_castsi512_si256(acc[k]), _mm512_extracti64x4_epi64(acc[k], 1))};
+    slot[K + k] = hn::Add(macc, macc2);
+  }
+}
+#endif
+
+// The block kernel this CPU runs best (see dot_tables::q4k_wide).
+template <int K>
+HWY_INLINE void Q4KBlockBest(const BlockQ4_K& w, const int32_t* pairs, const BlockQ8_K* const* xs, size_t b,
+                             hn::Vec<DQ32>* slot, bool wide) {
+#if PAGODA_DOT_WIDE
+  if (wide) return Q4KBlockWide<K>(w, pairs, xs, b, slot);
+#endif
+  (void)wide;
+  Q4KBlock<K>(w, pairs, xs, b, slot);
+}
+
 // out[2 (k nb + b)] = sum_j sc_j <q, x_k>_j and out[... + 1] = sum_j m_j bsum_j
 // of block b against activation row k: the scalar kernel's `scaled`, `mins`.
 template <int K>
@@ -444,13 +521,14 @@ void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
   const BlockQ8_K* xs[K];
   for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_K*>(x + size_t(k) * x_stride);
   constexpr size_t kSlots = dot_tables::sum_slots(2 * K);
+  const bool wide = dot_tables::q4k_wide;
   ForBlockGroups<kSlots, DQ32>(nb, out->sums, [&](size_t b, hn::Vec<DQ32>* slot) HWY_ATTR {
-    alignas(32) int32_t pairs[16];
+    alignas(64) int32_t pairs[16];
     Q4KScalePairs(w[b].scales, pairs);
     // Hide the stored pairs' values from the compiler, which would otherwise
     // extract each one with shuffles: reloaded, they are broadcast loads.
     asm("" : "+m"(pairs));
-    Q4KBlock<K>(w[b], pairs, xs, b, slot);
+    Q4KBlockBest<K>(w[b], pairs, xs, b, slot, wide);
     for (size_t i = 2 * K; i < kSlots; ++i) slot[i] = hn::Zero(DQ32());
   });
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, d), sizeof(BlockQ4_K), nb, out->w_d);
@@ -475,6 +553,7 @@ void RowsDotQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_
   // The scales of every block first, out of the main loop's dependency
   // chains (7% faster, weights in L2).
   alignas(64) int32_t pairs[kChunkBlocks][kDotRowsMax][16];
+  const bool wide = dot_tables::q4k_wide;
   for (size_t b = 0; b < nb; ++b)
     for (int r = 0; r < n_w; ++r) Q4KScalePairs(rows[r][b].scales, pairs[b][r]);
   asm("" : "+m"(pairs));
@@ -488,7 +567,7 @@ void RowsDotQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_
         // too late (past the matrix's end is harmless: prefetches never fault).
         const uint8_t* ahead_p = reinterpret_cast<const uint8_t*>(rows[r] + b) + ahead;
         for (size_t line = 0; line < sizeof(BlockQ4_K); line += 64) PrefetchL2(ahead_p + line);
-        Q4KBlock<1>(rows[r][b], pairs[b][r], xs, b, v + 2 * r);
+        Q4KBlockBest<1>(rows[r][b], pairs[b][r], xs, b, v + 2 * r, wide);
         std::memcpy(&dm[kDotRowsMax * b + r], &rows[r][b].d, 4);  // d, then dmin
       } else {
         v[2 * r] = v[2 * r + 1] = hn::Zero(DQ32());
@@ -937,6 +1016,9 @@ void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const v
 }
 
 const char* dot_simd_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+bool q4k_wide_vectors() { return dot_tables::q4k_wide; }
+void set_q4k_wide_vectors(bool on) { dot_tables::q4k_wide = on; }
 
 }  // namespace pagoda
 #endif  // HWY_ONCE

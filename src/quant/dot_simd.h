@@ -26,6 +26,12 @@ inline constexpr int kDotRowsMax = 4;
 void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride, int n_x,
                   size_t n, float* out, size_t out_stride);
 
+// Whether the AVX-512 targets run Q4_K in 512-bit vectors (by default on AMD
+// CPUs; the results are the same either way). Tests and benchmarks switch it
+// to run both kernels; not thread-safe against running kernels.
+bool q4k_wide_vectors();
+void set_q4k_wide_vectors(bool on);
+
 // The name of the SIMD target the kernels run on (for benchmarks and logs).
 const char* dot_simd_target();
 

@@ -78,13 +78,20 @@ std::vector<size_t> lengths(TensorType t) {
   return v;
 }
 
-// Runs body once per SIMD target this CPU supports (the fallback included).
+// Runs body once per SIMD target this CPU supports (the fallback included),
+// and on AVX-512 with each of the two Q4_K kernels (256- and 512-bit).
 template <class Body>
 void for_each_target(Body body) {
+  const bool wide_default = q4k_wide_vectors();
   testing::for_each_simd_target([&](int64_t target) {
     EXPECT_STREQ(dot_simd_target(), hwy::TargetName(target));
-    body();
+    for (bool wide : {false, true}) {
+      SCOPED_TRACE(wide ? "512-bit Q4_K" : "256-bit Q4_K");
+      set_q4k_wide_vectors(wide);
+      body();
+    }
   });
+  set_q4k_wide_vectors(wide_default);
 }
 
 TEST(DotSimd, MatchesScalarOnRandomBlockBytes) {
