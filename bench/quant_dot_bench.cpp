@@ -52,7 +52,7 @@ void BM_VecDot(benchmark::State& state, TensorType t, bool simd, int n_w, int n_
   std::vector<uint8_t> xq(size_t(n_x) * xb);
   const auto x = random_floats(kCols);
   for (int k = 0; k < n_x; ++k) quantize_row(xt, x.data(), xq.data() + k * xb, kCols);
-  float out[kDotRowsMax * kDotRowsMax];
+  float out[kDotRowsMax * kDotTokensMax];
   for (auto _ : state) {
     for (size_t r = 0; r < kL2Rows; r += size_t(n_w)) {
       const uint8_t* wr = w.data() + r * wb;
@@ -131,8 +131,8 @@ struct MatmulFixture {
 };
 
 void BM_Matmul(benchmark::State& state, TensorType t) {
-  static MatmulFixture q4k(TensorType::Q4_K), q6k(TensorType::Q6_K);
-  const MatmulFixture& f = t == TensorType::Q4_K ? q4k : q6k;
+  static MatmulFixture q4k(TensorType::Q4_K), q6k(TensorType::Q6_K), q80(TensorType::Q8_0);
+  const MatmulFixture& f = t == TensorType::Q4_K ? q4k : t == TensorType::Q6_K ? q6k : q80;
   const int n_tokens = int(state.range(0));
   ThreadPool pool(2);
   const auto x = random_floats(size_t(n_tokens) * kCols);
@@ -181,13 +181,18 @@ BENCHMARK_CAPTURE(BM_VecDotQ4KLayout, q4_k_256bit_4x1, false, 4, 1);
 BENCHMARK_CAPTURE(BM_VecDotQ4KLayout, q4_k_512bit_4x1, true, 4, 1);
 BENCHMARK_CAPTURE(BM_VecDotQ4KLayout, q4_k_256bit_4x4, false, 4, 4);
 BENCHMARK_CAPTURE(BM_VecDotQ4KLayout, q4_k_512bit_4x4, true, 4, 4);
+BENCHMARK_CAPTURE(BM_VecDotQ4KLayout, q4_k_512bit_4x8, true, 4, 8);
 
 BENCHMARK_CAPTURE(BM_VecDot, q4_0_scalar, TensorType::Q4_0, false, 1, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q4_0_simd, TensorType::Q4_0, true, 1, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q4_0_simd_4x1, TensorType::Q4_0, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q4_0_simd_4x4, TensorType::Q4_0, true, 4, 4);
+BENCHMARK_CAPTURE(BM_VecDot, q4_0_simd_4x8, TensorType::Q4_0, true, 4, 8);
 BENCHMARK_CAPTURE(BM_VecDot, q5_0_scalar, TensorType::Q5_0, false, 1, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q5_0_simd, TensorType::Q5_0, true, 1, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q5_0_simd_4x1, TensorType::Q5_0, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q5_0_simd_4x4, TensorType::Q5_0, true, 4, 4);
+BENCHMARK_CAPTURE(BM_VecDot, q5_0_simd_4x8, TensorType::Q5_0, true, 4, 8);
 BENCHMARK_CAPTURE(BM_VecDot, q8_0_scalar, TensorType::Q8_0, false, 1, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q8_0_simd, TensorType::Q8_0, true, 1, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q8_0_simd_4x1, TensorType::Q8_0, true, 4, 1);
@@ -195,15 +200,18 @@ BENCHMARK_CAPTURE(BM_VecDot, q4_k_scalar, TensorType::Q4_K, false, 1, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q4_k_simd, TensorType::Q4_K, true, 1, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q4_k_simd_4x1, TensorType::Q4_K, true, 4, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q4_k_simd_4x4, TensorType::Q4_K, true, 4, 4);
+BENCHMARK_CAPTURE(BM_VecDot, q4_k_simd_4x8, TensorType::Q4_K, true, 4, 8);
 BENCHMARK_CAPTURE(BM_VecDot, q6_k_scalar, TensorType::Q6_K, false, 1, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd, TensorType::Q6_K, true, 1, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd_4x1, TensorType::Q6_K, true, 4, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd_4x4, TensorType::Q6_K, true, 4, 4);
+BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd_4x8, TensorType::Q6_K, true, 4, 8);
 BENCHMARK_CAPTURE(BM_QuantizeActivations, q8_0_scalar, TensorType::Q8_0, false);
 BENCHMARK_CAPTURE(BM_QuantizeActivations, q8_k_scalar, TensorType::Q8_K, false);
 BENCHMARK_CAPTURE(BM_QuantizeActivations, q8_k_simd, TensorType::Q8_K, true);
 BENCHMARK_CAPTURE(BM_Matmul, q4_k, TensorType::Q4_K)->Arg(1)->Arg(16)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, q6_k, TensorType::Q6_K)->Arg(1)->Arg(16)->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Matmul, q8_0, TensorType::Q8_0)->Arg(1)->Arg(16)->Arg(512)->UseRealTime();
 BENCHMARK(BM_MemoryRead)->UseRealTime();
 
 }  // namespace

@@ -29,8 +29,8 @@ constexpr int kFusedMaxTokens = 32;
 // Quantized weights: each activation row is quantized once per call to the
 // 8-bit format the weight type's kernel takes, then every output element is
 // an integer-per-block dot of a stored weight row with it (quant/dot_simd.h),
-// computed in tiles of up to 4 weight rows x 4 tokens so a decoded weight
-// block serves 4 tokens and 4 rows' float sums overlap. The weights are never
+// computed in tiles of up to 4 weight rows x vec_dot_tile_tokens() tokens (8
+// on AVX-512, else 4) so a decoded weight block serves several tokens. The weights are never
 // decoded to floats; a tile of kQuantRowTile rows (under 50 KB even for the
 // 5632-wide FFN down rows) stays in L1/L2 while every token passes over it.
 // Each output is bit-identical to the scalar kernel's whatever the tiling,
@@ -78,11 +78,12 @@ void matmul_quantized(const Matrix& w, const float* x, int n_tokens, float* y, T
     }, kQuantRowTile, size_t(w.rows) * cols);
     return;
   }
+  const int tile_tokens = vec_dot_tile_tokens();
   pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
     for (size_t r0 = begin; r0 < end; r0 += kQuantRowTile) {
       const size_t r1 = std::min(end, r0 + kQuantRowTile);
-      for (int t = 0; t < n_tokens; t += kDotRowsMax) {
-        const int nt = std::min(kDotRowsMax, n_tokens - t);
+      for (int t = 0; t < n_tokens; t += tile_tokens) {
+        const int nt = std::min(tile_tokens, n_tokens - t);
         for (size_t r = r0; r < r1; r += kDotRowsMax) {
           const int nr = int(std::min(size_t(kDotRowsMax), r1 - r));
           vec_dot_tile(w.type, w.row(int(r)), w.row_bytes, nr, xq.data() + size_t(t) * x_bytes, x_bytes, nt, cols,

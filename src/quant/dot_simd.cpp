@@ -54,9 +54,12 @@ inline constexpr size_t kPad = 16;  // room for whole vectors past the last bloc
 // A block's sums are stored at sums[b * slots + i], with `slots` the number
 // of its sums (n_x, or 2 n_x for Q4_K: scaled then mins) rounded up to a power
 // of two, so the SIMD code can reduce several blocks' vectors together.
-constexpr size_t sum_slots(int sums) { return sums <= 1 ? 1 : sums <= 2 ? 2 : sums <= 4 ? 4 : 8; }
+constexpr size_t sum_slots(int sums) { return sums <= 1 ? 1 : sums <= 2 ? 2 : sums <= 4 ? 4 : sums <= 8 ? 8 : 16; }
+// The activation scales the float halves take: xd[kXdStride * b + k] is
+// activation row k's scale of block b.
+inline constexpr size_t kXdStride = kDotTokensMax;
 struct ChunkSums {
-  int32_t sums[kChunkBlocks * sum_slots(2 * kDotRowsMax) + kPad];
+  int32_t sums[kChunkBlocks * sum_slots(2 * kDotTokensMax) + kPad];
   alignas(64) float w_d[kChunkBlocks + kPad];
   alignas(64) float w_dmin[kChunkBlocks + kPad];  // Q4_K
 };
@@ -229,17 +232,19 @@ HWY_INLINE int32_t ReduceSum(D32 d32, hn::Vec<D32> v) {
 // Writes max(M, lanes) values (the ones past M are junk).
 template <size_t M, class D32>
 HWY_INLINE void SumEach(D32 d32, hn::Vec<D32>* v, int32_t* out) {
-  const size_t N = hn::Lanes(d32);
-  if (M == 1 || M > N) {
+  constexpr size_t N = hn::MaxLanes(D32());
+  if constexpr (M == 1 || N == 1) {
     for (size_t i = 0; i < M; ++i) out[i] = ReduceSum(d32, v[i]);
-    return;
+  } else if constexpr (M > N) {  // a whole vector of sums at a time
+    for (size_t i = 0; i < M; i += N) SumEach<N>(d32, v + i, out + i);
+  } else {
+    for (size_t m = M; m > 1; m /= 2)
+      for (size_t i = 0; i < m / 2; ++i)
+        v[i] = hn::Add(hn::ConcatEven(d32, v[2 * i + 1], v[2 * i]), hn::ConcatOdd(d32, v[2 * i + 1], v[2 * i]));
+    auto r = v[0];
+    for (size_t group = N / M; group > 1; group /= 2) r = hn::Add(hn::ConcatEven(d32, r, r), hn::ConcatOdd(d32, r, r));
+    hn::StoreU(r, d32, out);
   }
-  for (size_t m = M; m > 1; m /= 2)
-    for (size_t i = 0; i < m / 2; ++i)
-      v[i] = hn::Add(hn::ConcatEven(d32, v[2 * i + 1], v[2 * i]), hn::ConcatOdd(d32, v[2 * i + 1], v[2 * i]));
-  auto r = v[0];
-  for (size_t group = N / M; group > 1; group /= 2) r = hn::Add(hn::ConcatEven(d32, r, r), hn::ConcatOdd(d32, r, r));
-  hn::StoreU(r, d32, out);
 }
 
 // Runs body(b, slots) for every block b < nb, which sets the block's kSlots
@@ -587,7 +592,7 @@ void RowsDotQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_
     const auto scales = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(dm + kDotRowsMax * b)));
     const auto p = Opaque(hn::Mul(scales, hn::ConvertTo(df, hn::LoadU(di, sums + 8 * b))));  // d scaled, dmin mins
     const auto p_mins = hn::BitCast(df, hn::ShiftRight<32>(hn::BitCast(du64, p)));            // dmin mins in the even lanes
-    a = hn::Add(a, Opaque(hn::Mul(hn::Set(df, xd[kDotRowsMax * b]), hn::Sub(p, p_mins))));
+    a = hn::Add(a, Opaque(hn::Mul(hn::Set(df, xd[dot_tables::kXdStride * b]), hn::Sub(p, p_mins))));
   }
   hn::Store(a, df, lanes);
   for (int r = 0; r < n_w; ++r) acc[r] = lanes[2 * r];
@@ -790,7 +795,7 @@ void RowsDotQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_
   for (size_t b = 0; b < nb; ++b) {
     const auto wd = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(d + kDotRowsMax * b)));
     const auto s = hn::ConvertTo(df, hn::LoadU(di, sums + kDotRowsMax * b));
-    a = hn::Add(a, Opaque(hn::Mul(hn::Mul(hn::Set(df, xd[kDotRowsMax * b]), wd), s)));
+    a = hn::Add(a, Opaque(hn::Mul(hn::Mul(hn::Set(df, xd[dot_tables::kXdStride * b]), wd), s)));
   }
   hn::Store(a, df, lanes);
   for (int r = 0; r < n_w; ++r) acc[r] = lanes[r];
@@ -804,7 +809,8 @@ void RowsDotQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_
 //
 // acc[k] += each block's float term in block order, with the scalar kernels'
 // exact expressions (see dot.cpp): the activation rows are vector lanes, each
-// lane one independent running sum. xd[4 b + k] is row k's scale of block b.
+// lane one independent running sum. xd[kXdStride b + k] is row k's scale of
+// block b.
 // The compiler may not fuse a multiply with the add or subtract after it (GCC
 // contracts by default in C++, and these targets have FMA, the baseline the
 // scalar kernels are compiled for does not), hence Opaque; the tests compare
@@ -820,7 +826,7 @@ void AddTerms(const ChunkSums& c, size_t nb, const float* xd, float* acc) {
   for (size_t k0 = 0; k0 < size_t(K); k0 += hn::Lanes(df)) {
     auto a = hn::LoadU(df, acc + k0);
     for (size_t b = 0; b < nb; ++b) {
-      const auto x = hn::LoadU(df, xd + 4 * b + k0);
+      const auto x = hn::LoadU(df, xd + dot_tables::kXdStride * b + k0);
       const auto s = hn::ConvertTo(df, hn::LoadU(di, c.sums + b * kSlots + k0));
       const auto wd = hn::Set(df, c.w_d[b]);
       if constexpr (kTerms == Terms::kLegacy) {  // d_w * d_x * s
@@ -840,9 +846,10 @@ void AddTerms(const ChunkSums& c, size_t nb, const float* xd, float* acc) {
 // ------------------------------------------------------------ entry points
 
 // One weight row against n_x activation rows over nb blocks (at most
-// kChunkBlocks): acc[k] += the row pair's block terms. n_x is dispatched to
-// a template parameter so the per-row accumulators live in registers.
-#define PAGODA_DOT_ENTRY(Name, Kernel, Block, kTerms)                                                    \
+// kChunkBlocks): acc[k] += the row pair's block terms. n_x (1-4 or 8) is
+// dispatched to a template parameter so the per-row accumulators live in
+// registers.
+#define PAGODA_DOT_ENTRY(Name, Kernel, Block, kTerms, kMaxK)                                             \
   void Name(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, const float* xd,      \
             float* acc) {                                                                                \
     ChunkSums c;                                                                                         \
@@ -850,7 +857,12 @@ void AddTerms(const ChunkSums& c, size_t nb, const float* xd, float* acc) {
       case 1: Kernel<1>(static_cast<const Block*>(w), x, x_stride, nb, &c); return AddTerms<kTerms, 1>(c, nb, xd, acc); \
       case 2: Kernel<2>(static_cast<const Block*>(w), x, x_stride, nb, &c); return AddTerms<kTerms, 2>(c, nb, xd, acc); \
       case 3: Kernel<3>(static_cast<const Block*>(w), x, x_stride, nb, &c); return AddTerms<kTerms, 3>(c, nb, xd, acc); \
-      default: Kernel<4>(static_cast<const Block*>(w), x, x_stride, nb, &c); return AddTerms<kTerms, 4>(c, nb, xd, acc); \
+      case 4: Kernel<4>(static_cast<const Block*>(w), x, x_stride, nb, &c); return AddTerms<kTerms, 4>(c, nb, xd, acc); \
+      default:                                                                                           \
+        if constexpr (kMaxK == 8) {                                                                      \
+          Kernel<8>(static_cast<const Block*>(w), x, x_stride, nb, &c);                                  \
+          return AddTerms<kTerms, 8>(c, nb, xd, acc);                                                    \
+        }                                                                                                \
     }                                                                                                    \
   }
 
@@ -890,11 +902,13 @@ void Q8_0Sums(const BlockQ8_0* w, const uint8_t* x, size_t s, size_t nb, ChunkSu
 }
 #endif
 
-PAGODA_DOT_ENTRY(RowDotsQ4_0, Q4_0Sums, BlockQ4_0, Terms::kLegacy)
-PAGODA_DOT_ENTRY(RowDotsQ5_0, Q5_0Sums, BlockQ5_0, Terms::kLegacy)
-PAGODA_DOT_ENTRY(RowDotsQ8_0, Q8_0Sums, BlockQ8_0, Terms::kLegacy)
-PAGODA_DOT_ENTRY(RowDotsQ4K, Q4KSums, BlockQ4_K, Terms::kQ4K)
-PAGODA_DOT_ENTRY(RowDotsQ6K, Q6KSums, BlockQ6_K, Terms::kQ6K)
+// The largest n_x of each: Q6_K's 8-row kernel was 40% slower than two
+// 4-row calls (bench_quant_dot_bench, Zen 5), the others 17-25% faster.
+PAGODA_DOT_ENTRY(RowDotsQ4_0, Q4_0Sums, BlockQ4_0, Terms::kLegacy, 8)
+PAGODA_DOT_ENTRY(RowDotsQ5_0, Q5_0Sums, BlockQ5_0, Terms::kLegacy, 8)
+PAGODA_DOT_ENTRY(RowDotsQ8_0, Q8_0Sums, BlockQ8_0, Terms::kLegacy, 8)
+PAGODA_DOT_ENTRY(RowDotsQ4K, Q4KSums, BlockQ4_K, Terms::kQ4K, 8)
+PAGODA_DOT_ENTRY(RowDotsQ6K, Q6KSums, BlockQ6_K, Terms::kQ6K, 4)
 #undef PAGODA_DOT_ENTRY
 
 #if HWY_TARGET == HWY_SCALAR || !(HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
@@ -912,6 +926,10 @@ void RowsDotQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_
 #endif
 
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+// 8 activation rows per tile keep their accumulators in the 32 vector
+// registers of AVX-512; with 16 they would spill.
+int TileTokens() { return HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL ? kDotTokensMax : 4; }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace pagoda
@@ -931,6 +949,7 @@ HWY_EXPORT(RowDotsQ6K);
 HWY_EXPORT(RowsDotQ4K);
 HWY_EXPORT(RowsDotQ6K);
 HWY_EXPORT(TargetName);
+HWY_EXPORT(TileTokens);
 
 namespace {
 
@@ -943,12 +962,14 @@ float activation_scale(const BlockQ8_0& x) { return f16_to_f32(x.d); }
 float activation_scale(const BlockQ8_K& x) { return x.d; }
 
 // Chunk by chunk of blocks: the activation rows' block scales as floats (the
-// same for every weight row), then each weight row's running sums.
-template <class Block, class XBlock>
+// same for every weight row), then each weight row's running sums, for the
+// activation rows in groups the kernels take (kMaxGroup: 8 or 4; then 4 and
+// the rest).
+template <class Block, class XBlock, int kMaxGroup = 8>
 void dot_tile(RowDotsFn row_dots, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride, int n_x,
               size_t nb, float* out, size_t out_stride) {
-  alignas(16) float acc[kDotRowsMax][kDotRowsMax] = {};  // [weight row][activation row]
-  alignas(16) float xd[kChunkBlocks][kDotRowsMax];
+  alignas(32) float acc[kDotRowsMax][kDotTokensMax] = {};  // [weight row][activation row]
+  alignas(32) float xd[kChunkBlocks][dot_tables::kXdStride];
   const uint8_t* wb = static_cast<const uint8_t*>(w);
   const uint8_t* xb = static_cast<const uint8_t*>(x);
   for (size_t b0 = 0; b0 < nb; b0 += kChunkBlocks) {
@@ -957,11 +978,15 @@ void dot_tile(RowDotsFn row_dots, const void* w, size_t w_stride, int n_w, const
       const XBlock* xk = reinterpret_cast<const XBlock*>(xb + size_t(k) * x_stride) + b0;
       for (size_t b = 0; b < cb; ++b) xd[b][k] = activation_scale(xk[b]);
     }
-    for (int k = n_x; k < int(dot_tables::sum_slots(n_x)); ++k)  // the kernels compute these lanes too
+    for (int k = n_x; k < kDotTokensMax; ++k)  // the kernels compute lanes past n_x too
       for (size_t b = 0; b < cb; ++b) xd[b][k] = 0.0f;
     for (int r = 0; r < n_w; ++r)
-      row_dots(wb + size_t(r) * w_stride + b0 * sizeof(Block), xb + b0 * sizeof(XBlock), x_stride, n_x, cb, &xd[0][0],
-               acc[r]);
+      for (int k0 = 0; k0 < n_x;) {
+        const int n = n_x - k0 >= kMaxGroup ? kMaxGroup : std::min(4, n_x - k0);
+        row_dots(wb + size_t(r) * w_stride + b0 * sizeof(Block), xb + size_t(k0) * x_stride + b0 * sizeof(XBlock),
+                 x_stride, n, cb, &xd[0][k0], acc[r] + k0);
+        k0 += n;
+      }
   }
   for (int k = 0; k < n_x; ++k)
     for (int r = 0; r < n_w; ++r) out[size_t(k) * out_stride + r] = acc[r][k];
@@ -974,7 +999,7 @@ constexpr size_t kPrefetchRows = 2;
 template <class Block, class XBlock>
 void dot_rows(RowsDotFn rows_dot, const void* w, size_t w_stride, int n_w, const void* x, size_t nb, float* out) {
   float acc[kDotRowsMax] = {};
-  alignas(16) float xd[kChunkBlocks][kDotRowsMax] = {};
+  alignas(32) float xd[kChunkBlocks][dot_tables::kXdStride] = {};
   const uint8_t* wb = static_cast<const uint8_t*>(w);
   const uint8_t* xb = static_cast<const uint8_t*>(x);
   for (size_t b0 = 0; b0 < nb; b0 += kChunkBlocks) {
@@ -990,8 +1015,9 @@ void dot_rows(RowsDotFn rows_dot, const void* w, size_t w_stride, int n_w, const
 
 void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride, int n_x,
                   size_t n, float* out, size_t out_stride) {
-  if (n_w < 1 || n_w > kDotRowsMax || n_x < 1 || n_x > kDotRowsMax)
-    fail<InvalidArgument>("vec_dot_tile takes 1 to {} rows of each, not {} x {}", kDotRowsMax, n_w, n_x);
+  if (n_w < 1 || n_w > kDotRowsMax || n_x < 1 || n_x > kDotTokensMax)
+    fail<InvalidArgument>("vec_dot_tile takes 1 to {} weight rows and 1 to {} activation rows, not {} x {}", kDotRowsMax,
+                          kDotTokensMax, n_w, n_x);
   switch (t) {
     case TensorType::Q4_0:
       return dot_tile<BlockQ4_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(RowDotsQ4_0), w, w_stride, n_w, x, x_stride, n_x,
@@ -1008,7 +1034,7 @@ void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const v
                                             n / kQKK, out, out_stride);
     case TensorType::Q6_K:
       if (n_x == 1 && n_w > 1) return dot_rows<BlockQ6_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(RowsDotQ6K), w, w_stride, n_w, x, n / kQKK, out);
-      return dot_tile<BlockQ6_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(RowDotsQ6K), w, w_stride, n_w, x, x_stride, n_x,
+      return dot_tile<BlockQ6_K, BlockQ8_K, 4>(HWY_DYNAMIC_DISPATCH(RowDotsQ6K), w, w_stride, n_w, x, x_stride, n_x,
                                             n / kQKK, out, out_stride);
     default:
       fail<Unsupported>("no quantized dot product for {}", tensor_type_name(t));
@@ -1016,6 +1042,8 @@ void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const v
 }
 
 const char* dot_simd_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+int vec_dot_tile_tokens() { return HWY_DYNAMIC_DISPATCH(TileTokens)(); }
 
 bool q4k_wide_vectors() { return dot_tables::q4k_wide; }
 void set_q4k_wide_vectors(bool on) { dot_tables::q4k_wide = on; }

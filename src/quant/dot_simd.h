@@ -1,5 +1,5 @@
 // The fast quantized dot products: tiles of up to kDotRowsMax weight rows
-// by kDotRowsMax activation rows (each weight block is decoded once for all
+// by kDotTokensMax activation rows (each weight block is decoded once for all
 // the activation rows), with Highway SIMD kernels chosen at run
 // time for the CPU (AVX2, AVX-512, AVX-512 VNNI, portable fallback).
 //
@@ -15,16 +15,23 @@
 
 namespace pagoda {
 
-inline constexpr int kDotRowsMax = 4;
+inline constexpr int kDotRowsMax = 4;    // weight rows per tile
+inline constexpr int kDotTokensMax = 8;  // activation rows per tile
 
 // A tile of dot products: out[k * out_stride + r] = vec_dot(t, w_r, x_k, n)
 // for weight rows w_r = w + r * w_stride (r < n_w) and activation rows
-// x_k = x + k * x_stride (k < n_x), n_w and n_x in 1..kDotRowsMax. Weights
+// x_k = x + k * x_stride (k < n_x), n_w in 1..kDotRowsMax and n_x in
+// 1..kDotTokensMax. Weights
 // are stored as t (has_quantized_dot(t)), activations as activation_type(t),
 // n elements each. Q8_K rows must come from quantize_row (their bsums are
 // used, as the scalar Q4_K kernel does).
 void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride, int n_x,
                   size_t n, float* out, size_t out_stride);
+
+// The activation rows per tile the kernels run fastest with on this CPU:
+// kDotTokensMax where the SIMD target has 32 vector registers (AVX-512: a
+// decoded weight block serves twice the tokens), 4 elsewhere (16 registers).
+int vec_dot_tile_tokens();
 
 // Whether the AVX-512 targets run Q4_K in 512-bit vectors (by default on AMD
 // CPUs; the results are the same either way). Tests and benchmarks switch it

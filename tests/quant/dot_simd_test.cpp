@@ -2,7 +2,7 @@
 // quant/dot.h, bit for bit, on every SIMD target this CPU runs: random block
 // bytes (every code, scale and min a format can hold), quantized Gaussian
 // rows, extreme blocks, every length of 1..9 blocks and the model's widths,
-// and 1..4 activation rows at once.
+// and 1..4 weight rows by 1..8 activation rows at once.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -36,12 +36,12 @@ float scalar_dot(TensorType t, const void* w, const void* x, size_t n) {
   }
 }
 
-// kDotRowsMax activation rows of n elements quantized to xt, one after another.
+// kDotTokensMax activation rows of n elements quantized to xt, one after another.
 std::vector<uint8_t> random_activations(TensorType xt, size_t n, std::mt19937& rng, bool extreme) {
   std::normal_distribution<float> g(0.0f, 1.0f);
   std::vector<float> x(n);
   std::vector<uint8_t> out;
-  for (int k = 0; k < kDotRowsMax; ++k) {
+  for (int k = 0; k < kDotTokensMax; ++k) {
     for (auto& v : x) v = extreme ? (rng() % 2 ? 1.0f : -1.0f) : g(rng);  // extreme: every code +-127
     if (!extreme) x[rng() % n] *= 30.0f;
     const auto q = quantize(xt, x.data(), n);
@@ -50,13 +50,13 @@ std::vector<uint8_t> random_activations(TensorType xt, size_t n, std::mt19937& r
   return out;
 }
 
-// wq holds kDotRowsMax weight rows (or one, reused), xq kDotRowsMax activation rows.
+// wq holds kDotRowsMax weight rows (or one, reused), xq kDotTokensMax activation rows.
 void expect_matches_scalar(TensorType t, const std::vector<uint8_t>& wq, const std::vector<uint8_t>& xq, size_t n) {
   const size_t x_stride = row_bytes(activation_type(t), n);
   const size_t w_stride = wq.size() == row_bytes(t, n) ? 0 : row_bytes(t, n);
   for (int n_w = 1; n_w <= kDotRowsMax; ++n_w)
-    for (int n_x = 1; n_x <= kDotRowsMax; ++n_x) {
-      float got[kDotRowsMax * (kDotRowsMax + 1)];
+    for (int n_x = 1; n_x <= kDotTokensMax; ++n_x) {
+      float got[kDotTokensMax * (kDotRowsMax + 1)];
       const size_t out_stride = kDotRowsMax + 1;
       vec_dot_tile(t, wq.data(), w_stride, n_w, xq.data(), x_stride, n_x, n, got, out_stride);
       for (int k = 0; k < n_x; ++k)
@@ -145,10 +145,11 @@ TEST(DotSimd, MatchesScalarOnExtremeBlocks) {
 
 TEST(DotSimd, RejectsBadRowCounts) {
   std::vector<uint8_t> w(row_bytes(TensorType::Q4_K, 256)), x(row_bytes(TensorType::Q8_K, 256));
-  float out[(kDotRowsMax + 1) * (kDotRowsMax + 1)];
+  float out[(kDotRowsMax + 1) * (kDotTokensMax + 1)];
   EXPECT_ANY_THROW(vec_dot_tile(TensorType::Q4_K, w.data(), 0, 1, x.data(), 0, 0, 256, out, 1));
-  EXPECT_ANY_THROW(vec_dot_tile(TensorType::Q4_K, w.data(), 0, 1, x.data(), 0, kDotRowsMax + 1, 256, out, 1));
+  EXPECT_ANY_THROW(vec_dot_tile(TensorType::Q4_K, w.data(), 0, 1, x.data(), 0, kDotTokensMax + 1, 256, out, 1));
   EXPECT_ANY_THROW(vec_dot_tile(TensorType::Q4_K, w.data(), 0, 0, x.data(), 0, 1, 256, out, 1));
+  EXPECT_ANY_THROW(vec_dot_tile(TensorType::Q4_K, w.data(), 0, kDotRowsMax + 1, x.data(), 0, 1, 256, out, 1));
   EXPECT_ANY_THROW(vec_dot_tile(TensorType::F32, w.data(), 0, 1, x.data(), 0, 1, 256, out, 1));
 }
 
