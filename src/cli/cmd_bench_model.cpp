@@ -216,7 +216,9 @@ Result measure(const Opts& o, const Machine& m, const std::string& model_name, c
   return r;
 }
 
-std::string file_type_name(const std::string& type) { return type == "q4_k" ? "Q4_K_M" : "Q8_0"; }
+std::string file_type_name(const std::string& type) {
+  return type == "q4_k" ? "Q4_K_M" : type == "q4_0" ? "Q4_0" : "Q8_0";
+}
 
 // Generates one model (F16), derives the quantized files, measures each type.
 std::vector<Result> bench_model(const Opts& o, const Machine& m, const std::string& name, const fs::path& dir,
@@ -362,8 +364,8 @@ int run(Opts o) {
   if (o.quick) o.models = {"10m"};
   for (const auto& m : o.models) model_spec(m);
   for (const auto& t : o.types)
-    if (t != "f16" && t != "q8_0" && t != "q4_k")
-      fail<InvalidArgument>("bench-model: unknown type '{}' (f16, q8_0, q4_k)", t);
+    if (t != "f16" && t != "q8_0" && t != "q4_k" && t != "q4_0")
+      fail<InvalidArgument>("bench-model: unknown type '{}' (f16, q8_0, q4_k, q4_0)", t);
   if (o.batches.empty() || *std::min_element(o.batches.begin(), o.batches.end()) < 1 || o.prompt < 1 ||
       o.context < 1 || o.steps < 0)
     fail<InvalidArgument>("bench-model: batches, --prompt and --context must be positive");
@@ -426,7 +428,7 @@ Command add_bench_model(CLI::App& app) {
   cmd->add_flag("--quick", o->quick, "A ~10M model only, in seconds (CI)");
   cmd->add_option("--threads,-t", o->threads, "Threads (0 = one per hardware thread)")->capture_default_str();
   cmd->add_option("--models", o->models, "Models: 10m, 100m, 1b")->delimiter(',')->capture_default_str();
-  cmd->add_option("--types", o->types, "Weight types: f16, q8_0, q4_k")->delimiter(',')->capture_default_str();
+  cmd->add_option("--types", o->types, "Weight types: f16, q8_0, q4_k (q4_0 on request)")->delimiter(',')->capture_default_str();
   cmd->add_option("--batches", o->batches, "Decode batch sizes")->delimiter(',')->capture_default_str();
   cmd->add_option("--prompt", o->prompt, "Prefill tokens")->capture_default_str();
   cmd->add_option("--context", o->context, "KV positions before the second decode run")->capture_default_str();

@@ -221,6 +221,17 @@ HWY_INLINE hn::Vec<D32> MulAddWide(D32 d32, V16 a, V16 b, hn::Vec<D32> acc, hn::
   return hn::ReorderWidenMulAccumulate(d32, a, b, acc, acc2);
 }
 
+#if HWY_TARGET == HWY_AVX3_DL
+// acc += the sums of groups of four products a[i] * b[i] (a unsigned, b
+// signed) in each 32-bit lane: vpdpbusd, by asm as vpdpwssd above. Exact for
+// any bytes (4 * 255 * 128 is far below 2^31).
+template <class V32, class VU8, class VI8>
+HWY_INLINE V32 MulAddQuads(V32 acc, VU8 a, VI8 b) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc.raw) : "v"(a.raw), "v"(b.raw));
+  return acc;
+}
+#endif
+
 template <class D32>
 HWY_INLINE int32_t ReduceSum(D32 d32, hn::Vec<D32> v) {
   return hn::GetLane(hn::SumOfLanes(d32, v));
@@ -320,20 +331,51 @@ HWY_INLINE hn::Vec<DB8> NibbleCodes(const uint8_t* qs, size_t o) {
 
 enum class Legacy { kQ4_0, kQ5_0, kQ8_0 };
 
+#if HWY_TARGET == HWY_AVX3_DL
+// For vpdpbusd (unsigned times signed bytes): a block's 32 codes as unsigned
+// bytes, value = code - kCodeOffset: Q4_0 c - 8, Q5_0 c - 16, and Q8_0
+// (w + 128) - 128, its bytes' top bit flipped.
+template <Legacy kFormat>
+inline constexpr uint8_t kCodeOffset = kFormat == Legacy::kQ8_0 ? 128 : kFormat == Legacy::kQ5_0 ? 16 : 8;
+
+template <Legacy kFormat, class Block>
+HWY_INLINE hn::Vec<DB8> UnsignedCodes(const Block& w) {
+  const DB8 du8;
+  if constexpr (kFormat == Legacy::kQ8_0) {
+    return hn::Xor(hn::LoadU(du8, reinterpret_cast<const uint8_t*>(w.qs)), hn::Set(du8, 0x80));
+  } else if constexpr (kFormat == Legacy::kQ5_0) {
+    return hn::Or(NibbleCodes(w.qs, 0), hn::IfThenElseZero(hn::LoadMaskBits(du8, w.qh), hn::Set(du8, 16)));
+  } else {
+    return NibbleCodes(w.qs, 0);
+  }
+}
+#endif
+
 template <Legacy kFormat, int K, class Block>
 void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, ChunkSums* out) {
   const DB8 du8;
   const DBI8 di8;
   const DB16 d16;
   const DB32 d32;
-  const size_t N = hn::Lanes(du8);
+  [[maybe_unused]] const size_t N = hn::Lanes(du8);
   const BlockQ8_0* xs[K];
   for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_0*>(x + size_t(k) * x_stride);
-  const auto ones = hn::Set(d16, 1);
+  [[maybe_unused]] const auto ones = hn::Set(d16, 1);
   constexpr size_t kSlots = dot_tables::sum_slots(K);
   ForBlockGroups<kSlots>(nb, out->sums, [&](size_t b, hn::Vec<DI32>* slot) HWY_ATTR {
     hn::Vec<DB32> acc[K], acc2[K];
     for (int k = 0; k < K; ++k) acc[k] = acc2[k] = hn::Zero(d32);
+#if HWY_TARGET == HWY_AVX3_DL
+    // Four products per lane; offset * (the activations' quad sums) taken
+    // off (acc2) at the end.
+    const auto codes = UnsignedCodes<kFormat>(w[b]);
+    const auto offsets = hn::Set(du8, kCodeOffset<kFormat>);
+    for (int k = 0; k < K; ++k) {
+      const auto xv = hn::LoadU(di8, xs[k][b].qs);
+      acc[k] = MulAddQuads(acc[k], codes, xv);
+      acc2[k] = hn::Neg(MulAddQuads(hn::Zero(d32), offsets, xv));
+    }
+#else
     for (size_t o = 0; o < size_t(kQK); o += N) {
       if constexpr (kFormat == Legacy::kQ8_0) {
         // Signed times signed: |w| times x carrying w's sign (|-128| = 128 as a byte).
@@ -361,6 +403,7 @@ void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, Ch
         }
       }
     }
+#endif
     for (size_t k = 0; k < kSlots; ++k) slot[k] = k < K ? Widen(hn::Add(acc[k], acc2[k])) : hn::Zero(DI32());
   });
   HalfScales(reinterpret_cast<const uint8_t*>(w), sizeof(Block), nb, out->w_d);
@@ -801,6 +844,107 @@ void RowsDotQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_
   for (int r = 0; r < n_w; ++r) acc[r] = lanes[r];
 }
 
+#if HWY_TARGET == HWY_AVX3_DL
+// One token (decode) against n_w Q4_0 / Q5_0 / Q8_0 weight rows,
+// lane-parallel: a 512-bit vector holds one block's codes of two rows (256
+// bits each, see UnsignedCodes) against the block's activations in both
+// halves, so one vpdpbusd covers 64 codes, and the 8
+// vectors of 4 blocks x 4 rows fold into one vector of their 16 block sums
+// (lane 4 g + r: block g, row r), 1.3 shuffle-adds per block and row. The
+// float half then adds d_w * d_x * sum block by block, the rows as 4 lanes.
+// Two passes per chunk: the scales (the rows' and the activations') are
+// gathered by scalar stores in the first and read as vectors, converted from
+// F16 there, in the second, after the stores have landed. (It needs no xd:
+// converting those for every call of 4 rows cost more than the float half.)
+template <Legacy kFormat, class Block>
+void RowsDotLegacy(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, float* acc, size_t ahead) {
+  constexpr size_t kGroup = 4;  // blocks per fold: kGroup x kDotRowsMax sums, one vector
+  static_assert(kGroup * kDotRowsMax == 16);
+  const hn::Full512<int32_t> d32;
+  const hn::Full512<uint8_t> du8;
+  const hn::Full512<int8_t> di8;
+  alignas(64) int32_t sums[(kChunkBlocks + kGroup) * kDotRowsMax];
+  alignas(64) uint16_t d[(kChunkBlocks + kGroup) * kDotRowsMax];   // per block and row: the F16 d
+  alignas(64) uint16_t dx[(kChunkBlocks + kGroup) * kDotRowsMax];  // the activations' d, once per row
+  const auto* xs = reinterpret_cast<const BlockQ8_0*>(x);
+  const Block* rows[kDotRowsMax];
+  for (int r = 0; r < kDotRowsMax; ++r)  // rows past n_w repeat the last; their lanes are dropped
+    rows[r] = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + size_t(std::min(r, n_w - 1)) * w_stride);
+  const auto offsets = hn::Set(du8, kCodeOffset<kFormat>);
+  // Blocks b0 .. b0 + kGroup - 1 of rows w[r] against x (both from block 0).
+  auto group = [&](const Block* const* wr, const BlockQ8_0* xr, size_t first) HWY_ATTR {
+    hn::Vec512<int32_t> v[2 * kGroup];
+#pragma GCC unroll 4
+    for (size_t g = 0; g < kGroup; ++g) {
+      const hn::Vec512<int8_t> xv{_mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[g].qs)))};
+      const auto minus_offset = hn::Neg(MulAddQuads(hn::Zero(d32), offsets, xv));
+      for (int p = 0; p < 2; ++p) {
+        const __m256i lo = UnsignedCodes<kFormat>(wr[2 * p][g]).raw;
+        const __m256i hi = UnsignedCodes<kFormat>(wr[2 * p + 1][g]).raw;
+        const hn::Vec512<uint8_t> codes{_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1)};
+        v[2 * g + p] = MulAddQuads(minus_offset, codes, xv);
+      }
+      for (int r = 0; r < kDotRowsMax; ++r) {
+        std::memcpy(&d[kDotRowsMax * (first + g) + r], &wr[r][g].d, 2);
+        std::memcpy(&dx[kDotRowsMax * (first + g) + r], &xr[g].d, 2);
+      }
+    }
+    // Pairwise folds (as in SumEach): lane 2 i + h of the result is half h of v[i].
+#pragma GCC unroll 4
+    for (size_t m = 2 * kGroup; m > 1; m /= 2)
+#pragma GCC unroll 4
+      for (size_t i = 0; i < m / 2; ++i)
+        v[i] = hn::Add(hn::ConcatEven(d32, v[2 * i + 1], v[2 * i]), hn::ConcatOdd(d32, v[2 * i + 1], v[2 * i]));
+    hn::Store(v[0], d32, sums + kDotRowsMax * first);
+  };
+  size_t b0 = 0;
+  for (; b0 + kGroup <= nb; b0 += kGroup) {
+    const Block* w_at[kDotRowsMax];
+    for (int r = 0; r < kDotRowsMax; ++r) {
+      w_at[r] = rows[r] + b0;
+      const uint8_t* ahead_p = reinterpret_cast<const uint8_t*>(w_at[r]) + ahead;
+      for (size_t line = 0; line < kGroup * sizeof(Block); line += 64) PrefetchL2(ahead_p + line);
+    }
+    group(w_at, xs + b0, b0);
+  }
+  if (b0 < nb) {  // the last blocks, padded with zero blocks
+    Block tail[kDotRowsMax][kGroup] = {};
+    BlockQ8_0 tail_x[kGroup] = {};
+    const Block* w_at[kDotRowsMax];
+    for (int r = 0; r < kDotRowsMax; ++r) {
+      std::memcpy(tail[r], rows[r] + b0, (nb - b0) * sizeof(Block));
+      w_at[r] = tail[r];
+    }
+    std::memcpy(tail_x, xs + b0, (nb - b0) * sizeof(BlockQ8_0));
+    group(w_at, tail_x, b0);
+  }
+  const hn::CappedTag<float, kDotRowsMax> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
+  alignas(16) float lanes[kDotRowsMax] = {};
+  for (int r = 0; r < n_w; ++r) lanes[r] = acc[r];
+  auto a = hn::Load(df, lanes);
+  for (size_t b = 0; b < nb; ++b) {  // d_w * d_x * s, as the scalar kernels
+    const auto wd = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(d + kDotRowsMax * b)));
+    const auto xd = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(dx + kDotRowsMax * b)));
+    const auto s = hn::ConvertTo(df, hn::Load(di, sums + kDotRowsMax * b));
+    a = hn::Add(a, Opaque(hn::Mul(hn::Mul(wd, xd), s)));
+  }
+  hn::Store(a, df, lanes);
+  for (int r = 0; r < n_w; ++r) acc[r] = lanes[r];
+}
+
+#define PAGODA_ROWS_DOT(Name, kFormat, Block)                                                                   \
+  void Name(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* /*xd*/, float* acc, \
+            size_t ahead) {                                                                                     \
+    RowsDotLegacy<kFormat, Block>(w, w_stride, n_w, x, nb, acc, ahead);                                          \
+  }
+PAGODA_ROWS_DOT(RowsDotQ4_0, Legacy::kQ4_0, BlockQ4_0)
+PAGODA_ROWS_DOT(RowsDotQ5_0, Legacy::kQ5_0, BlockQ5_0)
+PAGODA_ROWS_DOT(RowsDotQ8_0, Legacy::kQ8_0, BlockQ8_0)
+#undef PAGODA_ROWS_DOT
+#endif  // HWY_TARGET == HWY_AVX3_DL
+
 #undef PAGODA_DOT_X86
 #undef PAGODA_DOT_WIDE
 #endif  // HWY_TARGET == HWY_SCALAR
@@ -918,6 +1062,22 @@ void RowsDotQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_
   for (int r = 0; r < n_w; ++r) RowDotsQ4K(static_cast<const uint8_t*>(w) + size_t(r) * w_stride, x, 0, 1, nb, xd, acc + r);
 }
 #endif
+#if HWY_TARGET != HWY_AVX3_DL
+// vpdpbusd is only assumed on AVX3_DL; elsewhere one weight row at a time,
+// with the activations' scales (not passed in for these formats) as floats.
+#define PAGODA_ROWS_DOT(Name, RowDots, Block)                                                                   \
+  void Name(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* /*xd*/, float* acc, \
+            size_t /*ahead*/) {                                                                                 \
+    alignas(32) float xd[kChunkBlocks][dot_tables::kXdStride] = {};                                             \
+    for (size_t b = 0; b < nb; ++b) xd[b][0] = HalfToFloat(x + b * sizeof(BlockQ8_0));                           \
+    for (int r = 0; r < n_w; ++r)                                                                               \
+      RowDots(static_cast<const uint8_t*>(w) + size_t(r) * w_stride, x, 0, 1, nb, &xd[0][0], acc + r);           \
+  }
+PAGODA_ROWS_DOT(RowsDotQ4_0, RowDotsQ4_0, BlockQ4_0)
+PAGODA_ROWS_DOT(RowsDotQ5_0, RowDotsQ5_0, BlockQ5_0)
+PAGODA_ROWS_DOT(RowsDotQ8_0, RowDotsQ8_0, BlockQ8_0)
+#undef PAGODA_ROWS_DOT
+#endif
 #if HWY_TARGET == HWY_SCALAR
 void RowsDotQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc,
                 size_t /*ahead*/) {
@@ -948,6 +1108,9 @@ HWY_EXPORT(RowDotsQ4K);
 HWY_EXPORT(RowDotsQ6K);
 HWY_EXPORT(RowsDotQ4K);
 HWY_EXPORT(RowsDotQ6K);
+HWY_EXPORT(RowsDotQ4_0);
+HWY_EXPORT(RowsDotQ5_0);
+HWY_EXPORT(RowsDotQ8_0);
 HWY_EXPORT(TargetName);
 HWY_EXPORT(TileTokens);
 
@@ -1005,7 +1168,8 @@ void dot_rows(RowsDotFn rows_dot, const void* w, size_t w_stride, int n_w, const
   for (size_t b0 = 0; b0 < nb; b0 += kChunkBlocks) {
     const size_t cb = std::min(kChunkBlocks, nb - b0);
     const XBlock* xk = reinterpret_cast<const XBlock*>(xb) + b0;
-    for (size_t b = 0; b < cb; ++b) xd[b][0] = activation_scale(xk[b]);
+    if constexpr (std::is_same_v<XBlock, BlockQ8_K>)  // the Q8_0 kernels read the F16 scales themselves
+      for (size_t b = 0; b < cb; ++b) xd[b][0] = activation_scale(xk[b]);
     rows_dot(wb + b0 * sizeof(Block), w_stride, n_w, xb + b0 * sizeof(XBlock), cb, &xd[0][0], acc, kPrefetchRows * nb * sizeof(Block));
   }
   for (int r = 0; r < n_w; ++r) out[r] = acc[r];
@@ -1020,12 +1184,15 @@ void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const v
                           kDotTokensMax, n_w, n_x);
   switch (t) {
     case TensorType::Q4_0:
+      if (n_x == 1 && n_w > 1) return dot_rows<BlockQ4_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(RowsDotQ4_0), w, w_stride, n_w, x, n / kQK, out);
       return dot_tile<BlockQ4_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(RowDotsQ4_0), w, w_stride, n_w, x, x_stride, n_x,
                                             n / kQK, out, out_stride);
     case TensorType::Q5_0:
+      if (n_x == 1 && n_w > 1) return dot_rows<BlockQ5_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(RowsDotQ5_0), w, w_stride, n_w, x, n / kQK, out);
       return dot_tile<BlockQ5_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(RowDotsQ5_0), w, w_stride, n_w, x, x_stride, n_x,
                                             n / kQK, out, out_stride);
     case TensorType::Q8_0:
+      if (n_x == 1 && n_w > 1) return dot_rows<BlockQ8_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(RowsDotQ8_0), w, w_stride, n_w, x, n / kQK, out);
       return dot_tile<BlockQ8_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(RowDotsQ8_0), w, w_stride, n_w, x, x_stride, n_x,
                                             n / kQK, out, out_stride);
     case TensorType::Q4_K:
