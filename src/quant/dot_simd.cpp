@@ -344,10 +344,78 @@ HWY_INLINE hn::Vec<DB8> UnsignedCodes(const Block& w) {
   if constexpr (kFormat == Legacy::kQ8_0) {
     return hn::Xor(hn::LoadU(du8, reinterpret_cast<const uint8_t*>(w.qs)), hn::Set(du8, 0x80));
   } else if constexpr (kFormat == Legacy::kQ5_0) {
-    return hn::Or(NibbleCodes(w.qs, 0), hn::IfThenElseZero(hn::LoadMaskBits(du8, w.qh), hn::Set(du8, 16)));
+    uint32_t fifth;  // bit i: code i's fifth bit (worth 16)
+    std::memcpy(&fifth, w.qh, 4);
+    return hn::Or(NibbleCodes(w.qs, 0), hn::Vec<DB8>{_mm256_maskz_mov_epi8(_cvtu32_mask32(fifth), _mm256_set1_epi8(16))});
   } else {
     return NibbleCodes(w.qs, 0);
   }
+}
+
+// 8 vectors of 512 bits into one by pairwise folds (as in SumEach): lane
+// 2 i + h of the result is the sum of half h (8 lanes) of v[i].
+HWY_INLINE hn::Vec512<int32_t> FoldHalves(hn::Vec512<int32_t>* v) {
+  const hn::Full512<int32_t> d32;
+#pragma GCC unroll 4
+  for (size_t m = 8; m > 1; m /= 2)
+#pragma GCC unroll 4
+    for (size_t i = 0; i < m / 2; ++i)
+      v[i] = hn::Add(hn::ConcatEven(d32, v[2 * i + 1], v[2 * i]), hn::ConcatOdd(d32, v[2 * i + 1], v[2 * i]));
+  return v[0];
+}
+
+// Legacy blocks of one weight row against K >= 2 activation rows,
+// lane-parallel: a 512-bit vector holds a block's codes in both halves
+// against two activation rows' blocks (one vpdpbusd per 64 products), and the
+// 8 vectors of a group of blocks fold into one vector of 16 sums, in the
+// order AddTerms reads them (block, then activation row).
+template <Legacy kFormat, int K, class Block>
+void LegacyTileSums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, ChunkSums* out) {
+  constexpr size_t kSlots = dot_tables::sum_slots(K);  // 2, 4 or 8
+  constexpr size_t kPairs = kSlots / 2;
+  constexpr size_t kGroup = 8 / kPairs;  // blocks per fold
+  const hn::Full512<int32_t> d32;
+  const hn::Full512<uint8_t> du8;
+  const BlockQ8_0* xs[kSlots];
+  for (size_t k = 0; k < kSlots; ++k)  // rows past K repeat the last; AddTerms gives their lanes zero weight
+    xs[k] = reinterpret_cast<const BlockQ8_0*>(x + std::min(k, size_t(K - 1)) * x_stride);
+  const auto offsets = hn::Set(du8, kCodeOffset<kFormat>);
+  // Blocks first .. first + kGroup - 1: wg against xg[k] (both from there on).
+  auto group = [&](const Block* wg, const BlockQ8_0* const* xg, size_t first) HWY_ATTR {
+    hn::Vec512<int32_t> v[8];
+#pragma GCC unroll 8
+    for (size_t g = 0; g < kGroup; ++g) {
+      const __m256i c = UnsignedCodes<kFormat>(wg[g]).raw;
+      const hn::Vec512<uint8_t> codes{_mm512_inserti64x4(_mm512_castsi256_si512(c), c, 1)};
+#pragma GCC unroll 4
+      for (size_t p = 0; p < kPairs; ++p) {
+        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg[2 * p][g].qs));
+        const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg[2 * p + 1][g].qs));
+        const hn::Vec512<int8_t> xv{_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1)};
+        v[kPairs * g + p] = MulAddQuads(hn::Neg(MulAddQuads(hn::Zero(d32), offsets, xv)), codes, xv);
+      }
+    }
+    hn::StoreU(FoldHalves(v), d32, out->sums + kSlots * first);
+  };
+  size_t b0 = 0;
+  for (; b0 + kGroup <= nb; b0 += kGroup) {
+    const BlockQ8_0* xg[kSlots];
+    for (size_t k = 0; k < kSlots; ++k) xg[k] = xs[k] + b0;
+    group(w + b0, xg, b0);
+  }
+  if (b0 < nb) {  // the last blocks, padded with zero blocks
+    Block tail_w[kGroup] = {};
+    BlockQ8_0 tail_x[kSlots][kGroup] = {};
+    const BlockQ8_0* xg[kSlots];
+    std::memcpy(tail_w, w + b0, (nb - b0) * sizeof(Block));
+    for (size_t k = 0; k < kSlots; ++k) {
+      std::memcpy(tail_x[k], xs[k] + b0, (nb - b0) * sizeof(BlockQ8_0));
+      xg[k] = tail_x[k];
+    }
+    group(tail_w, xg, b0);
+  }
+  std::memset(out->sums + nb * kSlots, 0, dot_tables::kPad * sizeof(int32_t));
+  HalfScales(reinterpret_cast<const uint8_t*>(w), sizeof(Block), nb, out->w_d);
 }
 #endif
 
@@ -357,6 +425,9 @@ void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, Ch
   const DBI8 di8;
   const DB16 d16;
   const DB32 d32;
+#if HWY_TARGET == HWY_AVX3_DL
+  if constexpr (K >= 2) return LegacyTileSums<kFormat, K>(w, x, x_stride, nb, out);
+#endif
   [[maybe_unused]] const size_t N = hn::Lanes(du8);
   const BlockQ8_0* xs[K];
   for (int k = 0; k < K; ++k) xs[k] = reinterpret_cast<const BlockQ8_0*>(x + size_t(k) * x_stride);
@@ -889,13 +960,7 @@ void RowsDotLegacy(const void* w, size_t w_stride, int n_w, const uint8_t* x, si
         std::memcpy(&dx[kDotRowsMax * (first + g) + r], &xr[g].d, 2);
       }
     }
-    // Pairwise folds (as in SumEach): lane 2 i + h of the result is half h of v[i].
-#pragma GCC unroll 4
-    for (size_t m = 2 * kGroup; m > 1; m /= 2)
-#pragma GCC unroll 4
-      for (size_t i = 0; i < m / 2; ++i)
-        v[i] = hn::Add(hn::ConcatEven(d32, v[2 * i + 1], v[2 * i]), hn::ConcatOdd(d32, v[2 * i + 1], v[2 * i]));
-    hn::Store(v[0], d32, sums + kDotRowsMax * first);
+    hn::Store(FoldHalves(v), d32, sums + kDotRowsMax * first);
   };
   size_t b0 = 0;
   for (; b0 + kGroup <= nb; b0 += kGroup) {
