@@ -131,8 +131,8 @@ struct MatmulFixture {
 };
 
 void BM_Matmul(benchmark::State& state, TensorType t) {
-  static MatmulFixture q4k(TensorType::Q4_K), q6k(TensorType::Q6_K), q80(TensorType::Q8_0);
-  const MatmulFixture& f = t == TensorType::Q4_K ? q4k : t == TensorType::Q6_K ? q6k : q80;
+  static MatmulFixture q4k(TensorType::Q4_K), q6k(TensorType::Q6_K), q80(TensorType::Q8_0), q40(TensorType::Q4_0);
+  const MatmulFixture& f = t == TensorType::Q4_K ? q4k : t == TensorType::Q6_K ? q6k : t == TensorType::Q4_0 ? q40 : q80;
   const int n_tokens = int(state.range(0));
   ThreadPool pool(2);
   const auto x = random_floats(size_t(n_tokens) * kCols);
@@ -212,6 +212,7 @@ BENCHMARK_CAPTURE(BM_QuantizeActivations, q8_k_simd, TensorType::Q8_K, true);
 BENCHMARK_CAPTURE(BM_Matmul, q4_k, TensorType::Q4_K)->Arg(1)->Arg(16)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, q6_k, TensorType::Q6_K)->Arg(1)->Arg(16)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, q8_0, TensorType::Q8_0)->Arg(1)->Arg(16)->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Matmul, q4_0, TensorType::Q4_0)->Arg(1)->Arg(16)->Arg(512)->UseRealTime();
 BENCHMARK(BM_MemoryRead)->UseRealTime();
 
 }  // namespace

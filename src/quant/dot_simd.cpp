@@ -4,7 +4,7 @@
 // at run time and splits a tile into weight rows and chunks of blocks.
 //
 // A kernel has two halves. The integer half computes every block's exact
-// int32 sums for one weight row against 1-4 activation rows (exact in any
+// int32 sums for one weight row against 1-8 activation rows (exact in any
 // order): codes decoded once per block, multiplied with vpmaddubsw on x86
 // (unsigned codes times signed activations, two products per 16-bit lane;
 // every format's pair sums stay below 2^15) and vpmaddwd / vpdpwssd (16-bit
@@ -13,9 +13,12 @@
 // The float half applies the block scales with the scalar kernels' exact
 // expressions, block by block in order, one activation row per lane. So each
 // result is bit-identical to the scalar kernel of dot.cpp on every target.
-// For one activation row (decode), the K-quants take 2-4 weight rows side by
-// side instead (RowsDotQ4K, RowsDotQ6K): one reduction per block for all the
-// rows, and the rows' float sums as the lanes of one vector.
+// For one activation row (decode), the kernels take 2-4 weight rows side by
+// side instead (RowsDotQ4K, RowsDotQ6K, RowsDotLegacy): one reduction per
+// block for all the rows, and the rows' float sums as the lanes of one vector.
+// On AVX-512 VNNI the 32-element formats (Q4_0, Q5_0, Q8_0) multiply with
+// vpdpbusd (four products per 32-bit lane) and put two rows' blocks (decode)
+// or two tokens' blocks (tiles) in the halves of one 512-bit vector.
 #include "quant/dot_simd.h"
 
 #include <algorithm>
@@ -416,6 +419,39 @@ void LegacyTileSums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb
   }
   std::memset(out->sums + nb * kSlots, 0, dot_tables::kPad * sizeof(int32_t));
   HalfScales(reinterpret_cast<const uint8_t*>(w), sizeof(Block), nb, out->w_d);
+}
+
+// token_group_dot's kernel: per block, the weight row's unsigned codes in a
+// stack buffer, each 4-code quad broadcast (a load) against the 16 tokens'
+// quads, offset * (the tokens' code sums) taken off, then the 16 running sums
+// d_w * d_x * s in float lanes.
+template <Legacy kFormat, class Block>
+void TokenGroupDotT(const Block* w, const TokenGroup& g, float* out) {
+  static_assert(kGroupTokens == 16);
+  const hn::Full512<int32_t> d32;
+  const hn::Full512<uint8_t> du8;
+  const hn::Full512<int8_t> di8;
+  const hn::Full512<float> df;
+  constexpr int kShift = kCodeOffset<kFormat> == 128 ? 7 : kCodeOffset<kFormat> == 16 ? 4 : 3;
+  static_assert((1 << kShift) == kCodeOffset<kFormat>);
+  auto sum = hn::Zero(df);
+  alignas(32) uint8_t codes[kQK];
+  for (size_t b = 0; b < g.nb; ++b) {
+    hn::Store(UnsignedCodes<kFormat>(w[b]), DB8(), codes);
+    const int8_t* x = g.codes.data() + b * (kQK / 4) * 64;
+    auto acc = hn::Zero(d32);
+#pragma GCC unroll 8
+    for (size_t q = 0; q < size_t(kQK) / 4; ++q) {
+      int32_t quad;
+      std::memcpy(&quad, codes + 4 * q, 4);
+      acc = MulAddQuads(acc, hn::BitCast(du8, hn::Set(d32, quad)), hn::LoadU(di8, x + 64 * q));
+    }
+    const auto s = hn::Sub(acc, hn::ShiftLeft<kShift>(hn::LoadU(d32, g.sums.data() + kGroupTokens * b)));
+    const auto scale = Opaque(hn::Mul(hn::Set(df, HalfToFloat(reinterpret_cast<const uint8_t*>(&w[b].d))),
+                                      hn::LoadU(df, g.scales.data() + kGroupTokens * b)));
+    sum = hn::Add(sum, Opaque(hn::Mul(scale, hn::ConvertTo(df, s))));
+  }
+  hn::StoreU(sum, df, out);
 }
 #endif
 
@@ -1152,6 +1188,35 @@ void RowsDotQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_
 
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
+#if HWY_TARGET == HWY_AVX3_DL
+void TokenGroupDot(TensorType t, const void* w, const TokenGroup& g, float* out) {
+  switch (t) {
+    case TensorType::Q4_0: return TokenGroupDotT<Legacy::kQ4_0>(static_cast<const BlockQ4_0*>(w), g, out);
+    case TensorType::Q5_0: return TokenGroupDotT<Legacy::kQ5_0>(static_cast<const BlockQ5_0*>(w), g, out);
+    default: return TokenGroupDotT<Legacy::kQ8_0>(static_cast<const BlockQ8_0*>(w), g, out);
+  }
+}
+bool PrefersTokenGroups() { return true; }
+#else
+// Elsewhere the scalar kernels, token by token, on the group's activation
+// rows put back together (correct, for the tests; matmul takes the tiles
+// instead, see prefers_token_groups).
+void TokenGroupDot(TensorType t, const void* w, const TokenGroup& g, float* out) {
+  std::vector<BlockQ8_0> x(g.nb);
+  for (int k = 0; k < kGroupTokens; ++k) {
+    for (size_t b = 0; b < g.nb; ++b) {
+      x[b].d = f32_to_f16(g.scales[kGroupTokens * b + size_t(k)]);  // an F16 value: exact both ways
+      for (size_t q = 0; q < size_t(kQK) / 4; ++q)
+        std::memcpy(x[b].qs + 4 * q, g.codes.data() + ((b * (kQK / 4) + q) * kGroupTokens + size_t(k)) * 4, 4);
+    }
+    out[k] = t == TensorType::Q4_0   ? vec_dot_q4_0_q8_0(static_cast<const BlockQ4_0*>(w), x.data(), g.nb)
+             : t == TensorType::Q5_0 ? vec_dot_q5_0_q8_0(static_cast<const BlockQ5_0*>(w), x.data(), g.nb)
+                                     : vec_dot_q8_0_q8_0(static_cast<const BlockQ8_0*>(w), x.data(), g.nb);
+  }
+}
+bool PrefersTokenGroups() { return false; }
+#endif
+
 // 8 activation rows per tile keep their accumulators in the 32 vector
 // registers of AVX-512; with 16 they would spill.
 int TileTokens() { return HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL ? kDotTokensMax : 4; }
@@ -1178,6 +1243,8 @@ HWY_EXPORT(RowsDotQ5_0);
 HWY_EXPORT(RowsDotQ8_0);
 HWY_EXPORT(TargetName);
 HWY_EXPORT(TileTokens);
+HWY_EXPORT(TokenGroupDot);
+HWY_EXPORT(PrefersTokenGroups);
 
 namespace {
 
@@ -1276,6 +1343,39 @@ void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const v
 const char* dot_simd_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 
 int vec_dot_tile_tokens() { return HWY_DYNAMIC_DISPATCH(TileTokens)(); }
+
+void prepare_token_group(const void* x, size_t x_stride, int n_tokens, size_t nb, TokenGroup& g) {
+  if (n_tokens < 1 || n_tokens > kGroupTokens)
+    fail<InvalidArgument>("a token group holds 1 to {} tokens, not {}", kGroupTokens, n_tokens);
+  constexpr size_t kQuads = kQK / 4;
+  g.n_tokens = n_tokens;
+  g.nb = nb;
+  g.codes.assign(nb * kQuads * kGroupTokens * 4, 0);  // tokens past n_tokens: zero codes, sums and scales
+  g.sums.assign(nb * kGroupTokens, 0);
+  g.scales.assign(nb * kGroupTokens, 0.0f);
+  for (int k = 0; k < n_tokens; ++k) {
+    const auto* row = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(x) + size_t(k) * x_stride);
+    for (size_t b = 0; b < nb; ++b) {
+      int32_t sum = 0;
+      for (int i = 0; i < kQK; ++i) sum += row[b].qs[i];
+      g.sums[b * kGroupTokens + size_t(k)] = sum;
+      g.scales[b * kGroupTokens + size_t(k)] = f16_to_f32(row[b].d);
+      for (size_t q = 0; q < kQuads; ++q)
+        std::memcpy(&g.codes[((b * kQuads + q) * kGroupTokens + size_t(k)) * 4], row[b].qs + 4 * q, 4);
+    }
+  }
+}
+
+void token_group_dot(TensorType t, const void* w, const TokenGroup& g, float* out) {
+  if (t != TensorType::Q4_0 && t != TensorType::Q5_0 && t != TensorType::Q8_0)
+    fail<Unsupported>("no token-group dot product for {}", tensor_type_name(t));
+  HWY_DYNAMIC_DISPATCH(TokenGroupDot)(t, w, g, out);
+}
+
+bool prefers_token_groups(TensorType t) {
+  return (t == TensorType::Q4_0 || t == TensorType::Q5_0 || t == TensorType::Q8_0) &&
+         HWY_DYNAMIC_DISPATCH(PrefersTokenGroups)();
+}
 
 bool q4k_wide_vectors() { return dot_tables::q4k_wide; }
 void set_q4k_wide_vectors(bool on) { dot_tables::q4k_wide = on; }

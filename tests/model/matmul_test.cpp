@@ -1,8 +1,8 @@
 // matmul (model/ops.h) against one dot product per output, for every weight
 // type: each output must equal the single-row kernel bit for bit whatever
 // the number of tokens, rows or threads, which covers the ways matmul walks
-// the rows (far-apart row streams for one token, tiles for several, and the
-// rows left over by either).
+// the rows (far-apart row streams for one token, tiles or token groups for
+// several, and the rows left over by either).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -49,7 +49,9 @@ TEST(Matmul, EveryOutputEqualsItsOwnDotForEveryTypeShapeAndThreadCount) {
       const Matrix w{"w", t, rows, int(cols), rb, bytes.data()};
       for (const int threads : {1, 2, 3}) {
         ThreadPool pool(threads);
-        for (const int n_tokens : {1, 2, 7}) {
+        // 8 and 13: the 8-token tiles and one token group; 37: past the float
+        // path's fused limit (a decoded tile) and over several token groups.
+        for (const int n_tokens : {1, 2, 7, 8, 13, 37}) {
           const auto x = random_floats(size_t(n_tokens) * cols, 99);
           std::vector<float> y(size_t(n_tokens) * size_t(rows), -1.0f);
           matmul(w, x.data(), n_tokens, y.data(), pool);

@@ -143,6 +143,30 @@ TEST(DotSimd, MatchesScalarOnExtremeBlocks) {
   });
 }
 
+TEST(DotSimd, TokenGroupsMatchScalar) {
+  for_each_target([] {
+    std::mt19937 rng{13};
+    for (TensorType t : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0})
+      for (size_t n : lengths(t)) {
+        const auto wq = testing::random_blocks(t, n, rng);
+        auto xq = random_activations(TensorType::Q8_0, n, rng, false);  // 2 x kDotTokensMax rows
+        const auto more = random_activations(TensorType::Q8_0, n, rng, true);
+        xq.insert(xq.end(), more.begin(), more.end());
+        const size_t x_stride = row_bytes(TensorType::Q8_0, n);
+        for (int n_tokens : {1, 5, 8, kGroupTokens}) {
+          const size_t first = n_tokens < kGroupTokens ? 1 : 0;  // not always the buffer's start
+          TokenGroup g;
+          prepare_token_group(xq.data() + first * x_stride, x_stride, n_tokens, n / kQK, g);
+          float got[kGroupTokens];
+          token_group_dot(t, wq.data(), g, got);
+          for (int k = 0; k < n_tokens; ++k)
+            ASSERT_EQ(got[k], scalar_dot(t, wq.data(), xq.data() + (first + size_t(k)) * x_stride, n))
+                << tensor_type_name(t) << " n=" << n << " token " << k << " of " << n_tokens << " on " << dot_simd_target();
+        }
+      }
+  });
+}
+
 TEST(DotSimd, RejectsBadRowCounts) {
   std::vector<uint8_t> w(row_bytes(TensorType::Q4_K, 256)), x(row_bytes(TensorType::Q8_K, 256));
   float out[(kDotRowsMax + 1) * (kDotTokensMax + 1)];
@@ -151,6 +175,11 @@ TEST(DotSimd, RejectsBadRowCounts) {
   EXPECT_ANY_THROW(vec_dot_tile(TensorType::Q4_K, w.data(), 0, 0, x.data(), 0, 1, 256, out, 1));
   EXPECT_ANY_THROW(vec_dot_tile(TensorType::Q4_K, w.data(), 0, kDotRowsMax + 1, x.data(), 0, 1, 256, out, 1));
   EXPECT_ANY_THROW(vec_dot_tile(TensorType::F32, w.data(), 0, 1, x.data(), 0, 1, 256, out, 1));
+  TokenGroup g;
+  EXPECT_ANY_THROW(prepare_token_group(x.data(), 0, 0, 1, g));
+  EXPECT_ANY_THROW(prepare_token_group(x.data(), 0, kGroupTokens + 1, 1, g));
+  prepare_token_group(x.data(), 0, 1, 1, g);
+  EXPECT_ANY_THROW(token_group_dot(TensorType::Q4_K, w.data(), g, out));
 }
 
 }  // namespace
