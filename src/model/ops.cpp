@@ -61,7 +61,7 @@ void for_row_streams(size_t begin, size_t end, float* y, const Run& run) {
   }
 }
 
-// Q4_0 / Q5_0 weights against many tokens on AVX-512 VNNI: the tokens' 8-bit
+// Q4_0 / Q5_0 / Q4_K weights against many tokens on AVX-512 VNNI: the tokens' 8-bit
 // activations transposed once into groups of 16 (quant/dot_simd.h), then each
 // weight row is decoded once per group and every token is a vector lane, with
 // no per-block horizontal sums (which cost the tiles most of their time on
@@ -69,12 +69,13 @@ void for_row_streams(size_t begin, size_t end, float* y, const Run& run) {
 // 39-62 with tiles, batch 64 124-126 against 43-57. The same bits as the tiles.
 constexpr int kMinGroupTokens = 8;
 
-void matmul_token_groups(const Matrix& w, const uint8_t* xq, size_t x_bytes, int n_tokens, float* y, ThreadPool& pool) {
-  const size_t nb = size_t(w.cols) / kQK;
+void matmul_token_groups(const Matrix& w, TensorType xt, const uint8_t* xq, size_t x_bytes, int n_tokens, float* y,
+                         ThreadPool& pool) {
+  const size_t nb = size_t(w.cols) / size_t(block_elems(w.type));
   std::vector<TokenGroup> groups(size_t((n_tokens + kGroupTokens - 1) / kGroupTokens));
   pool.parallel_for(groups.size(), [&](size_t begin, size_t end) {
     for (size_t g = begin; g < end; ++g)
-      prepare_token_group(xq + g * kGroupTokens * x_bytes, x_bytes,
+      prepare_token_group(xt, xq + g * kGroupTokens * x_bytes, x_bytes,
                           std::min(kGroupTokens, n_tokens - int(g) * kGroupTokens), nb, groups[g]);
   }, 1, size_t(n_tokens) * size_t(w.cols));
   pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
@@ -107,7 +108,8 @@ void matmul_quantized(const Matrix& w, const float* x, int n_tokens, float* y, T
     }, kQuantRowTile, size_t(w.rows) * cols);
     return;
   }
-  if (n_tokens >= kMinGroupTokens && prefers_token_groups(w.type)) return matmul_token_groups(w, xq.data(), x_bytes, n_tokens, y, pool);
+  if (n_tokens >= kMinGroupTokens && prefers_token_groups(w.type))
+    return matmul_token_groups(w, xt, xq.data(), x_bytes, n_tokens, y, pool);
   const int tile_tokens = vec_dot_tile_tokens();
   pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
     for (size_t r0 = begin; r0 < end; r0 += kQuantRowTile) {

@@ -690,6 +690,54 @@ void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, dmin), sizeof(BlockQ4_K), nb, out->w_dmin);
 }
 
+#if HWY_TARGET == HWY_AVX3_DL
+// token_group_dot for Q4_K: per super-block, its 256 codes unpacked to bytes
+// in a stack buffer; each sub-block's 8 quads broadcast against the 16
+// tokens' quads (vpdpbusd), then the exact `scaled` and `mins` of the scalar
+// kernel as 16 token lanes (sub-block scale times sum; min times the tokens'
+// 32-code sums), and its float expression in block order.
+void TokenGroupDotQ4K(const BlockQ4_K* w, const TokenGroup& g, float* out) {
+  static_assert(kGroupTokens == 16);
+  const hn::Full512<int32_t> d32;
+  const hn::Full512<uint8_t> du8;
+  const hn::Full512<int8_t> di8;
+  const hn::Full512<float> df;
+  const hn::Full256<uint8_t> d8;
+  constexpr size_t kSub = kQKK / kQK;  // 8 sub-blocks of 32
+  auto sum = hn::Zero(df);
+  alignas(64) uint8_t codes[kQKK];
+  alignas(16) uint8_t sm[16];  // the 8 scales, then the 8 mins
+  for (size_t b = 0; b < g.nb; ++b) {
+    for (size_t p = 0; p < kQKK / 64; ++p) {  // qs[32 p + i]: low nibble element 64 p + i, high 64 p + 32 + i
+      const auto q = hn::LoadU(d8, w[b].qs + 32 * p);
+      hn::Store(LowNibbles(q), d8, codes + 64 * p);
+      hn::Store(hn::ShiftRight<4>(q), d8, codes + 64 * p + 32);
+    }
+    UnpackQ4KScaleBytes(w[b].scales, sm);
+    const int8_t* x = g.codes.data() + b * (kQKK / 4) * 64;
+    const int32_t* xsums = g.sums.data() + b * kSub * kGroupTokens;
+    auto scaled = hn::Zero(d32), mins = hn::Zero(d32);
+#pragma GCC unroll 2
+    for (size_t j = 0; j < kSub; ++j) {
+      auto acc = hn::Zero(d32);
+#pragma GCC unroll 8
+      for (size_t q = 0; q < size_t(kQK) / 4; ++q) {
+        int32_t quad;
+        std::memcpy(&quad, codes + kQK * j + 4 * q, 4);
+        acc = MulAddQuads(acc, hn::BitCast(du8, hn::Set(d32, quad)), hn::LoadU(di8, x + 64 * (8 * j + q)));
+      }
+      scaled = hn::Add(scaled, hn::Mul(acc, hn::Set(d32, int32_t(sm[j]))));
+      mins = hn::Add(mins, hn::Mul(hn::LoadU(d32, xsums + kGroupTokens * j), hn::Set(d32, int32_t(sm[8 + j]))));
+    }
+    // x.d * (d * scaled - dmin * mins), as vec_dot_q4_k_q8_k
+    const auto a = Opaque(hn::Mul(hn::Set(df, HalfToFloat(reinterpret_cast<const uint8_t*>(&w[b].d))), hn::ConvertTo(df, scaled)));
+    const auto m = Opaque(hn::Mul(hn::Set(df, HalfToFloat(reinterpret_cast<const uint8_t*>(&w[b].dmin))), hn::ConvertTo(df, mins)));
+    sum = hn::Add(sum, Opaque(hn::Mul(hn::LoadU(df, g.scales.data() + kGroupTokens * b), Opaque(hn::Sub(a, m)))));
+  }
+  hn::StoreU(sum, df, out);
+}
+#endif
+
 // One token (decode): n_w weight rows at w + r * w_stride against one
 // activation row, over nb blocks; acc[r] += the rows' block terms. A block's
 // sums for all rows are reduced together (one vector per block, the rows'
@@ -1193,6 +1241,7 @@ void TokenGroupDot(TensorType t, const void* w, const TokenGroup& g, float* out)
   switch (t) {
     case TensorType::Q4_0: return TokenGroupDotT<Legacy::kQ4_0>(static_cast<const BlockQ4_0*>(w), g, out);
     case TensorType::Q5_0: return TokenGroupDotT<Legacy::kQ5_0>(static_cast<const BlockQ5_0*>(w), g, out);
+    case TensorType::Q4_K: return TokenGroupDotQ4K(static_cast<const BlockQ4_K*>(w), g, out);
     default: return TokenGroupDotT<Legacy::kQ8_0>(static_cast<const BlockQ8_0*>(w), g, out);
   }
 }
@@ -1202,16 +1251,34 @@ bool PrefersTokenGroups() { return true; }
 // rows put back together (correct, for the tests; matmul takes the tiles
 // instead, see prefers_token_groups).
 void TokenGroupDot(TensorType t, const void* w, const TokenGroup& g, float* out) {
-  std::vector<BlockQ8_0> x(g.nb);
+  const size_t elems = g.type == TensorType::Q8_K ? kQKK : kQK, quads = elems / 4;
+  std::vector<int8_t> qs(g.nb * elems);
+  std::vector<BlockQ8_0> x0(g.type == TensorType::Q8_0 ? g.nb : 0);
+  std::vector<BlockQ8_K> xk(g.type == TensorType::Q8_K ? g.nb : 0);
   for (int k = 0; k < kGroupTokens; ++k) {
-    for (size_t b = 0; b < g.nb; ++b) {
-      x[b].d = f32_to_f16(g.scales[kGroupTokens * b + size_t(k)]);  // an F16 value: exact both ways
-      for (size_t q = 0; q < size_t(kQK) / 4; ++q)
-        std::memcpy(x[b].qs + 4 * q, g.codes.data() + ((b * (kQK / 4) + q) * kGroupTokens + size_t(k)) * 4, 4);
+    for (size_t b = 0; b < g.nb; ++b)
+      for (size_t q = 0; q < quads; ++q)
+        std::memcpy(&qs[b * elems + 4 * q], g.codes.data() + ((b * quads + q) * kGroupTokens + size_t(k)) * 4, 4);
+    const float* scales = g.scales.data() + k;  // block b's at scales[kGroupTokens * b]
+    for (size_t b = 0; b < x0.size(); ++b) {
+      x0[b].d = f32_to_f16(scales[kGroupTokens * b]);  // an F16 value: exact both ways
+      std::memcpy(x0[b].qs, &qs[b * kQK], kQK);
     }
-    out[k] = t == TensorType::Q4_0   ? vec_dot_q4_0_q8_0(static_cast<const BlockQ4_0*>(w), x.data(), g.nb)
-             : t == TensorType::Q5_0 ? vec_dot_q5_0_q8_0(static_cast<const BlockQ5_0*>(w), x.data(), g.nb)
-                                     : vec_dot_q8_0_q8_0(static_cast<const BlockQ8_0*>(w), x.data(), g.nb);
+    for (size_t b = 0; b < xk.size(); ++b) {
+      xk[b].d = scales[kGroupTokens * b];
+      std::memcpy(xk[b].qs, &qs[b * kQKK], kQKK);
+      for (int i = 0; i < kQKK / 16; ++i) {
+        int sum = 0;
+        for (int e = 0; e < 16; ++e) sum += xk[b].qs[16 * i + e];
+        xk[b].bsums[i] = int16_t(sum);
+      }
+    }
+    switch (t) {
+      case TensorType::Q4_0: out[k] = vec_dot_q4_0_q8_0(static_cast<const BlockQ4_0*>(w), x0.data(), g.nb); break;
+      case TensorType::Q5_0: out[k] = vec_dot_q5_0_q8_0(static_cast<const BlockQ5_0*>(w), x0.data(), g.nb); break;
+      case TensorType::Q4_K: out[k] = vec_dot_q4_k_q8_k(static_cast<const BlockQ4_K*>(w), xk.data(), g.nb); break;
+      default: out[k] = vec_dot_q8_0_q8_0(static_cast<const BlockQ8_0*>(w), x0.data(), g.nb);
+    }
   }
 }
 bool PrefersTokenGroups() { return false; }
@@ -1344,38 +1411,58 @@ const char* dot_simd_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
 
 int vec_dot_tile_tokens() { return HWY_DYNAMIC_DISPATCH(TileTokens)(); }
 
-void prepare_token_group(const void* x, size_t x_stride, int n_tokens, size_t nb, TokenGroup& g) {
+void prepare_token_group(TensorType xt, const void* x, size_t x_stride, int n_tokens, size_t nb, TokenGroup& g) {
   if (n_tokens < 1 || n_tokens > kGroupTokens)
     fail<InvalidArgument>("a token group holds 1 to {} tokens, not {}", kGroupTokens, n_tokens);
-  constexpr size_t kQuads = kQK / 4;
+  if (xt != TensorType::Q8_0 && xt != TensorType::Q8_K)
+    fail<Unsupported>("token groups take Q8_0 or Q8_K activations, not {}", tensor_type_name(xt));
+  const bool k_quant = xt == TensorType::Q8_K;
+  const size_t elems = k_quant ? kQKK : kQK, quads = elems / 4, parts = elems / kQK;
+  g.type = xt;
   g.n_tokens = n_tokens;
   g.nb = nb;
-  g.codes.assign(nb * kQuads * kGroupTokens * 4, 0);  // tokens past n_tokens: zero codes, sums and scales
-  g.sums.assign(nb * kGroupTokens, 0);
+  g.codes.assign(nb * quads * kGroupTokens * 4, 0);  // tokens past n_tokens: zero codes, sums and scales
+  g.sums.assign(nb * parts * kGroupTokens, 0);
   g.scales.assign(nb * kGroupTokens, 0.0f);
   for (int k = 0; k < n_tokens; ++k) {
-    const auto* row = reinterpret_cast<const BlockQ8_0*>(static_cast<const uint8_t*>(x) + size_t(k) * x_stride);
+    const auto* row = static_cast<const uint8_t*>(x) + size_t(k) * x_stride;
     for (size_t b = 0; b < nb; ++b) {
-      int32_t sum = 0;
-      for (int i = 0; i < kQK; ++i) sum += row[b].qs[i];
-      g.sums[b * kGroupTokens + size_t(k)] = sum;
-      g.scales[b * kGroupTokens + size_t(k)] = f16_to_f32(row[b].d);
-      for (size_t q = 0; q < kQuads; ++q)
-        std::memcpy(&g.codes[((b * kQuads + q) * kGroupTokens + size_t(k)) * 4], row[b].qs + 4 * q, 4);
+      const int8_t* qs;
+      if (k_quant) {
+        const auto& block = reinterpret_cast<const BlockQ8_K*>(row)[b];
+        qs = block.qs;
+        g.scales[b * kGroupTokens + size_t(k)] = block.d;
+      } else {
+        const auto& block = reinterpret_cast<const BlockQ8_0*>(row)[b];
+        qs = block.qs;
+        g.scales[b * kGroupTokens + size_t(k)] = f16_to_f32(block.d);
+      }
+      for (size_t p = 0; p < parts; ++p) {
+        int32_t sum = 0;
+        for (int i = 0; i < kQK; ++i) sum += qs[p * kQK + size_t(i)];
+        g.sums[(b * parts + p) * kGroupTokens + size_t(k)] = sum;
+      }
+      for (size_t q = 0; q < quads; ++q)
+        std::memcpy(&g.codes[((b * quads + q) * kGroupTokens + size_t(k)) * 4], qs + 4 * q, 4);
     }
   }
 }
 
+namespace {
+bool has_token_group_dot(TensorType t) {
+  return t == TensorType::Q4_0 || t == TensorType::Q5_0 || t == TensorType::Q8_0 || t == TensorType::Q4_K;
+}
+}  // namespace
+
 void token_group_dot(TensorType t, const void* w, const TokenGroup& g, float* out) {
-  if (t != TensorType::Q4_0 && t != TensorType::Q5_0 && t != TensorType::Q8_0)
-    fail<Unsupported>("no token-group dot product for {}", tensor_type_name(t));
+  if (!has_token_group_dot(t)) fail<Unsupported>("no token-group dot product for {}", tensor_type_name(t));
+  if (g.type != activation_type(t))
+    fail<InvalidArgument>("{} weights take {} activations, not {}", tensor_type_name(t),
+                          tensor_type_name(activation_type(t)), tensor_type_name(g.type));
   HWY_DYNAMIC_DISPATCH(TokenGroupDot)(t, w, g, out);
 }
 
-bool prefers_token_groups(TensorType t) {
-  return (t == TensorType::Q4_0 || t == TensorType::Q5_0 || t == TensorType::Q8_0) &&
-         HWY_DYNAMIC_DISPATCH(PrefersTokenGroups)();
-}
+bool prefers_token_groups(TensorType t) { return has_token_group_dot(t) && HWY_DYNAMIC_DISPATCH(PrefersTokenGroups)(); }
 
 bool q4k_wide_vectors() { return dot_tables::q4k_wide; }
 void set_q4k_wide_vectors(bool on) { dot_tables::q4k_wide = on; }

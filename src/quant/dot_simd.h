@@ -30,28 +30,30 @@ inline constexpr int kDotTokensMax = 8;  // activation rows per tile
 void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride, int n_x,
                   size_t n, float* out, size_t out_stride);
 
-// Many tokens against the 32-element formats (Q4_0, Q5_0, Q8_0), the tokens
-// as vector lanes: their Q8_0 activations are transposed once per matmul into
-// a TokenGroup (block, 4-code quad, token), then a weight row's blocks are
-// decoded once and multiplied with every token's quad by vpdpbusd, with no
-// horizontal sums. Each result equals vec_dot's (the scalar kernel's) bit for
-// bit: the same exact block sums, the same float expression in block order.
+// Many tokens against Q4_0, Q5_0, Q8_0 or Q4_K weights, the tokens as vector
+// lanes: their 8-bit activations (Q8_0 or Q8_K) are transposed once per
+// matmul into a TokenGroup (block, 4-code quad, token), then a weight row's
+// blocks are decoded once and multiplied with every token's quad by vpdpbusd,
+// with no horizontal sums. Each result equals vec_dot's (the scalar kernel's)
+// bit for bit: the same exact integer sums, the same float expression in
+// block order.
 inline constexpr int kGroupTokens = 16;
 struct TokenGroup {
+  TensorType type = TensorType::Q8_0;  // of the activations: Q8_0 or Q8_K
   int n_tokens = 0;
-  size_t nb = 0;
+  size_t nb = 0;              // blocks per row
   std::vector<int8_t> codes;  // [block][quad][token][4]: the activations' codes
-  std::vector<int32_t> sums;  // [block][token]: the sum of the block's codes
+  std::vector<int32_t> sums;  // [block][32-code part][token]: the sum of those codes
   std::vector<float> scales;  // [block][token]: the block's scale (0 past n_tokens)
 };
 
-// Fills g from n_tokens (1..kGroupTokens) Q8_0 activation rows of nb blocks,
-// row k at x + k * x_stride.
-void prepare_token_group(const void* x, size_t x_stride, int n_tokens, size_t nb, TokenGroup& g);
+// Fills g from n_tokens (1..kGroupTokens) activation rows of type xt (Q8_0 or
+// Q8_K, as quantize_row writes them) and nb blocks, row k at x + k * x_stride.
+void prepare_token_group(TensorType xt, const void* x, size_t x_stride, int n_tokens, size_t nb, TokenGroup& g);
 
-// out[k] = vec_dot(t, w, x_k, 32 * g.nb) for the group's tokens k (out holds
-// kGroupTokens floats). Runs on every CPU; fast with AVX-512 VNNI, which
-// prefers_token_groups tells.
+// out[k] = vec_dot(t, w, x_k, n) for the group's tokens k (out holds
+// kGroupTokens floats; g's activations of type activation_type(t)). Runs on
+// every CPU; fast with AVX-512 VNNI, which prefers_token_groups tells.
 void token_group_dot(TensorType t, const void* w, const TokenGroup& g, float* out);
 bool prefers_token_groups(TensorType t);
 

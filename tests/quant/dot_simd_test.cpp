@@ -146,17 +146,18 @@ TEST(DotSimd, MatchesScalarOnExtremeBlocks) {
 TEST(DotSimd, TokenGroupsMatchScalar) {
   for_each_target([] {
     std::mt19937 rng{13};
-    for (TensorType t : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0})
+    for (TensorType t : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K})
       for (size_t n : lengths(t)) {
+        const TensorType xt = activation_type(t);
         const auto wq = testing::random_blocks(t, n, rng);
-        auto xq = random_activations(TensorType::Q8_0, n, rng, false);  // 2 x kDotTokensMax rows
-        const auto more = random_activations(TensorType::Q8_0, n, rng, true);
+        auto xq = random_activations(xt, n, rng, false);  // 2 x kDotTokensMax rows
+        const auto more = random_activations(xt, n, rng, true);
         xq.insert(xq.end(), more.begin(), more.end());
-        const size_t x_stride = row_bytes(TensorType::Q8_0, n);
+        const size_t x_stride = row_bytes(xt, n);
         for (int n_tokens : {1, 5, 8, kGroupTokens}) {
           const size_t first = n_tokens < kGroupTokens ? 1 : 0;  // not always the buffer's start
           TokenGroup g;
-          prepare_token_group(xq.data() + first * x_stride, x_stride, n_tokens, n / kQK, g);
+          prepare_token_group(xt, xq.data() + first * x_stride, x_stride, n_tokens, n / block_elems(t), g);
           float got[kGroupTokens];
           token_group_dot(t, wq.data(), g, got);
           for (int k = 0; k < n_tokens; ++k)
@@ -176,10 +177,12 @@ TEST(DotSimd, RejectsBadRowCounts) {
   EXPECT_ANY_THROW(vec_dot_tile(TensorType::Q4_K, w.data(), 0, kDotRowsMax + 1, x.data(), 0, 1, 256, out, 1));
   EXPECT_ANY_THROW(vec_dot_tile(TensorType::F32, w.data(), 0, 1, x.data(), 0, 1, 256, out, 1));
   TokenGroup g;
-  EXPECT_ANY_THROW(prepare_token_group(x.data(), 0, 0, 1, g));
-  EXPECT_ANY_THROW(prepare_token_group(x.data(), 0, kGroupTokens + 1, 1, g));
-  prepare_token_group(x.data(), 0, 1, 1, g);
-  EXPECT_ANY_THROW(token_group_dot(TensorType::Q4_K, w.data(), g, out));
+  EXPECT_ANY_THROW(prepare_token_group(TensorType::Q8_K, x.data(), 0, 0, 1, g));
+  EXPECT_ANY_THROW(prepare_token_group(TensorType::Q8_K, x.data(), 0, kGroupTokens + 1, 1, g));
+  EXPECT_ANY_THROW(prepare_token_group(TensorType::F32, x.data(), 0, 1, 1, g));
+  prepare_token_group(TensorType::Q8_K, x.data(), 0, 1, 1, g);
+  EXPECT_ANY_THROW(token_group_dot(TensorType::Q6_K, w.data(), g, out));
+  EXPECT_ANY_THROW(token_group_dot(TensorType::Q4_0, w.data(), g, out));  // wants Q8_0 activations
 }
 
 }  // namespace
