@@ -79,13 +79,16 @@ void matmul_token_groups(const Matrix& w, TensorType xt, const uint8_t* xq, size
                           std::min(kGroupTokens, n_tokens - int(g) * kGroupTokens), nb, groups[g]);
   }, 1, size_t(n_tokens) * size_t(w.cols));
   pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
-    float out[kGroupTokens];
+    float out[kDotRowsMax * kGroupTokens];
     for (size_t r0 = begin; r0 < end; r0 += kQuantRowTile) {
       const size_t r1 = std::min(end, r0 + kQuantRowTile);
       for (size_t g = 0; g < groups.size(); ++g)
-        for (size_t r = r0; r < r1; ++r) {
-          token_group_dot(w.type, w.row(int(r)), groups[g], out);
-          for (int k = 0; k < groups[g].n_tokens; ++k) y[(g * kGroupTokens + size_t(k)) * size_t(w.rows) + r] = out[k];
+        for (size_t r = r0; r < r1; r += kDotRowsMax) {
+          const int nr = int(std::min(size_t(kDotRowsMax), r1 - r));
+          token_group_dot(w.type, w.row(int(r)), w.row_bytes, nr, groups[g], out);
+          for (int i = 0; i < nr; ++i)
+            for (int k = 0; k < groups[g].n_tokens; ++k)
+              y[(g * kGroupTokens + size_t(k)) * size_t(w.rows) + r + size_t(i)] = out[kGroupTokens * i + k];
         }
     }
   }, kQuantRowTile, size_t(w.rows) * size_t(w.cols) * size_t(n_tokens));

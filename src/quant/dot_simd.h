@@ -51,10 +51,12 @@ struct TokenGroup {
 // Q8_K, as quantize_row writes them) and nb blocks, row k at x + k * x_stride.
 void prepare_token_group(TensorType xt, const void* x, size_t x_stride, int n_tokens, size_t nb, TokenGroup& g);
 
-// out[k] = vec_dot(t, w, x_k, n) for the group's tokens k (out holds
-// kGroupTokens floats; g's activations of type activation_type(t)). Runs on
-// every CPU; fast with AVX-512 VNNI, which prefers_token_groups tells.
-void token_group_dot(TensorType t, const void* w, const TokenGroup& g, float* out);
+// out[r * kGroupTokens + k] = vec_dot(t, w_r, x_k, n) for weight rows
+// w_r = w + r * w_stride (r < n_rows, 1..kDotRowsMax) and the group's tokens k
+// (g's activations of type activation_type(t)); out holds kDotRowsMax *
+// kGroupTokens floats. Runs on every CPU; fast with AVX-512 VNNI, which
+// prefers_token_groups tells.
+void token_group_dot(TensorType t, const void* w, size_t w_stride, int n_rows, const TokenGroup& g, float* out);
 bool prefers_token_groups(TensorType t);
 
 // The activation rows per tile the kernels run fastest with on this CPU:

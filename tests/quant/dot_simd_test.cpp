@@ -149,7 +149,8 @@ TEST(DotSimd, TokenGroupsMatchScalar) {
     for (TensorType t : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K})
       for (size_t n : lengths(t)) {
         const TensorType xt = activation_type(t);
-        const auto wq = testing::random_blocks(t, n, rng);
+        const auto wq = testing::random_blocks(t, kDotRowsMax * n, rng);
+        const size_t w_stride = row_bytes(t, n);
         auto xq = random_activations(xt, n, rng, false);  // 2 x kDotTokensMax rows
         const auto more = random_activations(xt, n, rng, true);
         xq.insert(xq.end(), more.begin(), more.end());
@@ -158,11 +159,16 @@ TEST(DotSimd, TokenGroupsMatchScalar) {
           const size_t first = n_tokens < kGroupTokens ? 1 : 0;  // not always the buffer's start
           TokenGroup g;
           prepare_token_group(xt, xq.data() + first * x_stride, x_stride, n_tokens, n / block_elems(t), g);
-          float got[kGroupTokens];
-          token_group_dot(t, wq.data(), g, got);
-          for (int k = 0; k < n_tokens; ++k)
-            ASSERT_EQ(got[k], scalar_dot(t, wq.data(), xq.data() + (first + size_t(k)) * x_stride, n))
-                << tensor_type_name(t) << " n=" << n << " token " << k << " of " << n_tokens << " on " << dot_simd_target();
+          for (int n_rows = 1; n_rows <= kDotRowsMax; ++n_rows) {
+            float got[kDotRowsMax * kGroupTokens];
+            token_group_dot(t, wq.data(), w_stride, n_rows, g, got);
+            for (int r = 0; r < n_rows; ++r)
+              for (int k = 0; k < n_tokens; ++k)
+                ASSERT_EQ(got[kGroupTokens * r + k],
+                          scalar_dot(t, wq.data() + size_t(r) * w_stride, xq.data() + (first + size_t(k)) * x_stride, n))
+                    << tensor_type_name(t) << " n=" << n << " row " << r << " of " << n_rows << " token " << k << " of "
+                    << n_tokens << " on " << dot_simd_target();
+          }
         }
       }
   });
@@ -181,8 +187,10 @@ TEST(DotSimd, RejectsBadRowCounts) {
   EXPECT_ANY_THROW(prepare_token_group(TensorType::Q8_K, x.data(), 0, kGroupTokens + 1, 1, g));
   EXPECT_ANY_THROW(prepare_token_group(TensorType::F32, x.data(), 0, 1, 1, g));
   prepare_token_group(TensorType::Q8_K, x.data(), 0, 1, 1, g);
-  EXPECT_ANY_THROW(token_group_dot(TensorType::Q6_K, w.data(), g, out));
-  EXPECT_ANY_THROW(token_group_dot(TensorType::Q4_0, w.data(), g, out));  // wants Q8_0 activations
+  float group_out[kDotRowsMax * kGroupTokens];
+  EXPECT_ANY_THROW(token_group_dot(TensorType::Q6_K, w.data(), 0, 1, g, group_out));
+  EXPECT_ANY_THROW(token_group_dot(TensorType::Q4_0, w.data(), 0, 1, g, group_out));  // wants Q8_0 activations
+  EXPECT_ANY_THROW(token_group_dot(TensorType::Q4_K, w.data(), 0, kDotRowsMax + 1, g, group_out));
 }
 
 }  // namespace
