@@ -737,7 +737,7 @@ void TokenGroupDotQ4K(const BlockQ4_K* const* w, const TokenGroup& g, float* out
       UnpackQ4KScaleBytes(w[r][b].scales, sm[r]);
     }
     const int8_t* x = g.codes.data() + b * (kQKK / 4) * 64;
-    const int32_t* xsums = g.sums.data() + b * kSub * kGroupTokens;
+    const int32_t* xsums = g.sums.data() + b * 2 * kSub * kGroupTokens;  // per 16 codes
     hn::Vec512<int32_t> scaled[R], mins[R];
     for (int r = 0; r < R; ++r) scaled[r] = mins[r] = hn::Zero(d32);
 #pragma GCC unroll 2
@@ -753,7 +753,7 @@ void TokenGroupDotQ4K(const BlockQ4_K* const* w, const TokenGroup& g, float* out
           acc[r] = MulAddQuads(acc[r], hn::BitCast(du8, hn::Set(d32, quad)), xv);
         }
       }
-      const auto xs = hn::LoadU(d32, xsums + kGroupTokens * j);
+      const auto xs = hn::Add(hn::LoadU(d32, xsums + kGroupTokens * 2 * j), hn::LoadU(d32, xsums + kGroupTokens * (2 * j + 1)));
       for (int r = 0; r < R; ++r) {
         scaled[r] = hn::Add(scaled[r], hn::Mul(acc[r], hn::Set(d32, int32_t(sm[r][j]))));
         mins[r] = hn::Add(mins[r], hn::Mul(xs, hn::Set(d32, int32_t(sm[r][8 + j]))));
@@ -764,6 +764,63 @@ void TokenGroupDotQ4K(const BlockQ4_K* const* w, const TokenGroup& g, float* out
       const auto a = Opaque(hn::Mul(hn::Set(df, HalfToFloat(reinterpret_cast<const uint8_t*>(&w[r][b].d))), hn::ConvertTo(df, scaled[r])));
       const auto m = Opaque(hn::Mul(hn::Set(df, HalfToFloat(reinterpret_cast<const uint8_t*>(&w[r][b].dmin))), hn::ConvertTo(df, mins[r])));
       sum[r] = hn::Add(sum[r], Opaque(hn::Mul(xd, Opaque(hn::Sub(a, m)))));
+    }
+  }
+  for (int r = 0; r < R; ++r) hn::StoreU(sum[r], df, out + kGroupTokens * r);
+}
+#endif
+
+#if HWY_TARGET == HWY_AVX3_DL
+// token_group_dot for Q6_K, as TokenGroupDotQ4K: each row's 256 six-bit
+// codes unpacked to bytes, then per 16-code sub-block i the exact
+// sc_i * (sum q x - 32 sum x) of the scalar kernel in 16 token lanes.
+void TokenGroupDotQ6K(const BlockQ6_K* const* w, const TokenGroup& g, float* out) {
+  static_assert(kGroupTokens == 16);
+  constexpr int R = kDotRowsMax;
+  const hn::Full512<int32_t> d32;
+  const hn::Full512<uint8_t> du8;
+  const hn::Full512<int8_t> di8;
+  const hn::Full512<float> df;
+  const hn::Full256<uint8_t> d8;
+  const auto two_bits = hn::Set(d8, 3);
+  hn::Vec512<float> sum[R];
+  for (int r = 0; r < R; ++r) sum[r] = hn::Zero(df);
+  alignas(64) uint8_t codes[R][kQKK];
+  for (size_t b = 0; b < g.nb; ++b) {
+    for (int r = 0; r < R; ++r)
+      for (size_t h = 0; h < 2; ++h) {  // elements 128 h + l + 32 k, see block_dot_q6_k
+        const auto lo = hn::LoadU(d8, w[r][b].ql + 64 * h), hi = hn::LoadU(d8, w[r][b].ql + 64 * h + 32);
+        const auto qh = hn::LoadU(d8, w[r][b].qh + 32 * h);
+        uint8_t* c = codes[r] + 128 * h;
+        hn::Store(hn::Or(LowNibbles(lo), hn::ShiftLeft<4>(hn::And(qh, two_bits))), d8, c);
+        hn::Store(hn::Or(LowNibbles(hi), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<2>(qh), two_bits))), d8, c + 32);
+        hn::Store(hn::Or(hn::ShiftRight<4>(lo), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<4>(qh), two_bits))), d8, c + 64);
+        hn::Store(hn::Or(hn::ShiftRight<4>(hi), hn::ShiftLeft<4>(hn::ShiftRight<6>(qh))), d8, c + 96);
+      }
+    const int8_t* x = g.codes.data() + b * (kQKK / 4) * 64;
+    const int32_t* xsums = g.sums.data() + b * 16 * kGroupTokens;
+    hn::Vec512<int32_t> scaled[R];
+    for (int r = 0; r < R; ++r) scaled[r] = hn::Zero(d32);
+#pragma GCC unroll 2
+    for (size_t i = 0; i < 16; ++i) {
+      hn::Vec512<int32_t> acc[R];
+      const auto offset = hn::ShiftLeft<5>(hn::LoadU(d32, xsums + kGroupTokens * i));  // 32 * sum x
+      for (int r = 0; r < R; ++r) acc[r] = hn::Neg(offset);
+#pragma GCC unroll 4
+      for (size_t q = 0; q < 4; ++q) {
+        const auto xv = hn::LoadU(di8, x + 64 * (4 * i + q));
+        for (int r = 0; r < R; ++r) {
+          int32_t quad;
+          std::memcpy(&quad, codes[r] + 16 * i + 4 * q, 4);
+          acc[r] = MulAddQuads(acc[r], hn::BitCast(du8, hn::Set(d32, quad)), xv);
+        }
+      }
+      for (int r = 0; r < R; ++r) scaled[r] = hn::Add(scaled[r], hn::Mul(acc[r], hn::Set(d32, int32_t(w[r][b].scales[i]))));
+    }
+    const auto xd = hn::LoadU(df, g.scales.data() + kGroupTokens * b);
+    for (int r = 0; r < R; ++r) {  // x.d * d * scaled, as vec_dot_q6_k_q8_k
+      const auto scale = Opaque(hn::Mul(xd, hn::Set(df, HalfToFloat(reinterpret_cast<const uint8_t*>(&w[r][b].d)))));
+      sum[r] = hn::Add(sum[r], Opaque(hn::Mul(scale, hn::ConvertTo(df, scaled[r]))));
     }
   }
   for (int r = 0; r < R; ++r) hn::StoreU(sum[r], df, out + kGroupTokens * r);
@@ -1292,6 +1349,11 @@ void TokenGroupDot(TensorType t, const void* w, size_t w_stride, int n_rows, con
       RowPointers(w, w_stride, n_rows, rows);
       return TokenGroupDotQ4K(rows, g, out);
     }
+    case TensorType::Q6_K: {
+      const BlockQ6_K* rows[kDotRowsMax];
+      RowPointers(w, w_stride, n_rows, rows);
+      return TokenGroupDotQ6K(rows, g, out);
+    }
     default: {
       const BlockQ8_0* rows[kDotRowsMax];
       RowPointers(w, w_stride, n_rows, rows);
@@ -1334,6 +1396,7 @@ void TokenGroupDot(TensorType t, const void* w_rows, size_t w_stride, int n_rows
         case TensorType::Q4_0: out[k] = vec_dot_q4_0_q8_0(static_cast<const BlockQ4_0*>(w), x0.data(), g.nb); break;
         case TensorType::Q5_0: out[k] = vec_dot_q5_0_q8_0(static_cast<const BlockQ5_0*>(w), x0.data(), g.nb); break;
         case TensorType::Q4_K: out[k] = vec_dot_q4_k_q8_k(static_cast<const BlockQ4_K*>(w), xk.data(), g.nb); break;
+        case TensorType::Q6_K: out[k] = vec_dot_q6_k_q8_k(static_cast<const BlockQ6_K*>(w), xk.data(), g.nb); break;
         default: out[k] = vec_dot_q8_0_q8_0(static_cast<const BlockQ8_0*>(w), x0.data(), g.nb);
       }
     }
@@ -1475,7 +1538,8 @@ void prepare_token_group(TensorType xt, const void* x, size_t x_stride, int n_to
   if (xt != TensorType::Q8_0 && xt != TensorType::Q8_K)
     fail<Unsupported>("token groups take Q8_0 or Q8_K activations, not {}", tensor_type_name(xt));
   const bool k_quant = xt == TensorType::Q8_K;
-  const size_t elems = k_quant ? kQKK : kQK, quads = elems / 4, parts = elems / kQK;
+  const size_t elems = k_quant ? kQKK : kQK, quads = elems / 4;
+  const size_t part = k_quant ? 16 : kQK, parts = elems / part;  // code sums: Q8_K's bsums, Q8_0's block
   g.type = xt;
   g.n_tokens = n_tokens;
   g.nb = nb;
@@ -1497,7 +1561,7 @@ void prepare_token_group(TensorType xt, const void* x, size_t x_stride, int n_to
       }
       for (size_t p = 0; p < parts; ++p) {
         int32_t sum = 0;
-        for (int i = 0; i < kQK; ++i) sum += qs[p * kQK + size_t(i)];
+        for (size_t i = 0; i < part; ++i) sum += qs[p * part + i];
         g.sums[(b * parts + p) * kGroupTokens + size_t(k)] = sum;
       }
       for (size_t q = 0; q < quads; ++q)
@@ -1508,7 +1572,8 @@ void prepare_token_group(TensorType xt, const void* x, size_t x_stride, int n_to
 
 namespace {
 bool has_token_group_dot(TensorType t) {
-  return t == TensorType::Q4_0 || t == TensorType::Q5_0 || t == TensorType::Q8_0 || t == TensorType::Q4_K;
+  return t == TensorType::Q4_0 || t == TensorType::Q5_0 || t == TensorType::Q8_0 || t == TensorType::Q4_K ||
+         t == TensorType::Q6_K;
 }
 }  // namespace
 

@@ -30,7 +30,7 @@ inline constexpr int kDotTokensMax = 8;  // activation rows per tile
 void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride, int n_x,
                   size_t n, float* out, size_t out_stride);
 
-// Many tokens against Q4_0, Q5_0, Q8_0 or Q4_K weights, the tokens as vector
+// Many tokens against Q4_0, Q5_0, Q8_0, Q4_K or Q6_K weights, the tokens as vector
 // lanes: their 8-bit activations (Q8_0 or Q8_K) are transposed once per
 // matmul into a TokenGroup (block, 4-code quad, token), then a weight row's
 // blocks are decoded once and multiplied with every token's quad by vpdpbusd,
@@ -43,7 +43,7 @@ struct TokenGroup {
   int n_tokens = 0;
   size_t nb = 0;              // blocks per row
   std::vector<int8_t> codes;  // [block][quad][token][4]: the activations' codes
-  std::vector<int32_t> sums;  // [block][32-code part][token]: the sum of those codes
+  std::vector<int32_t> sums;  // [block][part][token]: sums of 32 codes (Q8_0) or 16 (Q8_K)
   std::vector<float> scales;  // [block][token]: the block's scale (0 past n_tokens)
 };
 

@@ -146,7 +146,7 @@ TEST(DotSimd, MatchesScalarOnExtremeBlocks) {
 TEST(DotSimd, TokenGroupsMatchScalar) {
   for_each_target([] {
     std::mt19937 rng{13};
-    for (TensorType t : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K})
+    for (TensorType t : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K})
       for (size_t n : lengths(t)) {
         const TensorType xt = activation_type(t);
         const auto wq = testing::random_blocks(t, kDotRowsMax * n, rng);
@@ -188,7 +188,7 @@ TEST(DotSimd, RejectsBadRowCounts) {
   EXPECT_ANY_THROW(prepare_token_group(TensorType::F32, x.data(), 0, 1, 1, g));
   prepare_token_group(TensorType::Q8_K, x.data(), 0, 1, 1, g);
   float group_out[kDotRowsMax * kGroupTokens];
-  EXPECT_ANY_THROW(token_group_dot(TensorType::Q6_K, w.data(), 0, 1, g, group_out));
+  EXPECT_ANY_THROW(token_group_dot(TensorType::F32, w.data(), 0, 1, g, group_out));
   EXPECT_ANY_THROW(token_group_dot(TensorType::Q4_0, w.data(), 0, 1, g, group_out));  // wants Q8_0 activations
   EXPECT_ANY_THROW(token_group_dot(TensorType::Q4_K, w.data(), 0, kDotRowsMax + 1, g, group_out));
 }
