@@ -28,12 +28,14 @@ constexpr int kFusedMaxTokens = 32;
 
 // Quantized weights: each activation row is quantized once per call to the
 // 8-bit format the weight type's kernel takes, then every output element is
-// an integer-per-block dot of a stored weight row with it (quant/dot_simd.h),
-// computed in tiles of up to 4 weight rows x vec_dot_tile_tokens() tokens (8
-// on AVX-512, else 4) so a decoded weight block serves several tokens. The weights are never
+// an integer-per-block dot of a stored weight row with it (quant/dot_simd.h):
+// for one token, 4 far-apart rows at a time (for_row_streams); for 8 or more
+// on AVX-512 VNNI, token groups (matmul_token_groups); otherwise tiles of up
+// to 4 weight rows x vec_dot_tile_tokens() tokens (8 on AVX-512, else 4), so
+// a decoded weight block serves several tokens. The weights are never
 // decoded to floats; a tile of kQuantRowTile rows (under 50 KB even for the
 // 5632-wide FFN down rows) stays in L1/L2 while every token passes over it.
-// Each output is bit-identical to the scalar kernel's whatever the tiling,
+// Each output is bit-identical to the scalar kernel's whatever the path,
 // batch or thread split.
 constexpr int kQuantRowTile = 16;
 
@@ -61,12 +63,13 @@ void for_row_streams(size_t begin, size_t end, float* y, const Run& run) {
   }
 }
 
-// Q4_0 / Q5_0 / Q4_K weights against many tokens on AVX-512 VNNI: the tokens' 8-bit
-// activations transposed once into groups of 16 (quant/dot_simd.h), then each
-// weight row is decoded once per group and every token is a vector lane, with
-// no per-block horizontal sums (which cost the tiles most of their time on
-// 32-element blocks). 1B Q4_0 on the Zen 5 VM: prefill 100-128 tok/s against
-// 39-62 with tiles, batch 64 124-126 against 43-57. The same bits as the tiles.
+// Many tokens against Q4_0 / Q5_0 / Q4_K / Q6_K weights on AVX-512 VNNI: the
+// tokens' 8-bit activations transposed once into groups of 16
+// (quant/dot_simd.h), then 4 weight rows at a time are decoded once per group
+// and every token is a vector lane, with no per-block horizontal sums (which
+// cost the tiles most of their time). Zen 5 VM, a 5632 x 2048 matrix at 512
+// tokens: Q4_K 620-650 GFLOP/s against 250 with tiles, Q6_K 580-610 against
+// 270; 1B Q4_K prefill 170-186 tok/s against ~110. The same bits as the tiles.
 constexpr int kMinGroupTokens = 8;
 
 void matmul_token_groups(const Matrix& w, TensorType xt, const uint8_t* xq, size_t x_bytes, int n_tokens, float* y,
