@@ -421,6 +421,26 @@ void LegacyTileSums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb
   HalfScales(reinterpret_cast<const uint8_t*>(w), sizeof(Block), nb, out->w_d);
 }
 
+// The token groups' inner loop: acc[r] += the products of kQuads 4-code quads
+// of row r's unsigned codes (at codes + r * row_stride) with the 16 tokens'
+// quads at x (64 bytes each), every quad broadcast (a load) against one load
+// of the tokens' quads shared by the R rows.
+template <size_t kQuads, int R>
+HWY_INLINE void QuadDots(const uint8_t* codes, size_t row_stride, const int8_t* x, hn::Vec512<int32_t>* acc) {
+  const hn::Full512<int32_t> d32;
+  const hn::Full512<uint8_t> du8;
+  const hn::Full512<int8_t> di8;
+#pragma GCC unroll 8
+  for (size_t q = 0; q < kQuads; ++q) {
+    const auto xv = hn::LoadU(di8, x + 64 * q);
+    for (int r = 0; r < R; ++r) {
+      int32_t quad;
+      std::memcpy(&quad, codes + size_t(r) * row_stride + 4 * q, 4);
+      acc[r] = MulAddQuads(acc[r], hn::BitCast(du8, hn::Set(d32, quad)), xv);
+    }
+  }
+}
+
 // token_group_dot's kernel: per block, each of 4 weight rows' unsigned codes
 // in a stack buffer, each 4-code quad broadcast (a load) against the 16
 // tokens' quads (one load for the 4 rows), offset * (the tokens' code sums)
@@ -431,8 +451,6 @@ void TokenGroupDotT(const Block* const* w, const TokenGroup& g, float* out) {
   static_assert(kGroupTokens == 16);
   constexpr int R = kDotRowsMax;
   const hn::Full512<int32_t> d32;
-  const hn::Full512<uint8_t> du8;
-  const hn::Full512<int8_t> di8;
   const hn::Full512<float> df;
   constexpr int kShift = kCodeOffset<kFormat> == 128 ? 7 : kCodeOffset<kFormat> == 16 ? 4 : 3;
   static_assert((1 << kShift) == kCodeOffset<kFormat>);
@@ -451,15 +469,7 @@ void TokenGroupDotT(const Block* const* w, const TokenGroup& g, float* out) {
     const int8_t* x = g.codes.data() + b * (kQK / 4) * 64;
     hn::Vec512<int32_t> acc[R];
     for (int r = 0; r < R; ++r) acc[r] = hn::Zero(d32);
-#pragma GCC unroll 8
-    for (size_t q = 0; q < size_t(kQK) / 4; ++q) {
-      const auto xv = hn::LoadU(di8, x + 64 * q);
-      for (int r = 0; r < R; ++r) {
-        int32_t quad;
-        std::memcpy(&quad, codes[r] + 4 * q, 4);
-        acc[r] = MulAddQuads(acc[r], hn::BitCast(du8, hn::Set(d32, quad)), xv);
-      }
-    }
+    QuadDots<kQK / 4, R>(codes[0], kQK, x, acc);
     const auto offset_sums = hn::ShiftLeft<kShift>(hn::LoadU(d32, g.sums.data() + kGroupTokens * b));
     const auto xd = hn::LoadU(df, g.scales.data() + kGroupTokens * b);
     for (int r = 0; r < R; ++r) {
@@ -718,8 +728,6 @@ void TokenGroupDotQ4K(const BlockQ4_K* const* w, const TokenGroup& g, float* out
   static_assert(kGroupTokens == 16);
   constexpr int R = kDotRowsMax;
   const hn::Full512<int32_t> d32;
-  const hn::Full512<uint8_t> du8;
-  const hn::Full512<int8_t> di8;
   const hn::Full512<float> df;
   const hn::Full256<uint8_t> d8;
   constexpr size_t kSub = kQKK / kQK;  // 8 sub-blocks of 32
@@ -744,15 +752,7 @@ void TokenGroupDotQ4K(const BlockQ4_K* const* w, const TokenGroup& g, float* out
     for (size_t j = 0; j < kSub; ++j) {
       hn::Vec512<int32_t> acc[R];
       for (int r = 0; r < R; ++r) acc[r] = hn::Zero(d32);
-#pragma GCC unroll 8
-      for (size_t q = 0; q < size_t(kQK) / 4; ++q) {
-        const auto xv = hn::LoadU(di8, x + 64 * (8 * j + q));
-        for (int r = 0; r < R; ++r) {
-          int32_t quad;
-          std::memcpy(&quad, codes[r] + kQK * j + 4 * q, 4);
-          acc[r] = MulAddQuads(acc[r], hn::BitCast(du8, hn::Set(d32, quad)), xv);
-        }
-      }
+      QuadDots<kQK / 4, R>(codes[0] + kQK * j, kQKK, x + 64 * 8 * j, acc);
       const auto xs = hn::Add(hn::LoadU(d32, xsums + kGroupTokens * 2 * j), hn::LoadU(d32, xsums + kGroupTokens * (2 * j + 1)));
       for (int r = 0; r < R; ++r) {
         scaled[r] = hn::Add(scaled[r], hn::Mul(acc[r], hn::Set(d32, int32_t(sm[r][j]))));
@@ -778,8 +778,6 @@ void TokenGroupDotQ6K(const BlockQ6_K* const* w, const TokenGroup& g, float* out
   static_assert(kGroupTokens == 16);
   constexpr int R = kDotRowsMax;
   const hn::Full512<int32_t> d32;
-  const hn::Full512<uint8_t> du8;
-  const hn::Full512<int8_t> di8;
   const hn::Full512<float> df;
   const hn::Full256<uint8_t> d8;
   const auto two_bits = hn::Set(d8, 3);
@@ -806,15 +804,7 @@ void TokenGroupDotQ6K(const BlockQ6_K* const* w, const TokenGroup& g, float* out
       hn::Vec512<int32_t> acc[R];
       const auto offset = hn::ShiftLeft<5>(hn::LoadU(d32, xsums + kGroupTokens * i));  // 32 * sum x
       for (int r = 0; r < R; ++r) acc[r] = hn::Neg(offset);
-#pragma GCC unroll 4
-      for (size_t q = 0; q < 4; ++q) {
-        const auto xv = hn::LoadU(di8, x + 64 * (4 * i + q));
-        for (int r = 0; r < R; ++r) {
-          int32_t quad;
-          std::memcpy(&quad, codes[r] + 16 * i + 4 * q, 4);
-          acc[r] = MulAddQuads(acc[r], hn::BitCast(du8, hn::Set(d32, quad)), xv);
-        }
-      }
+      QuadDots<4, R>(codes[0] + 16 * i, kQKK, x + 64 * 4 * i, acc);
       for (int r = 0; r < R; ++r) scaled[r] = hn::Add(scaled[r], hn::Mul(acc[r], hn::Set(d32, int32_t(w[r][b].scales[i]))));
     }
     const auto xd = hn::LoadU(df, g.scales.data() + kGroupTokens * b);
