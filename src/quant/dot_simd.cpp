@@ -421,6 +421,19 @@ void LegacyTileSums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb
   HalfScales(reinterpret_cast<const uint8_t*>(w), sizeof(Block), nb, out->w_d);
 }
 
+// The 4 weight rows' running sums of a token group, 16 token lanes each: each
+// block's term added in block order, as the scalar kernels' `sum +=`.
+struct GroupSums {
+  hn::Vec512<float> sum[kDotRowsMax];
+  GroupSums() {
+    for (auto& s : sum) s = hn::Zero(hn::Full512<float>());
+  }
+  HWY_INLINE void Add(int r, hn::Vec512<float> term) { sum[r] = hn::Add(sum[r], Opaque(term)); }
+  void Store(float* out) const {
+    for (int r = 0; r < kDotRowsMax; ++r) hn::StoreU(sum[r], hn::Full512<float>(), out + kGroupTokens * r);
+  }
+};
+
 // The token groups' inner loop: acc[r] += the products of kQuads 4-code quads
 // of row r's unsigned codes (at codes + r * row_stride) with the 16 tokens'
 // quads at x (64 bytes each), every quad broadcast (a load) against one load
@@ -454,8 +467,7 @@ void TokenGroupDotT(const Block* const* w, const TokenGroup& g, float* out) {
   const hn::Full512<float> df;
   constexpr int kShift = kCodeOffset<kFormat> == 128 ? 7 : kCodeOffset<kFormat> == 16 ? 4 : 3;
   static_assert((1 << kShift) == kCodeOffset<kFormat>);
-  hn::Vec512<float> sum[R];
-  for (int r = 0; r < R; ++r) sum[r] = hn::Zero(df);
+  GroupSums sums;
   // The codes of kAhead blocks at a time: loads right behind the stores of
   // the same bytes ran at half the speed (store forwarding), so a block's
   // codes are stored a few blocks before they are read.
@@ -474,10 +486,10 @@ void TokenGroupDotT(const Block* const* w, const TokenGroup& g, float* out) {
     const auto xd = hn::LoadU(df, g.scales.data() + kGroupTokens * b);
     for (int r = 0; r < R; ++r) {
       const auto scale = Opaque(hn::Mul(hn::Set(df, HalfToFloat(reinterpret_cast<const uint8_t*>(&w[r][b].d))), xd));
-      sum[r] = hn::Add(sum[r], Opaque(hn::Mul(scale, hn::ConvertTo(df, hn::Sub(acc[r], offset_sums)))));
+      sums.Add(r, hn::Mul(scale, hn::ConvertTo(df, hn::Sub(acc[r], offset_sums))));
     }
   }
-  for (int r = 0; r < R; ++r) hn::StoreU(sum[r], df, out + kGroupTokens * r);
+  sums.Store(out);
 }
 #endif
 
@@ -731,8 +743,7 @@ void TokenGroupDotQ4K(const BlockQ4_K* const* w, const TokenGroup& g, float* out
   const hn::Full512<float> df;
   const hn::Full256<uint8_t> d8;
   constexpr size_t kSub = kQKK / kQK;  // 8 sub-blocks of 32
-  hn::Vec512<float> sum[R];
-  for (int r = 0; r < R; ++r) sum[r] = hn::Zero(df);
+  GroupSums sums;
   alignas(64) uint8_t codes[R][kQKK];
   alignas(16) uint8_t sm[R][16];  // the 8 scales, then the 8 mins
   for (size_t b = 0; b < g.nb; ++b) {
@@ -763,14 +774,12 @@ void TokenGroupDotQ4K(const BlockQ4_K* const* w, const TokenGroup& g, float* out
     for (int r = 0; r < R; ++r) {  // x.d * (d * scaled - dmin * mins), as vec_dot_q4_k_q8_k
       const auto a = Opaque(hn::Mul(hn::Set(df, HalfToFloat(reinterpret_cast<const uint8_t*>(&w[r][b].d))), hn::ConvertTo(df, scaled[r])));
       const auto m = Opaque(hn::Mul(hn::Set(df, HalfToFloat(reinterpret_cast<const uint8_t*>(&w[r][b].dmin))), hn::ConvertTo(df, mins[r])));
-      sum[r] = hn::Add(sum[r], Opaque(hn::Mul(xd, Opaque(hn::Sub(a, m)))));
+      sums.Add(r, hn::Mul(xd, Opaque(hn::Sub(a, m))));
     }
   }
-  for (int r = 0; r < R; ++r) hn::StoreU(sum[r], df, out + kGroupTokens * r);
+  sums.Store(out);
 }
-#endif
 
-#if HWY_TARGET == HWY_AVX3_DL
 // token_group_dot for Q6_K, as TokenGroupDotQ4K: each row's 256 six-bit
 // codes unpacked to bytes, then per 16-code sub-block i the exact
 // sc_i * (sum q x - 32 sum x) of the scalar kernel in 16 token lanes.
@@ -781,8 +790,7 @@ void TokenGroupDotQ6K(const BlockQ6_K* const* w, const TokenGroup& g, float* out
   const hn::Full512<float> df;
   const hn::Full256<uint8_t> d8;
   const auto two_bits = hn::Set(d8, 3);
-  hn::Vec512<float> sum[R];
-  for (int r = 0; r < R; ++r) sum[r] = hn::Zero(df);
+  GroupSums sums;
   alignas(64) uint8_t codes[R][kQKK];
   for (size_t b = 0; b < g.nb; ++b) {
     for (int r = 0; r < R; ++r)
@@ -810,10 +818,10 @@ void TokenGroupDotQ6K(const BlockQ6_K* const* w, const TokenGroup& g, float* out
     const auto xd = hn::LoadU(df, g.scales.data() + kGroupTokens * b);
     for (int r = 0; r < R; ++r) {  // x.d * d * scaled, as vec_dot_q6_k_q8_k
       const auto scale = Opaque(hn::Mul(xd, hn::Set(df, HalfToFloat(reinterpret_cast<const uint8_t*>(&w[r][b].d)))));
-      sum[r] = hn::Add(sum[r], Opaque(hn::Mul(scale, hn::ConvertTo(df, scaled[r]))));
+      sums.Add(r, hn::Mul(scale, hn::ConvertTo(df, scaled[r])));
     }
   }
-  for (int r = 0; r < R; ++r) hn::StoreU(sum[r], df, out + kGroupTokens * r);
+  sums.Store(out);
 }
 #endif
 
