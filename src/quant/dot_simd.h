@@ -23,15 +23,14 @@ inline constexpr int kDotTokensMax = 8;  // activation rows per tile
 // A tile of dot products: out[k * out_stride + r] = vec_dot(t, w_r, x_k, n)
 // for weight rows w_r = w + r * w_stride (r < n_w) and activation rows
 // x_k = x + k * x_stride (k < n_x), n_w in 1..kDotRowsMax and n_x in
-// 1..kDotTokensMax. Weights
-// are stored as t (has_quantized_dot(t)), activations as activation_type(t),
-// n elements each. Q8_K rows must come from quantize_row (their bsums are
+// 1..kDotTokensMax. Weights are stored as t (has_quantized_dot(t)),
+// activations as activation_type(t), n elements each. Q8_K rows must come from quantize_row (their bsums are
 // used, as the scalar Q4_K kernel does).
 void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride, int n_x,
                   size_t n, float* out, size_t out_stride);
 
-// Many tokens against Q4_0, Q5_0, Q8_0, Q4_K or Q6_K weights, the tokens as vector
-// lanes: their 8-bit activations (Q8_0 or Q8_K) are transposed once per
+// Many tokens against Q4_0, Q5_0, Q8_0, Q4_K or Q6_K weights, the tokens as
+// vector lanes: their 8-bit activations (Q8_0 or Q8_K) are transposed once per
 // matmul into a TokenGroup (block, 4-code quad, token), then a weight row's
 // blocks are decoded once and multiplied with every token's quad by vpdpbusd,
 // with no horizontal sums. Each result equals vec_dot's (the scalar kernel's)
