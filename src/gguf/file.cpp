@@ -122,6 +122,18 @@ GgufFile GgufFile::open(const std::string& path, Residency residency) {
   return f;
 }
 
+GgufFile GgufFile::parse_writable(uint8_t* data, size_t size, std::string source) {
+  GgufFile f = parse(data, size, std::move(source));
+  f.writable_ = true;
+  return f;
+}
+
+bool GgufFile::edit(const std::function<void()>& edit) const {
+  if (mapping_) return mapping_->edit([&](uint8_t*) { edit(); });
+  if (writable_) edit();
+  return writable_;
+}
+
 GgufFile GgufFile::parse(const uint8_t* data, size_t size, std::string source) {
   GgufFile f;
   f.source_ = std::move(source);

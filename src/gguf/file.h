@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -38,6 +39,8 @@ class GgufFile {
   // Parses bytes the caller keeps alive (tests, the fuzzer). Tensor data
   // pointers point into `data`.
   static GgufFile parse(const uint8_t* data, size_t size, std::string source = "<memory>");
+  // The same over bytes the caller lets this file rearrange (see edit).
+  static GgufFile parse_writable(uint8_t* data, size_t size, std::string source = "<memory>");
 
   uint32_t version() const { return version_; }
   uint32_t alignment() const { return alignment_; }
@@ -45,6 +48,13 @@ class GgufFile {
   // How open() holds the bytes (kMapped for parse()).
   Residency residency() const { return mapping_ ? mapping_->residency() : Residency::kMapped; }
   const std::map<std::string, Value>& metadata() const { return metadata_; }
+
+  // Runs edit() and returns true where the tensors' bytes are this file's own
+  // copy (open() with kInMemory) or the caller's to rearrange
+  // (parse_writable): inside edit the tensors' data may be written through
+  // const_cast. A mapped file is never written: false, edit not called.
+  // Model loading uses it to lay weight matrices out for the kernels.
+  bool edit(const std::function<void()>& edit) const;
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
 
   const Value* find(const std::string& key) const;
@@ -61,6 +71,7 @@ class GgufFile {
  private:
   GgufFile() = default;
   std::shared_ptr<MappedFile> mapping_;
+  bool writable_ = false;  // parse_writable
   std::string source_;
   uint32_t version_ = 0;
   uint32_t alignment_ = kDefaultAlignment;

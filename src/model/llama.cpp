@@ -20,7 +20,9 @@ LlamaModel::LlamaModel(std::shared_ptr<const GgufFile> file)
     : file_(std::move(file)),
       cfg_(ModelConfig::from_gguf(*file_)),
       w_(LlamaWeights::load(*file_, cfg_)),
-      rope_(cfg_, w_.rope_freq_factors) {}
+      rope_(cfg_, w_.rope_freq_factors) {
+  w_.pack_panels(*file_);
+}
 
 void LlamaModel::check(const Batch& batch, const KvStorage& kv) const {
   if (kv.kv_dim() != cfg_.kv_dim()) fail<InvalidArgument>("KV storage was made for another model");

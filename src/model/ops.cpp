@@ -6,6 +6,7 @@
 
 #include "quant/dot.h"
 #include "quant/dot_simd.h"
+#include "quant/panels.h"
 #include "quant/quantize_simd.h"
 #include "quant/rows.h"
 #include "quant/simd_float.h"
@@ -97,6 +98,64 @@ void matmul_token_groups(const Matrix& w, TensorType xt, const uint8_t* xq, size
   }, kQuantRowTile, size_t(w.rows) * size_t(w.cols) * size_t(n_tokens));
 }
 
+// The row-major matrices: xq holds n_tokens rows of activation_type(w.type).
+void matmul_rows_quantized(const Matrix& w, const uint8_t* xq, size_t x_bytes, int n_tokens, float* y,
+                           ThreadPool& pool) {
+  const size_t cols = size_t(w.cols);
+  const TensorType xt = activation_type(w.type);
+  if (n_tokens == 1) {
+    pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
+      for_row_streams<kDotRowsMax>(begin, end, y, [&](size_t first, size_t stride, size_t n, float* out) {
+        vec_dot_tile(w.type, w.row(int(first)), stride * w.row_bytes, int(n), xq, x_bytes, 1, cols, out, 1);
+      });
+    }, kQuantRowTile, size_t(w.rows) * cols);
+    return;
+  }
+  if (n_tokens >= kMinGroupTokens && prefers_token_groups(w.type))
+    return matmul_token_groups(w, xt, xq, x_bytes, n_tokens, y, pool);
+  const int tile_tokens = vec_dot_tile_tokens();
+  pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
+    for (size_t r0 = begin; r0 < end; r0 += kQuantRowTile) {
+      const size_t r1 = std::min(end, r0 + kQuantRowTile);
+      for (int t = 0; t < n_tokens; t += tile_tokens) {
+        const int nt = std::min(tile_tokens, n_tokens - t);
+        for (size_t r = r0; r < r1; r += kDotRowsMax) {
+          const int nr = int(std::min(size_t(kDotRowsMax), r1 - r));
+          vec_dot_tile(w.type, w.row(int(r)), w.row_bytes, nr, xq + size_t(t) * x_bytes, x_bytes, nt, cols,
+                       y + size_t(t) * w.rows + r, size_t(w.rows));
+        }
+      }
+    }
+  }, kQuantRowTile, size_t(w.rows) * cols * size_t(n_tokens));
+}
+
+// Row panels (quant/panels.h), for a matrix packed at load: every row of a
+// panel is a vector lane, so a panel's 16 rows take one pass over the blocks
+// with no horizontal sums, whatever the batch (tokens up to 8 at a time). A
+// thread's panels are consecutive: one sequential stream, which the hardware
+// prefetchers follow. Rows past the last whole panel take the row kernels.
+void matmul_panels(const Matrix& w, const uint8_t* xq, size_t x_bytes, int n_tokens, float* y, ThreadPool& pool) {
+  const size_t cols = size_t(w.cols), rows = size_t(w.rows);
+  PanelActivations a;
+  prepare_panel_activations(w.type, xq, x_bytes, n_tokens, cols / size_t(block_elems(w.type)), a);
+  const size_t n_panels = size_t(w.panel_rows / kPanelRows);
+  pool.parallel_for(n_panels, [&](size_t begin, size_t end) {
+    for (size_t p = begin; p < end; ++p)
+      for (int t = 0; t < n_tokens; t += kPanelTokensMax)
+        panel_dot(w.type, w.panel(int(p) * kPanelRows), a, t, std::min(kPanelTokensMax, n_tokens - t),
+                  y + size_t(t) * rows + p * kPanelRows, rows);
+  }, 1, n_panels * kPanelRows * cols * size_t(n_tokens));
+  if (w.panel_rows == w.rows) return;
+  Matrix tail = w;  // the rows after the panels, as a row-major matrix of their own
+  tail.data = w.row(w.panel_rows);
+  tail.rows = w.rows - w.panel_rows;
+  tail.panel_rows = 0;
+  std::vector<float> out(size_t(n_tokens) * size_t(tail.rows));
+  matmul_rows_quantized(tail, xq, x_bytes, n_tokens, out.data(), pool);
+  for (int t = 0; t < n_tokens; ++t)
+    std::copy_n(out.data() + size_t(t) * tail.rows, tail.rows, y + size_t(t) * rows + size_t(w.panel_rows));
+}
+
 void matmul_quantized(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool) {
   const size_t cols = size_t(w.cols);
   const TensorType xt = activation_type(w.type);
@@ -106,30 +165,8 @@ void matmul_quantized(const Matrix& w, const float* x, int n_tokens, float* y, T
     for (size_t t = begin; t < end; ++t) quantize_activations(xt, x + t * cols, xq.data() + t * x_bytes, cols);
   };
   pool.parallel_for(size_t(n_tokens), quantize_rows, 1, size_t(n_tokens) * cols * 4);
-  if (n_tokens == 1) {
-    pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
-      for_row_streams<kDotRowsMax>(begin, end, y, [&](size_t first, size_t stride, size_t n, float* out) {
-        vec_dot_tile(w.type, w.row(int(first)), stride * w.row_bytes, int(n), xq.data(), x_bytes, 1, cols, out, 1);
-      });
-    }, kQuantRowTile, size_t(w.rows) * cols);
-    return;
-  }
-  if (n_tokens >= kMinGroupTokens && prefers_token_groups(w.type))
-    return matmul_token_groups(w, xt, xq.data(), x_bytes, n_tokens, y, pool);
-  const int tile_tokens = vec_dot_tile_tokens();
-  pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
-    for (size_t r0 = begin; r0 < end; r0 += kQuantRowTile) {
-      const size_t r1 = std::min(end, r0 + kQuantRowTile);
-      for (int t = 0; t < n_tokens; t += tile_tokens) {
-        const int nt = std::min(tile_tokens, n_tokens - t);
-        for (size_t r = r0; r < r1; r += kDotRowsMax) {
-          const int nr = int(std::min(size_t(kDotRowsMax), r1 - r));
-          vec_dot_tile(w.type, w.row(int(r)), w.row_bytes, nr, xq.data() + size_t(t) * x_bytes, x_bytes, nt, cols,
-                       y + size_t(t) * w.rows + r, size_t(w.rows));
-        }
-      }
-    }
-  }, kQuantRowTile, size_t(w.rows) * cols * size_t(n_tokens));
+  if (w.panel_rows > 0) return matmul_panels(w, xq.data(), x_bytes, n_tokens, y, pool);
+  matmul_rows_quantized(w, xq.data(), x_bytes, n_tokens, y, pool);
 }
 
 }  // namespace
@@ -152,7 +189,7 @@ void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool&
   // registers once per block of tokens (a few times per row), they stream
   // from memory faster than through a decoded tile. 1B model, Zen 5 VM,
   // interleaved runs: F16 batch 8 / 16 / 32 at 1.35-1.7x, 1.2-1.65x, 1.4x
-  // the tile path's tokens/s; Q8_0 1.1-1.3x, 1.1-1.3x, ~1.03x; equal at 64.
+  // the tile path's tokens/s; equal at 64.
   if (w.type == TensorType::F32 || n_tokens <= kFusedMaxTokens) {
     pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
       matmul_rows_fused(w.type, w.row(int(begin)), w.row_bytes, end - begin, x, cols, size_t(n_tokens), cols,
@@ -179,7 +216,13 @@ void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool&
   }, kRowTile, work);
 }
 
-void read_row(const Matrix& w, int r, float* out) { dequantize_row(w.type, w.row(r), out, size_t(w.cols)); }
+void read_row(const Matrix& w, int r, float* out) {
+  if (r >= w.panel_rows) return dequantize_row(w.type, w.row(r), out, size_t(w.cols));
+  thread_local std::vector<uint8_t> row;
+  row.resize(w.row_bytes);
+  unpack_panel_row(w.type, w.panel(r), w.row_bytes, r % kPanelRows, row.data());
+  dequantize_row(w.type, row.data(), out, size_t(w.cols));
+}
 
 void rmsnorm(const float* x, const float* weight, int n, float eps, float* out) {
   double ss = 0;

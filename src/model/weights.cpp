@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "gguf/file.h"
+#include "quant/panels.h"
 #include "quant/rows.h"
 #include "util/error.h"
 
@@ -80,6 +81,23 @@ LlamaWeights LlamaWeights::load(const GgufFile& f, ModelConfig& cfg) {
     w.layers.push_back(std::move(l));
   }
   return w;
+}
+
+void LlamaWeights::pack_panels(const GgufFile& f) {
+  std::vector<Matrix*> matrices = {&token_embd, &output};
+  for (auto& l : layers)
+    for (Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) matrices.push_back(m);
+  f.edit([&] {
+    for (size_t i = 0; i < matrices.size(); ++i) {
+      Matrix& m = *matrices[i];
+      if (!prefers_panels(m.type)) continue;
+      if (i == 1 && tied_embeddings) {  // the same bytes as token_embd, packed already
+        m.panel_rows = token_embd.panel_rows;
+        continue;
+      }
+      m.panel_rows = pagoda::pack_panels(m.type, const_cast<uint8_t*>(m.data), m.row_bytes, m.rows);
+    }
+  });
 }
 
 }  // namespace pagoda

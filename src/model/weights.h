@@ -15,15 +15,21 @@ namespace pagoda {
 
 class GgufFile;
 
-// A rows x cols matrix stored row by row in `type` (GGUF's ne0 = cols).
+// A rows x cols matrix stored row by row in `type` (GGUF's ne0 = cols); or,
+// after pack_panels, its first panel_rows rows as row panels of 16
+// (quant/panels.h), each panel in the bytes of its 16 rows.
 struct Matrix {
   std::string name;
   TensorType type = TensorType::F32;
   int rows = 0, cols = 0;
   size_t row_bytes = 0;
   const uint8_t* data = nullptr;
+  int panel_rows = 0;
 
+  // Row r's bytes; for r >= panel_rows only.
   const uint8_t* row(int r) const { return data + size_t(r) * row_bytes; }
+  // The panel holding row r, for r < panel_rows.
+  const uint8_t* panel(int r) const { return row(r / 16 * 16); }
 };
 
 struct LayerWeights {
@@ -46,6 +52,12 @@ struct LlamaWeights {
 
   // Fills n_vocab in cfg from the embedding table.
   static LlamaWeights load(const GgufFile& f, ModelConfig& cfg);
+
+  // Where f lets its bytes be rearranged (GgufFile::edit) and this CPU runs
+  // row panels fast (prefers_panels), packs every matrix of such a type into
+  // panels in place. The results stay bit-identical; decode reads the panels
+  // at up to the memory's speed.
+  void pack_panels(const GgufFile& f);
 };
 
 }  // namespace pagoda

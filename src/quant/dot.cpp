@@ -21,7 +21,7 @@ bool has_quantized_dot(TensorType t) {
   }
 }
 
-bool uses_quantized_activations(TensorType t) { return has_quantized_dot(t) && t != TensorType::Q8_0; }
+bool uses_quantized_activations(TensorType t) { return has_quantized_dot(t); }
 
 TensorType activation_type(TensorType t) {
   switch (t) {

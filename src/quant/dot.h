@@ -19,11 +19,12 @@ namespace pagoda {
 bool has_quantized_dot(TensorType t);
 
 // Whether matmul takes the integer path for weights of type t (activations
-// quantized to activation_type(t)): Q4_0, Q5_0, Q4_K and Q6_K. Q8_0 weights
-// keep F32 activations (a tile of rows decoded in cache): its 8-bit weights
-// lose almost nothing, so its logits match the F32 reference to 1e-4, which
-// 8-bit activations could not (an activation rounding that flips between two
-// runs moves a logit by ~1%).
+// quantized to activation_type(t)): every has_quantized_dot type. Q8_0 took
+// F32 activations until its row panels (quant/panels.h): its logits then
+// matched the F32 reference to 1e-4 rather than ~1% (an activation rounding
+// that flips moves a logit by a step), but decode ran compute-bound at half
+// the memory's speed and prefill at half of what the integer kernels reach.
+// llama.cpp quantizes Q8_0 activations the same way.
 bool uses_quantized_activations(TensorType t);
 
 // The type activations are quantized to for dot products with weights of

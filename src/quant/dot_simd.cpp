@@ -1359,7 +1359,7 @@ void TokenGroupDot(TensorType t, const void* w, size_t w_stride, int n_rows, con
     }
   }
 }
-bool PrefersTokenGroups() { return true; }
+bool IsAvx512Vnni() { return true; }
 #else
 // Elsewhere the scalar kernels, token by token, on the group's activation
 // rows put back together (correct, for the tests; matmul takes the tiles
@@ -1400,7 +1400,7 @@ void TokenGroupDot(TensorType t, const void* w_rows, size_t w_stride, int n_rows
     }
   }
 }
-bool PrefersTokenGroups() { return false; }
+bool IsAvx512Vnni() { return false; }
 #endif
 
 // 8 activation rows per tile keep their accumulators in the 32 vector
@@ -1430,7 +1430,7 @@ HWY_EXPORT(RowsDotQ8_0);
 HWY_EXPORT(TargetName);
 HWY_EXPORT(TileTokens);
 HWY_EXPORT(TokenGroupDot);
-HWY_EXPORT(PrefersTokenGroups);
+HWY_EXPORT(IsAvx512Vnni);
 
 namespace {
 
@@ -1585,7 +1585,9 @@ void token_group_dot(TensorType t, const void* w, size_t w_stride, int n_rows, c
   HWY_DYNAMIC_DISPATCH(TokenGroupDot)(t, w, w_stride, n_rows, g, out);
 }
 
-bool prefers_token_groups(TensorType t) { return has_token_group_dot(t) && HWY_DYNAMIC_DISPATCH(PrefersTokenGroups)(); }
+bool prefers_token_groups(TensorType t) { return has_token_group_dot(t) && simd_target_is_avx512_vnni(); }
+
+bool simd_target_is_avx512_vnni() { return HWY_DYNAMIC_DISPATCH(IsAvx512Vnni)(); }
 
 bool q4k_wide_vectors() { return dot_tables::q4k_wide; }
 void set_q4k_wide_vectors(bool on) { dot_tables::q4k_wide = on; }

@@ -1,5 +1,6 @@
-// SIMD kernels of the float matmul path (weights F32, F16, BF16, Q8_0 against
-// F32 activations) and of attention: row decoding to F32, the dot product,
+// SIMD kernels of the float matmul path (weights F32, F16, BF16 against F32
+// activations; they decode Q8_0 rows too, which matmul now takes through
+// the integer path) and of attention: row decoding to F32, the dot product,
 // and a register-blocked tile kernel, compiled with Highway for several
 // targets and picked at run time.
 //

@@ -79,6 +79,15 @@ MappedFile::MappedFile(const std::string& path, Residency residency) : path_(pat
   ::close(fd);
 }
 
+bool MappedFile::edit(const std::function<void(uint8_t*)>& edit) const {
+  if (residency_ != Residency::kInMemory || !data_) return false;
+  auto* bytes = const_cast<uint8_t*>(data_);
+  if (::mprotect(bytes, size_, PROT_READ | PROT_WRITE) != 0) return false;
+  edit(bytes);
+  ::mprotect(bytes, size_, PROT_READ);
+  return true;
+}
+
 MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);  // either kind is a mapping
 }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace pagoda {
@@ -32,6 +33,11 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
   Residency residency() const { return residency_; }  // kMapped where kInMemory did not fit
+
+  // Runs edit(bytes) with the in-memory copy writable (it is read-only
+  // otherwise) and returns true; a mapping is shared with the page cache and
+  // never written: false, edit not called.
+  bool edit(const std::function<void(uint8_t*)>& edit) const;
 
  private:
   std::string path_;

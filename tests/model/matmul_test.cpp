@@ -2,7 +2,8 @@
 // type: each output must equal the single-row kernel bit for bit whatever
 // the number of tokens, rows or threads, which covers the ways matmul walks
 // the rows (far-apart row streams for one token, tiles or token groups for
-// several, and the rows left over by either).
+// several, and the rows left over by either), and of matrices packed into row
+// panels (quant/panels.h; the rows past the last whole panel row-major).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -11,6 +12,7 @@
 
 #include "model/ops.h"
 #include "quant/dot.h"
+#include "quant/panels.h"
 #include "quant/rows.h"
 
 namespace pagoda {
@@ -46,22 +48,31 @@ TEST(Matmul, EveryOutputEqualsItsOwnDotForEveryTypeShapeAndThreadCount) {
       const size_t rb = row_bytes(t, cols);
       std::vector<uint8_t> bytes(rb * size_t(rows));
       for (int r = 0; r < rows; ++r) quantize_row(t, values.data() + size_t(r) * cols, bytes.data() + size_t(r) * rb, cols);
-      const Matrix w{"w", t, rows, int(cols), rb, bytes.data()};
-      for (const int threads : {1, 2, 3}) {
-        ThreadPool pool(threads);
-        // 8 and 13: the 8-token tiles and one token group; 37: past the float
-        // path's fused limit (a decoded tile) and over several token groups.
-        for (const int n_tokens : {1, 2, 7, 8, 13, 37}) {
-          const auto x = random_floats(size_t(n_tokens) * cols, 99);
-          std::vector<float> y(size_t(n_tokens) * size_t(rows), -1.0f);
-          matmul(w, x.data(), n_tokens, y.data(), pool);
-          for (int k = 0; k < n_tokens; ++k)
-            for (int r = 0; r < rows; ++r) {
-              const float want = one_dot(t, w.row(r), x.data() + size_t(k) * cols, cols);
-              ASSERT_EQ(y[size_t(k) * size_t(rows) + size_t(r)], want)
-                  << tensor_type_name(t) << " rows " << rows << " threads " << threads << " tokens " << n_tokens
-                  << " token " << k << " row " << r;
-            }
+      std::vector<uint8_t> packed = bytes;
+      Matrix w{"w", t, rows, int(cols), rb, bytes.data()};
+      Matrix in_panels = w;
+      if (has_panels(t)) {
+        in_panels.data = packed.data();
+        in_panels.panel_rows = pack_panels(t, packed.data(), rb, rows);
+      }
+      for (const Matrix* m : {&w, &in_panels}) {
+        for (const int threads : {1, 2, 3}) {
+          ThreadPool pool(threads);
+          // 8 and 13: the 8-token tiles and one token group; 37: past the float
+          // path's fused limit (a decoded tile) and over several token groups.
+          for (const int n_tokens : {1, 2, 7, 8, 13, 37}) {
+            const auto x = random_floats(size_t(n_tokens) * cols, 99);
+            std::vector<float> y(size_t(n_tokens) * size_t(rows), -1.0f);
+            matmul(*m, x.data(), n_tokens, y.data(), pool);
+            for (int k = 0; k < n_tokens; ++k)
+              for (int r = 0; r < rows; ++r) {
+                const float want = one_dot(t, w.row(r), x.data() + size_t(k) * cols, cols);
+                ASSERT_EQ(y[size_t(k) * size_t(rows) + size_t(r)], want)
+                    << tensor_type_name(t) << " rows " << rows << " panel rows " << m->panel_rows << " threads "
+                    << threads << " tokens " << n_tokens
+                    << " token " << k << " row " << r;
+              }
+          }
         }
       }
     }

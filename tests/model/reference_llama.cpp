@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "model/ops.h"
 #include "quant/dot.h"
 #include "quant/rows.h"
 
@@ -10,7 +11,7 @@ namespace pagoda::testing {
 
 ReferenceLlama::Dense ReferenceLlama::decode(const Matrix& m) {
   Dense d{m.rows, m.cols, m.type, std::vector<float>(size_t(m.rows) * m.cols)};
-  for (int r = 0; r < m.rows; ++r) dequantize_row(m.type, m.row(r), &d.w[size_t(r) * m.cols], size_t(m.cols));
+  for (int r = 0; r < m.rows; ++r) read_row(m, r, &d.w[size_t(r) * m.cols]);  // row-major or in panels
   return d;
 }
 

@@ -1,0 +1,67 @@
+// Row panels: a weight matrix's rows regrouped 16 at a time so that a vector
+// lane holds one row. Decode multiplies a matrix by one token; with rows side
+// by side in the lanes of a 512-bit vector, one vpdpbusd multiplies 4 codes of
+// each of 16 rows by the same 4 activation codes (broadcast), and the 16 rows'
+// sums never need a horizontal reduction. Row-major kernels spend most of their
+// time in those reductions (30-37 G weights/s per core on a Zen 5 VM, slower
+// than its memory); the panel kernel outruns the memory.
+//
+// A panel occupies exactly the bytes of its 16 rows, so a matrix read into
+// memory is rearranged in place (pack_panels) when the model loads; rows past
+// the last whole panel stay row-major. Q8_0, per block b of 32 columns (the
+// 16 rows' blocks b, 16 x 34 bytes):
+//   uint16_t d[16]             the rows' F16 scales
+//   uint8_t  codes[8][16][4]   quad q (columns 4q..4q+3) of row r: code + 128
+// (Codes are stored offset to unsigned: vpdpbusd multiplies unsigned by signed
+// bytes; the offset times the activations' sum is subtracted per block.)
+//
+// Results are bit-identical to vec_dot of quant/dot.h on the original rows:
+// the same exact integer block sums, the same float expression in block order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "gguf/types.h"
+
+namespace pagoda {
+
+inline constexpr int kPanelRows = 16;
+inline constexpr int kPanelTokensMax = 8;  // tokens per panel_dot call
+
+// Whether a panel layout exists for weights of type t (Q8_0).
+bool has_panels(TensorType t);
+// Whether this CPU runs panels fast (AVX-512 VNNI): only then are matrices packed.
+bool prefers_panels(TensorType t);
+
+// Rearranges the first (rows / 16) * 16 rows of a row-major matrix of type t
+// (has_panels) into panels, in place; returns how many rows it packed.
+int pack_panels(TensorType t, uint8_t* data, size_t row_bytes, int rows);
+
+// Writes the original bytes (row_bytes) of row `lane` of the panel at `panel`.
+void unpack_panel_row(TensorType t, const uint8_t* panel, size_t row_bytes, int lane, uint8_t* out);
+
+// Activation rows prepared for the panel kernels: the 8-bit rows (as
+// quantize_activations writes them for activation_type(t)) and, per token and
+// block, the scale as a float and the code offset's share of the block sum.
+struct PanelActivations {
+  size_t nb = 0;  // blocks per row
+  int n_tokens = 0;
+  const uint8_t* rows = nullptr;
+  size_t row_stride = 0;
+  std::vector<float> scales;     // [token][block]
+  std::vector<int32_t> offsets;  // [token][block]: 128 * the sum of the block's codes (Q8_0)
+};
+void prepare_panel_activations(TensorType t, const void* x, size_t x_stride, int n_tokens, size_t nb,
+                               PanelActivations& a);
+
+// out[k * out_stride + r] = vec_dot(t, row r of the panel, token first + k)
+// for r < kPanelRows and k < n_tokens (1..kPanelTokensMax).
+void panel_dot(TensorType t, const uint8_t* panel, const PanelActivations& a, int first, int n_tokens, float* out,
+               size_t out_stride);
+// The scalar kernel behind it: the reference, and the fallback on other CPUs.
+void panel_dot_reference(TensorType t, const uint8_t* panel, const PanelActivations& a, int first, int n_tokens,
+                         float* out, size_t out_stride);
+
+}  // namespace pagoda
