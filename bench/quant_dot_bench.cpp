@@ -11,12 +11,14 @@
 #include <benchmark/benchmark.h>
 
 #include <cstring>
+#include <string>
 #include <random>
 #include <vector>
 
 #include "model/ops.h"
 #include "quant/dot.h"
 #include "quant/dot_simd.h"
+#include "quant/panels.h"
 #include "quant/quantize_simd.h"
 #include "quant/random_blocks.h"
 #include "quant/rows.h"
@@ -106,16 +108,21 @@ void BM_QuantizeActivations(benchmark::State& state, TensorType xt, bool simd) {
 constexpr size_t kRows = 5632;
 constexpr size_t kCopiesBytes = size_t(640) << 20;
 
+// With `panels`, the matrix is packed into row panels (quant/panels.h) as a
+// model load does on CPUs that run them; `hot`: one copy, which stays in the
+// last-level cache (the kernels' arithmetic rate rather than memory's).
 struct MatmulFixture {
   TensorType t;
   std::vector<uint8_t> weights;
   size_t matrix_bytes, copies;
-  explicit MatmulFixture(TensorType type) : t(type) {
+  int panel_rows = 0;
+  explicit MatmulFixture(TensorType type, bool panels = false, bool hot = false) : t(type) {
     matrix_bytes = kRows * row_bytes(t, kCols);
-    copies = kCopiesBytes / matrix_bytes;
+    copies = hot ? 1 : kCopiesBytes / matrix_bytes;
     // One random matrix, copied: the copies need distinct memory, not distinct
     // values, and drawing hundreds of MB byte by byte would take seconds.
-    const auto one = random_weights(t, kRows, kCols);
+    auto one = random_weights(t, kRows, kCols);
+    if (panels && prefers_panels(t)) panel_rows = pack_panels(t, one.data(), row_bytes(t, kCols), int(kRows));
     weights.resize(copies * matrix_bytes);
     for (size_t c = 0; c < copies; ++c) std::memcpy(weights.data() + c * matrix_bytes, one.data(), matrix_bytes);
   }
@@ -126,13 +133,12 @@ struct MatmulFixture {
     m.cols = int(kCols);
     m.row_bytes = row_bytes(t, kCols);
     m.data = weights.data() + (copy % copies) * matrix_bytes;
+    m.panel_rows = panel_rows;
     return m;
   }
 };
 
-void BM_Matmul(benchmark::State& state, TensorType t) {
-  static MatmulFixture q4k(TensorType::Q4_K), q6k(TensorType::Q6_K), q80(TensorType::Q8_0), q40(TensorType::Q4_0);
-  const MatmulFixture& f = t == TensorType::Q4_K ? q4k : t == TensorType::Q6_K ? q6k : t == TensorType::Q4_0 ? q40 : q80;
+void run_matmul(benchmark::State& state, const MatmulFixture& f) {
   const int n_tokens = int(state.range(0));
   ThreadPool pool(2);
   const auto x = random_floats(size_t(n_tokens) * kCols);
@@ -145,7 +151,21 @@ void BM_Matmul(benchmark::State& state, TensorType t) {
   const double iters = double(state.iterations());
   state.counters["GB/s"] = benchmark::Counter(iters * f.matrix_bytes / 1e9, benchmark::Counter::kIsRate);
   state.counters["GFLOP/s"] = benchmark::Counter(iters * 2.0 * kRows * kCols * n_tokens / 1e9, benchmark::Counter::kIsRate);
-  state.SetLabel(dot_simd_target());
+  state.SetLabel(std::string(dot_simd_target()) + (f.panel_rows ? ", panels" : ""));
+}
+
+void BM_Matmul(benchmark::State& state, TensorType t) {
+  static MatmulFixture q4k(TensorType::Q4_K), q6k(TensorType::Q6_K), q80(TensorType::Q8_0), q40(TensorType::Q4_0);
+  run_matmul(state, t == TensorType::Q4_K ? q4k : t == TensorType::Q6_K ? q6k : t == TensorType::Q4_0 ? q40 : q80);
+}
+
+// The same packed into row panels (where the CPU runs them), from DRAM and hot.
+void BM_MatmulPanels(benchmark::State& state, TensorType t, bool hot) {
+  static MatmulFixture q4k(TensorType::Q4_K, true), q6k(TensorType::Q6_K, true), q80(TensorType::Q8_0, true);
+  static MatmulFixture q4k_hot(TensorType::Q4_K, true, true), q6k_hot(TensorType::Q6_K, true, true),
+      q80_hot(TensorType::Q8_0, true, true);
+  if (hot) run_matmul(state, t == TensorType::Q4_K ? q4k_hot : t == TensorType::Q6_K ? q6k_hot : q80_hot);
+  else run_matmul(state, t == TensorType::Q4_K ? q4k : t == TensorType::Q6_K ? q6k : q80);
 }
 
 // Reads 640 MB on 2 threads (64-bit loads summed in 8 independent chains,
@@ -213,6 +233,12 @@ BENCHMARK_CAPTURE(BM_Matmul, q4_k, TensorType::Q4_K)->Arg(1)->Arg(16)->Arg(512)-
 BENCHMARK_CAPTURE(BM_Matmul, q6_k, TensorType::Q6_K)->Arg(1)->Arg(16)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, q8_0, TensorType::Q8_0)->Arg(1)->Arg(16)->Arg(512)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, q4_0, TensorType::Q4_0)->Arg(1)->Arg(16)->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_MatmulPanels, q4_k, TensorType::Q4_K, false)->Arg(1)->Arg(16)->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_MatmulPanels, q6_k, TensorType::Q6_K, false)->Arg(1)->Arg(16)->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_MatmulPanels, q8_0, TensorType::Q8_0, false)->Arg(1)->Arg(16)->Arg(512)->UseRealTime();
+BENCHMARK_CAPTURE(BM_MatmulPanels, q4_k_hot, TensorType::Q4_K, true)->Arg(1)->UseRealTime();
+BENCHMARK_CAPTURE(BM_MatmulPanels, q6_k_hot, TensorType::Q6_K, true)->Arg(1)->UseRealTime();
+BENCHMARK_CAPTURE(BM_MatmulPanels, q8_0_hot, TensorType::Q8_0, true)->Arg(1)->UseRealTime();
 BENCHMARK(BM_MemoryRead)->UseRealTime();
 
 }  // namespace

@@ -2,6 +2,7 @@
 // choice between it and the scalar reference. One target only, so it is
 // compiled with a target attribute rather than through Highway's per-target
 // machinery; it runs where Highway's dispatch chose AVX3_DL (AVX-512 VNNI).
+#include <algorithm>
 #include <cstring>
 
 #include "quant/blocks.h"
@@ -42,6 +43,30 @@ PAGODA_VNNI inline int32_t load_quad(const int8_t* p) {
   return q;
 }
 
+// The K-quant kernels ask for the super-block two on (4.5-6.5 KB ahead)
+// while working on one: 5632 x 2048 from DRAM, one token, 2 threads (Zen 5
+// VM), Q4_K 48-55 GB/s against 31-44 without, Q6_K 47-60 against 21-40 (its
+// codes are read out of address order); one or three ahead did worse. The
+// lighter Q8_0 kernel keeps up with the hardware prefetchers alone (with
+// software prefetches: no faster, within the noise).
+PAGODA_VNNI inline void prefetch_ahead(const uint8_t* block, size_t block_bytes) {
+  const uint8_t* ahead = block + 2 * block_bytes;
+  for (size_t line = 0; line < block_bytes; line += 64) __builtin_prefetch(ahead + line, 0, 3);
+}
+
+PAGODA_VNNI inline __m512i bcast_quad(const int8_t* p) { return _mm512_set1_epi32(load_quad(p)); }
+
+// The panel's F16 scales of one block as floats (16 rows).
+PAGODA_VNNI inline __m512 load_scales(const uint8_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
+// Token k's activation row, as blocks of type XBlock.
+template <class XBlock>
+const XBlock* token_row(const PanelActivations& a, int k) {
+  return reinterpret_cast<const XBlock*>(a.rows + size_t(k) * a.row_stride);
+}
+
 // K tokens against one Q8_0 panel. Per block: the 16 rows' scales in one
 // vector, 8 loads of 16 rows x 4 codes, each multiplied by every token's
 // matching 4 activation codes (a broadcast) with vpdpbusd. With one or two
@@ -52,13 +77,7 @@ PAGODA_VNNI void PanelDotQ8_0(const uint8_t* panel, const PanelActivations& a, i
   constexpr int kChains = K <= 2 ? 2 : 1;
   constexpr size_t kBlockBytes = kPanelRows * sizeof(BlockQ8_0);
   const BlockQ8_0* x[K];
-  const float* xd[K];
-  const int32_t* xo[K];
-  for (int k = 0; k < K; ++k) {
-    x[k] = reinterpret_cast<const BlockQ8_0*>(a.rows + size_t(first + k) * a.row_stride);
-    xd[k] = a.scales.data() + size_t(first + k) * a.nb;
-    xo[k] = a.offsets.data() + size_t(first + k) * a.nb;
-  }
+  for (int k = 0; k < K; ++k) x[k] = token_row<BlockQ8_0>(a, first + k);
   __m512 acc[K];
   for (int k = 0; k < K; ++k) acc[k] = _mm512_setzero_ps();
   for (size_t b = 0; b < a.nb; ++b) {
@@ -69,15 +88,161 @@ PAGODA_VNNI void PanelDotQ8_0(const uint8_t* panel, const PanelActivations& a, i
 #pragma GCC unroll 8
     for (int q = 0; q < 8; ++q) {
       const __m512i w = _mm512_loadu_si512(block + 32 + 64 * q);
-      for (int k = 0; k < K; ++k)
-        s[q % kChains][k] = _mm512_dpbusd_epi32(s[q % kChains][k], w, _mm512_set1_epi32(load_quad(x[k][b].qs + 4 * q)));
+      for (int k = 0; k < K; ++k) s[q % kChains][k] = _mm512_dpbusd_epi32(s[q % kChains][k], w, bcast_quad(x[k][b].qs + 4 * q));
     }
-    const __m512 wd = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)));
+    const __m512 wd = load_scales(block);
     for (int k = 0; k < K; ++k) {
+      const size_t i = size_t(first + k) * a.nb + b;
       __m512i sum = s[0][k];
       if constexpr (kChains == 2) sum = _mm512_add_epi32(sum, s[1][k]);
-      sum = _mm512_sub_epi32(sum, _mm512_set1_epi32(xo[k][b]));
-      const __m512 p = _mm512_mul_ps(_mm512_mul_ps(wd, _mm512_set1_ps(xd[k][b])), _mm512_cvtepi32_ps(sum));
+      sum = _mm512_sub_epi32(sum, _mm512_set1_epi32(a.terms[i]));
+      const __m512 p = _mm512_mul_ps(_mm512_mul_ps(wd, _mm512_set1_ps(a.scales[i])), _mm512_cvtepi32_ps(sum));
+      acc[k] = _mm512_add_ps(acc[k], opaque(p));
+    }
+  }
+  for (int k = 0; k < K; ++k) _mm512_storeu_ps(out + size_t(k) * out_stride, acc[k]);
+}
+
+// Byte j (0..3) of every 32-bit lane, zero- or sign-extended.
+PAGODA_VNNI inline __m512i byte_u32(__m512i v, int j) {
+  return _mm512_and_si512(_mm512_srli_epi32(v, 8 * j), _mm512_set1_epi32(0xFF));
+}
+PAGODA_VNNI inline __m512i byte_i32(__m512i v, int j) {
+  return _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * j), 24);
+}
+
+// K (1..4) tokens against one Q4_K panel. Per super-block: the 16 rows'
+// 6-bit scales and mins unpacked in their lanes (bytes: sub-block j's in
+// byte j % 4 of a lane), the mins against the activations' sub-block sums by
+// 4 vpdpwssd, then per 64-element chunk 8 loads of 16 rows x 8 nibbles: the
+// low nibbles (sub-block 2c) and the high ones kept in place (16 x the code,
+// sub-block 2c + 1; the sum is divided by 16 after, exactly) each times the
+// tokens' quads by vpdpbusd, and each sub-block's sum times its scale.
+template <int K>
+PAGODA_VNNI void PanelDotQ4K(const uint8_t* panel, const PanelActivations& a, int first, float* out,
+                             size_t out_stride) {
+  constexpr int kChains = K == 1 ? 2 : 1;
+  constexpr size_t kBlockBytes = kPanelRows * sizeof(BlockQ4_K);
+  const BlockQ8_K* x[K];
+  for (int k = 0; k < K; ++k) x[k] = token_row<BlockQ8_K>(a, first + k);
+  const __m512i low4 = _mm512_set1_epi8(0x0F), high4 = _mm512_set1_epi8(char(0xF0));
+  const __m512i low6 = _mm512_set1_epi8(63), bits45 = _mm512_set1_epi8(0x30);
+  const __m512i low16 = _mm512_set1_epi32(0x00FF00FF);
+  __m512 acc[K];
+  for (int k = 0; k < K; ++k) acc[k] = _mm512_setzero_ps();
+  for (size_t b = 0; b < a.nb; ++b) {
+    const uint8_t* block = panel + b * kBlockBytes;
+    prefetch_ahead(block, kBlockBytes);
+    const __m512i s0 = _mm512_loadu_si512(block + 64), s1 = _mm512_loadu_si512(block + 128);
+    const __m512i s2 = _mm512_loadu_si512(block + 192);
+    // unpack_q4_k_scale, 16 rows at once: scales and mins of sub-blocks 0-3, then 4-7.
+    const __m512i sc_lo = _mm512_and_si512(s0, low6), m_lo = _mm512_and_si512(s1, low6);
+    const __m512i sc_hi = _mm512_or_si512(_mm512_and_si512(s2, low4), _mm512_and_si512(_mm512_srli_epi16(s0, 2), bits45));
+    const __m512i m_hi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(s2, 4), low4),
+                                         _mm512_and_si512(_mm512_srli_epi16(s1, 2), bits45));
+    // Mins as 16-bit pairs (0, 2), (1, 3), (4, 6), (5, 7), as the terms' pairs.
+    const __m512i m_pairs[4] = {_mm512_and_si512(m_lo, low16), _mm512_srli_epi16(m_lo, 8),
+                                _mm512_and_si512(m_hi, low16), _mm512_srli_epi16(m_hi, 8)};
+    const __m512 wd = load_scales(block), wmin = load_scales(block + 32);
+    __m512 mins[K];
+    __m512i scaled[K];
+    for (int k = 0; k < K; ++k) {
+      const int32_t* terms = a.terms.data() + (size_t(first + k) * a.nb + b) * 4;
+      __m512i m = _mm512_setzero_si512();
+      for (int p = 0; p < 4; ++p) m = _mm512_dpwssd_epi32(m, m_pairs[p], _mm512_set1_epi32(terms[p]));
+      mins[k] = opaque(_mm512_mul_ps(wmin, _mm512_cvtepi32_ps(m)));
+      scaled[k] = _mm512_setzero_si512();
+    }
+    const uint8_t* codes = block + 256;
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      __m512i lo[kChains][K], hi[kChains][K];
+      for (int h = 0; h < kChains; ++h)
+        for (int k = 0; k < K; ++k) lo[h][k] = hi[h][k] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int q = 0; q < 8; ++q) {
+        const __m512i v = _mm512_loadu_si512(codes + 64 * (8 * c + q));
+        const __m512i v_lo = _mm512_and_si512(v, low4), v_hi = _mm512_and_si512(v, high4);
+        for (int k = 0; k < K; ++k) {
+          lo[q % kChains][k] = _mm512_dpbusd_epi32(lo[q % kChains][k], v_lo, bcast_quad(x[k][b].qs + 64 * c + 4 * q));
+          hi[q % kChains][k] = _mm512_dpbusd_epi32(hi[q % kChains][k], v_hi, bcast_quad(x[k][b].qs + 64 * c + 32 + 4 * q));
+        }
+      }
+      const __m512i sc_a = byte_u32(c < 2 ? sc_lo : sc_hi, 2 * (c % 2));
+      const __m512i sc_b = byte_u32(c < 2 ? sc_lo : sc_hi, 2 * (c % 2) + 1);
+      for (int k = 0; k < K; ++k) {
+        __m512i l = lo[0][k], h16 = hi[0][k];
+        if constexpr (kChains == 2) {
+          l = _mm512_add_epi32(l, lo[1][k]);
+          h16 = _mm512_add_epi32(h16, hi[1][k]);
+        }
+        scaled[k] = _mm512_add_epi32(scaled[k], _mm512_mullo_epi32(l, sc_a));
+        scaled[k] = _mm512_add_epi32(scaled[k], _mm512_mullo_epi32(_mm512_srai_epi32(h16, 4), sc_b));
+      }
+    }
+    for (int k = 0; k < K; ++k) {  // x.d * (d * scaled - dmin * mins), as vec_dot_q4_k_q8_k
+      const __m512 s = opaque(_mm512_mul_ps(wd, _mm512_cvtepi32_ps(scaled[k])));
+      const __m512 t = _mm512_mul_ps(_mm512_set1_ps(a.scales[size_t(first + k) * a.nb + b]), opaque(_mm512_sub_ps(s, mins[k])));
+      acc[k] = _mm512_add_ps(acc[k], opaque(t));
+    }
+  }
+  for (int k = 0; k < K; ++k) _mm512_storeu_ps(out + size_t(k) * out_stride, acc[k]);
+}
+
+// K (1..4) tokens against one Q6_K panel. Per 128 elements (half h) and
+// kk = 0, 1: 8 loads of low nibbles (elements 32kk + 4q.. in the low ones,
+// 32 (kk + 2) + 4q.. in the high) and their top bits, giving 16 rows x 4
+// six-bit codes for two 32-element groups; sub-block sums (16 elements, 4
+// quads) less 32 x the activations' sum, times the signed sub-block scale.
+template <int K>
+PAGODA_VNNI void PanelDotQ6K(const uint8_t* panel, const PanelActivations& a, int first, float* out,
+                             size_t out_stride) {
+  constexpr size_t kBlockBytes = kPanelRows * sizeof(BlockQ6_K);
+  const BlockQ8_K* x[K];
+  for (int k = 0; k < K; ++k) x[k] = token_row<BlockQ8_K>(a, first + k);
+  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
+  __m512 acc[K];
+  for (int k = 0; k < K; ++k) acc[k] = _mm512_setzero_ps();
+  for (size_t b = 0; b < a.nb; ++b) {
+    const uint8_t* block = panel + b * kBlockBytes;
+    prefetch_ahead(block, kBlockBytes);
+    __m512i sc_words[4];
+    for (int i = 0; i < 4; ++i) sc_words[i] = _mm512_loadu_si512(block + 3072 + 64 * i);
+    __m512i scaled[K];
+    for (int k = 0; k < K; ++k) scaled[k] = _mm512_setzero_si512();
+    for (int h = 0; h < 2; ++h)
+      for (int kk = 0; kk < 2; ++kk)
+        for (int part = 0; part < 2; ++part) {  // quads 4 part .. 4 part + 3: sub-blocks 8h + 2k + part
+          __m512i sa[K], sb[K];  // groups k = kk and kk + 2
+          for (int k = 0; k < K; ++k) sa[k] = sb[k] = _mm512_setzero_si512();
+#pragma GCC unroll 4
+          for (int q = 4 * part; q < 4 * part + 4; ++q) {
+            const __m512i v = _mm512_loadu_si512(block + 64 * ((2 * h + kk) * 8 + q));
+            const __m512i u = _mm512_loadu_si512(block + 2048 + 64 * (8 * h + q));
+            // Top bits of group g (0..3) sit at bits 2g, 2g + 1 of u: moved to bits 4, 5.
+            const __m512i top_a = _mm512_and_si512(_mm512_slli_epi16(u, 4 - 2 * kk), bits45);
+            const __m512i top_b = _mm512_and_si512(kk == 0 ? u : _mm512_srli_epi16(u, 2), bits45);
+            const __m512i ca = _mm512_or_si512(_mm512_and_si512(v, low4), top_a);
+            const __m512i cb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), top_b);
+            for (int k = 0; k < K; ++k) {
+              sa[k] = _mm512_dpbusd_epi32(sa[k], ca, bcast_quad(x[k][b].qs + 128 * h + 32 * kk + 4 * q));
+              sb[k] = _mm512_dpbusd_epi32(sb[k], cb, bcast_quad(x[k][b].qs + 128 * h + 32 * (kk + 2) + 4 * q));
+            }
+          }
+          const int ja = 8 * h + 2 * kk + part, jb = ja + 4;
+          const __m512i sc_a = byte_i32(sc_words[ja / 4], ja % 4), sc_b = byte_i32(sc_words[jb / 4], jb % 4);
+          for (int k = 0; k < K; ++k) {
+            const int32_t* terms = a.terms.data() + (size_t(first + k) * a.nb + b) * 16;
+            const __m512i da = _mm512_sub_epi32(sa[k], _mm512_set1_epi32(terms[ja]));
+            const __m512i db = _mm512_sub_epi32(sb[k], _mm512_set1_epi32(terms[jb]));
+            scaled[k] = _mm512_add_epi32(scaled[k], _mm512_mullo_epi32(da, sc_a));
+            scaled[k] = _mm512_add_epi32(scaled[k], _mm512_mullo_epi32(db, sc_b));
+          }
+        }
+    const __m512 wd = load_scales(block + 3328);
+    for (int k = 0; k < K; ++k) {  // x.d * d * scaled, as vec_dot_q6_k_q8_k
+      const __m512 xd = _mm512_set1_ps(a.scales[size_t(first + k) * a.nb + b]);
+      const __m512 p = _mm512_mul_ps(_mm512_mul_ps(xd, wd), _mm512_cvtepi32_ps(scaled[k]));
       acc[k] = _mm512_add_ps(acc[k], opaque(p));
     }
   }
@@ -85,8 +250,21 @@ PAGODA_VNNI void PanelDotQ8_0(const uint8_t* panel, const PanelActivations& a, i
 }
 
 using PanelFn = void (*)(const uint8_t*, const PanelActivations&, int, float*, size_t);
-constexpr PanelFn kPanelQ8_0[kPanelTokensMax] = {PanelDotQ8_0<1>, PanelDotQ8_0<2>, PanelDotQ8_0<3>, PanelDotQ8_0<4>,
-                                                 PanelDotQ8_0<5>, PanelDotQ8_0<6>, PanelDotQ8_0<7>, PanelDotQ8_0<8>};
+constexpr PanelFn kPanelQ8_0[8] = {PanelDotQ8_0<1>, PanelDotQ8_0<2>, PanelDotQ8_0<3>, PanelDotQ8_0<4>,
+                                   PanelDotQ8_0<5>, PanelDotQ8_0<6>, PanelDotQ8_0<7>, PanelDotQ8_0<8>};
+constexpr PanelFn kPanelQ4K[4] = {PanelDotQ4K<1>, PanelDotQ4K<2>, PanelDotQ4K<3>, PanelDotQ4K<4>};
+constexpr PanelFn kPanelQ6K[4] = {PanelDotQ6K<1>, PanelDotQ6K<2>, PanelDotQ6K<3>, PanelDotQ6K<4>};
+
+// The kernel table for t and how many tokens its widest kernel takes (the
+// K-quant kernels' accumulators fill the 32 registers at 4).
+bool kernels(TensorType t, const PanelFn*& fns, int& max_tokens) {
+  switch (t) {
+    case TensorType::Q8_0: fns = kPanelQ8_0; max_tokens = 8; return true;
+    case TensorType::Q4_K: fns = kPanelQ4K; max_tokens = 4; return true;
+    case TensorType::Q6_K: fns = kPanelQ6K; max_tokens = 4; return true;
+    default: return false;
+  }
+}
 #endif
 
 }  // namespace
@@ -98,9 +276,18 @@ void panel_dot(TensorType t, const uint8_t* panel, const PanelActivations& a, in
   if (n_tokens < 1 || n_tokens > kPanelTokensMax || first < 0 || first + n_tokens > a.n_tokens)
     fail<InvalidArgument>("panel_dot: tokens {}..{} of {} (at most {} at a time)", first, first + n_tokens, a.n_tokens,
                           kPanelTokensMax);
+  if (a.type != t) fail<InvalidArgument>("panel_dot: {} weights, activations prepared for {}", tensor_type_name(t),
+                                         tensor_type_name(a.type));
 #if PAGODA_PANELS_AVX512
-  if (t == TensorType::Q8_0 && cpu_runs_panels())
-    return kPanelQ8_0[n_tokens - 1](panel, a, first, out, out_stride);
+  const PanelFn* fns;
+  int max_tokens;
+  if (cpu_runs_panels() && kernels(t, fns, max_tokens)) {
+    for (int k = 0; k < n_tokens; k += max_tokens) {
+      const int n = std::min(max_tokens, n_tokens - k);
+      fns[n - 1](panel, a, first + k, out + size_t(k) * out_stride, out_stride);
+    }
+    return;
+  }
 #endif
   panel_dot_reference(t, panel, a, first, n_tokens, out, out_stride);
 }

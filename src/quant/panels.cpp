@@ -1,50 +1,101 @@
-// Row panels (quant/panels.h): the layout, packing and unpacking, and the
-// scalar reference kernel. The AVX-512 VNNI kernel is in panel_dot_avx512.cpp.
+// Row panels (quant/panels.h): the layouts, packing and unpacking, the
+// activations' per-block terms, and the scalar reference kernel. The AVX-512
+// VNNI kernels are in panel_dot_avx512.cpp.
+//
+// A layout is a map from (row, byte of the row's block) to a byte of the
+// panel's block, so one pair of loops packs and unpacks every format.
+// Within a panel block, "[a][b][row][4]" means the 4-byte groups of the 16
+// rows for each (a, b) lie side by side: one 64-byte load per (a, b).
 #include "quant/panels.h"
 
 #include <cstring>
 
 #include "quant/blocks.h"
 #include "quant/dot.h"
+#include "quant/rows.h"
 #include "util/error.h"
 #include "util/half.h"
 
 namespace pagoda {
 namespace {
 
-constexpr size_t kQuads = kQK / 4;
-constexpr uint8_t kCodeOffset = 128;
+constexpr size_t kRows = kPanelRows;
 
-// Q8_0 panel block b: 16 F16 scales, then codes[quad][row][4].
-constexpr size_t kPanelBlockBytes = kPanelRows * sizeof(BlockQ8_0);
-constexpr size_t kScaleBytes = kPanelRows * sizeof(uint16_t);
-static_assert(kScaleBytes + kQuads * kPanelRows * 4 == kPanelBlockBytes);
+// Byte `j` of 4-byte group `group` of row r in a "[group][row][4]" region at `base`.
+constexpr size_t lanes(size_t base, size_t group, int r, size_t j) { return base + (group * kRows + size_t(r)) * 4 + j; }
 
-size_t code_at(size_t quad, int row) { return kScaleBytes + (quad * kPanelRows + size_t(row)) * 4; }
+// Q8_0 (34 bytes a row): d[16] | codes [quad 8][row][4], stored + 128.
+size_t q8_0_offset(int r, size_t i) {
+  if (i < 2) return 2 * size_t(r) + i;
+  const size_t k = i - 2;
+  return lanes(32, k / 4, r, k % 4);
+}
 
-void check_type(TensorType t) {
-  if (!has_panels(t)) fail<Unsupported>("no row panels for {}", tensor_type_name(t));
+// Q4_K (144): d[16] | dmin[16] | scales [dword 3][row][4] | qs [chunk 4][quad 8][row][4].
+// qs byte 32c + 4q + j holds elements 64c + 4q + j (low nibble, sub-block
+// 2c) and 64c + 32 + 4q + j (high nibble, sub-block 2c + 1).
+size_t q4_k_offset(int r, size_t i) {
+  if (i < 4) return (i < 2 ? 0 : 32) + 2 * size_t(r) + i % 2;
+  if (i < 16) return lanes(64, (i - 4) / 4, r, (i - 4) % 4);
+  return lanes(256, (i - 16) / 4, r, (i - 16) % 4);
+}
+
+// Q6_K (210): ql [half 2][kk 2][quad 8][row][4] | qh [half 2][quad 8][row][4] |
+// scales [dword 4][row][4] | d[16]. ql byte 64h + 32kk + 4q + j holds the low
+// four bits of elements 128h + 32kk + 4q + j (low nibble) and of those 64 on
+// (high nibble); qh byte 32h + 4q + j their top two bits, 2 per 32 on.
+size_t q6_k_offset(int r, size_t i) {
+  if (i < 128) return lanes(0, i / 4, r, i % 4);  // (64h + 32kk + 4q) / 4 = (2h + kk) * 8 + q
+  if (i < 192) return lanes(2048, (i - 128) / 4, r, (i - 128) % 4);
+  if (i < 208) return lanes(3072, (i - 192) / 4, r, (i - 192) % 4);
+  return 3328 + 2 * size_t(r) + (i - 208);
+}
+
+struct Layout {
+  size_t block_bytes;  // of one row's block
+  size_t (*offset)(int r, size_t i);
+  uint8_t code_offset;  // added to the bytes from code_from on (Q8_0: signed codes made unsigned)
+  size_t code_from;
+};
+
+Layout layout(TensorType t) {
+  switch (t) {
+    case TensorType::Q8_0: return {sizeof(BlockQ8_0), q8_0_offset, 128, 2};
+    case TensorType::Q4_K: return {sizeof(BlockQ4_K), q4_k_offset, 0, 0};
+    case TensorType::Q6_K: return {sizeof(BlockQ6_K), q6_k_offset, 0, 0};
+    default: fail<Unsupported>("no row panels for {}", tensor_type_name(t));
+  }
+}
+
+// offset(r, i) for every row and byte of a block, tabulated: packing a 1B
+// model calls it for every byte.
+std::vector<uint16_t> offsets(const Layout& l) {
+  std::vector<uint16_t> map(kRows * l.block_bytes);
+  for (int r = 0; r < kPanelRows; ++r)
+    for (size_t i = 0; i < l.block_bytes; ++i) map[size_t(r) * l.block_bytes + i] = uint16_t(l.offset(r, i));
+  return map;
 }
 
 }  // namespace
 
-bool has_panels(TensorType t) { return t == TensorType::Q8_0; }
+bool has_panels(TensorType t) { return t == TensorType::Q8_0 || t == TensorType::Q4_K || t == TensorType::Q6_K; }
 
 int pack_panels(TensorType t, uint8_t* data, size_t row_bytes, int rows) {
-  check_type(t);
-  const size_t nb = row_bytes / sizeof(BlockQ8_0);
+  const Layout l = layout(t);
+  const auto map = offsets(l);
+  const size_t nb = row_bytes / l.block_bytes;
   const int packed = rows / kPanelRows * kPanelRows;
-  std::vector<BlockQ8_0> src(size_t(kPanelRows) * nb);
+  std::vector<uint8_t> src(kRows * row_bytes);
   for (int r0 = 0; r0 < packed; r0 += kPanelRows) {
     uint8_t* panel = data + size_t(r0) * row_bytes;
-    std::memcpy(src.data(), panel, kPanelRows * row_bytes);
+    std::memcpy(src.data(), panel, kRows * row_bytes);
     for (size_t b = 0; b < nb; ++b) {
-      uint8_t* out = panel + b * kPanelBlockBytes;
+      uint8_t* out = panel + b * kRows * l.block_bytes;
       for (int r = 0; r < kPanelRows; ++r) {
-        const BlockQ8_0& block = src[size_t(r) * nb + b];
-        std::memcpy(out + 2 * r, &block.d, 2);
-        for (size_t q = 0; q < kQuads; ++q)
-          for (size_t i = 0; i < 4; ++i) out[code_at(q, r) + i] = uint8_t(block.qs[4 * q + i] + kCodeOffset);
+        const uint8_t* in = src.data() + size_t(r) * row_bytes + b * l.block_bytes;
+        const uint16_t* to = map.data() + size_t(r) * l.block_bytes;
+        for (size_t i = 0; i < l.code_from; ++i) out[to[i]] = in[i];
+        for (size_t i = l.code_from; i < l.block_bytes; ++i) out[to[i]] = uint8_t(in[i] + l.code_offset);
       }
     }
   }
@@ -52,56 +103,65 @@ int pack_panels(TensorType t, uint8_t* data, size_t row_bytes, int rows) {
 }
 
 void unpack_panel_row(TensorType t, const uint8_t* panel, size_t row_bytes, int lane, uint8_t* out) {
-  check_type(t);
-  const size_t nb = row_bytes / sizeof(BlockQ8_0);
+  const Layout l = layout(t);
+  const size_t nb = row_bytes / l.block_bytes;
   for (size_t b = 0; b < nb; ++b) {
-    const uint8_t* in = panel + b * kPanelBlockBytes;
-    BlockQ8_0 block;
-    std::memcpy(&block.d, in + 2 * lane, 2);
-    for (size_t q = 0; q < kQuads; ++q)
-      for (size_t i = 0; i < 4; ++i) block.qs[4 * q + i] = int8_t(in[code_at(q, lane) + i] - kCodeOffset);
-    std::memcpy(out + b * sizeof(BlockQ8_0), &block, sizeof(BlockQ8_0));
+    const uint8_t* in = panel + b * kRows * l.block_bytes;
+    for (size_t i = 0; i < l.block_bytes; ++i)
+      out[b * l.block_bytes + i] = uint8_t(in[l.offset(lane, i)] - (i >= l.code_from ? l.code_offset : 0));
   }
 }
 
 void prepare_panel_activations(TensorType t, const void* x, size_t x_stride, int n_tokens, size_t nb,
                                PanelActivations& a) {
-  check_type(t);
+  layout(t);  // checks t
+  a.type = t;
   a.nb = nb;
   a.n_tokens = n_tokens;
   a.rows = static_cast<const uint8_t*>(x);
   a.row_stride = x_stride;
+  a.terms_per_block = t == TensorType::Q8_0 ? 1 : t == TensorType::Q4_K ? 4 : 16;
   a.scales.resize(size_t(n_tokens) * nb);
-  a.offsets.resize(size_t(n_tokens) * nb);
+  a.terms.resize(size_t(n_tokens) * nb * a.terms_per_block);
   for (int k = 0; k < n_tokens; ++k) {
-    const auto* row = reinterpret_cast<const BlockQ8_0*>(a.rows + size_t(k) * x_stride);
+    const uint8_t* row = a.rows + size_t(k) * x_stride;
     for (size_t b = 0; b < nb; ++b) {
-      int32_t sum = 0;
-      for (int8_t c : row[b].qs) sum += c;
-      a.scales[size_t(k) * nb + b] = f16_to_f32(row[b].d);
-      a.offsets[size_t(k) * nb + b] = kCodeOffset * sum;
+      const size_t i = size_t(k) * nb + b;
+      int32_t* terms = a.terms.data() + i * a.terms_per_block;
+      if (t == TensorType::Q8_0) {
+        const BlockQ8_0& x_b = reinterpret_cast<const BlockQ8_0*>(row)[b];
+        int32_t sum = 0;
+        for (int8_t c : x_b.qs) sum += c;
+        a.scales[i] = f16_to_f32(x_b.d);
+        terms[0] = 128 * sum;  // the code offset's share of the block sum
+        continue;
+      }
+      const BlockQ8_K& x_b = reinterpret_cast<const BlockQ8_K*>(row)[b];
+      a.scales[i] = x_b.d;
+      if (t == TensorType::Q4_K) {
+        // The sums of the 8 sub-blocks of 32, as 16-bit pairs (0, 2), (1, 3),
+        // (4, 6), (5, 7): the min-weighted sum is 4 vpdpwssd against the mins.
+        int32_t s[8];
+        for (int j = 0; j < 8; ++j) s[j] = int32_t(x_b.bsums[2 * j]) + x_b.bsums[2 * j + 1];
+        const int pairs[4][2] = {{0, 2}, {1, 3}, {4, 6}, {5, 7}};
+        for (int p = 0; p < 4; ++p)
+          terms[p] = int32_t(uint32_t(uint16_t(s[pairs[p][0]])) | uint32_t(uint16_t(s[pairs[p][1]])) << 16);
+      } else {
+        for (int j = 0; j < 16; ++j) terms[j] = 32 * int32_t(x_b.bsums[j]);  // Q6_K's code offset, per 16
+      }
     }
   }
 }
 
 void panel_dot_reference(TensorType t, const uint8_t* panel, const PanelActivations& a, int first, int n_tokens,
                          float* out, size_t out_stride) {
-  check_type(t);
-  for (int k = 0; k < n_tokens; ++k) {
-    const auto* x = reinterpret_cast<const BlockQ8_0*>(a.rows + size_t(first + k) * a.row_stride);
-    for (int r = 0; r < kPanelRows; ++r) {
-      float sum = 0;
-      for (size_t b = 0; b < a.nb; ++b) {
-        const uint8_t* in = panel + b * kPanelBlockBytes;
-        int32_t dot = 0;
-        for (size_t q = 0; q < kQuads; ++q)
-          for (size_t i = 0; i < 4; ++i) dot += (int32_t(in[code_at(q, r) + i]) - kCodeOffset) * x[b].qs[4 * q + i];
-        uint16_t d;
-        std::memcpy(&d, in + 2 * r, 2);
-        sum += f16_to_f32(d) * f16_to_f32(x[b].d) * float(dot);  // as vec_dot_q8_0_q8_0
-      }
-      out[size_t(k) * out_stride + size_t(r)] = sum;
-    }
+  const Layout l = layout(t);
+  const size_t n = a.nb * size_t(block_elems(t));
+  std::vector<uint8_t> row(a.nb * l.block_bytes);
+  for (int r = 0; r < kPanelRows; ++r) {
+    unpack_panel_row(t, panel, row.size(), r, row.data());
+    for (int k = 0; k < n_tokens; ++k)
+      out[size_t(k) * out_stride + size_t(r)] = vec_dot(t, row.data(), a.rows + size_t(first + k) * a.row_stride, n);
   }
 }
 

@@ -8,12 +8,14 @@
 //
 // A panel occupies exactly the bytes of its 16 rows, so a matrix read into
 // memory is rearranged in place (pack_panels) when the model loads; rows past
-// the last whole panel stay row-major. Q8_0, per block b of 32 columns (the
-// 16 rows' blocks b, 16 x 34 bytes):
+// the last whole panel stay row-major. Per block b (32 or 256 columns), the
+// 16 rows' blocks b are regrouped so that every 64-byte load holds 4 bytes of
+// each row: Q8_0, for example (16 x 34 bytes):
 //   uint16_t d[16]             the rows' F16 scales
 //   uint8_t  codes[8][16][4]   quad q (columns 4q..4q+3) of row r: code + 128
-// (Codes are stored offset to unsigned: vpdpbusd multiplies unsigned by signed
-// bytes; the offset times the activations' sum is subtracted per block.)
+// (Q8_0 codes are stored offset to unsigned: vpdpbusd multiplies unsigned by
+// signed bytes; the offset times the activations' sum is subtracted per
+// block.) Q4_K and Q6_K keep their bytes, regrouped alike (panels.cpp).
 //
 // Results are bit-identical to vec_dot of quant/dot.h on the original rows:
 // the same exact integer block sums, the same float expression in block order.
@@ -30,7 +32,7 @@ namespace pagoda {
 inline constexpr int kPanelRows = 16;
 inline constexpr int kPanelTokensMax = 8;  // tokens per panel_dot call
 
-// Whether a panel layout exists for weights of type t (Q8_0).
+// Whether a panel layout exists for weights of type t (Q8_0, Q4_K, Q6_K).
 bool has_panels(TensorType t);
 // Whether this CPU runs panels fast (AVX-512 VNNI): only then are matrices packed.
 bool prefers_panels(TensorType t);
@@ -44,14 +46,19 @@ void unpack_panel_row(TensorType t, const uint8_t* panel, size_t row_bytes, int 
 
 // Activation rows prepared for the panel kernels: the 8-bit rows (as
 // quantize_activations writes them for activation_type(t)) and, per token and
-// block, the scale as a float and the code offset's share of the block sum.
+// block, the scale as a float and integer terms from the codes' sums: Q8_0
+// 128 x the block's (the code offset's share), Q4_K the 8 sub-block sums as
+// 4 pairs of 16 bits (against the mins), Q6_K 32 x each of the 16 (its code
+// offset's share).
 struct PanelActivations {
-  size_t nb = 0;  // blocks per row
+  TensorType type = TensorType::Q8_0;  // of the weights
+  size_t nb = 0;                       // blocks per row
   int n_tokens = 0;
   const uint8_t* rows = nullptr;
   size_t row_stride = 0;
-  std::vector<float> scales;     // [token][block]
-  std::vector<int32_t> offsets;  // [token][block]: 128 * the sum of the block's codes (Q8_0)
+  size_t terms_per_block = 0;
+  std::vector<float> scales;    // [token][block]
+  std::vector<int32_t> terms;   // [token][block][terms_per_block]
 };
 void prepare_panel_activations(TensorType t, const void* x, size_t x_stride, int n_tokens, size_t nb,
                                PanelActivations& a);

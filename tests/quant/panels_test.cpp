@@ -1,10 +1,13 @@
 // Row panels (quant/panels.h): packing keeps every byte (unpacking gives the
 // rows back), and the panel kernels, SIMD and scalar, equal vec_dot on the
-// original rows bit for bit, for 1..8 tokens and several widths.
+// original rows bit for bit, for every format, 1..8 tokens, several widths,
+// random bytes (every code, scale and min) and extreme activations.
 #include "quant/panels.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -30,50 +33,70 @@ std::vector<uint8_t> activations(TensorType xt, size_t n, int n_tokens, std::mt1
   return out;
 }
 
+const TensorType kTypes[] = {TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K};
+
 TEST(Panels, PackKeepsEveryByteAndLeavesTheTailRowMajor) {
   std::mt19937 rng(1);
-  const TensorType t = TensorType::Q8_0;
-  const size_t n = 96, rb = row_bytes(t, n);
-  const int rows = 2 * kPanelRows + 5;
-  const auto original = testing::random_blocks(t, n * rows, rng);
-  auto packed = original;
-  ASSERT_EQ(pack_panels(t, packed.data(), rb, rows), 2 * kPanelRows);
-  EXPECT_NE(packed, original);
-  std::vector<uint8_t> row(rb);
-  for (int r = 0; r < 2 * kPanelRows; ++r) {
-    unpack_panel_row(t, packed.data() + size_t(r / kPanelRows * kPanelRows) * rb, rb, r % kPanelRows, row.data());
-    EXPECT_EQ(0, std::memcmp(row.data(), original.data() + size_t(r) * rb, rb)) << r;
+  for (const TensorType t : kTypes) {
+    SCOPED_TRACE(tensor_type_name(t));
+    const size_t n = 3 * size_t(block_elems(t)), rb = row_bytes(t, n);
+    const int rows = 2 * kPanelRows + 5;
+    const auto original = testing::random_blocks(t, n * rows, rng);
+    auto packed = original;
+    ASSERT_EQ(pack_panels(t, packed.data(), rb, rows), 2 * kPanelRows);
+    EXPECT_NE(packed, original);
+    std::vector<uint8_t> row(rb);
+    for (int r = 0; r < 2 * kPanelRows; ++r) {
+      unpack_panel_row(t, packed.data() + size_t(r / kPanelRows * kPanelRows) * rb, rb, r % kPanelRows, row.data());
+      EXPECT_EQ(0, std::memcmp(row.data(), original.data() + size_t(r) * rb, rb)) << r;
+    }
+    EXPECT_EQ(0, std::memcmp(packed.data() + 2 * kPanelRows * rb, original.data() + 2 * kPanelRows * rb, 5 * rb));
   }
-  EXPECT_EQ(0, std::memcmp(packed.data() + 2 * kPanelRows * rb, original.data() + 2 * kPanelRows * rb, 5 * rb));
+}
+
+// Tokens first .. first + k - 1 against a panel: the reference kernel and
+// panel_dot on every SIMD target (the AVX-512 VNNI kernels where the CPU has
+// them, the reference elsewhere) equal vec_dot on the original rows.
+void expect_panel_matches(TensorType t, const std::vector<uint8_t>& rows, const std::vector<uint8_t>& panel,
+                          const std::vector<uint8_t>& x, const PanelActivations& a, int first, int k) {
+  const size_t n = a.nb * size_t(block_elems(t)), rb = row_bytes(t, n), xb = a.row_stride;
+  const size_t stride = kPanelRows + 3;
+  auto check = [&](const std::vector<float>& got, const char* what) {
+    for (int j = 0; j < k; ++j)
+      for (int r = 0; r < kPanelRows; ++r) {
+        const float want = vec_dot(t, rows.data() + size_t(r) * rb, x.data() + size_t(first + j) * xb, n);
+        ASSERT_EQ(got[size_t(j) * stride + size_t(r)], want)
+            << what << " " << tensor_type_name(t) << " n " << n << " tokens " << first << "+" << k << " token " << j
+            << " row " << r;
+      }
+    EXPECT_EQ(got[kPanelRows], -1.0f);  // nothing written past the panel's rows
+  };
+  std::vector<float> out(size_t(k) * stride, -1.0f);
+  panel_dot_reference(t, panel.data(), a, first, k, out.data(), stride);
+  check(out, "reference");
+  testing::for_each_simd_target([&](int64_t) {
+    std::fill(out.begin(), out.end(), -1.0f);
+    panel_dot(t, panel.data(), a, first, k, out.data(), stride);
+    check(out, "panel_dot");
+  });
 }
 
 TEST(Panels, KernelsMatchVecDotBitForBit) {
   std::mt19937 rng(2);
-  const TensorType t = TensorType::Q8_0, xt = activation_type(t);
-  for (size_t n : {size_t(32), size_t(96), size_t(2048)})
-    for (bool extreme : {false, true}) {
-      const size_t rb = row_bytes(t, n), xb = row_bytes(xt, n);
-      const auto rows = testing::random_blocks(t, n * kPanelRows, rng);
-      auto panel = rows;
-      pack_panels(t, panel.data(), rb, kPanelRows);
-      const auto x = activations(xt, n, kPanelTokensMax + 3, rng, extreme);
-      PanelActivations a;
-      prepare_panel_activations(t, x.data(), xb, kPanelTokensMax + 3, n / kQK, a);
-      for (int first : {0, 3})
-        for (int k = 1; k <= kPanelTokensMax; ++k) {
-          const size_t stride = kPanelRows + 3;
-          std::vector<float> fast(size_t(k) * stride, -1.0f), ref(size_t(k) * stride, -1.0f);
-          testing::for_each_simd_target([&](int64_t) { panel_dot(t, panel.data(), a, first, k, fast.data(), stride); });
-          panel_dot_reference(t, panel.data(), a, first, k, ref.data(), stride);
-          for (int j = 0; j < k; ++j)
-            for (int r = 0; r < kPanelRows; ++r) {
-              const float want = vec_dot(t, rows.data() + size_t(r) * rb, x.data() + size_t(first + j) * xb, n);
-              ASSERT_EQ(ref[size_t(j) * stride + r], want) << "n " << n << " token " << j << " row " << r;
-              ASSERT_EQ(fast[size_t(j) * stride + r], want) << "n " << n << " token " << j << " row " << r;
-            }
-          EXPECT_EQ(fast[kPanelRows], -1.0f);  // nothing written past the panel's rows
-        }
-    }
+  for (const TensorType t : kTypes)
+    for (const size_t blocks : {1, 3, 8})
+      for (const bool extreme : {false, true}) {
+        const TensorType xt = activation_type(t);
+        const size_t n = blocks * size_t(block_elems(t)), rb = row_bytes(t, n), xb = row_bytes(xt, n);
+        const auto rows = testing::random_blocks(t, n * kPanelRows, rng);
+        auto panel = rows;
+        pack_panels(t, panel.data(), rb, kPanelRows);
+        const auto x = activations(xt, n, kPanelTokensMax + 3, rng, extreme);
+        PanelActivations a;
+        prepare_panel_activations(t, x.data(), xb, kPanelTokensMax + 3, blocks, a);
+        for (const int first : {0, 3})
+          for (int k = 1; k <= kPanelTokensMax; ++k) expect_panel_matches(t, rows, panel, x, a, first, k);
+      }
 }
 
 TEST(Panels, BadArgumentsAreRejected) {
@@ -85,6 +108,7 @@ TEST(Panels, BadArgumentsAreRejected) {
   EXPECT_THROW(panel_dot(TensorType::Q8_0, panel.data(), a, 0, 2, out, kPanelRows), InvalidArgument);
   EXPECT_THROW(panel_dot(TensorType::Q8_0, panel.data(), a, 0, 0, out, kPanelRows), InvalidArgument);
   EXPECT_THROW(pack_panels(TensorType::F16, panel.data(), 64, 16), Unsupported);
+  EXPECT_THROW(panel_dot(TensorType::Q4_K, panel.data(), a, 0, 1, out, kPanelRows), InvalidArgument);
 }
 
 }  // namespace
