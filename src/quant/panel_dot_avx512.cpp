@@ -67,17 +67,30 @@ const XBlock* token_row(const PanelActivations& a, int k) {
   return reinterpret_cast<const XBlock*>(a.rows + size_t(k) * a.row_stride);
 }
 
-// K tokens against one Q8_0 panel. Per block: the 16 rows' scales in one
-// vector, 8 loads of 16 rows x 4 codes, each multiplied by every token's
-// matching 4 activation codes (a broadcast) with vpdpbusd. With one or two
-// tokens the 8 multiply-adds of a block run as two chains.
-template <int K>
-PAGODA_VNNI void PanelDotQ8_0(const uint8_t* panel, const PanelActivations& a, int first, float* out,
-                              size_t out_stride) {
+// Bits e0 .. e0 + 3 of every 32-bit lane of h, as bit 4 of its 4 bytes (the
+// fifth bits of Q5_0 elements e0 ..): a multiply spreads 4 bits 7 apart.
+PAGODA_VNNI inline __m512i fifth_bits(__m512i h, int e0) {
+  const __m512i four = _mm512_and_si512(_mm512_srli_epi32(h, e0), _mm512_set1_epi32(0xF));
+  return _mm512_and_si512(_mm512_mullo_epi32(four, _mm512_set1_epi32(0x02040810)), _mm512_set1_epi32(0x10101010));
+}
+
+// K tokens against one panel of a 32-element format: Q8_0 (8 loads of 16
+// rows x 4 codes per block), Q4_0 and Q5_0 (4 loads of 16 rows x 8 nibbles,
+// low and high giving quads q and q + 4; Q5_0 ors in the fifth bits). Each
+// quad of codes is multiplied by every token's matching 4 activation codes (a
+// broadcast) with vpdpbusd; the codes are unsigned, so the offset's share of
+// the block sum (the activations' term) is subtracted. With one or two
+// tokens a block's multiply-adds run as two chains.
+template <TensorType kType, int K>
+PAGODA_VNNI void PanelDotLegacy(const uint8_t* panel, const PanelActivations& a, int first, float* out,
+                                size_t out_stride) {
+  constexpr bool kQ8 = kType == TensorType::Q8_0, kQ5 = kType == TensorType::Q5_0;
+  constexpr size_t kBlockBytes = kPanelRows * (kQ8 ? sizeof(BlockQ8_0) : kQ5 ? sizeof(BlockQ5_0) : sizeof(BlockQ4_0));
+  constexpr size_t kCodes = kQ5 ? 96 : 32;  // after the scales (and Q5_0's fifth bits)
   constexpr int kChains = K <= 2 ? 2 : 1;
-  constexpr size_t kBlockBytes = kPanelRows * sizeof(BlockQ8_0);
   const BlockQ8_0* x[K];
   for (int k = 0; k < K; ++k) x[k] = token_row<BlockQ8_0>(a, first + k);
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
   __m512 acc[K];
   for (int k = 0; k < K; ++k) acc[k] = _mm512_setzero_ps();
   for (size_t b = 0; b < a.nb; ++b) {
@@ -85,13 +98,30 @@ PAGODA_VNNI void PanelDotQ8_0(const uint8_t* panel, const PanelActivations& a, i
     __m512i s[kChains][K];
     for (int c = 0; c < kChains; ++c)
       for (int k = 0; k < K; ++k) s[c][k] = _mm512_setzero_si512();
+    auto multiply = [&](int q, __m512i codes) PAGODA_VNNI {
+      for (int k = 0; k < K; ++k)
+        s[q % kChains][k] = _mm512_dpbusd_epi32(s[q % kChains][k], codes, bcast_quad(x[k][b].qs + 4 * q));
+    };
+    if constexpr (kQ8) {
 #pragma GCC unroll 8
-    for (int q = 0; q < 8; ++q) {
-      const __m512i w = _mm512_loadu_si512(block + 32 + 64 * q);
-      for (int k = 0; k < K; ++k) s[q % kChains][k] = _mm512_dpbusd_epi32(s[q % kChains][k], w, bcast_quad(x[k][b].qs + 4 * q));
+      for (int q = 0; q < 8; ++q) multiply(q, _mm512_loadu_si512(block + kCodes + 64 * q));
+    } else {
+      __m512i h = _mm512_setzero_si512();
+      if constexpr (kQ5) h = _mm512_loadu_si512(block + 32);
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        const __m512i v = _mm512_loadu_si512(block + kCodes + 64 * q);
+        __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        if constexpr (kQ5) {
+          lo = _mm512_or_si512(lo, fifth_bits(h, 4 * q));
+          hi = _mm512_or_si512(hi, fifth_bits(h, 16 + 4 * q));
+        }
+        multiply(q, lo);
+        multiply(q + 4, hi);
+      }
     }
     const __m512 wd = load_scales(block);
-    for (int k = 0; k < K; ++k) {
+    for (int k = 0; k < K; ++k) {  // d_w * d_x * sum, as vec_dot_q8_0_q8_0 and its kin
       const size_t i = size_t(first + k) * a.nb + b;
       __m512i sum = s[0][k];
       if constexpr (kChains == 2) sum = _mm512_add_epi32(sum, s[1][k]);
@@ -250,8 +280,10 @@ PAGODA_VNNI void PanelDotQ6K(const uint8_t* panel, const PanelActivations& a, in
 }
 
 using PanelFn = void (*)(const uint8_t*, const PanelActivations&, int, float*, size_t);
-constexpr PanelFn kPanelQ8_0[8] = {PanelDotQ8_0<1>, PanelDotQ8_0<2>, PanelDotQ8_0<3>, PanelDotQ8_0<4>,
-                                   PanelDotQ8_0<5>, PanelDotQ8_0<6>, PanelDotQ8_0<7>, PanelDotQ8_0<8>};
+template <TensorType kType>
+constexpr PanelFn kPanelLegacy[8] = {PanelDotLegacy<kType, 1>, PanelDotLegacy<kType, 2>, PanelDotLegacy<kType, 3>,
+                                     PanelDotLegacy<kType, 4>, PanelDotLegacy<kType, 5>, PanelDotLegacy<kType, 6>,
+                                     PanelDotLegacy<kType, 7>, PanelDotLegacy<kType, 8>};
 constexpr PanelFn kPanelQ4K[4] = {PanelDotQ4K<1>, PanelDotQ4K<2>, PanelDotQ4K<3>, PanelDotQ4K<4>};
 constexpr PanelFn kPanelQ6K[4] = {PanelDotQ6K<1>, PanelDotQ6K<2>, PanelDotQ6K<3>, PanelDotQ6K<4>};
 
@@ -259,7 +291,9 @@ constexpr PanelFn kPanelQ6K[4] = {PanelDotQ6K<1>, PanelDotQ6K<2>, PanelDotQ6K<3>
 // K-quant kernels' accumulators fill the 32 registers at 4).
 bool kernels(TensorType t, const PanelFn*& fns, int& max_tokens) {
   switch (t) {
-    case TensorType::Q8_0: fns = kPanelQ8_0; max_tokens = 8; return true;
+    case TensorType::Q8_0: fns = kPanelLegacy<TensorType::Q8_0>; max_tokens = 8; return true;
+    case TensorType::Q4_0: fns = kPanelLegacy<TensorType::Q4_0>; max_tokens = 8; return true;
+    case TensorType::Q5_0: fns = kPanelLegacy<TensorType::Q5_0>; max_tokens = 8; return true;
     case TensorType::Q4_K: fns = kPanelQ4K; max_tokens = 4; return true;
     case TensorType::Q6_K: fns = kPanelQ6K; max_tokens = 4; return true;
     default: return false;

@@ -31,6 +31,20 @@ size_t q8_0_offset(int r, size_t i) {
   return lanes(32, k / 4, r, k % 4);
 }
 
+// Q4_0 (18): d[16] | qs [quad 4][row][4]: qs byte 4q + j holds elements 4q + j
+// (low nibble) and 16 + 4q + j (high).
+size_t q4_0_offset(int r, size_t i) {
+  if (i < 2) return 2 * size_t(r) + i;
+  return lanes(32, (i - 2) / 4, r, (i - 2) % 4);
+}
+
+// Q5_0 (22): d[16] | qh [row][4] (the fifth bits, one 32-bit lane a row) | qs as Q4_0's.
+size_t q5_0_offset(int r, size_t i) {
+  if (i < 2) return 2 * size_t(r) + i;
+  if (i < 6) return lanes(32, 0, r, i - 2);
+  return lanes(96, (i - 6) / 4, r, (i - 6) % 4);
+}
+
 // Q4_K (144): d[16] | dmin[16] | scales [dword 3][row][4] | qs [chunk 4][quad 8][row][4].
 // qs byte 32c + 4q + j holds elements 64c + 4q + j (low nibble, sub-block
 // 2c) and 64c + 32 + 4q + j (high nibble, sub-block 2c + 1).
@@ -61,6 +75,8 @@ struct Layout {
 Layout layout(TensorType t) {
   switch (t) {
     case TensorType::Q8_0: return {sizeof(BlockQ8_0), q8_0_offset, 128, 2};
+    case TensorType::Q4_0: return {sizeof(BlockQ4_0), q4_0_offset, 0, 0};
+    case TensorType::Q5_0: return {sizeof(BlockQ5_0), q5_0_offset, 0, 0};
     case TensorType::Q4_K: return {sizeof(BlockQ4_K), q4_k_offset, 0, 0};
     case TensorType::Q6_K: return {sizeof(BlockQ6_K), q6_k_offset, 0, 0};
     default: fail<Unsupported>("no row panels for {}", tensor_type_name(t));
@@ -78,7 +94,10 @@ std::vector<uint16_t> offsets(const Layout& l) {
 
 }  // namespace
 
-bool has_panels(TensorType t) { return t == TensorType::Q8_0 || t == TensorType::Q4_K || t == TensorType::Q6_K; }
+bool has_panels(TensorType t) {
+  return t == TensorType::Q8_0 || t == TensorType::Q4_0 || t == TensorType::Q5_0 || t == TensorType::Q4_K ||
+         t == TensorType::Q6_K;
+}
 
 int pack_panels(TensorType t, uint8_t* data, size_t row_bytes, int rows) {
   const Layout l = layout(t);
@@ -120,7 +139,10 @@ void prepare_panel_activations(TensorType t, const void* x, size_t x_stride, int
   a.n_tokens = n_tokens;
   a.rows = static_cast<const uint8_t*>(x);
   a.row_stride = x_stride;
-  a.terms_per_block = t == TensorType::Q8_0 ? 1 : t == TensorType::Q4_K ? 4 : 16;
+  const bool legacy = activation_type(t) == TensorType::Q8_0;  // Q8_0, Q4_0, Q5_0
+  a.terms_per_block = legacy ? 1 : t == TensorType::Q4_K ? 4 : 16;
+  // The code offsets: stored codes are unsigned, value = code - offset.
+  const int32_t offset = t == TensorType::Q8_0 ? 128 : t == TensorType::Q5_0 ? 16 : 8;
   a.scales.resize(size_t(n_tokens) * nb);
   a.terms.resize(size_t(n_tokens) * nb * a.terms_per_block);
   for (int k = 0; k < n_tokens; ++k) {
@@ -128,12 +150,12 @@ void prepare_panel_activations(TensorType t, const void* x, size_t x_stride, int
     for (size_t b = 0; b < nb; ++b) {
       const size_t i = size_t(k) * nb + b;
       int32_t* terms = a.terms.data() + i * a.terms_per_block;
-      if (t == TensorType::Q8_0) {
+      if (legacy) {
         const BlockQ8_0& x_b = reinterpret_cast<const BlockQ8_0*>(row)[b];
         int32_t sum = 0;
         for (int8_t c : x_b.qs) sum += c;
         a.scales[i] = f16_to_f32(x_b.d);
-        terms[0] = 128 * sum;  // the code offset's share of the block sum
+        terms[0] = offset * sum;  // the code offset's share of the block sum
         continue;
       }
       const BlockQ8_K& x_b = reinterpret_cast<const BlockQ8_K*>(row)[b];

@@ -15,7 +15,8 @@
 //   uint8_t  codes[8][16][4]   quad q (columns 4q..4q+3) of row r: code + 128
 // (Q8_0 codes are stored offset to unsigned: vpdpbusd multiplies unsigned by
 // signed bytes; the offset times the activations' sum is subtracted per
-// block.) Q4_K and Q6_K keep their bytes, regrouped alike (panels.cpp).
+// block.) Q4_0, Q5_0, Q4_K and Q6_K keep their bytes, regrouped alike
+// (panels.cpp).
 //
 // Results are bit-identical to vec_dot of quant/dot.h on the original rows:
 // the same exact integer block sums, the same float expression in block order.
@@ -32,7 +33,7 @@ namespace pagoda {
 inline constexpr int kPanelRows = 16;
 inline constexpr int kPanelTokensMax = 8;  // tokens per panel_dot call
 
-// Whether a panel layout exists for weights of type t (Q8_0, Q4_K, Q6_K).
+// Whether a panel layout exists for weights of type t (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K).
 bool has_panels(TensorType t);
 // Whether this CPU runs panels fast (AVX-512 VNNI): only then are matrices packed.
 bool prefers_panels(TensorType t);
@@ -46,8 +47,8 @@ void unpack_panel_row(TensorType t, const uint8_t* panel, size_t row_bytes, int 
 
 // Activation rows prepared for the panel kernels: the 8-bit rows (as
 // quantize_activations writes them for activation_type(t)) and, per token and
-// block, the scale as a float and integer terms from the codes' sums: Q8_0
-// 128 x the block's (the code offset's share), Q4_K the 8 sub-block sums as
+// block, the scale as a float and integer terms from the codes' sums: Q8_0,
+// Q4_0, Q5_0 the code offset (128, 8, 16) x the block's, Q4_K the 8 sub-block sums as
 // 4 pairs of 16 bits (against the mins), Q6_K 32 x each of the 16 (its code
 // offset's share).
 struct PanelActivations {

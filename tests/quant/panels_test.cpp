@@ -33,7 +33,7 @@ std::vector<uint8_t> activations(TensorType xt, size_t n, int n_tokens, std::mt1
   return out;
 }
 
-const TensorType kTypes[] = {TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K};
+const TensorType kTypes[] = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K};
 
 TEST(Panels, PackKeepsEveryByteAndLeavesTheTailRowMajor) {
   std::mt19937 rng(1);
