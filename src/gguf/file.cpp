@@ -128,10 +128,15 @@ GgufFile GgufFile::parse_writable(uint8_t* data, size_t size, std::string source
   return f;
 }
 
-bool GgufFile::edit(const std::function<void()>& edit) const {
-  if (mapping_) return mapping_->edit([&](uint8_t*) { edit(); });
-  if (writable_) edit();
-  return writable_;
+bool GgufFile::edit(const std::function<void()>& fn) const {
+  if (!writable_ && !(mapping_ && mapping_->residency() == Residency::kInMemory)) return false;
+  if (edited_)
+    fail<InvalidArgument>("{}: its tensors were rearranged for a model already; open the file again for another",
+                          source_);
+  edited_ = true;  // before fn: a throw half way leaves the bytes neither layout
+  if (mapping_) return mapping_->edit([&](uint8_t*) { fn(); });
+  fn();
+  return true;
 }
 
 GgufFile GgufFile::parse(const uint8_t* data, size_t size, std::string source) {

@@ -49,12 +49,14 @@ class GgufFile {
   Residency residency() const { return mapping_ ? mapping_->residency() : Residency::kMapped; }
   const std::map<std::string, Value>& metadata() const { return metadata_; }
 
-  // Runs edit() and returns true where the tensors' bytes are this file's own
+  // Runs fn() and returns true where the tensors' bytes are this file's own
   // copy (open() with kInMemory) or the caller's to rearrange
-  // (parse_writable): inside edit the tensors' data may be written through
-  // const_cast. A mapped file is never written: false, edit not called.
-  // Model loading uses it to lay weight matrices out for the kernels.
-  bool edit(const std::function<void()>& edit) const;
+  // (parse_writable): inside fn the tensors' data may be written through
+  // const_cast. A mapped file is never written: false, fn not called. Once
+  // only: a second call throws InvalidArgument (the bytes already serve the
+  // model that rearranged them; tensors() then describes the stored layout
+  // no more). Model loading uses it to lay weight matrices out for the kernels.
+  bool edit(const std::function<void()>& fn) const;
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
 
   const Value* find(const std::string& key) const;
@@ -71,7 +73,8 @@ class GgufFile {
  private:
   GgufFile() = default;
   std::shared_ptr<MappedFile> mapping_;
-  bool writable_ = false;  // parse_writable
+  bool writable_ = false;        // parse_writable
+  mutable bool edited_ = false;  // edit() ran
   std::string source_;
   uint32_t version_ = 0;
   uint32_t alignment_ = kDefaultAlignment;

@@ -29,11 +29,13 @@ constexpr int kFusedMaxTokens = 32;
 
 // Quantized weights: each activation row is quantized once per call to the
 // 8-bit format the weight type's kernel takes, then every output element is
-// an integer-per-block dot of a stored weight row with it (quant/dot_simd.h):
-// for one token, 4 far-apart rows at a time (for_row_streams); for 8 or more
-// on AVX-512 VNNI, token groups (matmul_token_groups); otherwise tiles of up
-// to 4 weight rows x vec_dot_tile_tokens() tokens (8 on AVX-512, else 4), so
-// a decoded weight block serves several tokens. The weights are never
+// an integer-per-block dot of a weight row with it. A matrix packed into row
+// panels at load (quant/panels.h, AVX-512 VNNI) takes matmul_panels for any
+// number of tokens. Row-major ones take the kernels of quant/dot_simd.h: for
+// one token, 4 far-apart rows at a time (for_row_streams); for 8 or more on
+// AVX-512 VNNI, token groups (matmul_token_groups); otherwise tiles of up to
+// 4 weight rows x vec_dot_tile_tokens() tokens (8 on AVX-512, else 4), so a
+// decoded weight block serves several tokens. The weights are never
 // decoded to floats; a tile of kQuantRowTile rows (under 50 KB even for the
 // 5632-wide FFN down rows) stays in L1/L2 while every token passes over it.
 // Each output is bit-identical to the scalar kernel's whatever the path,

@@ -1,6 +1,8 @@
 #include "model/weights.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "gguf/file.h"
 #include "quant/panels.h"
@@ -83,21 +85,43 @@ LlamaWeights LlamaWeights::load(const GgufFile& f, ModelConfig& cfg) {
   return w;
 }
 
+namespace {
+
+const uint8_t* end_of(const Matrix& m) { return m.data + size_t(m.rows) * m.row_bytes; }
+
+// Whether the matrices' bytes are disjoint or identical (the tied output is
+// token_embd): a file whose tensors overlap otherwise could not be packed
+// one matrix at a time without rearranging another's bytes under it.
+bool packable(std::vector<const Matrix*> all) {
+  std::sort(all.begin(), all.end(), [](const Matrix* a, const Matrix* b) { return a->data < b->data; });
+  for (size_t i = 1; i < all.size(); ++i) {
+    const Matrix &a = *all[i - 1], &b = *all[i];
+    const bool same = a.data == b.data && end_of(a) == end_of(b) && a.type == b.type && a.row_bytes == b.row_bytes;
+    if (b.data < end_of(a) && !same) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void LlamaWeights::pack_panels(const GgufFile& f) {
-  std::vector<Matrix*> matrices = {&token_embd, &output};
+  std::vector<Matrix*> matrices = {&output};  // token_embd only serves row lookups, unless tied
   for (auto& l : layers)
     for (Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) matrices.push_back(m);
+  std::vector<const Matrix*> all(matrices.begin(), matrices.end());
+  all.push_back(&token_embd);
+  if (!packable(all)) return;
+  std::erase_if(matrices, [](const Matrix* m) { return !prefers_panels(m->type); });
+  if (matrices.empty()) return;
   f.edit([&] {
-    for (size_t i = 0; i < matrices.size(); ++i) {
-      Matrix& m = *matrices[i];
-      if (!prefers_panels(m.type)) continue;
-      if (i == 1 && tied_embeddings) {  // the same bytes as token_embd, packed already
-        m.panel_rows = token_embd.panel_rows;
-        continue;
-      }
-      m.panel_rows = pagoda::pack_panels(m.type, const_cast<uint8_t*>(m.data), m.row_bytes, m.rows);
+    std::map<const uint8_t*, int> packed;  // matrices on the same bytes are packed once
+    for (Matrix* m : matrices) {
+      const auto [it, fresh] = packed.try_emplace(m->data, 0);
+      if (fresh) it->second = pagoda::pack_panels(m->type, const_cast<uint8_t*>(m->data), m->row_bytes, m->rows);
+      m->panel_rows = it->second;
     }
   });
+  if (token_embd.data == output.data) token_embd.panel_rows = output.panel_rows;  // tied: the same bytes
 }
 
 }  // namespace pagoda

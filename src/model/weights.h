@@ -10,14 +10,15 @@
 
 #include "gguf/types.h"
 #include "model/config.h"
+#include "quant/panels.h"
 
 namespace pagoda {
 
 class GgufFile;
 
 // A rows x cols matrix stored row by row in `type` (GGUF's ne0 = cols); or,
-// after pack_panels, its first panel_rows rows as row panels of 16
-// (quant/panels.h), each panel in the bytes of its 16 rows.
+// after pack_panels, its first panel_rows rows as row panels of kPanelRows
+// (quant/panels.h), each panel in the bytes of its rows.
 struct Matrix {
   std::string name;
   TensorType type = TensorType::F32;
@@ -26,10 +27,10 @@ struct Matrix {
   const uint8_t* data = nullptr;
   int panel_rows = 0;
 
-  // Row r's bytes; for r >= panel_rows only.
+  // Row r's bytes, for r >= panel_rows (below, where row r would start).
   const uint8_t* row(int r) const { return data + size_t(r) * row_bytes; }
   // The panel holding row r, for r < panel_rows.
-  const uint8_t* panel(int r) const { return row(r / 16 * 16); }
+  const uint8_t* panel(int r) const { return row(r / kPanelRows * kPanelRows); }
 };
 
 struct LayerWeights {
@@ -53,10 +54,13 @@ struct LlamaWeights {
   // Fills n_vocab in cfg from the embedding table.
   static LlamaWeights load(const GgufFile& f, ModelConfig& cfg);
 
-  // Where f lets its bytes be rearranged (GgufFile::edit) and this CPU runs
-  // row panels fast (prefers_panels), packs every matrix of such a type into
-  // panels in place. The results stay bit-identical; decode reads the panels
-  // at up to the memory's speed.
+  // Where f lets its bytes be rearranged (GgufFile::edit, once per file) and
+  // this CPU runs row panels fast (prefers_panels), packs every matrix of
+  // such a type into panels in place: the layers', the output's and, when
+  // tied to the output, the embedding's (an untied embedding only serves
+  // row lookups). Not at all if the file's matrices overlap other than
+  // exactly. The results stay bit-identical; decode reads the panels at up to
+  // the memory's speed.
   void pack_panels(const GgufFile& f);
 };
 

@@ -91,6 +91,14 @@ inline bool q4k_wide = __builtin_cpu_is("amd");
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
+// The x86 targets by what they may assume, as expressions re-evaluated in
+// each of foreach_target's passes: AVX2 or better, AVX-512 (AVX3) or better,
+// AVX-512 VNNI (AVX3_DL) or better. Highway 1.0.3 has nothing above AVX3_DL;
+// later versions add AVX3_ZEN4 and AVX3_SPR, which must keep these kernels.
+#define PAGODA_X86_AVX2 (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2)
+#define PAGODA_X86_AVX512 (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3)
+#define PAGODA_X86_VNNI512 (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL)
+
 HWY_BEFORE_NAMESPACE();
 namespace pagoda {
 namespace HWY_NAMESPACE {
@@ -164,10 +172,10 @@ void IntSumsQ4K(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_
 }
 #else
 
-#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+#if PAGODA_X86_AVX512
 #define PAGODA_DOT_X86 1
 #define PAGODA_DOT_WIDE 1  // 64-byte vectors
-#elif HWY_TARGET == HWY_AVX2
+#elif PAGODA_X86_AVX2
 #define PAGODA_DOT_X86 1
 #define PAGODA_DOT_WIDE 0
 #else
@@ -214,7 +222,7 @@ HWY_INLINE auto MulPairs(VU8 a, VI8 b) {
 // the 32-bit lanes is unspecified off x86; only the lanes' total matters).
 template <class D32, class V16>
 HWY_INLINE hn::Vec<D32> MulAddWide(D32 d32, V16 a, V16 b, hn::Vec<D32> acc, hn::Vec<D32>& acc2) {
-#if HWY_TARGET == HWY_AVX3_DL
+#if PAGODA_X86_VNNI512
   // vpdpwssd: the multiply-add in one instruction. Highway 1.0.3 compiles
   // AVX3_DL without the avx512vnni attribute (so no intrinsic), but the
   // target requires the CPU to have it.
@@ -224,7 +232,7 @@ HWY_INLINE hn::Vec<D32> MulAddWide(D32 d32, V16 a, V16 b, hn::Vec<D32> acc, hn::
   return hn::ReorderWidenMulAccumulate(d32, a, b, acc, acc2);
 }
 
-#if HWY_TARGET == HWY_AVX3_DL
+#if PAGODA_X86_VNNI512
 // acc += the sums of groups of four products a[i] * b[i] (a unsigned, b
 // signed) in each 32-bit lane: vpdpbusd, by asm as vpdpwssd above. Exact for
 // any bytes (4 * 255 * 128 is far below 2^31).
@@ -334,7 +342,7 @@ HWY_INLINE hn::Vec<DB8> NibbleCodes(const uint8_t* qs, size_t o) {
 
 enum class Legacy { kQ4_0, kQ5_0, kQ8_0 };
 
-#if HWY_TARGET == HWY_AVX3_DL
+#if PAGODA_X86_VNNI512
 // For vpdpbusd (unsigned times signed bytes): a block's 32 codes as unsigned
 // bytes, value = code - kCodeOffset: Q4_0 c - 8, Q5_0 c - 16, and Q8_0
 // (w + 128) - 128, its bytes' top bit flipped.
@@ -499,7 +507,7 @@ void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, Ch
   const DBI8 di8;
   const DB16 d16;
   const DB32 d32;
-#if HWY_TARGET == HWY_AVX3_DL
+#if PAGODA_X86_VNNI512
   if constexpr (K >= 2) return LegacyTileSums<kFormat, K>(w, x, x_stride, nb, out);
 #endif
   [[maybe_unused]] const size_t N = hn::Lanes(du8);
@@ -510,7 +518,7 @@ void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, Ch
   ForBlockGroups<kSlots>(nb, out->sums, [&](size_t b, hn::Vec<DI32>* slot) HWY_ATTR {
     hn::Vec<DB32> acc[K], acc2[K];
     for (int k = 0; k < K; ++k) acc[k] = acc2[k] = hn::Zero(d32);
-#if HWY_TARGET == HWY_AVX3_DL
+#if PAGODA_X86_VNNI512
     // Four products per lane; offset * (the activations' quad sums) taken
     // off (acc2) at the end.
     const auto codes = UnsignedCodes<kFormat>(w[b]);
@@ -649,7 +657,7 @@ HWY_INLINE void Q4KBlock(const BlockQ4_K& w, const int32_t* pairs, const BlockQ8
 #if PAGODA_DOT_WIDE
 // acc += pairwise a[i] * b[i] widened to 32 bits, 512-bit vectors.
 HWY_INLINE __m512i MulAddWide512(__m512i a, __m512i b, __m512i acc) {
-#if HWY_TARGET == HWY_AVX3_DL
+#if PAGODA_X86_VNNI512
   asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));  // see MulAddWide
   return acc;
 #else
@@ -728,7 +736,7 @@ void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ4_K, dmin), sizeof(BlockQ4_K), nb, out->w_dmin);
 }
 
-#if HWY_TARGET == HWY_AVX3_DL
+#if PAGODA_X86_VNNI512
 // token_group_dot for Q4_K, 4 rows at a time as TokenGroupDotT: per
 // super-block, each row's 256 codes unpacked to bytes in a stack buffer; each
 // sub-block's quads broadcast against the 16 tokens' quads (vpdpbusd), then
@@ -1086,7 +1094,7 @@ void RowsDotQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_
   for (int r = 0; r < n_w; ++r) acc[r] = lanes[r];
 }
 
-#if HWY_TARGET == HWY_AVX3_DL
+#if PAGODA_X86_VNNI512
 // One token (decode) against n_w Q4_0 / Q5_0 / Q8_0 weight rows,
 // lane-parallel: a 512-bit vector holds one block's codes of two rows (256
 // bits each, see UnsignedCodes) against the block's activations in both
@@ -1179,7 +1187,7 @@ PAGODA_ROWS_DOT(RowsDotQ4_0, Legacy::kQ4_0, BlockQ4_0)
 PAGODA_ROWS_DOT(RowsDotQ5_0, Legacy::kQ5_0, BlockQ5_0)
 PAGODA_ROWS_DOT(RowsDotQ8_0, Legacy::kQ8_0, BlockQ8_0)
 #undef PAGODA_ROWS_DOT
-#endif  // HWY_TARGET == HWY_AVX3_DL
+#endif  // PAGODA_X86_VNNI512
 
 #undef PAGODA_DOT_X86
 #undef PAGODA_DOT_WIDE
@@ -1291,14 +1299,14 @@ PAGODA_DOT_ENTRY(RowDotsQ4K, Q4KSums, BlockQ4_K, Terms::kQ4K, 8)
 PAGODA_DOT_ENTRY(RowDotsQ6K, Q6KSums, BlockQ6_K, Terms::kQ6K, 4)
 #undef PAGODA_DOT_ENTRY
 
-#if HWY_TARGET == HWY_SCALAR || !(HWY_TARGET == HWY_AVX2 || HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL)
+#if !PAGODA_X86_AVX2
 // Elsewhere one weight row at a time (the same results).
 void RowsDotQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc,
                 size_t /*ahead*/) {
   for (int r = 0; r < n_w; ++r) RowDotsQ4K(static_cast<const uint8_t*>(w) + size_t(r) * w_stride, x, 0, 1, nb, xd, acc + r);
 }
 #endif
-#if HWY_TARGET != HWY_AVX3_DL
+#if !PAGODA_X86_VNNI512
 // vpdpbusd is only assumed on AVX3_DL; elsewhere one weight row at a time,
 // with the activations' scales (not passed in for these formats) as floats.
 #define PAGODA_ROWS_DOT(Name, RowDots, Block)                                                                   \
@@ -1323,7 +1331,7 @@ void RowsDotQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_
 
 const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 
-#if HWY_TARGET == HWY_AVX3_DL
+#if PAGODA_X86_VNNI512
 template <class Block>
 void RowPointers(const void* w, size_t w_stride, int n_rows, const Block** rows) {
   for (int r = 0; r < kDotRowsMax; ++r)  // rows past n_rows repeat the last; their outputs are dropped
@@ -1405,7 +1413,7 @@ bool IsAvx512Vnni() { return false; }
 
 // 8 activation rows per tile keep their accumulators in the 32 vector
 // registers of AVX-512; with 16 they would spill.
-int TileTokens() { return HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL ? kDotTokensMax : 4; }
+int TileTokens() { return PAGODA_X86_AVX512 ? kDotTokensMax : 4; }
 
 }  // namespace HWY_NAMESPACE
 }  // namespace pagoda

@@ -71,8 +71,9 @@ void set_q4k_wide_vectors(bool on);
 
 // The name of the SIMD target the kernels run on (for benchmarks and logs).
 const char* dot_simd_target();
-// Whether that target is AVX-512 VNNI (Highway's AVX3_DL; tests may switch
-// targets, see tests/quant/simd_targets.h). Cheap: one dispatch-table lookup.
+// Whether that target has AVX-512 VNNI (Highway's AVX3_DL or a better x86
+// target; tests may switch targets, see tests/quant/simd_targets.h). Cheap:
+// one dispatch-table lookup.
 bool simd_target_is_avx512_vnni();
 
 }  // namespace pagoda

@@ -1,7 +1,7 @@
-// The row-panel kernel for AVX-512 VNNI (quant/panels.h), and the run-time
-// choice between it and the scalar reference. One target only, so it is
+// The row-panel kernels for AVX-512 VNNI (quant/panels.h), and the run-time
+// choice between them and the scalar reference. One target only, so they are
 // compiled with a target attribute rather than through Highway's per-target
-// machinery; it runs where Highway's dispatch chose AVX3_DL (AVX-512 VNNI).
+// machinery; they run where Highway's dispatch chose AVX3_DL or better.
 #include <algorithm>
 #include <cstring>
 
@@ -13,11 +13,6 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define PAGODA_PANELS_AVX512 1
-// GCC 12 warns inside its own headers: the conversions pass _mm512_undefined_ps()
-// as the (unused) merge source.
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 #else
 #define PAGODA_PANELS_AVX512 0
 #endif
@@ -28,6 +23,12 @@ namespace {
 bool cpu_runs_panels() { return simd_target_is_avx512_vnni(); }
 
 #if PAGODA_PANELS_AVX512
+// GCC 12 warns inside its own headers: the conversions pass _mm512_undefined_ps()
+// as the (unused) merge source.
+#if !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #define PAGODA_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
 
 // p, hidden from the optimizer, so a product and the sum it joins stay two
@@ -299,6 +300,9 @@ bool kernels(TensorType t, const PanelFn*& fns, int& max_tokens) {
     default: return false;
   }
 }
+#if !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #endif
 
 }  // namespace

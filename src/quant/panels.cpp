@@ -133,7 +133,7 @@ void unpack_panel_row(TensorType t, const uint8_t* panel, size_t row_bytes, int 
 
 void prepare_panel_activations(TensorType t, const void* x, size_t x_stride, int n_tokens, size_t nb,
                                PanelActivations& a) {
-  layout(t);  // checks t
+  if (!has_panels(t)) fail<Unsupported>("no row panels for {}", tensor_type_name(t));
   a.type = t;
   a.nb = nb;
   a.n_tokens = n_tokens;
@@ -141,7 +141,7 @@ void prepare_panel_activations(TensorType t, const void* x, size_t x_stride, int
   a.row_stride = x_stride;
   const bool legacy = activation_type(t) == TensorType::Q8_0;  // Q8_0, Q4_0, Q5_0
   a.terms_per_block = legacy ? 1 : t == TensorType::Q4_K ? 4 : 16;
-  // The code offsets: stored codes are unsigned, value = code - offset.
+  // Q8_0, Q4_0, Q5_0: the stored codes are unsigned, value = code - offset.
   const int32_t offset = t == TensorType::Q8_0 ? 128 : t == TensorType::Q5_0 ? 16 : 8;
   a.scales.resize(size_t(n_tokens) * nb);
   a.terms.resize(size_t(n_tokens) * nb * a.terms_per_block);

@@ -265,7 +265,10 @@ void Tile(const Row* rows, size_t n_rows, const float* x, size_t ldx, size_t n_t
           const float* xt = x + t0 * ldx;
           float* yt = y + t0 * ldy;
           // A block's slot: by its first row and its token block.
-          auto slot = [&](size_t r) { return saved_buf.data() + ((r - rg) * kBlocksPerGroup + (t0 - tg) / kT) * kSlot; };
+          // (No slots when one chunk covers the row: the buffer is empty.)
+          auto slot = [&](size_t r) -> float* {
+            return saved_buf.empty() ? nullptr : saved_buf.data() + ((r - rg) * kBlocksPerGroup + (t0 - tg) / kT) * kSlot;
+          };
           size_t r = rg;
           if (nt == 1)  // more rows in flight: memory-level parallelism for decoding
             for (; r + kR1 <= rg_end; r += kR1) RowBlock<kR1>(rows + r, xt, ldx, nt, i0, i1, n, slot(r), yt + r, ldy);

@@ -79,12 +79,16 @@ MappedFile::MappedFile(const std::string& path, Residency residency) : path_(pat
   ::close(fd);
 }
 
-bool MappedFile::edit(const std::function<void(uint8_t*)>& edit) const {
+bool MappedFile::edit(const std::function<void(uint8_t*)>& fn) const {
   if (residency_ != Residency::kInMemory || !data_) return false;
   auto* bytes = const_cast<uint8_t*>(data_);
   if (::mprotect(bytes, size_, PROT_READ | PROT_WRITE) != 0) return false;
-  edit(bytes);
-  ::mprotect(bytes, size_, PROT_READ);
+  struct ReadOnlyAgain {  // also when fn throws
+    uint8_t* p;
+    size_t n;
+    ~ReadOnlyAgain() { ::mprotect(p, n, PROT_READ); }
+  } guard{bytes, size_};
+  fn(bytes);
   return true;
 }
 

@@ -37,7 +37,7 @@ class MappedFile {
   // Runs edit(bytes) with the in-memory copy writable (it is read-only
   // otherwise) and returns true; a mapping is shared with the page cache and
   // never written: false, edit not called.
-  bool edit(const std::function<void(uint8_t*)>& edit) const;
+  bool edit(const std::function<void(uint8_t*)>& fn) const;
 
  private:
   std::string path_;

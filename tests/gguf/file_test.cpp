@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "gguf/writer.h"
 #include "testing/shared_data.h"
 #include "util/error.h"
@@ -21,6 +23,24 @@ TEST(GgufFile, ReadsStories260K) {
   EXPECT_EQ(emb->shape, (std::vector<uint64_t>{64, 512}));
   EXPECT_EQ(emb->type, TensorType::F32);
   EXPECT_EQ(f.get(std::string("tokenizer.ggml.tokens")).as_array("tokens").size(), 512u);
+}
+
+// edit() (model loading rearranges weights through it): a mapped file is
+// never written; a file read into memory is, once, and is read-only again
+// after, even when the edit throws.
+TEST(GgufFile, EditOnlyInMemoryAndOnlyOnce) {
+  const std::string model = testing::shared_path("models/stories260K.gguf");
+  EXPECT_FALSE(GgufFile::open(model, Residency::kMapped).edit([] { FAIL() << "a mapped file was edited"; }));
+  auto f = GgufFile::open(model, Residency::kInMemory);
+  ASSERT_EQ(f.residency(), Residency::kInMemory);
+  auto* first = const_cast<uint8_t*>(f.tensors()[0].data);
+  const uint8_t before = *first;
+  EXPECT_TRUE(f.edit([&] { *first = uint8_t(before + 1); }));
+  EXPECT_EQ(*first, uint8_t(before + 1));
+  EXPECT_THROW(f.edit([] {}), InvalidArgument);
+  auto g = GgufFile::open(model, Residency::kInMemory);
+  EXPECT_THROW(g.edit([] { throw std::runtime_error("half way"); }), std::runtime_error);
+  EXPECT_THROW(g.edit([] {}), InvalidArgument);  // once, even after a throw
 }
 
 TEST(GgufFile, WriterRoundTripsEveryValueType) {

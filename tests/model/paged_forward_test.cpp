@@ -299,40 +299,63 @@ TEST(PagedForwardInvariance, LogitsIndependentOfBatchAndThreads) {
 
 // A model whose matrices were packed into row panels at load (a writable
 // file, on a CPU that runs panels) gives the same logits, bit for bit, as the
-// same file read-only (row-major matrices), at prefill and decode. Q8_0: the
-// 96-wide FFN matrices have a 64-row down projection (4 panels) and 96-row
-// gate/up (6), the tied 320-row embedding is packed once for both uses.
+// same file read-only (row-major matrices), at prefill and decode: Q8_0 with
+// tied embeddings (packed once for both uses, 320 rows), Q4_0 untied (the
+// embedding stays row-major), and the Q4_K_M mix (Q4_K, Q6_K output, Q5_0 and
+// Q8_0 FFN down projections of 96-wide rows; 64 x 96 gate/up: 4 panels).
 TEST(PagedForwardPanels, PackedModelGivesTheSameLogits) {
-  const auto bytes = synthetic_llama(spec(TensorType::Q8_0, 4, 2, true)).to_bytes();
-  std::vector<uint8_t> copy = bytes;
-  LlamaModel rows(std::make_shared<const GgufFile>(GgufFile::parse(bytes.data(), bytes.size())));
-  LlamaModel panels(std::make_shared<const GgufFile>(GgufFile::parse_writable(copy.data(), copy.size())));
-  EXPECT_EQ(rows.weights().layers[0].wq.panel_rows, 0);
-  if (prefers_panels(TensorType::Q8_0)) {
-    EXPECT_EQ(panels.weights().layers[0].wq.panel_rows, 64);
-    EXPECT_EQ(panels.weights().token_embd.panel_rows, 320);
-    EXPECT_EQ(panels.weights().output.panel_rows, 320);
+  ThreadPool quantize_pool(2);
+  const auto tied_q8_0 = synthetic_llama(spec(TensorType::Q8_0, 4, 2, true)).to_bytes();
+  const auto untied_q4_0 = synthetic_llama(spec(TensorType::Q4_0, 4, 2, false)).to_bytes();
+  const auto f32 = synthetic_llama(spec(TensorType::F32, 4, 2, false, 256, 96)).to_bytes();
+  const auto mix = quantize_model(GgufFile::parse(f32.data(), f32.size()), QuantizeTarget::Q4_K_M, quantize_pool).to_bytes();
+  for (const auto* bytes : {&tied_q8_0, &untied_q4_0, &mix}) {
+    std::vector<uint8_t> copy = *bytes;
+    LlamaModel rows(std::make_shared<const GgufFile>(GgufFile::parse(bytes->data(), bytes->size())));
+    LlamaModel panels(std::make_shared<const GgufFile>(GgufFile::parse_writable(copy.data(), copy.size())));
+    const auto& w = panels.weights();
+    EXPECT_EQ(rows.weights().layers[0].wq.panel_rows, 0);
+    if (prefers_panels(w.layers[0].wq.type)) {
+      EXPECT_EQ(w.layers[0].wq.panel_rows, w.layers[0].wq.rows);
+      EXPECT_EQ(w.layers[1].w_down.panel_rows, w.layers[1].w_down.rows);
+      EXPECT_EQ(w.output.panel_rows, w.output.rows);
+      EXPECT_EQ(w.token_embd.panel_rows, w.tied_embeddings ? w.token_embd.rows : 0);
+    }
+    const int n_vocab = panels.config().n_vocab;
+    std::vector<int32_t> prompt(40);
+    std::mt19937 rng(5);
+    for (auto& t : prompt) t = int32_t(rng() % uint32_t(n_vocab));
+    auto run = [&](LlamaModel& model) {
+      KvStorage kv(model.config(), 4, 16);
+      ThreadPool pool(2);
+      std::vector<int32_t> table = {3, 1, 0};
+      std::vector<float> logits, out;
+      Batch b;
+      const int s = b.add_sequence(table);
+      for (int i = 0; i < 39; ++i) b.add(prompt[size_t(i)], s, i, true);
+      model.forward(b, kv, pool, logits);
+      out = logits;
+      Batch d;
+      d.add(prompt[39], d.add_sequence(table), 39, true);
+      model.forward(d, kv, pool, logits);
+      out.insert(out.end(), logits.begin(), logits.end());
+      return out;
+    };
+    EXPECT_EQ(run(rows), run(panels)) << tensor_type_name(w.layers[0].wq.type);
   }
-  std::vector<int32_t> prompt(40);
-  std::mt19937 rng(5);
-  for (auto& t : prompt) t = int32_t(rng() % 320);
-  auto run = [&](LlamaModel& model) {
-    KvStorage kv(model.config(), 4, 16);
-    ThreadPool pool(2);
-    std::vector<int32_t> table = {3, 1, 0};
-    std::vector<float> logits, out;
-    Batch b;
-    const int s = b.add_sequence(table);
-    for (int i = 0; i < 39; ++i) b.add(prompt[size_t(i)], s, i, true);
-    model.forward(b, kv, pool, logits);
-    out = logits;
-    Batch d;
-    d.add(prompt[39], d.add_sequence(table), 39, true);
-    model.forward(d, kv, pool, logits);
-    out.insert(out.end(), logits.begin(), logits.end());
-    return out;
-  };
-  EXPECT_EQ(run(rows), run(panels));
+}
+
+// A file's bytes serve one packed model: a second model on the same
+// rearranged file would read panels as rows, so it is refused.
+TEST(PagedForwardPanels, SecondModelOnARearrangedFileIsRefused) {
+  auto bytes = synthetic_llama(spec(TensorType::Q8_0, 4, 2, true)).to_bytes();
+  auto file = std::make_shared<const GgufFile>(GgufFile::parse_writable(bytes.data(), bytes.size()));
+  LlamaModel first(file);
+  if (prefers_panels(TensorType::Q8_0)) EXPECT_THROW(LlamaModel second(file), InvalidArgument);
+  else EXPECT_NO_THROW(LlamaModel second(file));
+  // A read-only file is never rearranged: any number of models.
+  auto read_only = std::make_shared<const GgufFile>(GgufFile::parse(bytes.data(), bytes.size()));
+  EXPECT_FALSE(read_only->edit([] {}));
 }
 
 // The dense reference with the other RoPE layout disagrees with the forward
