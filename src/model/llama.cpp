@@ -151,9 +151,7 @@ void LlamaModel::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, st
   for (int l = 0; l < cfg_.n_layer; ++l) {
     const LayerWeights& lw = w_.layers[size_t(l)];
     per_token([&](int t) { rmsnorm(&x_[size_t(t) * E], lw.attn_norm.data(), E, cfg_.rms_eps, &xb_[size_t(t) * E]); });
-    matmul(lw.wq, xb_.data(), T, q_.data(), pool);
-    matmul(lw.wk, xb_.data(), T, k_.data(), pool);
-    matmul(lw.wv, xb_.data(), T, v_.data(), pool);
+    matmul({{lw.wq, q_.data()}, {lw.wk, k_.data()}, {lw.wv, v_.data()}}, xb_.data(), T, pool);
     per_token([&](int t) {
       const BatchToken& tok = batch.tokens[t];
       add_bias(&q_[size_t(t) * Q], lw.bq);
@@ -169,8 +167,7 @@ void LlamaModel::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, st
     per_token([&](int t) { for (int i = 0; i < E; ++i) x_[size_t(t) * E + i] += xb_[size_t(t) * E + i]; });
 
     per_token([&](int t) { rmsnorm(&x_[size_t(t) * E], lw.ffn_norm.data(), E, cfg_.rms_eps, &xb_[size_t(t) * E]); });
-    matmul(lw.w_gate, xb_.data(), T, hb_.data(), pool);
-    matmul(lw.w_up, xb_.data(), T, hb2_.data(), pool);
+    matmul({{lw.w_gate, hb_.data()}, {lw.w_up, hb2_.data()}}, xb_.data(), T, pool);
     per_token([&](int t) { swiglu(&hb_[size_t(t) * F], &hb2_[size_t(t) * F], F); });
     matmul(lw.w_down, hb_.data(), T, xb_.data(), pool);
     per_token([&](int t) { for (int i = 0; i < E; ++i) x_[size_t(t) * E + i] += xb_[size_t(t) * E + i]; });

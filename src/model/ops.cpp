@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <vector>
 
 #include "quant/dot.h"
@@ -131,34 +132,48 @@ void matmul_rows_quantized(const Matrix& w, const uint8_t* xq, size_t x_bytes, i
   }, kQuantRowTile, size_t(w.rows) * cols * size_t(n_tokens));
 }
 
-// Row panels (quant/panels.h), for a matrix packed at load: every row of a
+// Row panels (quant/panels.h), for matrices packed at load: every row of a
 // panel is a vector lane, so a panel's 16 rows take one pass over the blocks
-// with no horizontal sums, whatever the batch (tokens up to 8 at a time). A
-// thread's panels are consecutive: one sequential stream, which the hardware
-// prefetchers follow. Rows past the last whole panel take the row kernels.
-void matmul_panels(const Matrix& w, const uint8_t* xq, size_t x_bytes, int n_tokens, float* y, ThreadPool& pool) {
-  const size_t cols = size_t(w.cols), rows = size_t(w.rows);
+// with no horizontal sums, whatever the batch (tokens up to 8 at a time). The
+// matrices (one, or several of one type on the same input) form one range
+// of panels, split between the threads in consecutive parts: one sequential
+// stream each, which the hardware prefetchers follow, and one parallel loop.
+// Rows past a matrix's last whole panel take the row kernels.
+void matmul_panels(std::span<const MatmulOut> outs, const uint8_t* xq, size_t x_bytes, int n_tokens,
+                   ThreadPool& pool) {
+  const TensorType type = outs[0].w.type;
+  const size_t cols = size_t(outs[0].w.cols);
   PanelActivations a;
-  prepare_panel_activations(w.type, xq, x_bytes, n_tokens, cols / size_t(block_elems(w.type)), a);
-  const size_t n_panels = size_t(w.panel_rows / kPanelRows);
-  pool.parallel_for(n_panels, [&](size_t begin, size_t end) {
-    for (size_t p = begin; p < end; ++p)
+  prepare_panel_activations(type, xq, x_bytes, n_tokens, cols / size_t(block_elems(type)), a);
+  std::vector<size_t> first(outs.size() + 1, 0);  // matrix i's panels: first[i] .. first[i + 1] - 1
+  for (size_t i = 0; i < outs.size(); ++i) first[i + 1] = first[i] + size_t(outs[i].w.panel_rows / kPanelRows);
+  pool.parallel_for(first.back(), [&](size_t begin, size_t end) {
+    size_t m = size_t(std::upper_bound(first.begin(), first.end(), begin) - first.begin()) - 1;
+    for (size_t p = begin; p < end; ++p) {
+      while (p >= first[m + 1]) ++m;
+      const Matrix& w = outs[m].w;
+      const size_t local = p - first[m], rows = size_t(w.rows);
       for (int t = 0; t < n_tokens; t += kPanelTokensMax)
-        panel_dot(w.type, w.panel(int(p) * kPanelRows), a, t, std::min(kPanelTokensMax, n_tokens - t),
-                  y + size_t(t) * rows + p * kPanelRows, rows);
-  }, 1, n_panels * kPanelRows * cols * size_t(n_tokens));
-  if (w.panel_rows == w.rows) return;
-  Matrix tail = w;  // the rows after the panels, as a row-major matrix of their own
-  tail.data = w.row(w.panel_rows);
-  tail.rows = w.rows - w.panel_rows;
-  tail.panel_rows = 0;
-  std::vector<float> out(size_t(n_tokens) * size_t(tail.rows));
-  matmul_rows_quantized(tail, xq, x_bytes, n_tokens, out.data(), pool);
-  for (int t = 0; t < n_tokens; ++t)
-    std::copy_n(out.data() + size_t(t) * tail.rows, tail.rows, y + size_t(t) * rows + size_t(w.panel_rows));
+        panel_dot(type, w.panel(int(local) * kPanelRows), a, t, std::min(kPanelTokensMax, n_tokens - t),
+                  outs[m].y + size_t(t) * rows + local * kPanelRows, rows);
+    }
+  }, 1, first.back() * kPanelRows * cols * size_t(n_tokens));
+  for (const MatmulOut& o : outs) {
+    const Matrix& w = o.w;
+    if (w.panel_rows == w.rows) continue;
+    Matrix tail = w;  // the rows after the panels, as a row-major matrix of their own
+    tail.data = w.row(w.panel_rows);
+    tail.rows = w.rows - w.panel_rows;
+    tail.panel_rows = 0;
+    std::vector<float> out(size_t(n_tokens) * size_t(tail.rows));
+    matmul_rows_quantized(tail, xq, x_bytes, n_tokens, out.data(), pool);
+    for (int t = 0; t < n_tokens; ++t)
+      std::copy_n(out.data() + size_t(t) * tail.rows, tail.rows, o.y + size_t(t) * w.rows + size_t(w.panel_rows));
+  }
 }
 
-void matmul_quantized(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool) {
+// x quantized once to the matrices' activation type (they share it).
+std::vector<uint8_t> quantize_input(const Matrix& w, const float* x, int n_tokens, ThreadPool& pool) {
   const size_t cols = size_t(w.cols);
   const TensorType xt = activation_type(w.type);
   const size_t x_bytes = row_bytes(xt, cols);
@@ -167,7 +182,16 @@ void matmul_quantized(const Matrix& w, const float* x, int n_tokens, float* y, T
     for (size_t t = begin; t < end; ++t) quantize_activations(xt, x + t * cols, xq.data() + t * x_bytes, cols);
   };
   pool.parallel_for(size_t(n_tokens), quantize_rows, 1, size_t(n_tokens) * cols * 4);
-  if (w.panel_rows > 0) return matmul_panels(w, xq.data(), x_bytes, n_tokens, y, pool);
+  return xq;
+}
+
+void matmul_quantized(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool) {
+  const auto xq = quantize_input(w, x, n_tokens, pool);
+  const size_t x_bytes = xq.size() / size_t(n_tokens);
+  if (w.panel_rows > 0) {
+    const MatmulOut out{w, y};
+    return matmul_panels({&out, 1}, xq.data(), x_bytes, n_tokens, pool);
+  }
   matmul_rows_quantized(w, xq.data(), x_bytes, n_tokens, y, pool);
 }
 
@@ -216,6 +240,19 @@ void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool&
       matmul_tile_f32(rows, n, x, cols, size_t(n_tokens), cols, y + r0, size_t(w.rows));
     }
   }, kRowTile, work);
+}
+
+void matmul(std::initializer_list<MatmulOut> outs, const float* x, int n_tokens, ThreadPool& pool) {
+  const Matrix& w0 = outs.begin()->w;
+  const bool together = std::all_of(outs.begin(), outs.end(), [&](const MatmulOut& o) {
+    return o.w.panel_rows > 0 && o.w.type == w0.type && o.w.cols == w0.cols;
+  });
+  if (!together || n_tokens < 1) {
+    for (const MatmulOut& o : outs) matmul(o.w, x, n_tokens, o.y, pool);
+    return;
+  }
+  const auto xq = quantize_input(w0, x, n_tokens, pool);
+  matmul_panels({outs.begin(), outs.size()}, xq.data(), xq.size() / size_t(n_tokens), n_tokens, pool);
 }
 
 void read_row(const Matrix& w, int r, float* out) {

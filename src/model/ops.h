@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <new>
 #include <vector>
 
@@ -34,6 +35,16 @@ using AlignedFloats = std::vector<float, CacheLineAllocator<float>>;
 // y[t][r] = dot(w.row(r), x[t]) for t < n_tokens; x is n_tokens x w.cols,
 // y is n_tokens x w.rows. Each weight row is read once for all tokens.
 void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool);
+
+// Several matrices on the same input (Q, K and V; gate and up): the same
+// results as one matmul call each, but matrices of one type packed into row
+// panels run as one parallel loop on the input quantized once (fewer
+// wake-ups and waits per step).
+struct MatmulOut {
+  const Matrix& w;
+  float* y;
+};
+void matmul(std::initializer_list<MatmulOut> outs, const float* x, int n_tokens, ThreadPool& pool);
 
 // Decodes row r of w (an embedding lookup).
 void read_row(const Matrix& w, int r, float* out);

@@ -79,5 +79,41 @@ TEST(Matmul, EveryOutputEqualsItsOwnDotForEveryTypeShapeAndThreadCount) {
   }
 }
 
+// Matrices on one input (Q/K/V, gate/up) in one call: every output the same
+// as a call of its own, packed or not (37 rows: a tail past the panels).
+TEST(Matmul, SharedInputGivesWhatSeparateCallsGive) {
+  const size_t cols = 512;
+  for (const TensorType t : {TensorType::Q8_0, TensorType::Q4_K, TensorType::F16})
+    for (const bool pack : {true, false}) {
+      std::vector<std::vector<uint8_t>> bytes;
+      std::vector<Matrix> ws;
+      for (const int rows : {64, 37, 48}) {
+        const auto values = random_floats(size_t(rows) * cols, uint32_t(rows) + 7);
+        const size_t rb = row_bytes(t, cols);
+        bytes.emplace_back(rb * size_t(rows));
+        for (int r = 0; r < rows; ++r)
+          quantize_row(t, values.data() + size_t(r) * cols, bytes.back().data() + size_t(r) * rb, cols);
+        Matrix w{"w", t, rows, int(cols), rb, bytes.back().data()};
+        if (pack && has_panels(t)) w.panel_rows = pack_panels(t, bytes.back().data(), rb, rows);
+        ws.push_back(w);
+      }
+      ThreadPool pool(2);
+      for (const int n_tokens : {1, 5, 13}) {
+        const auto x = random_floats(size_t(n_tokens) * cols, 3);
+        std::vector<std::vector<float>> together(3), alone(3);
+        for (size_t i = 0; i < 3; ++i) {
+          together[i].assign(size_t(n_tokens) * size_t(ws[i].rows), -1.0f);
+          alone[i].assign(together[i].size(), -2.0f);
+          matmul(ws[i], x.data(), n_tokens, alone[i].data(), pool);
+        }
+        matmul({{ws[0], together[0].data()}, {ws[1], together[1].data()}, {ws[2], together[2].data()}}, x.data(),
+               n_tokens, pool);
+        for (size_t i = 0; i < 3; ++i)
+          EXPECT_EQ(together[i], alone[i]) << tensor_type_name(t) << " packed " << pack << " tokens " << n_tokens
+                                           << " matrix " << i;
+      }
+    }
+}
+
 }  // namespace
 }  // namespace pagoda
