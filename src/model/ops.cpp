@@ -187,7 +187,7 @@ std::vector<uint8_t> quantize_input(const Matrix& w, const float* x, int n_token
 
 void matmul_quantized(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool) {
   const auto xq = quantize_input(w, x, n_tokens, pool);
-  const size_t x_bytes = xq.size() / size_t(n_tokens);
+  const size_t x_bytes = row_bytes(activation_type(w.type), size_t(w.cols));
   if (w.panel_rows > 0) {
     const MatmulOut out{w, y};
     return matmul_panels({&out, 1}, xq.data(), x_bytes, n_tokens, pool);
@@ -252,7 +252,8 @@ void matmul(std::initializer_list<MatmulOut> outs, const float* x, int n_tokens,
     return;
   }
   const auto xq = quantize_input(w0, x, n_tokens, pool);
-  matmul_panels({outs.begin(), outs.size()}, xq.data(), xq.size() / size_t(n_tokens), n_tokens, pool);
+  matmul_panels({outs.begin(), outs.size()}, xq.data(), row_bytes(activation_type(w0.type), size_t(w0.cols)),
+                n_tokens, pool);
 }
 
 void read_row(const Matrix& w, int r, float* out) {

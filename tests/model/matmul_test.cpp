@@ -79,6 +79,23 @@ TEST(Matmul, EveryOutputEqualsItsOwnDotForEveryTypeShapeAndThreadCount) {
   }
 }
 
+// No tokens: nothing computed, nothing written, no crash, on every path.
+TEST(Matmul, NoTokensIsANoOp) {
+  const size_t cols = 64;
+  for (const TensorType t : {TensorType::F16, TensorType::Q8_0, TensorType::Q4_K})
+    for (const bool pack : {false, true}) {
+      const size_t c = t == TensorType::Q4_K ? 256 : cols, rb = row_bytes(t, c);
+      std::vector<uint8_t> bytes(rb * 16, 0);
+      Matrix w{"w", t, 16, int(c), rb, bytes.data()};
+      if (pack && has_panels(t)) w.panel_rows = pack_panels(t, bytes.data(), rb, 16);
+      ThreadPool pool(2);
+      float x = 0, y = -1;
+      matmul(w, &x, 0, &y, pool);
+      matmul({{w, &y}, {w, &y}}, &x, 0, pool);
+      EXPECT_EQ(y, -1.0f);
+    }
+}
+
 // Matrices on one input (Q/K/V, gate/up) in one call: every output the same
 // as a call of its own, packed or not (37 rows: a tail past the panels).
 TEST(Matmul, SharedInputGivesWhatSeparateCallsGive) {
