@@ -8,8 +8,8 @@
 // matrix once per token, so its bytes/s cannot exceed the read bandwidth;
 // prefill in f32 FMAs cannot exceed the peak FLOP/s. A ratio above 1 means a
 // wrong measurement (or, for the 100M model, weights that fit in the cache),
-// except the prefill of Q4_K / Q4_0, whose integer kernels (vpdpbusd: four
-// 8-bit products per 32-bit lane) can run past the f32 peak.
+// except the prefill of the quantized formats, whose integer kernels
+// (vpdpbusd: four 8-bit products per 32-bit lane) can run past the f32 peak.
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>

@@ -1,7 +1,7 @@
 // Activation quantization for the quantized matmul: rows of floats to the
-// 8-bit format a weight type's dot kernel takes (quant/dot.h). Q8_K, the
-// activations of the K-quants, has a Highway SIMD encoder bit-identical to
-// the scalar quantize_row (its reference); Q8_0 uses quantize_row.
+// 8-bit format a weight type's dot kernel takes (quant/dot.h). Q8_K (the
+// K-quants' activations) and Q8_0 (the legacy formats') have Highway SIMD
+// encoders bit-identical to the scalar quantize_row (their reference).
 #pragma once
 
 #include <cstddef>

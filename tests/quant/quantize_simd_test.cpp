@@ -50,6 +50,10 @@ TEST(QuantizeActivations, RoundsTiesAsTheScalarCodeDoes) {
     x[0] = 127.0f;
     x[256] = -127.0f;
     expect_same_bytes(TensorType::Q8_K, x);
+    for (size_t b = 0; b < x.size(); b += 32) x[b] = b % 64 ? -127.0f : 127.0f;  // every Q8_0 block
+    x[1] = 0.49999997f;  // just below a half: 0 (adding 0.5 would round up to 1)
+    x[2] = -0.49999997f;
+    expect_same_bytes(TensorType::Q8_0, x);
   });
 }
 
@@ -64,9 +68,11 @@ TEST(QuantizeActivations, MatchesQuantizeRowOnSpecialValues) {
       std::vector<float> x(1024);
       for (auto& v : x) v = g(rng);
       for (size_t i = 0; i < specials.size(); ++i) x[17 * i + 3] = specials[i];
-      expect_same_bytes(TensorType::Q8_K, x);
       std::vector<float> all(256, specials[0]);  // a block of nothing else
-      expect_same_bytes(TensorType::Q8_K, all);
+      for (TensorType xt : {TensorType::Q8_K, TensorType::Q8_0}) {
+        expect_same_bytes(xt, x);
+        expect_same_bytes(xt, all);
+      }
     }
   });
 }
