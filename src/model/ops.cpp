@@ -147,15 +147,35 @@ void matmul_panels(std::span<const MatmulOut> outs, const uint8_t* xq, size_t x_
   prepare_panel_activations(type, xq, x_bytes, n_tokens, cols / size_t(block_elems(type)), a);
   std::vector<size_t> first(outs.size() + 1, 0);  // matrix i's panels: first[i] .. first[i + 1] - 1
   for (size_t i = 0; i < outs.size(); ++i) first[i + 1] = first[i] + size_t(outs[i].w.panel_rows / kPanelRows);
+  // Panel p: its bytes, where its outputs go (token 0) and its matrix's rows
+  // (the stride between tokens' outputs).
+  struct Located {
+    const uint8_t* panel;
+    float* y;
+    size_t rows;
+  };
+  auto locate = [&](size_t p) {
+    const size_t m = size_t(std::upper_bound(first.begin(), first.end(), p) - first.begin()) - 1;
+    const size_t local = p - first[m];
+    return Located{outs[m].w.panel(int(local) * kPanelRows), outs[m].y + local * kPanelRows, size_t(outs[m].w.rows)};
+  };
   pool.parallel_for(first.back(), [&](size_t begin, size_t end) {
-    size_t m = size_t(std::upper_bound(first.begin(), first.end(), begin) - first.begin()) - 1;
-    for (size_t p = begin; p < end; ++p) {
-      while (p >= first[m + 1]) ++m;
-      const Matrix& w = outs[m].w;
-      const size_t local = p - first[m], rows = size_t(w.rows);
+    if (n_tokens == 1) {  // the range's two halves side by side: two read streams
+      const size_t half = (end - begin) / 2;
+      for (size_t i = 0; i < half; ++i) {
+        const Located p0 = locate(begin + i), p1 = locate(begin + half + i);
+        panel_dot_two(type, p0.panel, p1.panel, a, 0, p0.y, p1.y);
+      }
+      if ((end - begin) % 2) {
+        const Located p = locate(end - 1);
+        panel_dot(type, p.panel, a, 0, 1, p.y, kPanelRows);
+      }
+      return;
+    }
+    for (size_t i = begin; i < end; ++i) {
+      const Located p = locate(i);
       for (int t = 0; t < n_tokens; t += kPanelTokensMax)
-        panel_dot(type, w.panel(int(local) * kPanelRows), a, t, std::min(kPanelTokensMax, n_tokens - t),
-                  outs[m].y + size_t(t) * rows + local * kPanelRows, rows);
+        panel_dot(type, p.panel, a, t, std::min(kPanelTokensMax, n_tokens - t), p.y + size_t(t) * p.rows, p.rows);
     }
   }, 1, first.back() * kPanelRows * cols * size_t(n_tokens));
   for (const MatmulOut& o : outs) {

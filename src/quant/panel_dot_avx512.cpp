@@ -75,63 +75,100 @@ PAGODA_VNNI inline __m512i fifth_bits(__m512i h, int e0) {
   return _mm512_and_si512(_mm512_mullo_epi32(four, _mm512_set1_epi32(0x02040810)), _mm512_set1_epi32(0x10101010));
 }
 
-// K tokens against one panel of a 32-element format: Q8_0 (8 loads of 16
-// rows x 4 codes per block), Q4_0 and Q5_0 (4 loads of 16 rows x 8 nibbles,
-// low and high giving quads q and q + 4; Q5_0 ors in the fifth bits). Each
-// quad of codes is multiplied by every token's matching 4 activation codes (a
-// broadcast) with vpdpbusd; the codes are unsigned, so the offset's share of
-// the block sum (the activations' term) is subtracted. With one or two
-// tokens a block's multiply-adds run as two chains.
+// The multiply-adds of one block of a 32-element format, 16 rows x K tokens:
+// Q8_0 (8 loads of 16 rows x 4 codes), Q4_0 and Q5_0 (4 loads of 16 rows x 8
+// nibbles, low and high giving quads q and q + 4; Q5_0 ors in the fifth
+// bits). Each quad of codes times every token's matching 4 activation codes
+// (a broadcast) by vpdpbusd, into s[quad % kChains][token].
+template <TensorType kType, int K, int kChains>
+PAGODA_VNNI inline void legacy_block_sums(const uint8_t* block, const BlockQ8_0* const* xb, __m512i (&s)[kChains][K]) {
+  constexpr bool kQ8 = kType == TensorType::Q8_0, kQ5 = kType == TensorType::Q5_0;
+  constexpr size_t kCodes = kQ5 ? 96 : 32;  // after the scales (and Q5_0's fifth bits)
+  for (int c = 0; c < kChains; ++c)
+    for (int k = 0; k < K; ++k) s[c][k] = _mm512_setzero_si512();
+  auto multiply = [&](int q, __m512i codes) PAGODA_VNNI {
+    for (int k = 0; k < K; ++k)
+      s[q % kChains][k] = _mm512_dpbusd_epi32(s[q % kChains][k], codes, bcast_quad(xb[k]->qs + 4 * q));
+  };
+  if constexpr (kQ8) {
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; ++q) multiply(q, _mm512_loadu_si512(block + kCodes + 64 * q));
+  } else {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    __m512i h = _mm512_setzero_si512();
+    if constexpr (kQ5) h = _mm512_loadu_si512(block + 32);
+#pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      const __m512i v = _mm512_loadu_si512(block + kCodes + 64 * q);
+      __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+      if constexpr (kQ5) {
+        lo = _mm512_or_si512(lo, fifth_bits(h, 4 * q));
+        hi = _mm512_or_si512(hi, fifth_bits(h, 16 + 4 * q));
+      }
+      multiply(q, lo);
+      multiply(q + 4, hi);
+    }
+  }
+}
+
+// d_w * d_x * (sum - the activations' term), as vec_dot_q8_0_q8_0 and its
+// kin (the codes are unsigned, so the offset's share of the block sum goes).
+PAGODA_VNNI inline __m512 legacy_block_result(const uint8_t* block, __m512i sum, int32_t term, float x_scale) {
+  sum = _mm512_sub_epi32(sum, _mm512_set1_epi32(term));
+  return opaque(_mm512_mul_ps(_mm512_mul_ps(load_scales(block), _mm512_set1_ps(x_scale)), _mm512_cvtepi32_ps(sum)));
+}
+
+template <TensorType kType>
+constexpr size_t kLegacyPanelBlockBytes =
+    kPanelRows * (kType == TensorType::Q8_0   ? sizeof(BlockQ8_0)
+                  : kType == TensorType::Q5_0 ? sizeof(BlockQ5_0)
+                                              : sizeof(BlockQ4_0));
+
+// K tokens against one panel of a 32-element format. With one or two tokens
+// a block's multiply-adds run as two chains.
 template <TensorType kType, int K>
 PAGODA_VNNI void PanelDotLegacy(const uint8_t* panel, const PanelActivations& a, int first, float* out,
                                 size_t out_stride) {
-  constexpr bool kQ8 = kType == TensorType::Q8_0, kQ5 = kType == TensorType::Q5_0;
-  constexpr size_t kBlockBytes = kPanelRows * (kQ8 ? sizeof(BlockQ8_0) : kQ5 ? sizeof(BlockQ5_0) : sizeof(BlockQ4_0));
-  constexpr size_t kCodes = kQ5 ? 96 : 32;  // after the scales (and Q5_0's fifth bits)
   constexpr int kChains = K <= 2 ? 2 : 1;
   const BlockQ8_0* x[K];
   for (int k = 0; k < K; ++k) x[k] = token_row<BlockQ8_0>(a, first + k);
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
   __m512 acc[K];
   for (int k = 0; k < K; ++k) acc[k] = _mm512_setzero_ps();
   for (size_t b = 0; b < a.nb; ++b) {
-    const uint8_t* block = panel + b * kBlockBytes;
+    const uint8_t* block = panel + b * kLegacyPanelBlockBytes<kType>;
+    const BlockQ8_0* xb[K];
+    for (int k = 0; k < K; ++k) xb[k] = x[k] + b;
     __m512i s[kChains][K];
-    for (int c = 0; c < kChains; ++c)
-      for (int k = 0; k < K; ++k) s[c][k] = _mm512_setzero_si512();
-    auto multiply = [&](int q, __m512i codes) PAGODA_VNNI {
-      for (int k = 0; k < K; ++k)
-        s[q % kChains][k] = _mm512_dpbusd_epi32(s[q % kChains][k], codes, bcast_quad(x[k][b].qs + 4 * q));
-    };
-    if constexpr (kQ8) {
-#pragma GCC unroll 8
-      for (int q = 0; q < 8; ++q) multiply(q, _mm512_loadu_si512(block + kCodes + 64 * q));
-    } else {
-      __m512i h = _mm512_setzero_si512();
-      if constexpr (kQ5) h = _mm512_loadu_si512(block + 32);
-#pragma GCC unroll 4
-      for (int q = 0; q < 4; ++q) {
-        const __m512i v = _mm512_loadu_si512(block + kCodes + 64 * q);
-        __m512i lo = _mm512_and_si512(v, low4), hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-        if constexpr (kQ5) {
-          lo = _mm512_or_si512(lo, fifth_bits(h, 4 * q));
-          hi = _mm512_or_si512(hi, fifth_bits(h, 16 + 4 * q));
-        }
-        multiply(q, lo);
-        multiply(q + 4, hi);
-      }
-    }
-    const __m512 wd = load_scales(block);
-    for (int k = 0; k < K; ++k) {  // d_w * d_x * sum, as vec_dot_q8_0_q8_0 and its kin
-      const size_t i = size_t(first + k) * a.nb + b;
+    legacy_block_sums<kType, K, kChains>(block, xb, s);
+    for (int k = 0; k < K; ++k) {
       __m512i sum = s[0][k];
       if constexpr (kChains == 2) sum = _mm512_add_epi32(sum, s[1][k]);
-      sum = _mm512_sub_epi32(sum, _mm512_set1_epi32(a.terms[i]));
-      const __m512 p = _mm512_mul_ps(_mm512_mul_ps(wd, _mm512_set1_ps(a.scales[i])), _mm512_cvtepi32_ps(sum));
-      acc[k] = _mm512_add_ps(acc[k], opaque(p));
+      const size_t i = size_t(first + k) * a.nb + b;
+      acc[k] = _mm512_add_ps(acc[k], legacy_block_result(block, sum, a.terms[i], a.scales[i]));
     }
   }
   for (int k = 0; k < K; ++k) _mm512_storeu_ps(out + size_t(k) * out_stride, acc[k]);
+}
+
+// One token against two panels, block by block: two read streams.
+template <TensorType kType>
+PAGODA_VNNI void PanelDotLegacyTwo(const uint8_t* panel0, const uint8_t* panel1, const PanelActivations& a, int token,
+                                   float* out0, float* out1) {
+  const BlockQ8_0* x = token_row<BlockQ8_0>(a, token);
+  const uint8_t* panels[2] = {panel0, panel1};
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (size_t b = 0; b < a.nb; ++b) {
+    const BlockQ8_0* xb[1] = {x + b};
+    const size_t i = size_t(token) * a.nb + b;
+    for (int p = 0; p < 2; ++p) {
+      const uint8_t* block = panels[p] + b * kLegacyPanelBlockBytes<kType>;
+      __m512i s[2][1];
+      legacy_block_sums<kType, 1, 2>(block, xb, s);
+      acc[p] = _mm512_add_ps(acc[p], legacy_block_result(block, _mm512_add_epi32(s[0][0], s[1][0]), a.terms[i], a.scales[i]));
+    }
+  }
+  _mm512_storeu_ps(out0, acc[0]);
+  _mm512_storeu_ps(out1, acc[1]);
 }
 
 // Byte j (0..3) of every 32-bit lane, zero- or sign-extended.
@@ -300,6 +337,16 @@ bool kernels(TensorType t, const PanelFn*& fns, int& max_tokens) {
     default: return false;
   }
 }
+
+using PanelTwoFn = void (*)(const uint8_t*, const uint8_t*, const PanelActivations&, int, float*, float*);
+PanelTwoFn two_panel_kernel(TensorType t) {
+  switch (t) {
+    case TensorType::Q8_0: return PanelDotLegacyTwo<TensorType::Q8_0>;
+    case TensorType::Q4_0: return PanelDotLegacyTwo<TensorType::Q4_0>;
+    case TensorType::Q5_0: return PanelDotLegacyTwo<TensorType::Q5_0>;
+    default: return nullptr;
+  }
+}
 #if !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -328,6 +375,16 @@ void panel_dot(TensorType t, const uint8_t* panel, const PanelActivations& a, in
   }
 #endif
   panel_dot_reference(t, panel, a, first, n_tokens, out, out_stride);
+}
+
+void panel_dot_two(TensorType t, const uint8_t* panel0, const uint8_t* panel1, const PanelActivations& a, int token,
+                   float* out0, float* out1) {
+#if PAGODA_PANELS_AVX512
+  if (a.type == t && token >= 0 && token < a.n_tokens && cpu_runs_panels())
+    if (const PanelTwoFn two = two_panel_kernel(t)) return two(panel0, panel1, a, token, out0, out1);
+#endif
+  panel_dot(t, panel0, a, token, 1, out0, kPanelRows);
+  panel_dot(t, panel1, a, token, 1, out1, kPanelRows);
 }
 
 }  // namespace pagoda
