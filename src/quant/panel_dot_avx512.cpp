@@ -1,9 +1,13 @@
 // The row-panel kernels for AVX-512 VNNI (quant/panels.h), and the run-time
-// choice between them and the scalar reference. One target only, so they are
-// compiled with a target attribute rather than through Highway's per-target
-// machinery; they run where Highway's dispatch chose AVX3_DL or better.
+// choice between them and the scalar reference. Each format is a struct
+// whose block<K>() handles one (super-)block of a panel for K tokens;
+// PanelDot walks a panel with it, PanelDotTwo two panels side by side. One
+// target only, so they are compiled with a target attribute rather than
+// through Highway's per-target machinery; they run where Highway's dispatch
+// chose AVX3_DL or better.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "quant/blocks.h"
 #include "quant/dot_simd.h"
@@ -30,6 +34,7 @@ bool cpu_runs_panels() { return simd_target_is_avx512_vnni(); }
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #define PAGODA_VNNI __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define PAGODA_VNNI_INLINE PAGODA_VNNI __attribute__((always_inline)) inline
 
 // p, hidden from the optimizer, so a product and the sum it joins stay two
 // roundings (the scalar kernel's), never one fused multiply-add.
@@ -48,8 +53,8 @@ PAGODA_VNNI inline int32_t load_quad(const int8_t* p) {
 // while working on one: 5632 x 2048 from DRAM, one token, 2 threads (Zen 5
 // VM), Q4_K 48-55 GB/s against 31-44 without, Q6_K 47-60 against 21-40 (its
 // codes are read out of address order); one or three ahead did worse. The
-// lighter Q8_0 kernel keeps up with the hardware prefetchers alone (with
-// software prefetches: no faster, within the noise).
+// lighter legacy kernels do better with the hardware prefetchers alone
+// (1B Q8_0 decode with prefetches 1-16 KB ahead, into L1 or L2: 3-10% slower).
 PAGODA_VNNI inline void prefetch_ahead(const uint8_t* block, size_t block_bytes) {
   const uint8_t* ahead = block + 2 * block_bytes;
   for (size_t line = 0; line < block_bytes; line += 64) __builtin_prefetch(ahead + line, 0, 3);
@@ -118,26 +123,23 @@ PAGODA_VNNI inline __m512 legacy_block_result(const uint8_t* block, __m512i sum,
   return opaque(_mm512_mul_ps(_mm512_mul_ps(load_scales(block), _mm512_set1_ps(x_scale)), _mm512_cvtepi32_ps(sum)));
 }
 
+// Q8_0, Q4_0 and Q5_0: block b of a panel against K (1..8) tokens. With one
+// or two tokens a block's multiply-adds run as two chains.
 template <TensorType kType>
-constexpr size_t kLegacyPanelBlockBytes =
-    kPanelRows * (kType == TensorType::Q8_0   ? sizeof(BlockQ8_0)
-                  : kType == TensorType::Q5_0 ? sizeof(BlockQ5_0)
-                                              : sizeof(BlockQ4_0));
+struct Legacy {
+  static constexpr size_t kBlockBytes =
+      kPanelRows * (kType == TensorType::Q8_0   ? sizeof(BlockQ8_0)
+                    : kType == TensorType::Q5_0 ? sizeof(BlockQ5_0)
+                                                : sizeof(BlockQ4_0));
+  static constexpr int kMaxTokens = 8;
+  static constexpr bool kPrefetch = false;  // the hardware prefetchers keep up
 
-// K tokens against one panel of a 32-element format. With one or two tokens
-// a block's multiply-adds run as two chains.
-template <TensorType kType, int K>
-PAGODA_VNNI void PanelDotLegacy(const uint8_t* panel, const PanelActivations& a, int first, float* out,
-                                size_t out_stride) {
-  constexpr int kChains = K <= 2 ? 2 : 1;
-  const BlockQ8_0* x[K];
-  for (int k = 0; k < K; ++k) x[k] = token_row<BlockQ8_0>(a, first + k);
-  __m512 acc[K];
-  for (int k = 0; k < K; ++k) acc[k] = _mm512_setzero_ps();
-  for (size_t b = 0; b < a.nb; ++b) {
-    const uint8_t* block = panel + b * kLegacyPanelBlockBytes<kType>;
+  template <int K>
+  PAGODA_VNNI_INLINE static void block(const uint8_t* block, const PanelActivations& a, int first, size_t b,
+                                       __m512* acc) {
+    constexpr int kChains = K <= 2 ? 2 : 1;
     const BlockQ8_0* xb[K];
-    for (int k = 0; k < K; ++k) xb[k] = x[k] + b;
+    for (int k = 0; k < K; ++k) xb[k] = token_row<BlockQ8_0>(a, first + k) + b;
     __m512i s[kChains][K];
     legacy_block_sums<kType, K, kChains>(block, xb, s);
     for (int k = 0; k < K; ++k) {
@@ -147,29 +149,7 @@ PAGODA_VNNI void PanelDotLegacy(const uint8_t* panel, const PanelActivations& a,
       acc[k] = _mm512_add_ps(acc[k], legacy_block_result(block, sum, a.terms[i], a.scales[i]));
     }
   }
-  for (int k = 0; k < K; ++k) _mm512_storeu_ps(out + size_t(k) * out_stride, acc[k]);
-}
-
-// One token against two panels, block by block: two read streams.
-template <TensorType kType>
-PAGODA_VNNI void PanelDotLegacyTwo(const uint8_t* panel0, const uint8_t* panel1, const PanelActivations& a, int token,
-                                   float* out0, float* out1) {
-  const BlockQ8_0* x = token_row<BlockQ8_0>(a, token);
-  const uint8_t* panels[2] = {panel0, panel1};
-  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-  for (size_t b = 0; b < a.nb; ++b) {
-    const BlockQ8_0* xb[1] = {x + b};
-    const size_t i = size_t(token) * a.nb + b;
-    for (int p = 0; p < 2; ++p) {
-      const uint8_t* block = panels[p] + b * kLegacyPanelBlockBytes<kType>;
-      __m512i s[2][1];
-      legacy_block_sums<kType, 1, 2>(block, xb, s);
-      acc[p] = _mm512_add_ps(acc[p], legacy_block_result(block, _mm512_add_epi32(s[0][0], s[1][0]), a.terms[i], a.scales[i]));
-    }
-  }
-  _mm512_storeu_ps(out0, acc[0]);
-  _mm512_storeu_ps(out1, acc[1]);
-}
+};
 
 // Byte j (0..3) of every 32-bit lane, zero- or sign-extended.
 PAGODA_VNNI inline __m512i byte_u32(__m512i v, int j) {
@@ -179,28 +159,27 @@ PAGODA_VNNI inline __m512i byte_i32(__m512i v, int j) {
   return _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * j), 24);
 }
 
-// K (1..4) tokens against one Q4_K panel. Per super-block: the 16 rows'
+// Q4_K: super-block b of a panel against K (1..4) tokens: the 16 rows'
 // 6-bit scales and mins unpacked in their lanes (bytes: sub-block j's in
 // byte j % 4 of a lane), the mins against the activations' sub-block sums by
 // 4 vpdpwssd, then per 64-element chunk 8 loads of 16 rows x 8 nibbles: the
 // low nibbles (sub-block 2c) and the high ones kept in place (16 x the code,
 // sub-block 2c + 1; the sum is divided by 16 after, exactly) each times the
 // tokens' quads by vpdpbusd, and each sub-block's sum times its scale.
-template <int K>
-PAGODA_VNNI void PanelDotQ4K(const uint8_t* panel, const PanelActivations& a, int first, float* out,
-                             size_t out_stride) {
-  constexpr int kChains = K == 1 ? 2 : 1;
-  constexpr size_t kBlockBytes = kPanelRows * sizeof(BlockQ4_K);
-  const BlockQ8_K* x[K];
-  for (int k = 0; k < K; ++k) x[k] = token_row<BlockQ8_K>(a, first + k);
-  const __m512i low4 = _mm512_set1_epi8(0x0F), high4 = _mm512_set1_epi8(char(0xF0));
-  const __m512i low6 = _mm512_set1_epi8(63), bits45 = _mm512_set1_epi8(0x30);
-  const __m512i low16 = _mm512_set1_epi32(0x00FF00FF);
-  __m512 acc[K];
-  for (int k = 0; k < K; ++k) acc[k] = _mm512_setzero_ps();
-  for (size_t b = 0; b < a.nb; ++b) {
-    const uint8_t* block = panel + b * kBlockBytes;
-    prefetch_ahead(block, kBlockBytes);
+struct Q4K {
+  static constexpr size_t kBlockBytes = kPanelRows * sizeof(BlockQ4_K);
+  static constexpr int kMaxTokens = 4;  // the accumulators fill the 32 registers
+  static constexpr bool kPrefetch = true;
+
+  template <int K>
+  PAGODA_VNNI_INLINE static void block(const uint8_t* block, const PanelActivations& a, int first, size_t b,
+                                       __m512* acc) {
+    constexpr int kChains = K == 1 ? 2 : 1;
+    const BlockQ8_K* x[K];
+    for (int k = 0; k < K; ++k) x[k] = token_row<BlockQ8_K>(a, first + k) + b;
+    const __m512i low4 = _mm512_set1_epi8(0x0F), high4 = _mm512_set1_epi8(char(0xF0));
+    const __m512i low6 = _mm512_set1_epi8(63), bits45 = _mm512_set1_epi8(0x30);
+    const __m512i low16 = _mm512_set1_epi32(0x00FF00FF);
     const __m512i s0 = _mm512_loadu_si512(block + 64), s1 = _mm512_loadu_si512(block + 128);
     const __m512i s2 = _mm512_loadu_si512(block + 192);
     // unpack_q4_k_scale, 16 rows at once: scales and mins of sub-blocks 0-3, then 4-7.
@@ -232,8 +211,8 @@ PAGODA_VNNI void PanelDotQ4K(const uint8_t* panel, const PanelActivations& a, in
         const __m512i v = _mm512_loadu_si512(codes + 64 * (8 * c + q));
         const __m512i v_lo = _mm512_and_si512(v, low4), v_hi = _mm512_and_si512(v, high4);
         for (int k = 0; k < K; ++k) {
-          lo[q % kChains][k] = _mm512_dpbusd_epi32(lo[q % kChains][k], v_lo, bcast_quad(x[k][b].qs + 64 * c + 4 * q));
-          hi[q % kChains][k] = _mm512_dpbusd_epi32(hi[q % kChains][k], v_hi, bcast_quad(x[k][b].qs + 64 * c + 32 + 4 * q));
+          lo[q % kChains][k] = _mm512_dpbusd_epi32(lo[q % kChains][k], v_lo, bcast_quad(x[k]->qs + 64 * c + 4 * q));
+          hi[q % kChains][k] = _mm512_dpbusd_epi32(hi[q % kChains][k], v_hi, bcast_quad(x[k]->qs + 64 * c + 32 + 4 * q));
         }
       }
       const __m512i sc_a = byte_u32(c < 2 ? sc_lo : sc_hi, 2 * (c % 2));
@@ -250,30 +229,29 @@ PAGODA_VNNI void PanelDotQ4K(const uint8_t* panel, const PanelActivations& a, in
     }
     for (int k = 0; k < K; ++k) {  // x.d * (d * scaled - dmin * mins), as vec_dot_q4_k_q8_k
       const __m512 s = opaque(_mm512_mul_ps(wd, _mm512_cvtepi32_ps(scaled[k])));
-      const __m512 t = _mm512_mul_ps(_mm512_set1_ps(a.scales[size_t(first + k) * a.nb + b]), opaque(_mm512_sub_ps(s, mins[k])));
+      const __m512 xd = _mm512_set1_ps(a.scales[size_t(first + k) * a.nb + b]);
+      const __m512 t = _mm512_mul_ps(xd, opaque(_mm512_sub_ps(s, mins[k])));
       acc[k] = _mm512_add_ps(acc[k], opaque(t));
     }
   }
-  for (int k = 0; k < K; ++k) _mm512_storeu_ps(out + size_t(k) * out_stride, acc[k]);
-}
+};
 
-// K (1..4) tokens against one Q6_K panel. Per 128 elements (half h) and
-// kk = 0, 1: 8 loads of low nibbles (elements 32kk + 4q.. in the low ones,
+// Q6_K: super-block b of a panel against K (1..4) tokens. Per 128 elements
+// (half h) and kk = 0, 1: 8 loads of low nibbles (elements 32kk + 4q.. in the low ones,
 // 32 (kk + 2) + 4q.. in the high) and their top bits, giving 16 rows x 4
 // six-bit codes for two 32-element groups; sub-block sums (16 elements, 4
 // quads) less 32 x the activations' sum, times the signed sub-block scale.
-template <int K>
-PAGODA_VNNI void PanelDotQ6K(const uint8_t* panel, const PanelActivations& a, int first, float* out,
-                             size_t out_stride) {
-  constexpr size_t kBlockBytes = kPanelRows * sizeof(BlockQ6_K);
-  const BlockQ8_K* x[K];
-  for (int k = 0; k < K; ++k) x[k] = token_row<BlockQ8_K>(a, first + k);
-  const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
-  __m512 acc[K];
-  for (int k = 0; k < K; ++k) acc[k] = _mm512_setzero_ps();
-  for (size_t b = 0; b < a.nb; ++b) {
-    const uint8_t* block = panel + b * kBlockBytes;
-    prefetch_ahead(block, kBlockBytes);
+struct Q6K {
+  static constexpr size_t kBlockBytes = kPanelRows * sizeof(BlockQ6_K);
+  static constexpr int kMaxTokens = 4;
+  static constexpr bool kPrefetch = true;
+
+  template <int K>
+  PAGODA_VNNI_INLINE static void block(const uint8_t* block, const PanelActivations& a, int first, size_t b,
+                                       __m512* acc) {
+    const BlockQ8_K* x[K];
+    for (int k = 0; k < K; ++k) x[k] = token_row<BlockQ8_K>(a, first + k) + b;
+    const __m512i low4 = _mm512_set1_epi8(0x0F), bits45 = _mm512_set1_epi8(0x30);
     __m512i sc_words[4];
     for (int i = 0; i < 4; ++i) sc_words[i] = _mm512_loadu_si512(block + 3072 + 64 * i);
     __m512i scaled[K];
@@ -293,8 +271,8 @@ PAGODA_VNNI void PanelDotQ6K(const uint8_t* panel, const PanelActivations& a, in
             const __m512i ca = _mm512_or_si512(_mm512_and_si512(v, low4), top_a);
             const __m512i cb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), low4), top_b);
             for (int k = 0; k < K; ++k) {
-              sa[k] = _mm512_dpbusd_epi32(sa[k], ca, bcast_quad(x[k][b].qs + 128 * h + 32 * kk + 4 * q));
-              sb[k] = _mm512_dpbusd_epi32(sb[k], cb, bcast_quad(x[k][b].qs + 128 * h + 32 * (kk + 2) + 4 * q));
+              sa[k] = _mm512_dpbusd_epi32(sa[k], ca, bcast_quad(x[k]->qs + 128 * h + 32 * kk + 4 * q));
+              sb[k] = _mm512_dpbusd_epi32(sb[k], cb, bcast_quad(x[k]->qs + 128 * h + 32 * (kk + 2) + 4 * q));
             }
           }
           const int ja = 8 * h + 2 * kk + part, jb = ja + 4;
@@ -314,36 +292,64 @@ PAGODA_VNNI void PanelDotQ6K(const uint8_t* panel, const PanelActivations& a, in
       acc[k] = _mm512_add_ps(acc[k], opaque(p));
     }
   }
+};
+
+// K tokens against one panel, block by block.
+template <class Format, int K>
+PAGODA_VNNI void PanelDot(const uint8_t* panel, const PanelActivations& a, int first, float* out, size_t out_stride) {
+  __m512 acc[K];
+  for (int k = 0; k < K; ++k) acc[k] = _mm512_setzero_ps();
+  for (size_t b = 0; b < a.nb; ++b) {
+    const uint8_t* block = panel + b * Format::kBlockBytes;
+    if constexpr (Format::kPrefetch) prefetch_ahead(block, Format::kBlockBytes);
+    Format::template block<K>(block, a, first, b, acc);
+  }
   for (int k = 0; k < K; ++k) _mm512_storeu_ps(out + size_t(k) * out_stride, acc[k]);
 }
 
-using PanelFn = void (*)(const uint8_t*, const PanelActivations&, int, float*, size_t);
-template <TensorType kType>
-constexpr PanelFn kPanelLegacy[8] = {PanelDotLegacy<kType, 1>, PanelDotLegacy<kType, 2>, PanelDotLegacy<kType, 3>,
-                                     PanelDotLegacy<kType, 4>, PanelDotLegacy<kType, 5>, PanelDotLegacy<kType, 6>,
-                                     PanelDotLegacy<kType, 7>, PanelDotLegacy<kType, 8>};
-constexpr PanelFn kPanelQ4K[4] = {PanelDotQ4K<1>, PanelDotQ4K<2>, PanelDotQ4K<3>, PanelDotQ4K<4>};
-constexpr PanelFn kPanelQ6K[4] = {PanelDotQ6K<1>, PanelDotQ6K<2>, PanelDotQ6K<3>, PanelDotQ6K<4>};
-
-// The kernel table for t and how many tokens its widest kernel takes (the
-// K-quant kernels' accumulators fill the 32 registers at 4).
-bool kernels(TensorType t, const PanelFn*& fns, int& max_tokens) {
-  switch (t) {
-    case TensorType::Q8_0: fns = kPanelLegacy<TensorType::Q8_0>; max_tokens = 8; return true;
-    case TensorType::Q4_0: fns = kPanelLegacy<TensorType::Q4_0>; max_tokens = 8; return true;
-    case TensorType::Q5_0: fns = kPanelLegacy<TensorType::Q5_0>; max_tokens = 8; return true;
-    case TensorType::Q4_K: fns = kPanelQ4K; max_tokens = 4; return true;
-    case TensorType::Q6_K: fns = kPanelQ6K; max_tokens = 4; return true;
-    default: return false;
+// One token against two panels, a block of each in turn: two read streams.
+template <class Format>
+PAGODA_VNNI void PanelDotTwo(const uint8_t* panel0, const uint8_t* panel1, const PanelActivations& a, int token,
+                             float* out0, float* out1) {
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (size_t b = 0; b < a.nb; ++b) {
+    const uint8_t* block0 = panel0 + b * Format::kBlockBytes;
+    const uint8_t* block1 = panel1 + b * Format::kBlockBytes;
+    if constexpr (Format::kPrefetch) {
+      prefetch_ahead(block0, Format::kBlockBytes);
+      prefetch_ahead(block1, Format::kBlockBytes);
+    }
+    Format::template block<1>(block0, a, token, b, &acc[0]);
+    Format::template block<1>(block1, a, token, b, &acc[1]);
   }
+  _mm512_storeu_ps(out0, acc[0]);
+  _mm512_storeu_ps(out1, acc[1]);
 }
 
+using PanelFn = void (*)(const uint8_t*, const PanelActivations&, int, float*, size_t);
 using PanelTwoFn = void (*)(const uint8_t*, const uint8_t*, const PanelActivations&, int, float*, float*);
-PanelTwoFn two_panel_kernel(TensorType t) {
+
+// A format's kernels: one per token count up to its widest, and the two-panel one.
+struct Kernels {
+  PanelFn by_tokens[kPanelTokensMax] = {};
+  int max_tokens = 0;
+  PanelTwoFn two = nullptr;
+};
+
+template <class Format, size_t... I>
+constexpr Kernels kernels_of(std::index_sequence<I...>) {
+  return Kernels{{PanelDot<Format, int(I) + 1>...}, int(sizeof...(I)), PanelDotTwo<Format>};
+}
+template <class Format>
+constexpr Kernels kKernels = kernels_of<Format>(std::make_index_sequence<Format::kMaxTokens>());
+
+const Kernels* kernels(TensorType t) {
   switch (t) {
-    case TensorType::Q8_0: return PanelDotLegacyTwo<TensorType::Q8_0>;
-    case TensorType::Q4_0: return PanelDotLegacyTwo<TensorType::Q4_0>;
-    case TensorType::Q5_0: return PanelDotLegacyTwo<TensorType::Q5_0>;
+    case TensorType::Q8_0: return &kKernels<Legacy<TensorType::Q8_0>>;
+    case TensorType::Q4_0: return &kKernels<Legacy<TensorType::Q4_0>>;
+    case TensorType::Q5_0: return &kKernels<Legacy<TensorType::Q5_0>>;
+    case TensorType::Q4_K: return &kKernels<Q4K>;
+    case TensorType::Q6_K: return &kKernels<Q6K>;
     default: return nullptr;
   }
 }
@@ -364,12 +370,10 @@ void panel_dot(TensorType t, const uint8_t* panel, const PanelActivations& a, in
   if (a.type != t) fail<InvalidArgument>("panel_dot: {} weights, activations prepared for {}", tensor_type_name(t),
                                          tensor_type_name(a.type));
 #if PAGODA_PANELS_AVX512
-  const PanelFn* fns;
-  int max_tokens;
-  if (cpu_runs_panels() && kernels(t, fns, max_tokens)) {
-    for (int k = 0; k < n_tokens; k += max_tokens) {
-      const int n = std::min(max_tokens, n_tokens - k);
-      fns[n - 1](panel, a, first + k, out + size_t(k) * out_stride, out_stride);
+  if (const Kernels* ks = cpu_runs_panels() ? kernels(t) : nullptr) {
+    for (int k = 0; k < n_tokens; k += ks->max_tokens) {
+      const int n = std::min(ks->max_tokens, n_tokens - k);
+      ks->by_tokens[n - 1](panel, a, first + k, out + size_t(k) * out_stride, out_stride);
     }
     return;
   }
@@ -381,7 +385,7 @@ void panel_dot_two(TensorType t, const uint8_t* panel0, const uint8_t* panel1, c
                    float* out0, float* out1) {
 #if PAGODA_PANELS_AVX512
   if (a.type == t && token >= 0 && token < a.n_tokens && cpu_runs_panels())
-    if (const PanelTwoFn two = two_panel_kernel(t)) return two(panel0, panel1, a, token, out0, out1);
+    if (const Kernels* ks = kernels(t)) return ks->two(panel0, panel1, a, token, out0, out1);
 #endif
   panel_dot(t, panel0, a, token, 1, out0, kPanelRows);
   panel_dot(t, panel1, a, token, 1, out1, kPanelRows);
