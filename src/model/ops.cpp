@@ -160,14 +160,20 @@ void matmul_panels(std::span<const MatmulOut> outs, const uint8_t* xq, size_t x_
     return Located{outs[m].w.panel(int(local) * kPanelRows), outs[m].y + local * kPanelRows, size_t(outs[m].w.rows)};
   };
   pool.parallel_for(first.back(), [&](size_t begin, size_t end) {
-    if (n_tokens == 1) {  // the range's two halves side by side: two read streams
-      const size_t half = (end - begin) / 2;
-      for (size_t i = 0; i < half; ++i) {
-        const Located p0 = locate(begin + i), p1 = locate(begin + half + i);
-        panel_dot_two(type, p0.panel, p1.panel, a, 0, p0.y, p1.y);
+    if (n_tokens == 1) {  // the range cut into parts read side by side: far-apart streams
+      const size_t parts = size_t(panel_decode_streams(type)), part = (end - begin) / parts;
+      const uint8_t* panels[kPanelStreamsMax];
+      float* ys[kPanelStreamsMax];
+      for (size_t i = 0; i < part; ++i) {
+        for (size_t s = 0; s < parts; ++s) {
+          const Located p = locate(begin + s * part + i);
+          panels[s] = p.panel;
+          ys[s] = p.y;
+        }
+        panel_dot_streams(type, panels, int(parts), a, 0, ys);
       }
-      if ((end - begin) % 2) {
-        const Located p = locate(end - 1);
+      for (size_t i = begin + parts * part; i < end; ++i) {  // the cut's leftovers
+        const Located p = locate(i);
         panel_dot(type, p.panel, a, 0, 1, p.y, kPanelRows);
       }
       return;

@@ -1,7 +1,7 @@
 // The row-panel kernels for AVX-512 VNNI (quant/panels.h), and the run-time
 // choice between them and the scalar reference. Each format is a struct
 // whose block<K>() handles one (super-)block of a panel for K tokens;
-// PanelDot walks a panel with it, PanelDotTwo two panels side by side. One
+// PanelDot walks a panel with it, PanelDotStreams several side by side. One
 // target only, so they are compiled with a target attribute rather than
 // through Highway's per-target machinery; they run where Highway's dispatch
 // chose AVX3_DL or better.
@@ -307,41 +307,39 @@ PAGODA_VNNI void PanelDot(const uint8_t* panel, const PanelActivations& a, int f
   for (int k = 0; k < K; ++k) _mm512_storeu_ps(out + size_t(k) * out_stride, acc[k]);
 }
 
-// One token against two panels, a block of each in turn: two read streams.
-template <class Format>
-PAGODA_VNNI void PanelDotTwo(const uint8_t* panel0, const uint8_t* panel1, const PanelActivations& a, int token,
-                             float* out0, float* out1) {
-  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-  for (size_t b = 0; b < a.nb; ++b) {
-    const uint8_t* block0 = panel0 + b * Format::kBlockBytes;
-    const uint8_t* block1 = panel1 + b * Format::kBlockBytes;
-    if constexpr (Format::kPrefetch) {
-      prefetch_ahead(block0, Format::kBlockBytes);
-      prefetch_ahead(block1, Format::kBlockBytes);
+// One token against N panels, a block of each in turn: N read streams.
+template <class Format, int N>
+PAGODA_VNNI void PanelDotStreams(const uint8_t* const* panels, const PanelActivations& a, int token,
+                                 float* const* outs) {
+  __m512 acc[N];
+  for (int p = 0; p < N; ++p) acc[p] = _mm512_setzero_ps();
+  for (size_t b = 0; b < a.nb; ++b)
+    for (int p = 0; p < N; ++p) {
+      const uint8_t* block = panels[p] + b * Format::kBlockBytes;
+      if constexpr (Format::kPrefetch) prefetch_ahead(block, Format::kBlockBytes);
+      Format::template block<1>(block, a, token, b, &acc[p]);
     }
-    Format::template block<1>(block0, a, token, b, &acc[0]);
-    Format::template block<1>(block1, a, token, b, &acc[1]);
-  }
-  _mm512_storeu_ps(out0, acc[0]);
-  _mm512_storeu_ps(out1, acc[1]);
+  for (int p = 0; p < N; ++p) _mm512_storeu_ps(outs[p], acc[p]);
 }
 
 using PanelFn = void (*)(const uint8_t*, const PanelActivations&, int, float*, size_t);
-using PanelTwoFn = void (*)(const uint8_t*, const uint8_t*, const PanelActivations&, int, float*, float*);
+using PanelStreamsFn = void (*)(const uint8_t* const*, const PanelActivations&, int, float* const*);
 
-// A format's kernels: one per token count up to its widest, and the two-panel one.
+// A format's kernels: one per token count up to its widest, one per number
+// of panels side by side.
 struct Kernels {
   PanelFn by_tokens[kPanelTokensMax] = {};
   int max_tokens = 0;
-  PanelTwoFn two = nullptr;
+  PanelStreamsFn by_streams[kPanelStreamsMax] = {};
 };
 
-template <class Format, size_t... I>
-constexpr Kernels kernels_of(std::index_sequence<I...>) {
-  return Kernels{{PanelDot<Format, int(I) + 1>...}, int(sizeof...(I)), PanelDotTwo<Format>};
+template <class Format, size_t... T, size_t... S>
+constexpr Kernels kernels_of(std::index_sequence<T...>, std::index_sequence<S...>) {
+  return Kernels{{PanelDot<Format, int(T) + 1>...}, int(sizeof...(T)), {PanelDotStreams<Format, int(S) + 1>...}};
 }
 template <class Format>
-constexpr Kernels kKernels = kernels_of<Format>(std::make_index_sequence<Format::kMaxTokens>());
+constexpr Kernels kKernels = kernels_of<Format>(std::make_index_sequence<Format::kMaxTokens>(),
+                                                std::make_index_sequence<kPanelStreamsMax>());
 
 const Kernels* kernels(TensorType t) {
   switch (t) {
@@ -381,14 +379,16 @@ void panel_dot(TensorType t, const uint8_t* panel, const PanelActivations& a, in
   panel_dot_reference(t, panel, a, first, n_tokens, out, out_stride);
 }
 
-void panel_dot_two(TensorType t, const uint8_t* panel0, const uint8_t* panel1, const PanelActivations& a, int token,
-                   float* out0, float* out1) {
+void panel_dot_streams(TensorType t, const uint8_t* const* panels, int n, const PanelActivations& a, int token,
+                       float* const* outs) {
+  if (n < 1 || n > kPanelStreamsMax) fail<InvalidArgument>("panel_dot_streams: {} panels (1..{})", n, kPanelStreamsMax);
 #if PAGODA_PANELS_AVX512
   if (a.type == t && token >= 0 && token < a.n_tokens && cpu_runs_panels())
-    if (const Kernels* ks = kernels(t)) return ks->two(panel0, panel1, a, token, out0, out1);
+    if (const Kernels* ks = kernels(t)) return ks->by_streams[n - 1](panels, a, token, outs);
 #endif
-  panel_dot(t, panel0, a, token, 1, out0, kPanelRows);
-  panel_dot(t, panel1, a, token, 1, out1, kPanelRows);
+  for (int i = 0; i < n; ++i) panel_dot(t, panels[i], a, token, 1, outs[i], kPanelRows);
 }
+
+int panel_decode_streams(TensorType t) { return t == TensorType::Q8_0 ? 4 : 2; }
 
 }  // namespace pagoda

@@ -68,14 +68,19 @@ void prepare_panel_activations(TensorType t, const void* x, size_t x_stride, int
 // for r < kPanelRows and k < n_tokens (1..kPanelTokensMax).
 void panel_dot(TensorType t, const uint8_t* panel, const PanelActivations& a, int first, int n_tokens, float* out,
                size_t out_stride);
-// One token (`token`) against two panels read side by side: out0 and out1
-// get panel_dot's 16 values for panel0 and panel1. Decode runs a thread's
-// panels as two far-apart streams this way; one sequential stream per core
-// keeps too few reads in flight (Zen 5 VM, 1B decode, alternating steps:
-// Q8_0 52 GB/s against 42, Q4_K_M 46-52 against 44-50). Without the SIMD
-// kernels, the two panels run one after the other.
-void panel_dot_two(TensorType t, const uint8_t* panel0, const uint8_t* panel1, const PanelActivations& a, int token,
-                   float* out0, float* out1);
+// One token (`token`) against n panels read side by side, a block of each in
+// turn: outs[i] gets panel_dot's 16 values for panels[i]. Decode runs a
+// thread's panels as far-apart streams this way; one sequential stream per
+// core keeps too few reads in flight. Without the SIMD kernels, the panels
+// run one after the other. n: 1 .. kPanelStreamsMax.
+inline constexpr int kPanelStreamsMax = 4;
+void panel_dot_streams(TensorType t, const uint8_t* const* panels, int n, const PanelActivations& a, int token,
+                       float* const* outs);
+// How many panels decode reads side by side for t: the count measured best
+// (Zen 5 VM, 1B decode, steps alternating between counts: Q8_0 with 4
+// streams 10-15% over 2, 2 over 1 by 20%; Q4_0 and Q4_K_M with 4 streams
+// 30% under 2, 2 over 1 by 4-12%).
+int panel_decode_streams(TensorType t);
 // The scalar kernel behind it: the reference, and the fallback on other CPUs.
 void panel_dot_reference(TensorType t, const uint8_t* panel, const PanelActivations& a, int first, int n_tokens,
                          float* out, size_t out_stride);

@@ -1,8 +1,8 @@
 // Row panels (quant/panels.h): packing keeps every byte (unpacking gives the
 // rows back), and the panel kernels, SIMD and scalar, equal vec_dot on the
 // original rows bit for bit, for every format, 1..8 tokens, several widths,
-// random bytes (every code, scale and min) and extreme activations; two
-// panels side by side equal one at a time.
+// random bytes (every code, scale and min) and extreme activations; panels
+// side by side equal one at a time.
 #include "quant/panels.h"
 
 #include <gtest/gtest.h>
@@ -100,33 +100,38 @@ TEST(Panels, KernelsMatchVecDotBitForBit) {
       }
 }
 
-// Two panels side by side (decode's two read streams) give what panel_dot
-// gives for each, on every SIMD target.
-TEST(Panels, TwoPanelsSideBySideMatchPanelDot) {
+// Panels side by side (decode's read streams) give what panel_dot gives for
+// each, on every SIMD target, for every count of streams.
+TEST(Panels, PanelsSideBySideMatchPanelDot) {
   std::mt19937 rng(4);
   for (const TensorType t : kTypes)
     for (const size_t blocks : {1, 3, 8})
       for (const bool extreme : {false, true}) {
         const TensorType xt = activation_type(t);
         const size_t n = blocks * size_t(block_elems(t)), rb = row_bytes(t, n), xb = row_bytes(xt, n);
-        auto panels = testing::random_blocks(t, n * 2 * kPanelRows, rng);
-        pack_panels(t, panels.data(), rb, 2 * kPanelRows);
-        const uint8_t* p0 = panels.data();
-        const uint8_t* p1 = panels.data() + kPanelRows * rb;
+        auto rows = testing::random_blocks(t, n * kPanelStreamsMax * kPanelRows, rng);
+        pack_panels(t, rows.data(), rb, kPanelStreamsMax * kPanelRows);
         const auto x = activations(xt, n, 3, rng, extreme);
         PanelActivations a;
         prepare_panel_activations(t, x.data(), xb, 3, blocks, a);
         testing::for_each_simd_target([&](int64_t) {
-          for (int token = 0; token < 3; ++token) {
-            float want0[kPanelRows], want1[kPanelRows], got0[kPanelRows], got1[kPanelRows];
-            panel_dot(t, p0, a, token, 1, want0, kPanelRows);
-            panel_dot(t, p1, a, token, 1, want1, kPanelRows);
-            panel_dot_two(t, p0, p1, a, token, got0, got1);
-            for (int r = 0; r < kPanelRows; ++r) {
-              ASSERT_EQ(got0[r], want0[r]) << tensor_type_name(t) << " blocks " << blocks << " token " << token << " row " << r;
-              ASSERT_EQ(got1[r], want1[r]) << tensor_type_name(t) << " blocks " << blocks << " token " << token << " row " << r;
+          for (int streams = 1; streams <= kPanelStreamsMax; ++streams)
+            for (int token = 0; token < 3; ++token) {
+              const uint8_t* panels[kPanelStreamsMax];
+              float got[kPanelStreamsMax][kPanelRows], want[kPanelRows];
+              float* outs[kPanelStreamsMax];
+              for (int s = 0; s < streams; ++s) {
+                panels[s] = rows.data() + size_t((streams - 1 - s) * kPanelRows) * rb;  // any order
+                outs[s] = got[s];
+              }
+              panel_dot_streams(t, panels, streams, a, token, outs);
+              for (int s = 0; s < streams; ++s) {
+                panel_dot(t, panels[s], a, token, 1, want, kPanelRows);
+                for (int r = 0; r < kPanelRows; ++r)
+                  ASSERT_EQ(got[s][r], want[r]) << tensor_type_name(t) << " blocks " << blocks << " streams " << streams
+                                                << " panel " << s << " token " << token << " row " << r;
+              }
             }
-          }
         });
       }
 }
@@ -141,9 +146,12 @@ TEST(Panels, BadArgumentsAreRejected) {
   EXPECT_THROW(panel_dot(TensorType::Q8_0, panel.data(), a, 0, 0, out, kPanelRows), InvalidArgument);
   EXPECT_THROW(pack_panels(TensorType::F16, panel.data(), 64, 16), Unsupported);
   EXPECT_THROW(panel_dot(TensorType::Q4_K, panel.data(), a, 0, 1, out, kPanelRows), InvalidArgument);
-  float out2[kPanelRows];
-  EXPECT_THROW(panel_dot_two(TensorType::Q8_0, panel.data(), panel.data(), a, 1, out, out2), InvalidArgument);
-  EXPECT_THROW(panel_dot_two(TensorType::Q4_0, panel.data(), panel.data(), a, 0, out, out2), InvalidArgument);
+  const uint8_t* panels[kPanelStreamsMax + 1] = {panel.data(), panel.data()};
+  float* outs[kPanelStreamsMax + 1] = {out, out};
+  EXPECT_THROW(panel_dot_streams(TensorType::Q8_0, panels, 2, a, 1, outs), InvalidArgument);
+  EXPECT_THROW(panel_dot_streams(TensorType::Q4_0, panels, 2, a, 0, outs), InvalidArgument);
+  EXPECT_THROW(panel_dot_streams(TensorType::Q8_0, panels, 0, a, 0, outs), InvalidArgument);
+  EXPECT_THROW(panel_dot_streams(TensorType::Q8_0, panels, kPanelStreamsMax + 1, a, 0, outs), InvalidArgument);
 }
 
 }  // namespace
