@@ -113,15 +113,17 @@ void LlamaWeights::pack_panels(const GgufFile& f) {
   if (!packable(all)) return;
   std::erase_if(matrices, [](const Matrix* m) { return !prefers_panels(m->type); });
   if (matrices.empty()) return;
+  std::map<const uint8_t*, int> packed;  // matrices on the same bytes are packed once
   f.edit([&] {
-    std::map<const uint8_t*, int> packed;  // matrices on the same bytes are packed once
     for (Matrix* m : matrices) {
       const auto [it, fresh] = packed.try_emplace(m->data, 0);
       if (fresh) it->second = pagoda::pack_panels(m->type, const_cast<uint8_t*>(m->data), m->row_bytes, m->rows);
       m->panel_rows = it->second;
     }
   });
-  if (token_embd.data == output.data) token_embd.panel_rows = output.panel_rows;  // tied: the same bytes
+  // token_embd on the bytes of a packed matrix (tied to the output, or a
+  // file that points it at a layer's) reads its rows through the panels.
+  if (const auto it = packed.find(token_embd.data); it != packed.end()) token_embd.panel_rows = it->second;
 }
 
 }  // namespace pagoda

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -343,6 +344,46 @@ TEST(PagedForwardPanels, PackedModelGivesTheSameLogits) {
     };
     EXPECT_EQ(run(rows), run(panels)) << tensor_type_name(w.layers[0].wq.type);
   }
+}
+
+// The offset field of a tensor's info in a GGUF file's bytes: after the
+// name, the dimension count, the dimensions and the type.
+size_t tensor_offset_field(const std::vector<uint8_t>& bytes, const std::string& name) {
+  const auto at = std::search(bytes.begin(), bytes.end(), name.begin(), name.end());
+  const size_t pos = size_t(at - bytes.begin()) + name.size();
+  uint32_t n_dims;
+  std::memcpy(&n_dims, bytes.data() + pos, 4);
+  return pos + 4 + 8 * size_t(n_dims) + 4;
+}
+
+// A file may point token_embd at the bytes of a layer matrix of its shape
+// (320 x 320 here, like wq): once that matrix is packed, the embedding
+// lookups read its rows through the panels, and the logits stay the ones of
+// the read-only file.
+TEST(PagedForwardPanels, EmbeddingOnAPackedLayerMatrixReadsItsRows) {
+  auto s = spec(TensorType::Q8_0, 4, 2, false, 320);
+  auto bytes = synthetic_llama(s).to_bytes();
+  std::memcpy(bytes.data() + tensor_offset_field(bytes, "token_embd.weight"),
+              bytes.data() + tensor_offset_field(bytes, "blk.0.attn_q.weight"), 8);
+  std::vector<uint8_t> copy = bytes;
+  LlamaModel rows(std::make_shared<const GgufFile>(GgufFile::parse(bytes.data(), bytes.size())));
+  LlamaModel panels(std::make_shared<const GgufFile>(GgufFile::parse_writable(copy.data(), copy.size())));
+  const auto& w = panels.weights();
+  ASSERT_EQ(w.token_embd.data, w.layers[0].wq.data);
+  EXPECT_EQ(w.token_embd.panel_rows, w.layers[0].wq.panel_rows);
+  if (prefers_panels(TensorType::Q8_0)) EXPECT_EQ(w.token_embd.panel_rows, 320);
+  auto run = [](LlamaModel& model) {
+    KvStorage kv(model.config(), 1, 16);
+    ThreadPool pool(2);
+    std::vector<int32_t> table = {0};
+    Batch b;
+    const int seq = b.add_sequence(table);
+    for (int i = 0; i < 5; ++i) b.add(int32_t(7 + 60 * i), seq, i, true);
+    std::vector<float> logits;
+    model.forward(b, kv, pool, logits);
+    return logits;
+  };
+  EXPECT_EQ(run(rows), run(panels));
 }
 
 // A file's bytes serve one packed model: a second model on the same
