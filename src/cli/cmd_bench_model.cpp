@@ -137,6 +137,9 @@ struct Result {
   double prefill_s = 0, prefill_tokens_per_s = 0, prefill_flops = 0;
   std::vector<DecodeFigure> decode;
   double bandwidth_ratio = 0, fma_ratio = 0, batch16_speedup = 0;
+  // Batch-1 decode bytes/s over the read bandwidth of the same moment (a
+  // ReadProbe pass just before each step), median of the steps; 0: not measured.
+  double bandwidth_now_ratio = 0;
   uint64_t pool_loops_per_step = 0;  // parallel loops that woke the workers, one batch-1 decode step
 };
 
@@ -154,7 +157,7 @@ const DecodeFigure* find_decode(const Result& r, int batch, int context) {
 }
 
 Result measure(const Opts& o, const Machine& m, const std::string& model_name, const std::string& type,
-               const std::string& path, ThreadPool& pool, CacheEvictor* evictor) {
+               const std::string& path, ThreadPool& pool, CacheEvictor* evictor, ReadProbe* probe) {
   const int steps = o.steps > 0 ? o.steps : (o.quick ? 2 : 5);
   auto model = LlamaModel::load(path, o.mmap ? Residency::kMapped : Residency::kInMemory);
   const ModelConfig& cfg = model->config();
@@ -195,16 +198,21 @@ Result measure(const Opts& o, const Machine& m, const std::string& model_name, c
 
   for (int context : {0, o.context}) {
     for (int b : o.batches) {
-      std::vector<double> times;
+      std::vector<double> times, now_ratios;
+      const bool probed = probe && b == 1 && context == 0;
       for (int step = 0; step <= steps; ++step) {  // step 0 warms up
         const Batch batch = seqs.decode_batch(b, context + step, rng, cfg.n_vocab);
+        const double bandwidth_now = probed ? probe->measure() : 0;
         if (evictor) evictor->evict();  // every step reads its weights from DRAM
         const uint64_t loops0 = pool.wakeups();
         const double s0 = now_s();
         model->forward(batch, kv, pool, logits);
-        if (step > 0) times.push_back(now_s() - s0);
+        const double dt = now_s() - s0;
+        if (step > 0) times.push_back(dt);
+        if (step > 0 && probed) now_ratios.push_back(double(r.weight_bytes_per_token) / dt / bandwidth_now);
         if (b == 1 && context == 0) r.pool_loops_per_step = pool.wakeups() - loops0;
       }
+      if (probed) r.bandwidth_now_ratio = median(now_ratios);
       DecodeFigure d{b, context, median(times), 0};
       d.tokens_per_s = b / d.step_s;
       r.decode.push_back(d);
@@ -243,7 +251,7 @@ std::string file_type_name(const std::string& type) {
 
 // Generates one model (F16), derives the quantized files, measures each type.
 std::vector<Result> bench_model(const Opts& o, const Machine& m, const std::string& name, const fs::path& dir,
-                                ThreadPool& pool, CacheEvictor* evictor, nlohmann::json& setup) {
+                                ThreadPool& pool, CacheEvictor* evictor, ReadProbe* probe, nlohmann::json& setup) {
   SyntheticModelSpec spec = model_spec(name);
   spec.type = TensorType::F16;
   const fs::path f16 = dir / fmt::format("{}-f16.gguf", name);
@@ -271,7 +279,7 @@ std::vector<Result> bench_model(const Opts& o, const Machine& m, const std::stri
       s["quantize_" + type + "_s"] = now_s() - t0;
     }
     spdlog::info("measuring {} {}", name, type);
-    results.push_back(measure(o, m, name, type, path.string(), pool, evictor));
+    results.push_back(measure(o, m, name, type, path.string(), pool, evictor, probe));
     if (!o.keep && !cached && path != f16) fs::remove(path);
   }
   if (!o.keep && !cached) fs::remove(f16);
@@ -287,7 +295,7 @@ void print_table(const Opts& o, const Machine& m, const std::vector<Result>& res
   fmt::print("weights: {}\n", o.mmap ? "mapped from the files (--mmap)" : "read into memory (huge pages where available)");
   // Two header lines: column groups, then units and batch sizes.
   const size_t group = 8 * o.batches.size() + 2;
-  fmt::print("\n{:<5} {:<5} {:>8} {:>9} {:>6} {:<{}}{:<{}} {:>6} {:>7}\n", "model", "type", "weights", "prefill", "FLOP/s",
+  fmt::print("\n{:<5} {:<5} {:>8} {:>9} {:>6} {:<{}}{:<{}} {:<13} {:>7}\n", "model", "type", "weights", "prefill", "FLOP/s",
              " decode tok/s, context 0, batch", group, fmt::format(" context {}, batch", o.context), group, "b1 B/s",
              "b16/b1");
   fmt::print("{:<5} {:<5} {:>8} {:>9} {:>6} ", "", "", "MB/tok", "tok/s", "/peak");
@@ -296,7 +304,7 @@ void print_table(const Opts& o, const Machine& m, const std::vector<Result>& res
     for (int b : o.batches) fmt::print("{:>8}", b);
     fmt::print(" ");
   }
-  fmt::print(" {:>6} {:>7}\n", "/BW", "");
+  fmt::print(" {:>6} {:>6} {:>7}\n", "/BW", "/now", "");
   for (const auto& r : results) {
     fmt::print("{:<5} {:<5} {:>8.0f} {:>9.1f} {:>6.3f} ", r.model, r.type, r.weight_bytes_per_token / 1e6,
                r.prefill_tokens_per_s, r.fma_ratio);
@@ -305,8 +313,11 @@ void print_table(const Opts& o, const Machine& m, const std::vector<Result>& res
       for (int b : o.batches) fmt::print("{:>8.1f}", find_decode(r, b, context)->tokens_per_s);
       fmt::print(" ");
     }
-    fmt::print(" {:>6.3f} {:>7.2f}\n", r.bandwidth_ratio, r.batch16_speedup);
+    fmt::print(" {:>6.3f} {:>6} {:>7.2f}\n", r.bandwidth_ratio,
+               r.bandwidth_now_ratio > 0 ? fmt::format("{:.3f}", r.bandwidth_now_ratio) : "-", r.batch16_speedup);
   }
+  if (!o.quick)
+    fmt::print("(b1 B/s /now: each batch-1 step's weight bytes/s over a read pass just before it, median of the steps)\n");
   // Each woken loop costs about one round trip: its share of a batch-1 step.
   fmt::print("\npool overhead at batch 1, context 0 (loops per step x wake-up / step time):");
   for (const auto& r : results)
@@ -358,6 +369,7 @@ nlohmann::json to_json(const Opts& o, const Machine& m, const std::vector<Result
                             {"prefill_flops", r.prefill_flops},
                             {"decode", d},
                             {"bandwidth_ratio", r.bandwidth_ratio},
+                            {"bandwidth_now_ratio", r.bandwidth_now_ratio},
                             {"fma_ratio", r.fma_ratio},
                             {"batch16_speedup", r.batch16_speedup},
                             {"pool_loops_per_step", r.pool_loops_per_step}});
@@ -412,10 +424,14 @@ int run(Opts o) {
   // --quick's model lives in the caches anyway (see the CLI test); the others
   // decode from DRAM.
   std::unique_ptr<CacheEvictor> evictor;
-  if (!o.quick) evictor = std::make_unique<CacheEvictor>(pool);
+  std::unique_ptr<ReadProbe> probe;  // the read speed of the moment, before each batch-1 step
+  if (!o.quick) {
+    evictor = std::make_unique<CacheEvictor>(pool);
+    probe = std::make_unique<ReadProbe>(pool, m.bandwidth.buffer_bytes);
+  }
   try {
     for (const auto& name : o.models) {
-      auto r = bench_model(o, m, name, dir, pool, evictor.get(), setup);
+      auto r = bench_model(o, m, name, dir, pool, evictor.get(), probe.get(), setup);
       results.insert(results.end(), r.begin(), r.end());
     }
   } catch (...) {

@@ -71,15 +71,16 @@ int64_t Target() { return int64_t(HWY_TARGET); }
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include <hwy/aligned_allocator.h>
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <vector>
 
 #include "cli/machine_limits.h"
+#include "util/error.h"
 #include "util/thread_pool.h"
 
 namespace pagoda::cli {
@@ -132,32 +133,43 @@ void CacheEvictor::evict() {
   for (uint64_t s : sums) sink_ += s;
 }
 
-ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
-  const size_t parts = size_t(pool.size());
+ReadProbe::ReadProbe(ThreadPool& pool, size_t bytes) : pool_(pool), parts_(size_t(pool.size())) {
   // Whole chunks of 4 vectors of the widest target (64 floats) per thread.
   const size_t chunk = 64;
-  const size_t per_part = std::max<size_t>(1, bytes / sizeof(float) / parts / chunk) * chunk;
-  const size_t n = per_part * parts;
-  auto buf = hwy::AllocateAligned<float>(n);
+  per_part_ = std::max<size_t>(1, bytes / sizeof(float) / parts_ / chunk) * chunk;
+  mapped_ = per_part_ * parts_ * sizeof(float);
+  void* p = ::mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) fail("bench-model: cannot map {} bytes for the read bandwidth", mapped_);
+  ::madvise(p, mapped_, MADV_HUGEPAGE);  // a hint: where THP is off, plain pages
+  buf_ = static_cast<float*>(p);
   // Filled by the threads that read it, so pages land near them (first touch).
-  on_every_thread(pool, [&](size_t part) { std::fill_n(buf.get() + part * per_part, per_part, 1.0f); });
-  std::vector<float> sums(parts * 16);  // one cache line apart
-  ReadBandwidth r;
-  r.buffer_bytes = n * sizeof(float);
-  // The best of `reps` passes for each stream count: the machine's ceiling
-  // however the reads are spread.
+  on_every_thread(pool_, [&](size_t part) { std::fill_n(buf_ + part * per_part_, per_part_, 1.0f); });
+}
+
+ReadProbe::~ReadProbe() { ::munmap(buf_, mapped_); }
+
+double ReadProbe::measure() {
+  std::vector<float> sums(parts_ * 16);  // one cache line apart
+  double best = 0;
   for (size_t streams : {1, 2, 4, 8}) {
-    for (int rep = 0; rep < reps; ++rep) {
-      const double t0 = now_s();
-      on_every_thread(pool, [&](size_t part) {
-        sums[part * 16] = HWY_DYNAMIC_DISPATCH(SumFloats)(buf.get() + part * per_part, per_part, streams);
-      });
-      const double dt = now_s() - t0;
-      r.bytes_per_s = std::max(r.bytes_per_s, double(r.buffer_bytes) / dt);
-    }
+    const double t0 = now_s();
+    on_every_thread(pool_, [&](size_t part) {
+      sums[part * 16] = HWY_DYNAMIC_DISPATCH(SumFloats)(buf_ + part * per_part_, per_part_, streams);
+    });
+    best = std::max(best, double(bytes()) / (now_s() - t0));
   }
   volatile float keep = sums[0];  // the sums are used, so the loads stay
   (void)keep;
+  return best;
+}
+
+ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps) {
+  ReadProbe probe(pool, bytes);
+  ReadBandwidth r;
+  r.buffer_bytes = probe.bytes();
+  // The best of `reps` passes for each stream count: the machine's ceiling
+  // however the reads are spread.
+  for (int rep = 0; rep < reps; ++rep) r.bytes_per_s = std::max(r.bytes_per_s, probe.measure());
   return r;
 }
 

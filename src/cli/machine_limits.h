@@ -21,10 +21,28 @@ struct ReadBandwidth {
   size_t buffer_bytes = 0;
 };
 
-// Sums a buffer of `bytes` (rounded to whole vectors) with SIMD adds, split
-// across the pool's threads, `reps` times for each number of concurrent
-// sequential streams per thread (1, 2, 4, 8); the buffer is filled (and its
-// pages faulted in) first, so the passes time reads only.
+// A buffer of `bytes` (rounded to whole vectors) in huge pages where the
+// kernel grants them, as the weights are, filled (its pages faulted in) by
+// the threads that read it. measure() sums it with SIMD adds, split across
+// the pool's threads, once for each number of concurrent sequential streams
+// per thread (1, 2, 4, 8), and gives the best bytes/s: the read speed of the
+// moment, which moves by up to 2x within minutes on a shared VM.
+class ReadProbe {
+ public:
+  ReadProbe(ThreadPool& pool, size_t bytes);
+  ~ReadProbe();
+  ReadProbe(const ReadProbe&) = delete;
+  ReadProbe& operator=(const ReadProbe&) = delete;
+  double measure();
+  size_t bytes() const { return per_part_ * parts_ * sizeof(float); }
+
+ private:
+  ThreadPool& pool_;
+  size_t parts_, per_part_, mapped_ = 0;
+  float* buf_ = nullptr;
+};
+
+// The best of `reps` ReadProbe passes over a buffer of `bytes`.
 ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps = 5);
 
 // A buffer size much larger than the caches: 4x the last-level cache, at
