@@ -8,6 +8,7 @@
 #include "quant/panels.h"
 #include "quant/rows.h"
 #include "util/error.h"
+#include "util/thread_pool.h"
 
 namespace pagoda {
 namespace {
@@ -114,10 +115,20 @@ void LlamaWeights::pack_panels(const GgufFile& f) {
   std::erase_if(matrices, [](const Matrix* m) { return !prefers_panels(m->type); });
   if (matrices.empty()) return;
   std::map<const uint8_t*, int> packed;  // matrices on the same bytes are packed once
+  // Panels are independent: each matrix's are split across the threads (a
+  // pool for the load only; packing runs at about 1 GB/s a thread).
+  ThreadPool pool;
   f.edit([&] {
     for (Matrix* m : matrices) {
       const auto [it, fresh] = packed.try_emplace(m->data, 0);
-      if (fresh) it->second = pagoda::pack_panels(m->type, const_cast<uint8_t*>(m->data), m->row_bytes, m->rows);
+      if (fresh) {
+        const size_t panels = size_t(m->rows / kPanelRows), panel_bytes = kPanelRows * m->row_bytes;
+        uint8_t* data = const_cast<uint8_t*>(m->data);
+        pool.parallel_for(panels, [&](size_t begin, size_t end) {
+          pagoda::pack_panels(m->type, data + begin * panel_bytes, m->row_bytes, int((end - begin) * kPanelRows));
+        }, 1, panels * panel_bytes);
+        it->second = int(panels) * kPanelRows;
+      }
       m->panel_rows = it->second;
     }
   });
