@@ -1308,14 +1308,19 @@ void RowsDotQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_
 #endif
 #if !PAGODA_X86_VNNI512
 // vpdpbusd is only assumed on AVX3_DL; elsewhere one weight row at a time,
-// with the activations' scales (not passed in for these formats) as floats.
+// with the activations' scales (not passed in for these formats) as floats,
+// each row's stream fetched `ahead` bytes on (1B decode on AVX2, alternating
+// steps: 7-12% faster).
 #define PAGODA_ROWS_DOT(Name, RowDots, Block)                                                                   \
   void Name(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* /*xd*/, float* acc, \
-            size_t /*ahead*/) {                                                                                 \
+            size_t ahead) {                                                                                     \
     alignas(32) float xd[kChunkBlocks][dot_tables::kXdStride] = {};                                             \
     for (size_t b = 0; b < nb; ++b) xd[b][0] = HalfToFloat(x + b * sizeof(BlockQ8_0));                           \
-    for (int r = 0; r < n_w; ++r)                                                                               \
-      RowDots(static_cast<const uint8_t*>(w) + size_t(r) * w_stride, x, 0, 1, nb, &xd[0][0], acc + r);           \
+    for (int r = 0; r < n_w; ++r) {                                                                             \
+      const uint8_t* row = static_cast<const uint8_t*>(w) + size_t(r) * w_stride;                               \
+      for (size_t line = 0; line < nb * sizeof(Block); line += 64) PrefetchL2(row + ahead + line);             \
+      RowDots(row, x, 0, 1, nb, &xd[0][0], acc + r);                                                            \
+    }                                                                                                           \
   }
 PAGODA_ROWS_DOT(RowsDotQ4_0, RowDotsQ4_0, BlockQ4_0)
 PAGODA_ROWS_DOT(RowsDotQ5_0, RowDotsQ5_0, BlockQ5_0)
