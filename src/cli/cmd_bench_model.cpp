@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <hwy/targets.h>
+#include <strings.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -51,6 +53,7 @@ struct Opts {
   bool mmap = false;  // map the model files, as `serve --mmap` does
   bool json = false;
   std::string json_file;  // also write the JSON here
+  std::string simd;       // a Highway target to run as if the CPU had no wider one, e.g. AVX2
 };
 
 // The model shapes. 100m: GPT-2-small-like width, 100M weights read per
@@ -394,8 +397,21 @@ fs::path make_temp_dir(const std::string& parent) {
   return pattern;
 }
 
+// Makes every kernel dispatch to the target named `name` (as Highway names
+// them: AVX2, AVX3, AVX3_DL, ...), as on a CPU without the wider ones: one
+// machine measures the kernels of several.
+void force_simd_target(const std::string& name) {
+  std::string known;
+  for (const int64_t t : hwy::SupportedAndGeneratedTargets()) {
+    if (strcasecmp(hwy::TargetName(t), name.c_str()) == 0) return hwy::SetSupportedTargetsForTest(t);
+    known += fmt::format("{}{}", known.empty() ? "" : ", ", hwy::TargetName(t));
+  }
+  fail<InvalidArgument>("bench-model: --simd {}: not a target this CPU runs ({})", name, known);
+}
+
 int run(Opts o) {
   if (o.quick) o.models = {"10m"};
+  if (!o.simd.empty()) force_simd_target(o.simd);
   for (const auto& m : o.models) model_spec(m);
   for (const auto& t : o.types)
     if (t != "f16" && t != "q8_0" && t != "q4_k" && t != "q4_0")
@@ -482,6 +498,7 @@ Command add_bench_model(CLI::App& app) {
   cmd->add_flag("--mmap", o->mmap, "Map the model files instead of reading them into memory (as serve --mmap)");
   cmd->add_option("--cache", o->cache,
                   "Folder of model files kept between runs: files already there are reused (tuning loops)");
+  cmd->add_option("--simd", o->simd, "Run the kernels of this SIMD target only (e.g. AVX2 on an AVX-512 CPU)");
   cmd->add_flag("--json", o->json, "Print the figures as JSON");
   cmd->add_option("--json-file", o->json_file, "Also write the figures as JSON to this file");
   return {cmd, [o] { return run(*o); }};

@@ -1415,6 +1415,7 @@ void TokenGroupDot(TensorType t, const void* w_rows, size_t w_stride, int n_rows
 }
 bool IsAvx512Vnni() { return false; }
 #endif
+bool IsX86Avx2() { return PAGODA_X86_AVX2; }
 
 // 8 activation rows per tile keep their accumulators in the 32 vector
 // registers of AVX-512; with 16 they would spill.
@@ -1444,6 +1445,7 @@ HWY_EXPORT(TargetName);
 HWY_EXPORT(TileTokens);
 HWY_EXPORT(TokenGroupDot);
 HWY_EXPORT(IsAvx512Vnni);
+HWY_EXPORT(IsX86Avx2);
 
 namespace {
 
@@ -1601,6 +1603,7 @@ void token_group_dot(TensorType t, const void* w, size_t w_stride, int n_rows, c
 bool prefers_token_groups(TensorType t) { return has_token_group_dot(t) && simd_target_is_avx512_vnni(); }
 
 bool simd_target_is_avx512_vnni() { return HWY_DYNAMIC_DISPATCH(IsAvx512Vnni)(); }
+bool simd_target_is_x86_avx2() { return HWY_DYNAMIC_DISPATCH(IsX86Avx2)(); }
 
 bool q4k_wide_vectors() { return dot_tables::q4k_wide; }
 void set_q4k_wide_vectors(bool on) { dot_tables::q4k_wide = on; }

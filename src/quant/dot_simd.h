@@ -75,5 +75,7 @@ const char* dot_simd_target();
 // target; tests may switch targets, see tests/quant/simd_targets.h). Cheap:
 // one dispatch-table lookup.
 bool simd_target_is_avx512_vnni();
+// Whether that target is x86 AVX2 or wider (AVX-512 included).
+bool simd_target_is_x86_avx2();
 
 }  // namespace pagoda

@@ -11,6 +11,7 @@
 
 #include "quant/blocks.h"
 #include "quant/dot_simd.h"
+#include "quant/panel_dot_avx2.h"
 #include "quant/panels.h"
 #include "util/error.h"
 
@@ -25,6 +26,8 @@ namespace pagoda {
 namespace {
 
 bool cpu_runs_panels() { return simd_target_is_avx512_vnni(); }
+// Elsewhere on x86, the AVX2 kernels of the formats that have them.
+bool cpu_runs_avx2_panels(TensorType t) { return simd_target_is_x86_avx2() && panels_avx2::has_kernels(t); }
 
 #if PAGODA_PANELS_AVX512
 // GCC 12 warns inside its own headers: the conversions pass _mm512_undefined_ps()
@@ -358,7 +361,9 @@ const Kernels* kernels(TensorType t) {
 
 }  // namespace
 
-bool prefers_panels(TensorType t) { return PAGODA_PANELS_AVX512 && has_panels(t) && cpu_runs_panels(); }
+bool prefers_panels(TensorType t) {
+  return has_panels(t) && ((PAGODA_PANELS_AVX512 && cpu_runs_panels()) || cpu_runs_avx2_panels(t));
+}
 
 void panel_dot(TensorType t, const uint8_t* panel, const PanelActivations& a, int first, int n_tokens, float* out,
                size_t out_stride) {
@@ -376,6 +381,7 @@ void panel_dot(TensorType t, const uint8_t* panel, const PanelActivations& a, in
     return;
   }
 #endif
+  if (cpu_runs_avx2_panels(t)) return panels_avx2::dot(t, panel, a, first, n_tokens, out, out_stride);
   panel_dot_reference(t, panel, a, first, n_tokens, out, out_stride);
 }
 
@@ -386,6 +392,8 @@ void panel_dot_streams(TensorType t, const uint8_t* const* panels, int n, const 
   if (a.type == t && token >= 0 && token < a.n_tokens && cpu_runs_panels())
     if (const Kernels* ks = kernels(t)) return ks->by_streams[n - 1](panels, a, token, outs);
 #endif
+  if (a.type == t && token >= 0 && token < a.n_tokens && cpu_runs_avx2_panels(t))
+    return panels_avx2::streams(t, panels, n, a, token, outs);
   for (int i = 0; i < n; ++i) panel_dot(t, panels[i], a, token, 1, outs[i], kPanelRows);
 }
 

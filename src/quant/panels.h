@@ -35,7 +35,8 @@ inline constexpr int kPanelTokensMax = 8;  // tokens per panel_dot call
 
 // Whether a panel layout exists for weights of type t (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K).
 bool has_panels(TensorType t);
-// Whether this CPU runs panels fast (AVX-512 VNNI): only then are matrices packed.
+// Whether this CPU runs panels of t fast (AVX-512 VNNI; AVX2 for Q8_0, Q4_0
+// and Q5_0): only then are matrices packed.
 bool prefers_panels(TensorType t);
 
 // Rearranges the first (rows / 16) * 16 rows of a row-major matrix of type t

@@ -371,7 +371,9 @@ TEST(PagedForwardPanels, EmbeddingOnAPackedLayerMatrixReadsItsRows) {
   const auto& w = panels.weights();
   ASSERT_EQ(w.token_embd.data, w.layers[0].wq.data);
   EXPECT_EQ(w.token_embd.panel_rows, w.layers[0].wq.panel_rows);
-  if (prefers_panels(TensorType::Q8_0)) EXPECT_EQ(w.token_embd.panel_rows, 320);
+  if (prefers_panels(TensorType::Q8_0)) {
+    EXPECT_EQ(w.token_embd.panel_rows, 320);
+  }
   auto run = [](LlamaModel& model) {
     KvStorage kv(model.config(), 1, 16);
     ThreadPool pool(2);
