@@ -78,9 +78,9 @@ inline constexpr int kPanelStreamsMax = 4;
 void panel_dot_streams(TensorType t, const uint8_t* const* panels, int n, const PanelActivations& a, int token,
                        float* const* outs);
 // How many panels decode reads side by side for t: the count measured best
-// (Zen 5 VM, 1B decode, steps alternating between counts: Q8_0 with 4
-// streams 10-15% over 2, 2 over 1 by 20%; Q4_0 and Q4_K_M with 4 streams
-// 30% under 2, 2 over 1 by 4-12%).
+// (Zen 5 VM, 1B decode, steps alternating between counts, AVX-512 VNNI:
+// Q8_0 with 4 streams 10-15% over 2, 2 over 1 by 20%; Q4_0 and Q4_K_M with 4
+// streams 30% under 2, 2 over 1 by 4-12%. The AVX2 kernels: 2).
 int panel_decode_streams(TensorType t);
 // The scalar kernel behind it: the reference, and the fallback on other CPUs.
 void panel_dot_reference(TensorType t, const uint8_t* panel, const PanelActivations& a, int first, int n_tokens,
