@@ -4,6 +4,7 @@
 // float expression as the scalar kernel, so the same bits.
 #include "quant/panel_dot_avx2.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
