@@ -14,6 +14,7 @@
 #include "quant/dot.h"
 #include "quant/panels.h"
 #include "quant/rows.h"
+#include "quant/simd_targets.h"
 
 namespace pagoda {
 namespace {
@@ -76,6 +77,40 @@ TEST(Matmul, EveryOutputEqualsItsOwnDotForEveryTypeShapeAndThreadCount) {
         }
       }
     }
+  }
+}
+
+// Packed matrices on every SIMD target the CPU runs: the AVX-512 VNNI
+// kernels, the AVX2 ones (legacy formats) and the scalar reference, through
+// matmul's walks (decode's side-by-side streams with their leftovers, token
+// passes), bit for bit equal to one dot per output.
+TEST(Matmul, PackedMatricesOnEverySimdTarget) {
+  const size_t cols = 256;
+  for (const TensorType t : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    const int rows = 7 * kPanelRows + 5;
+    const auto values = random_floats(size_t(rows) * cols, 11);
+    const size_t rb = row_bytes(t, cols);
+    std::vector<uint8_t> bytes(rb * size_t(rows));
+    for (int r = 0; r < rows; ++r) quantize_row(t, values.data() + size_t(r) * cols, bytes.data() + size_t(r) * rb, cols);
+    const Matrix rows_w{"w", t, rows, int(cols), rb, bytes.data()};
+    std::vector<uint8_t> packed = bytes;
+    Matrix w = rows_w;
+    w.data = packed.data();
+    w.panel_rows = pack_panels(t, packed.data(), rb, rows);
+    testing::for_each_simd_target([&](int64_t) {
+      for (const int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        for (const int n_tokens : {1, 3, 9}) {
+          const auto x = random_floats(size_t(n_tokens) * cols, 5);
+          std::vector<float> y(size_t(n_tokens) * size_t(rows), -1.0f);
+          matmul(w, x.data(), n_tokens, y.data(), pool);
+          for (int k = 0; k < n_tokens; ++k)
+            for (int r = 0; r < rows; ++r)
+              ASSERT_EQ(y[size_t(k) * size_t(rows) + size_t(r)], one_dot(t, rows_w.row(r), x.data() + size_t(k) * cols, cols))
+                  << tensor_type_name(t) << " threads " << threads << " tokens " << n_tokens << " token " << k << " row " << r;
+        }
+      }
+    });
   }
 }
 
