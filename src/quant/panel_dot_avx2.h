@@ -1,7 +1,7 @@
 // Row-panel kernels for AVX2 (quant/panels.h), used where the SIMD target is
-// AVX2 or an AVX-512 one without VNNI: the 32-element formats (Q8_0, Q4_0,
-// Q5_0). Each 64-byte group of a panel is two 256-bit halves, rows 0-7 and
-// 8-15; vpmaddubsw and vpmaddwd take vpdpbusd's place. Internal to
+// AVX2 or an AVX-512 one without VNNI, for every panel format. Each 64-byte
+// group of a panel is two 256-bit halves, rows 0-7 and 8-15; vpmaddubsw and
+// vpmaddwd take vpdpbusd's place (codes and pair sums sized to fit int16). Internal to
 // quant/panel_dot_avx512.cpp, which dispatches.
 #pragma once
 

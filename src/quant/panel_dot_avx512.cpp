@@ -398,9 +398,11 @@ void panel_dot_streams(TensorType t, const uint8_t* const* panels, int n, const 
 }
 
 int panel_decode_streams(TensorType t) {
-  // The AVX2 kernels' accumulators for 4 streams fill the 16 registers (1B
-  // Q8_0 decode on AVX2: 0.33 of the read speed with 4 streams, 0.56-0.73 with 2).
-  return t == TensorType::Q8_0 && cpu_runs_panels() ? 4 : 2;
+  if (cpu_runs_panels()) return t == TensorType::Q8_0 ? 4 : 2;
+  // The AVX2 kernels have 16 registers: 1B decode on AVX2, Q8_0 at 0.33 of
+  // the read speed with 4 streams, 0.56-0.73 with 2; Q4_K_M 0.51 with 2,
+  // 0.58-0.64 with one.
+  return t == TensorType::Q4_K || t == TensorType::Q6_K ? 1 : 2;
 }
 
 }  // namespace pagoda

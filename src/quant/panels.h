@@ -35,8 +35,8 @@ inline constexpr int kPanelTokensMax = 8;  // tokens per panel_dot call
 
 // Whether a panel layout exists for weights of type t (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K).
 bool has_panels(TensorType t);
-// Whether this CPU runs panels of t fast (AVX-512 VNNI; AVX2 for Q8_0, Q4_0
-// and Q5_0): only then are matrices packed.
+// Whether this CPU runs panels of t fast (AVX-512 VNNI, or AVX2): only then
+// are matrices packed.
 bool prefers_panels(TensorType t);
 
 // Rearranges the first (rows / 16) * 16 rows of a row-major matrix of type t
@@ -80,7 +80,8 @@ void panel_dot_streams(TensorType t, const uint8_t* const* panels, int n, const 
 // How many panels decode reads side by side for t: the count measured best
 // (Zen 5 VM, 1B decode, steps alternating between counts, AVX-512 VNNI:
 // Q8_0 with 4 streams 10-15% over 2, 2 over 1 by 20%; Q4_0 and Q4_K_M with 4
-// streams 30% under 2, 2 over 1 by 4-12%. The AVX2 kernels: 2).
+// streams 30% under 2, 2 over 1 by 4-12%. The AVX2 kernels: 2 for the
+// legacy formats, 1 for the K-quants).
 int panel_decode_streams(TensorType t);
 // The scalar kernel behind it: the reference, and the fallback on other CPUs.
 void panel_dot_reference(TensorType t, const uint8_t* panel, const PanelActivations& a, int first, int n_tokens,
