@@ -1,13 +1,18 @@
 // A persistent pool of worker threads for data-parallel loops. Threads are
-// created once; each parallel_for wakes them, splits [0, n) into one
-// contiguous range per thread, and the calling thread works on a range too.
-// A loop body must compute each index independently of the split, so results
-// never depend on the thread count.
+// created once; each parallel_for wakes them and splits [0, n) into one
+// contiguous range per thread. Every thread, the caller included, claims
+// ranges until none is left, so a range is not bound to a thread: when the
+// machine is oversubscribed and a worker is descheduled, the caller runs that
+// worker's range instead of waiting a time slice for it (a decode step runs
+// ~100 loops; waiting for a preempted worker in each halved tokens/s beside
+// one busy process). A loop body must compute each index independently of
+// the split, so results never depend on the thread count or on who ran what.
 //
-// A forward pass runs ~160 loops a step, microseconds apart; sleeping on a
+// A forward pass runs ~100 loops a step, microseconds apart; sleeping on a
 // condition variable between them costs a futex wake and a reschedule per
 // loop (2-40 µs on a VM). So workers, and the caller waiting for them, first
-// spin for up to kSpin (with a pause instruction) before they sleep.
+// spin for up to kSpin (with a pause instruction) before they sleep, unless
+// the pool has more threads than the machine has cores.
 #pragma once
 
 #include <atomic>
@@ -48,20 +53,32 @@ class ThreadPool {
   void parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn, size_t grain = 1,
                     size_t work = SIZE_MAX);
 
+  // Test hook: while set, a woken worker waits before it claims a range, as a
+  // descheduled one would; parallel_for must still return, its ranges run by
+  // the caller.
+  void stall_workers(bool on) { stall_.store(on, std::memory_order_release); }
+
  private:
-  void worker_loop(int index);
-  void run_range(int part);
+  void worker_loop();
+  // Claims and runs ranges of loop `generation` until none is left.
+  void run_ranges(uint32_t generation);
+  void run_range(int part, int parts);
 
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable wake_, done_;
+  // The loop being run: written by the caller before it publishes claims_,
+  // read only by a thread that has claimed a range of that loop.
   const std::function<void(size_t, size_t)>* job_ = nullptr;
   size_t n_ = 0, grain_ = 1;
-  int parts_ = 0;
-  // Written under mu_ and read by spinning threads without it.
-  std::atomic<int> pending_{0};
+  // The current loop's claim counter: generation (high 32 bits), number of
+  // ranges (16 bits), next unclaimed range (low 16 bits). One word, so a
+  // late worker can only claim a range of the loop it was woken for.
+  std::atomic<uint64_t> claims_{0};
+  std::atomic<int> finished_{0};  // ranges of the current loop run to the end
   std::atomic<uint64_t> generation_{0};
-  std::atomic<bool> stop_{false};
+  std::atomic<bool> stop_{false}, stall_{false};
+  std::chrono::microseconds spin_{kSpin};
   std::exception_ptr error_;
 };
 

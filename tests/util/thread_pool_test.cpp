@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -34,8 +35,14 @@ TEST(ThreadPool, SmallWorkRunsOnTheCallingThread) {
   const auto me = std::this_thread::get_id();
   pool.parallel_for(1000, [&](size_t, size_t) { elsewhere += std::this_thread::get_id() != me; }, 1, 100);
   EXPECT_EQ(elsewhere.load(), 0);
-  pool.parallel_for(1000, [&](size_t, size_t) { elsewhere += std::this_thread::get_id() != me; }, 1,
-                    ThreadPool::kSerialWork * 4);
+  // Enough work wakes the workers; they claim ranges while the caller runs
+  // its first (it may take them all when they are slow to wake: retry).
+  for (int round = 0; round < 100 && elsewhere.load() == 0; ++round) {
+    pool.parallel_for(1000, [&](size_t, size_t) {
+      elsewhere += std::this_thread::get_id() != me;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }, 1, ThreadPool::kSerialWork * 4);
+  }
   EXPECT_GT(elsewhere.load(), 0);
 }
 
@@ -51,6 +58,40 @@ TEST(ThreadPool, RethrowsAfterAllRangesFinish) {
   std::atomic<int> sum{0};
   pool.parallel_for(100, [&](size_t b, size_t e) { sum += int(e - b); });
   EXPECT_EQ(sum.load(), 100);
+}
+
+// A worker that is not running when a loop starts (descheduled on a busy
+// machine, stalled here) must not hold the loop up: the caller claims and runs
+// its range. Without that, the first loop would wait for the stall to end and
+// some ranges would run on workers.
+TEST(ThreadPool, CallerRunsTheRangesOfStalledWorkers) {
+  ThreadPool pool(4);
+  const auto me = std::this_thread::get_id();
+  pool.stall_workers(true);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<std::atomic<int>> hits(100);
+    std::atomic<int> elsewhere{0};
+    pool.parallel_for(hits.size(), [&](size_t b, size_t e) {
+      elsewhere += std::this_thread::get_id() != me;
+      for (size_t i = b; i < e; ++i) hits[i]++;
+    });
+    ASSERT_EQ(elsewhere.load(), 0) << "round " << round;
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+  }
+  // Released, the workers wake with stale loops behind them: they must claim
+  // nothing of those, and share the next loops again.
+  pool.stall_workers(false);
+  std::atomic<int> elsewhere{0};
+  for (int round = 0; round < 200 && elsewhere.load() == 0; ++round) {
+    std::vector<std::atomic<int>> hits(64);
+    pool.parallel_for(hits.size(), [&](size_t b, size_t e) {
+      elsewhere += std::this_thread::get_id() != me;
+      for (size_t i = b; i < e; ++i) hits[i]++;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    });
+    for (auto& h : hits) ASSERT_EQ(h.load(), 1) << "round " << round;
+  }
+  EXPECT_GT(elsewhere.load(), 0);
 }
 
 // Workers spin for kSpin after a loop, then sleep: loops back to back (caught
