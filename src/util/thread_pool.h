@@ -4,8 +4,7 @@
 // ranges until none is left, so a range is not bound to a thread: when the
 // machine is oversubscribed and a worker is descheduled, the caller runs that
 // worker's range instead of waiting a time slice for it (a decode step runs
-// ~100 loops; waiting for a preempted worker in each halved tokens/s beside
-// one busy process). A loop body must compute each index independently of
+// ~100 loops, each of which would wait). A loop body must compute each index independently of
 // the split, so results never depend on the thread count or on who ran what.
 //
 // A forward pass runs ~100 loops a step, microseconds apart; sleeping on a
