@@ -1,0 +1,343 @@
+// The row-panel kernels (quant/panels.h), written once for every x86 vector
+// width. Not a normal header: panel_dot_avx512.cpp and panel_dot_avx2.cpp
+// each include it inside their own namespace, after defining
+//   PAGODA_PANEL_TARGET  the function attribute that enables the target, and
+//   V                    its vector operations (see either file),
+// so each gets its own copy compiled for its target (as Highway's -inl.h
+// files are). A 64-byte group of a panel holds 4 bytes of each of 16 rows; a
+// target with 8 32-bit lanes takes it as two halves, rows 0-7 and 8-15.
+// Where the widths' instructions differ (vpdpbusd's 32-bit sums against
+// vpmaddubsw's int16 pairs) V::kVnni picks the variant. Every kernel keeps
+// the scalar kernel's integer sums and float expression: the same bits.
+//
+// No include guard, by design; the includer provides the headers
+// (<immintrin.h>, <cstring>, <utility>, quant/blocks.h, quant/panels.h).
+
+#define PAGODA_PANEL_INLINE PAGODA_PANEL_TARGET __attribute__((always_inline)) inline
+
+using I = V::I;
+using F = V::F;
+constexpr int kHalves = kPanelRows / V::kLanes;
+constexpr size_t kHalfBytes = 4 * V::kLanes;  // a half's offset in each 64-byte group
+
+// Token k's activation row, as blocks of type XBlock.
+template <class XBlock>
+PAGODA_PANEL_INLINE const XBlock* token_row(const PanelActivations& a, int k) {
+  return reinterpret_cast<const XBlock*>(a.rows + size_t(k) * a.row_stride);
+}
+
+// The F16 scales of one block's rows in this half, as floats (2 bytes a row).
+PAGODA_PANEL_INLINE F block_scales(const uint8_t* p, int half) { return V::load_scales(p + 2 * V::kLanes * half); }
+
+// Bits e0 .. e0 + 3 of every 32-bit lane of h, as bit 4 of its 4 bytes (the
+// fifth bits of Q5_0 elements e0 ..): a multiply spreads 4 bits 7 apart.
+PAGODA_PANEL_INLINE I fifth_bits(I h, int e0) {
+  const I four = V::and_(V::srli32(h, e0), V::set32(0xF));
+  return V::and_(V::mullo32(four, V::set32(0x02040810)), V::set32(0x10101010));
+}
+
+// Byte j (0..3) of every 32-bit lane, zero- or sign-extended.
+PAGODA_PANEL_INLINE I byte_u32(I v, int j) { return V::and_(V::srli32(v, 8 * j), V::set32(0xFF)); }
+PAGODA_PANEL_INLINE I byte_i32(I v, int j) { return V::srai32(V::slli32(v, 24 - 8 * j), 24); }
+
+// The K-quant kernels ask for the super-block two on (4.5-6.5 KB ahead)
+// while working on one: 5632 x 2048 from DRAM, one token, 2 threads (Zen 5
+// VM, AVX-512), Q4_K 48-55 GB/s against 31-44 without, Q6_K 47-60 against
+// 21-40 (its codes are read out of address order); one or three ahead did
+// worse. The lighter legacy kernels do better with the hardware prefetchers
+// alone (1B Q8_0 decode with prefetches 1-16 KB ahead, into L1 or L2: 3-10%
+// slower).
+PAGODA_PANEL_INLINE void prefetch_ahead(const uint8_t* block, size_t block_bytes) {
+  const uint8_t* ahead = block + 2 * block_bytes;
+  for (size_t line = 0; line < block_bytes; line += 64) __builtin_prefetch(ahead + line, 0, 3);
+}
+
+// Q8_0, Q4_0 and Q5_0: half `half` of block b of a panel against K tokens,
+// added to acc[k]. Q8_0 (8 loads of rows x 4 codes), Q4_0 and Q5_0 (4 loads
+// of rows x 8 nibbles, low and high giving quads q and q + 4; Q5_0 ors in the
+// fifth bits). Each quad of codes times every token's matching 4 activation
+// codes (a broadcast); the codes are unsigned, so the activations' term (the
+// code offset's share of the sum) goes after. Q8_0's codes are stored + 128
+// for vpdpbusd; V::dot_q8_0 either keeps that offset (V::kQ8_0Offset, the
+// term removes it) or multiplies signed codes.
+template <TensorType kType>
+struct Legacy {
+  static constexpr size_t kBlockBytes = kPanelRows * (kType == TensorType::Q8_0   ? sizeof(BlockQ8_0)
+                                                      : kType == TensorType::Q5_0 ? sizeof(BlockQ5_0)
+                                                                                  : sizeof(BlockQ4_0));
+  // As many as the accumulators leave registers for (32 on AVX-512, 16 on AVX2).
+  static constexpr int kMaxTokens = V::kVnni ? 8 : 4;
+  static constexpr bool kPrefetch = false;  // the hardware prefetchers keep up
+
+  template <int K>
+  PAGODA_PANEL_INLINE static void block(const uint8_t* block, int half, const PanelActivations& a, int first,
+                                        size_t b, F* acc) {
+    constexpr bool kQ8 = kType == TensorType::Q8_0, kQ5 = kType == TensorType::Q5_0;
+    constexpr bool kTerm = !kQ8 || V::kQ8_0Offset;
+    constexpr size_t kCodes = kQ5 ? 96 : 32;  // after the scales (and Q5_0's fifth bits)
+    // With one or two tokens on AVX-512 a block's multiply-adds run as two
+    // dependency chains.
+    constexpr int kChains = V::kVnni && K <= 2 ? 2 : 1;
+    const BlockQ8_0* x[K];
+    for (int k = 0; k < K; ++k) x[k] = token_row<BlockQ8_0>(a, first + k) + b;
+    I s[kChains][K];
+    for (int c = 0; c < kChains; ++c)
+      for (int k = 0; k < K; ++k) s[c][k] = V::zero();
+    auto multiply = [&](int q, I codes) PAGODA_PANEL_TARGET {
+      for (int k = 0; k < K; ++k) {
+        I& sum = s[q % kChains][k];
+        const I xq = V::bcast_quad(x[k]->qs + 4 * q);
+        sum = kQ8 ? V::dot_q8_0(sum, codes, xq) : V::dot_u8s8(sum, codes, xq);
+      }
+    };
+    const uint8_t* lanes = block + kHalfBytes * half;
+    if constexpr (kQ8) {
+#pragma GCC unroll 8
+      for (int q = 0; q < 8; ++q) multiply(q, V::load(lanes + kCodes + 64 * q));
+    } else {
+      const I low4 = V::set8(0x0F);
+      I h = V::zero();
+      if constexpr (kQ5) h = V::load(lanes + 32);
+#pragma GCC unroll 4
+      for (int q = 0; q < 4; ++q) {
+        const I v = V::load(lanes + kCodes + 64 * q);
+        I lo = V::and_(v, low4), hi = V::and_(V::srli16(v, 4), low4);
+        if constexpr (kQ5) {
+          lo = V::or_(lo, fifth_bits(h, 4 * q));
+          hi = V::or_(hi, fifth_bits(h, 16 + 4 * q));
+        }
+        multiply(q, lo);
+        multiply(q + 4, hi);
+      }
+    }
+    // d_w * d_x * (sum - term), as vec_dot_q8_0_q8_0 and its kin.
+    const F wd = block_scales(block, half);
+    for (int k = 0; k < K; ++k) {
+      const size_t i = size_t(first + k) * a.nb + b;
+      I sum = s[0][k];
+      if constexpr (kChains == 2) sum = V::add32(sum, s[1][k]);
+      if constexpr (kTerm) sum = V::sub32(sum, V::set32(a.terms[i]));
+      const F p = V::mul(V::mul(wd, V::set1f(a.scales[i])), V::cvt(sum));
+      acc[k] = V::add(acc[k], V::opaque(p));
+    }
+  }
+};
+
+// Q4_K: super-block b of a panel against K tokens: the rows' 6-bit scales
+// and mins unpacked in their lanes (sub-block j's in byte j % 4 of a lane),
+// the mins against the activations' sub-block sums by 16-bit multiply-adds,
+// then per 64-element chunk 8 loads of rows x 8 nibbles, the low nibbles
+// (sub-block 2c) and the high ones (2c + 1) each times the tokens' quads, and
+// each sub-block's sum times its scale. vpdpbusd takes the high nibbles in
+// place (16 x the code; the 32-bit sum is divided by 16 after, exactly);
+// vpmaddubsw's int16 pairs could overflow on that, so without VNNI they are
+// shifted down first.
+struct Q4K {
+  static constexpr size_t kBlockBytes = kPanelRows * sizeof(BlockQ4_K);
+  static constexpr int kMaxTokens = V::kVnni ? 4 : 2;  // the accumulators fill the registers
+  static constexpr bool kPrefetch = true;
+
+  template <int K>
+  PAGODA_PANEL_INLINE static void block(const uint8_t* block, int half, const PanelActivations& a, int first,
+                                        size_t b, F* acc) {
+    constexpr int kChains = V::kVnni && K == 1 ? 2 : 1;
+    const BlockQ8_K* x[K];
+    for (int k = 0; k < K; ++k) x[k] = token_row<BlockQ8_K>(a, first + k) + b;
+    const I low4 = V::set8(0x0F), high4 = V::set8(char(0xF0)), low6 = V::set8(63), bits45 = V::set8(0x30);
+    const I low16 = V::set32(0x00FF00FF);
+    const uint8_t* lanes = block + kHalfBytes * half;
+    const I s0 = V::load(lanes + 64), s1 = V::load(lanes + 128), s2 = V::load(lanes + 192);
+    // unpack_q4_k_scale, every row at once: scales and mins of sub-blocks 0-3, then 4-7.
+    const I sc_lo = V::and_(s0, low6), m_lo = V::and_(s1, low6);
+    const I sc_hi = V::or_(V::and_(s2, low4), V::and_(V::srli16(s0, 2), bits45));
+    const I m_hi = V::or_(V::and_(V::srli16(s2, 4), low4), V::and_(V::srli16(s1, 2), bits45));
+    // Mins as 16-bit pairs (0, 2), (1, 3), (4, 6), (5, 7), as the terms' pairs.
+    const I m_pairs[4] = {V::and_(m_lo, low16), V::srli16(m_lo, 8), V::and_(m_hi, low16), V::srli16(m_hi, 8)};
+    const F wd = block_scales(block, half), wmin = block_scales(block + 32, half);
+    F mins[K];
+    I scaled[K];
+    for (int k = 0; k < K; ++k) {
+      const int32_t* terms = a.terms.data() + (size_t(first + k) * a.nb + b) * 4;
+      I m = V::zero();
+      for (int p = 0; p < 4; ++p) m = V::dot_i16(m, m_pairs[p], V::set32(terms[p]));
+      mins[k] = V::opaque(V::mul(wmin, V::cvt(m)));
+      scaled[k] = V::zero();
+    }
+    const uint8_t* codes = lanes + 256;
+    // Unrolled on AVX-512 (its 32 registers hold the four chunks' values);
+    // AVX2 keeps the loop.
+#pragma GCC unroll(V::kVnni ? 4 : 1)
+    for (int c = 0; c < 4; ++c) {
+      I lo[kChains][K], hi[kChains][K];
+      for (int h = 0; h < kChains; ++h)
+        for (int k = 0; k < K; ++k) lo[h][k] = hi[h][k] = V::zero();
+#pragma GCC unroll 8
+      for (int q = 0; q < 8; ++q) {
+        const I v = V::load(codes + 64 * (8 * c + q));
+        const I v_lo = V::and_(v, low4), v_hi = V::kVnni ? V::and_(v, high4) : V::and_(V::srli16(v, 4), low4);
+        for (int k = 0; k < K; ++k) {
+          lo[q % kChains][k] = V::dot_u8s8(lo[q % kChains][k], v_lo, V::bcast_quad(x[k]->qs + 64 * c + 4 * q));
+          hi[q % kChains][k] = V::dot_u8s8(hi[q % kChains][k], v_hi, V::bcast_quad(x[k]->qs + 64 * c + 32 + 4 * q));
+        }
+      }
+      const I sc_a = byte_u32(c < 2 ? sc_lo : sc_hi, 2 * (c % 2));
+      const I sc_b = byte_u32(c < 2 ? sc_lo : sc_hi, 2 * (c % 2) + 1);
+      for (int k = 0; k < K; ++k) {
+        I l = lo[0][k], h = hi[0][k];
+        if constexpr (kChains == 2) {
+          l = V::add32(l, lo[1][k]);
+          h = V::add32(h, hi[1][k]);
+        }
+        if constexpr (V::kVnni) h = V::srai32(h, 4);
+        scaled[k] = V::add32(scaled[k], V::mullo32(l, sc_a));
+        scaled[k] = V::add32(scaled[k], V::mullo32(h, sc_b));
+      }
+    }
+    for (int k = 0; k < K; ++k) {  // x.d * (d * scaled - dmin * mins), as vec_dot_q4_k_q8_k
+      const F s = V::opaque(V::mul(wd, V::cvt(scaled[k])));
+      const F xd = V::set1f(a.scales[size_t(first + k) * a.nb + b]);
+      acc[k] = V::add(acc[k], V::opaque(V::mul(xd, V::opaque(V::sub(s, mins[k])))));
+    }
+  }
+};
+
+// Q6_K: super-block b of a panel against K tokens. Per 128 elements (half
+// h) and kk = 0, 1: 8 loads of low nibbles (elements 32kk + 4q.. in the low
+// ones, 32 (kk + 2) + 4q.. in the high) and their top bits, giving rows x 4
+// six-bit codes for two 32-element groups (up to 63: vpmaddubsw's pairs stay
+// within int16); sub-block sums (16 elements, 4 quads) less 32 x the
+// activations' sum, times the signed sub-block scale.
+struct Q6K {
+  static constexpr size_t kBlockBytes = kPanelRows * sizeof(BlockQ6_K);
+  static constexpr int kMaxTokens = V::kVnni ? 4 : 2;
+  static constexpr bool kPrefetch = true;
+
+  template <int K>
+  PAGODA_PANEL_INLINE static void block(const uint8_t* block, int half, const PanelActivations& a, int first,
+                                        size_t b, F* acc) {
+    const BlockQ8_K* x[K];
+    for (int k = 0; k < K; ++k) x[k] = token_row<BlockQ8_K>(a, first + k) + b;
+    const I low4 = V::set8(0x0F), bits45 = V::set8(0x30);
+    const uint8_t* lanes = block + kHalfBytes * half;
+    I sc_words[4];
+    for (int i = 0; i < 4; ++i) sc_words[i] = V::load(lanes + 3072 + 64 * i);
+    I scaled[K];
+    for (int k = 0; k < K; ++k) scaled[k] = V::zero();
+    for (int h = 0; h < 2; ++h)
+      for (int kk = 0; kk < 2; ++kk)
+        for (int part = 0; part < 2; ++part) {  // quads 4 part .. 4 part + 3: sub-blocks 8h + 2k + part
+          I sa[K], sb[K];                       // groups k = kk and kk + 2
+          for (int k = 0; k < K; ++k) sa[k] = sb[k] = V::zero();
+#pragma GCC unroll 4
+          for (int q = 4 * part; q < 4 * part + 4; ++q) {
+            const I v = V::load(lanes + 64 * ((2 * h + kk) * 8 + q));
+            const I u = V::load(lanes + 2048 + 64 * (8 * h + q));
+            // Top bits of group g (0..3) sit at bits 2g, 2g + 1 of u: moved to bits 4, 5.
+            const I top_a = V::and_(V::slli16(u, 4 - 2 * kk), bits45);
+            const I top_b = V::and_(kk == 0 ? u : V::srli16(u, 2), bits45);
+            const I ca = V::or_(V::and_(v, low4), top_a);
+            const I cb = V::or_(V::and_(V::srli16(v, 4), low4), top_b);
+            for (int k = 0; k < K; ++k) {
+              sa[k] = V::dot_u8s8(sa[k], ca, V::bcast_quad(x[k]->qs + 128 * h + 32 * kk + 4 * q));
+              sb[k] = V::dot_u8s8(sb[k], cb, V::bcast_quad(x[k]->qs + 128 * h + 32 * (kk + 2) + 4 * q));
+            }
+          }
+          const int ja = 8 * h + 2 * kk + part, jb = ja + 4;
+          const I sc_a = byte_i32(sc_words[ja / 4], ja % 4), sc_b = byte_i32(sc_words[jb / 4], jb % 4);
+          for (int k = 0; k < K; ++k) {
+            const int32_t* terms = a.terms.data() + (size_t(first + k) * a.nb + b) * 16;
+            const I da = V::sub32(sa[k], V::set32(terms[ja]));
+            const I db = V::sub32(sb[k], V::set32(terms[jb]));
+            scaled[k] = V::add32(scaled[k], V::mullo32(da, sc_a));
+            scaled[k] = V::add32(scaled[k], V::mullo32(db, sc_b));
+          }
+        }
+    const F wd = block_scales(block + 3328, half);
+    for (int k = 0; k < K; ++k) {  // x.d * d * scaled, as vec_dot_q6_k_q8_k
+      const F xd = V::set1f(a.scales[size_t(first + k) * a.nb + b]);
+      acc[k] = V::add(acc[k], V::opaque(V::mul(V::mul(xd, wd), V::cvt(scaled[k]))));
+    }
+  }
+};
+
+// K tokens against one panel, block by block (each block's halves in turn).
+template <class Format, int K>
+PAGODA_PANEL_TARGET void PanelDot(const uint8_t* panel, const PanelActivations& a, int first, float* out,
+                                  size_t out_stride) {
+  F acc[kHalves][K];
+  for (auto& h : acc)
+    for (auto& v : h) v = V::zerof();
+  for (size_t b = 0; b < a.nb; ++b) {
+    const uint8_t* block = panel + b * Format::kBlockBytes;
+    if constexpr (Format::kPrefetch) prefetch_ahead(block, Format::kBlockBytes);
+    for (int half = 0; half < kHalves; ++half) Format::template block<K>(block, half, a, first, b, acc[half]);
+  }
+  for (int k = 0; k < K; ++k)
+    for (int half = 0; half < kHalves; ++half) V::store(out + size_t(k) * out_stride + V::kLanes * half, acc[half][k]);
+}
+
+// One token against N panels, a block of each in turn: N read streams.
+template <class Format, int N>
+PAGODA_PANEL_TARGET void PanelDotStreams(const uint8_t* const* panels, const PanelActivations& a, int token,
+                                         float* const* outs) {
+  F acc[N * kHalves];
+  for (auto& v : acc) v = V::zerof();
+#pragma GCC unroll 1
+  for (size_t b = 0; b < a.nb; ++b)
+    for (int p = 0; p < N; ++p) {
+      const uint8_t* block = panels[p] + b * Format::kBlockBytes;
+      if constexpr (Format::kPrefetch) prefetch_ahead(block, Format::kBlockBytes);
+      for (int half = 0; half < kHalves; ++half)
+        Format::template block<1>(block, half, a, token, b, &acc[p * kHalves + half]);
+    }
+  for (int p = 0; p < N; ++p)
+    for (int half = 0; half < kHalves; ++half) V::store(outs[p] + V::kLanes * half, acc[p * kHalves + half]);
+}
+
+using PanelFn = void (*)(const uint8_t*, const PanelActivations&, int, float*, size_t);
+using PanelStreamsFn = void (*)(const uint8_t* const*, const PanelActivations&, int, float* const*);
+
+// A format's kernels: one per token count up to its widest, one per number
+// of panels side by side.
+struct Kernels {
+  PanelFn by_tokens[kPanelTokensMax] = {};
+  int max_tokens = 0;
+  PanelStreamsFn by_streams[kPanelStreamsMax] = {};
+};
+
+template <class Format, size_t... T, size_t... S>
+constexpr Kernels kernels_of(std::index_sequence<T...>, std::index_sequence<S...>) {
+  return Kernels{{PanelDot<Format, int(T) + 1>...}, int(sizeof...(T)), {PanelDotStreams<Format, int(S) + 1>...}};
+}
+template <class Format>
+constexpr Kernels kKernels = kernels_of<Format>(std::make_index_sequence<Format::kMaxTokens>(),
+                                                std::make_index_sequence<kPanelStreamsMax>());
+
+inline const Kernels* kernels(TensorType t) {
+  switch (t) {
+    case TensorType::Q8_0: return &kKernels<Legacy<TensorType::Q8_0>>;
+    case TensorType::Q4_0: return &kKernels<Legacy<TensorType::Q4_0>>;
+    case TensorType::Q5_0: return &kKernels<Legacy<TensorType::Q5_0>>;
+    case TensorType::Q4_K: return &kKernels<Q4K>;
+    case TensorType::Q6_K: return &kKernels<Q6K>;
+    default: return nullptr;
+  }
+}
+
+bool has_kernels(TensorType t) { return kernels(t) != nullptr; }
+
+void dot(TensorType t, const uint8_t* panel, const PanelActivations& a, int first, int n_tokens, float* out,
+         size_t out_stride) {
+  const Kernels* ks = kernels(t);
+  for (int k = 0; k < n_tokens; k += ks->max_tokens) {
+    const int n = std::min(ks->max_tokens, n_tokens - k);
+    ks->by_tokens[n - 1](panel, a, first + k, out + size_t(k) * out_stride, out_stride);
+  }
+}
+
+void streams(TensorType t, const uint8_t* const* panels, int n, const PanelActivations& a, int token,
+             float* const* outs) {
+  kernels(t)->by_streams[n - 1](panels, a, token, outs);
+}
+
+#undef PAGODA_PANEL_INLINE
