@@ -11,13 +11,17 @@
 namespace pagoda {
 namespace {
 
-bool runs_avx512(TensorType t) { return simd_target_is_avx512_vnni() && panels_avx512::has_kernels(t); }
-// Elsewhere on x86 (AVX-512 without VNNI included).
-bool runs_avx2(TensorType t) { return simd_target_is_x86_avx2() && panels_avx2::has_kernels(t); }
+// The kernels for t on this CPU: AVX-512 VNNI's, else (AVX-512 without VNNI
+// included) AVX2's; null: the scalar reference.
+const PanelKernels* kernels_for(TensorType t) {
+  if (simd_target_is_avx512_vnni() && kPanelKernelsAvx512.has(t)) return &kPanelKernelsAvx512;
+  if (simd_target_is_x86_avx2() && kPanelKernelsAvx2.has(t)) return &kPanelKernelsAvx2;
+  return nullptr;
+}
 
 }  // namespace
 
-bool prefers_panels(TensorType t) { return has_panels(t) && (runs_avx512(t) || runs_avx2(t)); }
+bool prefers_panels(TensorType t) { return has_panels(t) && kernels_for(t) != nullptr; }
 
 void panel_dot(TensorType t, const uint8_t* panel, const PanelActivations& a, int first, int n_tokens, float* out,
                size_t out_stride) {
@@ -26,17 +30,15 @@ void panel_dot(TensorType t, const uint8_t* panel, const PanelActivations& a, in
                           kPanelTokensMax);
   if (a.type != t) fail<InvalidArgument>("panel_dot: {} weights, activations prepared for {}", tensor_type_name(t),
                                          tensor_type_name(a.type));
-  if (runs_avx512(t)) return panels_avx512::dot(t, panel, a, first, n_tokens, out, out_stride);
-  if (runs_avx2(t)) return panels_avx2::dot(t, panel, a, first, n_tokens, out, out_stride);
+  if (const PanelKernels* ks = kernels_for(t)) return ks->dot(t, panel, a, first, n_tokens, out, out_stride);
   panel_dot_reference(t, panel, a, first, n_tokens, out, out_stride);
 }
 
 void panel_dot_streams(TensorType t, const uint8_t* const* panels, int n, const PanelActivations& a, int token,
                        float* const* outs) {
   if (n < 1 || n > kPanelStreamsMax) fail<InvalidArgument>("panel_dot_streams: {} panels (1..{})", n, kPanelStreamsMax);
-  const bool valid = a.type == t && token >= 0 && token < a.n_tokens;
-  if (valid && runs_avx512(t)) return panels_avx512::streams(t, panels, n, a, token, outs);
-  if (valid && runs_avx2(t)) return panels_avx2::streams(t, panels, n, a, token, outs);
+  if (a.type == t && token >= 0 && token < a.n_tokens)
+    if (const PanelKernels* ks = kernels_for(t)) return ks->streams(t, panels, n, a, token, outs);
   for (int i = 0; i < n; ++i) panel_dot(t, panels[i], a, token, 1, outs[i], kPanelRows);  // checks, or the reference
 }
 

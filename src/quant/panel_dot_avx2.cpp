@@ -87,12 +87,11 @@ struct V {
 
 }  // namespace pagoda::panels_avx2
 
+const pagoda::PanelKernels pagoda::kPanelKernelsAvx2 = {panels_avx2::has_kernels, panels_avx2::dot,
+                                                         panels_avx2::streams};
+
 #else  // not x86 with GCC or Clang: no kernels, panel_dot runs the reference
 
-namespace pagoda::panels_avx2 {
-bool has_kernels(TensorType) { return false; }
-void dot(TensorType, const uint8_t*, const PanelActivations&, int, int, float*, size_t) {}
-void streams(TensorType, const uint8_t* const*, int, const PanelActivations&, int, float* const*) {}
-}  // namespace pagoda::panels_avx2
+const pagoda::PanelKernels pagoda::kPanelKernelsAvx2 = {[](pagoda::TensorType) { return false; }, nullptr, nullptr};
 
 #endif

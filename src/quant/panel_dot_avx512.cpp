@@ -87,16 +87,15 @@ struct V {
 
 }  // namespace pagoda::panels_avx512
 
+const pagoda::PanelKernels pagoda::kPanelKernelsAvx512 = {panels_avx512::has_kernels, panels_avx512::dot,
+                                                         panels_avx512::streams};
+
 #if !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
 
 #else  // not x86 with GCC or Clang: no kernels, panel_dot runs the reference
 
-namespace pagoda::panels_avx512 {
-bool has_kernels(TensorType) { return false; }
-void dot(TensorType, const uint8_t*, const PanelActivations&, int, int, float*, size_t) {}
-void streams(TensorType, const uint8_t* const*, int, const PanelActivations&, int, float* const*) {}
-}  // namespace pagoda::panels_avx512
+const pagoda::PanelKernels pagoda::kPanelKernelsAvx512 = {[](pagoda::TensorType) { return false; }, nullptr, nullptr};
 
 #endif

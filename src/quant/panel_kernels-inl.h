@@ -11,7 +11,8 @@
 // the scalar kernel's integer sums and float expression: the same bits.
 //
 // No include guard, by design; the includer provides the headers
-// (<immintrin.h>, <cstring>, <utility>, quant/blocks.h, quant/panels.h).
+// (<immintrin.h>, <cstring>, <utility>, quant/blocks.h, quant/panels.h) and
+// makes a PanelKernels of has_kernels, dot and streams (at the end).
 
 #define PAGODA_PANEL_INLINE PAGODA_PANEL_TARGET __attribute__((always_inline)) inline
 
@@ -324,9 +325,9 @@ inline const Kernels* kernels(TensorType t) {
   }
 }
 
-bool has_kernels(TensorType t) { return kernels(t) != nullptr; }
+inline bool has_kernels(TensorType t) { return kernels(t) != nullptr; }
 
-void dot(TensorType t, const uint8_t* panel, const PanelActivations& a, int first, int n_tokens, float* out,
+inline void dot(TensorType t, const uint8_t* panel, const PanelActivations& a, int first, int n_tokens, float* out,
          size_t out_stride) {
   const Kernels* ks = kernels(t);
   for (int k = 0; k < n_tokens; k += ks->max_tokens) {
@@ -335,8 +336,8 @@ void dot(TensorType t, const uint8_t* panel, const PanelActivations& a, int firs
   }
 }
 
-void streams(TensorType t, const uint8_t* const* panels, int n, const PanelActivations& a, int token,
-             float* const* outs) {
+inline void streams(TensorType t, const uint8_t* const* panels, int n, const PanelActivations& a, int token,
+                    float* const* outs) {
   kernels(t)->by_streams[n - 1](panels, a, token, outs);
 }
 
