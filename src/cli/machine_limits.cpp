@@ -73,6 +73,7 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <sys/mman.h>
@@ -200,8 +201,16 @@ double measure_pool_round_trip(ThreadPool& pool, int loops) {
     const double gap = now_s() + 5e-6;
     while (now_s() < gap) {
     }
+    // Each range waits until every range has begun: the loop then costs a
+    // hand-off to every worker and back (an empty loop would be run by the
+    // caller alone, which takes any range no worker has claimed yet).
+    std::atomic<int> begun{0};
     const double t0 = now_s();
-    pool.parallel_for(size_t(pool.size()), [](size_t, size_t) {});
+    pool.parallel_for(size_t(pool.size()), [&](size_t, size_t) {
+      begun.fetch_add(1);
+      while (begun.load() < pool.size()) {
+      }
+    });
     x = now_s() - t0;
   }
   std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
