@@ -32,20 +32,22 @@ bool spin_until(Done&& done, std::chrono::microseconds limit) {
   }
 }
 
-}  // namespace
-
 // claims_ packs the loop's generation, its number of ranges and the next
 // unclaimed range into one word.
 constexpr uint64_t pack_claims(uint32_t generation, int parts, int next) {
   return uint64_t(generation) << 32 | uint64_t(parts) << 16 | uint64_t(next);
 }
 
+int hardware_threads() { return int(std::max(1u, std::thread::hardware_concurrency())); }
+
+}  // namespace
+
 ThreadPool::ThreadPool(int threads) {
-  if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
+  if (threads <= 0) threads = hardware_threads();
   threads = std::min(threads, 0xffff);  // ranges are counted in 16 bits
   // More threads than cores: a spinning thread would hold a core the thread it
   // waits for needs, so wait asleep.
-  spin_ = threads <= int(std::thread::hardware_concurrency()) ? kSpin : std::chrono::microseconds(0);
+  spin_ = threads <= hardware_threads() ? kSpin : std::chrono::microseconds(0);
   for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
