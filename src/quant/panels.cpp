@@ -1,6 +1,7 @@
 // Row panels (quant/panels.h): the layouts, packing and unpacking, the
-// activations' per-block terms, and the scalar reference kernel. The AVX-512
-// VNNI kernels are in panel_dot_avx512.cpp.
+// activations' per-block terms, and the scalar reference kernel. The SIMD
+// kernels are in panel_kernels-inl.h (compiled per x86 width), the run-time
+// choice in panel_dot.cpp.
 //
 // A layout is a map from (row, byte of the row's block) to a byte of the
 // panel's block, so one pair of loops packs and unpacks every format.
