@@ -175,15 +175,13 @@ void BM_MemoryRead(benchmark::State& state) {
   ThreadPool pool(2);
   for (auto _ : state) {
     uint64_t total[2] = {};
-    pool.parallel_for(2, [&](size_t begin, size_t end) {
-      for (size_t p = begin; p < end; ++p) {
-        const size_t n = buf.size() / 2;
-        const uint64_t* a = buf.data() + p * n;
-        uint64_t s[8] = {};
-        for (size_t i = 0; i < n; i += 8)
-          for (int j = 0; j < 8; ++j) s[j] += a[i + j];
-        for (int j = 0; j < 8; ++j) total[p] += s[j];
-      }
+    pool.on_every_thread([&](size_t p) {
+      const size_t n = buf.size() / 2;
+      const uint64_t* a = buf.data() + p * n;
+      uint64_t s[8] = {};
+      for (size_t i = 0; i < n; i += 8)
+        for (int j = 0; j < 8; ++j) s[j] += a[i + j];
+      for (int j = 0; j < 8; ++j) total[p] += s[j];
     });
     benchmark::DoNotOptimize(total);
   }

@@ -73,7 +73,6 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <sys/mman.h>
@@ -99,14 +98,6 @@ double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Runs fn(part) once on each of the pool's threads, at once.
-template <class Fn>
-void on_every_thread(ThreadPool& pool, Fn&& fn) {
-  pool.parallel_for(size_t(pool.size()), [&](size_t begin, size_t end) {
-    for (size_t i = begin; i < end; ++i) fn(i);
-  });
-}
-
 size_t last_level_cache_bytes() {
   long bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);
   if (bytes <= 0) bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
@@ -126,7 +117,7 @@ CacheEvictor::CacheEvictor(ThreadPool& pool)
 void CacheEvictor::evict() {
   std::vector<uint64_t> sums(size_t(pool_.size()));
   const size_t per = buf_.size() / sums.size();
-  on_every_thread(pool_, [&](size_t part) {
+  pool_.on_every_thread([&](size_t part) {
     uint64_t s = 0;
     for (size_t i = part * per; i < (part + 1) * per; i += 8) s += buf_[i];  // one word per cache line
     sums[part] = s;
@@ -144,7 +135,7 @@ ReadProbe::ReadProbe(ThreadPool& pool, size_t bytes) : pool_(pool), parts_(size_
   ::madvise(p, mapped_, MADV_HUGEPAGE);  // a hint: where THP is off, plain pages
   buf_ = static_cast<float*>(p);
   // Filled by the threads that read it, so pages land near them (first touch).
-  on_every_thread(pool_, [&](size_t part) { std::fill_n(buf_ + part * per_part_, per_part_, 1.0f); });
+  pool_.on_every_thread([&](size_t part) { std::fill_n(buf_ + part * per_part_, per_part_, 1.0f); });
 }
 
 ReadProbe::~ReadProbe() { ::munmap(buf_, mapped_); }
@@ -154,7 +145,7 @@ double ReadProbe::measure() {
   double best = 0;
   for (size_t streams : {1, 2, 4, 8}) {
     const double t0 = now_s();
-    on_every_thread(pool_, [&](size_t part) {
+    pool_.on_every_thread([&](size_t part) {
       sums[part * 16] = HWY_DYNAMIC_DISPATCH(SumFloats)(buf_ + part * per_part_, per_part_, streams);
     });
     best = std::max(best, double(bytes()) / (now_s() - t0));
@@ -183,7 +174,7 @@ PeakFma measure_peak_fma(ThreadPool& pool, int reps) {
   std::vector<float> sink(size_t(pool.size()) * 16);
   for (int rep = 0; rep < reps; ++rep) {
     const double t0 = now_s();
-    on_every_thread(pool, [&](size_t part) { sink[part * 16] = HWY_DYNAMIC_DISPATCH(FmaChains)(iters); });
+    pool.on_every_thread([&](size_t part) { sink[part * 16] = HWY_DYNAMIC_DISPATCH(FmaChains)(iters); });
     const double dt = now_s() - t0;
     const double flops = 2.0 * double(r.lanes) * kFmaChains * double(iters) * pool.size();
     r.flops_per_s = std::max(r.flops_per_s, flops / dt);
@@ -201,16 +192,10 @@ double measure_pool_round_trip(ThreadPool& pool, int loops) {
     const double gap = now_s() + 5e-6;
     while (now_s() < gap) {
     }
-    // Each range waits until every range has begun: the loop then costs a
-    // hand-off to every worker and back (an empty loop would be run by the
-    // caller alone, which takes any range no worker has claimed yet).
-    std::atomic<int> begun{0};
+    // A hand-off to every worker and back (an empty parallel_for would be
+    // run by the caller alone, which takes any range no worker has claimed).
     const double t0 = now_s();
-    pool.parallel_for(size_t(pool.size()), [&](size_t, size_t) {
-      begun.fetch_add(1);
-      while (begun.load() < pool.size()) {
-      }
-    });
+    pool.on_every_thread([](size_t) {});
     x = now_s() - t0;
   }
   std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());

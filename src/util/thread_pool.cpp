@@ -148,4 +148,13 @@ void ThreadPool::parallel_for(size_t n, const std::function<void(size_t, size_t)
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
+void ThreadPool::on_every_thread(const std::function<void(size_t)>& fn) {
+  std::atomic<int> begun{0};
+  parallel_for(size_t(size()), [&](size_t begin, size_t end) {
+    begun.fetch_add(1, std::memory_order_acq_rel);
+    while (begun.load(std::memory_order_acquire) < size()) cpu_relax();
+    for (size_t i = begin; i < end; ++i) fn(i);
+  });
+}
+
 }  // namespace pagoda

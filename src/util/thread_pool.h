@@ -52,6 +52,13 @@ class ThreadPool {
   void parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn, size_t grain = 1,
                     size_t work = SIZE_MAX);
 
+  // Calls fn(i) for every i in [0, size()), each on its own thread and all at
+  // once, for measurements that need every thread busy together (read
+  // bandwidth, peak FMA): each call first waits until every call has begun,
+  // so no thread can run two (parallel_for would let the caller run a range
+  // a worker has not claimed yet).
+  void on_every_thread(const std::function<void(size_t)>& fn);
+
   // Test hook: while set, a woken worker waits before it claims a range, as a
   // descheduled one would; parallel_for must still return, its ranges run by
   // the caller.

@@ -95,6 +95,21 @@ TEST(ThreadPool, CallerRunsTheRangesOfStalledWorkers) {
   EXPECT_GT(elsewhere.load(), 0);
 }
 
+// Measurements need every thread busy at once: each call on its own thread,
+// even when the body is empty and the caller could have run them all.
+TEST(ThreadPool, OnEveryThreadRunsEachCallOnItsOwnThread) {
+  for (int threads : {2, 3, 8}) {
+    ThreadPool pool(threads);
+    for (int round = 0; round < 20; ++round) {
+      std::vector<std::thread::id> ids(size_t(pool.size()));
+      pool.on_every_thread([&](size_t i) { ids[i] = std::this_thread::get_id(); });
+      std::sort(ids.begin(), ids.end());
+      ASSERT_EQ(std::unique(ids.begin(), ids.end()), ids.end()) << threads << " threads, round " << round;
+      ASSERT_NE(ids.front(), std::thread::id()) << "a call did not run";
+    }
+  }
+}
+
 // Workers spin for kSpin after a loop, then sleep: loops back to back (caught
 // while spinning) and loops after a pause longer than kSpin (workers asleep)
 // must both run every range once, with exceptions from either state.
