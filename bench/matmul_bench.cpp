@@ -51,7 +51,7 @@ void BM_Matmul(benchmark::State& state) {
   const int tokens = int(state.range(1));
   static ThreadPool pool(kThreads);
   const StoredMatrix w = make_matrix(type);
-  std::vector<float> x(size_t(tokens) * kCols), y(size_t(tokens) * kRows);
+  AlignedFloats x(size_t(tokens) * kCols), y(size_t(tokens) * kRows);  // aligned as the model's activations
   std::mt19937 rng(1);
   std::normal_distribution<float> dist(0.0f, 1.0f);
   for (auto& v : x) v = dist(rng);

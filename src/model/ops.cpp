@@ -17,16 +17,9 @@ namespace {
 
 // Rows per unit of work split between threads.
 constexpr int kRowTile = 16;
-// Float path: bytes of decoded F32 rows kept at a time (in L2, so the
-// activations stream from further away once per tile).
-constexpr size_t kTileBytes = size_t(1) << 20;
-constexpr size_t kMaxTileRows = 256;
 // Far-apart row streams per thread for one token (see for_row_streams): as
 // many as the fused kernel keeps rows in flight.
 constexpr size_t kFusedStreams = 8;
-// Float path: up to this many tokens, matmul reads the stored rows directly
-// (matmul_rows_fused), beyond it through a decoded F32 tile.
-constexpr int kFusedMaxTokens = 32;
 
 // Quantized weights: each activation row is quantized once per call to the
 // 8-bit format the weight type's kernel takes, then every output element is
@@ -229,8 +222,9 @@ void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool&
   if (uses_quantized_activations(w.type)) return matmul_quantized(w, x, n_tokens, y, pool);
   const size_t cols = size_t(w.cols);
   const size_t work = size_t(w.rows) * cols * size_t(n_tokens);
-  // One token: decoding into a tile would only add traffic, so the kernel
-  // reads the stored rows directly (the same results, see quant/simd_float.h).
+  // The float kernel decodes the stored rows in registers (F16, BF16; F32
+  // as they are), the same results as decoding them first (quant/simd_float.h).
+  // One token: each thread's rows as far-apart streams.
   if (n_tokens == 1) {
     pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
       for_row_streams<kFusedStreams>(begin, end, y, [&](size_t first, size_t stride, size_t n, float* out) {
@@ -239,34 +233,12 @@ void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool&
     }, kRowTile, work);
     return;
   }
-  // F32 rows need no decoding either; nor do a few tokens' rows: decoded in
-  // registers once per block of tokens (a few times per row), they stream
-  // from memory faster than through a decoded tile. 1B model, Zen 5 VM,
-  // interleaved runs: F16 batch 8 / 16 / 32 at 1.35-1.7x, 1.2-1.65x, 1.4x
-  // the tile path's tokens/s; equal at 64.
-  if (w.type == TensorType::F32 || n_tokens <= kFusedMaxTokens) {
-    pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
-      matmul_rows_fused(w.type, w.row(int(begin)), w.row_bytes, end - begin, x, cols, size_t(n_tokens), cols,
-                        y + begin, size_t(w.rows));
-    }, kRowTile, work);
-    return;
-  }
-  // Many tokens (prefill): decode a tile of rows once (sized to stay in L2),
-  // then run every token through it.
-  const size_t tile_rows = std::clamp(kTileBytes / (cols * sizeof(float)) / kRowTile * kRowTile, size_t(kRowTile),
-                                      size_t(kMaxTileRows));
+  // Several tokens: the kernel holds a block of tokens in L1 while the rows
+  // pass by. (Prefill once decoded a tile of rows to F32 first and streamed
+  // the tokens past it: 10-20% slower, and twice the rows' bytes in cache.)
   pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
-    thread_local AlignedFloats tile;
-    tile.resize(tile_rows * cols);
-    const float* rows[kMaxTileRows];
-    for (size_t r0 = begin; r0 < end; r0 += tile_rows) {
-      const size_t n = std::min(end - r0, tile_rows);
-      for (size_t r = 0; r < n; ++r) {
-        dequantize_row_simd(w.type, w.row(int(r0 + r)), tile.data() + r * cols, cols);
-        rows[r] = tile.data() + r * cols;
-      }
-      matmul_tile_f32(rows, n, x, cols, size_t(n_tokens), cols, y + r0, size_t(w.rows));
-    }
+    matmul_rows_fused(w.type, w.row(int(begin)), w.row_bytes, end - begin, x, cols, size_t(n_tokens), cols,
+                      y + begin, size_t(w.rows));
   }, kRowTile, work);
 }
 
@@ -285,7 +257,7 @@ void matmul(std::initializer_list<MatmulOut> outs, const float* x, int n_tokens,
 }
 
 void read_row(const Matrix& w, int r, float* out) {
-  if (r >= w.panel_rows) return dequantize_row(w.type, w.row(r), out, size_t(w.cols));
+  if (r >= w.panel_rows) return dequantize_row_simd(w.type, w.row(r), out, size_t(w.cols));
   thread_local std::vector<uint8_t> row;
   row.resize(w.row_bytes);
   unpack_panel_row(w.type, w.panel(r), w.row_bytes, r % kPanelRows, row.data());

@@ -51,16 +51,11 @@ void axpy_rows_f16(const float* a, const uint16_t* x, size_t ldx, size_t n_rows,
 // of std::exp) and a fixed summation order, the same on every FMA target.
 void softmax_scaled(float* x, size_t n, float scale);
 
-// The tile kernel: y[t * ldy + r] = dot(rows[r], x + t * ldx) for r < n_rows,
-// t < n_tokens, each row `cols` F32 values. Blocks of several rows x several
-// tokens share loads in registers; results equal dot_f32 of each pair.
-void matmul_tile_f32(const float* const* rows, size_t n_rows, const float* x, size_t ldx, size_t n_tokens,
-                     size_t cols, float* y, size_t ldy);
-
-// The same with the rows read in their stored type t (simd_float_row_type)
-// and decoded in registers: row r at w + r * row_stride bytes. The results
-// equal decoding the rows first and calling matmul_tile_f32. Meant for a few
-// tokens, where decoding into a tile would cost more than it saves.
+// The tile kernel: y[t * ldy + r] = dot(row r, x + t * ldx) for r < n_rows,
+// t < n_tokens, with row r at w + r * row_stride bytes in its stored type t
+// (simd_float_row_type), decoded in registers, `cols` values each. Blocks of
+// several rows x several tokens share loads in registers; each result equals
+// decoding the row (dequantize_row) and calling dot_f32.
 void matmul_rows_fused(TensorType t, const void* w, size_t row_stride, size_t n_rows, const float* x, size_t ldx,
                        size_t n_tokens, size_t cols, float* y, size_t ldy);
 

@@ -174,7 +174,7 @@ TEST(SimdFloat, DequantizeMatchesScalarBitForBit) {
   });
 }
 
-// Every output of the tile kernels equals dot_f32 of its row and token, for
+// Every output of the tile kernel equals dot_f32 of its row and token, for
 // row and token counts that cover every block shape and edge.
 TEST(SimdFloat, TileEqualsOneDotPerOutput) {
   testing::for_each_simd_target([&](int64_t target) {
@@ -182,50 +182,51 @@ TEST(SimdFloat, TileEqualsOneDotPerOutput) {
       const size_t max_rows = 13, max_tokens = 14;
       const auto w = random_floats(max_rows * cols, uint32_t(cols));
       const auto x = random_floats(max_tokens * cols, uint32_t(cols) + 1);
-      std::vector<const float*> rows(max_rows);
-      for (size_t r = 0; r < max_rows; ++r) rows[r] = w.data() + r * cols;
       for (size_t n_rows = 1; n_rows <= max_rows; ++n_rows)
         for (size_t n_tokens = 1; n_tokens <= max_tokens; ++n_tokens) {
           const size_t ldy = n_rows + 2;
-          std::vector<float> y(n_tokens * ldy, -7.0f), yf(n_tokens * ldy, -7.0f);
-          matmul_tile_f32(rows.data(), n_rows, x.data(), cols, n_tokens, cols, y.data(), ldy);
-          matmul_rows_fused(TensorType::F32, w.data(), cols * 4, n_rows, x.data(), cols, n_tokens, cols, yf.data(),
-                            ldy);
+          std::vector<float> y(n_tokens * ldy, -7.0f);
+          matmul_rows_fused(TensorType::F32, w.data(), cols * 4, n_rows, x.data(), cols, n_tokens, cols, y.data(), ldy);
           for (size_t t = 0; t < n_tokens; ++t)
             for (size_t r = 0; r < ldy; ++r) {
-              const float want = r < n_rows ? dot_f32(rows[r], x.data() + t * cols, cols) : -7.0f;
+              const float want = r < n_rows ? dot_f32(w.data() + r * cols, x.data() + t * cols, cols) : -7.0f;
               ASSERT_EQ(bits(y[t * ldy + r]), bits(want)) << cols << " " << n_rows << " " << n_tokens;
-              ASSERT_EQ(bits(yf[t * ldy + r]), bits(want)) << cols << " " << n_rows << " " << n_tokens;
             }
         }
     }
   });
 }
 
-// Large tiles: several row and token groups, rows walked in chunks (the
-// accumulators saved between them), a tail after the last chunk.
+// Large tiles: more rows than the kernel takes at a time, token blocks, rows
+// walked in chunks (the accumulators saved between them), a tail after the
+// last chunk; F32 and F16 rows.
 TEST(SimdFloat, ChunkedTileEqualsOneDotPerOutput) {
   testing::for_each_simd_target([&](int64_t target) {
-    for (size_t cols : {size_t(512), size_t(600 + 5)}) {
-      const size_t n_rows = 37, n_tokens = 53;
+    for (size_t cols : {size_t(512), size_t(2048 + 5)}) {
+      const size_t n_rows = 70, n_tokens = 53;
       const auto w = random_floats(n_rows * cols, uint32_t(cols) + 11);
+      std::vector<uint16_t> w16(w.size());
+      for (size_t i = 0; i < w.size(); ++i) w16[i] = f32_to_f16(w[i]);
       const auto x = random_floats(n_tokens * cols, uint32_t(cols) + 12);
-      std::vector<const float*> rows(n_rows);
-      for (size_t r = 0; r < n_rows; ++r) rows[r] = w.data() + r * cols;
       for (size_t nt : {size_t(1), size_t(7), n_tokens}) {
-        std::vector<float> y(nt * n_rows);
-        matmul_tile_f32(rows.data(), n_rows, x.data(), cols, nt, cols, y.data(), n_rows);
+        std::vector<float> y(nt * n_rows), y16(nt * n_rows);
+        matmul_rows_fused(TensorType::F32, w.data(), cols * 4, n_rows, x.data(), cols, nt, cols, y.data(), n_rows);
+        matmul_rows_fused(TensorType::F16, w16.data(), cols * 2, n_rows, x.data(), cols, nt, cols, y16.data(), n_rows);
         for (size_t t = 0; t < nt; ++t)
-          for (size_t r = 0; r < n_rows; ++r)
-            ASSERT_EQ(bits(y[t * n_rows + r]), bits(dot_f32(rows[r], x.data() + t * cols, cols)))
+          for (size_t r = 0; r < n_rows; ++r) {
+            const float* xt = x.data() + t * cols;
+            ASSERT_EQ(bits(y[t * n_rows + r]), bits(dot_f32(w.data() + r * cols, xt, cols)))
                 << cols << " " << nt << " " << t << " " << r;
+            ASSERT_EQ(bits(y16[t * n_rows + r]), bits(dot_f16_f32(w16.data() + r * cols, xt, cols)))
+                << cols << " " << nt << " " << t << " " << r;
+          }
       }
     }
   });
 }
 
-// The fused kernels decode in registers exactly as dequantize_row does.
-TEST(SimdFloat, FusedEqualsTileOfDecodedRows) {
+// The kernel decodes in registers exactly as dequantize_row does.
+TEST(SimdFloat, FusedEqualsDecodedRows) {
   testing::for_each_simd_target([&](int64_t target) {
     for (TensorType t : {TensorType::F16, TensorType::BF16, TensorType::Q8_0}) {
       for (size_t cols : {size_t(32), size_t(96), size_t(2048)}) {
@@ -235,15 +236,12 @@ TEST(SimdFloat, FusedEqualsTileOfDecodedRows) {
         std::vector<uint8_t> w(n_rows * rb);
         for (size_t r = 0; r < n_rows; ++r) quantize_row(t, src.data() + r * cols, w.data() + r * rb, cols);
         std::vector<float> decoded(n_rows * cols);
-        std::vector<const float*> rows(n_rows);
-        for (size_t r = 0; r < n_rows; ++r) {
-          dequantize_row(t, w.data() + r * rb, decoded.data() + r * cols, cols);
-          rows[r] = decoded.data() + r * cols;
-        }
+        for (size_t r = 0; r < n_rows; ++r) dequantize_row(t, w.data() + r * rb, decoded.data() + r * cols, cols);
         const auto x = random_floats(n_tokens * cols, uint32_t(cols) + 6);
         for (size_t nt = 1; nt <= n_tokens; ++nt) {
           std::vector<float> y(nt * n_rows), yf(nt * n_rows);
-          matmul_tile_f32(rows.data(), n_rows, x.data(), cols, nt, cols, y.data(), n_rows);
+          matmul_rows_fused(TensorType::F32, decoded.data(), cols * 4, n_rows, x.data(), cols, nt, cols, y.data(),
+                            n_rows);
           matmul_rows_fused(t, w.data(), rb, n_rows, x.data(), cols, nt, cols, yf.data(), n_rows);
           ASSERT_EQ(std::memcmp(y.data(), yf.data(), y.size() * 4), 0) << tensor_type_name(t) << " " << cols;
         }
