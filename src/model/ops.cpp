@@ -1,6 +1,7 @@
 #include "model/ops.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <span>
 #include <vector>
@@ -11,13 +12,14 @@
 #include "quant/quantize_simd.h"
 #include "quant/rows.h"
 #include "quant/simd_float.h"
+#include "util/shared_steps.h"
 
 namespace pagoda {
 namespace {
 
 // Rows per unit of work split between threads.
 constexpr int kRowTile = 16;
-// Far-apart row streams per thread for one token (see for_row_streams): as
+// Far-apart row streams per thread for one token (see for_decode_streams): as
 // many as the fused kernel keeps rows in flight.
 constexpr size_t kFusedStreams = 8;
 
@@ -26,7 +28,7 @@ constexpr size_t kFusedStreams = 8;
 // an integer-per-block dot of a weight row with it. A matrix packed into row
 // panels at load (quant/panels.h, AVX-512 VNNI) takes matmul_panels for any
 // number of tokens. Row-major ones take the kernels of quant/dot_simd.h: for
-// one token, 4 far-apart rows at a time (for_row_streams); for 8 or more on
+// one token, 4 far-apart rows at a time (for_decode_streams); for 8 or more on
 // AVX-512 VNNI, token groups (matmul_token_groups); otherwise tiles of up to
 // 4 weight rows x vec_dot_tile_tokens() tokens (8 on AVX-512, else 4), so a
 // decoded weight block serves several tokens. The weights are never
@@ -36,28 +38,44 @@ constexpr size_t kFusedStreams = 8;
 // batch or thread split.
 constexpr int kQuantRowTile = 16;
 
-// Decode (one token) is a race against memory: a thread reads its rows as
-// kStreams sequential streams far apart (its range cut into that many parts,
-// row i of every part side by side). The hardware keeps more reads in flight
-// for several distant streams than for one, or for adjacent rows read side by
-// side. On a 2-core Sapphire Rapids VM, while other tenants loaded its
-// memory, the 1B Q8_0 model decoded 1.4-1.5x faster this way than with
-// adjacent rows; on the quiet VM both reach the same speed.
-// run(first, stride, n, out) computes rows first + p * stride for p < n into
-// out[p]; rows left over by the cut run in groups of adjacent rows.
-template <size_t kStreams, class Run>
-void for_row_streams(size_t begin, size_t end, float* y, const Run& run) {
-  float out[kStreams];
-  const size_t part = (end - begin) / kStreams;
-  for (size_t i = 0; i < part; ++i) {
-    run(begin + i, part, kStreams, out);
-    for (size_t p = 0; p < kStreams; ++p) y[begin + i + p * part] = out[p];
-  }
-  for (size_t r = begin + kStreams * part; r < end; r += kStreams) {
-    const size_t n = std::min(kStreams, end - r);
-    run(r, 1, n, out);
-    for (size_t p = 0; p < n; ++p) y[r + p] = out[p];
-  }
+// Decode (one token) is a race against memory. Its loops over n items (rows
+// or row panels) cut them into one part per thread and each part into
+// `pieces` equal pieces read side by side: step(first, stride) runs items
+// first + s * stride for s < pieces, the next item of every piece. The
+// hardware keeps more reads in flight for several distant streams than for
+// one, or for adjacent items read side by side (2-core Sapphire Rapids VM,
+// neighbours loading its memory: 1B Q8_0 1.4-1.5x faster than adjacent rows;
+// Zen 5 VM: Q8_0 2 streams 52 GB/s against 42 with one). A thread done with
+// its part takes the others' last steps (util/shared_steps.h): the cores do
+// not get equal shares of memory, and one used to finish its half 10-18% of
+// the loop's time before the other (1B decode, alternating steps: Q8_0 and
+// Q4_K +3-17%, Q4_0 equal). Items left over by the cut run one at a time,
+// single(i).
+template <class Step, class Single>
+void for_decode_streams(ThreadPool& pool, size_t n, size_t pieces, size_t work, const Step& step,
+                        const Single& single) {
+  const size_t parts = size_t(pool.size());
+  const size_t piece = n / (parts * pieces);  // items per piece: the steps of a part
+  SharedSteps steps(parts, uint32_t(piece));
+  std::atomic<size_t> next_single{parts * pieces * piece};
+  auto run = [&](size_t part, uint32_t i) { step(part * pieces * piece + i, piece); };
+  pool.parallel_for(parts, [&](size_t begin, size_t end) {
+    for (size_t part = begin; part < end; ++part)
+      while (const auto i = steps.take_front(part)) run(part, *i);
+    for (size_t i; (i = next_single.fetch_add(1, std::memory_order_relaxed)) < n;) single(i);
+    while (const auto taken = steps.take_back()) run(taken->first, taken->second);
+  }, 1, work);
+}
+
+// One token against rows: `kStreams` rows a step through kernel(first,
+// stride, n, out), which computes rows first + s * stride for s < n into out.
+template <size_t kStreams, class Kernel>
+void decode_rows(ThreadPool& pool, size_t rows, size_t work, float* y, const Kernel& kernel) {
+  for_decode_streams(pool, rows, kStreams, work, [&](size_t first, size_t stride) {
+    float out[kStreams];
+    kernel(first, stride, kStreams, out);
+    for (size_t s = 0; s < kStreams; ++s) y[first + s * stride] = out[s];
+  }, [&](size_t r) { kernel(r, 1, 1, y + r); });
 }
 
 // Many tokens against Q4_0 / Q5_0 / Q4_K / Q6_K weights on AVX-512 VNNI: the
@@ -100,11 +118,10 @@ void matmul_rows_quantized(const Matrix& w, const uint8_t* xq, size_t x_bytes, i
   const size_t cols = size_t(w.cols);
   const TensorType xt = activation_type(w.type);
   if (n_tokens == 1) {
-    pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
-      for_row_streams<kDotRowsMax>(begin, end, y, [&](size_t first, size_t stride, size_t n, float* out) {
-        vec_dot_tile(w.type, w.row(int(first)), stride * w.row_bytes, int(n), xq, x_bytes, 1, cols, out, 1);
-      });
-    }, kQuantRowTile, size_t(w.rows) * cols);
+    decode_rows<kDotRowsMax>(pool, size_t(w.rows), size_t(w.rows) * cols, y,
+                             [&](size_t first, size_t stride, size_t n, float* out) {
+      vec_dot_tile(w.type, w.row(int(first)), stride * w.row_bytes, int(n), xq, x_bytes, 1, cols, out, 1);
+    });
     return;
   }
   if (n_tokens >= kMinGroupTokens && prefers_token_groups(w.type))
@@ -154,31 +171,31 @@ void matmul_panels(std::span<const MatmulOut> outs, const uint8_t* xq, size_t x_
     const size_t local = p - first[m];
     return Located{outs[m].w.panel(int(local) * kPanelRows), outs[m].y + local * kPanelRows, size_t(outs[m].w.rows)};
   };
-  pool.parallel_for(first.back(), [&](size_t begin, size_t end) {
-    if (n_tokens == 1) {  // the range cut into parts read side by side: far-apart streams
-      const size_t parts = size_t(panel_decode_streams(type)), part = (end - begin) / parts;
+  const size_t n_panels = first.back(), work = n_panels * kPanelRows * cols * size_t(n_tokens);
+  if (n_tokens == 1) {
+    const size_t pieces = size_t(panel_decode_streams(type));
+    for_decode_streams(pool, n_panels, pieces, work, [&](size_t i0, size_t stride) {
       const uint8_t* panels[kPanelStreamsMax];
       float* ys[kPanelStreamsMax];
-      for (size_t i = 0; i < part; ++i) {
-        for (size_t s = 0; s < parts; ++s) {
-          const Located p = locate(begin + s * part + i);
-          panels[s] = p.panel;
-          ys[s] = p.y;
-        }
-        panel_dot_streams(type, panels, int(parts), a, 0, ys);
+      for (size_t s = 0; s < pieces; ++s) {
+        const Located p = locate(i0 + s * stride);
+        panels[s] = p.panel;
+        ys[s] = p.y;
       }
-      for (size_t i = begin + parts * part; i < end; ++i) {  // the cut's leftovers
-        const Located p = locate(i);
-        panel_dot(type, p.panel, a, 0, 1, p.y, kPanelRows);
-      }
-      return;
-    }
-    for (size_t i = begin; i < end; ++i) {
+      panel_dot_streams(type, panels, int(pieces), a, 0, ys);
+    }, [&](size_t i) {
       const Located p = locate(i);
-      for (int t = 0; t < n_tokens; t += kPanelTokensMax)
-        panel_dot(type, p.panel, a, t, std::min(kPanelTokensMax, n_tokens - t), p.y + size_t(t) * p.rows, p.rows);
-    }
-  }, 1, first.back() * kPanelRows * cols * size_t(n_tokens));
+      panel_dot(type, p.panel, a, 0, 1, p.y, kPanelRows);
+    });
+  } else {
+    pool.parallel_for(n_panels, [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) {
+        const Located p = locate(i);
+        for (int t = 0; t < n_tokens; t += kPanelTokensMax)
+          panel_dot(type, p.panel, a, t, std::min(kPanelTokensMax, n_tokens - t), p.y + size_t(t) * p.rows, p.rows);
+      }
+    }, 1, work);
+  }
   for (const MatmulOut& o : outs) {
     const Matrix& w = o.w;
     if (w.panel_rows == w.rows) continue;
@@ -226,11 +243,9 @@ void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool&
   // as they are), the same results as decoding them first (quant/simd_float.h).
   // One token: each thread's rows as far-apart streams.
   if (n_tokens == 1) {
-    pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
-      for_row_streams<kFusedStreams>(begin, end, y, [&](size_t first, size_t stride, size_t n, float* out) {
-        matmul_rows_fused(w.type, w.row(int(first)), stride * w.row_bytes, n, x, cols, 1, cols, out, 1);
-      });
-    }, kRowTile, work);
+    decode_rows<kFusedStreams>(pool, size_t(w.rows), work, y, [&](size_t first, size_t stride, size_t n, float* out) {
+      matmul_rows_fused(w.type, w.row(int(first)), stride * w.row_bytes, n, x, cols, 1, cols, out, 1);
+    });
     return;
   }
   // Several tokens: the kernel holds a block of tokens in L1 while the rows

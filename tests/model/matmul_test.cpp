@@ -59,8 +59,8 @@ TEST(Matmul, EveryOutputEqualsItsOwnDotForEveryTypeShapeAndThreadCount) {
       for (const Matrix* m : {&w, &in_panels}) {
         for (const int threads : {1, 2, 3}) {
           ThreadPool pool(threads);
-          // 8 and 13: the 8-token tiles and one token group; 37: past the float
-          // path's fused limit (a decoded tile) and over several token groups.
+          // 8 and 13: the 8-token tiles and one token group; 37: several token
+          // groups, and several token blocks of the float kernel.
           for (const int n_tokens : {1, 2, 7, 8, 13, 37}) {
             const auto x = random_floats(size_t(n_tokens) * cols, 99);
             std::vector<float> y(size_t(n_tokens) * size_t(rows), -1.0f);
