@@ -41,16 +41,20 @@ PAGODA_PANEL_INLINE I fifth_bits(I h, int e0) {
 PAGODA_PANEL_INLINE I byte_u32(I v, int j) { return V::and_(V::srli32(v, 8 * j), V::set32(0xFF)); }
 PAGODA_PANEL_INLINE I byte_i32(I v, int j) { return V::srai32(V::slli32(v, 24 - 8 * j), 24); }
 
-// The K-quant kernels ask for the super-block two on (4.5-6.5 KB ahead)
-// while working on one: 5632 x 2048 from DRAM, one token, 2 threads (Zen 5
-// VM, AVX-512), Q4_K 48-55 GB/s against 31-44 without, Q6_K 47-60 against
-// 21-40 (its codes are read out of address order); one or three ahead did
-// worse. The lighter legacy kernels do better with the hardware prefetchers
-// alone (1B Q8_0 decode with prefetches 1-16 KB ahead, into L1 or L2: 3-10%
-// slower).
-PAGODA_PANEL_INLINE void prefetch_ahead(const uint8_t* block, size_t block_bytes) {
-  const uint8_t* ahead = block + 2 * block_bytes;
-  for (size_t line = 0; line < block_bytes; line += 64) __builtin_prefetch(ahead + line, 0, 3);
+// Every kernel asks for the block Format::kPrefetchBlocks on (into L1) while
+// working on one: the hardware prefetchers alone keep too few reads in
+// flight. One token, 2 threads, Zen 5 VM (AVX-512), alternating decode steps
+// of the 1B models: Q8_0 and Q4_0 16 blocks on (8.7 and 4.6 KB) 1.08-1.25x
+// the speed without (8 on: as good for Q8_0, 6% slower for Q4_0; 32 on: 3-6%
+// slower); Q4_K two super-blocks on (4.6 KB) 1.25-1.3x without, and better
+// than one, three or four on, or than a prefetch into L2 only (by 6-15%);
+// Q6_K (its codes read out of address order) on a 5632 x 2048 matrix 47-60
+// GB/s against 21-40 without. (Earlier tries with the legacy formats' row
+// kernels had found prefetches 3-10% slower.)
+template <class Format>
+PAGODA_PANEL_INLINE void prefetch_ahead(const uint8_t* block) {
+  const uint8_t* ahead = block + Format::kPrefetchBlocks * Format::kBlockBytes;
+  for (size_t line = 0; line < Format::kBlockBytes; line += 64) __builtin_prefetch(ahead + line, 0, 3);
 }
 
 // Q8_0, Q4_0 and Q5_0: half `half` of block b of a panel against K tokens,
@@ -68,7 +72,7 @@ struct Legacy {
                                                                                   : sizeof(BlockQ4_0));
   // As many as the accumulators leave registers for (32 on AVX-512, 16 on AVX2).
   static constexpr int kMaxTokens = V::kVnni ? 8 : 4;
-  static constexpr bool kPrefetch = false;  // the hardware prefetchers keep up
+  static constexpr size_t kPrefetchBlocks = 16;  // see prefetch_ahead
 
   template <int K>
   PAGODA_PANEL_INLINE static void block(const uint8_t* block, int half, const PanelActivations& a, int first,
@@ -136,7 +140,7 @@ struct Legacy {
 struct Q4K {
   static constexpr size_t kBlockBytes = kPanelRows * sizeof(BlockQ4_K);
   static constexpr int kMaxTokens = V::kVnni ? 4 : 2;  // the accumulators fill the registers
-  static constexpr bool kPrefetch = true;
+  static constexpr size_t kPrefetchBlocks = 2;
 
   template <int K>
   PAGODA_PANEL_INLINE static void block(const uint8_t* block, int half, const PanelActivations& a, int first,
@@ -211,7 +215,7 @@ struct Q4K {
 struct Q6K {
   static constexpr size_t kBlockBytes = kPanelRows * sizeof(BlockQ6_K);
   static constexpr int kMaxTokens = V::kVnni ? 4 : 2;
-  static constexpr bool kPrefetch = true;
+  static constexpr size_t kPrefetchBlocks = 2;
 
   template <int K>
   PAGODA_PANEL_INLINE static void block(const uint8_t* block, int half, const PanelActivations& a, int first,
@@ -270,7 +274,7 @@ PAGODA_PANEL_TARGET void PanelDot(const uint8_t* panel, const PanelActivations& 
     for (auto& v : h) v = V::zerof();
   for (size_t b = 0; b < a.nb; ++b) {
     const uint8_t* block = panel + b * Format::kBlockBytes;
-    if constexpr (Format::kPrefetch) prefetch_ahead(block, Format::kBlockBytes);
+    prefetch_ahead<Format>(block);
     for (int half = 0; half < kHalves; ++half) Format::template block<K>(block, half, a, first, b, acc[half]);
   }
   for (int k = 0; k < K; ++k)
@@ -287,7 +291,7 @@ PAGODA_PANEL_TARGET void PanelDotStreams(const uint8_t* const* panels, const Pan
   for (size_t b = 0; b < a.nb; ++b)
     for (int p = 0; p < N; ++p) {
       const uint8_t* block = panels[p] + b * Format::kBlockBytes;
-      if constexpr (Format::kPrefetch) prefetch_ahead(block, Format::kBlockBytes);
+      prefetch_ahead<Format>(block);
       for (int half = 0; half < kHalves; ++half)
         Format::template block<1>(block, half, a, token, b, &acc[p * kHalves + half]);
     }
