@@ -29,6 +29,13 @@ struct V {
   static constexpr bool kQ8_0Offset = false;  // dot_q8_0 multiplies signed codes
 
   PAGODA_OP I load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  // The same, kept in a register for several uses: the compiler would
+  // otherwise fold the load into each use and read the bytes again.
+  PAGODA_OP I load_reg(const uint8_t* p) {
+    I v = load(p);
+    asm("" : "+x"(v));
+    return v;
+  }
   PAGODA_OP I zero() { return _mm256_setzero_si256(); }
   PAGODA_OP I set8(char v) { return _mm256_set1_epi8(v); }
   PAGODA_OP I set32(int32_t v) { return _mm256_set1_epi32(v); }

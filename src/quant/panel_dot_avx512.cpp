@@ -36,6 +36,13 @@ struct V {
   static constexpr bool kQ8_0Offset = true;  // vpdpbusd takes the stored unsigned codes
 
   PAGODA_OP I load(const uint8_t* p) { return _mm512_loadu_si512(p); }
+  // The same, kept in a register for several uses: the compiler would
+  // otherwise fold the load into each use and read the bytes again.
+  PAGODA_OP I load_reg(const uint8_t* p) {
+    I v = load(p);
+    asm("" : "+v"(v));
+    return v;
+  }
   PAGODA_OP I zero() { return _mm512_setzero_si512(); }
   PAGODA_OP I set8(char v) { return _mm512_set1_epi8(v); }
   PAGODA_OP I set32(int32_t v) { return _mm512_set1_epi32(v); }

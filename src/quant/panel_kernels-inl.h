@@ -105,7 +105,7 @@ struct Legacy {
       if constexpr (kQ5) h = V::load(lanes + 32);
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) {
-        const I v = V::load(lanes + kCodes + 64 * q);
+        const I v = V::load_reg(lanes + kCodes + 64 * q);
         I lo = V::and_(v, low4), hi = V::and_(V::srli16(v, 4), low4);
         if constexpr (kQ5) {
           lo = V::or_(lo, fifth_bits(h, 4 * q));
@@ -178,7 +178,7 @@ struct Q4K {
         for (int k = 0; k < K; ++k) lo[h][k] = hi[h][k] = V::zero();
 #pragma GCC unroll 8
       for (int q = 0; q < 8; ++q) {
-        const I v = V::load(codes + 64 * (8 * c + q));
+        const I v = V::load_reg(codes + 64 * (8 * c + q));
         const I v_lo = V::and_(v, low4), v_hi = V::kVnni ? V::and_(v, high4) : V::and_(V::srli16(v, 4), low4);
         for (int k = 0; k < K; ++k) {
           lo[q % kChains][k] = V::dot_u8s8(lo[q % kChains][k], v_lo, V::bcast_quad(x[k]->qs + 64 * c + 4 * q));
@@ -235,8 +235,8 @@ struct Q6K {
           for (int k = 0; k < K; ++k) sa[k] = sb[k] = V::zero();
 #pragma GCC unroll 4
           for (int q = 4 * part; q < 4 * part + 4; ++q) {
-            const I v = V::load(lanes + 64 * ((2 * h + kk) * 8 + q));
-            const I u = V::load(lanes + 2048 + 64 * (8 * h + q));
+            const I v = V::load_reg(lanes + 64 * ((2 * h + kk) * 8 + q));
+            const I u = V::load_reg(lanes + 2048 + 64 * (8 * h + q));
             // Top bits of group g (0..3) sit at bits 2g, 2g + 1 of u: moved to bits 4, 5.
             const I top_a = V::and_(V::slli16(u, 4 - 2 * kk), bits45);
             const I top_b = V::and_(kk == 0 ? u : V::srli16(u, 2), bits45);
