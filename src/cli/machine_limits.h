@@ -34,12 +34,15 @@ class ReadProbe {
   ReadProbe(const ReadProbe&) = delete;
   ReadProbe& operator=(const ReadProbe&) = delete;
   double measure();
+  // The best of every measure() so far (0 before the first).
+  double best() const { return best_; }
   size_t bytes() const { return per_part_ * parts_ * sizeof(float); }
 
  private:
   ThreadPool& pool_;
   size_t parts_, per_part_, mapped_ = 0;
   float* buf_ = nullptr;
+  double best_ = 0;
 };
 
 // The best of `reps` ReadProbe passes over a buffer of `bytes`.
