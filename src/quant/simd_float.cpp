@@ -265,7 +265,7 @@ void Tile(const Row* rows, size_t n_rows, const float* x, size_t ldx, size_t n_t
       const size_t i1 = std::min(n, i0 + chunk);
       // A block's accumulators: from its first row's slot on (R * nt * 16
       // floats, within its R rows' slots). No slots when one chunk covers n.
-      auto slot = [&](size_t r) { return saved.empty() ? nullptr : saved.data() + r * kRowSlot; };
+      auto slot = [&](size_t r) { return chunk < n ? saved.data() + r * kRowSlot : nullptr; };
       size_t r = 0;
       if (nt == 1)  // more rows in flight: memory-level parallelism for decoding
         for (; r + kR1 <= n_rows; r += kR1) RowBlock<kR1>(rows + r, xt, ldx, nt, i0, i1, n, slot(r), yt + r, ldy);
