@@ -228,8 +228,16 @@ struct Q6K {
     for (int i = 0; i < 4; ++i) sc_words[i] = V::load(lanes + 3072 + 64 * i);
     I scaled[K];
     for (int k = 0; k < K; ++k) scaled[k] = V::zero();
+    // Unrolled on AVX-512, so every offset, scale byte and term index is a
+    // constant: rolled, GCC kept them in general registers spilled to the
+    // stack and vector registers. Two panels in cache, one thread, the two
+    // builds alternating: 43-48 -> 69-72 GB/s, the same bits. AVX2's 16
+    // registers keep the loops.
+#pragma GCC unroll(V::kVnni ? 2 : 1)
     for (int h = 0; h < 2; ++h)
+#pragma GCC unroll(V::kVnni ? 2 : 1)
       for (int kk = 0; kk < 2; ++kk)
+#pragma GCC unroll(V::kVnni ? 2 : 1)
         for (int part = 0; part < 2; ++part) {  // quads 4 part .. 4 part + 3: sub-blocks 8h + 2k + part
           I sa[K], sb[K];                       // groups k = kk and kk + 2
           for (int k = 0; k < K; ++k) sa[k] = sb[k] = V::zero();
