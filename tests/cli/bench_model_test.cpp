@@ -53,10 +53,12 @@ TEST(CliBenchModel, QuickJsonHasEveryFigureWithSaneRatios) {
     // decode may legitimately read faster than the DRAM bandwidth measured on
     // a buffer larger than the cache: only a positive, not absurd (unit error
     // sized, 10^3) ratio is required.
-    // The integer kernels (Q4_K) may beat the f32 FMA peak by up to 4x in
-    // principle (four 8-bit products per vpdpbusd lane), so their bound is 6.
+    // The integer kernels (every quantized type: Q8_0 too, since its prefill
+    // runs vpdpbusd panels) may beat the f32 FMA peak by up to 4x in
+    // principle (four 8-bit products per lane), so their bound is 6; only
+    // F16, on f32 FMAs, keeps 1.5 (Q8_0 once read 1.59 here under ASan).
     EXPECT_GT(r["fma_ratio"].get<double>(), 0);
-    EXPECT_LT(r["fma_ratio"].get<double>(), r["type"] == "q4_k" || r["type"] == "q4_0" ? 6.0 : 1.5) << r["type"];
+    EXPECT_LT(r["fma_ratio"].get<double>(), r["type"] == "f16" ? 1.5 : 6.0) << r["type"];
     EXPECT_GT(r["bandwidth_ratio"].get<double>(), 0);
     EXPECT_LT(r["bandwidth_ratio"].get<double>(), 50.0);
     EXPECT_GT(r["batch16_speedup"].get<double>(), 0);
