@@ -98,6 +98,28 @@ void BM_Softmax(benchmark::State& state) {
 }
 BENCHMARK(BM_Softmax)->Arg(0)->Arg(1);
 
+// The FFN's activation over one token's 5632 values: the SIMD kernel against
+// the scalar loop it replaced (std::exp per element).
+void BM_SwiGlu(benchmark::State& state) {
+  const bool simd = state.range(0) != 0;
+  std::vector<float> gate0(kRows), up(kRows), gate(kRows);
+  std::mt19937 rng(8);
+  std::normal_distribution<float> normal(0.0f, 2.0f);
+  for (float& g : gate0) g = normal(rng);
+  for (float& u : up) u = normal(rng);
+  for (auto _ : state) {
+    gate = gate0;
+    if (simd) swiglu_simd(gate.data(), up.data(), gate.size());
+    else
+      for (size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+    benchmark::DoNotOptimize(gate.data());
+  }
+  state.counters["Melem/s"] = benchmark::Counter(double(state.iterations()) * double(gate.size()) / 1e6,
+                                                 benchmark::Counter::kIsRate);
+  state.SetLabel(simd ? "simd" : "scalar");
+}
+BENCHMARK(BM_SwiGlu)->Arg(0)->Arg(1);
+
 // Sums a buffer far larger than the caches with two threads.
 void BM_MemoryRead(benchmark::State& state) {
   static ThreadPool pool(kThreads);

@@ -286,8 +286,6 @@ void rmsnorm(const float* x, const float* weight, int n, float eps, float* out) 
   for (int i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
 
-void swiglu(float* gate, const float* up, int n) {
-  for (int i = 0; i < n; ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
-}
+void swiglu(float* gate, const float* up, int n) { swiglu_simd(gate, up, size_t(n)); }
 
 }  // namespace pagoda

@@ -52,7 +52,7 @@ void read_row(const Matrix& w, int r, float* out);
 // out = x / sqrt(mean(x^2) + eps) * weight, over n elements.
 void rmsnorm(const float* x, const float* weight, int n, float eps, float* out);
 
-// gate[i] = silu(gate[i]) * up[i].
+// gate[i] = silu(gate[i]) * up[i] (swiglu_simd, quant/simd_float.h).
 void swiglu(float* gate, const float* up, int n);
 
 }  // namespace pagoda

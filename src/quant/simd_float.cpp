@@ -405,6 +405,26 @@ void SoftmaxScaled(float* x, size_t n, float scale) {
   for (; i < n; ++i) x[i] *= hn::GetLane(inv);
 }
 
+// gate[i] = silu(gate[i]) * up[i], as the scalar gate / (1 + exp(-gate)) *
+// up with Highway's vector exp. Its argument is capped at 100 (the exp is
+// valid up to 104): exp(100) overflows a float to infinity, as std::exp's
+// would, and the gate's silu is -0.
+void SwiGlu(float* HWY_RESTRICT gate, const float* HWY_RESTRICT up, size_t n) {
+  const DF d;
+  const V one = hn::Set(d, 1.0f), cap = hn::Set(d, 100.0f);
+  auto silu_times = [&](V g, V u) HWY_ATTR {
+    return hn::Mul(hn::Div(g, hn::Add(one, hn::Exp(d, hn::Min(hn::Neg(g), cap)))), u);
+  };
+  size_t i = 0;
+  for (; i + kL <= n; i += kL) hn::StoreU(silu_times(hn::LoadU(d, gate + i), hn::LoadU(d, up + i)), d, gate + i);
+  if (i == n) return;
+  alignas(64) float g[kL] = {}, u[kL] = {};
+  std::memcpy(g, gate + i, (n - i) * sizeof(float));
+  std::memcpy(u, up + i, (n - i) * sizeof(float));
+  hn::Store(silu_times(hn::Load(d, g), hn::Load(d, u)), d, g);
+  std::memcpy(gate + i, g, (n - i) * sizeof(float));
+}
+
 // Decoding: the row readers' loads stored back.
 template <class Row>
 void Decode(Row row, float* dst, size_t n) {
@@ -449,6 +469,7 @@ HWY_EXPORT(AxpyRowsF32);
 HWY_EXPORT(AxpyRowsF16);
 HWY_EXPORT(DequantizeRowSimd);
 HWY_EXPORT(SoftmaxScaled);
+HWY_EXPORT(SwiGlu);
 
 bool simd_float_row_type(TensorType t) {
   return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16 || t == TensorType::Q8_0;
@@ -494,6 +515,8 @@ void axpy_rows_f16(const float* a, const uint16_t* x, size_t ldx, size_t n_rows,
 void softmax_scaled(float* x, size_t n, float scale) {
   if (n > 0) HWY_DYNAMIC_DISPATCH(SoftmaxScaled)(x, n, scale);
 }
+
+void swiglu_simd(float* gate, const float* up, size_t n) { HWY_DYNAMIC_DISPATCH(SwiGlu)(gate, up, n); }
 
 void matmul_rows_fused(TensorType t, const void* w, size_t row_stride, size_t n_rows, const float* x, size_t ldx,
                        size_t n_tokens, size_t cols, float* y, size_t ldy) {
