@@ -147,10 +147,10 @@ void matmul_rows_quantized(const Matrix& w, const uint8_t* xq, size_t x_bytes, i
 // with no horizontal sums, whatever the batch (tokens up to 8 at a time). The
 // matrices (one, or several of one type on the same input) form one range
 // of panels, split between the threads in consecutive parts, in one parallel
-// loop. Decode (one token) cuts each thread's part again into 2-4 pieces read
-// side by side (panel_decode_streams): one sequential stream per core keeps
-// too few memory reads in flight. Rows past a matrix's last whole panel take
-// the row kernels.
+// loop. Decode (one token) cuts each thread's part again into pieces read
+// side by side (panel_decode_streams, 1-2): one sequential stream per core
+// kept too few memory reads in flight before the kernels prefetched. Rows
+// past a matrix's last whole panel take the row kernels.
 void matmul_panels(std::span<const MatmulOut> outs, const uint8_t* xq, size_t x_bytes, int n_tokens,
                    ThreadPool& pool) {
   const TensorType type = outs[0].w.type;

@@ -78,10 +78,13 @@ inline constexpr int kPanelStreamsMax = 4;
 void panel_dot_streams(TensorType t, const uint8_t* const* panels, int n, const PanelActivations& a, int token,
                        float* const* outs);
 // How many panels decode reads side by side for t: the count measured best
-// (Zen 5 VM, 1B decode, steps alternating between counts, AVX-512 VNNI:
-// Q8_0 with 4 streams 10-15% over 2, 2 over 1 by 20%; Q4_0 and Q4_K_M with 4
-// streams 30% under 2, 2 over 1 by 4-12%. The AVX2 kernels: 2 for the
-// legacy formats, 1 for the K-quants).
+// (Zen 5 VM, 1B decode, steps alternating between counts). AVX-512 VNNI: 2
+// for every format. Q8_0 had 4 (10-15% over 2) until every kernel asked
+// for the block 16 on (prefetch_ahead): since, 4 streams run 18-27% slower
+// than 2 in six runs, 3 equal to 2 (0-5%), 1 3-7% slower; Q4_0 2 over 1 by
+// 4-5% and over 3 by 2-3%; Q4_K_M 1 against 2 anywhere from 10% better to
+// 5% worse, 3 15-20% worse. The AVX2 kernels: 2 for the legacy formats, 1
+// for the K-quants.
 int panel_decode_streams(TensorType t);
 // The scalar kernel behind it: the reference, and the fallback on other CPUs.
 void panel_dot_reference(TensorType t, const uint8_t* panel, const PanelActivations& a, int first, int n_tokens,
