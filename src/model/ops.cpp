@@ -61,7 +61,8 @@ void for_decode_streams(ThreadPool& pool, size_t n, size_t pieces, size_t work, 
   auto run = [&](size_t part, uint32_t i) { step(part * pieces * piece + i, piece); };
   pool.parallel_for(parts, [&](size_t begin, size_t end) {
     for (size_t part = begin; part < end; ++part)
-      while (const auto i = steps.take_front(part)) run(part, *i);
+      while (const auto r = steps.take_front(part))
+        for (uint32_t i = r->first; i < r->second; ++i) run(part, i);
     for (size_t i; (i = next_single.fetch_add(1, std::memory_order_relaxed)) < n;) single(i);
     while (const auto taken = steps.take_back()) run(taken->first, taken->second);
   }, 1, work);

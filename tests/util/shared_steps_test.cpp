@@ -9,18 +9,26 @@
 namespace pagoda {
 namespace {
 
-TEST(SharedSteps, OwnerWalksFrontOthersTakeFromTheBackOfTheLongestPart) {
-  SharedSteps s(2, 4);
-  EXPECT_EQ(s.take_front(0), 0u);
-  EXPECT_EQ(s.take_front(0), 1u);
-  // Part 1 has 4 left, part 0 has 2: the back of part 1.
-  EXPECT_EQ(s.take_back(), (std::pair<size_t, uint32_t>{1, 3}));
-  EXPECT_EQ(s.take_back(), (std::pair<size_t, uint32_t>{1, 2}));
-  EXPECT_EQ(s.take_front(1), 0u);
-  EXPECT_EQ(s.take_back(), (std::pair<size_t, uint32_t>{0, 3}));  // 2 left against 1
-  EXPECT_EQ(s.take_front(0), 2u);
-  EXPECT_EQ(s.take_front(0), std::nullopt);  // step 3 was taken from the back
-  EXPECT_EQ(s.take_back(), (std::pair<size_t, uint32_t>{1, 1}));
+using Steps = std::pair<uint32_t, uint32_t>;
+using Back = std::pair<size_t, uint32_t>;
+
+TEST(SharedSteps, OwnerTakesShrinkingRunsOthersTakeFromTheBackOfTheLongestPart) {
+  SharedSteps s(2, 16);
+  EXPECT_EQ(s.take_front(0), (Steps{0, 4}));  // a quarter of 16
+  EXPECT_EQ(s.take_front(0), (Steps{4, 7}));  // of 12
+  // Part 1 has 16 left, part 0 has 9: the back of part 1.
+  EXPECT_EQ(s.take_back(), (Back{1, 15}));
+  EXPECT_EQ(s.take_back(), (Back{1, 14}));
+  EXPECT_EQ(s.take_front(1), (Steps{0, 3}));
+  EXPECT_EQ(s.take_back(), (Back{1, 13}));  // 11 left against 9
+  EXPECT_EQ(s.take_back(), (Back{1, 12}));
+  EXPECT_EQ(s.take_back(), (Back{0, 15}));  // 9 against 9: the first
+  // Part 0's front walks on in shrinking runs up to what the back took.
+  EXPECT_EQ(s.take_front(0), (Steps{7, 9}));
+  EXPECT_EQ(s.take_front(0), (Steps{9, 10}));
+  for (uint32_t i = 10; i < 15; ++i) EXPECT_EQ(s.take_front(0), (Steps{i, i + 1}));
+  EXPECT_EQ(s.take_front(0), std::nullopt);
+  for (uint32_t i = 12; i-- > 3;) EXPECT_EQ(s.take_back(), (Back{1, i}));
   EXPECT_EQ(s.take_front(1), std::nullopt);
   EXPECT_EQ(s.take_back(), std::nullopt);
 }
@@ -28,6 +36,12 @@ TEST(SharedSteps, OwnerWalksFrontOthersTakeFromTheBackOfTheLongestPart) {
 TEST(SharedSteps, NoStepsAtAll) {
   SharedSteps s(3, 0);
   EXPECT_EQ(s.take_front(2), std::nullopt);
+}
+
+TEST(SharedSteps, OneStepIsARunOfOne) {
+  SharedSteps s(1, 1);
+  EXPECT_EQ(s.take_front(0), (Steps{0, 1}));
+  EXPECT_EQ(s.take_front(0), std::nullopt);
   EXPECT_EQ(s.take_back(), std::nullopt);
 }
 
@@ -43,10 +57,13 @@ TEST(SharedSteps, EveryStepOnceUnderContention) {
       threads.emplace_back([&, p] {
         // Each thread walks its own part, but only every other thread
         // finishes it before helping: the rest help from the start.
-        if (p % 2 == 0)
-          while (const auto i = s.take_front(p)) hits[p * kSteps + *i]++;
+        auto walk_own = [&] {
+          while (const auto r = s.take_front(p))
+            for (uint32_t i = r->first; i < r->second; ++i) hits[p * kSteps + i]++;
+        };
+        if (p % 2 == 0) walk_own();
         while (const auto t = s.take_back()) hits[t->first * kSteps + t->second]++;
-        while (const auto i = s.take_front(p)) hits[p * kSteps + *i]++;
+        walk_own();
       });
     for (auto& t : threads) t.join();
     for (size_t i = 0; i < hits.size(); ++i) ASSERT_EQ(hits[i].load(), 1) << i;
