@@ -98,6 +98,51 @@ void BM_Softmax(benchmark::State& state) {
 }
 BENCHMARK(BM_Softmax)->Arg(0)->Arg(1);
 
+// Decode attention of one token's KV head group at context 512 (8 query
+// heads of 64, TinyLlama's; K and V F32 rows 256 floats apart in blocks of
+// 16), scores and values: the per-block calls (matmul_rows_fused, one
+// axpy_rows per head and block) against attend_scores / attend_values.
+// Same bits; GFLOP/s of the two products.
+void BM_DecodeAttention(benchmark::State& state) {
+  const bool kernels = state.range(0) != 0;
+  constexpr size_t kKvDim = 256, kHd = 64, kHeads = 8, kPos = 513, kBs = 16;
+  const size_t n_blocks = (kPos + kBs - 1) / kBs;
+  std::vector<float> k(n_blocks * kBs * kKvDim), v(k.size()), q(kHeads * kHd), w(kHeads * kPos), out(kHeads * kHd);
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (auto* x : {&k, &v, &q, &w})
+    for (float& f : *x) f = normal(rng);
+  std::vector<const void*> k_blocks, v_blocks;
+  for (size_t b = 0; b < n_blocks; ++b) {
+    k_blocks.push_back(k.data() + b * kBs * kKvDim);
+    v_blocks.push_back(v.data() + b * kBs * kKvDim);
+  }
+  std::vector<float> scores(kHeads * kPos);
+  for (auto _ : state) {
+    if (kernels) {
+      attend_scores(q.data(), kHeads, kHd, PagedRows{TensorType::F32, k_blocks.data(), kBs, kKvDim}, kPos,
+                    scores.data(), kPos);
+      attend_values(w.data(), kPos, kHeads, PagedRows{TensorType::F32, v_blocks.data(), kBs, kKvDim}, kPos, out.data(),
+                    kHd);
+    } else {
+      for (size_t p0 = 0; p0 < kPos; p0 += kBs)
+        matmul_rows_fused(TensorType::F32, k_blocks[p0 / kBs], kKvDim * sizeof(float), std::min(kBs, kPos - p0),
+                          q.data(), kHd, kHeads, kHd, &scores[p0], kPos);
+      std::fill(out.begin(), out.end(), 0.0f);
+      for (size_t p0 = 0; p0 < kPos; p0 += kBs)
+        for (size_t h = 0; h < kHeads; ++h)
+          axpy_rows_f32(&w[h * kPos + p0], static_cast<const float*>(v_blocks[p0 / kBs]), kKvDim,
+                        std::min(kBs, kPos - p0), out.data() + h * kHd, kHd);
+    }
+    benchmark::DoNotOptimize(scores.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(double(state.iterations()) * 4.0 * kHeads * kPos * kHd / 1e9,
+                                                 benchmark::Counter::kIsRate);
+  state.SetLabel(kernels ? "attend kernels" : "per-block calls");
+}
+BENCHMARK(BM_DecodeAttention)->Arg(0)->Arg(1);
+
 // The FFN's activation over one token's 5632 values: the SIMD kernel against
 // the scalar loop it replaced (std::exp per element).
 void BM_SwiGlu(benchmark::State& state) {

@@ -76,25 +76,43 @@ void attend_heads(const KvStorage& kv, int layer, std::span<const int32_t> table
   const float scale = 1.0f / std::sqrt(float(hd));
   const size_t n_pos = size_t(pos) + 1;
   scores.resize(size_t(n_q) * n_pos);  // head i's scores at scores[i * n_pos ...]
-  // The slots of a KV block lie kv_dim apart: one matmul call per block
-  // scores all its positions against every query head of the group (each K
-  // row read once for all of them; the same dots as dot_f32 / dot_f16_f32,
-  // see quant/simd_float.h).
   const int bs = kv.block_size();
-  for (int p0 = 0; p0 <= pos; p0 += bs) {
-    const int n = std::min(bs, pos + 1 - p0);
-    matmul_rows_fused(f16 ? TensorType::F16 : TensorType::F32, k_at(p0), size_t(kv.kv_dim()) * sizeof(Elem),
-                      size_t(n), q, size_t(hd), size_t(n_q), size_t(hd), &scores[size_t(p0)], n_pos);
+  const size_t ld = size_t(kv.kv_dim());  // elements between a block's slots
+  const TensorType type = f16 ? TensorType::F16 : TensorType::F32;
+  // Head sizes of whole vectors (every Llama-family model's): one kernel
+  // call per KV head for the scores and one for the values, over the blocks
+  // in place (quant/simd_float.h). Others: per block, one matmul call scores
+  // its positions against every query head of the group (each K row read
+  // once for all of them) and one axpy_rows call per head adds its V rows.
+  // Both give the bits of one dot_f32 / dot_f16_f32 per score and one axpy
+  // per V row.
+  const bool kernels = attend_kernels_take(size_t(hd));
+  thread_local std::vector<const void*> k_blocks, v_blocks;
+  if (kernels) {
+    k_blocks.resize((n_pos + size_t(bs) - 1) / size_t(bs));
+    v_blocks.resize(k_blocks.size());
+    for (size_t b = 0; b < k_blocks.size(); ++b) {
+      k_blocks[b] = k_at(int(b) * bs);
+      v_blocks[b] = v_at(int(b) * bs);
+    }
+    attend_scores(q, size_t(n_q), size_t(hd), PagedRows{type, k_blocks.data(), size_t(bs), ld}, n_pos, scores.data(),
+                  n_pos);
+  } else {
+    for (int p0 = 0; p0 <= pos; p0 += bs)
+      matmul_rows_fused(type, k_at(p0), ld * sizeof(Elem), size_t(std::min(bs, pos + 1 - p0)), q, size_t(hd),
+                        size_t(n_q), size_t(hd), &scores[size_t(p0)], n_pos);
   }
   for (int i = 0; i < n_q; ++i) {
     float* s = scores.data() + size_t(i) * n_pos;
     softmax_scaled(s, n_pos, scale);
     if constexpr (f16) for (size_t p = 0; p < n_pos; ++p) s[p] = round_f16(s[p]);
   }
+  if (kernels)
+    return attend_values(scores.data(), n_pos, size_t(n_q), PagedRows{type, v_blocks.data(), size_t(bs), ld}, n_pos,
+                         out, size_t(hd));
   std::fill_n(out, size_t(n_q) * hd, 0.0f);
-  for (int p0 = 0; p0 <= pos; p0 += bs) {  // a KV block's V rows in one call per head
+  for (int p0 = 0; p0 <= pos; p0 += bs) {
     const size_t n = size_t(std::min(bs, pos + 1 - p0));
-    const size_t ld = size_t(kv.kv_dim());
     for (int i = 0; i < n_q; ++i) {
       const float* w = &scores[size_t(i) * n_pos + size_t(p0)];
       if constexpr (f16) axpy_rows_f16(w, v_at(p0), ld, n, out + size_t(i) * hd, size_t(hd));

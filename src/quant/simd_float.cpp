@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "quant/blocks.h"
@@ -109,12 +110,15 @@ struct RowF32 {
 // Rows are read as streams (see matmul); a software prefetch into L2 1 KiB
 // on, once per cache line, keeps more reads in flight than the hardware
 // prefetchers alone do.
-struct RowF16 {
+// (KV rows, read several times from L1 within a block of positions, are
+// read without: RowF16T<false>.)
+template <bool kPrefetch>
+struct RowF16T {
   static constexpr size_t kStep = kDotLanes;
   static constexpr size_t kPrefetchElems = 512;
   const uint16_t* p;
   HWY_INLINE void Load(size_t i, V* out) const {
-    if (i % 32 == 0) __builtin_prefetch(p + i + kPrefetchElems, 0, 2);
+    if (kPrefetch && i % 32 == 0) __builtin_prefetch(p + i + kPrefetchElems, 0, 2);
 #if HWY_TARGET == HWY_SCALAR || HWY_TARGET == HWY_EMU128
     // The emulated targets' half-to-float conversion turns inf and NaN into
     // finite numbers; decode as dequantize_row does.
@@ -131,6 +135,8 @@ struct RowF16 {
     for (size_t v = 0; v < kV; ++v) out[v] = hn::Load(DF(), buf + v * kL);
   }
 };
+
+using RowF16 = RowF16T<true>;
 
 struct RowBF16 {
   static constexpr size_t kStep = kDotLanes;
@@ -359,6 +365,147 @@ void AxpyRows(const float* a, const Elem* x, size_t ldx, size_t n_rows, float* y
     for (size_t r = 0; r < n_rows; ++r) Axpy(a[r], Row{x + r * ldx + i}, y + i, n - i);
 }
 
+// Decode attention over paged K/V rows (attend_scores, attend_values).
+// Both keep the bits of the per-row kernels they replace (one dot_f32 per
+// score, one axpy per row) but make one call per KV head instead of one per
+// block and head, keep a block's K rows in L1 for every query head, and
+// reduce 16 scores' partial sums together.
+
+// Row p of a paged view.
+template <class Elem>
+HWY_INLINE const Elem* PagedRow(const PagedRows& r, size_t p) {
+  return static_cast<const Elem*>(r.blocks[p / r.block_size]) + (p % r.block_size) * r.ld;
+}
+
+// Zeros standing in for the missing rows of a last, partial group of 16
+// positions (their scores are computed and dropped).
+alignas(64) constexpr float kZeroF32[kAttendMaxHeadDim] = {};
+alignas(64) constexpr uint16_t kZeroF16[kAttendMaxHeadDim] = {};
+
+#if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86
+// 16 dots' partial sums (a vector each) to their 16 sums in one vector, by
+// the same additions of the same pairs as ReduceLanes (lane j + 8, + 4, + 2,
+// + 1), so the same bits. The sums come out permuted: for position L's
+// score in lane L, slot s holds position kPosOfSlot[s]'s dot.
+constexpr size_t kPosOfSlot[16] = {0, 4, 8, 12, 2, 6, 10, 14, 1, 5, 9, 13, 3, 7, 11, 15};
+
+HWY_INLINE V SumsOf16(const V (&a)[16]) {
+  const DF d;
+  V b[8], c[4], e[2];
+  for (int i = 0; i < 8; ++i)  // slots 2i, 2i + 1: lanes j + (j + 8), in halves
+    b[i] = hn::Add(hn::ConcatLowerLower(d, a[2 * i + 1], a[2 * i]), hn::ConcatUpperUpper(d, a[2 * i + 1], a[2 * i]));
+  for (int k = 0; k < 4; ++k)  // + 4: 128-bit blocks 0 + 1 and 2 + 3 of two vectors
+    c[k] = hn::Add(V{_mm512_shuffle_f32x4(b[2 * k].raw, b[2 * k + 1].raw, 0x88)},
+                   V{_mm512_shuffle_f32x4(b[2 * k].raw, b[2 * k + 1].raw, 0xDD)});
+  for (int m = 0; m < 2; ++m)  // + 2, within blocks
+    e[m] = hn::Add(hn::InterleaveLower(d, c[2 * m], c[2 * m + 1]), hn::InterleaveUpper(d, c[2 * m], c[2 * m + 1]));
+  return hn::Add(hn::InterleaveLower(d, e[0], e[1]), hn::InterleaveUpper(d, e[0], e[1]));  // + 1
+}
+#endif
+
+template <class Row, class Elem>
+void AttendScoresRows(const float* q, size_t n_q, size_t hd, const PagedRows& k, size_t n, float* scores,
+                      size_t ld_s) {
+  const Elem* zero;
+  if constexpr (std::is_same_v<Elem, float>) zero = kZeroF32;
+  else zero = kZeroF16;
+  for (size_t p0 = 0; p0 < n; p0 += 16) {
+    const size_t m = std::min<size_t>(16, n - p0);
+    const Elem* rows[16];
+    for (size_t i = 0; i < 16; ++i) rows[i] = i < m ? PagedRow<Elem>(k, p0 + i) : zero;
+    for (size_t h = 0; h < n_q; ++h) {
+      const float* qh = q + h * hd;
+      float* out = scores + h * ld_s + p0;
+#if HWY_TARGET <= HWY_AVX3 && HWY_ARCH_X86
+      const DF d;
+      V acc[16];
+      for (V& a : acc) a = hn::Zero(d);
+      for (size_t i = 0; i < hd; i += kDotLanes) {
+        const V qv = hn::LoadU(d, qh + i);
+        for (size_t s = 0; s < 16; ++s) {
+          V kv;
+          Row{rows[kPosOfSlot[s]]}.Load(i, &kv);
+          acc[s] = hn::MulAdd(kv, qv, acc[s]);
+        }
+      }
+      hn::BlendedStore(SumsOf16(acc), hn::FirstN(d, m), d, out);
+#else
+      for (size_t p = 0; p < m; ++p) {
+        V acc[kV];
+        for (V& a : acc) a = hn::Zero(DF());
+        for (size_t i = 0; i < hd; i += kDotLanes) {
+          V kv[kV], qv[kV];
+          Row{rows[p]}.Load(i, kv);
+          RowF32{qh}.Load(i, qv);
+          for (size_t v = 0; v < kV; ++v) acc[v] = hn::MulAdd(kv[v], qv[v], acc[v]);
+        }
+        out[p] = ReduceLanes(acc);
+      }
+#endif
+    }
+  }
+}
+
+// kH heads of kC chunks of 16 elements each, their sums in registers over
+// every position.
+template <size_t kH, size_t kC, class Row, class Elem>
+HWY_INLINE void ValuesPass(const float* w, size_t ld_w, const PagedRows& v, size_t n, float* out, size_t hd) {
+  const DF d;
+  V acc[kH][kC * kV];
+  for (auto& a : acc)
+    for (V& x : a) x = hn::Zero(d);
+  for (size_t p0 = 0; p0 < n; p0 += v.block_size) {
+    const Elem* row = PagedRow<Elem>(v, p0);
+    const size_t m = std::min(v.block_size, n - p0);
+    for (size_t i = 0; i < m; ++i, row += v.ld) {
+      V x[kC * kV];
+      for (size_t c = 0; c < kC; ++c) Row{row}.Load(c * kDotLanes, x + c * kV);
+      for (size_t h = 0; h < kH; ++h) {
+        const V a = hn::Set(d, w[h * ld_w + p0 + i]);
+        for (size_t j = 0; j < kC * kV; ++j) acc[h][j] = hn::MulAdd(a, x[j], acc[h][j]);
+      }
+    }
+  }
+  for (size_t h = 0; h < kH; ++h)
+    for (size_t j = 0; j < kC * kV; ++j) hn::StoreU(acc[h][j], d, out + h * hd + j * kL);
+}
+
+// Heads as many at a time as leave registers for a row (16 accumulators of
+// 32 registers, 8 of 16), one at a time for the rest.
+template <size_t kC, class Row, class Elem>
+void AttendValuesHeads(const float* w, size_t ld_w, size_t n_q, const PagedRows& v, size_t n, float* out, size_t hd) {
+  constexpr size_t kAccMax = kL == 16 ? 16 : 8;
+  constexpr size_t kH = std::max<size_t>(1, std::min<size_t>(4, kAccMax / (kC * kV)));
+  size_t h = 0;
+  for (; h + kH <= n_q; h += kH) ValuesPass<kH, kC, Row, Elem>(w + h * ld_w, ld_w, v, n, out + h * hd, hd);
+  for (; h < n_q; ++h) ValuesPass<1, kC, Row, Elem>(w + h * ld_w, ld_w, v, n, out + h * hd, hd);
+}
+
+template <class Row, class Elem>
+void AttendValuesRows(const float* w, size_t ld_w, size_t n_q, const PagedRows& v, size_t n, float* out, size_t hd) {
+  switch (hd / kDotLanes) {
+    case 1: return AttendValuesHeads<1, Row, Elem>(w, ld_w, n_q, v, n, out, hd);
+    case 2: return AttendValuesHeads<2, Row, Elem>(w, ld_w, n_q, v, n, out, hd);
+    case 3: return AttendValuesHeads<3, Row, Elem>(w, ld_w, n_q, v, n, out, hd);
+    case 4: return AttendValuesHeads<4, Row, Elem>(w, ld_w, n_q, v, n, out, hd);
+    case 5: return AttendValuesHeads<5, Row, Elem>(w, ld_w, n_q, v, n, out, hd);
+    case 6: return AttendValuesHeads<6, Row, Elem>(w, ld_w, n_q, v, n, out, hd);
+    case 7: return AttendValuesHeads<7, Row, Elem>(w, ld_w, n_q, v, n, out, hd);
+    case 8: return AttendValuesHeads<8, Row, Elem>(w, ld_w, n_q, v, n, out, hd);
+    default: return;  // attend_values checked hd
+  }
+}
+
+void AttendScores(const float* q, size_t n_q, size_t hd, const PagedRows& k, size_t n, float* scores, size_t ld_s) {
+  if (k.type == TensorType::F16) return AttendScoresRows<RowF16T<false>, uint16_t>(q, n_q, hd, k, n, scores, ld_s);
+  AttendScoresRows<RowF32, float>(q, n_q, hd, k, n, scores, ld_s);
+}
+
+void AttendValues(const float* w, size_t ld_w, size_t n_q, const PagedRows& v, size_t n, float* out, size_t hd) {
+  if (v.type == TensorType::F16) return AttendValuesRows<RowF16T<false>, uint16_t>(w, ld_w, n_q, v, n, out, hd);
+  AttendValuesRows<RowF32, float>(w, ld_w, n_q, v, n, out, hd);
+}
+
 void AxpyRowsF32(const float* a, const float* x, size_t ldx, size_t n_rows, float* y, size_t n) {
   AxpyRows<RowF32>(a, x, ldx, n_rows, y, n);
 }
@@ -470,6 +617,8 @@ HWY_EXPORT(AxpyRowsF16);
 HWY_EXPORT(DequantizeRowSimd);
 HWY_EXPORT(SoftmaxScaled);
 HWY_EXPORT(SwiGlu);
+HWY_EXPORT(AttendScores);
+HWY_EXPORT(AttendValues);
 
 bool simd_float_row_type(TensorType t) {
   return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16 || t == TensorType::Q8_0;
@@ -514,6 +663,26 @@ void axpy_rows_f16(const float* a, const uint16_t* x, size_t ldx, size_t n_rows,
 
 void softmax_scaled(float* x, size_t n, float scale) {
   if (n > 0) HWY_DYNAMIC_DISPATCH(SoftmaxScaled)(x, n, scale);
+}
+
+namespace {
+void check_attend(const PagedRows& r, size_t hd) {
+  if (!attend_kernels_take(hd)) fail<InvalidArgument>("attention kernels: head size {}", hd);
+  if (r.type != TensorType::F32 && r.type != TensorType::F16)
+    fail<InvalidArgument>("attention kernels: {} rows", tensor_type_name(r.type));
+}
+}  // namespace
+
+bool attend_kernels_take(size_t hd) { return hd > 0 && hd % kDotLanes == 0 && hd <= kAttendMaxHeadDim; }
+
+void attend_scores(const float* q, size_t n_q, size_t hd, const PagedRows& k, size_t n, float* scores, size_t ld_s) {
+  check_attend(k, hd);
+  HWY_DYNAMIC_DISPATCH(AttendScores)(q, n_q, hd, k, n, scores, ld_s);
+}
+
+void attend_values(const float* w, size_t ld_w, size_t n_q, const PagedRows& v, size_t n, float* out, size_t hd) {
+  check_attend(v, hd);
+  HWY_DYNAMIC_DISPATCH(AttendValues)(w, ld_w, n_q, v, n, out, hd);
 }
 
 void swiglu_simd(float* gate, const float* up, size_t n) { HWY_DYNAMIC_DISPATCH(SwiGlu)(gate, up, n); }

@@ -9,11 +9,13 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "quant/rows.h"
 #include "quant/simd_float.h"
 #include "simd_targets.h"
+#include "util/error.h"
 #include "util/half.h"
 
 namespace pagoda {
@@ -119,6 +121,86 @@ TEST(SimdFloat, SwiGluOfNanIsNan) {
   float gate[3] = {NAN, 1.0f, -NAN}, up[3] = {1.0f, NAN, 2.0f};
   swiglu_simd(gate, up, 3);
   for (float g : gate) EXPECT_TRUE(std::isnan(g));
+}
+
+// K/V rows of one KV head scattered over blocks of a pool, as the paged KV
+// cache holds them: `ld` elements between positions, the head at `offset`,
+// blocks in a shuffled order.
+template <class Elem>
+struct PagedPool {
+  static constexpr size_t kBlock = 16, kLd = 3 * 48 + 16;  // 160: other heads' elements between positions
+  std::vector<Elem> pool;
+  std::vector<const void*> blocks;
+  PagedPool(size_t n, size_t hd, size_t offset, uint32_t seed) {
+    const size_t n_blocks = (n + kBlock - 1) / kBlock + 1;  // one more, unused
+    const auto values = random_floats(n_blocks * kBlock * kLd, seed);
+    pool.resize(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      if constexpr (std::is_same_v<Elem, float>) pool[i] = values[i];
+      else pool[i] = f32_to_f16(values[i]);
+    }
+    std::vector<size_t> order(n_blocks);
+    for (size_t b = 0; b < n_blocks; ++b) order[b] = (b * 7 + 3) % n_blocks;  // 7 and n_blocks coprime below
+    for (size_t b = 0; b + 1 < n_blocks; ++b) blocks.push_back(pool.data() + order[b] * kBlock * kLd + offset);
+    (void)hd;
+  }
+  PagedRows rows() const {
+    return PagedRows{std::is_same_v<Elem, float> ? TensorType::F32 : TensorType::F16, blocks.data(), kBlock, kLd};
+  }
+  const Elem* row(size_t p) const { return static_cast<const Elem*>(blocks[p / kBlock]) + (p % kBlock) * kLd; }
+};
+
+float dot_row(const float* k, const float* q, size_t n) { return dot_f32(k, q, n); }
+float dot_row(const uint16_t* k, const float* q, size_t n) { return dot_f16_f32(k, q, n); }
+void axpy_row(float a, const float* v, float* y, size_t n) { axpy_f32(a, v, y, n); }
+void axpy_row(float a, const uint16_t* v, float* y, size_t n) { axpy_f16(a, v, y, n); }
+
+// Scores equal one dot per (head, position) and values one axpy per
+// position, bit for bit, for every head size the kernels take, group size
+// and length (partial blocks and groups of 16 included), F32 and F16 rows.
+template <class Elem>
+void check_attention_kernels() {
+  for (size_t hd : {16, 48, 64, 128})
+    for (size_t n_q : {1, 3, 4, 7, 8})
+      for (size_t n : {1, 15, 16, 17, 40, 70}) {
+        const uint32_t seed = uint32_t(hd * 1000 + n_q * 100 + n);
+        const PagedPool<Elem> k(n, hd, 16, seed), v(n, hd, 0, seed + 1);
+        const auto q = random_floats(n_q * hd, seed + 2);
+        const size_t ld_s = n + 3;
+        std::vector<float> scores(n_q * ld_s, -1.0f);
+        attend_scores(q.data(), n_q, hd, k.rows(), n, scores.data(), ld_s);
+        for (size_t h = 0; h < n_q; ++h) {
+          for (size_t p = 0; p < n; ++p)
+            ASSERT_EQ(bits(scores[h * ld_s + p]), bits(dot_row(k.row(p), q.data() + h * hd, hd)))
+                << "hd " << hd << " heads " << n_q << " n " << n << " head " << h << " position " << p;
+          for (size_t p = n; p < ld_s; ++p) ASSERT_EQ(scores[h * ld_s + p], -1.0f) << "wrote past n";
+        }
+        const auto w = random_floats(n_q * ld_s, seed + 3);
+        std::vector<float> out(n_q * hd, 5.0f), want(n_q * hd, 0.0f);
+        attend_values(w.data(), ld_s, n_q, v.rows(), n, out.data(), hd);
+        for (size_t h = 0; h < n_q; ++h)
+          for (size_t p = 0; p < n; ++p) axpy_row(w[h * ld_s + p], v.row(p), want.data() + h * hd, hd);
+        ASSERT_EQ(0, std::memcmp(out.data(), want.data(), out.size() * sizeof(float)))
+            << "hd " << hd << " heads " << n_q << " n " << n;
+      }
+}
+
+TEST(SimdFloat, AttentionKernelsEqualOneDotAndOneAxpyPerRow) {
+  testing::for_each_simd_target([&](int64_t) {
+    check_attention_kernels<float>();
+    check_attention_kernels<uint16_t>();
+  });
+}
+
+TEST(SimdFloat, AttentionKernelsTakeWholeVectorsUpTo128) {
+  EXPECT_TRUE(attend_kernels_take(64));
+  EXPECT_TRUE(attend_kernels_take(128));
+  EXPECT_FALSE(attend_kernels_take(8));   // stories260K's heads
+  EXPECT_FALSE(attend_kernels_take(72));
+  EXPECT_FALSE(attend_kernels_take(256));
+  float q[8] = {}, s[1];
+  const PagedRows none;
+  EXPECT_THROW(attend_scores(q, 1, 8, none, 1, s, 1), InvalidArgument);
 }
 
 TEST(SimdFloat, DotOfF16EqualsDotOfDecodedRow) {
