@@ -412,7 +412,15 @@ void AttendScoresRows(const float* q, size_t n_q, size_t hd, const PagedRows& k,
   for (size_t p0 = 0; p0 < n; p0 += 16) {
     const size_t m = std::min<size_t>(16, n - p0);
     const Elem* rows[16];
-    for (size_t i = 0; i < 16; ++i) rows[i] = i < m ? PagedRow<Elem>(k, p0 + i) : zero;
+    size_t b = p0 / k.block_size, slot = p0 % k.block_size;  // one division per 16 positions
+    for (size_t i = 0; i < 16; ++i) {
+      if (i >= m) {
+        rows[i] = zero;
+        continue;
+      }
+      rows[i] = static_cast<const Elem*>(k.blocks[b]) + slot * k.ld;
+      if (++slot == k.block_size) slot = 0, ++b;
+    }
     for (size_t h = 0; h < n_q; ++h) {
       const float* qh = q + h * hd;
       float* out = scores + h * ld_s + p0;
