@@ -146,54 +146,72 @@ void matmul_rows_quantized(const Matrix& w, const uint8_t* xq, size_t x_bytes, i
 // Row panels (quant/panels.h), for matrices packed at load: every row of a
 // panel is a vector lane, so a panel's 16 rows take one pass over the blocks
 // with no horizontal sums, whatever the batch (tokens up to 8 at a time). The
-// matrices (one, or several of one type on the same input) form one range
-// of panels, split between the threads in consecutive parts, in one parallel
+// matrices (one, or several on the same input whose types share an
+// activation type, as Q4_K_M's Q4_K and Q6_K Q/K/V) form one range of
+// panels, split between the threads in consecutive parts, in one parallel
 // loop. Decode (one token) cuts each thread's part again into pieces read
 // side by side (panel_decode_streams, 1-2): one sequential stream per core
 // kept too few memory reads in flight before the kernels prefetched. Rows
 // past a matrix's last whole panel take the row kernels.
 void matmul_panels(std::span<const MatmulOut> outs, const uint8_t* xq, size_t x_bytes, int n_tokens,
                    ThreadPool& pool) {
-  const TensorType type = outs[0].w.type;
   const size_t cols = size_t(outs[0].w.cols);
-  PanelActivations a;
-  prepare_panel_activations(type, xq, x_bytes, n_tokens, cols / size_t(block_elems(type)), a);
+  // The activations' scales and terms, once per weight type among the matrices.
+  std::vector<PanelActivations> acts;
+  std::vector<const PanelActivations*> act_of(outs.size());
+  acts.reserve(outs.size());  // act_of points into it
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const TensorType t = outs[i].w.type;
+    auto it = std::find_if(acts.begin(), acts.end(), [&](const PanelActivations& a) { return a.type == t; });
+    if (it == acts.end()) {
+      prepare_panel_activations(t, xq, x_bytes, n_tokens, cols / size_t(block_elems(t)), acts.emplace_back());
+      it = acts.end() - 1;
+    }
+    act_of[i] = &*it;
+  }
   std::vector<size_t> first(outs.size() + 1, 0);  // matrix i's panels: first[i] .. first[i + 1] - 1
   for (size_t i = 0; i < outs.size(); ++i) first[i + 1] = first[i] + size_t(outs[i].w.panel_rows / kPanelRows);
-  // Panel p: its bytes, where its outputs go (token 0) and its matrix's rows
-  // (the stride between tokens' outputs).
+  // Panel p: its bytes, its activations (and so its type), where its outputs
+  // go (token 0) and its matrix's rows (the stride between tokens' outputs).
   struct Located {
     const uint8_t* panel;
+    const PanelActivations* a;
     float* y;
     size_t rows;
   };
   auto locate = [&](size_t p) {
     const size_t m = size_t(std::upper_bound(first.begin(), first.end(), p) - first.begin()) - 1;
     const size_t local = p - first[m];
-    return Located{outs[m].w.panel(int(local) * kPanelRows), outs[m].y + local * kPanelRows, size_t(outs[m].w.rows)};
+    return Located{outs[m].w.panel(int(local) * kPanelRows), act_of[m], outs[m].y + local * kPanelRows,
+                   size_t(outs[m].w.rows)};
   };
   const size_t n_panels = first.back(), work = n_panels * kPanelRows * cols * size_t(n_tokens);
   if (n_tokens == 1) {
-    const size_t pieces = size_t(panel_decode_streams(type));
+    const size_t pieces = size_t(panel_decode_streams(outs[0].w.type));
     for_decode_streams(pool, n_panels, pieces, work, [&](size_t i0, size_t stride) {
+      Located ps[kPanelStreamsMax];
       const uint8_t* panels[kPanelStreamsMax];
       float* ys[kPanelStreamsMax];
+      bool one_type = true;
       for (size_t s = 0; s < pieces; ++s) {
-        const Located p = locate(i0 + s * stride);
-        panels[s] = p.panel;
-        ys[s] = p.y;
+        ps[s] = locate(i0 + s * stride);
+        panels[s] = ps[s].panel;
+        ys[s] = ps[s].y;
+        one_type = one_type && ps[s].a == ps[0].a;
       }
-      panel_dot_streams(type, panels, int(pieces), a, 0, ys);
+      if (one_type) return panel_dot_streams(ps[0].a->type, panels, int(pieces), *ps[0].a, 0, ys);
+      for (size_t s = 0; s < pieces; ++s) panel_dot(ps[s].a->type, ps[s].panel, *ps[s].a, 0, 1, ps[s].y, kPanelRows);
     }, [&](size_t i) {
       const Located p = locate(i);
-      panel_dot(type, p.panel, a, 0, 1, p.y, kPanelRows);
+      panel_dot(p.a->type, p.panel, *p.a, 0, 1, p.y, kPanelRows);
     });
   } else {
     pool.parallel_for(n_panels, [&](size_t begin, size_t end) {
       for (size_t i = begin; i < end; ++i) {
         const Located p = locate(i);
         for (int t = 0; t < n_tokens; t += kPanelTokensMax)
-          panel_dot(type, p.panel, a, t, std::min(kPanelTokensMax, n_tokens - t), p.y + size_t(t) * p.rows, p.rows);
+          panel_dot(p.a->type, p.panel, *p.a, t, std::min(kPanelTokensMax, n_tokens - t), p.y + size_t(t) * p.rows,
+                    p.rows);
       }
     }, 1, work);
   }
@@ -260,8 +278,11 @@ void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool&
 
 void matmul(std::initializer_list<MatmulOut> outs, const float* x, int n_tokens, ThreadPool& pool) {
   const Matrix& w0 = outs.begin()->w;
+  // Matrices in panels whose types quantize the input alike (the kernels
+  // differ per panel; the activations' scales and terms are made per type).
   const bool together = std::all_of(outs.begin(), outs.end(), [&](const MatmulOut& o) {
-    return o.w.panel_rows > 0 && o.w.type == w0.type && o.w.cols == w0.cols;
+    return o.w.panel_rows > 0 && w0.panel_rows > 0 && activation_type(o.w.type) == activation_type(w0.type) &&
+           o.w.cols == w0.cols;
   });
   if (!together || n_tokens < 1) {
     for (const MatmulOut& o : outs) matmul(o.w, x, n_tokens, o.y, pool);

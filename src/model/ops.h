@@ -37,9 +37,10 @@ using AlignedFloats = std::vector<float, CacheLineAllocator<float>>;
 void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool);
 
 // Several matrices on the same input (Q, K and V; gate and up): the same
-// results as one matmul call each, but matrices of one type packed into row
-// panels run as one parallel loop on the input quantized once (fewer
-// wake-ups and waits per step).
+// results as one matmul call each, but matrices packed into row panels whose
+// types quantize the input alike (one type, or Q4_K_M's Q4_K and Q6_K) run as
+// one parallel loop on the input quantized once (fewer wake-ups and waits
+// per step).
 struct MatmulOut {
   const Matrix& w;
   float* y;

@@ -6,6 +6,8 @@
 // panels (quant/panels.h; the rows past the last whole panel row-major).
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <cstring>
 #include <random>
 #include <vector>
@@ -132,14 +134,21 @@ TEST(Matmul, NoTokensIsANoOp) {
 }
 
 // Matrices on one input (Q/K/V, gate/up) in one call: every output the same
-// as a call of its own, packed or not (37 rows: a tail past the panels).
+// as a call of its own, packed or not (37 rows: a tail past the panels), of
+// one type or of types that quantize the input alike (Q4_K_M's Q4_K and Q6_K
+// Q/K/V; the legacy formats), whose panels then share decode steps.
 TEST(Matmul, SharedInputGivesWhatSeparateCallsGive) {
   const size_t cols = 512;
-  for (const TensorType t : {TensorType::Q8_0, TensorType::Q4_K, TensorType::F16})
+  using Q = TensorType;
+  const std::array<TensorType, 3> type_sets[] = {
+      {Q::Q8_0, Q::Q8_0, Q::Q8_0}, {Q::Q4_K, Q::Q4_K, Q::Q4_K}, {Q::F16, Q::F16, Q::F16},
+      {Q::Q4_K, Q::Q4_K, Q::Q6_K}, {Q::Q6_K, Q::Q4_K, Q::Q6_K}, {Q::Q8_0, Q::Q4_0, Q::Q5_0}};
+  for (const auto& types : type_sets)
     for (const bool pack : {true, false}) {
       std::vector<std::vector<uint8_t>> bytes;
       std::vector<Matrix> ws;
       for (const int rows : {64, 37, 48}) {
+        const TensorType t = types[ws.size()];  // this matrix's
         const auto values = random_floats(size_t(rows) * cols, uint32_t(rows) + 7);
         const size_t rb = row_bytes(t, cols);
         bytes.emplace_back(rb * size_t(rows));
@@ -161,8 +170,8 @@ TEST(Matmul, SharedInputGivesWhatSeparateCallsGive) {
         matmul({{ws[0], together[0].data()}, {ws[1], together[1].data()}, {ws[2], together[2].data()}}, x.data(),
                n_tokens, pool);
         for (size_t i = 0; i < 3; ++i)
-          EXPECT_EQ(together[i], alone[i]) << tensor_type_name(t) << " packed " << pack << " tokens " << n_tokens
-                                           << " matrix " << i;
+          EXPECT_EQ(together[i], alone[i]) << tensor_type_name(types[i]) << " (with " << tensor_type_name(types[0])
+                                           << ") packed " << pack << " tokens " << n_tokens << " matrix " << i;
       }
     }
 }
