@@ -124,30 +124,32 @@ TEST(SimdFloat, SwiGluOfNanIsNan) {
 }
 
 // K/V rows of one KV head scattered over blocks of a pool, as the paged KV
-// cache holds them: `ld` elements between positions, the head at `offset`,
+// cache holds them: `block` positions a block, kLd elements between
+// positions (other heads' elements between), the head at `offset`, the
 // blocks in a shuffled order.
 template <class Elem>
 struct PagedPool {
-  static constexpr size_t kBlock = 16, kLd = 3 * 48 + 16;  // 160: other heads' elements between positions
+  static constexpr size_t kLd = 3 * 48 + 16;  // 160 >= offset + head size below
+  size_t block;
   std::vector<Elem> pool;
   std::vector<const void*> blocks;
-  PagedPool(size_t n, size_t hd, size_t offset, uint32_t seed) {
-    const size_t n_blocks = (n + kBlock - 1) / kBlock + 1;  // one more, unused
-    const auto values = random_floats(n_blocks * kBlock * kLd, seed);
+  PagedPool(size_t n, size_t block_size, size_t offset, uint32_t seed) : block(block_size) {
+    const size_t n_blocks = (n + block - 1) / block;
+    const auto values = random_floats(n_blocks * block * kLd, seed);
     pool.resize(values.size());
     for (size_t i = 0; i < values.size(); ++i) {
       if constexpr (std::is_same_v<Elem, float>) pool[i] = values[i];
       else pool[i] = f32_to_f16(values[i]);
     }
     std::vector<size_t> order(n_blocks);
-    for (size_t b = 0; b < n_blocks; ++b) order[b] = (b * 7 + 3) % n_blocks;  // 7 and n_blocks coprime below
-    for (size_t b = 0; b + 1 < n_blocks; ++b) blocks.push_back(pool.data() + order[b] * kBlock * kLd + offset);
-    (void)hd;
+    for (size_t b = 0; b < n_blocks; ++b) order[b] = b;
+    std::shuffle(order.begin(), order.end(), std::mt19937(seed));
+    for (size_t b : order) blocks.push_back(pool.data() + b * block * kLd + offset);
   }
   PagedRows rows() const {
-    return PagedRows{std::is_same_v<Elem, float> ? TensorType::F32 : TensorType::F16, blocks.data(), kBlock, kLd};
+    return PagedRows{std::is_same_v<Elem, float> ? TensorType::F32 : TensorType::F16, blocks.data(), block, kLd};
   }
-  const Elem* row(size_t p) const { return static_cast<const Elem*>(blocks[p / kBlock]) + (p % kBlock) * kLd; }
+  const Elem* row(size_t p) const { return static_cast<const Elem*>(blocks[p / block]) + (p % block) * kLd; }
 };
 
 float dot_row(const float* k, const float* q, size_t n) { return dot_f32(k, q, n); }
@@ -160,29 +162,32 @@ void axpy_row(float a, const uint16_t* v, float* y, size_t n) { axpy_f16(a, v, y
 // and length (partial blocks and groups of 16 included), F32 and F16 rows.
 template <class Elem>
 void check_attention_kernels() {
-  for (size_t hd : {16, 48, 64, 128})
-    for (size_t n_q : {1, 3, 4, 7, 8})
-      for (size_t n : {1, 15, 16, 17, 40, 70}) {
-        const uint32_t seed = uint32_t(hd * 1000 + n_q * 100 + n);
-        const PagedPool<Elem> k(n, hd, 16, seed), v(n, hd, 0, seed + 1);
-        const auto q = random_floats(n_q * hd, seed + 2);
-        const size_t ld_s = n + 3;
-        std::vector<float> scores(n_q * ld_s, -1.0f);
-        attend_scores(q.data(), n_q, hd, k.rows(), n, scores.data(), ld_s);
-        for (size_t h = 0; h < n_q; ++h) {
-          for (size_t p = 0; p < n; ++p)
-            ASSERT_EQ(bits(scores[h * ld_s + p]), bits(dot_row(k.row(p), q.data() + h * hd, hd)))
-                << "hd " << hd << " heads " << n_q << " n " << n << " head " << h << " position " << p;
-          for (size_t p = n; p < ld_s; ++p) ASSERT_EQ(scores[h * ld_s + p], -1.0f) << "wrote past n";
+  // Blocks of 16 (the engine's), and of 8 and 24, whose groups of 16
+  // positions straddle blocks.
+  for (size_t block : {16, 8, 24})
+    for (size_t hd : {16, 48, 64, 128})
+      for (size_t n_q : {1, 3, 4, 7, 8})
+        for (size_t n : {1, 15, 16, 17, 40, 70}) {
+          const uint32_t seed = uint32_t(block * 100000 + hd * 1000 + n_q * 100 + n);
+          const PagedPool<Elem> k(n, block, 16, seed), v(n, block, 0, seed + 1);
+          const auto q = random_floats(n_q * hd, seed + 2);
+          const size_t ld_s = n + 3;
+          std::vector<float> scores(n_q * ld_s, -1.0f);
+          attend_scores(q.data(), n_q, hd, k.rows(), n, scores.data(), ld_s);
+          for (size_t h = 0; h < n_q; ++h) {
+            for (size_t p = 0; p < n; ++p)
+              ASSERT_EQ(bits(scores[h * ld_s + p]), bits(dot_row(k.row(p), q.data() + h * hd, hd)))
+                  << "block " << block << " hd " << hd << " heads " << n_q << " n " << n << " head " << h << " position " << p;
+            for (size_t p = n; p < ld_s; ++p) ASSERT_EQ(scores[h * ld_s + p], -1.0f) << "wrote past n";
+          }
+          const auto w = random_floats(n_q * ld_s, seed + 3);
+          std::vector<float> out(n_q * hd, 5.0f), want(n_q * hd, 0.0f);
+          attend_values(w.data(), ld_s, n_q, v.rows(), n, out.data(), hd);
+          for (size_t h = 0; h < n_q; ++h)
+            for (size_t p = 0; p < n; ++p) axpy_row(w[h * ld_s + p], v.row(p), want.data() + h * hd, hd);
+          ASSERT_EQ(0, std::memcmp(out.data(), want.data(), out.size() * sizeof(float)))
+              << "block " << block << " hd " << hd << " heads " << n_q << " n " << n;
         }
-        const auto w = random_floats(n_q * ld_s, seed + 3);
-        std::vector<float> out(n_q * hd, 5.0f), want(n_q * hd, 0.0f);
-        attend_values(w.data(), ld_s, n_q, v.rows(), n, out.data(), hd);
-        for (size_t h = 0; h < n_q; ++h)
-          for (size_t p = 0; p < n; ++p) axpy_row(w[h * ld_s + p], v.row(p), want.data() + h * hd, hd);
-        ASSERT_EQ(0, std::memcmp(out.data(), want.data(), out.size() * sizeof(float)))
-            << "hd " << hd << " heads " << n_q << " n " << n;
-      }
 }
 
 TEST(SimdFloat, AttentionKernelsEqualOneDotAndOneAxpyPerRow) {
