@@ -168,6 +168,36 @@ void BM_MatmulPanels(benchmark::State& state, TensorType t, bool hot) {
   else run_matmul(state, t == TensorType::Q4_K ? q4k : t == TensorType::Q6_K ? q6k : q80);
 }
 
+// One thread, one token, 2 panels side by side (decode's kernel) over kL2Rows
+// rows kept in L2: the kernels' arithmetic rate, which decode needs well above
+// the memory's share of one core.
+void BM_PanelStreamsL2(benchmark::State& state, TensorType t) {
+  if (!prefers_panels(t)) return state.SkipWithError("no panel kernels on this CPU");
+  auto w = random_weights(t, kL2Rows, kCols);
+  const size_t rb = row_bytes(t, kCols);
+  pack_panels(t, w.data(), rb, int(kL2Rows));
+  const auto x = random_floats(kCols);
+  std::vector<uint8_t> xq(row_bytes(activation_type(t), kCols));
+  quantize_activations(activation_type(t), x.data(), xq.data(), kCols);
+  PanelActivations a;
+  prepare_panel_activations(t, xq.data(), xq.size(), 1, kCols / size_t(block_elems(t)), a);
+  float y[kL2Rows];
+  const size_t half = kL2Rows / 2;
+  for (auto _ : state)
+    for (size_t r = 0; r < half; r += kPanelRows) {
+      const uint8_t* panels[2] = {w.data() + r * rb, w.data() + (half + r) * rb};
+      float* outs[2] = {y + r, y + half + r};
+      panel_dot_streams(t, panels, 2, a, 0, outs);
+      benchmark::DoNotOptimize(y);
+    }
+  state.counters["GB/s"] = benchmark::Counter(double(state.iterations()) * double(w.size()) / 1e9,
+                                              benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_PanelStreamsL2, q8_0, TensorType::Q8_0);
+BENCHMARK_CAPTURE(BM_PanelStreamsL2, q4_0, TensorType::Q4_0);
+BENCHMARK_CAPTURE(BM_PanelStreamsL2, q4_k, TensorType::Q4_K);
+BENCHMARK_CAPTURE(BM_PanelStreamsL2, q6_k, TensorType::Q6_K);
+
 // Reads 640 MB on 2 threads (64-bit loads summed in 8 independent chains,
 // which the compiler vectorizes): the DRAM bandwidth decode competes for.
 void BM_MemoryRead(benchmark::State& state) {

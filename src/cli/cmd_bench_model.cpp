@@ -143,6 +143,10 @@ struct Result {
   // Batch-1 decode bytes/s over the read bandwidth of the same moment (a
   // ReadProbe pass just before each step), median of the steps; 0: not measured.
   double bandwidth_now_ratio = 0;
+  // The same over a plain read of the step's matrices in forward order just
+  // before it (read_in_order): the kernels' share of the gap, as the
+  // machine's memory leaves no kernel more than this.
+  double read_now_ratio = 0;
   uint64_t pool_loops_per_step = 0;  // parallel loops that woke the workers, one batch-1 decode step
 };
 
@@ -152,6 +156,17 @@ struct Machine {
   PeakFma fma;
   double pool_round_trip_s = 0;
 };
+
+// A batch-1 step's weight reads in forward order: per layer Q, K, V, the
+// attention output, gate, up, down; then the output matrix.
+std::vector<ByteRange> step_reads(const LlamaWeights& w) {
+  std::vector<ByteRange> r;
+  auto add = [&](const Matrix& m) { r.push_back({m.data, size_t(m.rows) * m.row_bytes}); };
+  for (const auto& l : w.layers)
+    for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*m);
+  add(w.output);
+  return r;
+}
 
 const DecodeFigure* find_decode(const Result& r, int batch, int context) {
   for (const auto& d : r.decode)
@@ -201,21 +216,33 @@ Result measure(const Opts& o, const Machine& m, const std::string& model_name, c
 
   for (int context : {0, o.context}) {
     for (int b : o.batches) {
-      std::vector<double> times, now_ratios;
+      std::vector<double> times, now_ratios, read_ratios;
       const bool probed = probe && b == 1 && context == 0;
+      const std::vector<ByteRange> reads = probed ? step_reads(model->weights()) : std::vector<ByteRange>{};
       for (int step = 0; step <= steps; ++step) {  // step 0 warms up
         const Batch batch = seqs.decode_batch(b, context + step, rng, cfg.n_vocab);
         const double bandwidth_now = probed ? probe->measure() : 0;
         if (evictor) evictor->evict();  // every step reads its weights from DRAM
+        double read_now = 0;
+        if (probed) {
+          read_now = read_in_order(pool, reads);
+          if (evictor) evictor->evict();
+        }
         const uint64_t loops0 = pool.wakeups();
         const double s0 = now_s();
         model->forward(batch, kv, pool, logits);
         const double dt = now_s() - s0;
         if (step > 0) times.push_back(dt);
-        if (step > 0 && probed) now_ratios.push_back(double(r.weight_bytes_per_token) / dt / bandwidth_now);
+        if (step > 0 && probed) {
+          now_ratios.push_back(double(r.weight_bytes_per_token) / dt / bandwidth_now);
+          read_ratios.push_back(double(r.weight_bytes_per_token) / dt / read_now);
+        }
         if (b == 1 && context == 0) r.pool_loops_per_step = pool.wakeups() - loops0;
       }
-      if (probed) r.bandwidth_now_ratio = median(now_ratios);
+      if (probed) {
+        r.bandwidth_now_ratio = median(now_ratios);
+        r.read_now_ratio = median(read_ratios);
+      }
       DecodeFigure d{b, context, median(times), 0};
       d.tokens_per_s = b / d.step_s;
       r.decode.push_back(d);
@@ -313,7 +340,7 @@ void print_table(const Opts& o, const Machine& m, const std::vector<Result>& res
     for (int b : o.batches) fmt::print("{:>8}", b);
     fmt::print(" ");
   }
-  fmt::print(" {:>6} {:>6} {:>7}\n", "/BW", "/now", "");
+  fmt::print(" {:>6} {:>6} {:>6} {:>7}\n", "/BW", "/now", "/read", "");
   for (const auto& r : results) {
     fmt::print("{:<5} {:<5} {:>8.0f} {:>9.1f} {:>6.3f} ", r.model, r.type, r.weight_bytes_per_token / 1e6,
                r.prefill_tokens_per_s, r.fma_ratio);
@@ -322,11 +349,13 @@ void print_table(const Opts& o, const Machine& m, const std::vector<Result>& res
       for (int b : o.batches) fmt::print("{:>8.1f}", find_decode(r, b, context)->tokens_per_s);
       fmt::print(" ");
     }
-    fmt::print(" {:>6.3f} {:>6} {:>7.2f}\n", r.bandwidth_ratio,
-               r.bandwidth_now_ratio > 0 ? fmt::format("{:.3f}", r.bandwidth_now_ratio) : "-", r.batch16_speedup);
+    auto ratio = [](double x) { return x > 0 ? fmt::format("{:.3f}", x) : std::string("-"); };
+    fmt::print(" {:>6.3f} {:>6} {:>6} {:>7.2f}\n", r.bandwidth_ratio, ratio(r.bandwidth_now_ratio),
+               ratio(r.read_now_ratio), r.batch16_speedup);
   }
   if (!o.quick)
-    fmt::print("(b1 B/s /now: each batch-1 step's weight bytes/s over a read pass just before it, median of the steps)\n");
+    fmt::print("(b1 B/s, each batch-1 step's weight bytes/s, median of the steps, over: /now a read pass just before it; "
+               "/read a plain read of its matrices in its order and split, just before it)\n");
   // Each woken loop costs about one round trip: its share of a batch-1 step.
   fmt::print("\npool overhead at batch 1, context 0 (loops per step x wake-up / step time):");
   for (const auto& r : results)
@@ -379,6 +408,7 @@ nlohmann::json to_json(const Opts& o, const Machine& m, const std::vector<Result
                             {"decode", d},
                             {"bandwidth_ratio", r.bandwidth_ratio},
                             {"bandwidth_now_ratio", r.bandwidth_now_ratio},
+                            {"read_now_ratio", r.read_now_ratio},
                             {"fma_ratio", r.fma_ratio},
                             {"batch16_speedup", r.batch16_speedup},
                             {"pool_loops_per_step", r.pool_loops_per_step}});

@@ -48,6 +48,19 @@ class ReadProbe {
 // The best of `reps` ReadProbe passes over a buffer of `bytes`.
 ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps = 5);
 
+// A plain read of byte ranges in the given order, one parallel loop per
+// range, each thread summing its share as 2 sequential streams: a batch-1
+// decode step's weight reads (ranges: its matrices in forward order, split
+// as decode splits them) with no arithmetic. The step's ceiling on this
+// machine at this moment, which a pass over one large buffer overstates (it
+// never stops and restarts its streams). Returns bytes/s. The ranges' tails
+// past a whole number of 64-float chunks per thread are not read.
+struct ByteRange {
+  const uint8_t* data = nullptr;
+  size_t bytes = 0;
+};
+double read_in_order(ThreadPool& pool, const std::vector<ByteRange>& ranges);
+
 // A buffer size much larger than the caches: 4x the last-level cache, at
 // least 1 GiB, at most 4 GiB.
 size_t default_bandwidth_buffer_bytes();
