@@ -57,14 +57,15 @@ PAGODA_PANEL_INLINE void prefetch_ahead(const uint8_t* block) {
   for (size_t line = 0; line < Format::kBlockBytes; line += 64) __builtin_prefetch(ahead + line, 0, 3);
 }
 
-// Q8_0, Q4_0 and Q5_0: half `half` of block b of a panel against K tokens,
-// added to acc[k]. Q8_0 (8 loads of rows x 4 codes), Q4_0 and Q5_0 (4 loads
-// of rows x 8 nibbles, low and high giving quads q and q + 4; Q5_0 ors in the
-// fifth bits). Each quad of codes times every token's matching 4 activation
-// codes (a broadcast); the codes are unsigned, so the activations' term (the
-// code offset's share of the sum) goes after. Q8_0's codes are stored + 128
-// for vpdpbusd; V::dot_q8_0 either keeps that offset (V::kQ8_0Offset, the
-// term removes it) or multiplies signed codes.
+// Q8_0, Q4_0 and Q5_0: half `half` of block b of P panels against K tokens,
+// added to acc[p * acc_stride + k]. Q8_0 (8 loads of rows x 4 codes), Q4_0
+// and Q5_0 (4 loads of rows x 8 nibbles, low and high giving quads q and
+// q + 4; Q5_0 ors in the fifth bits). Each quad of codes times every token's
+// matching 4 activation codes (a broadcast, shared by the P panels); the
+// codes are unsigned, so the activations' term (the code offset's share of
+// the sum) goes after. Q8_0's codes are stored + 128 for vpdpbusd;
+// V::dot_q8_0 either keeps that offset (V::kQ8_0Offset, the term removes it)
+// or multiplies signed codes.
 template <TensorType kType>
 struct Legacy {
   static constexpr size_t kBlockBytes = kPanelRows * (kType == TensorType::Q8_0   ? sizeof(BlockQ8_0)
@@ -73,140 +74,174 @@ struct Legacy {
   // As many as the accumulators leave registers for (32 on AVX-512, 16 on AVX2).
   static constexpr int kMaxTokens = V::kVnni ? 8 : 4;
   static constexpr size_t kPrefetchBlocks = 16;  // see prefetch_ahead
+  static constexpr bool kStreamsTogether = true;  // see PanelDotStreams
 
-  template <int K>
-  PAGODA_PANEL_INLINE static void block(const uint8_t* block, int half, const PanelActivations& a, int first,
-                                        size_t b, F* acc) {
+  template <int K, int P>
+  PAGODA_PANEL_INLINE static void block(const uint8_t* const* blocks, int half, const PanelActivations& a, int first,
+                                        size_t b, F* acc, size_t acc_stride) {
     constexpr bool kQ8 = kType == TensorType::Q8_0, kQ5 = kType == TensorType::Q5_0;
     constexpr bool kTerm = !kQ8 || V::kQ8_0Offset;
     constexpr size_t kCodes = kQ5 ? 96 : 32;  // after the scales (and Q5_0's fifth bits)
     // With one or two tokens on AVX-512 a block's multiply-adds run as two
-    // dependency chains.
+    // dependency chains per panel.
     constexpr int kChains = V::kVnni && K <= 2 ? 2 : 1;
     const BlockQ8_0* x[K];
     for (int k = 0; k < K; ++k) x[k] = token_row<BlockQ8_0>(a, first + k) + b;
-    I s[kChains][K];
-    for (int c = 0; c < kChains; ++c)
-      for (int k = 0; k < K; ++k) s[c][k] = V::zero();
-    auto multiply = [&](int q, I codes) PAGODA_PANEL_TARGET {
+    I s[kChains][P][K];
+    for (auto& chain : s)
+      for (auto& panel : chain)
+        for (auto& v : panel) v = V::zero();
+    auto multiply = [&](int q, const I* codes) PAGODA_PANEL_TARGET {
       for (int k = 0; k < K; ++k) {
-        I& sum = s[q % kChains][k];
         const I xq = V::bcast_quad(x[k]->qs + 4 * q);
-        sum = kQ8 ? V::dot_q8_0(sum, codes, xq) : V::dot_u8s8(sum, codes, xq);
+        for (int p = 0; p < P; ++p) {
+          I& sum = s[q % kChains][p][k];
+          sum = kQ8 ? V::dot_q8_0(sum, codes[p], xq) : V::dot_u8s8(sum, codes[p], xq);
+        }
       }
     };
-    const uint8_t* lanes = block + kHalfBytes * half;
+    const uint8_t* lanes[P];
+    for (int p = 0; p < P; ++p) lanes[p] = blocks[p] + kHalfBytes * half;
     if constexpr (kQ8) {
 #pragma GCC unroll 8
-      for (int q = 0; q < 8; ++q) multiply(q, V::load(lanes + kCodes + 64 * q));
+      for (int q = 0; q < 8; ++q) {
+        I codes[P];
+        for (int p = 0; p < P; ++p) codes[p] = V::load(lanes[p] + kCodes + 64 * q);
+        multiply(q, codes);
+      }
     } else {
       const I low4 = V::set8(0x0F);
-      I h = V::zero();
-      if constexpr (kQ5) h = V::load(lanes + 32);
+      I h[P];
+      for (int p = 0; p < P; ++p) h[p] = kQ5 ? V::load(lanes[p] + 32) : V::zero();
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) {
-        const I v = V::load_reg(lanes + kCodes + 64 * q);
-        I lo = V::and_(v, low4), hi = V::and_(V::srli16(v, 4), low4);
-        if constexpr (kQ5) {
-          lo = V::or_(lo, fifth_bits(h, 4 * q));
-          hi = V::or_(hi, fifth_bits(h, 16 + 4 * q));
+        I lo[P], hi[P];
+        for (int p = 0; p < P; ++p) {
+          const I v = V::load_reg(lanes[p] + kCodes + 64 * q);
+          lo[p] = V::and_(v, low4);
+          hi[p] = V::and_(V::srli16(v, 4), low4);
+          if constexpr (kQ5) {
+            lo[p] = V::or_(lo[p], fifth_bits(h[p], 4 * q));
+            hi[p] = V::or_(hi[p], fifth_bits(h[p], 16 + 4 * q));
+          }
         }
         multiply(q, lo);
         multiply(q + 4, hi);
       }
     }
     // d_w * d_x * (sum - term), as vec_dot_q8_0_q8_0 and its kin.
-    const F wd = block_scales(block, half);
-    for (int k = 0; k < K; ++k) {
-      const size_t i = size_t(first + k) * a.nb + b;
-      I sum = s[0][k];
-      if constexpr (kChains == 2) sum = V::add32(sum, s[1][k]);
-      if constexpr (kTerm) sum = V::sub32(sum, V::set32(a.terms[i]));
-      const F p = V::mul(V::mul(wd, V::set1f(a.scales[i])), V::cvt(sum));
-      acc[k] = V::add(acc[k], V::opaque(p));
+    for (int p = 0; p < P; ++p) {
+      const F wd = block_scales(blocks[p], half);
+      for (int k = 0; k < K; ++k) {
+        const size_t i = size_t(first + k) * a.nb + b;
+        I sum = s[0][p][k];
+        if constexpr (kChains == 2) sum = V::add32(sum, s[1][p][k]);
+        if constexpr (kTerm) sum = V::sub32(sum, V::set32(a.terms[i]));
+        const F prod = V::mul(V::mul(wd, V::set1f(a.scales[i])), V::cvt(sum));
+        F& out = acc[size_t(p) * acc_stride + size_t(k)];
+        out = V::add(out, V::opaque(prod));
+      }
     }
   }
 };
 
-// Q4_K: super-block b of a panel against K tokens: the rows' 6-bit scales
+// Q4_K: super-block b of P panels against K tokens: the rows' 6-bit scales
 // and mins unpacked in their lanes (sub-block j's in byte j % 4 of a lane),
 // the mins against the activations' sub-block sums by 16-bit multiply-adds,
 // then per 64-element chunk 8 loads of rows x 8 nibbles, the low nibbles
-// (sub-block 2c) and the high ones (2c + 1) each times the tokens' quads, and
-// each sub-block's sum times its scale. vpdpbusd takes the high nibbles in
-// place (16 x the code; the 32-bit sum is divided by 16 after, exactly);
-// vpmaddubsw's int16 pairs could overflow on that, so without VNNI they are
-// shifted down first.
+// (sub-block 2c) and the high ones (2c + 1) each times the tokens' quads
+// (broadcasts shared by the panels), and each sub-block's sum times its
+// scale. vpdpbusd takes the high nibbles in place (16 x the code; the
+// 32-bit sum is divided by 16 after, exactly); vpmaddubsw's int16 pairs
+// could overflow on that, so without VNNI they are shifted down first.
 struct Q4K {
   static constexpr size_t kBlockBytes = kPanelRows * sizeof(BlockQ4_K);
   static constexpr int kMaxTokens = V::kVnni ? 4 : 2;  // the accumulators fill the registers
   static constexpr size_t kPrefetchBlocks = 2;
+  static constexpr bool kStreamsTogether = true;  // see PanelDotStreams
 
-  template <int K>
-  PAGODA_PANEL_INLINE static void block(const uint8_t* block, int half, const PanelActivations& a, int first,
-                                        size_t b, F* acc) {
-    constexpr int kChains = V::kVnni && K == 1 ? 2 : 1;
+  template <int K, int P>
+  PAGODA_PANEL_INLINE static void block(const uint8_t* const* blocks, int half, const PanelActivations& a, int first,
+                                        size_t b, F* acc, size_t acc_stride) {
+    constexpr int kChains = V::kVnni && K * P == 1 ? 2 : 1;
     const BlockQ8_K* x[K];
     for (int k = 0; k < K; ++k) x[k] = token_row<BlockQ8_K>(a, first + k) + b;
     const I low4 = V::set8(0x0F), high4 = V::set8(char(0xF0)), low6 = V::set8(63), bits45 = V::set8(0x30);
     const I low16 = V::set32(0x00FF00FF);
-    const uint8_t* lanes = block + kHalfBytes * half;
-    const I s0 = V::load(lanes + 64), s1 = V::load(lanes + 128), s2 = V::load(lanes + 192);
-    // unpack_q4_k_scale, every row at once: scales and mins of sub-blocks 0-3, then 4-7.
-    const I sc_lo = V::and_(s0, low6), m_lo = V::and_(s1, low6);
-    const I sc_hi = V::or_(V::and_(s2, low4), V::and_(V::srli16(s0, 2), bits45));
-    const I m_hi = V::or_(V::and_(V::srli16(s2, 4), low4), V::and_(V::srli16(s1, 2), bits45));
-    // Mins as 16-bit pairs (0, 2), (1, 3), (4, 6), (5, 7), as the terms' pairs.
-    const I m_pairs[4] = {V::and_(m_lo, low16), V::srli16(m_lo, 8), V::and_(m_hi, low16), V::srli16(m_hi, 8)};
-    const F wd = block_scales(block, half), wmin = block_scales(block + 32, half);
-    F mins[K];
-    I scaled[K];
-    for (int k = 0; k < K; ++k) {
-      const int32_t* terms = a.terms.data() + (size_t(first + k) * a.nb + b) * 4;
-      I m = V::zero();
-      for (int p = 0; p < 4; ++p) m = V::dot_i16(m, m_pairs[p], V::set32(terms[p]));
-      mins[k] = V::opaque(V::mul(wmin, V::cvt(m)));
-      scaled[k] = V::zero();
+    const uint8_t* lanes[P];
+    I sc_lo[P], sc_hi[P], scaled[P][K];
+    F mins[P][K];
+    for (int p = 0; p < P; ++p) {
+      lanes[p] = blocks[p] + kHalfBytes * half;
+      const I s0 = V::load(lanes[p] + 64), s1 = V::load(lanes[p] + 128), s2 = V::load(lanes[p] + 192);
+      // unpack_q4_k_scale, every row at once: scales and mins of sub-blocks 0-3, then 4-7.
+      sc_lo[p] = V::and_(s0, low6);
+      sc_hi[p] = V::or_(V::and_(s2, low4), V::and_(V::srli16(s0, 2), bits45));
+      const I m_lo = V::and_(s1, low6);
+      const I m_hi = V::or_(V::and_(V::srli16(s2, 4), low4), V::and_(V::srli16(s1, 2), bits45));
+      // Mins as 16-bit pairs (0, 2), (1, 3), (4, 6), (5, 7), as the terms' pairs.
+      const I m_pairs[4] = {V::and_(m_lo, low16), V::srli16(m_lo, 8), V::and_(m_hi, low16), V::srli16(m_hi, 8)};
+      const F wmin = block_scales(blocks[p] + 32, half);
+      for (int k = 0; k < K; ++k) {
+        const int32_t* terms = a.terms.data() + (size_t(first + k) * a.nb + b) * 4;
+        I m = V::zero();
+        for (int i = 0; i < 4; ++i) m = V::dot_i16(m, m_pairs[i], V::set32(terms[i]));
+        mins[p][k] = V::opaque(V::mul(wmin, V::cvt(m)));
+        scaled[p][k] = V::zero();
+      }
     }
-    const uint8_t* codes = lanes + 256;
     // Unrolled on AVX-512 (its 32 registers hold the four chunks' values);
     // AVX2 keeps the loop.
 #pragma GCC unroll(V::kVnni ? 4 : 1)
     for (int c = 0; c < 4; ++c) {
-      I lo[kChains][K], hi[kChains][K];
+      I lo[kChains][P][K], hi[kChains][P][K];
       for (int h = 0; h < kChains; ++h)
-        for (int k = 0; k < K; ++k) lo[h][k] = hi[h][k] = V::zero();
+        for (int p = 0; p < P; ++p)
+          for (int k = 0; k < K; ++k) lo[h][p][k] = hi[h][p][k] = V::zero();
 #pragma GCC unroll 8
       for (int q = 0; q < 8; ++q) {
-        const I v = V::load_reg(codes + 64 * (8 * c + q));
-        const I v_lo = V::and_(v, low4), v_hi = V::kVnni ? V::and_(v, high4) : V::and_(V::srli16(v, 4), low4);
+        I v_lo[P], v_hi[P];
+        for (int p = 0; p < P; ++p) {
+          const I v = V::load_reg(lanes[p] + 256 + 64 * (8 * c + q));
+          v_lo[p] = V::and_(v, low4);
+          v_hi[p] = V::kVnni ? V::and_(v, high4) : V::and_(V::srli16(v, 4), low4);
+        }
         for (int k = 0; k < K; ++k) {
-          lo[q % kChains][k] = V::dot_u8s8(lo[q % kChains][k], v_lo, V::bcast_quad(x[k]->qs + 64 * c + 4 * q));
-          hi[q % kChains][k] = V::dot_u8s8(hi[q % kChains][k], v_hi, V::bcast_quad(x[k]->qs + 64 * c + 32 + 4 * q));
+          const I xa = V::bcast_quad(x[k]->qs + 64 * c + 4 * q), xb = V::bcast_quad(x[k]->qs + 64 * c + 32 + 4 * q);
+          for (int p = 0; p < P; ++p) {
+            lo[q % kChains][p][k] = V::dot_u8s8(lo[q % kChains][p][k], v_lo[p], xa);
+            hi[q % kChains][p][k] = V::dot_u8s8(hi[q % kChains][p][k], v_hi[p], xb);
+          }
         }
       }
-      const I sc_a = byte_u32(c < 2 ? sc_lo : sc_hi, 2 * (c % 2));
-      const I sc_b = byte_u32(c < 2 ? sc_lo : sc_hi, 2 * (c % 2) + 1);
-      for (int k = 0; k < K; ++k) {
-        I l = lo[0][k], h = hi[0][k];
-        if constexpr (kChains == 2) {
-          l = V::add32(l, lo[1][k]);
-          h = V::add32(h, hi[1][k]);
+      for (int p = 0; p < P; ++p) {
+        const I sc_a = byte_u32(c < 2 ? sc_lo[p] : sc_hi[p], 2 * (c % 2));
+        const I sc_b = byte_u32(c < 2 ? sc_lo[p] : sc_hi[p], 2 * (c % 2) + 1);
+        for (int k = 0; k < K; ++k) {
+          I l = lo[0][p][k], h = hi[0][p][k];
+          if constexpr (kChains == 2) {
+            l = V::add32(l, lo[1][p][k]);
+            h = V::add32(h, hi[1][p][k]);
+          }
+          if constexpr (V::kVnni) h = V::srai32(h, 4);
+          scaled[p][k] = V::add32(scaled[p][k], V::mullo32(l, sc_a));
+          scaled[p][k] = V::add32(scaled[p][k], V::mullo32(h, sc_b));
         }
-        if constexpr (V::kVnni) h = V::srai32(h, 4);
-        scaled[k] = V::add32(scaled[k], V::mullo32(l, sc_a));
-        scaled[k] = V::add32(scaled[k], V::mullo32(h, sc_b));
       }
     }
-    for (int k = 0; k < K; ++k) {  // x.d * (d * scaled - dmin * mins), as vec_dot_q4_k_q8_k
-      const F s = V::opaque(V::mul(wd, V::cvt(scaled[k])));
-      const F xd = V::set1f(a.scales[size_t(first + k) * a.nb + b]);
-      acc[k] = V::add(acc[k], V::opaque(V::mul(xd, V::opaque(V::sub(s, mins[k])))));
+    for (int p = 0; p < P; ++p) {
+      const F wd = block_scales(blocks[p], half);
+      for (int k = 0; k < K; ++k) {  // x.d * (d * scaled - dmin * mins), as vec_dot_q4_k_q8_k
+        const F s = V::opaque(V::mul(wd, V::cvt(scaled[p][k])));
+        const F xd = V::set1f(a.scales[size_t(first + k) * a.nb + b]);
+        F& out = acc[size_t(p) * acc_stride + size_t(k)];
+        out = V::add(out, V::opaque(V::mul(xd, V::opaque(V::sub(s, mins[p][k])))));
+      }
     }
   }
 };
 
-// Q6_K: super-block b of a panel against K tokens. Per 128 elements (half
+// Q6_K: super-block b of P panels against K tokens. Per 128 elements (half
 // h) and kk = 0, 1: 8 loads of low nibbles (elements 32kk + 4q.. in the low
 // ones, 32 (kk + 2) + 4q.. in the high) and their top bits, giving rows x 4
 // six-bit codes for two 32-element groups (up to 63: vpmaddubsw's pairs stay
@@ -216,18 +251,21 @@ struct Q6K {
   static constexpr size_t kBlockBytes = kPanelRows * sizeof(BlockQ6_K);
   static constexpr int kMaxTokens = V::kVnni ? 4 : 2;
   static constexpr size_t kPrefetchBlocks = 2;
+  static constexpr bool kStreamsTogether = false;  // see PanelDotStreams
 
-  template <int K>
-  PAGODA_PANEL_INLINE static void block(const uint8_t* block, int half, const PanelActivations& a, int first,
-                                        size_t b, F* acc) {
+  template <int K, int P>
+  PAGODA_PANEL_INLINE static void block(const uint8_t* const* blocks, int half, const PanelActivations& a, int first,
+                                        size_t b, F* acc, size_t acc_stride) {
     const BlockQ8_K* x[K];
     for (int k = 0; k < K; ++k) x[k] = token_row<BlockQ8_K>(a, first + k) + b;
     const I low4 = V::set8(0x0F), bits45 = V::set8(0x30);
-    const uint8_t* lanes = block + kHalfBytes * half;
-    I sc_words[4];
-    for (int i = 0; i < 4; ++i) sc_words[i] = V::load(lanes + 3072 + 64 * i);
-    I scaled[K];
-    for (int k = 0; k < K; ++k) scaled[k] = V::zero();
+    const uint8_t* lanes[P];
+    I sc_words[P][4], scaled[P][K];
+    for (int p = 0; p < P; ++p) {
+      lanes[p] = blocks[p] + kHalfBytes * half;
+      for (int i = 0; i < 4; ++i) sc_words[p][i] = V::load(lanes[p] + 3072 + 64 * i);
+      for (int k = 0; k < K; ++k) scaled[p][k] = V::zero();
+    }
     // Unrolled on AVX-512, so every offset, scale byte and term index is a
     // constant: rolled, GCC kept them in general registers spilled to the
     // stack and vector registers. Two panels in cache, one thread, the two
@@ -239,36 +277,49 @@ struct Q6K {
       for (int kk = 0; kk < 2; ++kk)
 #pragma GCC unroll(V::kVnni ? 2 : 1)
         for (int part = 0; part < 2; ++part) {  // quads 4 part .. 4 part + 3: sub-blocks 8h + 2k + part
-          I sa[K], sb[K];                       // groups k = kk and kk + 2
-          for (int k = 0; k < K; ++k) sa[k] = sb[k] = V::zero();
+          I sa[P][K], sb[P][K];                 // groups k = kk and kk + 2
+          for (int p = 0; p < P; ++p)
+            for (int k = 0; k < K; ++k) sa[p][k] = sb[p][k] = V::zero();
 #pragma GCC unroll 4
           for (int q = 4 * part; q < 4 * part + 4; ++q) {
-            const I v = V::load_reg(lanes + 64 * ((2 * h + kk) * 8 + q));
-            const I u = V::load_reg(lanes + 2048 + 64 * (8 * h + q));
-            // Top bits of group g (0..3) sit at bits 2g, 2g + 1 of u: moved to bits 4, 5.
-            const I top_a = V::and_(V::slli16(u, 4 - 2 * kk), bits45);
-            const I top_b = V::and_(kk == 0 ? u : V::srli16(u, 2), bits45);
-            const I ca = V::or_(V::and_(v, low4), top_a);
-            const I cb = V::or_(V::and_(V::srli16(v, 4), low4), top_b);
+            I ca[P], cb[P];
+            for (int p = 0; p < P; ++p) {
+              const I v = V::load_reg(lanes[p] + 64 * ((2 * h + kk) * 8 + q));
+              const I u = V::load_reg(lanes[p] + 2048 + 64 * (8 * h + q));
+              // Top bits of group g (0..3) sit at bits 2g, 2g + 1 of u: moved to bits 4, 5.
+              const I top_a = V::and_(V::slli16(u, 4 - 2 * kk), bits45);
+              const I top_b = V::and_(kk == 0 ? u : V::srli16(u, 2), bits45);
+              ca[p] = V::or_(V::and_(v, low4), top_a);
+              cb[p] = V::or_(V::and_(V::srli16(v, 4), low4), top_b);
+            }
             for (int k = 0; k < K; ++k) {
-              sa[k] = V::dot_u8s8(sa[k], ca, V::bcast_quad(x[k]->qs + 128 * h + 32 * kk + 4 * q));
-              sb[k] = V::dot_u8s8(sb[k], cb, V::bcast_quad(x[k]->qs + 128 * h + 32 * (kk + 2) + 4 * q));
+              const I xa = V::bcast_quad(x[k]->qs + 128 * h + 32 * kk + 4 * q);
+              const I xb = V::bcast_quad(x[k]->qs + 128 * h + 32 * (kk + 2) + 4 * q);
+              for (int p = 0; p < P; ++p) {
+                sa[p][k] = V::dot_u8s8(sa[p][k], ca[p], xa);
+                sb[p][k] = V::dot_u8s8(sb[p][k], cb[p], xb);
+              }
             }
           }
           const int ja = 8 * h + 2 * kk + part, jb = ja + 4;
-          const I sc_a = byte_i32(sc_words[ja / 4], ja % 4), sc_b = byte_i32(sc_words[jb / 4], jb % 4);
-          for (int k = 0; k < K; ++k) {
-            const int32_t* terms = a.terms.data() + (size_t(first + k) * a.nb + b) * 16;
-            const I da = V::sub32(sa[k], V::set32(terms[ja]));
-            const I db = V::sub32(sb[k], V::set32(terms[jb]));
-            scaled[k] = V::add32(scaled[k], V::mullo32(da, sc_a));
-            scaled[k] = V::add32(scaled[k], V::mullo32(db, sc_b));
+          for (int p = 0; p < P; ++p) {
+            const I sc_a = byte_i32(sc_words[p][ja / 4], ja % 4), sc_b = byte_i32(sc_words[p][jb / 4], jb % 4);
+            for (int k = 0; k < K; ++k) {
+              const int32_t* terms = a.terms.data() + (size_t(first + k) * a.nb + b) * 16;
+              const I da = V::sub32(sa[p][k], V::set32(terms[ja]));
+              const I db = V::sub32(sb[p][k], V::set32(terms[jb]));
+              scaled[p][k] = V::add32(scaled[p][k], V::mullo32(da, sc_a));
+              scaled[p][k] = V::add32(scaled[p][k], V::mullo32(db, sc_b));
+            }
           }
         }
-    const F wd = block_scales(block + 3328, half);
-    for (int k = 0; k < K; ++k) {  // x.d * d * scaled, as vec_dot_q6_k_q8_k
-      const F xd = V::set1f(a.scales[size_t(first + k) * a.nb + b]);
-      acc[k] = V::add(acc[k], V::opaque(V::mul(V::mul(xd, wd), V::cvt(scaled[k]))));
+    for (int p = 0; p < P; ++p) {
+      const F wd = block_scales(blocks[p] + 3328, half);
+      for (int k = 0; k < K; ++k) {  // x.d * d * scaled, as vec_dot_q6_k_q8_k
+        const F xd = V::set1f(a.scales[size_t(first + k) * a.nb + b]);
+        F& out = acc[size_t(p) * acc_stride + size_t(k)];
+        out = V::add(out, V::opaque(V::mul(V::mul(xd, wd), V::cvt(scaled[p][k]))));
+      }
     }
   }
 };
@@ -283,28 +334,40 @@ PAGODA_PANEL_TARGET void PanelDot(const uint8_t* panel, const PanelActivations& 
   for (size_t b = 0; b < a.nb; ++b) {
     const uint8_t* block = panel + b * Format::kBlockBytes;
     prefetch_ahead<Format>(block);
-    for (int half = 0; half < kHalves; ++half) Format::template block<K>(block, half, a, first, b, acc[half]);
+    for (int half = 0; half < kHalves; ++half) Format::template block<K, 1>(&block, half, a, first, b, acc[half], 0);
   }
   for (int k = 0; k < K; ++k)
     for (int half = 0; half < kHalves; ++half) V::store(out + size_t(k) * out_stride + V::kLanes * half, acc[half][k]);
 }
 
-// One token against N panels, a block of each in turn: N read streams.
+// One token against N panels, a block of each in turn: N read streams. With
+// Format::kStreamsTogether the N panels' blocks go through one block() call,
+// each activation quad broadcast once for all of them: one thread, 2 panels
+// in L2 (`BM_PanelStreamsL2`, interleaved runs) Q4_K 71 -> 77 GB/s; 1B
+// Q4_K_M decode, steps alternating in one process, 6-14% faster; Q8_0 and
+// Q4_0 equal. Q6_K's panels go one by one: together, GCC moved its sums to
+// the stack (12-18% slower).
 template <class Format, int N>
 PAGODA_PANEL_TARGET void PanelDotStreams(const uint8_t* const* panels, const PanelActivations& a, int token,
                                          float* const* outs) {
-  F acc[N * kHalves];
-  for (auto& v : acc) v = V::zerof();
+  F acc[kHalves][N];
+  for (auto& h : acc)
+    for (auto& v : h) v = V::zerof();
 #pragma GCC unroll 1
-  for (size_t b = 0; b < a.nb; ++b)
+  for (size_t b = 0; b < a.nb; ++b) {
+    const uint8_t* blocks[N];
     for (int p = 0; p < N; ++p) {
-      const uint8_t* block = panels[p] + b * Format::kBlockBytes;
-      prefetch_ahead<Format>(block);
-      for (int half = 0; half < kHalves; ++half)
-        Format::template block<1>(block, half, a, token, b, &acc[p * kHalves + half]);
+      blocks[p] = panels[p] + b * Format::kBlockBytes;
+      prefetch_ahead<Format>(blocks[p]);
+      if constexpr (!Format::kStreamsTogether)
+        for (int half = 0; half < kHalves; ++half)
+          Format::template block<1, 1>(&blocks[p], half, a, token, b, &acc[half][p], 0);
     }
+    if constexpr (Format::kStreamsTogether)
+      for (int half = 0; half < kHalves; ++half) Format::template block<1, N>(blocks, half, a, token, b, acc[half], 1);
+  }
   for (int p = 0; p < N; ++p)
-    for (int half = 0; half < kHalves; ++half) V::store(outs[p] + V::kLanes * half, acc[p * kHalves + half]);
+    for (int half = 0; half < kHalves; ++half) V::store(outs[p] + V::kLanes * half, acc[half][p]);
 }
 
 using PanelFn = void (*)(const uint8_t*, const PanelActivations&, int, float*, size_t);
