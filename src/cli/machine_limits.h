@@ -53,8 +53,8 @@ ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t bytes, int reps = 
 // decode step's weight reads (ranges: its matrices in forward order, split
 // as decode splits them) with no arithmetic. The step's ceiling on this
 // machine at this moment, which a pass over one large buffer overstates (it
-// never stops and restarts its streams). Returns bytes/s. The ranges' tails
-// past a whole number of 64-float chunks per thread are not read.
+// never stops and restarts its streams). Returns the bytes/s of what it read:
+// each range's tail past a whole number of 64-word chunks per thread is left.
 struct ByteRange {
   const uint8_t* data = nullptr;
   size_t bytes = 0;
