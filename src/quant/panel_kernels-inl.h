@@ -241,7 +241,7 @@ struct Q4K {
   }
 };
 
-// Q6_K: super-block b of P panels against K tokens. Per 128 elements (half
+// Q6_K: super-block b of a panel against K tokens. Per 128 elements (half
 // h) and kk = 0, 1: 8 loads of low nibbles (elements 32kk + 4q.. in the low
 // ones, 32 (kk + 2) + 4q.. in the high) and their top bits, giving rows x 4
 // six-bit codes for two 32-element groups (up to 63: vpmaddubsw's pairs stay
@@ -253,19 +253,20 @@ struct Q6K {
   static constexpr size_t kPrefetchBlocks = 2;
   static constexpr bool kStreamsTogether = false;  // see PanelDotStreams
 
+  // One panel (P = 1): blocks[0]; acc[k].
   template <int K, int P>
   PAGODA_PANEL_INLINE static void block(const uint8_t* const* blocks, int half, const PanelActivations& a, int first,
-                                        size_t b, F* acc, size_t acc_stride) {
+                                        size_t b, F* acc, size_t /*acc_stride*/) {
+    static_assert(P == 1, "Q6_K's panels go one at a time (PanelDotStreams)");
+    const uint8_t* block = blocks[0];
     const BlockQ8_K* x[K];
     for (int k = 0; k < K; ++k) x[k] = token_row<BlockQ8_K>(a, first + k) + b;
     const I low4 = V::set8(0x0F), bits45 = V::set8(0x30);
-    const uint8_t* lanes[P];
-    I sc_words[P][4], scaled[P][K];
-    for (int p = 0; p < P; ++p) {
-      lanes[p] = blocks[p] + kHalfBytes * half;
-      for (int i = 0; i < 4; ++i) sc_words[p][i] = V::load(lanes[p] + 3072 + 64 * i);
-      for (int k = 0; k < K; ++k) scaled[p][k] = V::zero();
-    }
+    const uint8_t* lanes = block + kHalfBytes * half;
+    I sc_words[4];
+    for (int i = 0; i < 4; ++i) sc_words[i] = V::load(lanes + 3072 + 64 * i);
+    I scaled[K];
+    for (int k = 0; k < K; ++k) scaled[k] = V::zero();
     // Unrolled on AVX-512, so every offset, scale byte and term index is a
     // constant: rolled, GCC kept them in general registers spilled to the
     // stack and vector registers. Two panels in cache, one thread, the two
@@ -277,49 +278,36 @@ struct Q6K {
       for (int kk = 0; kk < 2; ++kk)
 #pragma GCC unroll(V::kVnni ? 2 : 1)
         for (int part = 0; part < 2; ++part) {  // quads 4 part .. 4 part + 3: sub-blocks 8h + 2k + part
-          I sa[P][K], sb[P][K];                 // groups k = kk and kk + 2
-          for (int p = 0; p < P; ++p)
-            for (int k = 0; k < K; ++k) sa[p][k] = sb[p][k] = V::zero();
+          I sa[K], sb[K];                       // groups k = kk and kk + 2
+          for (int k = 0; k < K; ++k) sa[k] = sb[k] = V::zero();
 #pragma GCC unroll 4
           for (int q = 4 * part; q < 4 * part + 4; ++q) {
-            I ca[P], cb[P];
-            for (int p = 0; p < P; ++p) {
-              const I v = V::load_reg(lanes[p] + 64 * ((2 * h + kk) * 8 + q));
-              const I u = V::load_reg(lanes[p] + 2048 + 64 * (8 * h + q));
-              // Top bits of group g (0..3) sit at bits 2g, 2g + 1 of u: moved to bits 4, 5.
-              const I top_a = V::and_(V::slli16(u, 4 - 2 * kk), bits45);
-              const I top_b = V::and_(kk == 0 ? u : V::srli16(u, 2), bits45);
-              ca[p] = V::or_(V::and_(v, low4), top_a);
-              cb[p] = V::or_(V::and_(V::srli16(v, 4), low4), top_b);
-            }
+            const I v = V::load_reg(lanes + 64 * ((2 * h + kk) * 8 + q));
+            const I u = V::load_reg(lanes + 2048 + 64 * (8 * h + q));
+            // Top bits of group g (0..3) sit at bits 2g, 2g + 1 of u: moved to bits 4, 5.
+            const I top_a = V::and_(V::slli16(u, 4 - 2 * kk), bits45);
+            const I top_b = V::and_(kk == 0 ? u : V::srli16(u, 2), bits45);
+            const I ca = V::or_(V::and_(v, low4), top_a);
+            const I cb = V::or_(V::and_(V::srli16(v, 4), low4), top_b);
             for (int k = 0; k < K; ++k) {
-              const I xa = V::bcast_quad(x[k]->qs + 128 * h + 32 * kk + 4 * q);
-              const I xb = V::bcast_quad(x[k]->qs + 128 * h + 32 * (kk + 2) + 4 * q);
-              for (int p = 0; p < P; ++p) {
-                sa[p][k] = V::dot_u8s8(sa[p][k], ca[p], xa);
-                sb[p][k] = V::dot_u8s8(sb[p][k], cb[p], xb);
-              }
+              sa[k] = V::dot_u8s8(sa[k], ca, V::bcast_quad(x[k]->qs + 128 * h + 32 * kk + 4 * q));
+              sb[k] = V::dot_u8s8(sb[k], cb, V::bcast_quad(x[k]->qs + 128 * h + 32 * (kk + 2) + 4 * q));
             }
           }
           const int ja = 8 * h + 2 * kk + part, jb = ja + 4;
-          for (int p = 0; p < P; ++p) {
-            const I sc_a = byte_i32(sc_words[p][ja / 4], ja % 4), sc_b = byte_i32(sc_words[p][jb / 4], jb % 4);
-            for (int k = 0; k < K; ++k) {
-              const int32_t* terms = a.terms.data() + (size_t(first + k) * a.nb + b) * 16;
-              const I da = V::sub32(sa[p][k], V::set32(terms[ja]));
-              const I db = V::sub32(sb[p][k], V::set32(terms[jb]));
-              scaled[p][k] = V::add32(scaled[p][k], V::mullo32(da, sc_a));
-              scaled[p][k] = V::add32(scaled[p][k], V::mullo32(db, sc_b));
-            }
+          const I sc_a = byte_i32(sc_words[ja / 4], ja % 4), sc_b = byte_i32(sc_words[jb / 4], jb % 4);
+          for (int k = 0; k < K; ++k) {
+            const int32_t* terms = a.terms.data() + (size_t(first + k) * a.nb + b) * 16;
+            const I da = V::sub32(sa[k], V::set32(terms[ja]));
+            const I db = V::sub32(sb[k], V::set32(terms[jb]));
+            scaled[k] = V::add32(scaled[k], V::mullo32(da, sc_a));
+            scaled[k] = V::add32(scaled[k], V::mullo32(db, sc_b));
           }
         }
-    for (int p = 0; p < P; ++p) {
-      const F wd = block_scales(blocks[p] + 3328, half);
-      for (int k = 0; k < K; ++k) {  // x.d * d * scaled, as vec_dot_q6_k_q8_k
-        const F xd = V::set1f(a.scales[size_t(first + k) * a.nb + b]);
-        F& out = acc[size_t(p) * acc_stride + size_t(k)];
-        out = V::add(out, V::opaque(V::mul(V::mul(xd, wd), V::cvt(scaled[p][k]))));
-      }
+    const F wd = block_scales(block + 3328, half);
+    for (int k = 0; k < K; ++k) {  // x.d * d * scaled, as vec_dot_q6_k_q8_k
+      const F xd = V::set1f(a.scales[size_t(first + k) * a.nb + b]);
+      acc[k] = V::add(acc[k], V::opaque(V::mul(V::mul(xd, wd), V::cvt(scaled[k]))));
     }
   }
 };
