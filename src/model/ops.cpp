@@ -281,7 +281,7 @@ void matmul(std::initializer_list<MatmulOut> outs, const float* x, int n_tokens,
   // Matrices in panels whose types quantize the input alike (the kernels
   // differ per panel; the activations' scales and terms are made per type).
   const bool together = std::all_of(outs.begin(), outs.end(), [&](const MatmulOut& o) {
-    return o.w.panel_rows > 0 && w0.panel_rows > 0 && activation_type(o.w.type) == activation_type(w0.type) &&
+    return o.w.panel_rows > 0 && activation_type(o.w.type) == activation_type(w0.type) &&
            o.w.cols == w0.cols;
   });
   if (!together || n_tokens < 1) {
