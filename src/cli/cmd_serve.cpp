@@ -25,6 +25,7 @@ struct Opts {
   std::string faults;
   std::string kv_type = "f32";
   bool no_paged = false, no_prefix = false;
+  bool api_key_given = false;
   double kv_mem_mib = 0;
   server::ServerConfig server;
   EngineConfig engine;
@@ -52,6 +53,8 @@ int run(Opts& o) {
   cfg.kv_cache_mem_mib = int64_t(o.kv_mem_mib);
   if (!o.faults.empty()) cfg.faults = FaultSpec::parse(o.faults);
   if (cfg.block_size < 1 || cfg.block_size > 1024) fail<InvalidArgument>("--block-size must be in [1, 1024]");
+  if (o.api_key_given && o.server.api_key.empty())
+    fail<InvalidArgument>("--api-key is empty: give a key, or leave the flag out to serve without authentication");
   if (o.server.api_key.empty())
     if (const char* k = std::getenv("PAGODA_API_KEY"); k && *k) o.server.api_key = k;
   if (!std::filesystem::exists(o.model)) fail<InvalidArgument>("model file not found: {}", o.model);
@@ -106,9 +109,14 @@ Command add_serve(CLI::App& app) {
   cmd->add_option("--write-timeout", s.write_timeout_s, "Seconds a client may accept no bytes before it is dropped")->capture_default_str();
   cmd->add_option("--shutdown-timeout", s.shutdown_timeout_s, "On SIGINT/SIGTERM, seconds in-flight requests may finish")->capture_default_str();
   cmd->add_option("--keep-alive-timeout", s.keep_alive_timeout_s, "Seconds an idle connection stays open")->capture_default_str();
+  cmd->add_option("--header-timeout", s.header_timeout_s, "Seconds a request's headers may take from their first byte (408)")->capture_default_str();
+  cmd->add_option("--body-timeout", s.body_timeout_s, "Seconds a request body may bring no byte (408)")->capture_default_str();
+  cmd->add_option("--max-connections", s.max_connections, "Most open connections; beyond it 503 (0: from the open-files limit)")->capture_default_str();
+  cmd->add_option("--request-workers", s.request_workers, "Threads that parse and tokenize requests")->capture_default_str();
   cmd->add_option("--stall-timeout", s.stall_timeout_s, "/health is 503 when pending work makes no progress this long")->capture_default_str();
   cmd->add_option("--max-body-size", s.max_body_bytes, "Largest request body in bytes (413 beyond)")->capture_default_str();
-  cmd->add_option("--api-key", s.api_key, "Require 'Authorization: Bearer KEY' on /v1 (also $PAGODA_API_KEY)");
+  cmd->add_option("--api-key", s.api_key, "Require 'Authorization: Bearer KEY' on /v1 (also $PAGODA_API_KEY)")
+      ->each([o](const std::string&) { o->api_key_given = true; });
   cmd->add_option("--chat-template", o->chat_template, "Chat template name (default: from the model file)");
   cmd->add_option("--threads,-t", e.threads, "Worker threads (0 = one per core)")->capture_default_str();
   cmd->add_flag("--mmap", e.mmap, "Map the model file instead of reading it into memory (faster start, shared page cache; decode a few % slower)");

@@ -3,8 +3,7 @@
 #include "server/connection.h"
 
 #include <boost/asio/dispatch.hpp>
-#include <boost/beast/http/error.hpp>
-#include <boost/beast/http/read.hpp>
+#include <boost/beast/core/string.hpp>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
@@ -26,14 +25,12 @@ std::chrono::steady_clock::duration seconds(double s) {
 
 constexpr size_t kLingerBytes = 64 << 20;  // what a lingering close discards at most
 
-bool is_beast_http_error(const error_code& ec) { return ec.category() == make_error_code(http::error::bad_target).category(); }
-
 }  // namespace
 
 Connection::Connection(tcp::socket socket, std::shared_ptr<ServerState> state)
     : socket_(std::move(socket)),
       state_(std::move(state)),
-      idle_timer_(socket_.get_executor()),
+      read_timer_(socket_.get_executor()),
       write_timer_(socket_.get_executor()) {}
 
 Connection::~Connection() { state_->remove_connection(this); }
@@ -54,6 +51,13 @@ void Connection::drain() {
   });
 }
 
+void Connection::abort_generation(const std::string& message) {
+  asio::dispatch(socket_.get_executor(), [self = shared_from_this(), message] {
+    if (self->active_ && !self->active_->finished && self->phase_ == Phase::handling)
+      self->fail_generation(*self->active_, 503, message);
+  });
+}
+
 // ---- reading ----
 
 void Connection::begin_reading() {
@@ -62,81 +66,108 @@ void Connection::begin_reading() {
     close();
     return;
   }
-  arm_idle_timer();
-  if (!reading_) return read_request();
-  // The read posted while the last request was pending is still out. If the
-  // next request is already buffered (pipelining), stop that read: its
-  // completion starts the parse. Otherwise its bytes will start it.
-  if (buffer_.size() > 0) {
-    error_code ec;
-    socket_.cancel(ec);
-  }
+  reader_.emplace(RequestLimits{.body_bytes = state_->config.max_body_bytes});
+  continue_sent_ = false;
+  read_stage_ = ReadStage::idle;
+  arm_read_timer();
+  parse_request();  // a pipelined request may be buffered already
 }
 
-void Connection::arm_idle_timer() {
-  idle_timer_.expires_after(seconds(state_->config.keep_alive_timeout_s));
-  idle_timer_.async_wait([self = shared_from_this()](error_code ec) {
+void Connection::parse_request() {
+  if (phase_ != Phase::reading) return;
+  const auto data = buffer_.data();
+  buffer_.consume(reader_->feed(std::string_view(static_cast<const char*>(data.data()), data.size())));
+  switch (reader_->state()) {
+    case RequestReader::State::failed: return refuse(reader_->error_status(), reader_->error());
+    case RequestReader::State::done: return on_request();
+    case RequestReader::State::need_more: break;
+  }
+  if (reader_->expects_continue() && !continue_sent_) {
+    continue_sent_ = true;
+    send("HTTP/1.1 100 Continue\r\n\r\n");
+  }
+  // The header deadline runs from the request's first byte; the body's
+  // restarts with every byte that arrives.
+  const ReadStage stage = reader_->header_done() ? ReadStage::body
+                          : buffer_.size() > 0   ? ReadStage::header
+                                                 : ReadStage::idle;
+  if (stage != read_stage_ || stage == ReadStage::body) {
+    read_stage_ = stage;
+    arm_read_timer();
+  }
+  read_some();
+}
+
+void Connection::arm_read_timer() {
+  const auto& c = state_->config;
+  const double s = read_stage_ == ReadStage::idle     ? c.keep_alive_timeout_s
+                   : read_stage_ == ReadStage::header ? c.header_timeout_s
+                                                      : c.body_timeout_s;
+  read_timer_.expires_after(seconds(s));
+  read_timer_.async_wait([self = shared_from_this()](error_code ec) {
     if (ec || self->phase_ != Phase::reading) return;
-    if (self->idle_timer_.expiry() > std::chrono::steady_clock::now()) return;  // re-armed since
-    self->close();
+    if (self->read_timer_.expiry() > std::chrono::steady_clock::now()) return;  // re-armed since
+    const auto& c = self->state_->config;
+    switch (self->read_stage_) {
+      case ReadStage::idle: return self->close();
+      case ReadStage::header:
+        return self->refuse(408, fmt::format("the request headers did not arrive within {} s", c.header_timeout_s));
+      case ReadStage::body:
+        return self->refuse(408, fmt::format("the request body brought no bytes for {} s", c.body_timeout_s));
+    }
   });
 }
 
-void Connection::read_request() {
-  parser_.emplace();
-  parser_->header_limit(16 * 1024);
-  parser_->body_limit(state_->config.max_body_bytes);
+// One read at a time, whatever the phase: while reading it feeds the parser;
+// while a request is answered it keeps pipelined bytes and notices a client
+// that leaves; while lingering it drops what the client still sends.
+void Connection::read_some() {
+  if (reading_ || phase_ == Phase::closed) return;
+  if (phase_ == Phase::handling && buffer_.size() >= kMaxPipelined) return;
+  if (phase_ == Phase::lingering) buffer_.consume(buffer_.size());
   reading_ = true;
-  http::async_read_header(socket_, buffer_, *parser_,
-                          [self = shared_from_this()](error_code ec, size_t) { self->on_header(ec); });
+  socket_.async_read_some(buffer_.prepare(kReadSize),
+                          [self = shared_from_this()](error_code ec, size_t n) { self->on_read(ec, n); });
 }
 
-void Connection::on_header(error_code ec) {
+void Connection::on_read(error_code ec, size_t n) {
   reading_ = false;
-  if (phase_ != Phase::reading) return;
-  if (ec) return read_failed(ec);
-  const auto& req = parser_->get();
-  if (auto it = req.find(http::field::expect); it != req.end() && boost::beast::iequals(it->value(), "100-continue"))
-    send("HTTP/1.1 100 Continue\r\n\r\n");
-  if (parser_->is_done()) return on_request({});
-  reading_ = true;
-  http::async_read(socket_, buffer_, *parser_,
-                   [self = shared_from_this()](error_code ec, size_t) { self->on_request(ec); });
+  if (phase_ == Phase::closed) return;
+  if (phase_ == Phase::lingering) {
+    lingered_ += n;
+    if (ec || lingered_ > kLingerBytes) return close();
+    return read_some();
+  }
+  if (ec) {
+    if (ec == asio::error::operation_aborted) return;
+    if (active_ && !active_->finished) spdlog::debug("client of {} left: {}", active_->ident.id, ec.message());
+    return close();  // EOF or a reset: the client is gone, wherever its request is
+  }
+  buffer_.commit(n);
+  if (phase_ == Phase::reading) return parse_request();
+  read_some();
 }
 
-void Connection::read_failed(error_code ec) {
-  if (ec == asio::error::operation_aborted) return;
-  if (ec == http::error::body_limit || ec == http::error::header_limit) {
-    phase_ = Phase::handling;
-    keep_alive_ = false;
-    linger_ = true;  // the client may still be sending the body: read it before closing
-    const bool body = ec == http::error::body_limit;
-    respond_error(ApiError(body ? 413 : 400,
-                           body ? fmt::format("the request body exceeds the limit of {} bytes", state_->config.max_body_bytes)
-                                : std::string("the request headers are too large")));
-    return;
-  }
-  if (is_beast_http_error(ec) && ec != http::error::end_of_stream && ec != http::error::partial_message) {
-    phase_ = Phase::handling;
-    keep_alive_ = false;
-    linger_ = true;
-    respond_error(ApiError(400, fmt::format("malformed HTTP request: {}", ec.message())));
-    return;
-  }
-  close();  // EOF, reset, timeout: the client is gone
+// An error answered before the request was read to its end: the connection
+// cannot be trusted to find the next request, so it closes after the answer.
+void Connection::refuse(int status, std::string message) {
+  reader_.reset();
+  read_timer_.cancel();
+  phase_ = Phase::handling;
+  keep_alive_ = false;
+  linger_ = true;  // the client may still be sending: read it before closing
+  respond_error(ApiError(status, message));
 }
 
-void Connection::on_request(error_code ec) {
-  reading_ = false;
-  if (phase_ != Phase::reading) return;
-  if (ec) return read_failed(ec);
-  idle_timer_.cancel();
+void Connection::on_request() {
+  read_timer_.cancel();
   phase_ = Phase::handling;
   complete_ = false;
-  auto req = parser_->release();
-  parser_.reset();
+  auto req = reader_->release();
+  reader_.reset();
   keep_alive_ = req.keep_alive() && !state_->draining;
   http11_ = req.version() >= 11;
+  read_some();  // from now on, EOF on the socket means the client left
   try {
     route(req);
   } catch (const ApiError& e) {
@@ -149,7 +180,7 @@ void Connection::on_request(error_code ec) {
 
 // ---- routing ----
 
-void Connection::route(http::request<http::string_body>& req) {
+void Connection::route(RequestReader::Request& req) {
   std::string_view target(req.target().data(), req.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
   const auto method = req.method();
@@ -172,18 +203,19 @@ void Connection::route(http::request<http::string_body>& req) {
   if (const auto& key = state_->config.api_key; !key.empty()) {
     auto it = req.find(http::field::authorization);
     const std::string_view got = it == req.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
-    const std::string want = "Bearer " + key;
-    bool ok = got.size() == want.size();
-    unsigned diff = 0;  // compare in constant time
-    for (size_t i = 0; ok && i < want.size(); ++i) diff |= unsigned(got[i] ^ want[i]);
-    if (!ok || diff != 0) throw ApiError(401, "invalid or missing API key (send 'Authorization: Bearer KEY')");
+    // The scheme is case-insensitive (RFC 9110 11.1); the key is compared in constant time.
+    const bool bearer = got.size() > 7 && boost::beast::iequals(got.substr(0, 7), "Bearer ");
+    const std::string_view token = bearer ? got.substr(7) : std::string_view();
+    unsigned diff = token.size() == key.size() ? 0 : 1;
+    for (size_t i = 0; i < key.size(); ++i) diff |= unsigned(key[i] ^ (i < token.size() ? token[i] : 0));
+    if (!bearer || diff != 0) throw ApiError(401, "invalid or missing API key (send 'Authorization: Bearer KEY')");
   }
   if (path.starts_with("/v1/models")) {
     require(http::verb::get);
     return models(path);
   }
   require(http::verb::post);
-  start_generation(path == "/v1/chat/completions", req.body());
+  start_generation(path == "/v1/chat/completions", std::move(req.body()));
 }
 
 void Connection::health() {
@@ -297,23 +329,11 @@ void Connection::linger_close() {
   phase_ = Phase::lingering;
   error_code ec;
   socket_.shutdown(tcp::socket::shutdown_send, ec);
-  idle_timer_.expires_after(2s);
-  idle_timer_.async_wait([self = shared_from_this()](error_code ec) {
+  read_timer_.expires_after(2s);
+  read_timer_.async_wait([self = shared_from_this()](error_code ec) {
     if (!ec) self->close();
   });
-  linger_read();
-}
-
-void Connection::linger_read() {
-  if (reading_ || phase_ != Phase::lingering) return;
-  buffer_.consume(buffer_.size());
-  reading_ = true;
-  socket_.async_read_some(buffer_.prepare(65536), [self = shared_from_this()](error_code ec, size_t n) {
-    self->reading_ = false;
-    self->lingered_ += n;
-    if (ec || self->lingered_ > kLingerBytes) return self->close();
-    self->linger_read();
-  });
+  read_some();
 }
 
 void Connection::close() {
@@ -324,7 +344,7 @@ void Connection::close() {
   error_code ec;
   socket_.shutdown(tcp::socket::shutdown_both, ec);
   socket_.close(ec);
-  idle_timer_.cancel();
+  read_timer_.cancel();
   write_timer_.cancel();
   out_.clear();
 }

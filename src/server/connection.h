@@ -1,10 +1,13 @@
 // One client connection, driven entirely by asynchronous operations on its
-// own strand (no thread per connection). It reads a request, answers it, and
-// reads the next (keep-alive, pipelining). While a generation is pending it
-// keeps one read posted on the socket without writing to it: if that read
-// ends in EOF or a reset, the client is gone and the engine request is
-// cancelled. Writes go through one queue; a client that accepts no bytes for
-// --write-timeout is dropped the same way.
+// own strand (no thread per connection). It reads a request (RequestReader:
+// every byte within a limit; the headers within --header-timeout of their
+// first byte, the body never idle for --body-timeout), answers it, and reads
+// the next (keep-alive, pipelining). While a request is answered it keeps one
+// read posted on the socket without writing to it: if that read ends in EOF
+// or a reset, the client is gone and the engine request is cancelled. Writes
+// go through one queue; a client that accepts no bytes for --write-timeout is
+// dropped the same way. Generation requests are parsed and tokenized on the
+// request workers, never on the I/O thread.
 //
 // Engine deltas arrive on the engine thread; the request's sink only posts
 // them to this connection's strand (it never blocks) and reports the client
@@ -15,24 +18,13 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-// GCC 12 with the sanitizers sees a boost::optional in Beast's parser as
-// maybe uninitialized (a false positive inside Boost).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/read.hpp>
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
-#include <boost/beast/http/string_body.hpp>
 
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "server/http_response.h"
+#include "server/request_reader.h"
 #include "server/server_state.h"
 
 namespace pagoda::server {
@@ -54,21 +46,27 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void start();
   // Shutdown: close now if between requests; otherwise after this response.
   void drain();
+  // Shutdown past its deadline: a pending generation ends now with `message`
+  // (503, or an error event on a stream).
+  void abort_generation(const std::string& message);
 
  private:
   static constexpr size_t kMaxPipelined = 1 << 20;  // bytes read ahead while a request is pending
+  static constexpr size_t kReadSize = 64 << 10;
   enum class Phase { reading, handling, lingering, closed };
+  // What the read timer guards: the wait for a request, its headers, its body.
+  enum class ReadStage { idle, header, body };
 
   // Reading requests.
   void begin_reading();
-  void read_request();
-  void on_header(error_code ec);
-  void on_request(error_code ec);
-  void read_failed(error_code ec);
-  void arm_idle_timer();
+  void parse_request();
+  void read_some();
+  void on_read(error_code ec, size_t n);
+  void arm_read_timer();
+  void on_request();
+  void refuse(int status, std::string message);  // answer, then close
   // Answering.
-  void handle(http::request<http::string_body>& req);
-  void route(http::request<http::string_body>& req);
+  void route(RequestReader::Request& req);
   void respond(int status, std::string_view content_type, std::string_view body, const Headers& extra = {});
   void respond_error(const ApiError& e);
   void respond_json(int status, const std::string& body) { respond(status, "application/json", body); }
@@ -76,15 +74,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void metrics();
   void models(std::string_view target);
   // Generations (generation.cpp).
-  void start_generation(bool chat, const std::string& body);
+  void start_generation(bool chat, std::string body);
+  void submit_generation(std::shared_ptr<Generation> g, const ApiError* error);
   void on_output(const std::shared_ptr<Generation>& g, RequestOutput&& out);
   void stream_delta(Generation& g, const RequestOutput& out);
   void stream_head(Generation& g);
   void finish_generation(Generation& g);
   void fail_generation(Generation& g, int status, const std::string& message);
   void retire(Generation& g, bool client_gone);
-  void watch_socket();
-  void on_watch(error_code ec, size_t n);
   // Writing.
   void send(std::string bytes);
   void write_some();
@@ -92,15 +89,17 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void response_complete();  // the exchange's last bytes are queued
   void after_drained();
   void linger_close();
-  void linger_read();
   void close();
 
   tcp::socket socket_;
   std::shared_ptr<ServerState> state_;
   boost::beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  asio::steady_timer idle_timer_, write_timer_;
+  std::optional<RequestReader> reader_;
+  asio::steady_timer read_timer_, write_timer_;
   Phase phase_ = Phase::reading;
+  ReadStage read_stage_ = ReadStage::idle;
+  bool continue_sent_ = false;  // `100 Continue` answered to this request's Expect
+  bool parsing_ = false;        // a generation request is with the request workers
   bool reading_ = false;       // a read is posted on the socket
   bool keep_alive_ = true;     // of the current exchange
   bool http11_ = true;

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <ctime>
+#include <optional>
 #include <random>
 
 #include "server/api_error.h"
@@ -25,39 +26,65 @@ bool natural(FinishReason r) { return r == FinishReason::stop || r == FinishReas
 
 }  // namespace
 
-void Connection::start_generation(bool chat, const std::string& body) {
+// Parsing and tokenizing run on the request workers (a big prompt must not
+// hold up the I/O thread and every connection on it); the engine request is
+// submitted back on this connection's strand.
+void Connection::start_generation(bool chat, std::string body) {
   const ServedModel* m = state_->model();
   if (!m) throw ApiError(503, "the model is still loading; retry shortly", "", "", 1);
   if (state_->draining) throw ApiError(503, "the server is shutting down");
-  const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
-  Engine& engine = *m->engine;
-  const ModelLimits limits{engine.tokenizer(), engine.max_model_len(), engine.config().max_n};
+  parsing_ = true;
+  asio::post(state_->workers, [self = shared_from_this(), ex = socket_.get_executor(), m, chat, body = std::move(body)] {
+    std::shared_ptr<Generation> g;
+    std::optional<ApiError> error;
+    try {
+      const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
+      const Engine& engine = *m->engine;
+      const ModelLimits limits{engine.tokenizer(), engine.max_model_len(), engine.config().max_n};
+      g = std::make_shared<Generation>();
+      g->req = chat ? parse_chat_request(j, limits, m->chat) : parse_completion_request(j, limits);
+      g->choices.resize(size_t(g->req.engine.n));
+      g->ident = {new_id(chat ? "chatcmpl-" : "cmpl-"), int64_t(std::time(nullptr)), m->name};
+    } catch (const ApiError& e) {
+      error = e;
+    } catch (const std::exception& e) {
+      spdlog::error("internal error parsing a request: {}", e.what());
+      error = ApiError(500, fmt::format("internal error: {}", e.what()));
+    }
+    asio::post(ex, [self, g = std::move(g), error = std::move(error)]() mutable {
+      self->submit_generation(std::move(g), error ? &*error : nullptr);
+    });
+  });
+}
 
-  auto g = std::make_shared<Generation>();
-  g->req = chat ? parse_chat_request(j, limits, m->chat) : parse_completion_request(j, limits);
-  g->choices.resize(size_t(g->req.engine.n));
-  g->ident = {new_id(chat ? "chatcmpl-" : "cmpl-"), int64_t(std::time(nullptr)), m->name};
-
-  // Runs on the engine thread: never blocks, only hands the delta over.
-  OutputSink sink = [g, self = shared_from_this(), ex = socket_.get_executor()](RequestOutput&& out) {
-    if (g->gone.load(std::memory_order_relaxed)) return false;
-    asio::post(ex,
-               [g, self, out = std::move(out)]() mutable { self->on_output(g, std::move(out)); });
-    return true;
-  };
+void Connection::submit_generation(std::shared_ptr<Generation> g, const ApiError* error) {
+  parsing_ = false;
+  if (phase_ != Phase::handling) return;  // the client left meanwhile
   try {
-    g->id = engine.submit(g->req.engine, std::move(sink));
-  } catch (const InvalidArgument& e) {
-    throw ApiError(400, e.what());
-  } catch (const Overloaded& e) {
+    if (error) throw *error;
     if (state_->draining) throw ApiError(503, "the server is shutting down");
-    ++state_->rejected;
-    throw ApiError(429, e.what(), "", "", 1);
+    Engine& engine = *state_->model()->engine;
+    // Runs on the engine thread: never blocks, only hands the delta over.
+    OutputSink sink = [g, self = shared_from_this(), ex = socket_.get_executor()](RequestOutput&& out) {
+      if (g->gone.load(std::memory_order_relaxed)) return false;
+      asio::post(ex, [g, self, out = std::move(out)]() mutable { self->on_output(g, std::move(out)); });
+      return true;
+    };
+    try {
+      g->id = engine.submit(g->req.engine, std::move(sink));
+    } catch (const InvalidArgument& e) {
+      throw ApiError(400, e.what());
+    } catch (const Overloaded& e) {
+      if (state_->draining) throw ApiError(503, "the server is shutting down");
+      ++state_->rejected;
+      throw ApiError(429, e.what(), "", "", 1);
+    }
+  } catch (const ApiError& e) {
+    return respond_error(e);
   }
   ++state_->active_generations;
   active_ = g;
-  watch_socket();  // from now on, EOF on the socket means the client left
 }
 
 void Connection::on_output(const std::shared_ptr<Generation>& gp, RequestOutput&& out) {
@@ -161,30 +188,6 @@ void Connection::retire(Generation& g, bool cancel) {
     g.gone.store(true, std::memory_order_relaxed);
     if (const ServedModel* m = state_->model()) m->engine->cancel(g.id);
   }
-}
-
-// While a request is pending, one read stays posted on the socket. Bytes are
-// kept for the next request (pipelining); EOF or a reset means the client
-// left, wherever its request is (waiting, prefilling, decoding, streaming).
-void Connection::watch_socket() {
-  if (reading_ || phase_ != Phase::handling || buffer_.size() >= kMaxPipelined) return;
-  reading_ = true;
-  socket_.async_read_some(buffer_.prepare(4096),
-                          [self = shared_from_this()](error_code ec, size_t n) { self->on_watch(ec, n); });
-}
-
-void Connection::on_watch(error_code ec, size_t n) {
-  reading_ = false;
-  if (phase_ == Phase::closed || phase_ == Phase::lingering) return;
-  if (ec == asio::error::operation_aborted && phase_ == Phase::reading) return read_request();  // see begin_reading
-  if (ec) {
-    if (ec == asio::error::operation_aborted) return;
-    if (active_ && !active_->finished) spdlog::debug("client of {} left: {}", active_->ident.id, ec.message());
-    return close();
-  }
-  buffer_.commit(n);
-  if (phase_ == Phase::handling) watch_socket();
-  else if (phase_ == Phase::reading) read_request();  // the response ended meanwhile
 }
 
 }  // namespace pagoda::server

@@ -75,6 +75,21 @@ void check_length(const GenerationRequest& g, const ModelLimits& model, const ch
                    "max_tokens", "context_length_exceeded");
 }
 
+// Encodes a prompt, refusing first without encoding a text too long for any
+// tokenization of it to fit the context (so a huge prompt costs no CPU).
+std::vector<TokenId> encode_prompt(const std::string& text, bool add_bos, bool parse_special, const ModelLimits& model,
+                                   const char* prompt_field) {
+  const Tokenizer& tok = *model.tokenizer;
+  const size_t min_tokens = (text.size() + tok.max_token_bytes() - 1) / tok.max_token_bytes();
+  if (min_tokens + 1 > size_t(model.max_model_len))
+    throw ApiError(400,
+                   fmt::format("This model's maximum context length is {} tokens. However, your prompt has at least {} "
+                               "tokens ({} bytes).",
+                               model.max_model_len, min_tokens, text.size()),
+                   prompt_field, "context_length_exceeded");
+  return tok.encode(text, add_bos, parse_special);
+}
+
 std::vector<TokenId> token_ids(const json& arr, const ModelLimits& model) {
   std::vector<TokenId> ids;
   const int64_t vocab = int64_t(model.tokenizer->vocab_size());
@@ -100,7 +115,7 @@ void parse_prompt(const json& body, const ModelLimits& model, GenerationRequest&
   const Tokenizer& tok = *model.tokenizer;
   if (p->is_string()) {
     g.prompt_text = p->get<std::string>();
-    g.engine.prompt = tok.encode(g.prompt_text, tok.add_bos_by_default(), /*parse_special=*/true);
+    g.engine.prompt = encode_prompt(g.prompt_text, tok.add_bos_by_default(), /*parse_special=*/true, model, "prompt");
     if (g.engine.prompt.empty()) bad_request("prompt", "the prompt is empty");
   } else if (p->is_array()) {
     g.engine.prompt = token_ids(*p, model);
@@ -179,7 +194,7 @@ GenerationRequest parse_chat_request(const json& body, const ModelLimits& model,
     bad_request("messages", "{}", e.what());
   }
   g.prompt_text = rendered.text;
-  g.engine.prompt = model.tokenizer->encode(rendered.text, rendered.add_bos, rendered.parse_special);
+  g.engine.prompt = encode_prompt(rendered.text, rendered.add_bos, rendered.parse_special, model, "messages");
   if (g.engine.prompt.empty()) bad_request("messages", "the rendered prompt is empty");
   validate_sampling(g.engine.sampling);
   check_length(g, model, "messages");

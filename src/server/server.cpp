@@ -3,11 +3,18 @@
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <csignal>
 #include <thread>
 
 #include "engine/clock.h"
+#include "server/api_error.h"
 #include "server/connection.h"
+#include "server/http_response.h"
+#include "server/openai_response.h"
 #include "util/error.h"
 
 namespace pagoda::server {
@@ -15,6 +22,28 @@ namespace {
 
 using namespace std::chrono_literals;
 double now() { return SteadyClock().now(); }
+
+int open_spare_fd() { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
+// A connection the server will not serve: a 503 written without waiting (it
+// fits an empty socket buffer), then closed.
+void refuse_connection(tcp::socket& socket, const std::string& why) {
+  const std::string body = dump(error_json(503, why, "", "too_many_connections"));
+  const std::string bytes = http_response(503, "application/json", body, /*keep_alive=*/false, {{"Retry-After", "1"}});
+  error_code ec;
+  socket.non_blocking(true, ec);
+  socket.write_some(asio::buffer(bytes), ec);
+  socket.shutdown(tcp::socket::shutdown_both, ec);
+  socket.close(ec);
+}
+
+// What the open-files limit leaves for connections after the model, the
+// engine's and the server's own descriptors.
+size_t connections_allowed_by_fd_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return 1 << 20;
+  return size_t(std::max<rlim_t>(1, lim.rlim_cur > 64 ? lim.rlim_cur - 64 : 1));
+}
 
 }  // namespace
 
@@ -25,10 +54,14 @@ Server::Server(ServerConfig config)
       signals_(strand_),
       sample_timer_(strand_),
       shutdown_timer_(strand_),
-      accept_timer_(strand_) {}
+      accept_timer_(strand_),
+      spare_fd_(open_spare_fd()) {}
 
 Server::~Server() {
+  if (spare_fd_ >= 0) ::close(spare_fd_);
   io_.stop();
+  state_->workers.stop();
+  state_->workers.join();
   state_->release_model();
 }
 
@@ -44,6 +77,7 @@ uint16_t Server::listen() {
   if (!ec) acceptor_.bind(ep, ec);
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) fail("cannot listen on {}:{}: {}", cfg.host, cfg.port, ec.message());
+  max_connections_ = cfg.max_connections > 0 ? size_t(cfg.max_connections) : connections_allowed_by_fd_limit();
   return acceptor_.local_endpoint().port();
 }
 
@@ -82,6 +116,8 @@ void Server::run(const std::function<std::unique_ptr<ServedModel>()>& load) {
   work.reset();
   io_.stop();
   for (auto& t : threads) t.join();
+  state_->workers.stop();  // requests still being parsed are dropped with their connections
+  state_->workers.join();
   state_->release_model();  // the engine's destructor ends whatever is left
   if (error) std::rethrow_exception(error);
 }
@@ -93,18 +129,40 @@ void Server::stop() {
 void Server::accept() {
   acceptor_.async_accept(asio::make_strand(io_), [this](error_code ec, tcp::socket socket) {
     if (!acceptor_.is_open()) return;
-    if (ec) {
-      // Out of file descriptors (or a transient error): retry shortly
-      // rather than spinning; connections that close free descriptors.
-      spdlog::warn("accept failed: {}", ec.message());
-      accept_timer_.expires_after(50ms);
-      accept_timer_.async_wait([this](error_code ec) {
-        if (!ec) accept();
-      });
-      return;
-    }
-    std::make_shared<Connection>(std::move(socket), state_)->start();
+    if (ec) return on_accept_error(ec);
+    if (state_->num_connections() >= max_connections_)
+      refuse_connection(socket, fmt::format("the server has {} connections open (--max-connections); retry shortly",
+                                            max_connections_));
+    else
+      std::make_shared<Connection>(std::move(socket), state_)->start();
     accept();
+  });
+}
+
+void Server::on_accept_error(const error_code& ec) {
+  ++accept_errors_;
+  const bool out_of_fds = ec == asio::error::no_descriptors || ec.value() == ENFILE;
+  if (out_of_fds && spare_fd_ >= 0) {
+    // Give up the spare descriptor to take the waiting connection and say no.
+    ::close(spare_fd_);
+    error_code e2;
+    tcp::socket socket(io_);
+    acceptor_.non_blocking(true, e2);
+    acceptor_.accept(socket, e2);
+    if (!e2) refuse_connection(socket, "the server is out of file descriptors; retry shortly");
+    acceptor_.non_blocking(false, e2);
+    spare_fd_ = open_spare_fd();
+  }
+  if (now() - accept_warned_at_ >= 10) {  // one line per 10 s, not one per failure
+    spdlog::warn("accepting connections failed {} times: {}{}", accept_errors_, ec.message(),
+                 out_of_fds ? " (new connections get 503 until descriptors free up)" : "");
+    accept_warned_at_ = now();
+    accept_errors_ = 0;
+  }
+  // Retry shortly rather than spinning; connections that close free descriptors.
+  accept_timer_.expires_after(out_of_fds && spare_fd_ >= 0 ? 1ms : 50ms);
+  accept_timer_.async_wait([this](error_code ec) {
+    if (!ec) accept();
   });
 }
 

@@ -4,6 +4,11 @@
 // or streaming clients cost memory, not threads. The engine runs on its own
 // thread and hands deltas to the connections' strands.
 //
+// Connections beyond --max-connections (default: what the open-files limit
+// leaves) get a 503 and are closed; at the open-files limit itself a spare
+// descriptor is given up to accept and refuse one connection, so clients never
+// hang in the listen queue.
+//
 // Lifecycle: listen() binds (port 0: any free port) -> run() starts the I/O
 // threads and, while clients already get 503 from /health, loads the model ->
 // serves until SIGINT/SIGTERM or stop() -> graceful shutdown: stop accepting,
@@ -42,6 +47,7 @@ class Server {
 
  private:
   void accept();
+  void on_accept_error(const boost::system::error_code& ec);
   void sample();
   void begin_shutdown();
   void shutdown_tick();
@@ -55,6 +61,10 @@ class Server {
   boost::asio::steady_timer sample_timer_, shutdown_timer_, accept_timer_;
   bool shutting_down_ = false, engine_stopped_ = false, finished_ = false;
   double deadline_ = 0;  // shutdown: when in-flight requests are failed, then when flushing ends
+  size_t max_connections_ = 0;
+  int spare_fd_ = -1;           // closed to accept one connection at the open-files limit and refuse it
+  double accept_warned_at_ = -1e9;
+  int64_t accept_errors_ = 0;   // since the last warning
   std::promise<void> done_;
 };
 

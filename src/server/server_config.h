@@ -15,6 +15,10 @@ struct ServerConfig {
   double write_timeout_s = 30;           // a client that accepts no bytes this long is dropped
   double shutdown_timeout_s = 30;        // SIGINT/SIGTERM: how long in-flight requests may finish
   double keep_alive_timeout_s = 120;     // an idle connection is closed after this
+  double header_timeout_s = 10;          // request line + headers must arrive within this of their first byte (408)
+  double body_timeout_s = 30;            // a request body that brings no byte this long gets 408
+  int max_connections = 0;               // beyond it a new connection gets 503 (0: from the open-files limit)
+  int request_workers = 2;               // threads that parse and tokenize requests off the I/O threads
   double stall_timeout_s = 30;           // /health: 503 after pending work makes no progress this long
   size_t max_body_bytes = 8u << 20;      // larger request bodies get 413
   int io_threads = 1;                    // threads running the event loop

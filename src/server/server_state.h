@@ -3,8 +3,11 @@
 // open connections that a graceful shutdown walks.
 #pragma once
 
+#include <boost/asio/thread_pool.hpp>
+
 #include <atomic>
 #include <ctime>
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -28,7 +31,8 @@ struct ServedModel {
 
 class ServerState {
  public:
-  explicit ServerState(ServerConfig config) : config(std::move(config)) {}
+  explicit ServerState(ServerConfig config)
+      : config(std::move(config)), workers(size_t(std::max(1, this->config.request_workers))) {}
 
   const ServerConfig config;
   const int64_t started_at = int64_t(std::time(nullptr));  // /v1/models' `created`
@@ -36,6 +40,7 @@ class ServerState {
   std::atomic<bool> draining{false};             // shutting down: no new requests
   std::atomic<int64_t> rejected{0};              // 429s from backpressure
   std::atomic<int64_t> active_generations{0};    // submitted, response not finished
+  boost::asio::thread_pool workers;              // parse and tokenize generation requests
 
   // Null until the model has loaded.
   const ServedModel* model() const { return model_.load(std::memory_order_acquire); }

@@ -4,6 +4,7 @@
 // many threads; copies share the vocabulary.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -41,6 +42,10 @@ class Tokenizer {
   // Byte-level BPE: tokens carry their own spaces, there is no dummy prefix.
   bool byte_level() const { return kind_ == Kind::Bpe; }
   int32_t find_token(std::string_view text) const { return vocab_->find(text); }  // -1 if none
+  // The longest token text in bytes. No token stands for more input bytes
+  // than its text holds, so a text of B bytes encodes to at least
+  // B / max_token_bytes() tokens: a length check that needs no encoding.
+  size_t max_token_bytes() const { return max_token_bytes_; }
 
   // The raw vocabulary entry ("▁the", "<0x0A>", "<s>"), for display and
   // logprobs; InvalidArgument for an id outside the vocabulary.
@@ -65,11 +70,14 @@ class Tokenizer {
  private:
   enum class Kind { Spm, Bpe };
   Tokenizer(Kind kind, std::shared_ptr<const Vocab> vocab, std::shared_ptr<const BpeModel> bpe = nullptr)
-      : kind_(kind), vocab_(std::move(vocab)), bpe_(std::move(bpe)) {}
+      : kind_(kind), vocab_(std::move(vocab)), bpe_(std::move(bpe)) {
+    for (const auto& t : vocab_->text) max_token_bytes_ = std::max(max_token_bytes_, t.size());
+  }
 
   Kind kind_;
   std::shared_ptr<const Vocab> vocab_;
   std::shared_ptr<const BpeModel> bpe_;  // Kind::Bpe only
+  size_t max_token_bytes_ = 1;
 };
 
 }  // namespace pagoda

@@ -124,6 +124,7 @@ TEST(CliErrors, OneLineErrorAndNonZeroExit) {
       {{"info", "-m", "/no/such/model.gguf"}, "cannot open"},
       {{"tokenize", "-m", "/no/such/model.gguf", "x"}, "cannot open"},
       {{"frobnicate"}, "subcommand"},
+      {{"serve", "-m", model(), "--api-key", ""}, "--api-key is empty"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> argv = {PAGODA_BINARY};
