@@ -73,13 +73,21 @@ int run(Opts& o) {
               host.c_str(), unsigned(port), o.server.api_key.empty() ? "" : " -H \"Authorization: Bearer $PAGODA_API_KEY\"",
               name.c_str());
   std::fflush(stdout);
-  srv.run([&] {
+  const bool clean = srv.run([&] {
     auto m = std::make_unique<server::ServedModel>();
     m->engine = Engine::load(o.model, cfg);
     m->name = name;
     m->chat = chat;
     return m;
   });
+  if (!clean) {
+    // A stuck step still runs on the engine thread: exit without the
+    // destructors it could race with.
+    spdlog::shutdown();
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(3);
+  }
   return 0;
 }
 
@@ -113,7 +121,9 @@ Command add_serve(CLI::App& app) {
   cmd->add_option("--body-timeout", s.body_timeout_s, "Seconds a request body may bring no byte (408)")->capture_default_str();
   cmd->add_option("--max-connections", s.max_connections, "Most open connections; beyond it 503 (0: from the open-files limit)")->capture_default_str();
   cmd->add_option("--request-workers", s.request_workers, "Threads that parse and tokenize requests")->capture_default_str();
-  cmd->add_option("--stall-timeout", s.stall_timeout_s, "/health is 503 when pending work makes no progress this long")->capture_default_str();
+  cmd->add_option("--stall-min-ms", s.stall_min_ms, "/health: no step is a stall before this many ms")->capture_default_str();
+  cmd->add_option("--stall-factor", s.stall_factor, "/health: a step is a stall past this many times its predicted time")->capture_default_str();
+  cmd->add_option("--stall-timeout", s.stall_timeout_s, "/health: limit in seconds for a step of a size not seen before")->capture_default_str();
   cmd->add_option("--max-body-size", s.max_body_bytes, "Largest request body in bytes (413 beyond)")->capture_default_str();
   cmd->add_option("--api-key", s.api_key, "Require 'Authorization: Bearer KEY' on /v1 (also $PAGODA_API_KEY)")
       ->each([o](const std::string&) { o->api_key_given = true; });

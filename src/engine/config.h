@@ -54,7 +54,11 @@ struct EngineStats {
   int64_t steps = 0;
   double last_step_end = 0;       // heartbeat: clock time the last step finished
   double last_step_seconds = 0;
+  int32_t last_step_tokens = 0;
   bool step_in_progress = false;
+  double step_started_at = 0;     // clock time the step in progress began
+  double step_predicted_s = 0;    // how long it should take (StepEstimate); 0: unknown
+  int64_t idle_check_failures = 0;  // times the engine went idle with KV blocks still in use
   int32_t running = 0, waiting = 0;
   int32_t kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_cached = 0, kv_blocks_free = 0;
   double kv_usage = 0;

@@ -17,6 +17,13 @@ Engine::Engine(const EngineConfig& config, std::unique_ptr<ModelRunner> runner, 
   max_model_len_ = core_->max_model_len();
   vocab_size_ = core_->vocab_size();
   stats_ = core_->stats();
+  core_->on_step_start([this](const EngineCore::StepStart& st) {
+    const auto predicted = estimate_.predict(st.tokens);
+    std::lock_guard lock(stats_mu_);
+    stats_.step_predicted_s = predicted.value_or(0);
+    stats_.running = st.running;  // truthful while the step runs, however long
+    stats_.waiting = st.waiting;
+  });
   spdlog::info("engine: {} KV blocks of {} tokens, max model length {}, max {} sequences, {} batched tokens{}{}",
                num_blocks, config.block_size, max_model_len_, config.sched.max_num_seqs,
                config.sched.max_batched_tokens, config.paged ? "" : ", reserve mode (--no-paged-attn)",
@@ -90,6 +97,11 @@ void Engine::shutdown(const std::string& reason) {
   inbox_cv_.notify_one();
 }
 
+bool Engine::wait_stopped(double timeout_s) {
+  std::unique_lock lock(inbox_mu_);
+  return exited_cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return loop_exited_; });
+}
+
 void Engine::engine_loop() {
   bool idle = false;  // the last step had nothing it could run
   for (;;) {
@@ -127,9 +139,12 @@ void Engine::engine_loop() {
       {
         std::lock_guard lock(stats_mu_);
         stats_.step_in_progress = true;
+        stats_.step_started_at = clock_->now();
+        stats_.step_predicted_s = 0;  // until the plan is made
       }
       try {
         idle = !core_->step();
+        if (!idle) estimate_.observe(core_->stats().last_step_tokens, core_->stats().last_step_seconds);
       } catch (const std::exception& e) {
         // A bug, not a model failure (those are handled inside step()); the
         // engine must keep serving, so log it and carry on.
@@ -141,7 +156,12 @@ void Engine::engine_loop() {
       stats_ = core_->stats();
       stats_.step_in_progress = false;
     }
-    if (stopping) return;
+    if (stopping) {
+      std::lock_guard lock(inbox_mu_);
+      loop_exited_ = true;
+      exited_cv_.notify_all();
+      return;
+    }
   }
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/engine_core.h"
+#include "engine/step_estimate.h"
 
 namespace pagoda {
 
@@ -61,6 +62,9 @@ class Engine {
   // Stops taking requests; ends every open request with `reason` (error by
   // default) after the engine finishes the current step.
   void shutdown(const std::string& reason = "the server is shutting down");
+  // After shutdown(): waits up to timeout_s for the engine thread to leave
+  // its loop; false if a step is still running (stuck).
+  bool wait_stopped(double timeout_s);
 
   // Offline API: runs the requests to completion on this engine (the engine
   // thread does the work; this thread waits) and returns them in order.
@@ -89,6 +93,9 @@ class Engine {
   std::string stop_reason_;
   std::atomic<uint64_t> next_id_{1};
   std::atomic<int64_t> open_requests_{0};  // submitted and not yet finished
+  bool loop_exited_ = false;               // under inbox_mu_
+  std::condition_variable exited_cv_;
+  StepEstimate estimate_;                  // engine thread only
 
   mutable std::mutex stats_mu_;
   EngineStats stats_;  // the published snapshot

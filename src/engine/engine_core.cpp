@@ -406,6 +406,9 @@ bool EngineCore::step() {
                  p->num_tokens());
   const bool ran = !plan.empty();
   if (ran) {
+    stats_.last_step_tokens = plan.num_tokens;
+    if (on_step_start_)
+      on_step_start_({step_, plan.num_tokens, int32_t(sched_.running().size()), int32_t(sched_.waiting().size())});
     run_step(plan);
     int64_t held = 0;
     for (const Sequence* q : sched_.running()) held += q->num_tokens();
@@ -418,10 +421,25 @@ bool EngineCore::step() {
   for (SeqId id : finished_) seqs_.erase(id);
   finished_.clear();
   if (config_.audit_every_step) blocks_.check();
+  check_idle();
   stats_.time_in_step += clock_->now() - t0;
   stats_.last_step_seconds = clock_->now() - t0;
   publish();
   return ran;
+}
+
+// SGLang's idle self-check: with no request left, no KV block may be in use.
+void EngineCore::check_idle() {
+  if (!requests_.empty()) return;
+  const int32_t used = blocks_.stats().used_blocks;
+  if (used == 0) {
+    idle_leak_reported_ = false;
+    return;
+  }
+  ++stats_.idle_check_failures;
+  if (!idle_leak_reported_)
+    spdlog::error("idle self-check: no request is left but {} KV blocks are still in use (a leak)", used);
+  idle_leak_reported_ = true;
 }
 
 void EngineCore::publish() {

@@ -11,6 +11,7 @@
 // sequences it affects. Nothing here blocks on a reader.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -55,6 +56,13 @@ class EngineCore {
 
   // One step. Returns false when there was nothing to run.
   bool step();
+  // What a step carries, reported on the engine thread once its plan is made
+  // and before its forward pass, for a watcher of stuck steps.
+  struct StepStart {
+    int64_t step = 0;
+    int32_t tokens = 0, running = 0, waiting = 0;
+  };
+  void on_step_start(std::function<void(const StepStart&)> f) { on_step_start_ = std::move(f); }
   bool has_work() const { return !requests_.empty(); }
   template <class F>
   void for_each_request(F&& f) const {
@@ -84,6 +92,7 @@ class EngineCore {
   std::vector<SeqRun*> fork_choices(SeqRun& parent);
   void deliver(RequestState& req, int32_t choice, RequestOutput&& out);
   void finish(SeqRun& s, FinishReason reason, const std::string& error = "");
+  void check_idle();
   void publish();
 
   EngineConfig config_;
@@ -107,6 +116,8 @@ class EngineCore {
   int64_t step_ = 0;
   std::vector<float> logits_;
   EngineStats stats_;
+  std::function<void(const StepStart&)> on_step_start_;
+  bool idle_leak_reported_ = false;
 };
 
 // The KV pool size the engine would use for a model under `config`.

@@ -191,7 +191,11 @@ void Connection::route(RequestReader::Request& req) {
   };
   if (path == "/health") {
     require(http::verb::get);
-    return health();
+    return health(target.substr(path.size()));
+  }
+  if (path == "/health/live") {
+    require(http::verb::get);
+    return respond_json(200, R"({"status":"alive"})");
   }
   if (path == "/metrics") {
     require(http::verb::get);
@@ -218,13 +222,21 @@ void Connection::route(RequestReader::Request& req) {
   start_generation(path == "/v1/chat/completions", std::move(req.body()));
 }
 
-void Connection::health() {
+// /health is readiness: 503 with a reason while loading, draining or
+// stalled; ?generate=1 also runs a one-token generation (SGLang's
+// /health_generate). /health/live only says the process answers.
+void Connection::health(std::string_view query) {
   const ServedModel* m = state_->model();
   if (!m) return respond_json(503, R"({"status":"loading"})");
-  if (state_->draining) return respond_json(503, R"({"status":"shutting_down"})");
-  const double stalled = state_->stall.stalled_for(SteadyClock().now());
-  if (stalled > state_->config.stall_timeout_s)
-    return respond_json(503, dump({{"status", "stalled"}, {"stalled_seconds", stalled}}));
+  if (state_->draining) return respond_json(503, R"({"status":"draining"})");
+  const StallState st = state_->stall.check(m->engine->snapshot(), SteadyClock().now());
+  if (st.stalled)
+    return respond_json(503, dump({{"status", "stalled"},
+                                   {"reason", st.reason},
+                                   {"seconds", st.seconds},
+                                   {"limit_seconds", st.limit_seconds}}));
+  if (query.find("generate=1") != std::string_view::npos || query.find("generate=true") != std::string_view::npos)
+    return health_generate(*m);
   respond_json(200, R"({"status":"ok"})");
 }
 
@@ -232,8 +244,15 @@ void Connection::metrics() {
   const ServedModel* m = state_->model();
   if (!m) throw ApiError(503, "the model is still loading");
   const EngineStats s = m->engine->snapshot();
-  const double age = std::max(0.0, SteadyClock().now() - s.last_step_end);
-  respond(200, "text/plain; version=0.0.4; charset=utf-8", render_metrics(s, state_->rejected.load(), age));
+  const double now = SteadyClock().now();
+  ServerFigures f;
+  f.rejected = state_->rejected.load();
+  f.inbox = int64_t(m->engine->inbox_size());
+  f.step_age_s = std::max(0.0, now - s.last_step_end);
+  f.step_running_s = s.step_in_progress ? std::max(0.0, now - s.step_started_at) : 0;
+  f.stalled = state_->stall.check(s, now).stalled;
+  f.stalls = state_->stall.stalls();
+  respond(200, "text/plain; version=0.0.4; charset=utf-8", render_metrics(s, f));
 }
 
 void Connection::models(std::string_view path) {

@@ -70,7 +70,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void respond(int status, std::string_view content_type, std::string_view body, const Headers& extra = {});
   void respond_error(const ApiError& e);
   void respond_json(int status, const std::string& body) { respond(status, "application/json", body); }
-  void health();
+  void health(std::string_view query);
+  void health_generate(const ServedModel& m);
   void metrics();
   void models(std::string_view target);
   // Generations (generation.cpp).

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <ctime>
+#include <limits>
 #include <optional>
 #include <random>
 
@@ -87,10 +88,36 @@ void Connection::submit_generation(std::shared_ptr<Generation> g, const ApiError
   active_ = g;
 }
 
+// One greedy token from a one-token prompt, at the front of the queue, with
+// a deadline: the whole path from admission to sampling works.
+void Connection::health_generate(const ServedModel& m) {
+  constexpr double kProbeTimeout = 10;
+  auto g = std::make_shared<Generation>();
+  g->health_probe = true;
+  const Tokenizer* tok = m.engine->tokenizer();
+  g->req.engine.prompt = {tok && tok->bos_id() >= 0 ? tok->bos_id() : 0};
+  g->req.engine.sampling.temperature = 0;
+  g->req.engine.sampling.max_tokens = 1;
+  g->req.engine.sampling.ignore_eos = true;
+  g->req.engine.priority = std::numeric_limits<int32_t>::min();
+  g->req.engine.timeout_s = kProbeTimeout;
+  g->choices.resize(1);
+  g->ident = {new_id("health-"), int64_t(std::time(nullptr)), m.name};
+  submit_generation(std::move(g), nullptr);
+}
+
 void Connection::on_output(const std::shared_ptr<Generation>& gp, RequestOutput&& out) {
   Generation& g = *gp;
   if (out.request_done) g.engine_done = true;
   if (g.finished || phase_ != Phase::handling || active_ != gp) return;
+  if (g.health_probe && out.finish != FinishReason::none) {
+    g.finished = true;
+    retire(g, /*cancel=*/true);
+    const bool ok = out.finish == FinishReason::stop || out.finish == FinishReason::length;
+    if (ok) return respond_json(200, R"({"status":"ok","generate":"ok"})");
+    return respond_json(503, dump({{"status", "generate_failed"},
+                                   {"reason", out.error.empty() ? std::string(to_string(out.finish)) : out.error}}));
+  }
   g.usage.prompt_tokens = out.num_prompt_tokens;
   g.usage.cached_tokens = out.num_cached_tokens;
   switch (out.finish) {

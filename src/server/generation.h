@@ -22,6 +22,7 @@ struct Generation {
   bool finished = false;     // the response is complete (or failed): later deltas are dropped
   bool retired = false;      // no longer counted in active_generations
   bool engine_done = false;  // the engine delivered the request's last delta
+  bool health_probe = false; // GET /health?generate=1: answered as a health status
   std::atomic<bool> gone{false};  // the client left: the sink tells the engine
 };
 

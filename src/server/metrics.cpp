@@ -32,11 +32,12 @@ void histogram(std::string& out, const char* name, const Histogram& h, const cha
 
 }  // namespace
 
-std::string render_metrics(const EngineStats& s, int64_t rejected, double step_age_s) {
+std::string render_metrics(const EngineStats& s, const ServerFigures& f) {
   std::string out;
   out.reserve(8192);
   gauge(out, "pagoda_num_requests_running", s.running, "Sequences in the running batch.");
-  gauge(out, "pagoda_num_requests_waiting", s.waiting, "Sequences waiting to be admitted (or preempted).");
+  gauge(out, "pagoda_num_requests_waiting", double(s.waiting + f.inbox),
+        "Sequences waiting to be admitted (or preempted), and requests not yet taken by the engine.");
   gauge(out, "pagoda_kv_blocks_total", s.kv_blocks_total, "KV cache blocks in the pool.");
   gauge(out, "pagoda_kv_blocks_used", s.kv_blocks_used, "KV cache blocks held by live requests.");
   gauge(out, "pagoda_kv_blocks_cached", s.kv_blocks_cached, "Free KV cache blocks holding reusable prefixes.");
@@ -46,7 +47,7 @@ std::string render_metrics(const EngineStats& s, int64_t rejected, double step_a
   counter(out, "pagoda_num_preemptions_total", s.preemptions, "Sequences preempted (recomputed later).");
   counter(out, "pagoda_prompt_tokens_total", s.prompt_tokens, "Prompt tokens of the requests received.");
   counter(out, "pagoda_generation_tokens_total", s.generation_tokens, "Tokens generated.");
-  counter(out, "pagoda_requests_received_total", s.requests_received + rejected,
+  counter(out, "pagoda_requests_received_total", s.requests_received + f.rejected,
           "Requests received: taken by the engine or rejected by backpressure.");
   header(out, "pagoda_request_success_total", "counter", "Requests that finished, by finish reason.");
   out += fmt::format("pagoda_request_success_total{{finished_reason=\"stop\"}} {}\n", s.finished_stop);
@@ -56,9 +57,16 @@ std::string render_metrics(const EngineStats& s, int64_t rejected, double step_a
   out += fmt::format("pagoda_request_failure_total{{reason=\"abort\"}} {}\n", s.aborted);
   out += fmt::format("pagoda_request_failure_total{{reason=\"timeout\"}} {}\n", s.timed_out);
   out += fmt::format("pagoda_request_failure_total{{reason=\"error\"}} {}\n", s.errored);
-  out += fmt::format("pagoda_request_failure_total{{reason=\"rejected\"}} {}\n", rejected);
-  gauge(out, "pagoda_engine_last_step_age_seconds", step_age_s,
+  out += fmt::format("pagoda_request_failure_total{{reason=\"rejected\"}} {}\n", f.rejected);
+  gauge(out, "pagoda_engine_last_step_age_seconds", f.step_age_s,
         "Seconds since the engine last finished a step (grows while idle).");
+  gauge(out, "pagoda_engine_step_running_seconds", f.step_running_s, "How long the step in progress has run (0: none).");
+  gauge(out, "pagoda_engine_step_predicted_seconds", s.step_predicted_s,
+        "How long the step in progress should take, learned from earlier steps (0: unknown or none).");
+  gauge(out, "pagoda_engine_stalled", f.stalled ? 1 : 0, "1 while /health reports the engine stalled.");
+  counter(out, "pagoda_engine_stalls_total", f.stalls, "Times the engine was seen to stall.");
+  counter(out, "pagoda_engine_idle_check_failures_total", s.idle_check_failures,
+          "Steps after which no request was left but KV blocks were still in use.");
   histogram(out, "pagoda_time_to_first_token_seconds", s.ttft, "Time from arrival to the first generated token.");
   histogram(out, "pagoda_inter_token_latency_seconds", s.itl, "Time between consecutive tokens of a request.");
   histogram(out, "pagoda_e2e_request_latency_seconds", s.e2e, "Time from arrival to the end of a request.");

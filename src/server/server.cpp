@@ -81,7 +81,7 @@ uint16_t Server::listen() {
   return acceptor_.local_endpoint().port();
 }
 
-void Server::run(const std::function<std::unique_ptr<ServedModel>()>& load) {
+bool Server::run(const std::function<std::unique_ptr<ServedModel>()>& load) {
   auto work = asio::make_work_guard(io_);
   signals_.add(SIGINT);
   signals_.add(SIGTERM);
@@ -118,8 +118,18 @@ void Server::run(const std::function<std::unique_ptr<ServedModel>()>& load) {
   for (auto& t : threads) t.join();
   state_->workers.stop();  // requests still being parsed are dropped with their connections
   state_->workers.join();
+  bool clean = true;
+  if (const ServedModel* m = state_->model()) {
+    m->engine->shutdown();
+    if (!m->engine->wait_stopped(std::max(0.1, deadline_ + 0.5 - now()))) {
+      spdlog::error("shutdown: the engine's step is stuck; leaving it behind");
+      state_->abandon_model();
+      clean = false;
+    }
+  }
   state_->release_model();  // the engine's destructor ends whatever is left
   if (error) std::rethrow_exception(error);
+  return clean;
 }
 
 void Server::stop() {
@@ -185,6 +195,10 @@ void Server::begin_shutdown() {
   shutdown_tick();
 }
 
+// Until the deadline, in-flight requests may finish. At the deadline every
+// connection still waiting answers now (503, or an error event ending its
+// stream), without waiting on the engine, whose step may be stuck; then half
+// a second to write those answers.
 void Server::shutdown_tick() {
   const int64_t active = state_->active_generations.load();
   const ServedModel* m = state_->model();
@@ -193,9 +207,10 @@ void Server::shutdown_tick() {
     if (active > 0 && m) {
       spdlog::warn("shutdown: {} requests still running after {} s; ending them with an error", active,
                    state_->config.shutdown_timeout_s);
+      state_->for_each_connection([](std::shared_ptr<Connection> c) { c->abort_generation("the server is shutting down"); });
       m->engine->shutdown("the server is shutting down");
     }
-    deadline_ = now() + 3;  // for the last responses to be written
+    deadline_ = now() + 0.5;
   }
   if (engine_stopped_ && ((active == 0 && state_->num_connections() == 0) || now() >= deadline_)) return finish();
   shutdown_timer_.expires_after(20ms);

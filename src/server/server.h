@@ -13,7 +13,9 @@
 // threads and, while clients already get 503 from /health, loads the model ->
 // serves until SIGINT/SIGTERM or stop() -> graceful shutdown: stop accepting,
 // close idle connections, let in-flight requests finish for up to
-// --shutdown-timeout, then end the rest with an error, flush, return.
+// --shutdown-timeout, then answer the rest with an error (without waiting on
+// a stuck step), flush for half a second, return within a second of the
+// deadline.
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -39,7 +41,9 @@ class Server {
   uint16_t listen();
   // Serves until a signal or stop(). `load` runs on the calling thread while
   // the server already answers; its exception is rethrown after cleanup.
-  void run(const std::function<std::unique_ptr<ServedModel>()>& load);
+  // Returns false if the engine's step was stuck at the end and was left
+  // running: the caller should exit the process at once (non-zero).
+  bool run(const std::function<std::unique_ptr<ServedModel>()>& load);
   // Begins the graceful shutdown; any thread.
   void stop();
 

@@ -19,7 +19,9 @@ struct ServerConfig {
   double body_timeout_s = 30;            // a request body that brings no byte this long gets 408
   int max_connections = 0;               // beyond it a new connection gets 503 (0: from the open-files limit)
   int request_workers = 2;               // threads that parse and tokenize requests off the I/O threads
-  double stall_timeout_s = 30;           // /health: 503 after pending work makes no progress this long
+  double stall_min_ms = 2000;            // /health: no step is a stall before this (see stall_watch.h)
+  double stall_factor = 4;               // ... nor before this many times its predicted time
+  double stall_timeout_s = 30;           // ... nor, with no prediction yet, before this
   size_t max_body_bytes = 8u << 20;      // larger request bodies get 413
   int io_threads = 1;                    // threads running the event loop
 };

@@ -32,7 +32,9 @@ struct ServedModel {
 class ServerState {
  public:
   explicit ServerState(ServerConfig config)
-      : config(std::move(config)), workers(size_t(std::max(1, this->config.request_workers))) {}
+      : config(std::move(config)),
+        stall(StallRule{this->config.stall_min_ms / 1000, this->config.stall_factor, this->config.stall_timeout_s}),
+        workers(size_t(std::max(1, this->config.request_workers))) {}
 
   const ServerConfig config;
   const int64_t started_at = int64_t(std::time(nullptr));  // /v1/models' `created`
@@ -52,6 +54,12 @@ class ServerState {
   void release_model() {
     model_.store(nullptr);
     owned_.reset();
+  }
+  // Leaves the model and its stuck engine thread as they are: the process
+  // exits without waiting on them.
+  void abandon_model() {
+    model_.store(nullptr);
+    (void)owned_.release();
   }
 
   void add_connection(Connection* c, std::weak_ptr<Connection> w) {
