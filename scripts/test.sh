@@ -2,8 +2,9 @@
 # The whole test suite, as CI runs it: installs what is missing, then
 #   1. Release build, every test (ctest);
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build, every test again;
-#   3. libFuzzer build (clang), each fuzz target for $PAGODA_FUZZ_SECONDS (default 60) s;
-#   4. the quick benchmarks, so they never rot.
+#   3. libFuzzer build (clang), each fuzz target for $PAGODA_FUZZ_SECONDS (default 30) s;
+#   4. the quick benchmarks, so they never rot;
+#   5. `pagoda soak` at 1,000 requests per mode.
 # Set PAGODA_TEST_QUICK=1 to run step 1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,8 +44,8 @@ for target in build-fuzz/fuzz_*; do
   name=$(basename "$target" | sed 's/^fuzz_//')
   corpus=$(mktemp -d)
   [[ -d "fuzz/corpus/$name" ]] && cp -r "fuzz/corpus/$name/." "$corpus/"
-  echo "-- $target for ${PAGODA_FUZZ_SECONDS:-60} s"
-  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$target" -max_total_time="${PAGODA_FUZZ_SECONDS:-60}" \
+  echo "-- $target for ${PAGODA_FUZZ_SECONDS:-30} s"
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$target" -max_total_time="${PAGODA_FUZZ_SECONDS:-30}" \
     -max_len=65536 -print_final_stats=1 -artifact_prefix=build-fuzz/ "$corpus" 2>&1 | tail -n 12
   rm -rf "$corpus"
 done
@@ -57,4 +58,7 @@ for b in build/bench_*; do
 done
 echo "-- build/pagoda bench-model --quick"
 build/pagoda bench-model --quick
+
+step "Soak: 1,000 rude requests per mode"
+build/pagoda soak -n 1000
 step "All tests passed"

@@ -23,6 +23,7 @@ Command add_tokenize(CLI::App& app);
 Command add_info(CLI::App& app);
 Command add_serve(CLI::App& app);
 Command add_loadgen(CLI::App& app);
+Command add_soak(CLI::App& app);
 Command add_bench(CLI::App& app);
 Command add_bench_model(CLI::App& app);
 Command add_quantize(CLI::App& app);

@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every subcommand");
   std::vector<Command> commands;
-  for (auto add : {add_generate, add_tokenize, add_info, add_bench, add_bench_model, add_quantize, add_serve, add_loadgen}) commands.push_back(add(app));
+  for (auto add : {add_generate, add_tokenize, add_info, add_bench, add_bench_model, add_quantize, add_serve, add_loadgen,
+                   add_soak}) commands.push_back(add(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
