@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <atomic>
 #include <future>
+#include <thread>
 
 #include "server/http_client.h"
 #include "server/server_process.h"
@@ -67,6 +69,41 @@ TEST(ServerHealth, LongStepsLikeTheOnesBeforeAreNotStalls) {
   EXPECT_GT(checks, 20);
   EXPECT_EQ(unhealthy, 0);
   EXPECT_GT(predicted, 0.5);
+  EXPECT_EQ(s.stop(), 0);
+}
+
+TEST(ServerHealth, AHungStepAmongFastOnesIs503WithinTheFloor) {
+  // Steps take ~1 ms; now and then one sleeps 1.5 s. With a floor of 500 ms,
+  // /health must say 503 about 0.5 s after the stream stops, and 200 once it resumes.
+  ServerProcess s({"--stall-min-ms", "500", "--inject-faults", "slow=0.1,slow_ms=1500,seed=3"});
+  HttpConnection stream(s.port());
+  stream.send("POST", "/v1/completions",
+              json({{"prompt", "Once"}, {"max_tokens", 60}, {"ignore_eos", true}, {"stream", true}}).dump());
+  ASSERT_EQ(stream.read_head().status, 200);
+  std::atomic<bool> done{false};
+  std::atomic<double> last_event{0};
+  const auto t0 = Clock::now();
+  std::thread reader([&] {
+    while (!stream.read_body_some().empty()) last_event = seconds_since(t0);
+    done = true;
+  });
+  double first_503 = -1, event_before = 0, worst_delay = 0;
+  int healthy_after = 0;
+  while (!done) {
+    const bool stalled = http_get(s.port(), "/health").status == 503;
+    const double now = seconds_since(t0);
+    if (stalled && first_503 < 0) {
+      first_503 = now;
+      event_before = last_event;
+      worst_delay = std::max(worst_delay, first_503 - event_before);
+    }
+    if (!stalled && first_503 >= 0) ++healthy_after;
+    std::this_thread::sleep_for(20ms);
+  }
+  reader.join();
+  ASSERT_GE(first_503, 0) << "no step was seen stalled";
+  EXPECT_LT(worst_delay, 0.5 + 0.6);  // the floor, a step's worth of slack, and the polling
+  EXPECT_GT(healthy_after, 0);
   EXPECT_EQ(s.stop(), 0);
 }
 
