@@ -86,7 +86,10 @@ TEST(EngineCore, CancelInEveryStateReturnsBlocksAtOnce) {
   }
   // preempted: a long-running low-priority sequence pushed out by pressure
   {
-    Core c(cfg, 4, 4);  // 16 tokens in all
+    EngineConfig greedy = cfg;  // admits b without headroom, so pressure comes at once
+    greedy.sched.kv_watermark = 0;
+    greedy.sched.kv_headroom_per_seq = 0;
+    Core c(greedy, 4, 4);  // 16 tokens in all
     const uint64_t a = c.add(6, 40);
     for (int i = 0; i < 4; ++i) c.core->step();
     const uint64_t b = c.add(6, 40);

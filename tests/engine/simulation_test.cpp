@@ -35,6 +35,7 @@ struct Sim {
     cfg.sched.max_num_seqs = 6;
     cfg.sched.max_batched_tokens = 20;
     cfg.sched.max_bypass = 4;
+    cfg.sched.kv_headroom_per_seq = 1;  // a 24-block pool: keep several sequences running, and preempting
     cfg.request_timeout_s = 30;
     cfg.max_n = 3;
     cfg.faults = FaultSpec{.forward = 0.02, .oom = 0.02, .alloc = 0.02, .seed = seed};
