@@ -271,10 +271,9 @@ void EngineCore::run_step(StepPlan& plan) {
       std::sort(plan.scheduled.begin(), plan.scheduled.end(),
                 [](const ScheduledSeq& a, const ScheduledSeq& b) { return admission_before(*a.seq, *b.seq); });
       const size_t keep = plan.scheduled.size() / 2;
-      for (size_t i = keep; i < plan.scheduled.size(); ++i) {
-        spdlog::warn("step {}: {}; preempted sequence {} to shrink the batch", step_, e.what(), plan.scheduled[i].seq->id);
-        sched_.preempt(plan.scheduled[i].seq, step_);
-      }
+      for (size_t i = keep; i < plan.scheduled.size(); ++i) sched_.preempt(plan.scheduled[i].seq, step_);
+      spdlog::warn("step {}: {}; preempted {} sequences to halve the batch (they will be recomputed)", step_, e.what(),
+                   plan.scheduled.size() - keep);
       plan.scheduled.resize(keep);
       plan.copies.clear();  // already made; the kept sequences' tables are unchanged
     } catch (const std::exception& e) {
@@ -401,9 +400,12 @@ bool EngineCore::step() {
   const double t0 = clock_->now();
   expire_and_reap();
   StepPlan plan = sched_.schedule(step_);
-  for (Sequence* p : plan.preempted)
-    spdlog::warn("preempted sequence {} ({} tokens): the KV cache is full; it will be recomputed", p->id,
-                 p->num_tokens());
+  if (!plan.preempted.empty()) {
+    int64_t tokens = 0;
+    for (const Sequence* p : plan.preempted) tokens += p->num_tokens();
+    spdlog::warn("step {}: preempted {} sequences ({} tokens; the KV cache is full; they will be recomputed)", step_,
+                 plan.preempted.size(), tokens);
+  }
   const bool ran = !plan.empty();
   if (ran) {
     run_step(plan);
