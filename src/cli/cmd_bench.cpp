@@ -30,10 +30,13 @@ struct Opts {
   int64_t kv_cache_tokens = 0;
   int max_num_seqs = 64;
   int max_batched_tokens = 2048;
+  double kv_watermark = SchedulerConfig{}.kv_watermark;
+  int kv_headroom_per_seq = SchedulerConfig{}.kv_headroom_per_seq;
   int threads = 0;
   bool mmap = false;
   uint64_t seed = 1;
   bool skip_reserve = false;
+  std::string faults;  // --inject-faults SPEC
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -47,11 +50,14 @@ void run_mode(const Opts& o, bool paged) {
   cfg.kv_cache_tokens = o.kv_cache_tokens;
   cfg.sched.max_num_seqs = o.max_num_seqs;
   cfg.sched.max_batched_tokens = o.max_batched_tokens;
+  cfg.sched.kv_watermark = o.kv_watermark;
+  cfg.sched.kv_headroom_per_seq = o.kv_headroom_per_seq;
   cfg.threads = o.threads;
   cfg.mmap = o.mmap;
   cfg.paged = paged;
   cfg.log_interval_s = 0;
   cfg.max_waiting = o.requests + 1;
+  if (!o.faults.empty()) cfg.faults = FaultSpec::parse(o.faults);
   auto engine = Engine::load(o.model, cfg);
 
   std::mt19937_64 rng(o.seed);
@@ -116,10 +122,10 @@ void run_mode(const Opts& o, bool paged) {
   const double hit = s.prefix_queries ? 100.0 * double(s.prefix_hits) / double(s.prefix_queries) : 0.0;
   const double util = s.kv_utilization_samples ? 100.0 * s.kv_utilization_sum / double(s.kv_utilization_samples) : 0.0;
   const double overhead = s.time_in_step > 0 ? 100.0 * (s.time_in_step - s.time_in_forward) / s.time_in_step : 0.0;
-  fmt::print("{:<8} {:>9.1f} {:>9.1f} {:>9.1f} {:>8.2f} {:>8.2f} {:>7} {:>7.1f}% {:>7.1f}% {:>8.1f}% {:>8.2f}\n",
+  fmt::print("{:<8} {:>9.1f} {:>9.1f} {:>9.1f} {:>8.2f} {:>8.2f} {:>7} {:>7.1f}% {:>7.1f}% {:>8.1f}% {:>8.2f} {:>7}\n",
              paged ? "paged" : "reserve", double(out_tokens) / wall, 1e3 * percentile(ttft, 0.5),
              1e3 * percentile(ttft, 0.99), 1e3 * percentile(itl, 0.5), 1e3 * percentile(itl, 0.99), s.preemptions, hit,
-             util, overhead, wall);
+             util, overhead, wall, s.errored);
 }
 
 }  // namespace
@@ -138,10 +144,16 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("--kv-cache-tokens", o->kv_cache_tokens, "KV pool size in tokens (0 = default sizing)")->capture_default_str();
   cmd->add_option("--max-num-seqs", o->max_num_seqs)->capture_default_str();
   cmd->add_option("--max-batched-tokens", o->max_batched_tokens)->capture_default_str();
+  cmd->add_option("--kv-watermark", o->kv_watermark, "Share of the KV pool kept free when admitting (paged mode)")
+      ->capture_default_str();
+  cmd->add_option("--kv-headroom-per-seq", o->kv_headroom_per_seq,
+                  "KV blocks kept free per running sequence when admitting (paged mode)")
+      ->capture_default_str();
   cmd->add_option("--threads,-t", o->threads)->capture_default_str();
   cmd->add_flag("--mmap", o->mmap, "Map the model file instead of reading it into memory (faster start, shared page cache; decode a few % slower)");
   cmd->add_option("--seed", o->seed)->capture_default_str();
   cmd->add_flag("--skip-reserve", o->skip_reserve, "Do not repeat the workload in reserve mode");
+  cmd->add_option("--inject-faults", o->faults, "Fault injection, as for serve (errors: requests that ended with one)");
   return {cmd, [o] {
             if (o->requests < 1 || o->min_prompt < 1 || o->max_prompt < o->min_prompt || o->min_output < 1 ||
                 o->max_output < o->min_output)
@@ -150,11 +162,11 @@ Command add_bench(CLI::App& app) {
             fmt::print("{} requests, prompts {}-{} tokens{}, outputs {}-{} tokens\n", o->requests, o->min_prompt,
                        o->max_prompt, o->shared_prefix ? fmt::format(" ({} shared)", o->shared_prefix) : "",
                        o->min_output, o->max_output);
-            fmt::print("{:<8} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>8} {:>8} {:>9} {:>8}\n", "mode", "out tok/s",
-                       "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "preempt", "prefix", "KV util", "non-fwd",
-                       "wall s");
-            fmt::print("{:<8} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>8} {:>8} {:>9} {:>8}\n", "", "", "ms", "ms", "ms",
-                       "ms", "", "hit", "", "share", "");
+            fmt::print("{:<8} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>8} {:>8} {:>9} {:>8} {:>7}\n", "mode",
+                       "out tok/s", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "preempt", "prefix", "KV util",
+                       "non-fwd", "wall s", "errors");
+            fmt::print("{:<8} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>8} {:>8} {:>9} {:>8} {:>7}\n", "", "", "ms", "ms",
+                       "ms", "ms", "", "hit", "", "share", "", "");
             run_mode(*o, true);
             if (!o->skip_reserve) run_mode(*o, false);
             return 0;

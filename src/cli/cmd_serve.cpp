@@ -131,7 +131,7 @@ Command add_serve(CLI::App& app) {
   cmd->add_option("--threads,-t", e.threads, "Worker threads (0 = one per core)")->capture_default_str();
   cmd->add_flag("--mmap", e.mmap, "Map the model file instead of reading it into memory (faster start, shared page cache; decode a few % slower)");
   cmd->add_option("--io-threads", s.io_threads, "Threads running the HTTP event loop")->capture_default_str();
-  cmd->add_option("--inject-faults", o->faults, "Fault injection, e.g. forward=0.05,oom=0.02,slow=0.1,slow_ms=200,seed=7");
+  cmd->add_option("--inject-faults", o->faults, "Fault injection, e.g. forward=0.05,oom=0.02,poison=0.01,slow=0.1,slow_ms=200,seed=7");
   cmd->add_flag("--audit-every-step", e.audit_every_step, "Check every KV block after each step (slow; for tests)");
   cmd->add_option("--log-interval", e.log_interval_s, "Seconds between throughput logs (0: off)")->capture_default_str();
   return {cmd, [o] { return run(*o); }};

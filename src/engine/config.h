@@ -69,6 +69,7 @@ struct EngineStats {
   int64_t requests_received = 0, requests_rejected = 0;
   int64_t finished_stop = 0, finished_length = 0, aborted = 0, timed_out = 0, errored = 0;
   int64_t step_failures = 0, oom_retries = 0;
+  int64_t forward_retries = 0;    // passes re-run to isolate a failure (halves)
   FaultCounts faults;
   Histogram ttft, itl, e2e;
   double time_in_forward = 0, time_in_step = 0;  // seconds, for the bench's overhead share

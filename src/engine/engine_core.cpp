@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <thread>
@@ -24,6 +25,7 @@ struct EngineCore::RequestState {
   int32_t num_cached_tokens = 0;
   bool forked = false;
   bool reader_gone = false;
+  bool poisoned = false;  // fault injection: no forward pass carrying it succeeds
   FinishReason outcome = FinishReason::none;
 };
 
@@ -104,6 +106,7 @@ void EngineCore::add(uint64_t id, Request r, OutputSink sink) {
   req->request = std::move(r);
   req->open_choices = req->request.n;
   req->choices.assign(size_t(req->request.n), 0);
+  req->poisoned = faults_.poison(id);
 
   // One sequence prefills the prompt; the other choices fork from it after.
   auto s = std::make_unique<SeqRun>();
@@ -225,10 +228,10 @@ void EngineCore::expire_and_reap() {
   for (uint64_t id : expired) cancel(id, FinishReason::timeout, "the request timed out");
 }
 
-void EngineCore::build_batch(const StepPlan& plan, Batch& batch) const {
+void EngineCore::build_batch(std::span<const ScheduledSeq> part, Batch& batch) const {
   batch.tokens.clear();
   batch.block_tables.clear();
-  for (const auto& sc : plan.scheduled) {
+  for (const auto& sc : part) {
     const Sequence& seq = *sc.seq;
     const int s = batch.add_sequence(blocks_.block_table(seq.id));
     for (int32_t i = 0; i < sc.num_tokens; ++i) {
@@ -238,57 +241,125 @@ void EngineCore::build_batch(const StepPlan& plan, Batch& batch) const {
   }
 }
 
-void EngineCore::fail_batch(const StepPlan& plan, const std::string& cause) {
+void EngineCore::fail_batch(std::span<const ScheduledSeq> part, const std::string& cause) {
   ++stats_.step_failures;
-  spdlog::error("step {} failed: {}; ending its {} sequences with an error", step_, cause, plan.scheduled.size());
-  for (const auto& sc : plan.scheduled) {
+  spdlog::error("step {} failed: {}; ending its {} sequences with an error", step_, cause, part.size());
+  for (const auto& sc : part) {
     auto it = seqs_.find(sc.seq->id);
     if (it != seqs_.end()) finish(*it->second, FinishReason::error, cause);
   }
 }
 
-void EngineCore::run_step(StepPlan& plan) {
+bool EngineCore::carries_poisoned(std::span<const ScheduledSeq> part) const {
+  return std::any_of(part.begin(), part.end(), [this](const ScheduledSeq& sc) {
+    auto it = seqs_.find(sc.seq->id);
+    return it != seqs_.end() && it->second->req->poisoned;
+  });
+}
+
+void EngineCore::forward(std::span<const ScheduledSeq> part) {
   Batch batch;
+  build_batch(part, batch);
+  faults_.before_forward(step_, carries_poisoned(part));
+  const double t0 = clock_->now();
+  runner_->forward(batch, logits_);
+  stats_.time_in_forward += clock_->now() - t0;
+  stats_.tokens_processed += int64_t(batch.tokens.size());
+}
+
+void EngineCore::run_step(StepPlan& plan) {
+  if (const int64_t ms = faults_.slow_ms(); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  try {
+    runner_->copy_blocks(plan.copies);  // once: every retry below finds them made
+  } catch (const std::exception& e) {
+    fail_batch(plan.scheduled, e.what());
+    return;
+  }
   for (int attempt = 0;; ++attempt) {
     try {
-      if (const int64_t ms = faults_.slow_ms(); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-      runner_->copy_blocks(plan.copies);
-      build_batch(plan, batch);
-      faults_.before_forward(step_);
-      const double t0 = clock_->now();
-      runner_->forward(batch, logits_);
-      stats_.time_in_forward += clock_->now() - t0;
-      stats_.tokens_processed += int64_t(batch.tokens.size());
+      forward(plan.scheduled);
       break;
     } catch (const ResourceExhausted& e) {
       // Out of memory: halve the batch (the lowest-priority half is
       // preempted and recomputed later) and retry, a bounded number of times.
       if (attempt >= config_.max_oom_retries || plan.scheduled.size() < 2) {
-        fail_batch(plan, e.what());
+        isolate_failure(plan.scheduled, e.what());
         return;
       }
       ++stats_.oom_retries;
       std::sort(plan.scheduled.begin(), plan.scheduled.end(),
                 [](const ScheduledSeq& a, const ScheduledSeq& b) { return admission_before(*a.seq, *b.seq); });
       const size_t keep = plan.scheduled.size() / 2;
-      for (size_t i = keep; i < plan.scheduled.size(); ++i) {
-        spdlog::warn("step {}: {}; preempted sequence {} to shrink the batch", step_, e.what(), plan.scheduled[i].seq->id);
-        sched_.preempt(plan.scheduled[i].seq, step_);
-      }
+      for (size_t i = keep; i < plan.scheduled.size(); ++i) sched_.preempt(plan.scheduled[i].seq, step_);
+      spdlog::warn("step {}: {}; preempted {} sequences to halve the batch (they will be recomputed)", step_, e.what(),
+                   plan.scheduled.size() - keep);
       plan.scheduled.resize(keep);
-      plan.copies.clear();  // already made; the kept sequences' tables are unchanged
     } catch (const std::exception& e) {
-      fail_batch(plan, e.what());
+      isolate_failure(plan.scheduled, e.what());
       return;
     }
   }
-  after_forward(plan);
+  after_forward(plan.scheduled);
 }
 
-void EngineCore::after_forward(const StepPlan& plan) {
+int32_t EngineCore::isolation_budget(size_t num_seqs) {
+  // Two passes per halving reach a one-sequence part wherever the failure
+  // is, so even a step whose every pass fails ends at least one sequence.
+  return 2 * int32_t(std::bit_width(num_seqs - 1)) + 2;
+}
+
+void EngineCore::isolate_failure(std::span<const ScheduledSeq> all, const std::string& cause) {
+  ++stats_.step_failures;
+  spdlog::warn("step {}: the forward pass of {} sequences failed ({}); retrying them in halves", step_, all.size(),
+               cause);
+  struct Part {
+    size_t begin, end;
+  };
+  std::vector<Part> todo;  // a stack: the first half of the latest failure runs next
+  auto split = [&todo](size_t begin, size_t end) {
+    if (end - begin == 1) {
+      todo.push_back({begin, end});  // the first failure of a lone sequence: once more, alone
+      return;
+    }
+    const size_t mid = begin + (end - begin) / 2;
+    todo.push_back({mid, end});
+    todo.push_back({begin, mid});
+  };
+  split(0, all.size());
+  int32_t budget = isolation_budget(all.size());
+  size_t ended = 0, deferred = 0;
+  while (!todo.empty()) {
+    const Part p = todo.back();
+    todo.pop_back();
+    const auto part = all.subspan(p.begin, p.end - p.begin);
+    if (budget == 0) {
+      deferred += part.size();  // not computed this step; scheduled again next step
+      continue;
+    }
+    --budget;
+    ++stats_.forward_retries;
+    try {
+      forward(part);
+    } catch (const std::exception& e) {
+      if (part.size() > 1) {
+        split(p.begin, p.end);
+      } else if (auto it = seqs_.find(part[0].seq->id); it != seqs_.end()) {
+        ++ended;
+        finish(*it->second, FinishReason::error, std::string("the forward pass failed for this request: ") + e.what());
+      }
+      continue;
+    }
+    after_forward(part);
+  }
+  if (ended > 0 || deferred > 0)
+    spdlog::warn("step {}: {} sequences failed alone and ended with an error; {} wait for the next step", step_, ended,
+                 deferred);
+}
+
+void EngineCore::after_forward(std::span<const ScheduledSeq> part) {
   size_t row = 0;
   const size_t V = size_t(vocab_size_);
-  for (const auto& sc : plan.scheduled) {
+  for (const auto& sc : part) {
     auto it = seqs_.find(sc.seq->id);
     if (it == seqs_.end() || it->second->finished) continue;
     SeqRun& s = *it->second;
@@ -401,9 +472,12 @@ bool EngineCore::step() {
   const double t0 = clock_->now();
   expire_and_reap();
   StepPlan plan = sched_.schedule(step_);
-  for (Sequence* p : plan.preempted)
-    spdlog::warn("preempted sequence {} ({} tokens): the KV cache is full; it will be recomputed", p->id,
-                 p->num_tokens());
+  if (!plan.preempted.empty()) {
+    int64_t tokens = 0;
+    for (const Sequence* p : plan.preempted) tokens += p->num_tokens();
+    spdlog::warn("step {}: preempted {} sequences ({} tokens; the KV cache is full; they will be recomputed)", step_,
+                 plan.preempted.size(), tokens);
+  }
   const bool ran = !plan.empty();
   if (ran) {
     stats_.last_step_tokens = plan.num_tokens;

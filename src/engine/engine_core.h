@@ -6,15 +6,27 @@
 //   ->  deliver deltas  ->  free what finished  ->  publish statistics.
 //
 // Every way a sequence ends goes through finish(), which takes it out of the
-// scheduler, frees its blocks and sends its one terminal event; a failed step
-// rolls back (nothing committed, nothing hashed) and finishes only the
-// sequences it affects. Nothing here blocks on a reader.
+// scheduler, frees its blocks and sends its one terminal event. Nothing here
+// blocks on a reader.
+//
+// A failed forward pass costs time, not requests. Nothing of it is committed
+// or hashed, and a retry rewrites the same K/V positions, so its sequences
+// are run again, bisected: each half as its own pass (copy-on-write copies
+// were made once, before the first pass), depth first; a half that passes is
+// committed and sampled at once, one that fails is halved again, and a
+// sequence that fails alone ends with FinishReason::error and "the forward
+// pass failed for this request: <cause>". A step spends at most
+// 2*ceil(log2(n))+2 such retries (enough to isolate one failing sequence of
+// n); sequences the budget does not reach are simply not computed this step
+// and are scheduled again next step. Out of memory (ResourceExhausted) first
+// halves the batch by preemption, max_oom_retries times, then isolates too.
 #pragma once
 
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -85,9 +97,13 @@ class EngineCore {
 
   void expire_and_reap();
   void run_step(StepPlan& plan);
-  void build_batch(const StepPlan& plan, Batch& batch) const;
-  void after_forward(const StepPlan& plan);
-  void fail_batch(const StepPlan& plan, const std::string& cause);
+  void forward(std::span<const ScheduledSeq> part);
+  void isolate_failure(std::span<const ScheduledSeq> all, const std::string& cause);
+  static int32_t isolation_budget(size_t num_seqs);
+  bool carries_poisoned(std::span<const ScheduledSeq> part) const;
+  void build_batch(std::span<const ScheduledSeq> part, Batch& batch) const;
+  void after_forward(std::span<const ScheduledSeq> part);
+  void fail_batch(std::span<const ScheduledSeq> part, const std::string& cause);
   void sample_seq(SeqRun& s, std::span<const float> logits);
   std::vector<SeqRun*> fork_choices(SeqRun& parent);
   void deliver(RequestState& req, int32_t choice, RequestOutput&& out);

@@ -45,25 +45,27 @@ FaultSpec FaultSpec::parse(std::string_view spec) {
     else if (name == "oom") f.oom = probability(name, value);
     else if (name == "alloc") f.alloc = probability(name, value);
     else if (name == "slow") f.slow = probability(name, value);
+    else if (name == "poison") f.poison = probability(name, value);
     else if (name == "slow_ms") f.slow_ms = integer(name, value);
     else if (name == "at_step") f.at_step = integer(name, value);
     else if (name == "load_ms") f.load_ms = integer(name, value);
     else if (name == "seed") f.seed = uint64_t(integer(name, value));
-    else fail<InvalidArgument>("--inject-faults: unknown fault '{}' (forward, oom, alloc, slow, slow_ms, at_step, load_ms, seed)", name);
+    else fail<InvalidArgument>("--inject-faults: unknown fault '{}' (forward, oom, alloc, slow, slow_ms, poison, at_step, load_ms, seed)", name);
   }
   return f;
 }
 
 std::string FaultSpec::describe() const {
-  return fmt::format("forward={} oom={} alloc={} slow={} slow_ms={} at_step={} load_ms={} seed={}", forward, oom, alloc,
-                     slow, slow_ms, at_step, load_ms, seed);
+  return fmt::format("forward={} oom={} alloc={} slow={} slow_ms={} poison={} at_step={} load_ms={} seed={}", forward,
+                     oom, alloc, slow, slow_ms, poison, at_step, load_ms, seed);
 }
 
-void FaultInjector::before_forward(int64_t step) {
+void FaultInjector::before_forward(int64_t step, bool carries_poisoned) {
   if (step == spec_.at_step) {
     ++counts_.forward;
     fail("injected fault: forward pass of step {} failed", step);
   }
+  if (carries_poisoned) fail("injected fault: poisoned request in the batch");
   if (draw(spec_.oom)) {
     ++counts_.oom;
     fail<ResourceExhausted>("injected fault: out of memory in the forward pass");
@@ -72,6 +74,21 @@ void FaultInjector::before_forward(int64_t step) {
     ++counts_.forward;
     fail("injected fault: forward pass failed");
   }
+}
+
+bool FaultInjector::is_poisoned(uint64_t request_id) const {
+  if (!(spec_.poison > 0)) return false;
+  // Its own stream per request, so whether a request is poisoned does not
+  // depend on how many other faults were drawn before it arrived.
+  uint64_t state = spec_.seed ^ (request_id * 0xd1b54a32d192ed03ull);
+  const double u = double(splitmix64(state) >> 11) * 0x1.0p-53;
+  return u < spec_.poison;
+}
+
+bool FaultInjector::poison(uint64_t request_id) {
+  const bool poisoned = is_poisoned(request_id);
+  counts_.poisoned += poisoned;
+  return poisoned;
 }
 
 bool FaultInjector::fail_alloc() {

@@ -1,16 +1,21 @@
 // Fault injection, off by default: makes the engine fail a forward pass, run
-// out of memory, fail a block allocation, slow a step or its model load, so tests (and
-// operators, with --inject-faults) can reproduce production failures on a CPU.
+// out of memory, fail a block allocation, slow a step or its model load, or
+// carry a request no forward pass can run, so tests (and operators, with
+// --inject-faults) can reproduce production failures on a CPU.
 //
 // SPEC is a comma-separated list of name=value:
-//   forward=P   a step's forward pass throws with probability P
+//   forward=P   a forward pass throws with probability P (transient: drawn per
+//               pass, so a retry usually passes)
+//   poison=P    each request is poisoned with probability P, drawn once from
+//               the seed and its id; every forward pass that carries a
+//               poisoned request fails (deterministic: only isolation helps)
 //   oom=P       a step's forward pass fails for lack of memory (ResourceExhausted)
 //   alloc=P     a block allocation fails as if the pool were empty
 //   slow=P      a step sleeps slow_ms milliseconds first (slow_ms=MS, default 100)
-//   at_step=N   the forward pass of step N fails (deterministic tests)
+//   at_step=N   every forward pass of step N fails, retries too (deterministic tests)
 //   load_ms=MS  loading the model first waits MS milliseconds (a server says 503 meanwhile)
 //   seed=S      the random stream of the faults (default 0)
-// Example: --inject-faults forward=0.05,oom=0.02,seed=7
+// Example: --inject-faults forward=0.05,oom=0.02,poison=0.01,seed=7
 #pragma once
 
 #include <cstdint>
@@ -22,19 +27,22 @@
 namespace pagoda {
 
 struct FaultSpec {
-  double forward = 0, oom = 0, alloc = 0, slow = 0;
+  double forward = 0, oom = 0, alloc = 0, slow = 0, poison = 0;
   int64_t slow_ms = 100;
   int64_t at_step = -1;
   int64_t load_ms = 0;
   uint64_t seed = 0;
 
   static FaultSpec parse(std::string_view spec);  // InvalidArgument naming the bad item
-  bool any() const { return forward > 0 || oom > 0 || alloc > 0 || slow > 0 || at_step >= 0 || load_ms > 0; }
+  bool any() const {
+    return forward > 0 || oom > 0 || alloc > 0 || slow > 0 || poison > 0 || at_step >= 0 || load_ms > 0;
+  }
   std::string describe() const;
 };
 
 struct FaultCounts {
   int64_t forward = 0, oom = 0, alloc = 0, slow = 0;
+  int64_t poisoned = 0;  // requests poisoned when added (not the passes they failed)
 };
 
 // Draws the faults; engine thread only.
@@ -42,8 +50,13 @@ class FaultInjector {
  public:
   explicit FaultInjector(const FaultSpec& spec = {}) : spec_(spec), rng_(spec.seed) {}
 
-  // Throws the injected failure for this step's forward pass, if any.
-  void before_forward(int64_t step);
+  // Throws the injected failure for a forward pass of `step`, if any;
+  // `carries_poisoned`: the pass's batch holds a poisoned request.
+  void before_forward(int64_t step, bool carries_poisoned = false);
+  // Whether request `id` is poisoned: a pure function of the seed and the id.
+  bool is_poisoned(uint64_t request_id) const;
+  // is_poisoned(), counting the request; call once per request added.
+  bool poison(uint64_t request_id);
   bool fail_alloc();
   int64_t slow_ms();  // 0 = no delay this step
 

@@ -1,6 +1,7 @@
 #include "sched/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "util/error.h"
 
@@ -17,6 +18,8 @@ Scheduler::Scheduler(const SchedulerConfig& config, BlockManager& blocks, std::f
   if (config.max_num_seqs < 1 || config.max_batched_tokens < 1 || config.max_bypass < 0 ||
       config.max_preemptions_per_step < 1 || config.max_preemptions_per_request < 1)
     fail<InvalidArgument>("scheduler limits must be positive");
+  if (!(config.kv_watermark >= 0 && config.kv_watermark < 1) || config.kv_headroom_per_seq < 0)
+    fail<InvalidArgument>("the KV watermark must be in [0, 1) and the headroom per sequence non-negative");
 }
 
 void Scheduler::insert_waiting(Sequence* seq) {
@@ -86,6 +89,13 @@ bool Scheduler::schedule_running(Sequence* seq, int64_t step, StepPlan& plan, in
   }
 }
 
+int32_t Scheduler::admission_headroom(int32_t running_after) const {
+  // Reserved sequences never grow past their reservation: nothing to keep back.
+  if (blocks_.config().policy == AllocPolicy::kReserve) return 0;
+  const auto watermark = int32_t(std::ceil(config_.kv_watermark * double(blocks_.num_blocks())));
+  return watermark + config_.kv_headroom_per_seq * running_after;
+}
+
 bool Scheduler::try_admit(Sequence* seq, StepPlan& plan, int32_t& budget) {
   const bool resumed = seq->state == SeqState::preempted;
   CachedPrefix prefix = blocks_.lookup_prefix(std::span<const TokenId>(seq->tokens).first(size_t(seq->num_tokens())),
@@ -95,6 +105,10 @@ bool Scheduler::try_admit(Sequence* seq, StepPlan& plan, int32_t& budget) {
   if (n <= 0) return false;
   // A resumed sequence waits until its whole context fits, so it cannot thrash.
   if (resumed && blocks_.blocks_needed(seq->id, seq->num_tokens(), prefix, seq->max_len) > blocks_.num_free_blocks())
+    return false;
+  if (!running_.empty() && blocks_.blocks_needed(seq->id, prefix.num_tokens + n, prefix, seq->max_len) +
+                                   admission_headroom(int32_t(running_.size()) + 1) >
+                               blocks_.num_free_blocks())
     return false;
   if (alloc_failure_injected()) return false;
   AllocResult r = blocks_.allocate(seq->id, prefix.num_tokens + n, prefix, seq->max_len);
@@ -130,7 +144,8 @@ StepPlan Scheduler::schedule(int64_t step) {
   for (Sequence* seq : queue) {
     if (budget == 0 || int32_t(running_.size()) >= config_.max_num_seqs) break;
     if (seq->preempted_at_step == step) continue;
-    if (blocked_head && blocked_head->bypassed >= config_.max_bypass) break;  // aging: nobody passes it now
+    if (blocked_head && (blocked_head->bypassed >= config_.max_bypass || blocked_head->state == SeqState::preempted))
+      break;  // aging, or a preempted head: nobody passes it now
     if (try_admit(seq, plan, budget)) {
       std::erase(waiting_, seq);
       if (blocked_head) ++blocked_head->bypassed;

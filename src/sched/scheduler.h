@@ -14,9 +14,17 @@
 //     --max-num-seqs allow: prefix-cache lookup, then the first prefill chunk.
 //     A preempted sequence is not looked at again in the step that preempted
 //     it, and resumes only when its whole context fits in the free blocks.
-//  3. A waiting head that does not fit does not stall the queue: later
+//  3. Admission looks ahead (paged mode): the running sequences will grow,
+//     and a preemption throws away all of a victim's work. So a sequence is
+//     admitted only if, after its allocation, the free blocks still cover a
+//     watermark (kv_watermark of the pool) plus kv_headroom_per_seq blocks
+//     per running sequence (the new one included). With nothing running the
+//     look-ahead is waived, so any sequence that fits the pool can start.
+//  4. A waiting head that does not fit does not stall the queue: later
 //     requests may pass it, but each pass counts, and after max_bypass passes
 //     nothing passes it until it is admitted (aging: it is never starved).
+//     Nobody passes a preempted head: the blocks it gave up are for it, else
+//     admissions refill them and preempt it (or another) again.
 //     A request preempted max_preemptions_per_request times is boosted.
 #pragma once
 
@@ -35,6 +43,13 @@ struct SchedulerConfig {
   int32_t max_bypass = 16;
   int32_t max_preemptions_per_step = 8;
   int32_t max_preemptions_per_request = 4;
+  // Admission headroom in paged mode (rule 3): a fraction of the pool (vLLM's
+  // default), plus blocks per running sequence (64 tokens of growth each at
+  // the default block size, so completions free blocks before the headroom
+  // is gone). Zero for both admits whatever fits now, and preempts as soon
+  // as the pool fills.
+  double kv_watermark = 0.01;
+  int32_t kv_headroom_per_seq = 4;
 };
 
 struct ScheduledSeq {
@@ -79,6 +94,7 @@ class Scheduler {
   bool schedule_running(Sequence* seq, int64_t step, StepPlan& plan, int32_t& budget);
   bool try_admit(Sequence* seq, StepPlan& plan, int32_t& budget);
   Sequence* pick_victim() const;
+  int32_t admission_headroom(int32_t running_after) const;
   bool alloc_failure_injected() { return fail_alloc_ && fail_alloc_(); }
   void insert_waiting(Sequence* seq);
 

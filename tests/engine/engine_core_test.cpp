@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
+#include <set>
+
 #include "engine/fake_runner.h"
 #include "util/error.h"
 
@@ -22,21 +24,32 @@ struct Core {
     clock = std::make_shared<ManualClock>();
     auto runner = std::make_unique<testing::FakeRunner>(kVocab, blocks, block_size, 1024);
     runner->nan_for_token = nan_for_token;
+    fake = runner.get();
     core = std::make_unique<EngineCore>(cfg, std::move(runner), blocks, nullptr, clock, std::vector<TokenId>{});
   }
-  uint64_t add(int32_t prompt_len, int32_t max_tokens, std::optional<double> timeout = {}, int32_t first = 3) {
+  uint64_t add(int32_t prompt_len, int32_t max_tokens, std::optional<double> timeout = {}, int32_t first = 3,
+               int32_t n = 1) {
     Request r;
     for (int32_t i = 0; i < prompt_len; ++i) r.prompt.push_back(first + i % 40);
     r.sampling.temperature = 0;
     r.sampling.max_tokens = max_tokens;
     r.timeout_s = timeout;
+    r.n = n;
     const uint64_t id = next_id++;
     core->add(id, std::move(r), [this, id](RequestOutput&& o) {
+      auto& toks = tokens[id][o.choice];
+      toks.insert(toks.end(), o.tokens.begin(), o.tokens.end());
       if (o.finish != FinishReason::none) finish[id] = o.finish;
+      if (!o.error.empty()) error[id] = o.error;
       if (o.request_done) done[id]++;
       return true;
     });
     return id;
+  }
+  void drain(int max_steps = 100000) {
+    for (int i = 0; i < max_steps && core->num_requests() > 0; ++i) core->step();
+    ASSERT_EQ(core->num_requests(), 0u);
+    EXPECT_EQ(used(), 0);
   }
   const Sequence* seq() const {
     for (const Sequence* s : core->scheduler().running()) return s;
@@ -49,6 +62,9 @@ struct Core {
   std::unique_ptr<EngineCore> core;
   std::map<uint64_t, FinishReason> finish;
   std::map<uint64_t, int> done;
+  std::map<uint64_t, std::string> error;
+  std::map<uint64_t, std::map<int32_t, std::vector<TokenId>>> tokens;  // per choice
+  testing::FakeRunner* fake = nullptr;  // owned by the core
   uint64_t next_id = 1;
 };
 
@@ -86,7 +102,10 @@ TEST(EngineCore, CancelInEveryStateReturnsBlocksAtOnce) {
   }
   // preempted: a long-running low-priority sequence pushed out by pressure
   {
-    Core c(cfg, 4, 4);  // 16 tokens in all
+    EngineConfig greedy = cfg;  // admits b without headroom, so pressure comes at once
+    greedy.sched.kv_watermark = 0;
+    greedy.sched.kv_headroom_per_seq = 0;
+    Core c(greedy, 4, 4);  // 16 tokens in all
     const uint64_t a = c.add(6, 40);
     for (int i = 0; i < 4; ++i) c.core->step();
     const uint64_t b = c.add(6, 40);
@@ -193,6 +212,107 @@ TEST(EngineCore, OutOfMemoryShrinksTheBatchBeforeFailingAnyone) {
   int ok = 0;
   for (uint64_t id : ids) ok += c.finish[id] == FinishReason::length;
   EXPECT_GT(ok, 0);
+}
+
+TEST(EngineCore, PoisonedRequestsFailAloneAndTheRestComplete) {
+  EngineConfig cfg;
+  cfg.sched.max_num_seqs = 16;
+  cfg.faults = FaultSpec{.poison = 0.1, .seed = 5};
+  Core c(cfg, 256);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 300; ++i) ids.push_back(c.add(5 + i % 7, 8, {}, 3 + i % 8));
+  c.drain();
+  int poisoned = 0;
+  for (uint64_t id : ids) {
+    if (c.core->faults().is_poisoned(id)) {
+      ++poisoned;
+      EXPECT_EQ(c.finish[id], FinishReason::error) << id;
+      EXPECT_NE(c.error[id].find("the forward pass failed for this request"), std::string::npos) << c.error[id];
+      EXPECT_NE(c.error[id].find("poisoned request"), std::string::npos) << c.error[id];
+    } else {
+      EXPECT_EQ(c.finish[id], FinishReason::length) << id << ": " << c.error[id];
+    }
+  }
+  EXPECT_GT(poisoned, 10);
+  EXPECT_EQ(c.core->stats().faults.poisoned, poisoned);
+  EXPECT_EQ(c.core->stats().errored, poisoned);
+  EXPECT_GT(c.core->stats().forward_retries, 0);
+}
+
+TEST(EngineCore, TransientForwardFailuresCostTimeNotRequests) {
+  EngineConfig cfg;
+  cfg.sched.max_num_seqs = 32;
+  cfg.faults = FaultSpec{.forward = 0.05, .seed = 11};
+  Core c(cfg, 512);
+  constexpr int kRequests = 2000;
+  for (int i = 0; i < kRequests; ++i) c.add(4 + i % 9, 12, {}, 3 + i % 8);
+  c.drain();
+  const auto& st = c.core->stats();
+  EXPECT_GT(st.faults.forward, 20);
+  EXPECT_GT(st.forward_retries, st.faults.forward / 2);
+  EXPECT_LE(st.errored, kRequests / 100) << "of " << kRequests;
+  EXPECT_EQ(st.finished_length + st.errored, kRequests);
+}
+
+TEST(EngineCore, ADeterministicFailureEndsOnlyThatSequence) {
+  EngineConfig cfg;
+  Core c(cfg, 64);
+  c.fake->fail_for_token = 7;
+  std::vector<uint64_t> ids;
+  for (int k = 0; k < 9; ++k) ids.push_back(c.add(6, 10, {}, 3 + k));  // ids[4] starts with token 7
+  c.drain();
+  for (size_t k = 0; k < ids.size(); ++k) {
+    if (k == 4) {
+      EXPECT_EQ(c.finish[ids[k]], FinishReason::error);
+      EXPECT_EQ(c.error[ids[k]], "the forward pass failed for this request: fake model: cannot run token 7");
+      EXPECT_TRUE(c.tokens[ids[k]][0].empty());
+    } else {
+      EXPECT_EQ(c.finish[ids[k]], FinishReason::length) << k << ": " << c.error[ids[k]];
+      EXPECT_EQ(c.tokens[ids[k]][0].size(), 10u);
+    }
+  }
+  EXPECT_EQ(c.core->stats().errored, 1);
+  // One failing sequence of 9: isolated within the step's retry budget.
+  EXPECT_EQ(c.core->stats().step_failures, 1);
+}
+
+TEST(EngineCore, ARetriedStepMakesItsCopiesOnceAndSamplesTheSame) {
+  // n = 3 shares the prompt's partial block; the first decode step copies it
+  // for two of the choices. Failing that step's first pass must change nothing.
+  auto run = [](std::set<int64_t> fail_calls) {
+    Core c({}, 64);
+    c.fake->fail_calls = std::move(fail_calls);
+    const uint64_t id = c.add(5, 6, {}, 3, /*n=*/3);
+    c.add(9, 6, {}, 20);
+    c.drain();
+    EXPECT_EQ(c.finish[id], FinishReason::length);
+    EXPECT_EQ(c.core->stats().errored, 0);
+    return std::make_pair(c.fake->copies_made, c.tokens);
+  };
+  const auto [copies, tokens] = run({});
+  EXPECT_GT(copies, 0);
+  for (int64_t call : {2, 3}) {
+    const auto [copies_retried, tokens_retried] = run({call});
+    EXPECT_EQ(copies_retried, copies) << "call " << call;
+    EXPECT_EQ(tokens_retried, tokens) << "call " << call;
+  }
+}
+
+TEST(EngineCore, EveryPassOfAStepFailingStillEndsSomeoneAndDefersTheRest) {
+  EngineConfig cfg;
+  cfg.faults.at_step = 2;  // every pass of step 2 fails
+  cfg.sched.max_num_seqs = 32;
+  Core c(cfg, 256);
+  for (int i = 0; i < 32; ++i) c.add(3, 4, {}, 3 + i);
+  c.core->step();
+  c.core->step();
+  // 32 sequences, budget 2*5+2 = 12 retries: depth-first reaches lone sequences, the rest wait.
+  const int64_t ended = c.core->stats().errored;
+  EXPECT_GE(ended, 1);
+  EXPECT_LT(ended, 32);
+  EXPECT_EQ(c.core->stats().forward_retries, 12);
+  c.drain();
+  EXPECT_EQ(c.core->stats().finished_length + ended, 32);
 }
 
 }  // namespace

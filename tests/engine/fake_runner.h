@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@ class FakeRunner : public ModelRunner {
   int32_t vocab_size() const override { return vocab_; }
   int32_t context_length() const override { return context_; }
   void copy_blocks(std::span<const BlockCopy> copies) override {
+    copies_made += int64_t(copies.size());
     for (const auto& c : copies)
       for (int32_t i = 0; i < block_size_; ++i)
         slots_[size_t(c.dst) * block_size_ + i] = slots_[size_t(c.src) * block_size_ + i];
@@ -38,6 +40,11 @@ class FakeRunner : public ModelRunner {
   void forward(const Batch& batch, std::vector<float>& logits) override {
     ++calls;
     for (const auto& t : batch.tokens) slot(batch, t.seq, t.pos) = t.token;
+    // Failures come after the writes, as a real pass may die halfway.
+    if (fail_calls.count(calls)) throw std::runtime_error("fake model: call " + std::to_string(calls) + " failed");
+    for (int32_t s = 0; s < int32_t(batch.block_tables.size()); ++s)
+      if (fail_for_token >= 0 && slot(batch, s, 0) == fail_for_token)
+        throw std::runtime_error("fake model: cannot run token " + std::to_string(fail_for_token));
     logits.clear();
     for (const auto& t : batch.tokens) {
       if (!t.logits) continue;
@@ -54,7 +61,10 @@ class FakeRunner : public ModelRunner {
     }
   }
   int64_t calls = 0;
+  int64_t copies_made = 0;     // blocks copied for copy-on-write
   int32_t nan_for_token = -1;  // a sequence starting with this token gets NaN logits there
+  int32_t fail_for_token = -1;  // every pass carrying a sequence that starts with it throws
+  std::set<int64_t> fail_calls;  // these calls (1 = the first) throw
 
  private:
   int32_t& slot(const Batch& b, int32_t seq, int32_t pos) {

@@ -22,7 +22,7 @@ TEST(FaultSpec, ParsesTheDocumentedExample) {
 
 TEST(FaultSpec, RejectsBadItemsByName) {
   for (const char* bad : {"forward", "forward=2", "forward=-0.1", "forward=x", "oom=0.1x", "slow_ms=-5",
-                          "at_step=1.5", "explode=1"}) {
+                          "at_step=1.5", "poison=1.5", "explode=1"}) {
     try {
       FaultSpec::parse(bad);
       ADD_FAILURE() << bad << " was accepted";
@@ -55,6 +55,42 @@ TEST(FaultInjector, AtStepAndOutOfMemoryThrowTheirKinds) {
   EXPECT_THROW(at.before_forward(4), Error);
   FaultInjector oom(FaultSpec{.oom = 1.0});
   EXPECT_THROW(oom.before_forward(1), ResourceExhausted);
+}
+
+TEST(FaultInjector, PoisonIsDrawnOncePerRequestFromTheSeed) {
+  const auto spec = FaultSpec::parse("poison=0.1,seed=9");
+  EXPECT_DOUBLE_EQ(spec.poison, 0.1);
+  EXPECT_TRUE(spec.any());
+  FaultInjector a(spec), b(spec);
+  int poisoned = 0;
+  for (uint64_t id = 1; id <= 5000; ++id) {
+    const bool p = a.poison(id);
+    poisoned += p;
+    EXPECT_EQ(p, a.is_poisoned(id));
+    EXPECT_EQ(p, b.is_poisoned(id)) << "same seed, same verdict";
+    if (id % 7 == 0) (void)b.fail_alloc();  // other draws do not move it
+  }
+  EXPECT_NEAR(poisoned / 5000.0, 0.1, 0.015);
+  EXPECT_EQ(a.counts().poisoned, poisoned);
+  EXPECT_EQ(b.counts().poisoned, 0);
+  FaultInjector other(FaultSpec{.poison = 0.1, .seed = 10});
+  int differ = 0;
+  for (uint64_t id = 1; id <= 1000; ++id) differ += other.is_poisoned(id) != a.is_poisoned(id);
+  EXPECT_GT(differ, 0);
+  EXPECT_FALSE(FaultInjector{}.is_poisoned(1));
+}
+
+TEST(FaultInjector, APassCarryingAPoisonedRequestFailsAndSaysSo) {
+  FaultInjector inj(FaultSpec{.poison = 0.5});
+  EXPECT_NO_THROW(inj.before_forward(1, false));
+  try {
+    inj.before_forward(1, true);
+    ADD_FAILURE() << "a poisoned batch passed";
+  } catch (const ResourceExhausted&) {
+    ADD_FAILURE() << "poison is not out of memory";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("poisoned request"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -109,6 +109,7 @@ TEST(EngineRealModel, BatchingChunkingPreemptionAndPrefixHitsChangeNoToken) {
   cfg.block_size = 8;
   cfg.sched.max_batched_tokens = 37;
   cfg.sched.max_num_seqs = 12;
+  cfg.sched.kv_headroom_per_seq = 0;  // admit greedily, so the pool fills and preempts
   auto e = make_engine(cfg);
   const auto got = e->generate(requests);
   for (size_t i = 0; i < requests.size(); ++i)
@@ -172,14 +173,20 @@ TEST(EngineRealModel, CrowdOnTinyPoolWithFailuresAllEnd) {
   }
   const auto s = wait_drained(*e, 30);
   EXPECT_GT(ok, 0);
-  EXPECT_GT(errors, 0);
+  // Failed passes cost retries, not requests: one ends only if it fails alone.
+  EXPECT_LE(errors, 3);
   EXPECT_GT(s.faults.forward + s.faults.oom, 0);
+  EXPECT_GT(s.forward_retries + s.oom_retries, 0);
   EXPECT_GT(s.preemptions, 0);
   EXPECT_EQ(s.kv_blocks_used, 0);
   EXPECT_EQ(s.running + s.waiting, 0);
   EXPECT_EQ(s.requests_received, s.requests_finished());
-  // One warning per preemption, never a loop of them.
-  EXPECT_EQ(log.count("preempted sequence"), int(s.preemptions)) << log.text().substr(0, 2000);
+  // One warning per step that preempts, with the count, never a loop of them.
+  const std::string text = log.text();
+  const std::regex counted("preempted (\\d+) sequences");
+  int64_t logged = 0;
+  for (std::sregex_iterator it(text.begin(), text.end(), counted), end; it != end; ++it) logged += std::stoll((*it)[1]);
+  EXPECT_EQ(logged, s.preemptions) << text.substr(0, 2000);
   // The engine still serves afterwards.
   e = nullptr;
 }

@@ -1,8 +1,8 @@
 // A deterministic simulation of the engine: the real scheduler and block
 // manager driven by a fake model on a virtual clock, through tens of
 // thousands of random steps (adds, cancels, deadlines, readers that leave,
-// failing and out-of-memory steps, failing allocations), checking every
-// invariant after every step.
+// failing and out-of-memory steps, poisoned requests, failing allocations),
+// checking every invariant after every step.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -25,6 +25,7 @@ struct Record {
   std::set<int32_t> finished_choices;
   bool done = false;
   bool leave = false;  // the reader goes away at its next delta
+  bool poisoned = false;  // fault injection: no pass carrying it succeeds
   int32_t n = 1;
 };
 
@@ -35,9 +36,10 @@ struct Sim {
     cfg.sched.max_num_seqs = 6;
     cfg.sched.max_batched_tokens = 20;
     cfg.sched.max_bypass = 4;
+    cfg.sched.kv_headroom_per_seq = 1;  // a 24-block pool: keep several sequences running, and preempting
     cfg.request_timeout_s = 30;
     cfg.max_n = 3;
-    cfg.faults = FaultSpec{.forward = 0.02, .oom = 0.02, .alloc = 0.02, .seed = seed};
+    cfg.faults = FaultSpec{.forward = 0.02, .oom = 0.02, .alloc = 0.02, .poison = 0.02, .seed = seed};
     cfg.audit_every_step = true;
     cfg.log_interval_s = 0;
     clock = std::make_shared<ManualClock>();
@@ -65,6 +67,7 @@ struct Sim {
     rec.prompt = r.prompt;
     rec.n = r.n;
     rec.leave = rng() % 25 == 0;
+    rec.poisoned = core->faults().is_poisoned(id);
     records[id] = rec;
     core->add(id, std::move(r), [this, id](RequestOutput&& out) {
       Record& rec = records[id];
@@ -79,6 +82,10 @@ struct Sim {
         ++progress;
       }
       if (out.finish != FinishReason::none) {
+        // Isolation: a poisoned request never completes, and its fault ends nobody else.
+        if (rec.poisoned)
+          EXPECT_TRUE(out.finish != FinishReason::stop && out.finish != FinishReason::length) << "request " << id;
+        if (out.error.find("poisoned") != std::string::npos) EXPECT_TRUE(rec.poisoned) << "request " << id;
         rec.finished_choices.insert(out.choice);
         ++progress;
         ++terminal_events;
@@ -162,6 +169,8 @@ TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
   EXPECT_GT(st.faults.forward, 0);
   EXPECT_GT(st.faults.oom, 0);
   EXPECT_GT(st.faults.alloc, 0);
+  EXPECT_GT(st.faults.poisoned, 0);
+  EXPECT_GT(st.forward_retries, 0);
   EXPECT_GT(st.preemptions, 0);  // reserve mode too: out-of-memory steps shrink the batch
   EXPECT_GT(st.aborted, 0);
   EXPECT_GT(st.timed_out, 0);

@@ -6,6 +6,8 @@
 #include <deque>
 #include <memory>
 
+#include "util/error.h"
+
 namespace pagoda {
 namespace {
 
@@ -51,6 +53,10 @@ int32_t tokens_of(const StepPlan& p, const Sequence* s) {
   return 0;
 }
 
+// No admission headroom: what the preemption tests below are about.
+constexpr double kNoWatermark = 0;
+constexpr int32_t kNoHeadroom = 0;
+
 TEST(Scheduler, ChunksPrefillsWithinTheTokenBudget) {
   Fixture f(64, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 10});
   Sequence* a = f.add(25);
@@ -90,7 +96,8 @@ TEST(Scheduler, RespectsMaxNumSeqs) {
 
 TEST(Scheduler, PreemptsTheNewestLowestPriorityAndNotAgainInThatStep) {
   // 6 blocks of 4 tokens. Three prompts of 8 tokens fill all six.
-  Fixture f(6, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 100});
+  Fixture f(6, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 100, .kv_watermark = kNoWatermark,
+                               .kv_headroom_per_seq = kNoHeadroom});
   Sequence* a = f.add(8, 0);
   Sequence* b = f.add(8, 0);
   Sequence* c = f.add(8, 1);  // lowest priority
@@ -110,7 +117,8 @@ TEST(Scheduler, PreemptsTheNewestLowestPriorityAndNotAgainInThatStep) {
 }
 
 TEST(Scheduler, ASequenceThatIsTheLowestPreemptsItselfOnce) {
-  Fixture f(4, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 100});
+  Fixture f(4, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 100, .kv_watermark = kNoWatermark,
+                               .kv_headroom_per_seq = kNoHeadroom});
   Sequence* a = f.add(8, 0);
   Sequence* b = f.add(8, 5);
   f.complete(f.sched.schedule(1));  // 4 blocks used
@@ -123,7 +131,8 @@ TEST(Scheduler, ASequenceThatIsTheLowestPreemptsItselfOnce) {
 }
 
 TEST(Scheduler, ResumesOnlyWhenTheWholeContextFits) {
-  Fixture f(7, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 100});
+  Fixture f(7, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 100, .kv_watermark = kNoWatermark,
+                               .kv_headroom_per_seq = kNoHeadroom});
   Sequence* a = f.add(8);
   Sequence* b = f.add(8);
   Sequence* c = f.add(8);
@@ -143,7 +152,8 @@ TEST(Scheduler, ResumesOnlyWhenTheWholeContextFits) {
 
 TEST(Scheduler, BypassIsBoundedThenTheHeadWaitsForRoom) {
   // A big request at the head cannot fit while smaller ones keep arriving.
-  Fixture f(8, SchedulerConfig{.max_num_seqs = 16, .max_batched_tokens = 100, .max_bypass = 2});
+  Fixture f(8, SchedulerConfig{.max_num_seqs = 16, .max_batched_tokens = 100, .max_bypass = 2,
+                               .kv_watermark = kNoWatermark, .kv_headroom_per_seq = kNoHeadroom});
   Sequence* filler = f.add(20);  // 5 blocks
   f.complete(f.sched.schedule(1));
   Sequence* big = f.add(16);  // needs 4 blocks + room: only 3 free
@@ -197,6 +207,86 @@ TEST(Scheduler, InjectedAllocationFailureAdmitsNothing) {
   EXPECT_TRUE(sched.schedule(1).empty());
   EXPECT_EQ(sched.waiting().size(), 1u);
   EXPECT_EQ(bm.num_free_blocks(), 16);
+}
+
+TEST(Scheduler, AdmissionKeepsHeadroomForTheRunningSequencesToGrow) {
+  auto run = [](int32_t headroom) {
+    Fixture f(10, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 100, .kv_watermark = kNoWatermark,
+                                  .kv_headroom_per_seq = headroom});
+    for (int i = 0; i < 5; ++i) f.add(8);  // 2 blocks each; at 9 tokens each needs a third
+    auto p = f.sched.schedule(1);
+    const size_t admitted = p.scheduled.size();
+    f.complete(p);
+    p = f.sched.schedule(2);
+    return std::make_pair(admitted, p.preempted.size());
+  };
+  // One block per running sequence kept back: a (free), b (2+2 <= 8), c (2+3 <= 6), not d (2+4 > 4).
+  const auto [admitted, preempted] = run(1);
+  EXPECT_EQ(admitted, 3u);
+  EXPECT_EQ(preempted, 0u);  // each takes its next block from the headroom
+  const auto [admitted_greedy, preempted_greedy] = run(kNoHeadroom);
+  EXPECT_EQ(admitted_greedy, 5u);
+  EXPECT_GT(preempted_greedy, 0u);  // the pool was full: the first decodes preempt
+}
+
+TEST(Scheduler, WatermarkIsAShareOfThePoolWaivedWhenNothingRuns) {
+  Fixture f(10, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 100, .kv_watermark = 0.25,
+                                .kv_headroom_per_seq = kNoHeadroom});  // ceil(2.5) = 3 blocks
+  Sequence* whole = f.add(40);  // all 10 blocks: admitted, nothing else runs
+  auto p = f.sched.schedule(1);
+  EXPECT_EQ(tokens_of(p, whole), 40);
+  f.complete(p);
+  f.sched.remove(whole);
+  Sequence* a = f.add(4);   // 1 block
+  Sequence* b = f.add(24);  // 6 blocks + 3 kept = 9 of the 9 left
+  Sequence* c = f.add(4);   // 1 + 3 > 3
+  p = f.sched.schedule(2);
+  EXPECT_EQ(tokens_of(p, a), 4);
+  EXPECT_EQ(tokens_of(p, b), 24);
+  EXPECT_EQ(tokens_of(p, c), 0);
+  EXPECT_EQ(f.bm.num_free_blocks(), 3);
+}
+
+TEST(Scheduler, NobodyPassesAPreemptedHead) {
+  Fixture f(8, SchedulerConfig{.max_num_seqs = 16, .max_batched_tokens = 100, .kv_watermark = kNoWatermark,
+                               .kv_headroom_per_seq = kNoHeadroom});
+  Sequence* a = f.add(16);  // 4 blocks
+  Sequence* b = f.add(12);  // 3 blocks
+  f.complete(f.sched.schedule(1));
+  f.sched.preempt(b, 1);          // 4 free; b needs 4 for its 13 tokens
+  Sequence* small = f.add(2);
+  auto p = f.sched.schedule(2);   // a's decode takes a block: 3 free
+  EXPECT_EQ(tokens_of(p, a), 1);
+  EXPECT_EQ(tokens_of(p, b), 0);
+  EXPECT_EQ(tokens_of(p, small), 0) << "a fresh request took the blocks the preempted one gave up";
+  f.complete(p);
+  f.sched.remove(a);
+  p = f.sched.schedule(3);
+  EXPECT_GT(tokens_of(p, b), 0);
+  EXPECT_GT(tokens_of(p, small), 0);
+}
+
+TEST(Scheduler, ReserveModeKeepsNoHeadroom) {
+  BlockManager bm(BlockManagerConfig{8, 4, true, AllocPolicy::kReserve});
+  Scheduler sched(SchedulerConfig{.kv_watermark = 0.5, .kv_headroom_per_seq = 2}, bm);
+  Sequence s[2];
+  for (int i = 0; i < 2; ++i) {
+    s[i].id = SeqId(i + 1);
+    s[i].tokens = {int32_t(10 * i + 1), 2, 3};
+    s[i].num_prompt = 3;
+    s[i].max_len = 16;  // 4 blocks reserved each: the whole pool
+    s[i].arrival = uint64_t(i);
+    sched.add(&s[i]);
+  }
+  EXPECT_EQ(sched.schedule(1).scheduled.size(), 2u);
+  EXPECT_EQ(bm.num_free_blocks(), 0);
+}
+
+TEST(Scheduler, RejectsABadWatermark) {
+  BlockManager bm(BlockManagerConfig{8, 4, true, AllocPolicy::kPaged});
+  EXPECT_THROW(Scheduler(SchedulerConfig{.kv_watermark = 1.0}, bm), InvalidArgument);
+  EXPECT_THROW(Scheduler(SchedulerConfig{.kv_watermark = -0.1}, bm), InvalidArgument);
+  EXPECT_THROW(Scheduler(SchedulerConfig{.kv_headroom_per_seq = -1}, bm), InvalidArgument);
 }
 
 }  // namespace
