@@ -1,0 +1,65 @@
+// libFuzzer target for both tokenizers (SentencePiece-style and byte-level
+// BPE, real vocabularies from $PAGODA_SHARED/testdata/tokenizer): any bytes
+// encode to ids inside the vocabulary, any ids (valid or not) decode to valid
+// UTF-8, neither throws, and a valid UTF-8 text decodes back to itself. The
+// first byte picks the vocabulary and whether special tokens are parsed; with
+// its high bit set, the rest is read as ids to decode, incrementally too
+// (IncrementalDecoder, whose output joined with its flush must be valid UTF-8
+// and equal the bytes the ids stand for when those are valid UTF-8).
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fuzz_shared.h"
+#include "gguf/file.h"
+#include "tokenizer/incremental_decoder.h"
+#include "tokenizer/tokenizer.h"
+
+namespace {
+
+using pagoda::fuzz::check;
+
+std::vector<std::unique_ptr<pagoda::Tokenizer>> tokenizers;
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  for (const char* name : {"ggml-vocab-llama-spm.gguf", "ggml-vocab-gpt-2.gguf", "ggml-vocab-phi-3.gguf"}) {
+    const auto file = pagoda::GgufFile::open(pagoda::fuzz::shared_path(std::string("testdata/tokenizer/") + name));
+    tokenizers.push_back(std::make_unique<pagoda::Tokenizer>(pagoda::Tokenizer::from_gguf(file)));
+  }
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  const pagoda::Tokenizer& tok = *tokenizers[(data[0] & 0x7F) % tokenizers.size()];
+  const bool parse_special = data[0] & 0x40;
+  const std::string_view rest(reinterpret_cast<const char*>(data + 1), size - 1);
+
+  if (data[0] & 0x80) {
+    std::vector<int32_t> ids(rest.size() / 4);
+    if (!ids.empty()) std::memcpy(ids.data(), rest.data(), ids.size() * 4);
+    for (auto& id : ids)  // mostly inside the vocabulary, some outside
+      if (id >= 0 && (id & 0xFF000000) == 0) id %= int32_t(tok.vocab_size() + 8);
+    check(pagoda::fuzz::valid_utf8(tok.decode(ids)), "decode gives valid UTF-8");
+    pagoda::IncrementalDecoder inc(tok);
+    std::string streamed, bytes;
+    for (int32_t id : ids) {
+      streamed += inc.push(id);
+      bytes += tok.decode_bytes(id);
+    }
+    streamed += inc.flush();
+    check(pagoda::fuzz::valid_utf8(streamed), "incremental decode gives valid UTF-8");
+    if (pagoda::fuzz::valid_utf8(bytes)) check(streamed == bytes, "incremental decode keeps valid text as it is");
+    return 0;
+  }
+
+  const std::vector<int32_t> ids = tok.encode(rest, /*add_bos=*/false, parse_special);
+  for (int32_t id : ids) check(id >= 0 && size_t(id) < tok.vocab_size(), "ids inside the vocabulary");
+  if (!parse_special && pagoda::fuzz::valid_utf8(rest)) check(tok.decode(ids) == rest, "decode(encode(text)) == text");
+  return 0;
+}
