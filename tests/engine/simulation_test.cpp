@@ -83,9 +83,12 @@ struct Sim {
       }
       if (out.finish != FinishReason::none) {
         // Isolation: a poisoned request never completes, and its fault ends nobody else.
-        if (rec.poisoned)
+        if (rec.poisoned) {
           EXPECT_TRUE(out.finish != FinishReason::stop && out.finish != FinishReason::length) << "request " << id;
-        if (out.error.find("poisoned") != std::string::npos) EXPECT_TRUE(rec.poisoned) << "request " << id;
+        }
+        if (out.error.find("poisoned") != std::string::npos) {
+          EXPECT_TRUE(rec.poisoned) << "request " << id;
+        }
         rec.finished_choices.insert(out.choice);
         ++progress;
         ++terminal_events;
