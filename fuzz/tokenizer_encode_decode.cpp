@@ -66,6 +66,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto type = tok.token_type(id);
     plain = plain && (type == pagoda::TokenType::Normal || type == pagoda::TokenType::Byte);
   }
-  if (plain && pagoda::fuzz::valid_utf8(rest)) check(tok.decode(ids) == rest, "decode(encode(text)) == text");
+  // SentencePiece writes spaces as U+2581, so a text that holds U+2581 itself comes back with spaces.
+  const bool spm_space_symbol = !tok.byte_level() && rest.find("\xE2\x96\x81") != std::string_view::npos;
+  if (plain && !spm_space_symbol && pagoda::fuzz::valid_utf8(rest))
+    check(tok.decode(ids) == rest, "decode(encode(text)) == text");
   return 0;
 }
