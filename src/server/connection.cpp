@@ -53,8 +53,13 @@ void Connection::drain() {
 
 void Connection::abort_generation(const std::string& message) {
   asio::dispatch(socket_.get_executor(), [self = shared_from_this(), message] {
-    if (self->active_ && !self->active_->finished && self->phase_ == Phase::handling)
+    if (self->phase_ != Phase::handling) return;
+    if (self->active_ && !self->active_->finished) {
       self->fail_generation(*self->active_, 503, message);
+    } else if (self->parsing_) {
+      self->parsing_ = false;  // its parse result will find the exchange over
+      self->respond_error(ApiError(503, message));
+    }
   });
 }
 
@@ -162,6 +167,7 @@ void Connection::refuse(int status, std::string message) {
 void Connection::on_request() {
   read_timer_.cancel();
   phase_ = Phase::handling;
+  ++exchange_;
   complete_ = false;
   auto req = reader_->release();
   reader_.reset();

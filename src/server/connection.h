@@ -76,7 +76,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void models(std::string_view target);
   // Generations (generation.cpp).
   void start_generation(bool chat, std::string body);
-  void submit_generation(std::shared_ptr<Generation> g, const ApiError* error);
+  void submit_generation(uint64_t exchange, std::shared_ptr<Generation> g, const ApiError* error);
   void on_output(const std::shared_ptr<Generation>& g, RequestOutput&& out);
   void stream_delta(Generation& g, const RequestOutput& out);
   void stream_head(Generation& g);
@@ -100,7 +100,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Phase phase_ = Phase::reading;
   ReadStage read_stage_ = ReadStage::idle;
   bool continue_sent_ = false;  // `100 Continue` answered to this request's Expect
-  bool parsing_ = false;        // a generation request is with the request workers
+  bool parsing_ = false;        // a generation request is being parsed (on the workers) and not yet submitted
+  uint64_t exchange_ = 0;       // counts requests, so a late parse result finds its own
   bool reading_ = false;       // a read is posted on the socket
   bool keep_alive_ = true;     // of the current exchange
   bool http11_ = true;

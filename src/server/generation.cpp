@@ -35,7 +35,8 @@ void Connection::start_generation(bool chat, std::string body) {
   if (!m) throw ApiError(503, "the model is still loading; retry shortly", "", "", 1);
   if (state_->draining) throw ApiError(503, "the server is shutting down");
   parsing_ = true;
-  asio::post(state_->workers, [self = shared_from_this(), ex = socket_.get_executor(), m, chat, body = std::move(body)] {
+  asio::post(state_->workers, [self = shared_from_this(), ex = socket_.get_executor(), exchange = exchange_, m, chat,
+                               body = std::move(body)] {
     std::shared_ptr<Generation> g;
     std::optional<ApiError> error;
     try {
@@ -53,15 +54,15 @@ void Connection::start_generation(bool chat, std::string body) {
       spdlog::error("internal error parsing a request: {}", e.what());
       error = ApiError(500, fmt::format("internal error: {}", e.what()));
     }
-    asio::post(ex, [self, g = std::move(g), error = std::move(error)]() mutable {
-      self->submit_generation(std::move(g), error ? &*error : nullptr);
+    asio::post(ex, [self, exchange, g = std::move(g), error = std::move(error)]() mutable {
+      self->submit_generation(exchange, std::move(g), error ? &*error : nullptr);
     });
   });
 }
 
-void Connection::submit_generation(std::shared_ptr<Generation> g, const ApiError* error) {
+void Connection::submit_generation(uint64_t exchange, std::shared_ptr<Generation> g, const ApiError* error) {
+  if (exchange != exchange_ || !parsing_ || phase_ != Phase::handling) return;  // answered or gone meanwhile
   parsing_ = false;
-  if (phase_ != Phase::handling) return;  // the client left meanwhile
   try {
     if (error) throw *error;
     if (state_->draining) throw ApiError(503, "the server is shutting down");
@@ -103,7 +104,8 @@ void Connection::health_generate(const ServedModel& m) {
   g->req.engine.timeout_s = kProbeTimeout;
   g->choices.resize(1);
   g->ident = {new_id("health-"), int64_t(std::time(nullptr)), m.name};
-  submit_generation(std::move(g), nullptr);
+  parsing_ = true;
+  submit_generation(exchange_, std::move(g), nullptr);
 }
 
 void Connection::on_output(const std::shared_ptr<Generation>& gp, RequestOutput&& out) {

@@ -153,7 +153,7 @@ void Server::on_accept_error(const error_code& ec) {
   ++accept_errors_;
   const bool out_of_fds = ec == asio::error::no_descriptors || ec.value() == ENFILE;
   if (out_of_fds && spare_fd_ >= 0) {
-    // Give up the spare descriptor to take the waiting connection and say no.
+    // Give up the spare descriptor to take a waiting connection and say no.
     ::close(spare_fd_);
     error_code e2;
     tcp::socket socket(io_);
@@ -169,8 +169,16 @@ void Server::on_accept_error(const error_code& ec) {
     accept_warned_at_ = now();
     accept_errors_ = 0;
   }
+  if (out_of_fds && spare_fd_ >= 0) {
+    // Linux fails accept() for want of a descriptor before it looks for a
+    // connection: wait for one to be pending, then accept or refuse it.
+    acceptor_.async_wait(tcp::acceptor::wait_read, [this](error_code ec) {
+      if (!ec) accept();
+    });
+    return;
+  }
   // Retry shortly rather than spinning; connections that close free descriptors.
-  accept_timer_.expires_after(out_of_fds && spare_fd_ >= 0 ? 1ms : 50ms);
+  accept_timer_.expires_after(50ms);
   accept_timer_.async_wait([this](error_code ec) {
     if (!ec) accept();
   });
