@@ -1,7 +1,8 @@
 // Crowds and rude clients, bounded for CI (PAGODA_TEST_SCALE scales them):
 //  - 128 concurrent clients on a 2048-token KV pool, 30% hanging up (while
 //    waiting or mid-stream), 10% sending bad input, the engine failing
-//    forward passes: every request ends, the books balance, nothing leaks,
+//    forward passes (transient, and 10% poisoned requests that always fail):
+//    every request ends, the books balance, nothing leaks,
 //    the server still answers; paged and --no-paged-attn.
 //  - 512 concurrent streams plus 2,000 idle keep-alive connections, served by
 //    a handful of threads.
@@ -34,7 +35,7 @@ class ServerLoadAndFaults : public ::testing::TestWithParam<bool> {};
 
 TEST_P(ServerLoadAndFaults, EveryRequestEndsAndNothingLeaks) {
   std::vector<std::string> args = {"--kv-cache-tokens", "2048", "--max-num-seqs", "32", "--inject-faults",
-                                   "forward=0.01,at_step=10,seed=11", "--audit-every-step"};
+                                   "forward=0.01,poison=0.1,at_step=10,seed=11", "--audit-every-step"};
   if (!GetParam()) args.push_back("--no-paged-attn");
   ServerProcess s(args);
   const int n = scaled(512, 128);
