@@ -15,7 +15,8 @@ struct Command {
   Runner run;
 };
 
-// The default model: $PAGODA_SHARED/models/stories260K.gguf (PAGODA_SHARED defaults to ../shared).
+// The default model, models/stories260K.gguf: found beside the binary, in the source tree, or
+// under $PAGODA_SHARED (default ../shared).
 std::string default_model_path();
 
 Command add_generate(CLI::App& app);

@@ -4,18 +4,36 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
+#include <vector>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "pagoda_version.h"
 #include "util/error.h"
 
 namespace pagoda::cli {
 
+// models/ beside the binary (build/pagoda -> models/), in the source tree it
+// was built from, then the shared data folder; the first that exists.
 std::string default_model_path() {
+  namespace fs = std::filesystem;
+  const fs::path file = fs::path("models") / "stories260K.gguf";
+  std::vector<fs::path> places;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    places.push_back(exe.parent_path().parent_path() / file);
+    places.push_back(exe.parent_path() / file);
+  }
+  places.push_back(fs::path(PAGODA_SOURCE_DIR) / file);
   const char* shared = std::getenv("PAGODA_SHARED");
-  return std::string(shared && *shared ? shared : "../shared") + "/models/stories260K.gguf";
+  places.push_back(fs::path(shared && *shared ? shared : "../shared") / file);
+  for (const auto& p : places)
+    if (fs::exists(p, ec)) return p.lexically_normal().string();
+  return places.front().lexically_normal().string();
 }
 
 }  // namespace pagoda::cli
@@ -29,6 +47,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Pagoda: an LLM inference engine for Llama-family GGUF models", "pagoda"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every subcommand");
+  app.set_version_flag("--version", "pagoda " PAGODA_VERSION " (git " PAGODA_GIT_REVISION ")");
   std::vector<Command> commands;
   for (auto add : {add_generate, add_tokenize, add_info, add_bench, add_bench_model, add_quantize, add_serve, add_loadgen,
                    add_soak}) commands.push_back(add(app));
