@@ -3,6 +3,7 @@
 #include "server/connection.h"
 
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/beast/core/string.hpp>
 #include <spdlog/spdlog.h>
 
@@ -75,7 +76,9 @@ void Connection::begin_reading() {
   continue_sent_ = false;
   read_stage_ = ReadStage::idle;
   arm_read_timer();
-  parse_request();  // a pipelined request may be buffered already
+  // A pipelined request may be buffered already. Posted, not called: a
+  // buffer of thousands of small requests must not answer them recursively.
+  asio::post(socket_.get_executor(), [self = shared_from_this()] { self->parse_request(); });
 }
 
 void Connection::parse_request() {
