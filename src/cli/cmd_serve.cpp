@@ -109,6 +109,11 @@ Command add_serve(CLI::App& app) {
   cmd->add_option("--max-num-seqs", e.sched.max_num_seqs, "Most sequences in a batch")->capture_default_str();
   cmd->add_option("--max-batched-tokens", e.sched.max_batched_tokens, "Most tokens in a step")->capture_default_str();
   cmd->add_option("--max-bypass", e.sched.max_bypass, "How often a waiting request may be passed")->capture_default_str();
+  cmd->add_option("--kv-watermark", e.sched.kv_watermark, "Share of the KV pool kept free when admitting (paged mode)")
+      ->capture_default_str();
+  cmd->add_option("--kv-headroom-per-seq", e.sched.kv_headroom_per_seq,
+                  "KV blocks kept free per running sequence when admitting (paged mode)")
+      ->capture_default_str();
   cmd->add_option("--max-waiting", e.max_waiting, "Waiting-queue bound; beyond it requests get 429")->capture_default_str();
   cmd->add_flag("--no-paged-attn", o->no_paged, "Reserve whole contexts instead of paging the KV cache");
   cmd->add_flag("--no-prefix-caching", o->no_prefix, "Do not reuse KV blocks across requests");
