@@ -134,7 +134,7 @@ void Connection::read_some() {
   if (phase_ == Phase::handling && buffer_.size() >= kMaxPipelined) return;
   if (phase_ == Phase::lingering) buffer_.consume(buffer_.size());
   reading_ = true;
-  socket_.async_read_some(buffer_.prepare(kReadSize),
+  socket_.async_read_some(asio::buffer(chunk_.get(), kReadSize),
                           [self = shared_from_this()](error_code ec, size_t n) { self->on_read(ec, n); });
 }
 
@@ -151,7 +151,7 @@ void Connection::on_read(error_code ec, size_t n) {
     if (active_ && !active_->finished) spdlog::debug("client of {} left: {}", active_->ident.id, ec.message());
     return close();  // EOF or a reset: the client is gone, wherever its request is
   }
-  buffer_.commit(n);
+  buffer_.commit(asio::buffer_copy(buffer_.prepare(n), asio::buffer(chunk_.get(), n)));
   if (phase_ == Phase::reading) return parse_request();
   read_some();
 }

@@ -52,7 +52,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
  private:
   static constexpr size_t kMaxPipelined = 1 << 20;  // bytes read ahead while a request is pending
-  static constexpr size_t kReadSize = 64 << 10;
+  static constexpr size_t kReadSize = 16 << 10;
   enum class Phase { reading, handling, lingering, closed };
   // What the read timer guards: the wait for a request, its headers, its body.
   enum class ReadStage { idle, header, body };
@@ -94,7 +94,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   tcp::socket socket_;
   std::shared_ptr<ServerState> state_;
-  boost::beast::flat_buffer buffer_;
+  boost::beast::flat_buffer buffer_;  // bytes read and not yet parsed
+  // A read lands here, never in buffer_: the parser consumes buffer_ while a
+  // read is pending, and an emptied flat_buffer moves its write position.
+  std::unique_ptr<char[]> chunk_ = std::make_unique<char[]>(kReadSize);
   std::optional<RequestReader> reader_;
   asio::steady_timer read_timer_, write_timer_;
   Phase phase_ = Phase::reading;

@@ -3,7 +3,9 @@
 // against llama.cpp's reference for stories260K.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
+#include <thread>
 
 #include "server/http_client.h"
 #include "server/server_process.h"
@@ -262,6 +264,26 @@ TEST_F(ServerApi, KeepAliveAndPipelining) {
   EXPECT_EQ(c.read_response().json()["usage"]["completion_tokens"].get<int>() <= 2, true);
   EXPECT_EQ(c.read_response().json()["usage"]["completion_tokens"], 3);
   EXPECT_EQ(c.read_response().json()["status"], "ok");
+}
+
+// A body that arrives after the parser has emptied the read buffer, while a
+// read is pending: the new bytes must be the body, not stale buffer content.
+TEST_F(ServerApi, ABodyArrivingAfterThePreviousResponseIsReadIntact) {
+  HttpConnection c(port());
+  const std::string a = json({{"prompt", "Hi"}, {"max_tokens", 2}}).dump();
+  const std::string b = json({{"prompt", "Hi"}, {"max_tokens", 3}, {"ignore_eos", true}}).dump();
+  auto head = [](const std::string& body) {
+    return "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n";
+  };
+  const size_t half = b.size() / 2;
+  c.write_raw(head(a) + a + head(b) + b.substr(0, half));
+  EXPECT_EQ(c.read_response().status, 200);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // b's head and half its body are parsed
+  c.write_raw(b.substr(half));
+  const HttpResponse r = c.read_response();
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["usage"]["completion_tokens"], 3);
 }
 
 TEST_F(ServerApi, ExpectContinue) {
