@@ -26,6 +26,19 @@ std::chrono::steady_clock::duration seconds(double s) {
 
 constexpr size_t kLingerBytes = 64 << 20;  // what a lingering close discards at most
 
+// The value of `name` in a query string ("?a=1&b=2"); empty when absent.
+std::string_view query_value(std::string_view query, std::string_view name) {
+  if (query.starts_with('?')) query.remove_prefix(1);
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    if (pair.starts_with(name) && pair.size() > name.size() && pair[name.size()] == '=')
+      return pair.substr(name.size() + 1);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+  }
+  return {};
+}
+
 }  // namespace
 
 Connection::Connection(tcp::socket socket, std::shared_ptr<ServerState> state)
@@ -244,8 +257,7 @@ void Connection::health(std::string_view query) {
                                    {"reason", st.reason},
                                    {"seconds", st.seconds},
                                    {"limit_seconds", st.limit_seconds}}));
-  if (query.find("generate=1") != std::string_view::npos || query.find("generate=true") != std::string_view::npos)
-    return health_generate(*m);
+  if (const auto g = query_value(query, "generate"); g == "1" || g == "true") return health_generate(*m);
   respond_json(200, R"({"status":"ok"})");
 }
 

@@ -15,18 +15,18 @@ void StallWatch::sample(const EngineStats& s, size_t pending, double now) {
   const bool busy = s.running + s.waiting > 0 || s.step_in_progress || pending > 0;
   if (!busy || s.steps != last_steps_ || progress_ == 0) progress_ = now;
   last_steps_ = s.steps;
-  // A step in progress has its own limit; between steps, pending work must see one start.
-  bool stalled;
-  if (s.step_in_progress) {
-    stalled = now - s.step_started_at > rule_.limit(s.step_predicted_s);
-  } else {
-    stalled = now - progress_ > rule_.min_s;
-  }
+  const bool stalled = judge(s, now).stalled;
   if (stalled && !stalled_) ++stalls_;
   stalled_ = stalled;
 }
 
 StallState StallWatch::check(const EngineStats& s, double now) const {
+  std::lock_guard lock(mu_);
+  return judge(s, now);
+}
+
+// A step in progress has its own limit; between steps, pending work must see one start.
+StallState StallWatch::judge(const EngineStats& s, double now) const {
   StallState st;
   if (s.step_in_progress) {
     st.seconds = now - s.step_started_at;
@@ -40,7 +40,6 @@ StallState StallWatch::check(const EngineStats& s, double now) const {
     }
     return st;
   }
-  std::lock_guard lock(mu_);
   st.seconds = progress_ == 0 ? 0 : now - progress_;
   st.limit_seconds = rule_.min_s;
   if (st.seconds > st.limit_seconds) {

@@ -48,6 +48,7 @@ class StallWatch {
   const StallRule& rule() const { return rule_; }
 
  private:
+  StallState judge(const EngineStats& s, double now) const;  // mu_ held
   const StallRule rule_;
   mutable std::mutex mu_;
   int64_t last_steps_ = -1;

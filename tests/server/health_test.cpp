@@ -116,6 +116,11 @@ TEST(ServerHealth, GenerateProbeRunsOneToken) {
   const PromMetrics m = metrics(s.port());
   EXPECT_EQ(m.at("pagoda_generation_tokens_total"), 1);
   EXPECT_EQ(m.at("pagoda_engine_idle_check_failures_total"), 0);
+  // Only the parameter itself asks for a generation.
+  const HttpResponse plain = http_get(s.port(), "/health?nogenerate=1&x=generate=1");
+  EXPECT_EQ(plain.status, 200);
+  EXPECT_FALSE(plain.json().contains("generate")) << plain.body;
+  EXPECT_EQ(http_get(s.port(), "/health?x=2&generate=true").json()["generate"], "ok");
   EXPECT_EQ(s.stop(), 0);
 }
 
