@@ -1,5 +1,6 @@
-// The subcommands of the `pagoda` binary. Each registers its flags on the
-// CLI11 app and returns it with the function that runs it once parsed.
+// The product's subcommands of the `pagoda` binary (the developer tools'
+// are in tools/cmd/commands.h). Each registers its flags on the CLI11 app
+// and returns it with the function that runs it once parsed.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -23,10 +24,6 @@ Command add_generate(CLI::App& app);
 Command add_tokenize(CLI::App& app);
 Command add_info(CLI::App& app);
 Command add_serve(CLI::App& app);
-Command add_loadgen(CLI::App& app);
-Command add_soak(CLI::App& app);
 Command add_bench(CLI::App& app);
-Command add_bench_model(CLI::App& app);
-Command add_quantize(CLI::App& app);
 
 }  // namespace pagoda::cli

@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "pagoda_version.h"
+#include "tools/cmd/commands.h"
 #include "util/error.h"
 
 namespace pagoda::cli {
@@ -49,8 +50,9 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Help for every subcommand");
   app.set_version_flag("--version", "pagoda " PAGODA_VERSION " (git " PAGODA_GIT_REVISION ")");
   std::vector<Command> commands;
-  for (auto add : {add_generate, add_tokenize, add_info, add_bench, add_bench_model, add_quantize, add_serve, add_loadgen,
-                   add_soak}) commands.push_back(add(app));
+  for (auto add : {add_generate, add_tokenize, add_info, add_serve, add_bench, pagoda::tools::add_bench_model,
+                   pagoda::tools::add_quantize, pagoda::tools::add_loadgen, pagoda::tools::add_soak})
+    commands.push_back(add(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

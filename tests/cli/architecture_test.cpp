@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "model/synthetic.h"
+#include "tools/synthetic.h"
 #include "testing/process.h"
 
 namespace pagoda {

@@ -52,7 +52,7 @@ size_t common_prefix(const std::vector<int>& a, const std::vector<int>& b) {
 }
 
 // stories260K is 64 wide with a 172-wide FFN, so the rules of
-// model/quantize_model.h give: norms F32 (11), ffn_down F16 (172 is not a
+// tools/quantize_model.h give: norms F32 (11), ffn_down F16 (172 is not a
 // multiple of 32), and for Q4_K (no row is a multiple of 256) Q5_0 in place
 // of Q4_K and Q8_0 in place of Q6_K (output, attn_v of layers 2 and 4).
 TEST(CliQuantize, WritesLoadableFilesOfEachType) {

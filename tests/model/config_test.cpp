@@ -6,7 +6,7 @@
 #include "gguf/file.h"
 #include "model/config.h"
 #include "model/llama.h"
-#include "model/synthetic.h"
+#include "tools/synthetic.h"
 #include "util/error.h"
 
 namespace pagoda {

@@ -19,9 +19,9 @@
 
 #include "gguf/file.h"
 #include "model/llama.h"
-#include "model/quantize_model.h"
+#include "tools/quantize_model.h"
 #include "model/reference_llama.h"
-#include "model/synthetic.h"
+#include "tools/synthetic.h"
 #include "quant/panels.h"
 #include "testing/process.h"
 #include "testing/shared_data.h"
@@ -228,7 +228,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) { return std::string(info.param.name); });
 
 // The mix the Q4_K_M case runs really mixes the types (the rules are in
-// model/quantize_model.h): two layers, so use_more_bits picks layer 1 only.
+// tools/quantize_model.h): two layers, so use_more_bits picks layer 1 only.
 TEST(PagedForwardMix, Q4KMRulesGiveTheExpectedTypes) {
   std::vector<uint8_t> bytes;
   auto model = make_model(spec(TensorType::F32, 4, 2, false, 256, 96), bytes, QuantizeTarget::Q4_K_M);

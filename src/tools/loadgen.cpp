@@ -1,4 +1,4 @@
-#include "cli/loadgen.h"
+#include "tools/loadgen.h"
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -13,7 +13,7 @@
 
 #include "util/error.h"
 
-namespace pagoda::cli {
+namespace pagoda::tools {
 namespace {
 
 namespace asio = boost::asio;
@@ -419,4 +419,4 @@ std::string LoadgenReport::summary() const {
   return s;
 }
 
-}  // namespace pagoda::cli
+}  // namespace pagoda::tools

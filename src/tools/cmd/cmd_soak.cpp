@@ -32,13 +32,15 @@
 #include <sstream>
 #include <thread>
 
-#include "cli/commands.h"
-#include "cli/loadgen.h"
+#include "tools/cmd/commands.h"
+#include "tools/loadgen.h"
 #include "util/error.h"
 
 extern char** environ;
 
-namespace pagoda::cli {
+namespace pagoda::tools {
+using cli::Command;
+using cli::default_model_path;
 namespace {
 
 namespace http = boost::beast::http;
@@ -293,4 +295,4 @@ Command add_soak(CLI::App& app) {
           }};
 }
 
-}  // namespace pagoda::cli
+}  // namespace pagoda::tools

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace pagoda::cli {
+namespace pagoda::tools {
 
 struct LoadgenConfig {
   std::string host = "127.0.0.1";
@@ -70,4 +70,4 @@ struct LoadgenReport {
 
 LoadgenReport run_loadgen(const LoadgenConfig& config);
 
-}  // namespace pagoda::cli
+}  // namespace pagoda::tools

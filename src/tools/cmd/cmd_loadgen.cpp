@@ -4,10 +4,12 @@
 // every request ended in a category (see loadgen.h), whatever the category.
 #include <cstdio>
 
-#include "cli/commands.h"
-#include "cli/loadgen.h"
+#include "tools/cmd/commands.h"
+#include "tools/loadgen.h"
 
-namespace pagoda::cli {
+namespace pagoda::tools {
+using cli::Command;
+using cli::default_model_path;
 
 Command add_loadgen(CLI::App& app) {
   auto c = std::make_shared<LoadgenConfig>();
@@ -42,4 +44,4 @@ Command add_loadgen(CLI::App& app) {
           }};
 }
 
-}  // namespace pagoda::cli
+}  // namespace pagoda::tools

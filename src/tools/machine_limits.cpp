@@ -2,12 +2,12 @@
 // every enabled target, picked at run time) for a memory-bound sum and an
 // FMA-bound loop, driven on all threads of a ThreadPool.
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "cli/machine_limits.cpp"
+#define HWY_TARGET_INCLUDE "tools/machine_limits.cpp"
 #include <hwy/foreach_target.h>  // IWYU pragma: keep
 #include <hwy/highway.h>
 
 HWY_BEFORE_NAMESPACE();
-namespace pagoda::cli::HWY_NAMESPACE {
+namespace pagoda::tools::HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // Sums n floats (a multiple of 4 vectors) as kStreams interleaved
@@ -83,7 +83,7 @@ float FmaChains(uint64_t iters) {
 size_t FloatLanes() { return hn::Lanes(hn::ScalableTag<float>()); }
 int64_t Target() { return int64_t(HWY_TARGET); }
 
-}  // namespace pagoda::cli::HWY_NAMESPACE
+}  // namespace pagoda::tools::HWY_NAMESPACE
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
@@ -95,11 +95,11 @@ HWY_AFTER_NAMESPACE();
 #include <unistd.h>
 #include <vector>
 
-#include "cli/machine_limits.h"
+#include "tools/machine_limits.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
-namespace pagoda::cli {
+namespace pagoda::tools {
 
 HWY_EXPORT(SumFloats);
 HWY_EXPORT(SumWordsTwoStreams);
@@ -240,5 +240,5 @@ double measure_pool_round_trip(ThreadPool& pool, int loops) {
   return t[t.size() / 2];
 }
 
-}  // namespace pagoda::cli
+}  // namespace pagoda::tools
 #endif  // HWY_ONCE

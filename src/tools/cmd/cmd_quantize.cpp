@@ -1,12 +1,14 @@
 // `pagoda quantize IN.gguf OUT.gguf TYPE`: writes a Q8_0, Q4_0 or Q4_K_M-style
-// copy of an F32/F16/BF16 model (rules in model/quantize_model.h).
+// copy of an F32/F16/BF16 model (rules in tools/quantize_model.h).
 #include <fmt/format.h>
 
-#include "cli/commands.h"
-#include "model/quantize_model.h"
+#include "tools/cmd/commands.h"
+#include "tools/quantize_model.h"
 #include "util/error.h"
 
-namespace pagoda::cli {
+namespace pagoda::tools {
+using cli::Command;
+using cli::default_model_path;
 
 Command add_quantize(CLI::App& app) {
   struct Opts {
@@ -31,4 +33,4 @@ Command add_quantize(CLI::App& app) {
   }};
 }
 
-}  // namespace pagoda::cli
+}  // namespace pagoda::tools

@@ -25,15 +25,17 @@
 #include <fstream>
 #include <random>
 
-#include "cli/commands.h"
-#include "cli/machine_limits.h"
+#include "tools/cmd/commands.h"
+#include "tools/machine_limits.h"
 #include "model/llama.h"
-#include "model/quantize_model.h"
-#include "model/synthetic.h"
+#include "tools/quantize_model.h"
+#include "tools/synthetic.h"
 #include "util/error.h"
 #include "util/thread_pool.h"
 
-namespace pagoda::cli {
+namespace pagoda::tools {
+using cli::Command;
+using cli::default_model_path;
 namespace {
 
 namespace fs = std::filesystem;
@@ -540,4 +542,4 @@ Command add_bench_model(CLI::App& app) {
   return {cmd, [o] { return run(*o); }};
 }
 
-}  // namespace pagoda::cli
+}  // namespace pagoda::tools

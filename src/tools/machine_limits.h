@@ -14,7 +14,7 @@ namespace pagoda {
 class ThreadPool;
 }
 
-namespace pagoda::cli {
+namespace pagoda::tools {
 
 struct ReadBandwidth {
   double bytes_per_s = 0;  // best of `reps` passes at each of 1, 2, 4, 8 streams per thread
@@ -95,4 +95,4 @@ PeakFma measure_peak_fma(ThreadPool& pool, int reps = 5);
 // outside the kernels (median of `loops` calls, in seconds).
 double measure_pool_round_trip(ThreadPool& pool, int loops = 2000);
 
-}  // namespace pagoda::cli
+}  // namespace pagoda::tools
