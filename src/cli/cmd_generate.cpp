@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "engine/engine.h"
 #include "engine/output_queue.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace pagoda::cli {

@@ -2,16 +2,90 @@
 
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <chrono>
-#include <future>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
+#include "engine/engine_core.h"
+#include "engine/llama_runner.h"
+#include "engine/step_estimate.h"
+#include "kv/pool_size.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace pagoda {
+namespace {
+
+// The KV pool size for a model under `config`.
+int32_t engine_pool_blocks(const EngineConfig& config, const ModelConfig& model) {
+  KvPoolOptions o;
+  o.cache_tokens = config.kv_cache_tokens;
+  o.cache_mem_mib = config.kv_cache_mem_mib;
+  o.max_num_seqs = config.sched.max_num_seqs;
+  o.context_len = config.max_model_len > 0 ? std::min(config.max_model_len, model.n_ctx_train) : model.n_ctx_train;
+  o.block_size = config.block_size;
+  o.kv_bytes_per_token = kv_bytes_per_token(model.n_layer, model.n_head_kv, model.head_dim,
+                                            int32_t(kv_type_bytes(config.kv_type)));
+  const KvPoolSize size = size_kv_pool(o);
+  spdlog::info("{}", size.summary);
+  return size.num_blocks;
+}
+
+}  // namespace
+
+struct Engine::Impl {
+  Impl(const EngineConfig& config, std::unique_ptr<ModelRunner> runner, int32_t num_blocks,
+       std::shared_ptr<const Tokenizer> tokenizer, std::shared_ptr<const Clock> clock);
+  uint64_t submit(Request r, OutputSink sink);
+  void cancel(uint64_t id);
+  size_t inbox_size() const;
+  EngineStats snapshot() const;
+  void shutdown(const std::string& reason);
+  bool wait_stopped(double timeout_s);
+  void engine_loop();
+  void logger_loop();
+
+  EngineConfig config_;
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  std::shared_ptr<const Clock> clock_;
+  std::unique_ptr<EngineCore> core_;
+  int32_t max_model_len_ = 0, vocab_size_ = 0;
+
+  struct Pending {
+    uint64_t id;
+    Request request;
+    OutputSink sink;
+  };
+  mutable std::mutex inbox_mu_;
+  std::condition_variable inbox_cv_;
+  std::vector<Pending> adds_;
+  std::vector<uint64_t> cancels_;
+  bool stopping_ = false;
+  std::string stop_reason_;
+  std::atomic<uint64_t> next_id_{1};
+  std::atomic<int64_t> open_requests_{0};  // submitted and not yet finished
+  bool loop_exited_ = false;               // under inbox_mu_
+  std::condition_variable exited_cv_;
+  StepEstimate estimate_;                  // engine thread only
+
+  mutable std::mutex stats_mu_;
+  EngineStats stats_;  // the published snapshot
+
+  std::mutex logger_mu_;
+  std::condition_variable logger_cv_;
+  bool logger_stop_ = false;
+
+  std::thread engine_thread_, logger_thread_;
+};
 
 Engine::Engine(const EngineConfig& config, std::unique_ptr<ModelRunner> runner, int32_t num_blocks,
                std::shared_ptr<const Tokenizer> tokenizer, std::shared_ptr<const Clock> clock)
+    : impl_(std::make_unique<Impl>(config, std::move(runner), num_blocks, std::move(tokenizer), std::move(clock))) {}
+
+Engine::Impl::Impl(const EngineConfig& config, std::unique_ptr<ModelRunner> runner, int32_t num_blocks,
+                   std::shared_ptr<const Tokenizer> tokenizer, std::shared_ptr<const Clock> clock)
     : config_(config), tokenizer_(tokenizer), clock_(clock) {
   core_ = std::make_unique<EngineCore>(config, std::move(runner), num_blocks, tokenizer, clock);
   max_model_len_ = core_->max_model_len();
@@ -47,16 +121,29 @@ std::unique_ptr<Engine> Engine::load(const std::string& model_path, const Engine
 
 Engine::~Engine() {
   shutdown();
-  if (engine_thread_.joinable()) engine_thread_.join();
+  Impl& m = *impl_;
+  if (m.engine_thread_.joinable()) m.engine_thread_.join();
   {
-    std::lock_guard lock(logger_mu_);
-    logger_stop_ = true;
+    std::lock_guard lock(m.logger_mu_);
+    m.logger_stop_ = true;
   }
-  logger_cv_.notify_all();
-  if (logger_thread_.joinable()) logger_thread_.join();
+  m.logger_cv_.notify_all();
+  if (m.logger_thread_.joinable()) m.logger_thread_.join();
 }
 
-uint64_t Engine::submit(Request r, OutputSink sink) {
+int32_t Engine::max_model_len() const { return impl_->max_model_len_; }
+int32_t Engine::vocab_size() const { return impl_->vocab_size_; }
+const Tokenizer* Engine::tokenizer() const { return impl_->tokenizer_.get(); }
+const EngineConfig& Engine::config() const { return impl_->config_; }
+
+uint64_t Engine::submit(Request r, OutputSink sink) { return impl_->submit(std::move(r), std::move(sink)); }
+void Engine::cancel(uint64_t id) { impl_->cancel(id); }
+size_t Engine::inbox_size() const { return impl_->inbox_size(); }
+EngineStats Engine::snapshot() const { return impl_->snapshot(); }
+void Engine::shutdown(const std::string& reason) { impl_->shutdown(reason); }
+bool Engine::wait_stopped(double timeout_s) { return impl_->wait_stopped(timeout_s); }
+
+uint64_t Engine::Impl::submit(Request r, OutputSink sink) {
   core_->validate(r);  // reads only constants: safe on this thread
   std::lock_guard lock(inbox_mu_);
   if (stopping_) fail<Overloaded>("the engine is shutting down");
@@ -73,23 +160,23 @@ uint64_t Engine::submit(Request r, OutputSink sink) {
   return id;
 }
 
-void Engine::cancel(uint64_t id) {
+void Engine::Impl::cancel(uint64_t id) {
   std::lock_guard lock(inbox_mu_);
   cancels_.push_back(id);
   inbox_cv_.notify_one();
 }
 
-size_t Engine::inbox_size() const {
+size_t Engine::Impl::inbox_size() const {
   std::lock_guard lock(inbox_mu_);
   return adds_.size();
 }
 
-EngineStats Engine::snapshot() const {
+EngineStats Engine::Impl::snapshot() const {
   std::lock_guard lock(stats_mu_);
   return stats_;
 }
 
-void Engine::shutdown(const std::string& reason) {
+void Engine::Impl::shutdown(const std::string& reason) {
   std::lock_guard lock(inbox_mu_);
   if (stopping_) return;
   stopping_ = true;
@@ -97,12 +184,12 @@ void Engine::shutdown(const std::string& reason) {
   inbox_cv_.notify_one();
 }
 
-bool Engine::wait_stopped(double timeout_s) {
+bool Engine::Impl::wait_stopped(double timeout_s) {
   std::unique_lock lock(inbox_mu_);
   return exited_cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return loop_exited_; });
 }
 
-void Engine::engine_loop() {
+void Engine::Impl::engine_loop() {
   bool idle = false;  // the last step had nothing it could run
   for (;;) {
     std::vector<Pending> adds;
@@ -165,7 +252,7 @@ void Engine::engine_loop() {
   }
 }
 
-void Engine::logger_loop() {
+void Engine::Impl::logger_loop() {
   EngineStats prev = snapshot();
   double prev_time = clock_->now();
   std::unique_lock lock(logger_mu_);

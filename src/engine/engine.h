@@ -9,18 +9,20 @@
 // step hangs.
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
+#include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "engine/engine_core.h"
-#include "engine/step_estimate.h"
+#include "engine/clock.h"
+#include "engine/config.h"
+#include "engine/request.h"
+#include "engine/stats.h"
 
 namespace pagoda {
+
+class ModelRunner;
+class Tokenizer;
 
 // A finished request, for the offline API.
 struct Completion {
@@ -53,10 +55,10 @@ class Engine {
   void cancel(uint64_t id);
 
   EngineStats snapshot() const;
-  int32_t max_model_len() const { return max_model_len_; }
-  int32_t vocab_size() const { return vocab_size_; }
-  const Tokenizer* tokenizer() const { return tokenizer_.get(); }
-  const EngineConfig& config() const { return config_; }
+  int32_t max_model_len() const;
+  int32_t vocab_size() const;
+  const Tokenizer* tokenizer() const;
+  const EngineConfig& config() const;
   size_t inbox_size() const;
 
   // Stops taking requests; ends every open request with `reason` (error by
@@ -71,40 +73,8 @@ class Engine {
   std::vector<Completion> generate(std::vector<Request> requests);
 
  private:
-  void engine_loop();
-  void logger_loop();
-
-  EngineConfig config_;
-  std::shared_ptr<const Tokenizer> tokenizer_;
-  std::shared_ptr<const Clock> clock_;
-  std::unique_ptr<EngineCore> core_;
-  int32_t max_model_len_ = 0, vocab_size_ = 0;
-
-  struct Pending {
-    uint64_t id;
-    Request request;
-    OutputSink sink;
-  };
-  mutable std::mutex inbox_mu_;
-  std::condition_variable inbox_cv_;
-  std::vector<Pending> adds_;
-  std::vector<uint64_t> cancels_;
-  bool stopping_ = false;
-  std::string stop_reason_;
-  std::atomic<uint64_t> next_id_{1};
-  std::atomic<int64_t> open_requests_{0};  // submitted and not yet finished
-  bool loop_exited_ = false;               // under inbox_mu_
-  std::condition_variable exited_cv_;
-  StepEstimate estimate_;                  // engine thread only
-
-  mutable std::mutex stats_mu_;
-  EngineStats stats_;  // the published snapshot
-
-  std::mutex logger_mu_;
-  std::condition_variable logger_cv_;
-  bool logger_stop_ = false;
-
-  std::thread engine_thread_, logger_thread_;
+  struct Impl;  // the core, the inbox, the threads, the published stats
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace pagoda

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <thread>
 
-#include "kv/pool_size.h"
 #include "util/error.h"
 
 namespace pagoda {
@@ -41,20 +40,6 @@ struct EngineCore::SeqRun {
   std::optional<StopMatcher> stops;
   bool finished = false;
 };
-
-int32_t engine_pool_blocks(const EngineConfig& config, const ModelConfig& model) {
-  KvPoolOptions o;
-  o.cache_tokens = config.kv_cache_tokens;
-  o.cache_mem_mib = config.kv_cache_mem_mib;
-  o.max_num_seqs = config.sched.max_num_seqs;
-  o.context_len = config.max_model_len > 0 ? std::min(config.max_model_len, model.n_ctx_train) : model.n_ctx_train;
-  o.block_size = config.block_size;
-  o.kv_bytes_per_token = kv_bytes_per_token(model.n_layer, model.n_head_kv, model.head_dim,
-                                            int32_t(kv_type_bytes(config.kv_type)));
-  const KvPoolSize size = size_kv_pool(o);
-  spdlog::info("{}", size.summary);
-  return size.num_blocks;
-}
 
 EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<ModelRunner> runner, int32_t num_blocks,
                        std::shared_ptr<const Tokenizer> tokenizer, std::shared_ptr<const Clock> clock,

@@ -33,6 +33,7 @@
 
 #include "engine/clock.h"
 #include "engine/config.h"
+#include "engine/stats.h"
 #include "engine/faults.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
@@ -135,8 +136,5 @@ class EngineCore {
   std::function<void(const StepStart&)> on_step_start_;
   bool idle_leak_reported_ = false;
 };
-
-// The KV pool size the engine would use for a model under `config`.
-int32_t engine_pool_blocks(const EngineConfig& config, const ModelConfig& model);
 
 }  // namespace pagoda

@@ -1,8 +1,11 @@
 // The vocabulary of the KV block manager: ids of blocks, tokens, sequences,
-// block hashes, and the block copies that copy-on-write asks the model to make.
+// block hashes, the block copies that copy-on-write asks the model to make,
+// and the element type of the K/V bytes the model keeps in those blocks.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <string_view>
 
 namespace pagoda {
 
@@ -20,5 +23,10 @@ struct BlockCopy {
   BlockId dst = kNoBlock;
   bool operator==(const BlockCopy&) const = default;
 };
+
+// F32 (the default) or F16: half the memory (--kv-type).
+enum class KvType { F32, F16 };
+KvType kv_type_from_name(std::string_view name);  // "f32" | "f16", InvalidArgument otherwise
+size_t kv_type_bytes(KvType t);
 
 }  // namespace pagoda

@@ -8,14 +8,6 @@
 
 namespace pagoda {
 
-KvType kv_type_from_name(std::string_view name) {
-  if (name == "f32") return KvType::F32;
-  if (name == "f16") return KvType::F16;
-  fail<InvalidArgument>("KV cache type must be f32 or f16, got '{}'", name);
-}
-
-size_t kv_type_bytes(KvType t) { return t == KvType::F32 ? 4 : 2; }
-
 KvStorage::KvStorage(const ModelConfig& cfg, int num_blocks, int block_size, KvType type)
     : n_layer_(cfg.n_layer), num_blocks_(num_blocks), block_size_(block_size), kv_dim_(cfg.kv_dim()), type_(type) {
   if (num_blocks <= 0 || block_size <= 0) fail<InvalidArgument>("KV cache needs at least one block of one token");

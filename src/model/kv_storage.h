@@ -1,7 +1,7 @@
 // The K/V bytes of the paged cache: for every layer, a pool of fixed-size
 // blocks of `block_size` token slots, each slot holding the K (or V) vectors
 // of all KV heads of one token. Which block belongs to which sequence is not
-// known here: callers pass block tables (see batch.h), and the block manager
+// known here: callers pass block tables (see kv/batch.h), and the block manager
 // (src/kv) owns those ids.
 //
 // Element type F32 (the default) or F16 (half the memory; attention then
@@ -11,16 +11,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
 #include <vector>
 
+#include "kv/types.h"
 #include "model/config.h"
 
 namespace pagoda {
-
-enum class KvType { F32, F16 };
-KvType kv_type_from_name(std::string_view name);  // "f32" | "f16", InvalidArgument otherwise
-size_t kv_type_bytes(KvType t);
 
 class KvStorage {
  public:

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "gguf/file.h"
-#include "model/batch.h"
+#include "kv/batch.h"
 #include "model/config.h"
 #include "model/kv_storage.h"
 #include "model/ops.h"

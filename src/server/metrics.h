@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/config.h"
+#include "engine/stats.h"
 
 namespace pagoda::server {
 

@@ -19,7 +19,7 @@
 #include <mutex>
 #include <string>
 
-#include "engine/config.h"
+#include "engine/stats.h"
 
 namespace pagoda::server {
 

@@ -1,4 +1,4 @@
-#include "engine/model_runner.h"
+#include "engine/llama_runner.h"
 
 #include <new>
 

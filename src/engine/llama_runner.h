@@ -1,0 +1,31 @@
+// The CPU backend: a LlamaModel (llama, qwen2) over its own paged K/V
+// storage and thread pool.
+#pragma once
+
+#include <memory>
+
+#include "engine/model_runner.h"
+#include "model/kv_storage.h"
+#include "model/llama.h"
+#include "util/thread_pool.h"
+
+namespace pagoda {
+
+class LlamaRunner : public ModelRunner {
+ public:
+  LlamaRunner(std::shared_ptr<LlamaModel> model, int num_blocks, int block_size, KvType kv_type, int threads);
+
+  int32_t vocab_size() const override { return model_->config().n_vocab; }
+  int32_t context_length() const override { return model_->config().n_ctx_train; }
+  void copy_blocks(std::span<const BlockCopy> copies) override;
+  void forward(const Batch& batch, std::vector<float>& logits) override;
+
+  const KvStorage& storage() const { return kv_; }
+
+ private:
+  std::shared_ptr<LlamaModel> model_;
+  KvStorage kv_;
+  ThreadPool pool_;
+};
+
+}  // namespace pagoda
