@@ -1,11 +1,11 @@
-// panel_dot and panel_dot_streams (quant/panels.h): argument checks and the
+// panel_dot and panel_dot_streams (kernels/panels.h): argument checks and the
 // run-time choice between the AVX-512 VNNI kernels, the AVX2 ones and the
 // scalar reference, by the SIMD target Highway's dispatch chose.
 #include <algorithm>
 
-#include "quant/dot_simd.h"
-#include "quant/panel_kernels.h"
-#include "quant/panels.h"
+#include "kernels/panels.h"
+#include "kernels/quant_dot.h"
+#include "kernels/x86/panel_kernels.h"
 #include "util/error.h"
 
 namespace pagoda {

@@ -1,4 +1,4 @@
-// The row-panel kernels (quant/panels.h), written once for every x86 vector
+// The row-panel kernels (kernels/panels.h), written once for every x86 vector
 // width. Not a normal header: panel_dot_avx512.cpp and panel_dot_avx2.cpp
 // each include it inside their own namespace, after defining
 //   PAGODA_PANEL_TARGET  the function attribute that enables the target, and
@@ -11,7 +11,7 @@
 // the scalar kernel's integer sums and float expression: the same bits.
 //
 // No include guard, by design; the includer provides the headers
-// (<immintrin.h>, <cstring>, <utility>, quant/blocks.h, quant/panels.h) and
+// (<immintrin.h>, <cstring>, <utility>, quant/blocks.h, kernels/panels.h) and
 // makes a PanelKernels of has_kernels, dot and streams (at the end).
 
 #define PAGODA_PANEL_INLINE PAGODA_PANEL_TARGET __attribute__((always_inline)) inline

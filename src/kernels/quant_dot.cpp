@@ -1,4 +1,4 @@
-// SIMD kernels behind vec_dot_tile (quant/dot_simd.h). Highway compiles the
+// SIMD kernels behind vec_dot_tile (kernels/quant_dot.h). Highway compiles the
 // part between HWY_BEFORE_NAMESPACE and HWY_AFTER_NAMESPACE once per target
 // (AVX2, AVX-512, AVX-512 VNNI, scalar fallback); the rest picks the target
 // at run time and splits a tile into weight rows and chunks of blocks.
@@ -19,7 +19,7 @@
 // On AVX-512 VNNI the 32-element formats (Q4_0, Q5_0, Q8_0) multiply with
 // vpdpbusd (four products per 32-bit lane) and put two rows' blocks (decode)
 // or two tokens' blocks (tiles) in the halves of one 512-bit vector.
-#include "quant/dot_simd.h"
+#include "kernels/quant_dot.h"
 
 #include <algorithm>
 #include <array>
@@ -87,7 +87,7 @@ inline bool q4k_wide = __builtin_cpu_is("amd");
 #endif
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "quant/dot_simd.cpp"
+#define HWY_TARGET_INCLUDE "kernels/quant_dot.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
@@ -1539,6 +1539,13 @@ void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const v
     default:
       fail<Unsupported>("no quantized dot product for {}", tensor_type_name(t));
   }
+}
+
+// The SIMD kernels, bit-identical to the scalar ones of quant/dot.h.
+float vec_dot(TensorType t, const void* w, const void* x, size_t n) {
+  float out;
+  vec_dot_tile(t, w, 0, 1, x, 0, 1, n, &out, 1);
+  return out;
 }
 
 const char* dot_simd_target() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }

@@ -1,4 +1,4 @@
-// Highway implementation of quant/simd_float.h: this file is compiled once per
+// Highway implementation of kernels/float_kernels.h: this file is compiled once per
 // SIMD target (foreach_target.h) and the public functions dispatch at run time.
 //
 // Every dot keeps its 16 partial sums in kV = 16 / lanes vectors (1 on
@@ -14,9 +14,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/float_kernels.h"
 #include "quant/blocks.h"
 #include "quant/rows.h"
-#include "quant/simd_float.h"
 #include "util/error.h"
 #include "util/half.h"
 
@@ -40,7 +40,7 @@ const float* f16_table() {
 #endif
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "quant/simd_float.cpp"
+#define HWY_TARGET_INCLUDE "kernels/float_kernels.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"

@@ -32,6 +32,9 @@ bool simd_float_row_type(TensorType t);
 // values bit for bit. Other types go to dequantize_row.
 void dequantize_row_simd(TensorType t, const void* src, float* dst, size_t n);
 
+// The float dot product: SIMD, with the fixed summation shape above.
+float dot_f32(const float* a, const float* b, size_t n);
+
 // The reference summation in plain scalar code (std::fma).
 float dot_f32_scalar(const float* a, const float* b, size_t n);
 
