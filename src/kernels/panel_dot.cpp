@@ -44,9 +44,8 @@ void panel_dot_streams(TensorType t, const uint8_t* const* panels, int n, const 
 
 int panel_decode_streams(TensorType t) {
   if (simd_target_is_avx512_vnni()) return t == TensorType::Q6_K ? 1 : 2;
-  // The AVX2 kernels have 16 registers: 1B decode on AVX2, Q8_0 at 0.33 of
-  // the read speed with 4 streams, 0.56-0.73 with 2; Q4_K_M 0.51 with 2,
-  // 0.58-0.64 with one.
+  // The AVX2 kernels have 16 registers (figures: docs/performance.md,
+  // appendix "Kernel tuning").
   return t == TensorType::Q4_K || t == TensorType::Q6_K ? 1 : 2;
 }
 

@@ -43,14 +43,10 @@ constexpr int kQuantRowTile = 16;
 // `pieces` equal pieces read side by side: step(first, stride) runs items
 // first + s * stride for s < pieces, the next item of every piece. The
 // hardware keeps more reads in flight for several distant streams than for
-// one, or for adjacent items read side by side (2-core Sapphire Rapids VM,
-// neighbours loading its memory: 1B Q8_0 1.4-1.5x faster than adjacent rows;
-// Zen 5 VM: Q8_0 2 streams 52 GB/s against 42 with one). A thread done with
-// its part takes the others' last steps (util/shared_steps.h): the cores do
-// not get equal shares of memory, and one used to finish its half 10-18% of
-// the loop's time before the other (1B decode, alternating steps: Q8_0 and
-// Q4_K +3-17%, Q4_0 equal). Items left over by the cut run one at a time,
-// single(i).
+// one, or for adjacent items read side by side. A thread done with its part
+// takes the others' last steps (util/shared_steps.h): the cores do not get
+// equal shares of memory. Figures for both: docs/performance.md, appendix
+// "Kernel tuning". Items left over by the cut run one at a time, single(i).
 template <class Step, class Single>
 void for_decode_streams(ThreadPool& pool, size_t n, size_t pieces, size_t work, const Step& step,
                         const Single& single) {
@@ -83,9 +79,8 @@ void decode_rows(ThreadPool& pool, size_t rows, size_t work, float* y, const Ker
 // tokens' 8-bit activations transposed once into groups of 16
 // (kernels/quant_dot.h), then 4 weight rows at a time are decoded once per group
 // and every token is a vector lane, with no per-block horizontal sums (which
-// cost the tiles most of their time). Zen 5 VM, a 5632 x 2048 matrix at 512
-// tokens: Q4_K 620-650 GFLOP/s against 250 with tiles, Q6_K 580-610 against
-// 270; 1B Q4_K prefill 170-186 tok/s against ~110. The same bits as the tiles.
+// cost the tiles most of their time): about 2.5x the tiles' speed
+// (docs/performance.md appendix). The same bits as the tiles.
 constexpr int kMinGroupTokens = 8;
 
 void matmul_token_groups(const Matrix& w, TensorType xt, const uint8_t* xq, size_t x_bytes, int n_tokens, float* y,
@@ -268,8 +263,7 @@ void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool&
     return;
   }
   // Several tokens: the kernel holds a block of tokens in L1 while the rows
-  // pass by. (Prefill once decoded a tile of rows to F32 first and streamed
-  // the tokens past it: 10-20% slower, and twice the rows' bytes in cache.)
+  // pass by.
   pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
     matmul_rows_fused(w.type, w.row(int(begin)), w.row_bytes, end - begin, x, cols, size_t(n_tokens), cols,
                       y + begin, size_t(w.rows));

@@ -19,12 +19,8 @@ namespace pagoda {
 bool has_quantized_dot(TensorType t);
 
 // Whether matmul takes the integer path for weights of type t (activations
-// quantized to activation_type(t)): every has_quantized_dot type. Q8_0 took
-// F32 activations until its row panels (kernels/panels.h): its logits then
-// matched the F32 reference to 1e-4 rather than ~1% (an activation rounding
-// that flips moves a logit by a step), but decode ran compute-bound at half
-// the memory's speed and prefill at half of what the integer kernels reach.
-// llama.cpp quantizes Q8_0 activations the same way.
+// quantized to activation_type(t)): every has_quantized_dot type, Q8_0
+// included, as llama.cpp does (why: docs/performance.md, appendix "Kernel tuning").
 bool uses_quantized_activations(TensorType t);
 
 // The type activations are quantized to for dot products with weights of
