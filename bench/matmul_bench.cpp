@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "kernels/float_kernels.h"
 #include "model/ops.h"
 #include "quant/rows.h"
-#include "quant/simd_float.h"
 
 namespace pagoda {
 namespace {

@@ -15,11 +15,11 @@
 #include <random>
 #include <vector>
 
+#include "kernels/panels.h"
+#include "kernels/quant_dot.h"
+#include "kernels/quantize_activations.h"
 #include "model/ops.h"
 #include "quant/dot.h"
-#include "quant/dot_simd.h"
-#include "quant/panels.h"
-#include "quant/quantize_simd.h"
 #include "quant/random_blocks.h"
 #include "quant/rows.h"
 #include "util/thread_pool.h"
@@ -108,7 +108,7 @@ void BM_QuantizeActivations(benchmark::State& state, TensorType xt, bool simd) {
 constexpr size_t kRows = 5632;
 constexpr size_t kCopiesBytes = size_t(640) << 20;
 
-// With `panels`, the matrix is packed into row panels (quant/panels.h) as a
+// With `panels`, the matrix is packed into row panels (kernels/panels.h) as a
 // model load does on CPUs that run them; `hot`: one copy, which stays in the
 // last-level cache (the kernels' arithmetic rate rather than memory's).
 struct MatmulFixture {

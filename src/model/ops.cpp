@@ -6,12 +6,12 @@
 #include <span>
 #include <vector>
 
+#include "kernels/float_kernels.h"
+#include "kernels/panels.h"
+#include "kernels/quant_dot.h"
+#include "kernels/quantize_activations.h"
 #include "quant/dot.h"
-#include "quant/dot_simd.h"
-#include "quant/panels.h"
-#include "quant/quantize_simd.h"
 #include "quant/rows.h"
-#include "quant/simd_float.h"
 #include "util/shared_steps.h"
 
 namespace pagoda {
@@ -26,8 +26,8 @@ constexpr size_t kFusedStreams = 8;
 // Quantized weights: each activation row is quantized once per call to the
 // 8-bit format the weight type's kernel takes, then every output element is
 // an integer-per-block dot of a weight row with it. A matrix packed into row
-// panels at load (quant/panels.h, AVX-512 VNNI) takes matmul_panels for any
-// number of tokens. Row-major ones take the kernels of quant/dot_simd.h: for
+// panels at load (kernels/panels.h, AVX-512 VNNI) takes matmul_panels for any
+// number of tokens. Row-major ones take the kernels of kernels/quant_dot.h: for
 // one token, 4 far-apart rows at a time (for_decode_streams); for 8 or more on
 // AVX-512 VNNI, token groups (matmul_token_groups); otherwise tiles of up to
 // 4 weight rows x vec_dot_tile_tokens() tokens (8 on AVX-512, else 4), so a
@@ -43,14 +43,10 @@ constexpr int kQuantRowTile = 16;
 // `pieces` equal pieces read side by side: step(first, stride) runs items
 // first + s * stride for s < pieces, the next item of every piece. The
 // hardware keeps more reads in flight for several distant streams than for
-// one, or for adjacent items read side by side (2-core Sapphire Rapids VM,
-// neighbours loading its memory: 1B Q8_0 1.4-1.5x faster than adjacent rows;
-// Zen 5 VM: Q8_0 2 streams 52 GB/s against 42 with one). A thread done with
-// its part takes the others' last steps (util/shared_steps.h): the cores do
-// not get equal shares of memory, and one used to finish its half 10-18% of
-// the loop's time before the other (1B decode, alternating steps: Q8_0 and
-// Q4_K +3-17%, Q4_0 equal). Items left over by the cut run one at a time,
-// single(i).
+// one, or for adjacent items read side by side. A thread done with its part
+// takes the others' last steps (util/shared_steps.h): the cores do not get
+// equal shares of memory. Figures for both: docs/performance.md, appendix
+// "Kernel tuning". Items left over by the cut run one at a time, single(i).
 template <class Step, class Single>
 void for_decode_streams(ThreadPool& pool, size_t n, size_t pieces, size_t work, const Step& step,
                         const Single& single) {
@@ -81,11 +77,10 @@ void decode_rows(ThreadPool& pool, size_t rows, size_t work, float* y, const Ker
 
 // Many tokens against Q4_0 / Q5_0 / Q4_K / Q6_K weights on AVX-512 VNNI: the
 // tokens' 8-bit activations transposed once into groups of 16
-// (quant/dot_simd.h), then 4 weight rows at a time are decoded once per group
+// (kernels/quant_dot.h), then 4 weight rows at a time are decoded once per group
 // and every token is a vector lane, with no per-block horizontal sums (which
-// cost the tiles most of their time). Zen 5 VM, a 5632 x 2048 matrix at 512
-// tokens: Q4_K 620-650 GFLOP/s against 250 with tiles, Q6_K 580-610 against
-// 270; 1B Q4_K prefill 170-186 tok/s against ~110. The same bits as the tiles.
+// cost the tiles most of their time): about 2.5x the tiles' speed
+// (docs/performance.md appendix). The same bits as the tiles.
 constexpr int kMinGroupTokens = 8;
 
 void matmul_token_groups(const Matrix& w, TensorType xt, const uint8_t* xq, size_t x_bytes, int n_tokens, float* y,
@@ -143,7 +138,7 @@ void matmul_rows_quantized(const Matrix& w, const uint8_t* xq, size_t x_bytes, i
   }, kQuantRowTile, size_t(w.rows) * cols * size_t(n_tokens));
 }
 
-// Row panels (quant/panels.h), for matrices packed at load: every row of a
+// Row panels (kernels/panels.h), for matrices packed at load: every row of a
 // panel is a vector lane, so a panel's 16 rows take one pass over the blocks
 // with no horizontal sums, whatever the batch (tokens up to 8 at a time). The
 // matrices (one, or several on the same input whose types share an
@@ -259,7 +254,7 @@ void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool&
   const size_t cols = size_t(w.cols);
   const size_t work = size_t(w.rows) * cols * size_t(n_tokens);
   // The float kernel decodes the stored rows in registers (F16, BF16; F32
-  // as they are), the same results as decoding them first (quant/simd_float.h).
+  // as they are), the same results as decoding them first (kernels/float_kernels.h).
   // One token: each thread's rows as far-apart streams.
   if (n_tokens == 1) {
     decode_rows<kFusedStreams>(pool, size_t(w.rows), work, y, [&](size_t first, size_t stride, size_t n, float* out) {
@@ -268,8 +263,7 @@ void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool&
     return;
   }
   // Several tokens: the kernel holds a block of tokens in L1 while the rows
-  // pass by. (Prefill once decoded a tile of rows to F32 first and streamed
-  // the tokens past it: 10-20% slower, and twice the rows' bytes in cache.)
+  // pass by.
   pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
     matmul_rows_fused(w.type, w.row(int(begin)), w.row_bytes, end - begin, x, cols, size_t(n_tokens), cols,
                       y + begin, size_t(w.rows));

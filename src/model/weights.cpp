@@ -5,7 +5,7 @@
 #include <map>
 
 #include "gguf/file.h"
-#include "quant/panels.h"
+#include "kernels/panels.h"
 #include "quant/rows.h"
 #include "util/error.h"
 #include "util/thread_pool.h"

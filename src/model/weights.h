@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "gguf/types.h"
+#include "kernels/panels.h"
 #include "model/config.h"
-#include "quant/panels.h"
 
 namespace pagoda {
 
@@ -18,7 +18,7 @@ class GgufFile;
 
 // A rows x cols matrix stored row by row in `type` (GGUF's ne0 = cols); or,
 // after pack_panels, its first panel_rows rows as row panels of kPanelRows
-// (quant/panels.h), each panel in the bytes of its rows.
+// (kernels/panels.h), each panel in the bytes of its rows.
 struct Matrix {
   std::string name;
   TensorType type = TensorType::F32;

@@ -2,7 +2,6 @@
 
 #include <cstring>
 
-#include "quant/dot_simd.h"
 #include "util/error.h"
 #include "util/half.h"
 
@@ -35,13 +34,6 @@ TensorType activation_type(TensorType t) {
     default:
       fail<Unsupported>("no quantized dot product for {}", tensor_type_name(t));
   }
-}
-
-// The SIMD kernels (quant/dot_simd.h), bit-identical to the scalar ones below.
-float vec_dot(TensorType t, const void* w, const void* x, size_t n) {
-  float out;
-  vec_dot_tile(t, w, 0, 1, x, 0, 1, n, &out, 1);
-  return out;
 }
 
 // Each block: an exact int32 sum of code products, then one float multiply

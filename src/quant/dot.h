@@ -1,9 +1,9 @@
 // Dot products of a quantized weight row with an activation row quantized to
 // 8 bits, in integer arithmetic per block as the formats are designed for:
 // Q4_0, Q5_0 and Q8_0 weights take Q8_0 activations, Q4_K and Q6_K take Q8_K.
-// vec_dot runs the SIMD kernels of quant/dot_simd.h; the named kernels below
-// are the scalar ones: the reference the SIMD versions are tested
-// against, and the fallback where no SIMD version exists. Each sums its
+// The kernels here are the scalar ones: the reference the SIMD versions
+// (kernels/quant_dot.h, vec_dot) are tested against, and the fallback where
+// no SIMD version exists. Each sums its
 // blocks in order, so a result depends only on the two rows.
 #pragma once
 
@@ -19,23 +19,15 @@ namespace pagoda {
 bool has_quantized_dot(TensorType t);
 
 // Whether matmul takes the integer path for weights of type t (activations
-// quantized to activation_type(t)): every has_quantized_dot type. Q8_0 took
-// F32 activations until its row panels (quant/panels.h): its logits then
-// matched the F32 reference to 1e-4 rather than ~1% (an activation rounding
-// that flips moves a logit by a step), but decode ran compute-bound at half
-// the memory's speed and prefill at half of what the integer kernels reach.
-// llama.cpp quantizes Q8_0 activations the same way.
+// quantized to activation_type(t)): every has_quantized_dot type, Q8_0
+// included, as llama.cpp does (why: docs/performance.md, appendix "Kernel tuning").
 bool uses_quantized_activations(TensorType t);
 
 // The type activations are quantized to for dot products with weights of
 // type t (Q8_0 or Q8_K); Unsupported unless has_quantized_dot(t).
 TensorType activation_type(TensorType t);
 
-// dot(weight row w of n elements stored as t, activation row x stored as
-// activation_type(t)). n must be a multiple of t's block size.
-float vec_dot(TensorType t, const void* w, const void* x, size_t n);
-
-// The kernels behind vec_dot, over nb blocks.
+// The scalar kernels, over nb blocks.
 float vec_dot_q8_0_q8_0(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb);
 float vec_dot_q4_0_q8_0(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb);
 float vec_dot_q5_0_q8_0(const BlockQ5_0* w, const BlockQ8_0* x, size_t nb);

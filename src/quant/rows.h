@@ -1,6 +1,5 @@
 // Row conversions between F32 and the weight types Pagoda reads (F32, F16,
-// BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K; Q8_K for activations), and the
-// float dot product the matmul of the float types builds on. The conversions are the
+// BF16, Q8_0, Q4_0, Q5_0, Q4_K, Q6_K; Q8_K for activations). They are the
 // slow, obviously correct references too: optimized kernels are tested
 // against them. Block layouts: quant/blocks.h; quantized dots: quant/dot.h.
 #pragma once
@@ -31,9 +30,5 @@ void dequantize_row(TensorType t, const void* src, float* dst, size_t n);
 // Q4_K and Q6_K search scales their own way (valid blocks, similar error).
 void quantize_row(TensorType t, const float* src, void* dst, size_t n);
 std::vector<uint8_t> quantize(TensorType t, const float* src, size_t n);
-
-// The float dot product: SIMD, with the fixed summation shape and the
-// scalar reference (dot_f32_scalar) described in quant/simd_float.h.
-float dot_f32(const float* a, const float* b, size_t n);
 
 }  // namespace pagoda

@@ -3,9 +3,8 @@
 // the front, a run at a time, any other thread takes them from the back, one
 // at a time, so every step runs exactly once and the part's front stays one
 // sequential walk. For loops whose parts cost the same but whose threads do not run at
-// the same speed: in 1B decode matmuls on the 2-core VM, one thread finished
-// its half 10-18% of the loop's time before the other (memory is not shared
-// out evenly between cores).
+// the same speed: memory is not shared out evenly between cores
+// (docs/performance.md, appendix "Kernel tuning").
 #pragma once
 
 #include <atomic>
@@ -25,8 +24,7 @@ class SharedSteps {
   // The next run of steps from the front of `part`, [begin, end): a quarter
   // of the steps left, at least one; none when it has no step left. Runs
   // spare the owner an atomic operation per step (a locked instruction waits
-  // for the loads before it: 1B decode, alternating steps, Q4_K and Q4_0 3-4%
-  // faster than one step at a time, Q8_0 equal), and shrink as the part
+  // for the loads before it; measured in docs/performance.md appendix), and shrink as the part
   // does, so helpers still find steps at its back.
   std::optional<std::pair<uint32_t, uint32_t>> take_front(size_t part);
   // A step from the back of the part with the most steps left: {part, step},

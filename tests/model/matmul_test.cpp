@@ -3,7 +3,7 @@
 // the number of tokens, rows or threads, which covers the ways matmul walks
 // the rows (far-apart row streams for one token, tiles or token groups for
 // several, and the rows left over by either), and of matrices packed into row
-// panels (quant/panels.h; the rows past the last whole panel row-major).
+// panels (kernels/panels.h; the rows past the last whole panel row-major).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -12,11 +12,13 @@
 #include <random>
 #include <vector>
 
+#include "kernels/float_kernels.h"
+#include "kernels/panels.h"
+#include "kernels/quant_dot.h"
+#include "kernels/simd_targets.h"
 #include "model/ops.h"
 #include "quant/dot.h"
-#include "quant/panels.h"
 #include "quant/rows.h"
-#include "quant/simd_targets.h"
 
 namespace pagoda {
 namespace {

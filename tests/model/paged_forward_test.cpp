@@ -18,13 +18,13 @@
 #include <random>
 
 #include "gguf/file.h"
+#include "kernels/panels.h"
 #include "model/llama.h"
-#include "tools/quantize_model.h"
 #include "model/reference_llama.h"
-#include "tools/synthetic.h"
-#include "quant/panels.h"
 #include "testing/process.h"
 #include "testing/shared_data.h"
+#include "tools/quantize_model.h"
+#include "tools/synthetic.h"
 #include "util/error.h"
 
 namespace pagoda {
@@ -39,7 +39,7 @@ std::unique_ptr<LlamaModel> make_model(const SyntheticModelSpec& spec, std::vect
     ThreadPool pool(2);
     storage = quantize_model(GgufFile::parse(storage.data(), storage.size()), *requantize, pool).to_bytes();
   }
-  // Writable: the model packs its matrices into row panels where the CPU runs them (quant/panels.h).
+  // Writable: the model packs its matrices into row panels where the CPU runs them (kernels/panels.h).
   return std::make_unique<LlamaModel>(
       std::make_shared<const GgufFile>(GgufFile::parse_writable(storage.data(), storage.size())));
 }

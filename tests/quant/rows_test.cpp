@@ -72,14 +72,5 @@ TEST(Rows, UnsupportedTypesThrow) {
     EXPECT_TRUE(weight_type_supported(t)) << tensor_type_name(t);
 }
 
-TEST(Rows, DotMatchesDoubleSum) {
-  for (size_t n : {1u, 7u, 8u, 9u, 64u, 1000u}) {
-    const auto a = random_row(n, 11), b = random_row(n, 12);
-    double ref = 0;
-    for (size_t i = 0; i < n; ++i) ref += double(a[i]) * b[i];
-    EXPECT_NEAR(dot_f32(a.data(), b.data(), n), ref, 1e-4 * std::sqrt(double(n)) * 4);
-  }
-}
-
 }  // namespace
 }  // namespace pagoda

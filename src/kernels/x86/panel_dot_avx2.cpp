@@ -1,4 +1,4 @@
-// The row-panel kernels (quant/panel_kernels-inl.h) for AVX2, used where the
+// The row-panel kernels (kernels/x86/panel_kernels-inl.h) for AVX2, used where the
 // SIMD target is AVX2 or an AVX-512 one without VNNI: 8 32-bit lanes, so
 // each 64-byte group of a panel is two halves, rows 0-7 and 8-15.
 // vpmaddubsw and vpmaddwd take vpdpbusd's place; their int16 pair sums hold
@@ -8,9 +8,9 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/panels.h"
+#include "kernels/x86/panel_kernels.h"
 #include "quant/blocks.h"
-#include "quant/panel_kernels.h"
-#include "quant/panels.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -87,7 +87,7 @@ struct V {
 
 }  // namespace
 
-#include "quant/panel_kernels-inl.h"
+#include "kernels/x86/panel_kernels-inl.h"
 
 #undef PAGODA_OP
 #undef PAGODA_PANEL_TARGET

@@ -1,9 +1,9 @@
-// Row panels (quant/panels.h): packing keeps every byte (unpacking gives the
+// Row panels (kernels/panels.h): packing keeps every byte (unpacking gives the
 // rows back), and the panel kernels, SIMD and scalar, equal vec_dot on the
 // original rows bit for bit, for every format, 1..8 tokens, several widths,
 // random bytes (every code, scale and min) and extreme activations; panels
 // side by side equal one at a time.
-#include "quant/panels.h"
+#include "kernels/panels.h"
 
 #include <gtest/gtest.h>
 
@@ -12,9 +12,10 @@
 #include <random>
 #include <vector>
 
+#include "kernels/quant_dot.h"
 #include "quant/dot.h"
+#include "quant/random_blocks.h"
 #include "quant/rows.h"
-#include "random_blocks.h"
 #include "simd_targets.h"
 
 namespace pagoda {

@@ -1,4 +1,4 @@
-// The row-panel kernels (quant/panel_kernels-inl.h) for AVX-512 VNNI: 16
+// The row-panel kernels (kernels/x86/panel_kernels-inl.h) for AVX-512 VNNI: 16
 // 32-bit lanes, one panel row each, so a 64-byte group of a panel is one
 // vector, and vpdpbusd multiplies 4 codes of 16 rows by the same 4
 // activation codes (a broadcast) into 32-bit sums. Compiled with a target
@@ -8,9 +8,9 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/panels.h"
+#include "kernels/x86/panel_kernels.h"
 #include "quant/blocks.h"
-#include "quant/panel_kernels.h"
-#include "quant/panels.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -87,7 +87,7 @@ struct V {
 
 }  // namespace
 
-#include "quant/panel_kernels-inl.h"
+#include "kernels/x86/panel_kernels-inl.h"
 
 #undef PAGODA_OP
 #undef PAGODA_PANEL_TARGET

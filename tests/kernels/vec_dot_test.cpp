@@ -11,9 +11,10 @@
 
 #include <fmt/format.h>
 
+#include "kernels/quant_dot.h"
 #include "quant/dot.h"
+#include "quant/random_blocks.h"
 #include "quant/rows.h"
-#include "random_blocks.h"
 #include "util/error.h"
 #include "util/half.h"
 

@@ -1,10 +1,10 @@
 // SIMD Q8_K and Q8_0 encoders behind quantize_activations
-// (quant/quantize_simd.h). Each repeats its scalar quantize_row step by step,
+// (kernels/quantize_activations.h). Each repeats its scalar quantize_row step by step,
 // in lanes: the same NaN-ignoring absolute maximum, the same scale and
 // inverse, the same rounding (Q8_K: clamp, then to nearest even by adding
 // 1.5 * 2^23; Q8_0: std::lround, ties away from zero, and 0 where lround has
 // no answer), so every byte matches.
-#include "quant/quantize_simd.h"
+#include "kernels/quantize_activations.h"
 
 #include <cstdint>
 
@@ -14,7 +14,7 @@
 #include "util/half.h"
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "quant/quantize_simd.cpp"
+#define HWY_TARGET_INCLUDE "kernels/quantize_activations.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 

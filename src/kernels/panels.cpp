@@ -1,4 +1,4 @@
-// Row panels (quant/panels.h): the layouts, packing and unpacking, the
+// Row panels (kernels/panels.h): the layouts, packing and unpacking, the
 // activations' per-block terms, and the scalar reference kernel. The SIMD
 // kernels are in panel_kernels-inl.h (compiled per x86 width), the run-time
 // choice in panel_dot.cpp.
@@ -7,10 +7,11 @@
 // panel's block, so one pair of loops packs and unpacks every format.
 // Within a panel block, "[a][b][row][4]" means the 4-byte groups of the 16
 // rows for each (a, b) lie side by side: one 64-byte load per (a, b).
-#include "quant/panels.h"
+#include "kernels/panels.h"
 
 #include <cstring>
 
+#include "kernels/quant_dot.h"
 #include "quant/blocks.h"
 #include "quant/dot.h"
 #include "quant/rows.h"

@@ -17,6 +17,10 @@
 
 namespace pagoda {
 
+// dot(weight row w of n elements stored as t, activation row x stored as
+// activation_type(t)) on the SIMD kernels. n must be a multiple of t's block size.
+float vec_dot(TensorType t, const void* w, const void* x, size_t n);
+
 inline constexpr int kDotRowsMax = 4;    // weight rows per tile
 inline constexpr int kDotTokensMax = 8;  // activation rows per tile
 
@@ -72,7 +76,7 @@ void set_q4k_wide_vectors(bool on);
 // The name of the SIMD target the kernels run on (for benchmarks and logs).
 const char* dot_simd_target();
 // Whether that target has AVX-512 VNNI (Highway's AVX3_DL or a better x86
-// target; tests may switch targets, see tests/quant/simd_targets.h). Cheap:
+// target; tests may switch targets, see tests/kernels/simd_targets.h). Cheap:
 // one dispatch-table lookup.
 bool simd_target_is_avx512_vnni();
 // Whether that target is x86 AVX2 or wider (AVX-512 included).

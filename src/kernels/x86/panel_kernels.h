@@ -1,14 +1,14 @@
-// The row-panel kernels of each x86 vector width (quant/panel_kernels-inl.h,
+// The row-panel kernels of each x86 vector width (kernels/x86/panel_kernels-inl.h,
 // compiled once per target): AVX-512 VNNI (panel_dot_avx512.cpp) and AVX2
 // (panel_dot_avx2.cpp, also used on AVX-512 CPUs without VNNI). Internal to
-// quant/panel_dot.cpp, which checks the arguments and picks one.
+// kernels/panel_dot.cpp, which checks the arguments and picks one.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "gguf/types.h"
-#include "quant/panels.h"
+#include "kernels/panels.h"
 
 namespace pagoda {
 

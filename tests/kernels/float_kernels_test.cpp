@@ -12,8 +12,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/float_kernels.h"
 #include "quant/rows.h"
-#include "quant/simd_float.h"
 #include "simd_targets.h"
 #include "util/error.h"
 #include "util/half.h"
@@ -46,6 +46,17 @@ std::vector<size_t> lengths() {
   for (size_t i = 1; i <= 70; ++i) n.push_back(i);
   for (size_t i : {2048, 5632 + 3}) n.push_back(i);
   return n;
+}
+
+// (From tests/quant/rows_test.cpp, with dot_f32; random_floats(n, seed, 2.0f)
+// draws the same values as its random_row.)
+TEST(Rows, DotMatchesDoubleSum) {
+  for (size_t n : {1u, 7u, 8u, 9u, 64u, 1000u}) {
+    const auto a = random_floats(n, 11, 2.0f), b = random_floats(n, 12, 2.0f);
+    double ref = 0;
+    for (size_t i = 0; i < n; ++i) ref += double(a[i]) * b[i];
+    EXPECT_NEAR(dot_f32(a.data(), b.data(), n), ref, 1e-4 * std::sqrt(double(n)) * 4);
+  }
 }
 
 TEST(SimdFloat, DotMatchesScalarReference) {
@@ -345,7 +356,7 @@ TEST(SimdFloat, ChunkedTileEqualsOneDotPerOutput) {
 // The kernel decodes in registers exactly as dequantize_row does.
 TEST(SimdFloat, FusedEqualsDecodedRows) {
   testing::for_each_simd_target([&](int64_t target) {
-    for (TensorType t : {TensorType::F16, TensorType::BF16, TensorType::Q8_0}) {
+    for (TensorType t : {TensorType::F16, TensorType::BF16}) {
       for (size_t cols : {size_t(32), size_t(96), size_t(2048)}) {
         const size_t n_rows = 11, n_tokens = 8;
         const auto src = random_floats(n_rows * cols, uint32_t(cols) + 5, 0.1f);

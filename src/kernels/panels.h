@@ -3,8 +3,8 @@
 // by side in the lanes of a 512-bit vector, one vpdpbusd multiplies 4 codes of
 // each of 16 rows by the same 4 activation codes (broadcast), and the 16 rows'
 // sums never need a horizontal reduction. Row-major kernels spend most of their
-// time in those reductions (30-37 G weights/s per core on a Zen 5 VM, slower
-// than its memory); the panel kernel outruns the memory.
+// time in those reductions (slower than memory on the machines measured,
+// docs/performance.md); the panel kernel outruns the memory.
 //
 // A panel occupies exactly the bytes of its 16 rows, so a matrix read into
 // memory is rearranged in place (pack_panels) when the model loads; rows past
@@ -78,16 +78,10 @@ inline constexpr int kPanelStreamsMax = 4;
 void panel_dot_streams(TensorType t, const uint8_t* const* panels, int n, const PanelActivations& a, int token,
                        float* const* outs);
 // How many panels decode reads side by side for t: the count measured best
-// (Zen 5 VM, 1B decode, steps alternating between counts). AVX-512 VNNI: 2,
-// but 1 for Q6_K. Q8_0 had 4 (10-15% over 2) until every kernel asked for
-// the block 16 on (prefetch_ahead): since, 4 streams run 18-27% slower than
-// 2 in six runs, 3 equal to 2 (0-5%), 1 3-7% slower; Q4_0 2 over 1 by 4-5%
-// and over 3 by 2-3%; Q4_K 2 over 1 by 1-13% once the panels shared their
-// activation broadcasts. Q6_K (a quarter of a Q4_K_M file: ffn_down and
-// attn_v in half the layers, the output), whose kernel does the most
-// arithmetic a byte: 1 stream makes a whole Q4_K_M step 5-7% faster (its
-// prefetch distance, 1 to 4 super-blocks on, tried again with it: 2 stays).
-// The AVX2 kernels: 2 for the legacy formats, 1 for the K-quants.
+// (1B decode, steps alternating between counts; figures in
+// docs/performance.md, appendix "Kernel tuning"). AVX-512 VNNI: 2, but 1 for
+// Q6_K, whose kernel does the most arithmetic a byte. AVX2: 2 for the legacy
+// formats, 1 for the K-quants.
 int panel_decode_streams(TensorType t);
 // The scalar kernel behind it: the reference, and the fallback on other CPUs.
 void panel_dot_reference(TensorType t, const uint8_t* panel, const PanelActivations& a, int first, int n_tokens,

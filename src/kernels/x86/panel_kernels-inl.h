@@ -1,4 +1,4 @@
-// The row-panel kernels (quant/panels.h), written once for every x86 vector
+// The row-panel kernels (kernels/panels.h), written once for every x86 vector
 // width. Not a normal header: panel_dot_avx512.cpp and panel_dot_avx2.cpp
 // each include it inside their own namespace, after defining
 //   PAGODA_PANEL_TARGET  the function attribute that enables the target, and
@@ -11,7 +11,7 @@
 // the scalar kernel's integer sums and float expression: the same bits.
 //
 // No include guard, by design; the includer provides the headers
-// (<immintrin.h>, <cstring>, <utility>, quant/blocks.h, quant/panels.h) and
+// (<immintrin.h>, <cstring>, <utility>, quant/blocks.h, kernels/panels.h) and
 // makes a PanelKernels of has_kernels, dot and streams (at the end).
 
 #define PAGODA_PANEL_INLINE PAGODA_PANEL_TARGET __attribute__((always_inline)) inline
@@ -43,14 +43,8 @@ PAGODA_PANEL_INLINE I byte_i32(I v, int j) { return V::srai32(V::slli32(v, 24 - 
 
 // Every kernel asks for the block Format::kPrefetchBlocks on (into L1) while
 // working on one: the hardware prefetchers alone keep too few reads in
-// flight. One token, 2 threads, Zen 5 VM (AVX-512), alternating decode steps
-// of the 1B models: Q8_0 and Q4_0 16 blocks on (8.7 and 4.6 KB) 1.08-1.25x
-// the speed without (8 on: as good for Q8_0, 6% slower for Q4_0; 32 on: 3-6%
-// slower); Q4_K two super-blocks on (4.6 KB) 1.25-1.3x without, and better
-// than one, three or four on, or than a prefetch into L2 only (by 6-15%);
-// Q6_K (its codes read out of address order) on a 5632 x 2048 matrix 47-60
-// GB/s against 21-40 without. (Earlier tries with the legacy formats' row
-// kernels had found prefetches 3-10% slower.)
+// flight (each format's distance was measured best; figures in
+// docs/performance.md, appendix "Kernel tuning").
 template <class Format>
 PAGODA_PANEL_INLINE void prefetch_ahead(const uint8_t* block) {
   const uint8_t* ahead = block + Format::kPrefetchBlocks * Format::kBlockBytes;
@@ -268,10 +262,8 @@ struct Q6K {
     I scaled[K];
     for (int k = 0; k < K; ++k) scaled[k] = V::zero();
     // Unrolled on AVX-512, so every offset, scale byte and term index is a
-    // constant: rolled, GCC kept them in general registers spilled to the
-    // stack and vector registers. Two panels in cache, one thread, the two
-    // builds alternating: 43-48 -> 69-72 GB/s, the same bits. AVX2's 16
-    // registers keep the loops.
+    // constant (rolled, GCC spilled them: 1.5x slower, docs/performance.md
+    // appendix "Kernel tuning"). AVX2's 16 registers keep the loops.
 #pragma GCC unroll(V::kVnni ? 2 : 1)
     for (int h = 0; h < 2; ++h)
 #pragma GCC unroll(V::kVnni ? 2 : 1)
@@ -330,11 +322,9 @@ PAGODA_PANEL_TARGET void PanelDot(const uint8_t* panel, const PanelActivations& 
 
 // One token against N panels, a block of each in turn: N read streams. With
 // Format::kStreamsTogether the N panels' blocks go through one block() call,
-// each activation quad broadcast once for all of them: one thread, 2 panels
-// in L2 (`BM_PanelStreamsL2`, interleaved runs) Q4_K 71 -> 77 GB/s; 1B
-// Q4_K_M decode, steps alternating in one process, 6-14% faster; Q8_0 and
-// Q4_0 equal. Q6_K's panels go one by one: together, GCC moved its sums to
-// the stack (12-18% slower).
+// each activation quad broadcast once for all of them (faster for Q4_K,
+// equal for Q8_0 and Q4_0). Q6_K's panels go one by one: together, GCC
+// spills its sums. Figures: docs/performance.md, appendix "Kernel tuning".
 template <class Format, int N>
 PAGODA_PANEL_TARGET void PanelDotStreams(const uint8_t* const* panels, const PanelActivations& a, int token,
                                          float* const* outs) {

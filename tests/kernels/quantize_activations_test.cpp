@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "quant/quantize_simd.h"
+#include "kernels/quantize_activations.h"
 #include "quant/rows.h"
 #include "simd_targets.h"
 

@@ -1,8 +1,8 @@
 // SIMD kernels of the float matmul path (weights F32, F16, BF16 against F32
-// activations; they decode Q8_0 rows too, which matmul now takes through
-// the integer path) and of attention: row decoding to F32, the dot product,
-// and a register-blocked tile kernel, compiled with Highway for several
-// targets and picked at run time.
+// activations), of attention and of the FFN activation: row decoding to F32
+// (Q8_0 too, for embedding lookups), the dot product, and a
+// register-blocked tile kernel, compiled with Highway for several targets
+// and picked at run time.
 //
 // Summation shape, the same in every kernel and in the scalar references: a
 // dot of n elements keeps 16 partial sums, lane j accumulating
@@ -24,13 +24,16 @@ namespace pagoda {
 // Partial sums of every dot product (see above).
 inline constexpr size_t kDotLanes = 16;
 
-// Whether the float kernels decode rows of type t themselves (F32, F16, BF16,
-// Q8_0): the weight types of the float matmul path.
+// Whether the tile kernel decodes rows of type t itself (F32, F16, BF16):
+// the weight types of the float matmul path.
 bool simd_float_row_type(TensorType t);
 
-// dequantize_row for the simd_float_row_type types, vectorized; the same
-// values bit for bit. Other types go to dequantize_row.
+// dequantize_row for F16, BF16 and Q8_0, vectorized; the same values bit for
+// bit. Other types go to dequantize_row.
 void dequantize_row_simd(TensorType t, const void* src, float* dst, size_t n);
+
+// The float dot product: SIMD, with the fixed summation shape above.
+float dot_f32(const float* a, const float* b, size_t n);
 
 // The reference summation in plain scalar code (std::fma).
 float dot_f32_scalar(const float* a, const float* b, size_t n);

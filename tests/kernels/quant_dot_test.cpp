@@ -1,4 +1,4 @@
-// The SIMD dot kernels (quant/dot_simd.h) against the scalar ones of
+// The SIMD dot kernels (kernels/quant_dot.h) against the scalar ones of
 // quant/dot.h, bit for bit, on every SIMD target this CPU runs: random block
 // bytes (every code, scale and min a format can hold), quantized Gaussian
 // rows, extreme blocks, every length of 1..9 blocks and the model's widths,
@@ -9,10 +9,10 @@
 #include <random>
 #include <vector>
 
+#include "kernels/quant_dot.h"
 #include "quant/dot.h"
-#include "quant/dot_simd.h"
+#include "quant/random_blocks.h"
 #include "quant/rows.h"
-#include "random_blocks.h"
 #include "simd_targets.h"
 
 namespace pagoda {

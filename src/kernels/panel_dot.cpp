@@ -1,11 +1,11 @@
-// panel_dot and panel_dot_streams (quant/panels.h): argument checks and the
+// panel_dot and panel_dot_streams (kernels/panels.h): argument checks and the
 // run-time choice between the AVX-512 VNNI kernels, the AVX2 ones and the
 // scalar reference, by the SIMD target Highway's dispatch chose.
 #include <algorithm>
 
-#include "quant/dot_simd.h"
-#include "quant/panel_kernels.h"
-#include "quant/panels.h"
+#include "kernels/panels.h"
+#include "kernels/quant_dot.h"
+#include "kernels/x86/panel_kernels.h"
 #include "util/error.h"
 
 namespace pagoda {
@@ -44,9 +44,8 @@ void panel_dot_streams(TensorType t, const uint8_t* const* panels, int n, const 
 
 int panel_decode_streams(TensorType t) {
   if (simd_target_is_avx512_vnni()) return t == TensorType::Q6_K ? 1 : 2;
-  // The AVX2 kernels have 16 registers: 1B decode on AVX2, Q8_0 at 0.33 of
-  // the read speed with 4 streams, 0.56-0.73 with 2; Q4_K_M 0.51 with 2,
-  // 0.58-0.64 with one.
+  // The AVX2 kernels have 16 registers (figures: docs/performance.md,
+  // appendix "Kernel tuning").
   return t == TensorType::Q4_K || t == TensorType::Q6_K ? 1 : 2;
 }
 

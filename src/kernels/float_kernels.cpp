@@ -1,4 +1,4 @@
-// Highway implementation of quant/simd_float.h: this file is compiled once per
+// Highway implementation of kernels/float_kernels.h: this file is compiled once per
 // SIMD target (foreach_target.h) and the public functions dispatch at run time.
 //
 // Every dot keeps its 16 partial sums in kV = 16 / lanes vectors (1 on
@@ -14,9 +14,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/float_kernels.h"
 #include "quant/blocks.h"
 #include "quant/rows.h"
-#include "quant/simd_float.h"
 #include "util/error.h"
 #include "util/half.h"
 
@@ -40,7 +40,7 @@ const float* f16_table() {
 #endif
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "quant/simd_float.cpp"
+#define HWY_TARGET_INCLUDE "kernels/float_kernels.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
@@ -154,9 +154,9 @@ struct RowBF16 {
   }
 };
 
-// Q8_0: a whole 32-element block per load, so its scale is decoded once;
-// value = d * q as in dequantize_row_q8_0 (exact in F32: 11 x 8 bits).
-// Rows are whole blocks, so there is no tail.
+// Q8_0 (embedding lookups): a whole 32-element block per load, so its scale
+// is decoded once; value = d * q as in dequantize_row_q8_0 (exact in F32:
+// 11 x 8 bits). Rows are whole blocks, so there is no tail.
 struct RowQ8_0 {
   static constexpr size_t kStep = kQK;
   static constexpr size_t kPrefetchBlocks = 24;
@@ -250,10 +250,8 @@ HWY_INLINE void RowBlock(const Row* rows, const float* x, size_t ldx, size_t nt,
 // decode, prefill): a block of kT tokens stays in L1, kChunk elements of each
 // at a time, while every block of rows passes by, so per step the rows come
 // from L2 (or memory) and the tokens from L1; the accumulators wait in
-// `saved` between chunks. Zen 5 VM, F16 5632 x 2048 at 512 tokens, two
-// threads, alternating calls: 230-270 GFLOP/s against 200-240 with the rows
-// held in L1 and the tokens streamed (which also needed the rows decoded to
-// F32 first); at 12-32 tokens 1.03-1.3x.
+// `saved` between chunks (faster than holding rows in L1 and streaming the
+// tokens; docs/performance.md appendix "Kernel tuning").
 constexpr size_t kChunk = 1024;
 
 template <class Row>
@@ -303,8 +301,6 @@ void MatmulRowsFused(TensorType t, const void* w, size_t row_stride, size_t n_ro
     case TensorType::F16: return FusedRows<RowF16, uint16_t>(w, row_stride, n_rows, x, ldx, n_tokens, cols, y, ldy);
     case TensorType::BF16:
       return FusedRows<RowBF16, uint16_t>(w, row_stride, n_rows, x, ldx, n_tokens, cols, y, ldy);
-    case TensorType::Q8_0:
-      return FusedRows<RowQ8_0, BlockQ8_0>(w, row_stride, n_rows, x, ldx, n_tokens, cols, y, ldy);
     default: return;
   }
 }
@@ -629,7 +625,7 @@ HWY_EXPORT(AttendScores);
 HWY_EXPORT(AttendValues);
 
 bool simd_float_row_type(TensorType t) {
-  return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16 || t == TensorType::Q8_0;
+  return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
 }
 
 void dequantize_row_simd(TensorType t, const void* src, float* dst, size_t n) {

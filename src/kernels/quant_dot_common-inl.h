@@ -1,0 +1,146 @@
+// The primitives of the quantized dot kernels: byte-pair and quad multiplies
+// (raw x86 instructions where Highway 1.0.3 has none, see README.md), the
+// transposing reductions of many vectors at once, and the block-group loop.
+//
+// Not a normal header: kernels/quant_dot.cpp includes it inside its
+// per-target namespace (pagoda::HWY_NAMESPACE, once per foreach_target pass,
+// on the non-scalar targets); so it has no include guard and no includes.
+
+#if PAGODA_X86_AVX512
+#define PAGODA_DOT_X86 1
+#define PAGODA_DOT_WIDE 1  // 64-byte vectors
+#elif PAGODA_X86_AVX2
+#define PAGODA_DOT_X86 1
+#define PAGODA_DOT_WIDE 0
+#else
+#define PAGODA_DOT_X86 0
+#define PAGODA_DOT_WIDE 0
+#endif
+
+// Vectors of at most kBytes: 64 on AVX-512, 32 elsewhere (the generic code
+// paths assume a vector never spans more than one 32-element group).
+constexpr size_t kBytes = PAGODA_DOT_WIDE ? 64 : 32;
+using DU8 = hn::CappedTag<uint8_t, kBytes>;
+using DI8 = hn::CappedTag<int8_t, kBytes>;
+using DI16 = hn::CappedTag<int16_t, kBytes / 2>;
+using DI32 = hn::CappedTag<int32_t, kBytes / 4>;
+
+// ---------------------------------------------------------------- primitives
+
+// Sum of adjacent pairs of products a[i] * b[i] (a unsigned, b signed) as
+// 16-bit lanes. The callers keep every pair sum within int16.
+#if PAGODA_DOT_X86
+#if PAGODA_DOT_WIDE
+HWY_INLINE hn::Vec512<int16_t> MulPairs(hn::Vec512<uint8_t> a, hn::Vec512<int8_t> b) {
+  return hn::Vec512<int16_t>{_mm512_maddubs_epi16(a.raw, b.raw)};
+}
+#endif
+HWY_INLINE hn::Vec256<int16_t> MulPairs(hn::Vec256<uint8_t> a, hn::Vec256<int8_t> b) {
+  return hn::Vec256<int16_t>{_mm256_maddubs_epi16(a.raw, b.raw)};
+}
+#else
+template <class VU8, class VI8>
+HWY_INLINE auto MulPairs(VU8 a, VI8 b) {
+  const hn::DFromV<VI8> d8;
+  const hn::RepartitionToWide<decltype(d8)> d16;
+  const hn::RebindToUnsigned<decltype(d16)> du16;
+  const auto a_even = hn::BitCast(d16, hn::And(hn::BitCast(du16, a), hn::Set(du16, 0xFF)));
+  const auto a_odd = hn::BitCast(d16, hn::ShiftRight<8>(hn::BitCast(du16, a)));
+  const auto b_even = hn::ShiftRight<8>(hn::ShiftLeft<8>(hn::BitCast(d16, b)));  // sign-extends
+  const auto b_odd = hn::ShiftRight<8>(hn::BitCast(d16, b));
+  return hn::Add(hn::Mul(a_even, b_even), hn::Mul(a_odd, b_odd));
+}
+#endif
+
+// acc += pairwise a[i] * b[i] widened to 32 bits (the pair order within
+// the 32-bit lanes is unspecified off x86; only the lanes' total matters).
+template <class D32, class V16>
+HWY_INLINE hn::Vec<D32> MulAddWide(D32 d32, V16 a, V16 b, hn::Vec<D32> acc, hn::Vec<D32>& acc2) {
+#if PAGODA_X86_VNNI512
+  // vpdpwssd: the multiply-add in one instruction. Highway 1.0.3 compiles
+  // AVX3_DL without the avx512vnni attribute (so no intrinsic), but the
+  // target requires the CPU to have it.
+  asm("vpdpwssd %2, %1, %0" : "+v"(acc.raw) : "v"(a.raw), "v"(b.raw));
+  return acc;
+#endif
+  return hn::ReorderWidenMulAccumulate(d32, a, b, acc, acc2);
+}
+
+#if PAGODA_X86_VNNI512
+// acc += the sums of groups of four products a[i] * b[i] (a unsigned, b
+// signed) in each 32-bit lane: vpdpbusd, by asm as vpdpwssd above. Exact for
+// any bytes (4 * 255 * 128 is far below 2^31).
+template <class V32, class VU8, class VI8>
+HWY_INLINE V32 MulAddQuads(V32 acc, VU8 a, VI8 b) {
+  asm("vpdpbusd %2, %1, %0" : "+v"(acc.raw) : "v"(a.raw), "v"(b.raw));
+  return acc;
+}
+#endif
+
+template <class D32>
+HWY_INLINE int32_t ReduceSum(D32 d32, hn::Vec<D32> v) {
+  return hn::GetLane(hn::SumOfLanes(d32, v));
+}
+
+// out[i] = the sum of the lanes of v[i] for i < M (a power of two): pairs
+// of vectors are folded into one (each keeping half its lanes' sums), then
+// the survivor folds onto itself; far fewer shuffles than M reductions.
+// Writes max(M, lanes) values (the ones past M are junk).
+template <size_t M, class D32>
+HWY_INLINE void SumEach(D32 d32, hn::Vec<D32>* v, int32_t* out) {
+  constexpr size_t N = hn::MaxLanes(D32());
+  if constexpr (M == 1 || N == 1) {
+    for (size_t i = 0; i < M; ++i) out[i] = ReduceSum(d32, v[i]);
+  } else if constexpr (M > N) {  // a whole vector of sums at a time
+    for (size_t i = 0; i < M; i += N) SumEach<N>(d32, v + i, out + i);
+  } else {
+    for (size_t m = M; m > 1; m /= 2)
+      for (size_t i = 0; i < m / 2; ++i)
+        v[i] = hn::Add(hn::ConcatEven(d32, v[2 * i + 1], v[2 * i]), hn::ConcatOdd(d32, v[2 * i + 1], v[2 * i]));
+    auto r = v[0];
+    for (size_t group = N / M; group > 1; group /= 2) r = hn::Add(hn::ConcatEven(d32, r, r), hn::ConcatOdd(d32, r, r));
+    hn::StoreU(r, d32, out);
+  }
+}
+
+// Runs body(b, slots) for every block b < nb, which sets the block's kSlots
+// vectors of 32-bit partial sums, and writes every block's kSlots sums to
+// out in block order, reducing a group of blocks at a time (as many as one
+// vector has lanes for). The blocks of a group are unrolled so their slot
+// vectors stay in registers. Zeroes kPad ints after the last block's sums
+// (the float half reads whole vectors there).
+// The vectors are of D32 (full width unless a kernel asks for less).
+template <size_t kSlots, class D32 = DI32, class Body>
+HWY_INLINE void ForBlockGroups(size_t nb, int32_t* out, const Body& body) {
+  constexpr size_t kLanes = hn::MaxLanes(D32());
+  constexpr size_t kGroup = kSlots >= kLanes ? 1 : kLanes / kSlots;
+  for (size_t b0 = 0; b0 < nb; b0 += kGroup) {
+    hn::Vec<D32> v[kGroup * kSlots];
+#pragma GCC unroll 16
+    for (size_t g = 0; g < kGroup; ++g) {
+      if (b0 + g < nb) {
+        body(b0 + g, v + g * kSlots);
+      } else {
+        for (size_t i = 0; i < kSlots; ++i) v[g * kSlots + i] = hn::Zero(D32());
+      }
+    }
+    SumEach<kGroup * kSlots>(D32(), v, out + b0 * kSlots);
+  }
+  std::memset(out + nb * kSlots, 0, dot_tables::kPad * sizeof(int32_t));
+}
+
+// A vector of 32-bit sums as a full-width one (zero above): the 16 bsums'
+// products, and the 32-element blocks' sums, are half-width on AVX-512.
+template <class V>
+HWY_INLINE hn::Vec<DI32> Widen(V v) {
+  if constexpr (sizeof(V) == sizeof(hn::Vec<DI32>)) {
+    return v;
+  } else {
+    return hn::ZeroExtendVector(DI32(), v);
+  }
+}
+
+template <class V>
+HWY_INLINE V LowNibbles(V v) {
+  return hn::And(v, hn::Set(hn::DFromV<V>(), 0xF));
+}
