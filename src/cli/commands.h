@@ -28,5 +28,6 @@ Command add_soak(CLI::App& app);
 Command add_bench(CLI::App& app);
 Command add_bench_model(CLI::App& app);
 Command add_quantize(CLI::App& app);
+Command add_pull(CLI::App& app);
 
 }  // namespace pagoda::cli

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/model_option.h"
 #include "pagoda_version.h"
 #include "util/error.h"
 
@@ -50,8 +51,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "pagoda " PAGODA_VERSION " (git " PAGODA_GIT_REVISION ")");
   std::vector<Command> commands;
   for (auto add : {add_generate, add_tokenize, add_info, add_bench, add_bench_model, add_quantize, add_serve, add_loadgen,
-                   add_soak}) commands.push_back(add(app));
+                   add_soak, add_pull}) commands.push_back(add(app));
   try {
+    rewrite_hf_flag(argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
