@@ -8,6 +8,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev                  # JSON, command line
   libhwy-dev                                       # SIMD with runtime dispatch
   libboost1.81-dev                                 # Asio/Beast: the event-driven HTTP server
+  libcurl4-openssl-dev libssl-dev curl             # model pulls from the Hugging Face hub (HTTPS, sha256)
   googletest libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev  # tests and benchmarks
 )
 # Node.js and npm run the test oracles from npm (openai client, jinja, tokenizer

@@ -4,7 +4,8 @@
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build, every test again;
 #   3. libFuzzer build (clang), each fuzz target for $PAGODA_FUZZ_SECONDS (default 30) s;
 #   4. the quick benchmarks, so they never rot;
-#   5. `pagoda soak` at 1,000 requests per mode.
+#   5. `pagoda soak` at 1,000 requests per mode;
+#   6. a fresh clone serves through scripts/run.sh (the binary built in 1, no rebuild).
 # Set PAGODA_TEST_QUICK=1 to run step 1 only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,9 @@ step "Release build and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build
 ctest --test-dir build --output-on-failure -j "$jobs"
+
+step "Fresh clone: scripts/run.sh serves and completes"
+scripts/fresh-clone-check.sh build/pagoda
 [[ "${PAGODA_TEST_QUICK:-0}" == 1 ]] && exit 0
 
 step "ASan + UBSan build and tests"
@@ -46,7 +50,7 @@ for target in build-fuzz/fuzz_*; do
   [[ -d "fuzz/corpus/$name" ]] && cp -r "fuzz/corpus/$name/." "$corpus/"
   echo "-- $target for ${PAGODA_FUZZ_SECONDS:-30} s"
   UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$target" -max_total_time="${PAGODA_FUZZ_SECONDS:-30}" \
-    -max_len=65536 -print_final_stats=1 -artifact_prefix=build-fuzz/ "$corpus" 2>&1 | tail -n 12
+    -max_len=65536 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix=build-fuzz/ "$corpus" 2>&1 | tail -n 12
   rm -rf "$corpus"
 done
 

@@ -15,6 +15,7 @@
 #include <random>
 
 #include "cli/commands.h"
+#include "cli/model_option.h"
 #include "engine/engine.h"
 #include "util/error.h"
 
@@ -22,7 +23,8 @@ namespace pagoda::cli {
 namespace {
 
 struct Opts {
-  std::string model = default_model_path();
+  ModelOption model;
+  std::string model_path;  // model, resolved once
   int requests = 64;
   int min_prompt = 16, max_prompt = 256;
   int min_output = 16, max_output = 128;
@@ -59,7 +61,7 @@ void run_mode(const Opts& o, bool paged) {
   cfg.log_interval_s = 0;
   cfg.max_waiting = o.requests + 1;
   if (!o.faults.empty()) cfg.faults = FaultSpec::parse(o.faults);
-  auto engine = Engine::load(o.model, cfg);
+  auto engine = Engine::load(o.model_path, cfg);
 
   std::mt19937_64 rng(o.seed);
   const int vocab = engine->vocab_size();
@@ -134,7 +136,7 @@ void run_mode(const Opts& o, bool paged) {
 Command add_bench(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("bench", "Measure serving throughput and latency through the engine");
-  cmd->add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
+  o->model.add(cmd);
   cmd->add_option("--requests", o->requests, "Requests in the workload")->capture_default_str();
   cmd->add_option("--min-prompt", o->min_prompt)->capture_default_str();
   cmd->add_option("--max-prompt", o->max_prompt)->capture_default_str();
@@ -159,6 +161,7 @@ Command add_bench(CLI::App& app) {
             if (o->requests < 1 || o->min_prompt < 1 || o->max_prompt < o->min_prompt || o->min_output < 1 ||
                 o->max_output < o->min_output)
               fail<InvalidArgument>("bench: request counts and length ranges must be positive and ordered");
+            o->model_path = o->model.resolve();
             if (!std::getenv("PAGODA_LOG")) spdlog::set_level(spdlog::level::warn);
             fmt::print("{} requests, prompts {}-{} tokens{}, outputs {}-{} tokens\n", o->requests, o->min_prompt,
                        o->max_prompt, o->shared_prefix ? fmt::format(" ({} shared)", o->shared_prefix) : "",

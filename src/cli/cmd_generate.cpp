@@ -11,6 +11,7 @@
 #include <cstdlib>
 
 #include "cli/commands.h"
+#include "cli/model_option.h"
 #include "engine/engine.h"
 #include "engine/output_queue.h"
 #include "tokenizer/tokenizer.h"
@@ -20,7 +21,7 @@ namespace pagoda::cli {
 namespace {
 
 struct Opts {
-  std::string model = default_model_path();
+  ModelOption model;
   std::string prompt;
   int max_tokens = 256;
   SamplingParams sampling;
@@ -58,7 +59,7 @@ int run(const Opts& o, bool seed_given) {
   cfg.log_interval_s = 0;
   if (cfg.block_size < 1 || cfg.block_size > 1024) fail<InvalidArgument>("--block-size must be in [1, 1024]");
   if (!std::getenv("PAGODA_LOG")) spdlog::set_level(spdlog::level::warn);  // stdout is the text; keep stderr quiet
-  auto engine = Engine::load(o.model, cfg);
+  auto engine = Engine::load(o.model.resolve(), cfg);
   const Tokenizer& tok = *engine->tokenizer();
   req.prompt = tok.encode(o.prompt, !o.no_bos && tok.add_bos_by_default());
   if (req.prompt.empty()) fail<InvalidArgument>("the prompt is empty and the model adds no BOS token");
@@ -112,7 +113,7 @@ Command add_generate(CLI::App& app) {
   o->sampling.top_p = 0.95f;
   o->sampling.min_p = 0.05f;
   auto* cmd = app.add_subcommand("generate", "Complete one prompt, streaming the text to stdout");
-  cmd->add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
+  o->model.add(cmd);
   cmd->add_option("-p,--prompt", o->prompt, "Prompt text")->required();
   cmd->add_option("-n,--max-tokens", o->max_tokens, "Most tokens to generate (capped by the context)")->capture_default_str();
   cmd->add_option("--temperature,--temp", o->sampling.temperature, "0 = greedy")->capture_default_str();

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "cli/commands.h"
+#include "cli/model_option.h"
 #include "gguf/file.h"
 #include "model/config.h"
 #include "tokenizer/tokenizer.h"
@@ -14,16 +15,18 @@ namespace pagoda::cli {
 
 Command add_info(CLI::App& app) {
   struct Opts {
-    std::string model = default_model_path();
+    ModelOption model;
     bool metadata = false;
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("info", "Describe a GGUF model");
-  cmd->add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
+  o->model.add(cmd);
   cmd->add_flag("--metadata", o->metadata, "Also list every metadata key");
   return {cmd, [o] {
-    const auto f = GgufFile::open(o->model);
-    fmt::print("file:            {} (GGUF v{}, {} tensors)\n", o->model, f.version(), f.tensors().size());
+    const std::string path = o->model.resolve();
+    const auto f = GgufFile::open(path);
+    fmt::print("file:            {} (GGUF v{}, {} tensors{})\n", path, f.version(), f.tensors().size(),
+               f.parts() > 1 ? fmt::format(" in {} split files", f.parts()) : "");
     uint64_t params = 0, bytes = 0;
     std::map<std::string, int> types;
     for (const auto& t : f.tensors()) {

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/model_option.h"
 #include "engine/engine.h"
 #include "server/server.h"
 #include "util/error.h"
@@ -19,7 +20,8 @@ namespace pagoda::cli {
 namespace {
 
 struct Opts {
-  std::string model = default_model_path();
+  ModelOption model_opt;
+  std::string model;  // model_opt, resolved
   std::string served_name;
   std::string chat_template;
   std::string faults;
@@ -57,6 +59,7 @@ int run(Opts& o) {
     fail<InvalidArgument>("--api-key is empty: give a key, or leave the flag out to serve without authentication");
   if (o.server.api_key.empty())
     if (const char* k = std::getenv("PAGODA_API_KEY"); k && *k) o.server.api_key = k;
+  o.model = o.model_opt.resolve();
   if (!std::filesystem::exists(o.model)) fail<InvalidArgument>("model file not found: {}", o.model);
   const std::string name = o.served_name.empty() ? std::filesystem::path(o.model).stem().string() : o.served_name;
   std::optional<std::string> tmpl;
@@ -98,7 +101,7 @@ Command add_serve(CLI::App& app) {
   auto* cmd = app.add_subcommand("serve", "Serve the model over an OpenAI-compatible HTTP API");
   auto& s = o->server;
   auto& e = o->engine;
-  cmd->add_option("-m,--model", o->model, "GGUF model file")->capture_default_str();
+  o->model_opt.add(cmd);
   cmd->add_option("--host", s.host, "Address to bind")->capture_default_str();
   cmd->add_option("--port", s.port, "Port (0: any free port, printed at start)")->capture_default_str();
   cmd->add_option("--served-model-name", o->served_name, "Model name in responses (default: the file name's stem)");

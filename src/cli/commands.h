@@ -25,5 +25,6 @@ Command add_tokenize(CLI::App& app);
 Command add_info(CLI::App& app);
 Command add_serve(CLI::App& app);
 Command add_bench(CLI::App& app);
+Command add_pull(CLI::App& app);
 
 }  // namespace pagoda::cli

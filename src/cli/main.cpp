@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "cli/commands.h"
+#include "cli/model_option.h"
 #include "pagoda_version.h"
 #include "tools/cmd/commands.h"
 #include "util/error.h"
@@ -50,10 +51,11 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Help for every subcommand");
   app.set_version_flag("--version", "pagoda " PAGODA_VERSION " (git " PAGODA_GIT_REVISION ")");
   std::vector<Command> commands;
-  for (auto add : {add_generate, add_tokenize, add_info, add_serve, add_bench, pagoda::tools::add_bench_model,
+  for (auto add : {add_generate, add_tokenize, add_info, add_serve, add_bench, add_pull, pagoda::tools::add_bench_model,
                    pagoda::tools::add_quantize, pagoda::tools::add_loadgen, pagoda::tools::add_soak})
     commands.push_back(add(app));
   try {
+    rewrite_hf_flag(argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;

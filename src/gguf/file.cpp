@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "gguf/split.h"
 #include "util/error.h"
 
 namespace pagoda {
@@ -118,8 +119,44 @@ Value read_value(Cursor& c, ValueType t, int depth, uint64_t& values_left) {
 GgufFile GgufFile::open(const std::string& path, Residency residency) {
   auto mapping = std::make_shared<MappedFile>(path, residency);
   GgufFile f = parse(mapping->data(), mapping->size(), path);
-  f.mapping_ = std::move(mapping);
+  f.mappings_.push_back(std::move(mapping));
+  if (f.get_u64(kSplitCount, 1) > 1) f.open_other_parts(residency);
   return f;
+}
+
+void GgufFile::open_other_parts(Residency residency) {
+  const uint64_t count = get_u64(kSplitCount);
+  if (count > 99999) fail<FormatError>("{}: {} {} is not a part count", source_, kSplitCount, count);
+  if (get_u64(kSplitNo, 0) != 0)
+    fail<FormatError>("{}: part {} of a split model; open the first part (-00001-of-{:05d}.gguf)", source_,
+                      get_u64(kSplitNo) + 1, count);
+  const auto name = parse_split_name(source_);
+  if (!name || uint64_t(name->count) != count || name->no != 1)
+    fail<FormatError>("{}: a split model of {} parts must be named NAME-00001-of-{:05d}.gguf", source_, count, count);
+  for (int no = 2; no <= name->count; ++no) {
+    const std::string path = split_name(name->prefix, no, name->count);
+    auto mapping = std::make_shared<MappedFile>(path, residency);
+    GgufFile part = parse(mapping->data(), mapping->size(), path);
+    if (part.get_u64(kSplitCount, 1) != count || part.get_u64(kSplitNo, 0) != uint64_t(no - 1))
+      fail<FormatError>("{}: says it is part {} of {}, expected part {} of {}", path, part.get_u64(kSplitNo, 0) + 1,
+                        part.get_u64(kSplitCount, 1), no, count);
+    for (auto& t : part.tensors_) {
+      if (!tensor_index_.emplace(t.name, tensors_.size()).second)
+        fail<FormatError>("{}: tensor '{}' is also in an earlier part", path, t.name);
+      tensors_.push_back(std::move(t));
+    }
+    mappings_.push_back(std::move(mapping));
+  }
+  const uint64_t want = get_u64(kSplitTensorsCount, tensors_.size());
+  if (want != tensors_.size())
+    fail<FormatError>("{}: {} says {} tensors, the {} parts hold {}", source_, kSplitTensorsCount, want, count,
+                      tensors_.size());
+}
+
+Residency GgufFile::residency() const {
+  for (const auto& m : mappings_)
+    if (m->residency() == Residency::kMapped) return Residency::kMapped;
+  return mappings_.empty() ? Residency::kMapped : Residency::kInMemory;
 }
 
 GgufFile GgufFile::parse_writable(uint8_t* data, size_t size, std::string source) {
@@ -129,14 +166,22 @@ GgufFile GgufFile::parse_writable(uint8_t* data, size_t size, std::string source
 }
 
 bool GgufFile::edit(const std::function<void()>& fn) const {
-  if (!writable_ && !(mapping_ && mapping_->residency() == Residency::kInMemory)) return false;
+  if (!writable_ && !(!mappings_.empty() && residency() == Residency::kInMemory)) return false;
   if (edited_)
     fail<InvalidArgument>("{}: its tensors were rearranged for a model already; open the file again for another",
                           source_);
   edited_ = true;  // before fn: a throw half way leaves the bytes neither layout
-  if (mapping_) return mapping_->edit([&](uint8_t*) { fn(); });
-  fn();
-  return true;
+  // Every part writable at once (nested), fn inside the innermost.
+  std::function<bool(size_t)> nest = [&](size_t i) {
+    if (i == mappings_.size()) {
+      fn();
+      return true;
+    }
+    bool ok = true;
+    if (!mappings_[i]->edit([&](uint8_t*) { ok = nest(i + 1); })) return false;
+    return ok;
+  };
+  return nest(0);
 }
 
 GgufFile GgufFile::parse(const uint8_t* data, size_t size, std::string source) {

@@ -34,7 +34,10 @@ class GgufFile {
  public:
   static constexpr uint32_t kDefaultAlignment = 32;
 
-  // Maps (or reads, see Residency) and parses the file at path.
+  // Maps (or reads, see Residency) and parses the file at path. The first
+  // part of a split model (gguf/split.h: split.count > 1) opens every part
+  // from the same folder as one file: the first part's metadata, all parts'
+  // tensors; a missing, foreign or duplicated part is a FormatError.
   static GgufFile open(const std::string& path, Residency residency = Residency::kMapped);
   // Parses bytes the caller keeps alive (tests, the fuzzer). Tensor data
   // pointers point into `data`.
@@ -45,8 +48,10 @@ class GgufFile {
   uint32_t version() const { return version_; }
   uint32_t alignment() const { return alignment_; }
   const std::string& source() const { return source_; }
-  // How open() holds the bytes (kMapped for parse()).
-  Residency residency() const { return mapping_ ? mapping_->residency() : Residency::kMapped; }
+  // How open() holds the bytes (kMapped for parse(), or if any part is mapped).
+  Residency residency() const;
+  // How many files the tensors come from (split.count; 1 for a whole file).
+  size_t parts() const { return mappings_.empty() ? 1 : mappings_.size(); }
   const std::map<std::string, Value>& metadata() const { return metadata_; }
 
   // Runs fn() and returns true where the tensors' bytes are this file's own
@@ -72,7 +77,9 @@ class GgufFile {
 
  private:
   GgufFile() = default;
-  std::shared_ptr<MappedFile> mapping_;
+  // Adds the other parts of a split model whose first part this is.
+  void open_other_parts(Residency residency);
+  std::vector<std::shared_ptr<MappedFile>> mappings_;  // one per part; empty for parse()
   bool writable_ = false;        // parse_writable
   mutable bool edited_ = false;  // edit() ran
   std::string source_;

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "gguf/split.h"
 #include "util/error.h"
 
 namespace pagoda {
@@ -119,6 +120,20 @@ std::vector<uint8_t> GgufWriter::header_bytes() const {
   }
   o.pad_to(alignment_);
   return o.buf;
+}
+
+std::vector<GgufWriter> GgufWriter::split(int parts) const {
+  if (parts < 1 || size_t(parts) > tensors_.size())
+    fail<InvalidArgument>("gguf writer: cannot split {} tensors into {} parts", tensors_.size(), parts);
+  std::vector<GgufWriter> out(size_t(parts), GgufWriter{alignment_});
+  for (const auto& [k, v] : metadata_) out[0].set(k, v);
+  for (int i = 0; i < parts; ++i) {
+    out[size_t(i)].set(kSplitNo, Value::u16(uint16_t(i)));
+    out[size_t(i)].set(kSplitCount, Value::u16(uint16_t(parts)));
+    out[size_t(i)].set(kSplitTensorsCount, Value::i32(int32_t(tensors_.size())));
+  }
+  for (size_t t = 0; t < tensors_.size(); ++t) out[t * size_t(parts) / tensors_.size()].tensors_.push_back(tensors_[t]);
+  return out;
 }
 
 std::vector<uint8_t> GgufWriter::to_bytes() const {

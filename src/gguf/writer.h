@@ -22,6 +22,12 @@ class GgufWriter {
   void add_tensor(const std::string& name, TensorType type, std::vector<uint64_t> shape, std::vector<uint8_t> bytes);
   void add_f32_tensor(const std::string& name, std::vector<uint64_t> shape, const std::vector<float>& values);
 
+  // This model as `parts` split files (gguf/split.h): the tensors in order,
+  // dealt out in near-equal runs; part 0 keeps every metadata entry, the
+  // others only the alignment; each gets split.no/count/tensors.count.
+  // Write part i to split_name(prefix, i + 1, parts).
+  std::vector<GgufWriter> split(int parts) const;
+
   std::vector<uint8_t> to_bytes() const;
   // Writes the same bytes as to_bytes() without holding them all at once.
   void write(const std::string& path) const;  // throws Error on I/O failure

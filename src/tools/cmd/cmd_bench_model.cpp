@@ -35,7 +35,6 @@
 
 namespace pagoda::tools {
 using cli::Command;
-using cli::default_model_path;
 namespace {
 
 namespace fs = std::filesystem;

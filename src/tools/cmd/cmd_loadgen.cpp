@@ -9,7 +9,6 @@
 
 namespace pagoda::tools {
 using cli::Command;
-using cli::default_model_path;
 
 Command add_loadgen(CLI::App& app) {
   auto c = std::make_shared<LoadgenConfig>();

@@ -8,7 +8,6 @@
 
 namespace pagoda::tools {
 using cli::Command;
-using cli::default_model_path;
 
 Command add_quantize(CLI::App& app) {
   struct Opts {

@@ -32,6 +32,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cli/model_option.h"
 #include "tools/cmd/commands.h"
 #include "tools/loadgen.h"
 #include "util/error.h"
@@ -40,7 +41,7 @@ extern char** environ;
 
 namespace pagoda::tools {
 using cli::Command;
-using cli::default_model_path;
+using cli::ModelOption;
 namespace {
 
 namespace http = boost::beast::http;
@@ -48,7 +49,8 @@ using tcp = boost::asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
 struct SoakConfig {
-  std::string model = default_model_path();
+  ModelOption model_opt;
+  std::string model;  // model_opt, resolved once for every mode's server
   std::vector<std::string> modes = {"paged", "reserve", "faults", "audit"};
   int64_t requests = 1000;  // per mode
   int clients = 96;
@@ -269,7 +271,7 @@ std::vector<std::string> soak_mode(const std::string& mode, const SoakConfig& c,
 Command add_soak(CLI::App& app) {
   auto c = std::make_shared<SoakConfig>();
   auto* cmd = app.add_subcommand("soak", "Soak `pagoda serve` with rude mixed load per mode and check it holds");
-  cmd->add_option("-m,--model", c->model, "GGUF model file")->capture_default_str();
+  c->model_opt.add(cmd);
   cmd->add_option("--modes", c->modes, "Modes: paged, reserve, faults, audit")->delimiter(',')->capture_default_str();
   cmd->add_option("-n,--requests", c->requests, "Requests per mode")->capture_default_str();
   cmd->add_option("-c,--clients", c->clients, "Concurrent clients")->capture_default_str();
@@ -281,6 +283,7 @@ Command add_soak(CLI::App& app) {
   cmd->add_option("--max-rss-growth-mib", c->max_rss_growth_mib, "Most the server's RSS may grow")->capture_default_str();
   cmd->add_option("--serve-arg", c->serve_args, "One more flag for `pagoda serve` (repeatable)");
   return {cmd, [c] {
+            c->model = c->model_opt.resolve();
             bool ok = true;
             for (const auto& mode : c->modes) {
               std::string summary;
