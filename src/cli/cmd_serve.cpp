@@ -77,11 +77,7 @@ int run(Opts& o) {
               name.c_str());
   std::fflush(stdout);
   const bool clean = srv.run([&] {
-    auto m = std::make_unique<server::ServedModel>();
-    m->engine = Engine::load(o.model, cfg);
-    m->name = name;
-    m->chat = chat;
-    return m;
+    return std::make_unique<server::ServedModel>(Engine::load(o.model, cfg), name, chat);
   });
   if (!clean) {
     // A stuck step still runs on the engine thread: exit without the

@@ -1,5 +1,5 @@
-// The connection's HTTP side: reading requests, routing, writing, closing.
-// The generation endpoints are in generation.cpp.
+// A client connection: reading requests, routing, writing, closing. The
+// generation endpoints' work is in generation_stream.cpp.
 #include "server/connection.h"
 
 #include <boost/asio/dispatch.hpp>
@@ -11,7 +11,7 @@
 
 #include "engine/clock.h"
 #include "server/api_error.h"
-#include "server/generation.h"
+#include "server/generation_stream.h"
 #include "server/metrics.h"
 #include "server/openai_response.h"
 
@@ -68,12 +68,7 @@ void Connection::drain() {
 void Connection::abort_generation(const std::string& message) {
   asio::dispatch(socket_.get_executor(), [self = shared_from_this(), message] {
     if (self->phase_ != Phase::handling) return;
-    if (self->active_ && !self->active_->finished) {
-      self->fail_generation(*self->active_, 503, message);
-    } else if (self->parsing_) {
-      self->parsing_ = false;  // its parse result will find the exchange over
-      self->respond_error(ApiError(503, message));
-    }
+    if (auto stream = self->stream_) stream->abort(message);
   });
 }
 
@@ -161,7 +156,7 @@ void Connection::on_read(error_code ec, size_t n) {
   }
   if (ec) {
     if (ec == asio::error::operation_aborted) return;
-    if (active_ && !active_->finished) spdlog::debug("client of {} left: {}", active_->ident.id, ec.message());
+    if (stream_ && stream_->running()) spdlog::debug("client of {} left: {}", stream_->id(), ec.message());
     return close();  // EOF or a reset: the client is gone, wherever its request is
   }
   buffer_.commit(asio::buffer_copy(buffer_.prepare(n), asio::buffer(chunk_.get(), n)));
@@ -183,7 +178,6 @@ void Connection::refuse(int status, std::string message) {
 void Connection::on_request() {
   read_timer_.cancel();
   phase_ = Phase::handling;
-  ++exchange_;
   complete_ = false;
   auto req = reader_->release();
   reader_.reset();
@@ -202,52 +196,59 @@ void Connection::on_request() {
 
 // ---- routing ----
 
+// The route table: a path (or a path prefix), its method, and whether it is
+// under /v1 (the API key guards those). Unknown path: 404; a known path
+// without the key: 401; the wrong method: 405.
+struct Connection::Route {
+  std::string_view path;
+  bool prefix;
+  http::verb method;
+  bool v1;
+  void (Connection::*handle)(RequestReader::Request&, std::string_view path, std::string_view query);
+};
+
+const Connection::Route Connection::kRoutes[] = {
+    {"/health", false, http::verb::get, false, &Connection::health},
+    {"/health/live", false, http::verb::get, false, &Connection::health_live},
+    {"/metrics", false, http::verb::get, false, &Connection::metrics},
+    {"/v1/models", false, http::verb::get, true, &Connection::models},
+    {"/v1/models/", true, http::verb::get, true, &Connection::models},
+    {"/v1/completions", false, http::verb::post, true, &Connection::completions},
+    {"/v1/chat/completions", false, http::verb::post, true, &Connection::chat_completions},
+};
+
 void Connection::route(RequestReader::Request& req) {
-  std::string_view target(req.target().data(), req.target().size());
+  const std::string_view target(req.target().data(), req.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
-  const auto method = req.method();
-  auto require = [&](http::verb v) {
-    if (method != v)
-      throw ApiError(405, fmt::format("method {} is not allowed for {} (use {})", std::string_view(req.method_string()),
-                                      path, std::string_view(http::to_string(v))));
-  };
-  if (path == "/health") {
-    require(http::verb::get);
-    return health(target.substr(path.size()));
+  const std::string_view method(req.method_string().data(), req.method_string().size());
+  for (const Route& r : kRoutes) {
+    if (r.prefix ? !path.starts_with(r.path) : path != r.path) continue;
+    if (r.v1 && !authorized(req)) throw ApiError(401, "invalid or missing API key (send 'Authorization: Bearer KEY')");
+    if (req.method() != r.method)
+      throw ApiError(405, fmt::format("method {} is not allowed for {} (use {})", method, path,
+                                      std::string_view(http::to_string(r.method))));
+    return (this->*r.handle)(req, path, target.substr(path.size()));
   }
-  if (path == "/health/live") {
-    require(http::verb::get);
-    return respond_json(200, R"({"status":"alive"})");
-  }
-  if (path == "/metrics") {
-    require(http::verb::get);
-    return metrics();
-  }
-  const bool v1 = path == "/v1/models" || path.starts_with("/v1/models/") || path == "/v1/completions" ||
-                  path == "/v1/chat/completions";
-  if (!v1) throw ApiError(404, fmt::format("no such endpoint: {} {}", std::string_view(req.method_string()), path));
-  if (const auto& key = state_->config.api_key; !key.empty()) {
-    auto it = req.find(http::field::authorization);
-    const std::string_view got = it == req.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
-    // The scheme is case-insensitive (RFC 9110 11.1); the key is compared in constant time.
-    const bool bearer = got.size() > 7 && boost::beast::iequals(got.substr(0, 7), "Bearer ");
-    const std::string_view token = bearer ? got.substr(7) : std::string_view();
-    unsigned diff = token.size() == key.size() ? 0 : 1;
-    for (size_t i = 0; i < key.size(); ++i) diff |= unsigned(key[i] ^ (i < token.size() ? token[i] : 0));
-    if (!bearer || diff != 0) throw ApiError(401, "invalid or missing API key (send 'Authorization: Bearer KEY')");
-  }
-  if (path.starts_with("/v1/models")) {
-    require(http::verb::get);
-    return models(path);
-  }
-  require(http::verb::post);
-  start_generation(path == "/v1/chat/completions", std::move(req.body()));
+  throw ApiError(404, fmt::format("no such endpoint: {} {}", method, path));
+}
+
+bool Connection::authorized(const RequestReader::Request& req) const {
+  const auto& key = state_->config.api_key;
+  if (key.empty()) return true;
+  auto it = req.find(http::field::authorization);
+  const std::string_view got = it == req.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
+  // The scheme is case-insensitive (RFC 9110 11.1); the key is compared in constant time.
+  const bool bearer = got.size() > 7 && boost::beast::iequals(got.substr(0, 7), "Bearer ");
+  const std::string_view token = bearer ? got.substr(7) : std::string_view();
+  unsigned diff = token.size() == key.size() ? 0 : 1;
+  for (size_t i = 0; i < key.size(); ++i) diff |= unsigned(key[i] ^ (i < token.size() ? token[i] : 0));
+  return bearer && diff == 0;
 }
 
 // /health is readiness: 503 with a reason while loading, draining or
 // stalled; ?generate=1 also runs a one-token generation (SGLang's
 // /health_generate). /health/live only says the process answers.
-void Connection::health(std::string_view query) {
+void Connection::health(RequestReader::Request&, std::string_view, std::string_view query) {
   const ServedModel* m = state_->model();
   if (!m) return respond_json(503, R"({"status":"loading"})");
   if (state_->draining) return respond_json(503, R"({"status":"draining"})");
@@ -257,11 +258,32 @@ void Connection::health(std::string_view query) {
                                    {"reason", st.reason},
                                    {"seconds", st.seconds},
                                    {"limit_seconds", st.limit_seconds}}));
-  if (const auto g = query_value(query, "generate"); g == "1" || g == "true") return health_generate(*m);
+  if (const auto g = query_value(query, "generate"); g == "1" || g == "true") return new_stream()->start_health_probe();
   respond_json(200, R"({"status":"ok"})");
 }
 
-void Connection::metrics() {
+void Connection::health_live(RequestReader::Request&, std::string_view, std::string_view) {
+  respond_json(200, R"({"status":"alive"})");
+}
+
+void Connection::completions(RequestReader::Request& req, std::string_view, std::string_view) {
+  new_stream()->start(/*chat=*/false, std::move(req.body()));
+}
+
+void Connection::chat_completions(RequestReader::Request& req, std::string_view, std::string_view) {
+  new_stream()->start(/*chat=*/true, std::move(req.body()));
+}
+
+std::shared_ptr<GenerationStream> Connection::new_stream() {
+  stream_ = std::make_shared<GenerationStream>(state_, shared_from_this(), socket_.get_executor());
+  return stream_;
+}
+
+void Connection::end_stream() {
+  if (auto stream = std::move(stream_)) stream->detach();
+}
+
+void Connection::metrics(RequestReader::Request&, std::string_view, std::string_view) {
   const ServedModel* m = state_->model();
   if (!m) throw ApiError(503, "the model is still loading");
   const EngineStats s = m->engine->snapshot();
@@ -276,7 +298,7 @@ void Connection::metrics() {
   respond(200, "text/plain; version=0.0.4; charset=utf-8", render_metrics(s, f));
 }
 
-void Connection::models(std::string_view path) {
+void Connection::models(RequestReader::Request&, std::string_view path, std::string_view) {
   const ServedModel* m = state_->model();
   if (!m) throw ApiError(503, "the model is still loading");
   const json card = {{"id", m->name},
@@ -304,6 +326,18 @@ void Connection::respond_error(const ApiError& e) {
   if (e.status == 401) h.emplace_back("WWW-Authenticate", "Bearer");
   if (e.retry_after_s > 0) h.emplace_back("Retry-After", std::to_string(e.retry_after_s));
   respond(e.status, "application/json", dump(error_json(e.status, e.what(), e.param, e.code)), h);
+}
+
+void Connection::begin_events(const Headers& extra) {
+  if (!http11_) keep_alive_ = false;  // HTTP/1.0: the stream ends when the connection does
+  send(sse_head(keep_alive_ && !close_after_ && !state_->draining, http11_, extra));
+}
+
+void Connection::send_event(std::string_view data) { send(sse_event(data, http11_)); }
+
+void Connection::end_events() {
+  if (http11_) send(chunked_end());
+  response_complete();
 }
 
 void Connection::send(std::string bytes) {
@@ -351,7 +385,7 @@ void Connection::response_complete() {
 void Connection::after_drained() {
   if (!complete_ || phase_ != Phase::handling) return;
   complete_ = false;
-  active_.reset();
+  end_stream();
   if (linger_) return linger_close();
   if (!keep_alive_ || close_after_ || state_->draining) {
     error_code ec;
@@ -379,8 +413,7 @@ void Connection::linger_close() {
 void Connection::close() {
   if (phase_ == Phase::closed) return;
   phase_ = Phase::closed;
-  if (active_) retire(*active_, /*cancel=*/true);
-  active_.reset();
+  end_stream();
   error_code ec;
   socket_.shutdown(tcp::socket::shutdown_both, ec);
   socket_.close(ec);

@@ -9,9 +9,9 @@
 // dropped the same way. Generation requests are parsed and tokenized on the
 // request workers, never on the I/O thread.
 //
-// Engine deltas arrive on the engine thread; the request's sink only posts
-// them to this connection's strand (it never blocks) and reports the client
-// gone once it is.
+// Requests are dispatched through a route table; a generation is a
+// GenerationStream that answers through this connection (ResponseChannel)
+// until the exchange ends or the client leaves.
 #pragma once
 
 #include <boost/asio/ip/tcp.hpp>
@@ -25,6 +25,7 @@
 
 #include "server/http_response.h"
 #include "server/request_reader.h"
+#include "server/response_channel.h"
 #include "server/server_state.h"
 
 namespace pagoda::server {
@@ -34,10 +35,9 @@ namespace http = boost::beast::http;
 using tcp = asio::ip::tcp;
 using error_code = boost::system::error_code;
 
-struct Generation;
-struct ApiError;
+class GenerationStream;
 
-class Connection : public std::enable_shared_from_this<Connection> {
+class Connection : public ResponseChannel, public std::enable_shared_from_this<Connection> {
  public:
   // The socket's executor must be a strand.
   Connection(tcp::socket socket, std::shared_ptr<ServerState> state);
@@ -50,7 +50,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // (503, or an error event on a stream).
   void abort_generation(const std::string& message);
 
+  // ResponseChannel: how this exchange answers (on the strand).
+  void respond(int status, std::string_view content_type, std::string_view body, const Headers& extra = {}) override;
+  void respond_error(const ApiError& e) override;
+  void begin_events(const Headers& extra) override;
+  void send_event(std::string_view data) override;
+  void end_events() override;
+
  private:
+  struct Route;
+  static const Route kRoutes[];
   static constexpr size_t kMaxPipelined = 1 << 20;  // bytes read ahead while a request is pending
   static constexpr size_t kReadSize = 16 << 10;
   enum class Phase { reading, handling, lingering, closed };
@@ -65,24 +74,18 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void arm_read_timer();
   void on_request();
   void refuse(int status, std::string message);  // answer, then close
-  // Answering.
+  // Answering: the route table's handlers.
   void route(RequestReader::Request& req);
-  void respond(int status, std::string_view content_type, std::string_view body, const Headers& extra = {});
-  void respond_error(const ApiError& e);
   void respond_json(int status, const std::string& body) { respond(status, "application/json", body); }
-  void health(std::string_view query);
-  void health_generate(const ServedModel& m);
-  void metrics();
-  void models(std::string_view target);
-  // Generations (generation.cpp).
-  void start_generation(bool chat, std::string body);
-  void submit_generation(uint64_t exchange, std::shared_ptr<Generation> g, const ApiError* error);
-  void on_output(const std::shared_ptr<Generation>& g, RequestOutput&& out);
-  void stream_delta(Generation& g, const RequestOutput& out);
-  void stream_head(Generation& g);
-  void finish_generation(Generation& g);
-  void fail_generation(Generation& g, int status, const std::string& message);
-  void retire(Generation& g, bool client_gone);
+  void health(RequestReader::Request& req, std::string_view path, std::string_view query);
+  void health_live(RequestReader::Request& req, std::string_view path, std::string_view query);
+  void metrics(RequestReader::Request& req, std::string_view path, std::string_view query);
+  void models(RequestReader::Request& req, std::string_view path, std::string_view query);
+  void completions(RequestReader::Request& req, std::string_view path, std::string_view query);
+  void chat_completions(RequestReader::Request& req, std::string_view path, std::string_view query);
+  bool authorized(const RequestReader::Request& req) const;  // --api-key
+  std::shared_ptr<GenerationStream> new_stream();
+  void end_stream();  // detaches the exchange's generation, if any
   // Writing.
   void send(std::string bytes);
   void write_some();
@@ -103,8 +106,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Phase phase_ = Phase::reading;
   ReadStage read_stage_ = ReadStage::idle;
   bool continue_sent_ = false;  // `100 Continue` answered to this request's Expect
-  bool parsing_ = false;        // a generation request is being parsed (on the workers) and not yet submitted
-  uint64_t exchange_ = 0;       // counts requests, so a late parse result finds its own
   bool reading_ = false;       // a read is posted on the socket
   bool keep_alive_ = true;     // of the current exchange
   bool http11_ = true;
@@ -115,7 +116,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t written_ = 0;
   size_t lingered_ = 0;  // bytes discarded by a lingering close
   bool write_in_flight_ = false;
-  std::shared_ptr<Generation> active_;
+  std::shared_ptr<GenerationStream> stream_;  // the exchange's generation, if it is one
 };
 
 }  // namespace pagoda::server

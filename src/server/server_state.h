@@ -16,6 +16,7 @@
 
 #include "engine/engine.h"
 #include "server/chat_prompt.h"
+#include "server/openai_request.h"
 #include "server/server_config.h"
 #include "server/stall_watch.h"
 
@@ -23,10 +24,22 @@ namespace pagoda::server {
 
 class Connection;
 
+// The model as the server serves it: the engine that runs it, and what the
+// server itself needs of the model (its name, tokenizer, chat template and
+// the limits requests are checked against).
 struct ServedModel {
+  ServedModel(std::unique_ptr<Engine> e, std::string model_name, ChatPrompt chat_prompt)
+      : engine(std::move(e)),
+        name(std::move(model_name)),
+        chat(std::move(chat_prompt)),
+        tokenizer(*engine->tokenizer()),
+        limits{&tokenizer, engine->max_model_len(), engine->config().max_n} {}
+
   std::unique_ptr<Engine> engine;
   std::string name;  // what responses and /v1/models call it
   ChatPrompt chat;
+  const Tokenizer& tokenizer;  // prompts in, logprobs out
+  ModelLimits limits;
 };
 
 class ServerState {

@@ -36,6 +36,7 @@ struct Core {
     r.timeout_s = timeout;
     r.n = n;
     const uint64_t id = next_id++;
+    core->validate(r);  // add() takes validated requests
     core->add(id, std::move(r), [this, id](RequestOutput&& o) {
       auto& toks = tokens[id][o.choice];
       toks.insert(toks.end(), o.tokens.begin(), o.tokens.end());

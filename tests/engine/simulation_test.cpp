@@ -69,6 +69,7 @@ struct Sim {
     rec.leave = rng() % 25 == 0;
     rec.poisoned = core->faults().is_poisoned(id);
     records[id] = rec;
+    core->validate(r);  // add() takes validated requests
     core->add(id, std::move(r), [this, id](RequestOutput&& out) {
       Record& rec = records[id];
       EXPECT_FALSE(rec.done) << "event after the request's last one";

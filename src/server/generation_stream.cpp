@@ -1,0 +1,236 @@
+#include "server/generation_stream.h"
+
+#include <boost/asio/post.hpp>
+#include <spdlog/spdlog.h>
+
+#include <ctime>
+#include <limits>
+#include <optional>
+#include <random>
+
+#include "server/api_error.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::server {
+namespace {
+
+namespace asio = boost::asio;
+
+std::string new_id(const char* prefix) {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return fmt::format("{}{:016x}", prefix, rng());
+}
+
+bool natural(FinishReason r) { return r == FinishReason::stop || r == FinishReason::length; }
+
+}  // namespace
+
+GenerationStream::GenerationStream(std::shared_ptr<ServerState> state, std::shared_ptr<ResponseChannel> channel,
+                                   asio::any_io_executor strand)
+    : state_(std::move(state)), channel_(std::move(channel)), strand_(std::move(strand)) {}
+
+void GenerationStream::start(bool chat, std::string body) {
+  const ServedModel* m = state_->model();
+  if (!m) throw ApiError(503, "the model is still loading; retry shortly", "", "", 1);
+  if (state_->draining) throw ApiError(503, "the server is shutting down");
+  stage_ = Stage::parsing;
+  asio::post(state_->workers, [self = shared_from_this(), m, chat, body = std::move(body)] {
+    GenerationRequest req;
+    ResponseIdentity ident;
+    std::optional<ApiError> error;
+    try {
+      const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
+      req = chat ? parse_chat_request(j, m->limits, m->chat) : parse_completion_request(j, m->limits);
+      ident = {new_id(chat ? "chatcmpl-" : "cmpl-"), int64_t(std::time(nullptr)), m->name};
+    } catch (const ApiError& e) {
+      error = e;
+    } catch (const std::exception& e) {
+      spdlog::error("internal error parsing a request: {}", e.what());
+      error = ApiError(500, fmt::format("internal error: {}", e.what()));
+    }
+    asio::post(self->strand_, [self, m, req = std::move(req), ident = std::move(ident),
+                                error = std::move(error)]() mutable {
+      self->submit(*m, std::move(req), std::move(ident), error ? &*error : nullptr);
+    });
+  });
+}
+
+void GenerationStream::start_health_probe() {
+  constexpr double kProbeTimeout = 10;
+  const ServedModel* m = state_->model();
+  if (!m) throw ApiError(503, "the model is still loading");
+  health_probe_ = true;
+  GenerationRequest req;
+  req.engine.prompt = {m->tokenizer.bos_id() >= 0 ? m->tokenizer.bos_id() : 0};
+  req.engine.sampling.temperature = 0;
+  req.engine.sampling.max_tokens = 1;
+  req.engine.sampling.ignore_eos = true;
+  req.engine.priority = std::numeric_limits<int32_t>::min();
+  req.engine.timeout_s = kProbeTimeout;
+  stage_ = Stage::parsing;
+  submit(*m, std::move(req), {new_id("health-"), int64_t(std::time(nullptr)), m->name}, nullptr);
+}
+
+void GenerationStream::submit(const ServedModel& model, GenerationRequest req, ResponseIdentity ident,
+                              const ApiError* error) {
+  if (!channel_ || stage_ != Stage::parsing) return;  // answered or gone meanwhile
+  try {
+    if (error) throw *error;
+    if (state_->draining) throw ApiError(503, "the server is shutting down");
+    req_ = std::move(req);
+    ident_ = std::move(ident);
+    choices_.resize(size_t(req_.engine.n));
+    // Runs on the engine thread: never blocks, only hands the delta over.
+    OutputSink sink = [self = shared_from_this()](RequestOutput&& out) {
+      if (self->gone_.load(std::memory_order_relaxed)) return false;
+      asio::post(self->strand_, [self, out = std::move(out)]() mutable { self->on_output(std::move(out)); });
+      return true;
+    };
+    try {
+      engine_id_ = model.engine->submit(req_.engine, std::move(sink));
+    } catch (const InvalidArgument& e) {
+      throw ApiError(400, e.what());
+    } catch (const Overloaded& e) {
+      if (state_->draining) throw ApiError(503, "the server is shutting down");
+      ++state_->rejected;
+      throw ApiError(429, e.what(), "", "", 1);
+    }
+  } catch (const ApiError& e) {
+    stage_ = Stage::done;
+    const auto channel = channel_;  // answering may detach this stream
+    return channel->respond_error(e);
+  }
+  model_ = &model;
+  stage_ = Stage::running;
+  ++state_->active_generations;
+}
+
+void GenerationStream::abort(const std::string& message) {
+  if (!channel_) return;
+  if (stage_ == Stage::running) return fail(503, message);
+  if (stage_ == Stage::parsing) {
+    stage_ = Stage::done;  // its parse result will find the exchange over
+    const auto channel = channel_;
+    channel->respond_error(ApiError(503, message));
+  }
+}
+
+void GenerationStream::detach() {
+  channel_.reset();
+  if (stage_ == Stage::running) retire(/*cancel=*/true);
+  stage_ = Stage::done;
+}
+
+void GenerationStream::on_output(RequestOutput&& out) {
+  if (out.request_done) engine_done_ = true;
+  if (!channel_ || stage_ != Stage::running) return;
+  if (health_probe_) return on_probe_output(out);
+  usage_.prompt_tokens = out.num_prompt_tokens;
+  usage_.cached_tokens = out.num_cached_tokens;
+  switch (out.finish) {
+    case FinishReason::timeout:
+      return fail(504, "the request timed out (--request-timeout)");
+    case FinishReason::error:
+      return fail(state_->draining ? 503 : 500, out.error.empty() ? "generation failed" : out.error);
+    case FinishReason::abort:
+      return fail(500, out.error.empty() ? "the request was aborted" : out.error);
+    default:
+      break;
+  }
+  ChoiceState& c = choices_.at(size_t(out.choice));
+  usage_.completion_tokens += int64_t(out.tokens.size());
+  if (out.finish != FinishReason::none) c.finish = out.finish;
+  if (req_.stream) {
+    stream_delta(out);
+  } else {
+    c.text += out.text;
+    c.tokens.insert(c.tokens.end(), out.tokens.begin(), out.tokens.end());
+    for (auto& lp : out.logprobs) c.logprobs.push_back(std::move(lp));
+  }
+  if (out.request_done) finish();
+}
+
+void GenerationStream::on_probe_output(const RequestOutput& out) {
+  if (out.finish == FinishReason::none) return;
+  stage_ = Stage::done;
+  retire(/*cancel=*/true);
+  const auto channel = channel_;
+  if (natural(out.finish)) return channel->respond(200, "application/json", R"({"status":"ok","generate":"ok"})");
+  channel->respond(503, "application/json",
+                    dump({{"status", "generate_failed"},
+                          {"reason", out.error.empty() ? std::string(to_string(out.finish)) : out.error}}));
+}
+
+void GenerationStream::stream_head() {
+  channel_->begin_events({{"X-Request-Id", ident_.id}});
+  head_sent_ = true;
+  for (int i = 0; i < req_.engine.n; ++i) {
+    if (req_.api == Api::chat)
+      channel_->send_event(dump(chat_chunk(ident_, req_, i, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)));
+    else if (req_.echo)
+      channel_->send_event(dump(completion_chunk(ident_, req_, i, req_.prompt_text, nullptr, nullptr)));
+  }
+}
+
+void GenerationStream::stream_delta(const RequestOutput& out) {
+  if (!head_sent_) stream_head();
+  const bool chat = req_.api == Api::chat;
+  ChoiceState& c = choices_.at(size_t(out.choice));
+  if (!out.text.empty() || !out.logprobs.empty()) {
+    json lp = nullptr;
+    if (req_.engine.sampling.logprobs && !out.logprobs.empty())
+      lp = chat ? chat_logprobs(model_->tokenizer, out.logprobs)
+                : completion_logprobs(model_->tokenizer, out.logprobs, c.text_offset);
+    const json chunk = chat ? chat_chunk(ident_, req_, out.choice, {{"content", out.text}}, std::move(lp), nullptr)
+                            : completion_chunk(ident_, req_, out.choice, out.text, std::move(lp), nullptr);
+    channel_->send_event(dump(chunk));
+  }
+  if (natural(out.finish)) {
+    const json fin = finish_reason_json(out.finish);
+    const json chunk = chat ? chat_chunk(ident_, req_, out.choice, json::object(), nullptr, fin)
+                            : completion_chunk(ident_, req_, out.choice, "", nullptr, fin);
+    channel_->send_event(dump(chunk));
+  }
+}
+
+void GenerationStream::finish() {
+  stage_ = Stage::done;
+  retire(/*cancel=*/false);
+  const auto channel = channel_;  // the last call may detach this stream
+  if (req_.stream) {
+    if (!head_sent_) stream_head();
+    if (req_.include_usage) channel->send_event(dump(usage_chunk(ident_, req_, usage_)));
+    channel->send_event("[DONE]");
+    return channel->end_events();
+  }
+  const json body = req_.api == Api::chat ? chat_response(ident_, req_, choices_, usage_, model_->tokenizer)
+                                          : completion_response(ident_, req_, choices_, usage_, model_->tokenizer);
+  channel->respond(200, "application/json", dump(body), {{"X-Request-Id", ident_.id}});
+}
+
+void GenerationStream::fail(int status, const std::string& message) {
+  stage_ = Stage::done;
+  retire(/*cancel=*/true);  // the other choices stop too
+  const auto channel = channel_;
+  if (req_.stream && head_sent_) {
+    // The status line is long gone: the error is the stream's last event.
+    spdlog::warn("stream {} failed: {}", ident_.id, message);
+    channel->send_event(dump(error_json(status, message)));
+    channel->send_event("[DONE]");
+    return channel->end_events();
+  }
+  channel->respond_error(ApiError(status, message));
+}
+
+void GenerationStream::retire(bool cancel) {
+  if (retired_ || !model_) return;
+  retired_ = true;
+  --state_->active_generations;
+  if (cancel && !engine_done_) {
+    gone_.store(true, std::memory_order_relaxed);
+    model_->engine->cancel(engine_id_);
+  }
+}
+
+}  // namespace pagoda::server
