@@ -4,10 +4,9 @@
 
 #include <algorithm>
 #include <bit>
-#include <chrono>
 #include <cmath>
-#include <thread>
 
+#include "engine/faulty_runner.h"
 #include "util/error.h"
 
 namespace pagoda {
@@ -24,7 +23,6 @@ struct EngineCore::RequestState {
   int32_t num_cached_tokens = 0;
   bool forked = false;
   bool reader_gone = false;
-  bool poisoned = false;  // fault injection: no forward pass carrying it succeeds
   FinishReason outcome = FinishReason::none;
 };
 
@@ -45,12 +43,12 @@ EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<ModelRunner> 
                        std::shared_ptr<const Tokenizer> tokenizer, std::shared_ptr<const Clock> clock,
                        std::vector<TokenId> eog_ids)
     : config_(config),
-      runner_(std::move(runner)),
+      faults_(config.faults),
+      runner_(config.faults.any() ? std::make_unique<FaultyRunner>(std::move(runner), faults_) : std::move(runner)),
       tokenizer_(std::move(tokenizer)),
       clock_(std::move(clock)),
       eog_ids_(std::move(eog_ids)),
       vocab_size_(runner_->vocab_size()),
-      faults_(config.faults),
       blocks_(BlockManagerConfig{num_blocks, config.block_size, config.prefix_caching,
                                  config.paged ? AllocPolicy::kPaged : AllocPolicy::kReserve}),
       sched_(config.sched, blocks_, [this] { return faults_.fail_alloc(); }) {
@@ -90,7 +88,7 @@ void EngineCore::add(uint64_t id, Request r, OutputSink sink) {
   req->request = std::move(r);
   req->open_choices = req->request.n;
   req->choices.assign(size_t(req->request.n), 0);
-  req->poisoned = faults_.poison(id);
+  faults_.poison(id);  // counted here; the runner fails every pass that carries it
 
   // One sequence prefills the prompt; the other choices fork from it after.
   auto s = std::make_unique<SeqRun>();
@@ -215,9 +213,12 @@ void EngineCore::expire_and_reap() {
 void EngineCore::build_batch(std::span<const ScheduledSeq> part, Batch& batch) const {
   batch.tokens.clear();
   batch.block_tables.clear();
+  batch.requests.clear();
+  batch.step = step_;
   for (const auto& sc : part) {
     const Sequence& seq = *sc.seq;
-    const int s = batch.add_sequence(blocks_.block_table(seq.id));
+    auto it = seqs_.find(seq.id);
+    const int s = batch.add_sequence(blocks_.block_table(seq.id), it != seqs_.end() ? it->second->req->id : 0);
     for (int32_t i = 0; i < sc.num_tokens; ++i) {
       const int32_t pos = seq.num_computed + i;
       batch.add(seq.tokens[size_t(pos)], s, pos, sc.sample && i + 1 == sc.num_tokens);
@@ -234,17 +235,9 @@ void EngineCore::fail_batch(std::span<const ScheduledSeq> part, const std::strin
   }
 }
 
-bool EngineCore::carries_poisoned(std::span<const ScheduledSeq> part) const {
-  return std::any_of(part.begin(), part.end(), [this](const ScheduledSeq& sc) {
-    auto it = seqs_.find(sc.seq->id);
-    return it != seqs_.end() && it->second->req->poisoned;
-  });
-}
-
 void EngineCore::forward(std::span<const ScheduledSeq> part) {
   Batch batch;
   build_batch(part, batch);
-  faults_.before_forward(step_, carries_poisoned(part));
   const double t0 = clock_->now();
   runner_->forward(batch, logits_);
   stats_.time_in_forward += clock_->now() - t0;
@@ -252,7 +245,6 @@ void EngineCore::forward(std::span<const ScheduledSeq> part) {
 }
 
 void EngineCore::run_step(StepPlan& plan) {
-  if (const int64_t ms = faults_.slow_ms(); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   try {
     runner_->copy_blocks(plan.copies);  // once: every retry below finds them made
   } catch (const std::exception& e) {

@@ -33,14 +33,14 @@
 
 #include "engine/clock.h"
 #include "engine/config.h"
-#include "engine/stats.h"
 #include "engine/faults.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
+#include "engine/stats.h"
 #include "kv/block_manager.h"
+#include "sampling/history.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
-#include "sampling/history.h"
 #include "sampling/stop_matcher.h"
 #include "sched/scheduler.h"
 #include "tokenizer/incremental_decoder.h"
@@ -101,7 +101,6 @@ class EngineCore {
   void forward(std::span<const ScheduledSeq> part);
   void isolate_failure(std::span<const ScheduledSeq> all, const std::string& cause);
   static int32_t isolation_budget(size_t num_seqs);
-  bool carries_poisoned(std::span<const ScheduledSeq> part) const;
   void build_batch(std::span<const ScheduledSeq> part, Batch& batch) const;
   void after_forward(std::span<const ScheduledSeq> part);
   void fail_batch(std::span<const ScheduledSeq> part, const std::string& cause);
@@ -113,13 +112,13 @@ class EngineCore {
   void publish();
 
   EngineConfig config_;
+  FaultInjector faults_;  // before runner_: a FaultyRunner holds it
   std::unique_ptr<ModelRunner> runner_;
   std::shared_ptr<const Tokenizer> tokenizer_;
   std::shared_ptr<const Clock> clock_;
   std::vector<TokenId> eog_ids_;
   int32_t vocab_size_;
   int32_t max_model_len_;
-  FaultInjector faults_;
   BlockManager blocks_;
   Scheduler sched_;
   Sampler sampler_;

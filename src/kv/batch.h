@@ -23,9 +23,15 @@ struct Batch {
   // Block ids holding each sequence's K/V, in position order: position p is in
   // block block_tables[s][p / block_size], slot p % block_size.
   std::vector<std::span<const int32_t>> block_tables;
+  // Who the pass is for, for a backend's logs and for fault injection: the
+  // request each sequence serves (a request's choices share its id) and the
+  // engine step (a step's retries share it).
+  std::vector<uint64_t> requests;
+  int64_t step = 0;
 
-  int add_sequence(std::span<const int32_t> table) {
+  int add_sequence(std::span<const int32_t> table, uint64_t request = 0) {
     block_tables.push_back(table);
+    requests.push_back(request);
     return int(block_tables.size()) - 1;
   }
   void add(int32_t token, int32_t seq, int32_t pos, bool logits) { tokens.push_back({token, seq, pos, logits}); }

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
+#include "engine/fake_runner.h"
+#include "engine/faulty_runner.h"
 #include "util/error.h"
 
 namespace pagoda {
@@ -91,6 +95,33 @@ TEST(FaultInjector, APassCarryingAPoisonedRequestFailsAndSaysSo) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("poisoned request"), std::string::npos) << e.what();
   }
+}
+
+// The runner decorator: a pass fails exactly when its batch carries a
+// poisoned request, and a slow step sleeps once however often it retries.
+TEST(FaultyRunner, FailsPoisonedBatchesAndSleepsOncePerStep) {
+  FaultInjector faults(FaultSpec{.slow = 1, .poison = 0.5, .slow_ms = 30, .seed = 5});
+  uint64_t clean = 0, poisoned = 0;
+  for (uint64_t id = 1; clean == 0 || poisoned == 0; ++id) (faults.is_poisoned(id) ? poisoned : clean) = id;
+  auto inner = std::make_unique<testing::FakeRunner>(32, 4, 4, 16);
+  testing::FakeRunner* fake = inner.get();
+  FaultyRunner runner(std::move(inner), faults);
+  const std::vector<int32_t> table = {0};
+  auto pass = [&](int64_t step, uint64_t request) {
+    Batch b;
+    b.step = step;
+    b.add(1, b.add_sequence(table, request), 0, true);
+    std::vector<float> logits;
+    runner.forward(b, logits);
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(pass(0, poisoned), Error);
+  EXPECT_THROW(pass(0, poisoned), Error);  // a retry of the same step: no second sleep
+  EXPECT_NO_THROW(pass(0, clean));
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_GE(s, 0.03);                  // it slept
+  EXPECT_EQ(faults.counts().slow, 1);  // once, not three times
+  EXPECT_EQ(fake->calls, 1);           // the poisoned passes never reached the model
 }
 
 }  // namespace

@@ -1,0 +1,34 @@
+// Fault injection on the model's side of the engine: a ModelRunner that
+// wraps the real one and, as --inject-faults asks, sleeps before a step
+// (slow), or fails a forward pass: always in step at_step, whenever the batch
+// carries a poisoned request (poison), out of memory (oom) or at random
+// (forward). The engine wraps its runner in one only when a fault is set, so
+// the serving path without faults has no branch for them.
+#pragma once
+
+#include <memory>
+
+#include "engine/faults.h"
+#include "engine/model_runner.h"
+
+namespace pagoda {
+
+class FaultyRunner : public ModelRunner {
+ public:
+  // `faults` is the engine's injector (it also fails block allocations and
+  // counts every fault); both live on the engine thread.
+  FaultyRunner(std::unique_ptr<ModelRunner> inner, FaultInjector& faults)
+      : inner_(std::move(inner)), faults_(faults) {}
+
+  int32_t vocab_size() const override { return inner_->vocab_size(); }
+  int32_t context_length() const override { return inner_->context_length(); }
+  void copy_blocks(std::span<const BlockCopy> copies) override { inner_->copy_blocks(copies); }
+  void forward(const Batch& batch, std::vector<float>& logits) override;
+
+ private:
+  std::unique_ptr<ModelRunner> inner_;
+  FaultInjector& faults_;
+  int64_t slowed_step_ = -1;  // a step sleeps once, not once per retry
+};
+
+}  // namespace pagoda
