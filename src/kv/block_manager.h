@@ -179,6 +179,13 @@ class BlockManager {
   void check();  // audit(), throwing pagoda::Error naming the violation
 
  private:
+  // audit()'s parts, in Invariant order.
+  std::optional<AuditViolation> audit_tables() const;
+  std::optional<AuditViolation> audit_free_queue() const;
+  std::optional<AuditViolation> audit_table_sizes() const;
+  std::optional<AuditViolation> audit_hashes() const;
+  std::optional<AuditViolation> audit_extra_keys() const;
+  std::optional<AuditViolation> audit_growth() const;
   friend struct BlockManagerTestPeer;
 
   struct Block {

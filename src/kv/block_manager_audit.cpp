@@ -26,14 +26,26 @@ void BlockManager::check() {
   if (auto v = audit()) fail("KV block manager invariant '{}' broken: {}", invariant_name(v->invariant), v->message);
 }
 
-std::optional<AuditViolation> BlockManager::audit() {
-  const int32_t n = num_blocks();
-  const int32_t bs = config_.block_size;
-  auto violation = [](Invariant inv, std::string message) {
-    return std::optional<AuditViolation>(AuditViolation{inv, std::move(message)});
-  };
+namespace {
 
-  // Table entries: valid ids, no block twice in one table; count holders.
+std::optional<AuditViolation> violation(Invariant inv, std::string message) {
+  return AuditViolation{inv, std::move(message)};
+}
+
+}  // namespace
+
+std::optional<AuditViolation> BlockManager::audit() {
+  for (auto part : {&BlockManager::audit_tables, &BlockManager::audit_free_queue, &BlockManager::audit_table_sizes,
+                    &BlockManager::audit_hashes, &BlockManager::audit_extra_keys, &BlockManager::audit_growth})
+    if (auto v = (this->*part)()) return v;
+  for (const auto& [id, s] : seqs_) seen_[id] = Seen{s.table, s.cow_count};
+  return std::nullopt;
+}
+
+// Table entries: valid ids, no block twice in one table; refcounts equal
+// the number of tables holding each block.
+std::optional<AuditViolation> BlockManager::audit_tables() const {
+  const int32_t n = num_blocks();
   std::vector<int32_t> holders(size_t(n), 0);
   std::vector<uint64_t> stamp(size_t(n), 0);
   uint64_t ordinal = 0;
@@ -53,18 +65,22 @@ std::optional<AuditViolation> BlockManager::audit() {
       ++holders[b];
     }
   }
-
   for (BlockId b = 0; b < n; ++b) {
     if (blocks_[b].ref_count != holders[b]) {
       return violation(Invariant::kRefcount, fmt::format("block {} has refcount {} but {} block tables hold it", b,
                                                          blocks_[b].ref_count, holders[b]));
     }
   }
+  return std::nullopt;
+}
 
+// The free queue holds exactly the unreferenced blocks, and the counts add up.
+std::optional<AuditViolation> BlockManager::audit_free_queue() const {
+  const int32_t n = num_blocks();
   std::vector<uint8_t> member;
   int32_t walked = 0;
   if (auto broken = free_.check(member, walked)) return violation(Invariant::kFreeQueue, *broken);
-  int32_t used = 0, cached_free = 0, hashed = 0;
+  int32_t used = 0, cached_free = 0;
   for (BlockId b = 0; b < n; ++b) {
     const Block& blk = blocks_[b];
     if ((blk.ref_count == 0) != bool(member[b])) {
@@ -75,9 +91,7 @@ std::optional<AuditViolation> BlockManager::audit() {
     }
     used += blk.ref_count > 0;
     cached_free += blk.hashed && member[b];
-    hashed += blk.hashed;
   }
-
   if (walked != free_.size()) {
     return violation(Invariant::kBlockCount,
                      fmt::format("free queue counts {} blocks but links {}", free_.size(), walked));
@@ -90,7 +104,13 @@ std::optional<AuditViolation> BlockManager::audit() {
     return violation(Invariant::kBlockCount,
                      fmt::format("{} cached free blocks counted, {} found", num_cached_free_, cached_free));
   }
+  return std::nullopt;
+}
 
+// Each table covers its tokens (or its reservation); hashed, computed and
+// allocated tokens nest.
+std::optional<AuditViolation> BlockManager::audit_table_sizes() const {
+  const int32_t bs = config_.block_size;
   for (const auto& [id, s] : seqs_) {
     const int32_t want = std::max((s.num_tokens + bs - 1) / bs, s.reserved_blocks);
     if (int32_t(s.table.size()) != want) {
@@ -104,10 +124,16 @@ std::optional<AuditViolation> BlockManager::audit() {
                                    id, s.num_hashed, s.num_computed, s.num_tokens));
     }
   }
+  return std::nullopt;
+}
 
-  // Hashes: the map and the hashed blocks name each other exactly; a hashed
-  // block is full wherever it is held; a sequence's committed blocks are hashed.
-  if (int32_t(cached_.size()) != hashed) {
+// Hashes: the map and the hashed blocks name each other exactly; a hashed
+// block is full wherever it is held; a sequence's committed blocks are hashed.
+std::optional<AuditViolation> BlockManager::audit_hashes() const {
+  const int32_t n = num_blocks();
+  const int32_t bs = config_.block_size;
+  const auto hashed = std::count_if(blocks_.begin(), blocks_.end(), [](const Block& b) { return b.hashed; });
+  if (int64_t(cached_.size()) != hashed) {
     return violation(Invariant::kHash,
                      fmt::format("prefix cache maps {} entries but {} blocks are hashed", cached_.size(), hashed));
   }
@@ -126,8 +152,7 @@ std::optional<AuditViolation> BlockManager::audit() {
                      fmt::format("prefix cache index counts {} entries but holds {}", cached_.size(), entries));
   }
   for (BlockId b = 0; b < n; ++b) {
-    if (!blocks_[b].hashed) continue;
-    if (cached_.count(blocks_[b].hash, b) != 1) {  // found from its home slot, once
+    if (blocks_[b].hashed && cached_.count(blocks_[b].hash, b) != 1) {  // found from its home slot, once
       return violation(Invariant::kHash,
                        fmt::format("hashed block {} is not mapped once under its hash {:#x}", b, blocks_[b].hash));
     }
@@ -146,8 +171,11 @@ std::optional<AuditViolation> BlockManager::audit() {
       }
     }
   }
+  return std::nullopt;
+}
 
-  // Extra keys: every live id is referenced by exactly its holders.
+// Extra keys: every live id is referenced by exactly its holders.
+std::optional<AuditViolation> BlockManager::audit_extra_keys() const {
   std::vector<int64_t> extra_refs(extra_keys_.capacity(), 0);
   for (const auto& [id, s] : seqs_) {
     if (s.extra_id >= extra_refs.size() || !extra_keys_.live(s.extra_id)) {
@@ -155,7 +183,7 @@ std::optional<AuditViolation> BlockManager::audit() {
     }
     ++extra_refs[s.extra_id];
   }
-  for (BlockId b = 0; b < n; ++b) {
+  for (BlockId b = 0; b < num_blocks(); ++b) {
     if (!blocks_[b].hashed) continue;
     const uint32_t e = blocks_[b].extra_id;
     if (e >= extra_refs.size() || !extra_keys_.live(e)) {
@@ -169,8 +197,12 @@ std::optional<AuditViolation> BlockManager::audit() {
                                                           extra_keys_.refs(e), extra_refs[e]));
     }
   }
+  return std::nullopt;
+}
 
-  // Grow only, against the tables the previous audit saw.
+// Tables only grow, against what the previous audit saw; an entry changes
+// only by copy-on-write of the last block.
+std::optional<AuditViolation> BlockManager::audit_growth() const {
   for (const auto& [id, s] : seqs_) {
     auto it = seen_.find(id);
     if (it == seen_.end()) continue;
@@ -188,7 +220,6 @@ std::optional<AuditViolation> BlockManager::audit() {
       }
     }
   }
-  for (const auto& [id, s] : seqs_) seen_[id] = Seen{s.table, s.cow_count};
   return std::nullopt;
 }
 

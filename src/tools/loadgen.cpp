@@ -133,34 +133,124 @@ class Client {
     co_return true;
   }
 
-  asio::awaitable<void> one(Kind kind) {
-    auto& r = sh_.report;
+  // What one response brought: its body, or its stream's events so far.
+  struct Tally {
+    std::string body, pending;  // pending: stream bytes not yet a whole event
+    bool done = false, stream_error = false;
+    int events = 0;
+    int64_t tokens = 0, usage_tokens = -1;
+    double last = 0;  // when the last token arrived
+  };
+
+  http::request<http::string_body> make_request(Kind kind) {
     const auto& cfg = sh_.cfg;
-    const double start = now();
     http::request<http::string_body> req{http::verb::post, cfg.chat ? "/v1/chat/completions" : "/v1/completions", 11};
     req.set(http::field::host, sh_.endpoint.address().to_string());
     req.set(http::field::content_type, "application/json");
     if (!cfg.api_key.empty()) req.set(http::field::authorization, "Bearer " + cfg.api_key);
     req.body() = kind == Kind::bad ? bad_body(rng_, sh_.model, cfg.chat) : good_body(rng_, sh_);
     req.prepare_payload();
-    if (kind == Kind::bad) ++r.bad_sent;
+    return req;
+  }
 
-    // A kept-alive connection may have been closed by the server meanwhile: one retry on a fresh one.
-    bool sent = false;
-    for (int attempt = 0; attempt < 2 && !sent; ++attempt) {
+  // A kept-alive connection may have been closed by the server meanwhile: one retry on a fresh one.
+  asio::awaitable<bool> send(const http::request<http::string_body>& req) {
+    for (int attempt = 0; attempt < 2; ++attempt) {
       const bool reused = sock_ != nullptr;
-      if (!sock_ && !(co_await connect())) break;
+      if (!sock_ && !(co_await connect())) co_return false;
       auto [ec, n] = co_await http::async_write(*sock_, req, use_tuple);
-      sent = !ec;
-      if (!sent) {
-        close();
-        if (!reused) {
-          sh_.sample("write: " + ec.message());
-          break;
-        }
+      if (!ec) co_return true;
+      close();
+      if (!reused) {
+        sh_.sample("write: " + ec.message());
+        co_return false;
       }
     }
-    if (!sent) {
+    co_return false;
+  }
+
+  // Takes the whole events out of t.pending; false once it is time to hang up.
+  bool take_events(Tally& t, double start, int hang_after) {
+    for (size_t end; (end = t.pending.find("\n\n")) != std::string::npos;) {
+      const std::string event = t.pending.substr(0, end);
+      t.pending.erase(0, end + 2);
+      if (!event.starts_with("data: ")) continue;
+      const std::string data = event.substr(6);
+      if (data == "[DONE]") {
+        t.done = true;
+        continue;
+      }
+      const json j = json::parse(data, nullptr, false);
+      if (j.is_discarded() || j.contains("error")) {
+        t.stream_error = true;
+        sh_.sample("stream: " + data.substr(0, 300));
+        continue;
+      }
+      if (j.contains("usage") && j["usage"].is_object()) t.usage_tokens = j["usage"].value("completion_tokens", int64_t(0));
+      if (!j.contains("choices") || j["choices"].empty()) continue;
+      const json& ch = j["choices"][0];
+      std::string text;
+      if (ch.contains("text") && ch["text"].is_string()) text = ch["text"];
+      if (ch.contains("delta") && ch["delta"].contains("content") && ch["delta"]["content"].is_string())
+        text = ch["delta"]["content"];
+      if (text.empty()) continue;
+      const double now_s = now();
+      if (t.tokens == 0) sh_.ttft.push_back((now_s - start) * 1e3);
+      else sh_.itl.push_back((now_s - t.last) * 1e3);
+      t.last = now_s;
+      ++t.tokens;
+      if (++t.events == hang_after) return false;
+    }
+    return true;
+  }
+
+  // Counts a finished exchange by what was sent and what came back.
+  void record(Kind kind, int status, bool sse, const Tally& t, const std::string& sent, double start) {
+    auto& r = sh_.report;
+    if (status == 200 && kind == Kind::bad) {
+      ++r.bad_accepted;
+      sh_.sample("a bad request got 200: " + sent.substr(0, 200));
+    } else if (status >= 400 && status < 500 && kind == Kind::bad) {
+      ++r.bad_rejected;
+    } else if (status == 429) {
+      ++r.rejected_429;
+    } else if (status >= 400 && status < 500) {
+      ++r.http_4xx;
+      sh_.sample(fmt::format("HTTP {}: {}", status, t.body.substr(0, 300)));
+    } else if (status != 200) {
+      ++r.http_5xx;
+      sh_.sample(fmt::format("HTTP {}: {}", status, t.body.substr(0, 300)));
+    } else if (sse) {
+      if (t.stream_error) {
+        ++r.stream_errors;
+      } else if (!t.done) {
+        ++r.transport_errors;
+        sh_.sample("a stream ended without [DONE]");
+      } else {
+        ++r.ok;
+        r.completion_tokens += t.usage_tokens >= 0 ? t.usage_tokens : t.tokens;
+        sh_.e2e.push_back((now() - start) * 1e3);
+      }
+    } else {
+      const json j = json::parse(t.body, nullptr, false);
+      if (j.is_discarded() || !j.contains("choices")) {
+        ++r.transport_errors;
+        sh_.sample("a response that is not a completion: " + t.body.substr(0, 300));
+      } else {
+        ++r.ok;
+        if (j.contains("usage")) r.completion_tokens += j["usage"].value("completion_tokens", int64_t(0));
+        sh_.e2e.push_back((now() - start) * 1e3);
+      }
+    }
+  }
+
+  asio::awaitable<void> one(Kind kind) {
+    auto& r = sh_.report;
+    const auto& cfg = sh_.cfg;
+    const double start = now();
+    const auto req = make_request(kind);
+    if (kind == Kind::bad) ++r.bad_sent;
+    if (!(co_await send(req))) {
       ++r.transport_errors;
       co_return;
     }
@@ -214,11 +304,7 @@ class Client {
 
     // Read the body; events are parsed as they arrive.
     const int hang_after = kind == Kind::hangup_streaming ? 1 + int(rng_() % uint64_t(std::max(1, cfg.max_tokens / 2))) : -1;
-    std::string body, pending;
-    bool done = false, stream_error = false;
-    int events = 0;
-    int64_t tokens = 0, usage_tokens = -1;
-    double last = 0;
+    Tally t;
     char chunk[16384];
     while (!p.is_done()) {
       p.get().body().data = chunk;
@@ -230,86 +316,17 @@ class Client {
         co_return;
       }
       const size_t got = sizeof chunk - p.get().body().size;
-      if (!sse) {
-        body.append(chunk, got);
-        continue;
-      }
-      pending.append(chunk, got);
-      for (size_t end; (end = pending.find("\n\n")) != std::string::npos;) {
-        std::string event = pending.substr(0, end);
-        pending.erase(0, end + 2);
-        if (!event.starts_with("data: ")) continue;
-        const std::string data = event.substr(6);
-        if (data == "[DONE]") {
-          done = true;
-          continue;
-        }
-        const json j = json::parse(data, nullptr, false);
-        if (j.is_discarded() || j.contains("error")) {
-          stream_error = true;
-          sh_.sample("stream: " + data.substr(0, 300));
-          continue;
-        }
-        if (j.contains("usage") && j["usage"].is_object()) usage_tokens = j["usage"].value("completion_tokens", int64_t(0));
-        if (!j.contains("choices") || j["choices"].empty()) continue;
-        const json& ch = j["choices"][0];
-        std::string text;
-        if (ch.contains("text") && ch["text"].is_string()) text = ch["text"];
-        if (ch.contains("delta") && ch["delta"].contains("content") && ch["delta"]["content"].is_string())
-          text = ch["delta"]["content"];
-        if (text.empty()) continue;
-        const double t = now();
-        if (tokens == 0) sh_.ttft.push_back((t - start) * 1e3);
-        else sh_.itl.push_back((t - last) * 1e3);
-        last = t;
-        ++tokens;
-        if (++events == hang_after) {
-          close();
-          ++r.hung_up_streaming;
-          co_return;
-        }
+      (sse ? t.pending : t.body).append(chunk, got);
+      if (sse && !take_events(t, start, hang_after)) {
+        close();
+        ++r.hung_up_streaming;
+        co_return;
       }
     }
-    if (kind == Kind::hangup_streaming) {
-      // It ended before we could hang up: count it by what it was.
-      kind = Kind::normal;
-    }
-    const bool keep = p.keep_alive() && (sse ? done : true);
-    if (!keep) close();
-    if (status == 200 && kind == Kind::bad) {
-      ++r.bad_accepted;
-      sh_.sample("a bad request got 200: " + req.body().substr(0, 200));
-    } else if (status >= 400 && status < 500 && kind == Kind::bad) {
-      ++r.bad_rejected;
-    } else if (status == 429) {
-      ++r.rejected_429;
-    } else if (status >= 400 && status < 500) {
-      ++r.http_4xx;
-      sh_.sample(fmt::format("HTTP {}: {}", status, body.substr(0, 300)));
-    } else if (status >= 500 || status != 200) {
-      ++r.http_5xx;
-      sh_.sample(fmt::format("HTTP {}: {}", status, body.substr(0, 300)));
-    } else if (sse) {
-      if (stream_error) ++r.stream_errors;
-      else if (!done) {
-        ++r.transport_errors;
-        sh_.sample("a stream ended without [DONE]");
-      } else {
-        ++r.ok;
-        r.completion_tokens += usage_tokens >= 0 ? usage_tokens : tokens;
-        sh_.e2e.push_back((now() - start) * 1e3);
-      }
-    } else {
-      const json j = json::parse(body, nullptr, false);
-      if (j.is_discarded() || !j.contains("choices")) {
-        ++r.transport_errors;
-        sh_.sample("a response that is not a completion: " + body.substr(0, 300));
-      } else {
-        ++r.ok;
-        if (j.contains("usage")) r.completion_tokens += j["usage"].value("completion_tokens", int64_t(0));
-        sh_.e2e.push_back((now() - start) * 1e3);
-      }
-    }
+    // A stream meant to be hung up on that ended first counts by what it was.
+    if (kind == Kind::hangup_streaming) kind = Kind::normal;
+    if (!(p.keep_alive() && (!sse || t.done))) close();
+    record(kind, status, sse, t, req.body(), start);
   }
 
   Shared& sh_;
