@@ -40,7 +40,11 @@ StallState StallWatch::judge(const EngineStats& s, double now) const {
     }
     return st;
   }
-  st.seconds = progress_ == 0 ? 0 : now - progress_;
+  // Since the later of: the last step's end (the engine's own clock, so a
+  // sample that has not yet seen that step cannot make it look old) and the
+  // last sample that saw no work.
+  const double since = std::max(progress_, s.last_step_end);
+  st.seconds = progress_ == 0 ? 0 : now - since;
   st.limit_seconds = rule_.min_s;
   if (st.seconds > st.limit_seconds) {
     st.stalled = true;
