@@ -14,13 +14,13 @@ KvStorage::KvStorage(const ModelConfig& cfg, int num_blocks, int block_size, KvT
   const size_t n = size_t(n_layer_) * num_blocks_ * block_size_ * kv_dim_;
   try {
     if (type == KvType::F32) {
-      k32_.assign(n, 0.0f);
-      v32_.assign(n, 0.0f);
+      k32_ = ZeroPages<float>(n);
+      v32_ = ZeroPages<float>(n);
     } else {
-      k16_.assign(n, 0);
-      v16_.assign(n, 0);
+      k16_ = ZeroPages<uint16_t>(n);
+      v16_ = ZeroPages<uint16_t>(n);
     }
-  } catch (const std::bad_alloc&) {
+  } catch (const ResourceExhausted&) {
     fail<ResourceExhausted>("cannot allocate the KV cache: {} blocks of {} tokens need {} MiB", num_blocks, block_size,
                             bytes() >> 20);
   }

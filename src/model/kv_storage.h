@@ -11,10 +11,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
 #include "kv/types.h"
 #include "model/config.h"
+#include "util/zero_pages.h"
 
 namespace pagoda {
 
@@ -47,8 +47,9 @@ class KvStorage {
   }
   int n_layer_, num_blocks_, block_size_, kv_dim_;
   KvType type_;
-  std::vector<float> k32_, v32_;      // used when type_ == F32
-  std::vector<uint16_t> k16_, v16_;   // used when type_ == F16
+  // Touched page by page as contexts fill, so a large pool costs nothing at start.
+  ZeroPages<float> k32_, v32_;      // used when type_ == F32
+  ZeroPages<uint16_t> k16_, v16_;   // used when type_ == F16
 };
 
 }  // namespace pagoda
