@@ -17,6 +17,7 @@
 #include "hwy/highway.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "kernels/float_lanes-inl.h"
+#include "kernels/x86/highway_ops-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace pagoda {
@@ -53,8 +54,7 @@ HWY_INLINE V SumsOf16(const V (&a)[16]) {
   for (int i = 0; i < 8; ++i)  // slots 2i, 2i + 1: lanes j + (j + 8), in halves
     b[i] = hn::Add(hn::ConcatLowerLower(d, a[2 * i + 1], a[2 * i]), hn::ConcatUpperUpper(d, a[2 * i + 1], a[2 * i]));
   for (int k = 0; k < 4; ++k)  // + 4: 128-bit blocks 0 + 1 and 2 + 3 of two vectors
-    c[k] = hn::Add(V{_mm512_shuffle_f32x4(b[2 * k].raw, b[2 * k + 1].raw, 0x88)},
-                   V{_mm512_shuffle_f32x4(b[2 * k].raw, b[2 * k + 1].raw, 0xDD)});
+    c[k] = hn::Add(EvenBlocks(b[2 * k], b[2 * k + 1]), OddBlocks(b[2 * k], b[2 * k + 1]));
   for (int m = 0; m < 2; ++m)  // + 2, within blocks
     e[m] = hn::Add(hn::InterleaveLower(d, c[2 * m], c[2 * m + 1]), hn::InterleaveUpper(d, c[2 * m], c[2 * m + 1]));
   return hn::Add(hn::InterleaveLower(d, e[0], e[1]), hn::InterleaveUpper(d, e[0], e[1]));  // + 1
