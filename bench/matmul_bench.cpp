@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/float_kernels.h"
+#include "kernels/activations.h"
+#include "kernels/attention.h"
+#include "kernels/float_matmul.h"
 #include "model/ops.h"
 #include "quant/rows.h"
 

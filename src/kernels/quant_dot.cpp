@@ -37,13 +37,8 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
-// The x86 targets by what they may assume, as expressions re-evaluated in
-// each of foreach_target's passes: AVX2 or better, AVX-512 (AVX3) or better,
-// AVX-512 VNNI (AVX3_DL) or better. Highway 1.0.3 has nothing above AVX3_DL;
-// later versions add AVX3_ZEN4 and AVX3_SPR, which must keep these kernels.
-#define PAGODA_X86_AVX2 (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2)
-#define PAGODA_X86_AVX512 (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3)
-#define PAGODA_X86_VNNI512 (HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3_DL)
+// The raw x86 operations (and the PAGODA_X86_* target tests), per target.
+#include "kernels/x86/highway_ops-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace pagoda {

@@ -28,17 +28,9 @@ using DI32 = hn::CappedTag<int32_t, kBytes / 4>;
 // ---------------------------------------------------------------- primitives
 
 // Sum of adjacent pairs of products a[i] * b[i] (a unsigned, b signed) as
-// 16-bit lanes. The callers keep every pair sum within int16.
-#if PAGODA_DOT_X86
-#if PAGODA_DOT_WIDE
-HWY_INLINE hn::Vec512<int16_t> MulPairs(hn::Vec512<uint8_t> a, hn::Vec512<int8_t> b) {
-  return hn::Vec512<int16_t>{_mm512_maddubs_epi16(a.raw, b.raw)};
-}
-#endif
-HWY_INLINE hn::Vec256<int16_t> MulPairs(hn::Vec256<uint8_t> a, hn::Vec256<int8_t> b) {
-  return hn::Vec256<int16_t>{_mm256_maddubs_epi16(a.raw, b.raw)};
-}
-#else
+// 16-bit lanes. The callers keep every pair sum within int16. On x86:
+// vpmaddubsw (x86/highway_ops-inl.h).
+#if !PAGODA_DOT_X86
 template <class VU8, class VI8>
 HWY_INLINE auto MulPairs(VU8 a, VI8 b) {
   const hn::DFromV<VI8> d8;
@@ -57,25 +49,12 @@ HWY_INLINE auto MulPairs(VU8 a, VI8 b) {
 template <class D32, class V16>
 HWY_INLINE hn::Vec<D32> MulAddWide(D32 d32, V16 a, V16 b, hn::Vec<D32> acc, hn::Vec<D32>& acc2) {
 #if PAGODA_X86_VNNI512
-  // vpdpwssd: the multiply-add in one instruction. Highway 1.0.3 compiles
-  // AVX3_DL without the avx512vnni attribute (so no intrinsic), but the
-  // target requires the CPU to have it.
-  asm("vpdpwssd %2, %1, %0" : "+v"(acc.raw) : "v"(a.raw), "v"(b.raw));
-  return acc;
+  return MulAddPairsVnni(acc, a, b);  // vpdpwssd: the multiply-add in one instruction
 #endif
   return hn::ReorderWidenMulAccumulate(d32, a, b, acc, acc2);
 }
 
-#if PAGODA_X86_VNNI512
-// acc += the sums of groups of four products a[i] * b[i] (a unsigned, b
-// signed) in each 32-bit lane: vpdpbusd, by asm as vpdpwssd above. Exact for
-// any bytes (4 * 255 * 128 is far below 2^31).
-template <class V32, class VU8, class VI8>
-HWY_INLINE V32 MulAddQuads(V32 acc, VU8 a, VI8 b) {
-  asm("vpdpbusd %2, %1, %0" : "+v"(acc.raw) : "v"(a.raw), "v"(b.raw));
-  return acc;
-}
-#endif
+// MulAddQuads (vpdpbusd, AVX-512 VNNI): x86/highway_ops-inl.h.
 
 template <class D32>
 HWY_INLINE int32_t ReduceSum(D32 d32, hn::Vec<D32> v) {

@@ -53,7 +53,7 @@ HWY_INLINE hn::Vec<DB8> UnsignedCodes(const Block& w) {
   } else if constexpr (kFormat == Legacy::kQ5_0) {
     uint32_t fifth;  // bit i: code i's fifth bit (worth 16)
     std::memcpy(&fifth, w.qh, 4);
-    return hn::Or(NibbleCodes(w.qs, 0), hn::Vec<DB8>{_mm256_maskz_mov_epi8(_cvtu32_mask32(fifth), _mm256_set1_epi8(16))});
+    return hn::Or(NibbleCodes(w.qs, 0), BytesWhere(fifth, 16));
   } else {
     return NibbleCodes(w.qs, 0);
   }
@@ -92,13 +92,13 @@ void LegacyTileSums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb
     hn::Vec512<int32_t> v[8];
 #pragma GCC unroll 8
     for (size_t g = 0; g < kGroup; ++g) {
-      const __m256i c = UnsignedCodes<kFormat>(wg[g]).raw;
-      const hn::Vec512<uint8_t> codes{_mm512_inserti64x4(_mm512_castsi256_si512(c), c, 1)};
+      const auto c = UnsignedCodes<kFormat>(wg[g]);
+      const hn::Vec512<uint8_t> codes = Concat256(c, c);
 #pragma GCC unroll 4
       for (size_t p = 0; p < kPairs; ++p) {
-        const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg[2 * p][g].qs));
-        const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xg[2 * p + 1][g].qs));
-        const hn::Vec512<int8_t> xv{_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1)};
+        const auto lo = hn::LoadU(hn::Full256<int8_t>(), xg[2 * p][g].qs);
+        const auto hi = hn::LoadU(hn::Full256<int8_t>(), xg[2 * p + 1][g].qs);
+        const hn::Vec512<int8_t> xv = Concat256(lo, hi);
         v[kPairs * g + p] = MulAddQuads(hn::Neg(MulAddQuads(hn::Zero(d32), offsets, xv)), codes, xv);
       }
     }
@@ -290,12 +290,12 @@ void ManyRowsOneTokenLegacy(const void* w, size_t w_stride, int n_w, const uint8
     hn::Vec512<int32_t> v[2 * kGroup];
 #pragma GCC unroll 4
     for (size_t g = 0; g < kGroup; ++g) {
-      const hn::Vec512<int8_t> xv{_mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(xr[g].qs)))};
+      const hn::Vec512<int8_t> xv = LoadDup256(xr[g].qs);
       const auto minus_offset = hn::Neg(MulAddQuads(hn::Zero(d32), offsets, xv));
       for (int p = 0; p < 2; ++p) {
-        const __m256i lo = UnsignedCodes<kFormat>(wr[2 * p][g]).raw;
-        const __m256i hi = UnsignedCodes<kFormat>(wr[2 * p + 1][g]).raw;
-        const hn::Vec512<uint8_t> codes{_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1)};
+        const auto lo = UnsignedCodes<kFormat>(wr[2 * p][g]);
+        const auto hi = UnsignedCodes<kFormat>(wr[2 * p + 1][g]);
+        const hn::Vec512<uint8_t> codes = Concat256(lo, hi);
         v[2 * g + p] = MulAddQuads(minus_offset, codes, xv);
       }
       for (int r = 0; r < kDotRowsMax; ++r) {

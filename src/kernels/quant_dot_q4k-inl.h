@@ -1,6 +1,5 @@
 // Q4_K against Q8_K activations: one weight row x many tokens (Q4KSums), token
-// groups (TokenGroupDotQ4K, TokenGroupDotQ6K) and many rows x one token
-// (ManyRowsOneTokenQ4K).
+// groups (TokenGroupDotQ4K) and many rows x one token (ManyRowsOneTokenQ4K).
 //
 // Not a normal header: kernels/quant_dot.cpp includes it inside its
 // per-target namespace (pagoda::HWY_NAMESPACE, once per foreach_target pass,
@@ -42,27 +41,6 @@ using DQI8 = hn::CappedTag<int8_t, 32>;
 using DQ16 = hn::CappedTag<int16_t, 16>;
 using DQ32 = hn::CappedTag<int32_t, 8>;
 
-// out[j] = scale j and out[8 + j] = min j of a Q4_K block, each as the int32
-// whose two 16-bit halves both hold it. The bytes are unpacked as
-// UnpackQ4KScaleBytes does, in one 16-byte vector: two byte shuffles gather
-// each output's low and top bits (reading 4 bytes past the scales, inside
-// the block), masks and shifts put them in place.
-HWY_INLINE void Q4KScalePairs(const uint8_t* s, int32_t* out) {
-  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s));
-  // Low bits: bytes 0-3 (scales 0-3), 8-11 (scales 4-7), 4-7 (mins 0-3), 8-11 (mins 4-7).
-  const __m128i low = _mm_shuffle_epi8(v, _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 8, 9, 10, 11));
-  // Top two bits of scales 4-7 and mins 4-7: bits 6-7 of bytes 0-3 and 4-7.
-  const __m128i top = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
-  const __m128i six = _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0);
-  const __m128i high_nibble = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15);
-  const __m128i bytes = _mm_or_si128(
-      _mm_or_si128(_mm_and_si128(low, six), _mm_and_si128(_mm_srli_epi16(low, 4), high_nibble)),
-      _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(top, 6), _mm_set1_epi8(3)), 4));
-  const __m256i sc = _mm256_cvtepu8_epi32(bytes), m = _mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)));
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8), _mm256_or_si256(m, _mm256_slli_epi32(m, 16)));
-}
-
 // Block b of weight row w against activation rows xs[0..K-1]: slot[k] gets
 // row k's partial sums of sum_j sc_j <q, x_k>_j (the scalar kernel's
 // `scaled`), slot[K + k] those of sum_j m_j bsum_j (its `mins`).
@@ -99,50 +77,25 @@ HWY_INLINE void Q4KBlock(const BlockQ4_K& w, const int32_t* pairs, const BlockQ8
 }
 
 #if PAGODA_DOT_WIDE
-// acc += pairwise a[i] * b[i] widened to 32 bits, 512-bit vectors.
-HWY_INLINE __m512i MulAddWide512(__m512i a, __m512i b, __m512i acc) {
-#if PAGODA_X86_VNNI512
-  asm("vpdpwssd %2, %1, %0" : "+v"(acc) : "v"(a), "v"(b));  // see MulAddWide
-  return acc;
-#else
-  return _mm512_add_epi32(acc, _mm512_madd_epi16(a, b));
-#endif
-}
-
 // Q4KBlock in 512-bit vectors: a 64-byte load of codes holds 128 elements
 // (sub-blocks 4g, 4g+2 in its low nibbles, 4g+1, 4g+3 in its high ones);
 // two 128-bit-lane shuffles per load put them in the activations' order, and
 // each 64-element vector takes two scales (one per half), picked from the
-// block's pairs by a lane permute. Half the multiplies of Q4KBlock, plus four
-// shuffles per 128 elements that every activation row shares.
+// block's pairs by a lane permute (Q4KWideScaled, x86/highway_ops-inl.h).
+// Half the multiplies of Q4KBlock, plus four shuffles per 128 elements that
+// every activation row shares.
 template <int K>
 HWY_INLINE void Q4KBlockWide(const BlockQ4_K& w, const int32_t* pairs, const BlockQ8_K* const* xs, size_t b,
                              hn::Vec<DQ32>* slot) {
   const DQ16 d16;
   const DQ32 d32;
-  const __m512i nibble = _mm512_set1_epi8(0x0F);
-  // The 8 scale pairs (indices 0-7 only): one 32-byte load, as they were
-  // stored (a 64-byte load over two stores would miss store forwarding).
-  const __m512i pv = _mm512_castsi256_si512(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pairs)));
-  __m512i acc[K];
-  for (int k = 0; k < K; ++k) acc[k] = _mm512_setzero_si512();
-#pragma GCC unroll 2
-  for (size_t g = 0; g < 2; ++g) {
-    const __m512i q = _mm512_loadu_si512(w.qs + 64 * g);
-    const __m512i lo = _mm512_and_si512(q, nibble), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), nibble);
-    const __m512i codes[2] = {_mm512_shuffle_i64x2(lo, hi, 0x44), _mm512_shuffle_i64x2(lo, hi, 0xEE)};
-    const __m512i scales[2] = {_mm512_permutexvar_epi32(_mm512_load_si512(dot_tables::kQ4KWideScaleIndex[2 * g].data()), pv),
-                               _mm512_permutexvar_epi32(_mm512_load_si512(dot_tables::kQ4KWideScaleIndex[2 * g + 1].data()), pv)};
-    for (size_t h = 0; h < 2; ++h)
-      for (int k = 0; k < K; ++k)
-        acc[k] = MulAddWide512(_mm512_maddubs_epi16(codes[h], _mm512_loadu_si512(xs[k][b].qs + 128 * g + 64 * h)),
-                               scales[h], acc[k]);
-  }
+  hn::Vec512<int32_t> acc[K];
+  Q4KWideScaled<K>(w.qs, pairs, xs, b, acc);
   const auto mins = hn::BitCast(d16, hn::Load(d32, pairs + 8));
   for (int k = 0; k < K; ++k) {
     auto macc = hn::Zero(d32), macc2 = hn::Zero(d32);
     macc = MulAddWide(d32, hn::LoadU(d16, xs[k][b].bsums), mins, macc, macc2);
-    slot[k] = hn::Vec<DQ32>{_mm256_add_epi32(_mm512_castsi512_si256(acc[k]), _mm512_extracti64x4_epi64(acc[k], 1))};
+    slot[k] = AddHalves(acc[k]);
     slot[K + k] = hn::Add(macc, macc2);
   }
 }
@@ -227,50 +180,6 @@ void TokenGroupDotQ4K(const BlockQ4_K* const* w, const TokenGroup& g, float* out
       const auto a = Opaque(hn::Mul(hn::Set(df, HalfToFloat(reinterpret_cast<const uint8_t*>(&w[r][b].d))), hn::ConvertTo(df, scaled[r])));
       const auto m = Opaque(hn::Mul(hn::Set(df, HalfToFloat(reinterpret_cast<const uint8_t*>(&w[r][b].dmin))), hn::ConvertTo(df, mins[r])));
       sums.Add(r, hn::Mul(xd, Opaque(hn::Sub(a, m))));
-    }
-  }
-  sums.Store(out);
-}
-
-// token_group_dot for Q6_K, as TokenGroupDotQ4K: each row's 256 six-bit
-// codes unpacked to bytes, then per 16-code sub-block i the exact
-// sc_i * (sum q x - 32 sum x) of the scalar kernel in 16 token lanes.
-void TokenGroupDotQ6K(const BlockQ6_K* const* w, const TokenGroup& g, float* out) {
-  static_assert(kGroupTokens == 16);
-  constexpr int R = kDotRowsMax;
-  const hn::Full512<int32_t> d32;
-  const hn::Full512<float> df;
-  const hn::Full256<uint8_t> d8;
-  const auto two_bits = hn::Set(d8, 3);
-  GroupSums sums;
-  alignas(64) uint8_t codes[R][kQKK];
-  for (size_t b = 0; b < g.nb; ++b) {
-    for (int r = 0; r < R; ++r)
-      for (size_t h = 0; h < 2; ++h) {  // elements 128 h + l + 32 k, see block_dot_q6_k
-        const auto lo = hn::LoadU(d8, w[r][b].ql + 64 * h), hi = hn::LoadU(d8, w[r][b].ql + 64 * h + 32);
-        const auto qh = hn::LoadU(d8, w[r][b].qh + 32 * h);
-        uint8_t* c = codes[r] + 128 * h;
-        hn::Store(hn::Or(LowNibbles(lo), hn::ShiftLeft<4>(hn::And(qh, two_bits))), d8, c);
-        hn::Store(hn::Or(LowNibbles(hi), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<2>(qh), two_bits))), d8, c + 32);
-        hn::Store(hn::Or(hn::ShiftRight<4>(lo), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<4>(qh), two_bits))), d8, c + 64);
-        hn::Store(hn::Or(hn::ShiftRight<4>(hi), hn::ShiftLeft<4>(hn::ShiftRight<6>(qh))), d8, c + 96);
-      }
-    const int8_t* x = g.codes.data() + b * (kQKK / 4) * 64;
-    const int32_t* xsums = g.sums.data() + b * 16 * kGroupTokens;
-    hn::Vec512<int32_t> scaled[R];
-    for (int r = 0; r < R; ++r) scaled[r] = hn::Zero(d32);
-#pragma GCC unroll 2
-    for (size_t i = 0; i < 16; ++i) {
-      hn::Vec512<int32_t> acc[R];
-      const auto offset = hn::ShiftLeft<5>(hn::LoadU(d32, xsums + kGroupTokens * i));  // 32 * sum x
-      for (int r = 0; r < R; ++r) acc[r] = hn::Neg(offset);
-      QuadDots<4, R>(codes[0] + 16 * i, kQKK, x + 64 * 4 * i, acc);
-      for (int r = 0; r < R; ++r) scaled[r] = hn::Add(scaled[r], hn::Mul(acc[r], hn::Set(d32, int32_t(w[r][b].scales[i]))));
-    }
-    const auto xd = hn::LoadU(df, g.scales.data() + kGroupTokens * b);
-    for (int r = 0; r < R; ++r) {  // x.d * d * scaled, as vec_dot_q6_k_q8_k
-      const auto scale = Opaque(hn::Mul(xd, hn::Set(df, HalfToFloat(reinterpret_cast<const uint8_t*>(&w[r][b].d)))));
-      sums.Add(r, hn::Mul(scale, hn::ConvertTo(df, scaled[r])));
     }
   }
   sums.Store(out);

@@ -1,5 +1,5 @@
-// Q6_K against Q8_K activations: one weight row x many tokens (Q6KSums) and
-// many rows x one token (ManyRowsOneTokenQ6K).
+// Q6_K against Q8_K activations: one weight row x many tokens (Q6KSums), token
+// groups (TokenGroupDotQ6K) and many rows x one token (ManyRowsOneTokenQ6K).
 //
 // Not a normal header: kernels/quant_dot.cpp includes it inside its
 // per-target namespace (pagoda::HWY_NAMESPACE, once per foreach_target pass,
@@ -83,6 +83,52 @@ void Q6KSums(const BlockQ6_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
   });
   HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(BlockQ6_K, d), sizeof(BlockQ6_K), nb, out->w_d);
 }
+
+#if PAGODA_X86_VNNI512
+// token_group_dot for Q6_K, as TokenGroupDotQ4K: each row's 256 six-bit
+// codes unpacked to bytes, then per 16-code sub-block i the exact
+// sc_i * (sum q x - 32 sum x) of the scalar kernel in 16 token lanes.
+void TokenGroupDotQ6K(const BlockQ6_K* const* w, const TokenGroup& g, float* out) {
+  static_assert(kGroupTokens == 16);
+  constexpr int R = kDotRowsMax;
+  const hn::Full512<int32_t> d32;
+  const hn::Full512<float> df;
+  const hn::Full256<uint8_t> d8;
+  const auto two_bits = hn::Set(d8, 3);
+  GroupSums sums;
+  alignas(64) uint8_t codes[R][kQKK];
+  for (size_t b = 0; b < g.nb; ++b) {
+    for (int r = 0; r < R; ++r)
+      for (size_t h = 0; h < 2; ++h) {  // elements 128 h + l + 32 k, see block_dot_q6_k
+        const auto lo = hn::LoadU(d8, w[r][b].ql + 64 * h), hi = hn::LoadU(d8, w[r][b].ql + 64 * h + 32);
+        const auto qh = hn::LoadU(d8, w[r][b].qh + 32 * h);
+        uint8_t* c = codes[r] + 128 * h;
+        hn::Store(hn::Or(LowNibbles(lo), hn::ShiftLeft<4>(hn::And(qh, two_bits))), d8, c);
+        hn::Store(hn::Or(LowNibbles(hi), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<2>(qh), two_bits))), d8, c + 32);
+        hn::Store(hn::Or(hn::ShiftRight<4>(lo), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<4>(qh), two_bits))), d8, c + 64);
+        hn::Store(hn::Or(hn::ShiftRight<4>(hi), hn::ShiftLeft<4>(hn::ShiftRight<6>(qh))), d8, c + 96);
+      }
+    const int8_t* x = g.codes.data() + b * (kQKK / 4) * 64;
+    const int32_t* xsums = g.sums.data() + b * 16 * kGroupTokens;
+    hn::Vec512<int32_t> scaled[R];
+    for (int r = 0; r < R; ++r) scaled[r] = hn::Zero(d32);
+#pragma GCC unroll 2
+    for (size_t i = 0; i < 16; ++i) {
+      hn::Vec512<int32_t> acc[R];
+      const auto offset = hn::ShiftLeft<5>(hn::LoadU(d32, xsums + kGroupTokens * i));  // 32 * sum x
+      for (int r = 0; r < R; ++r) acc[r] = hn::Neg(offset);
+      QuadDots<4, R>(codes[0] + 16 * i, kQKK, x + 64 * 4 * i, acc);
+      for (int r = 0; r < R; ++r) scaled[r] = hn::Add(scaled[r], hn::Mul(acc[r], hn::Set(d32, int32_t(w[r][b].scales[i]))));
+    }
+    const auto xd = hn::LoadU(df, g.scales.data() + kGroupTokens * b);
+    for (int r = 0; r < R; ++r) {  // x.d * d * scaled, as vec_dot_q6_k_q8_k
+      const auto scale = Opaque(hn::Mul(xd, hn::Set(df, HalfToFloat(reinterpret_cast<const uint8_t*>(&w[r][b].d)))));
+      sums.Add(r, hn::Mul(scale, hn::ConvertTo(df, scaled[r])));
+    }
+  }
+  sums.Store(out);
+}
+#endif
 
 // One token (decode) against n_w weight rows, as ManyRowsOneTokenQ4K: the rows' block
 // sums reduced together, their running sums the lanes of one vector, each

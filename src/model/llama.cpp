@@ -4,7 +4,8 @@
 #include <cmath>
 #include <type_traits>
 
-#include "kernels/float_kernels.h"
+#include "kernels/attention.h"
+#include "kernels/float_matmul.h"
 #include "model/ops.h"
 #include "quant/rows.h"
 #include "util/error.h"
@@ -81,7 +82,7 @@ void attend_heads(const KvStorage& kv, int layer, std::span<const int32_t> table
   const TensorType type = f16 ? TensorType::F16 : TensorType::F32;
   // Head sizes of whole vectors (every Llama-family model's): one kernel
   // call per KV head for the scores and one for the values, over the blocks
-  // in place (kernels/float_kernels.h). Others: per block, one matmul call scores
+  // in place (kernels/attention.h). Others: per block, one matmul call scores
   // its positions against every query head of the group (each K row read
   // once for all of them) and one axpy_rows call per head adds its V rows.
   // Both give the bits of one dot_f32 / dot_f16_f32 per score and one axpy

@@ -6,7 +6,8 @@
 #include <span>
 #include <vector>
 
-#include "kernels/float_kernels.h"
+#include "kernels/activations.h"
+#include "kernels/float_matmul.h"
 #include "kernels/panels.h"
 #include "kernels/quant_dot.h"
 #include "kernels/quantize_activations.h"
@@ -250,11 +251,11 @@ void matmul_quantized(const Matrix& w, const float* x, int n_tokens, float* y, T
 }  // namespace
 
 void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool& pool) {
-  if (uses_quantized_activations(w.type)) return matmul_quantized(w, x, n_tokens, y, pool);
+  if (has_quantized_dot(w.type)) return matmul_quantized(w, x, n_tokens, y, pool);
   const size_t cols = size_t(w.cols);
   const size_t work = size_t(w.rows) * cols * size_t(n_tokens);
   // The float kernel decodes the stored rows in registers (F16, BF16; F32
-  // as they are), the same results as decoding them first (kernels/float_kernels.h).
+  // as they are), the same results as decoding them first (kernels/float_matmul.h).
   // One token: each thread's rows as far-apart streams.
   if (n_tokens == 1) {
     decode_rows<kFusedStreams>(pool, size_t(w.rows), work, y, [&](size_t first, size_t stride, size_t n, float* out) {

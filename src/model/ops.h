@@ -1,6 +1,6 @@
 // The building blocks of the forward pass over a batch of T token rows:
 // matmul against a stored weight matrix, RMSNorm, SwiGLU (RoPE: rope.h). matmul runs
-// on the SIMD kernels of kernels/float_kernels.h and quant/dot.h, the rest are
+// on the SIMD kernels of kernels/float_matmul.h and kernels/quant_dot.h, the rest are
 // plain loops; every output element is computed the same way whatever the
 // batch or thread split, so results do not depend on them.
 #pragma once
@@ -53,7 +53,7 @@ void read_row(const Matrix& w, int r, float* out);
 // out = x / sqrt(mean(x^2) + eps) * weight, over n elements.
 void rmsnorm(const float* x, const float* weight, int n, float eps, float* out);
 
-// gate[i] = silu(gate[i]) * up[i] (swiglu_simd, kernels/float_kernels.h).
+// gate[i] = silu(gate[i]) * up[i] (swiglu_simd, kernels/activations.h).
 void swiglu(float* gate, const float* up, int n);
 
 }  // namespace pagoda

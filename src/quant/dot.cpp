@@ -20,8 +20,6 @@ bool has_quantized_dot(TensorType t) {
   }
 }
 
-bool uses_quantized_activations(TensorType t) { return has_quantized_dot(t); }
-
 TensorType activation_type(TensorType t) {
   switch (t) {
     case TensorType::Q8_0:

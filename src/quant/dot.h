@@ -15,13 +15,11 @@
 
 namespace pagoda {
 
-// Whether t is one of the block-quantized weight types with a dot kernel.
+// Whether t is one of the block-quantized weight types with a dot kernel;
+// for exactly these, matmul takes the integer path (activations quantized to
+// activation_type(t)), Q8_0 included, as llama.cpp does (why:
+// docs/performance.md, appendix "Kernel tuning").
 bool has_quantized_dot(TensorType t);
-
-// Whether matmul takes the integer path for weights of type t (activations
-// quantized to activation_type(t)): every has_quantized_dot type, Q8_0
-// included, as llama.cpp does (why: docs/performance.md, appendix "Kernel tuning").
-bool uses_quantized_activations(TensorType t);
 
 // The type activations are quantized to for dot products with weights of
 // type t (Q8_0 or Q8_K); Unsupported unless has_quantized_dot(t).

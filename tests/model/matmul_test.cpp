@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/float_kernels.h"
+#include "kernels/float_matmul.h"
 #include "kernels/panels.h"
 #include "kernels/quant_dot.h"
 #include "kernels/simd_targets.h"
@@ -34,7 +34,7 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
 // The reference for one output: the row's dot product as a lone call would
 // compute it (integer path: activations quantized by the scalar quantize_row).
 float one_dot(TensorType t, const uint8_t* row, const float* x, size_t cols) {
-  if (uses_quantized_activations(t)) {
+  if (has_quantized_dot(t)) {
     const auto xq = quantize(activation_type(t), x, cols);
     return vec_dot(t, row, xq.data(), cols);
   }

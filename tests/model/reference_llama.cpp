@@ -17,7 +17,7 @@ ReferenceLlama::Dense ReferenceLlama::decode(const Matrix& m) {
 
 std::vector<float> ReferenceLlama::matvec(const Dense& m, const std::vector<float>& x_in) {
   std::vector<float> x = x_in;
-  if (uses_quantized_activations(m.type)) {
+  if (has_quantized_dot(m.type)) {
     const TensorType a = activation_type(m.type);
     const auto q = quantize(a, x_in.data(), x_in.size());
     dequantize_row(a, q.data(), x.data(), x.size());

@@ -1,7 +1,7 @@
 // The slow, obviously correct Llama forward pass the optimized one is tested
 // against: weights decoded to F32 once, one token at a time, dense per-sequence
 // K/V (no paging, no batching, no threads), double-precision accumulation.
-// For weights whose matmul quantizes activations (uses_quantized_activations)
+// For weights whose matmul quantizes activations (has_quantized_dot)
 // the activation row goes through that 8-bit format first (quantize, then
 // decode), since that is what the kernel computes: weights x Q8 activations.
 // What varies by architecture (Q/K/V biases, the RoPE layout, frequency

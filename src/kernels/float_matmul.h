@@ -1,8 +1,8 @@
 // SIMD kernels of the float matmul path (weights F32, F16, BF16 against F32
-// activations), of attention and of the FFN activation: row decoding to F32
-// (Q8_0 too, for embedding lookups), the dot product, and a
-// register-blocked tile kernel, compiled with Highway for several targets
-// and picked at run time.
+// activations): row decoding to F32 (Q8_0 too, for embedding lookups), the
+// dot product, axpy, and a register-blocked tile kernel, compiled with
+// Highway for several targets and picked at run time (float_matmul.cpp).
+// Attention and softmax: attention.h; the FFN activation: activations.h.
 //
 // Summation shape, the same in every kernel and in the scalar references: a
 // dot of n elements keeps 16 partial sums, lane j accumulating
@@ -49,36 +49,6 @@ void axpy_f16(float a, const uint16_t* x, float* y, size_t n);
 // registers: equal to one axpy call per row.
 void axpy_rows_f32(const float* a, const float* x, size_t ldx, size_t n_rows, float* y, size_t n);
 void axpy_rows_f16(const float* a, const uint16_t* x, size_t ldx, size_t n_rows, float* y, size_t n);
-
-// x = softmax(scale * x), in place: Highway's vector exp (within a few ULP
-// of std::exp) and a fixed summation order, the same on every FMA target.
-void softmax_scaled(float* x, size_t n, float scale);
-
-// Decode attention over a paged KV cache: K or V rows of one KV head,
-// position p at blocks[p / block_size] + (p % block_size) * ld elements
-// (each block pointer already at the head's first element), F32 or F16.
-struct PagedRows {
-  TensorType type = TensorType::F32;
-  const void* const* blocks = nullptr;
-  size_t block_size = 0, ld = 0;
-};
-// Head sizes the attention kernels take: multiples of 16 up to 128 (every
-// Llama-family model's 64 or 128); others take matmul_rows_fused and axpy_rows.
-inline constexpr size_t kAttendMaxHeadDim = 128;
-bool attend_kernels_take(size_t hd);
-// scores[h * ld_s + p] = dot(q + h * hd, K row p) for h < n_q, p < n: bit for
-// bit dot_f32 (F16 rows: dot_f16_f32). One call per KV head: a block of 16
-// positions' K rows stays in L1 for every query head, and on AVX-512 the 16
-// scores' partial sums are reduced together (the same additions).
-void attend_scores(const float* q, size_t n_q, size_t hd, const PagedRows& k, size_t n, float* scores, size_t ld_s);
-// out[h * hd + d] = the sum over p < n, in order from zero, of
-// w[h * ld_w + p] * (V row p)[d]: bit for bit one axpy per row into a zeroed out.
-void attend_values(const float* w, size_t ld_w, size_t n_q, const PagedRows& v, size_t n, float* out, size_t hd);
-
-// gate[i] = silu(gate[i]) * up[i] = gate[i] / (1 + exp(-gate[i])) * up[i]:
-// Highway's vector exp (within a few ULP of std::exp), the same on every FMA
-// target. The FFN's activation; as scalar std::exp it took ~3 ns an element.
-void swiglu_simd(float* gate, const float* up, size_t n);
 
 // The tile kernel: y[t * ldy + r] = dot(row r, x + t * ldx) for r < n_rows,
 // t < n_tokens, with row r at w + r * row_stride bytes in its stored type t
