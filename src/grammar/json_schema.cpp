@@ -90,7 +90,11 @@ Expr nonneg_range(uint64_t lo, std::optional<uint64_t> hi) {
   }
   const std::string his = std::to_string(*hi);
   for (size_t len = los.size(); len <= his.size(); ++len) {
-    const std::string a = len == los.size() ? los : "1" + std::string(len - 1, '0');
+    std::string a = los;
+    if (len != los.size()) {  // the smallest number of `len` digits: 10...0
+      a.assign(len, '0');
+      a[0] = '1';
+    }
     const std::string b = len == his.size() ? his : std::string(len, '9');
     alts.push_back(digits_range(a, b));
   }
