@@ -55,7 +55,8 @@ std::shared_ptr<const TokenVocab> largest_vocab(std::string& name) {
     if (std::filesystem::exists(models / "tokenizer_config.json"))
       files.tokenizer_config_json = testing::read_file((models / "tokenizer_config.json").string());
     files.name = "llama3";
-    const auto path = std::filesystem::temp_directory_path() / ("pagoda-bench-llama3-" + std::to_string(::getpid()) + ".gguf");
+    const auto path =
+        std::filesystem::temp_directory_path() / ("pagoda-bench-llama3-" + std::to_string(::getpid()) + ".gguf");
     testing::hf_vocab_to_gguf(files).write(path.string());
     const auto tok = Tokenizer::from_gguf(GgufFile::open(path.string()));
     std::filesystem::remove(path);
@@ -87,7 +88,8 @@ size_t walk(const std::shared_ptr<const MaskTables>& tables, std::mt19937& rng, 
       for (uint32_t x = bits[w]; x; x &= x - 1) ok.push_back(int32_t(w * 32 + size_t(__builtin_ctz(x))));
     // Favour EOS once allowed and long tokens otherwise, as a model would end and compress.
     if (m.can_end() && rng() % 2 == 0) break;
-    std::sort(ok.begin(), ok.end(), [&](int32_t a, int32_t b) { return tables->vocab().bytes(a).size() > tables->vocab().bytes(b).size(); });
+    std::sort(ok.begin(), ok.end(),
+              [&](int32_t a, int32_t b) { return tables->vocab().bytes(a).size() > tables->vocab().bytes(b).size(); });
     const size_t top = std::max<size_t>(1, ok.size() / 4);
     m.accept(ok[rng() % top]);
   }

@@ -94,8 +94,8 @@ void BM_Softmax(benchmark::State& state) {
     }
     benchmark::DoNotOptimize(x.data());
   }
-  state.counters["Melem/s"] = benchmark::Counter(double(state.iterations()) * double(x.size()) / 1e6,
-                                                 benchmark::Counter::kIsRate);
+  state.counters["Melem/s"] =
+      benchmark::Counter(double(state.iterations()) * double(x.size()) / 1e6, benchmark::Counter::kIsRate);
   state.SetLabel(simd ? "simd" : "scalar");
 }
 BENCHMARK(BM_Softmax)->Arg(0)->Arg(1);
@@ -139,8 +139,8 @@ void BM_DecodeAttention(benchmark::State& state) {
     benchmark::DoNotOptimize(scores.data());
     benchmark::DoNotOptimize(out.data());
   }
-  state.counters["GFLOP/s"] = benchmark::Counter(double(state.iterations()) * 4.0 * kHeads * kPos * kHd / 1e9,
-                                                 benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(double(state.iterations()) * 4.0 * kHeads * kPos * kHd / 1e9, benchmark::Counter::kIsRate);
   state.SetLabel(kernels ? "attend kernels" : "per-block calls");
 }
 BENCHMARK(BM_DecodeAttention)->Arg(0)->Arg(1);
@@ -156,13 +156,14 @@ void BM_SwiGlu(benchmark::State& state) {
   for (float& u : up) u = normal(rng);
   for (auto _ : state) {
     gate = gate0;
-    if (simd) swiglu_simd(gate.data(), up.data(), gate.size());
+    if (simd)
+      swiglu_simd(gate.data(), up.data(), gate.size());
     else
       for (size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
     benchmark::DoNotOptimize(gate.data());
   }
-  state.counters["Melem/s"] = benchmark::Counter(double(state.iterations()) * double(gate.size()) / 1e6,
-                                                 benchmark::Counter::kIsRate);
+  state.counters["Melem/s"] =
+      benchmark::Counter(double(state.iterations()) * double(gate.size()) / 1e6, benchmark::Counter::kIsRate);
   state.SetLabel(simd ? "simd" : "scalar");
 }
 BENCHMARK(BM_SwiGlu)->Arg(0)->Arg(1);
@@ -172,18 +173,23 @@ void BM_MemoryRead(benchmark::State& state) {
   static ThreadPool pool(kThreads);
   const size_t n = size_t(512) << 20 >> 3;  // 512 MiB of uint64
   std::unique_ptr<uint64_t[]> buf(new uint64_t[n]);
-  pool.parallel_for(n, [&](size_t b, size_t e) { for (size_t i = b; i < e; ++i) buf[i] = i; });
+  pool.parallel_for(n, [&](size_t b, size_t e) {
+    for (size_t i = b; i < e; ++i) buf[i] = i;
+  });
   for (auto _ : state) {
     std::atomic<uint64_t> total{0};
-    pool.parallel_for(n, [&](size_t b, size_t e) {
-      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-      for (size_t i = b; i + 4 <= e; i += 4) s0 += buf[i], s1 += buf[i + 1], s2 += buf[i + 2], s3 += buf[i + 3];
-      total += s0 + s1 + s2 + s3;
-    }, 1 << 16);
+    pool.parallel_for(
+        n,
+        [&](size_t b, size_t e) {
+          uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+          for (size_t i = b; i + 4 <= e; i += 4) s0 += buf[i], s1 += buf[i + 1], s2 += buf[i + 2], s3 += buf[i + 3];
+          total += s0 + s1 + s2 + s3;
+        },
+        1 << 16);
     benchmark::DoNotOptimize(total.load());
   }
-  state.counters["GB/s"] = benchmark::Counter(double(state.iterations()) * double(n * 8) / 1e9,
-                                              benchmark::Counter::kIsRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(double(state.iterations()) * double(n * 8) / 1e9, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_MemoryRead)->UseRealTime()->Unit(benchmark::kMillisecond);
 

@@ -63,19 +63,24 @@ void BM_VecDot(benchmark::State& state, TensorType t, bool simd, int n_w, int n_
       } else {
         switch (t) {
           case TensorType::Q4_0:
-            out[0] = vec_dot_q4_0_q8_0(reinterpret_cast<const BlockQ4_0*>(wr), reinterpret_cast<const BlockQ8_0*>(xq.data()), kCols / kQK);
+            out[0] = vec_dot_q4_0_q8_0(reinterpret_cast<const BlockQ4_0*>(wr),
+                                       reinterpret_cast<const BlockQ8_0*>(xq.data()), kCols / kQK);
             break;
           case TensorType::Q5_0:
-            out[0] = vec_dot_q5_0_q8_0(reinterpret_cast<const BlockQ5_0*>(wr), reinterpret_cast<const BlockQ8_0*>(xq.data()), kCols / kQK);
+            out[0] = vec_dot_q5_0_q8_0(reinterpret_cast<const BlockQ5_0*>(wr),
+                                       reinterpret_cast<const BlockQ8_0*>(xq.data()), kCols / kQK);
             break;
           case TensorType::Q8_0:
-            out[0] = vec_dot_q8_0_q8_0(reinterpret_cast<const BlockQ8_0*>(wr), reinterpret_cast<const BlockQ8_0*>(xq.data()), kCols / kQK);
+            out[0] = vec_dot_q8_0_q8_0(reinterpret_cast<const BlockQ8_0*>(wr),
+                                       reinterpret_cast<const BlockQ8_0*>(xq.data()), kCols / kQK);
             break;
           case TensorType::Q4_K:
-            out[0] = vec_dot_q4_k_q8_k(reinterpret_cast<const BlockQ4_K*>(wr), reinterpret_cast<const BlockQ8_K*>(xq.data()), kCols / kQKK);
+            out[0] = vec_dot_q4_k_q8_k(reinterpret_cast<const BlockQ4_K*>(wr),
+                                       reinterpret_cast<const BlockQ8_K*>(xq.data()), kCols / kQKK);
             break;
           default:
-            out[0] = vec_dot_q6_k_q8_k(reinterpret_cast<const BlockQ6_K*>(wr), reinterpret_cast<const BlockQ8_K*>(xq.data()), kCols / kQKK);
+            out[0] = vec_dot_q6_k_q8_k(reinterpret_cast<const BlockQ6_K*>(wr),
+                                       reinterpret_cast<const BlockQ8_K*>(xq.data()), kCols / kQKK);
         }
       }
       benchmark::DoNotOptimize(out[0]);
@@ -150,7 +155,8 @@ void run_matmul(benchmark::State& state, const MatmulFixture& f) {
   }
   const double iters = double(state.iterations());
   state.counters["GB/s"] = benchmark::Counter(iters * f.matrix_bytes / 1e9, benchmark::Counter::kIsRate);
-  state.counters["GFLOP/s"] = benchmark::Counter(iters * 2.0 * kRows * kCols * n_tokens / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(iters * 2.0 * kRows * kCols * n_tokens / 1e9, benchmark::Counter::kIsRate);
   state.SetLabel(std::string(dot_simd_target()) + (f.panel_rows ? ", panels" : ""));
 }
 
@@ -164,8 +170,10 @@ void BM_MatmulPanels(benchmark::State& state, TensorType t, bool hot) {
   static MatmulFixture q4k(TensorType::Q4_K, true), q6k(TensorType::Q6_K, true), q80(TensorType::Q8_0, true);
   static MatmulFixture q4k_hot(TensorType::Q4_K, true, true), q6k_hot(TensorType::Q6_K, true, true),
       q80_hot(TensorType::Q8_0, true, true);
-  if (hot) run_matmul(state, t == TensorType::Q4_K ? q4k_hot : t == TensorType::Q6_K ? q6k_hot : q80_hot);
-  else run_matmul(state, t == TensorType::Q4_K ? q4k : t == TensorType::Q6_K ? q6k : q80);
+  if (hot)
+    run_matmul(state, t == TensorType::Q4_K ? q4k_hot : t == TensorType::Q6_K ? q6k_hot : q80_hot);
+  else
+    run_matmul(state, t == TensorType::Q4_K ? q4k : t == TensorType::Q6_K ? q6k : q80);
 }
 
 // One thread, one token, 2 panels side by side (decode's kernel) over kL2Rows
@@ -190,8 +198,8 @@ void BM_PanelStreamsL2(benchmark::State& state, TensorType t) {
       panel_dot_streams(t, panels, 2, a, 0, outs);
       benchmark::DoNotOptimize(y);
     }
-  state.counters["GB/s"] = benchmark::Counter(double(state.iterations()) * double(w.size()) / 1e9,
-                                              benchmark::Counter::kIsRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(double(state.iterations()) * double(w.size()) / 1e9, benchmark::Counter::kIsRate);
 }
 BENCHMARK_CAPTURE(BM_PanelStreamsL2, q8_0, TensorType::Q8_0);
 BENCHMARK_CAPTURE(BM_PanelStreamsL2, q4_0, TensorType::Q4_0);
@@ -215,7 +223,8 @@ void BM_MemoryRead(benchmark::State& state) {
     });
     benchmark::DoNotOptimize(total);
   }
-  state.counters["GB/s"] = benchmark::Counter(double(state.iterations()) * kCopiesBytes / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GB/s"] =
+      benchmark::Counter(double(state.iterations()) * kCopiesBytes / 1e9, benchmark::Counter::kIsRate);
 }
 
 // Q4_K with each of the two AVX-512 kernels (the default picks one per CPU vendor).

@@ -39,8 +39,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     if (mode == 0) {
       const auto m = pagoda::hub::parse_model_arg(rest);
-      if (m.hub) check_ref(m.ref);
-      else check(m.path == rest, "a path is returned untouched");
+      if (m.hub)
+        check_ref(m.ref);
+      else
+        check(m.path == rest, "a path is returned untouched");
     } else if (mode == 1) {
       check_ref(pagoda::hub::parse_hf_repo(rest));
     } else {
@@ -54,7 +56,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         bool listed = false;
         for (const auto& f : info.files) listed = listed || f == chosen;
         check(listed, "the chosen file is in the list");
-        for (const auto& part : pagoda::hub::model_parts(chosen)) check(pagoda::hub::valid_repo_file(part), "parts are valid");
+        for (const auto& part : pagoda::hub::model_parts(chosen))
+          check(pagoda::hub::valid_repo_file(part), "parts are valid");
       } catch (const pagoda::hub::NotFound&) {
       }
     }

@@ -27,7 +27,8 @@ std::unique_ptr<ChatPrompt> chat;
 void check_request(const GenerationRequest& g, const ModelLimits& limits) {
   check(!g.engine.prompt.empty(), "a non-empty prompt");
   check(int64_t(g.engine.prompt.size()) + 1 <= limits.max_model_len, "room for one generated token");
-  for (int32_t id : g.engine.prompt) check(id >= 0 && size_t(id) < tokenizer->vocab_size(), "prompt ids in the vocabulary");
+  for (int32_t id : g.engine.prompt)
+    check(id >= 0 && size_t(id) < tokenizer->vocab_size(), "prompt ids in the vocabulary");
   check(g.engine.n >= 1 && g.engine.n <= limits.max_n, "n in range");
   if (g.engine.sampling.max_tokens)
     check(int64_t(g.engine.prompt.size()) + *g.engine.sampling.max_tokens <= limits.max_model_len, "max_tokens fits");

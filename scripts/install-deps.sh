@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build clang          # compilers; clang for the libFuzzer targets
+  clang-format                                     # the C++ style check (.clang-format)
   libfmt-dev libspdlog-dev                         # formatting and logging
   nlohmann-json3-dev libcli11-dev                  # JSON, command line
   libhwy-dev                                       # SIMD with runtime dispatch

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite, as CI runs it: installs what is missing, then
+# The whole test suite, as CI runs it: installs what is missing, checks the
+# C++ style (clang-format), then
 #   1. Release build, every test (ctest);
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build, every test again;
 #   3. libFuzzer build (clang), each fuzz target for $PAGODA_FUZZ_SECONDS (default 30) s;
@@ -14,6 +15,10 @@ export PAGODA_SHARED="${PAGODA_SHARED:-$(cd .. && pwd)/shared}"
 jobs=$(nproc)
 start=$(date +%s)
 step() { echo; echo "== $* ($(( $(date +%s) - start )) s)"; }
+
+step "C++ style (.clang-format)"
+# Every C++ file as clang-format writes it (the generated Unicode tables aside).
+git ls-files '*.cpp' '*.h' | grep -v -e node_modules -e unicode_tables.cpp | xargs clang-format --dry-run -Werror
 
 step "npm test oracles"
 npm ci --prefix tests/chat/oracle --no-audit --no-fund

@@ -57,8 +57,8 @@ struct ChatMessage {
 };
 
 struct RenderOptions {
-  std::string bos_text;  // the vocabulary's BOS token text ("<s>"), "" if none
-  std::string eos_text;  // the vocabulary's EOS token text ("</s>"), "" if none
+  std::string bos_text;               // the vocabulary's BOS token text ("<s>"), "" if none
+  std::string eos_text;               // the vocabulary's EOS token text ("</s>"), "" if none
   bool add_generation_prompt = true;  // end with the assistant's turn header
 };
 

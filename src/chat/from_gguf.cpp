@@ -44,9 +44,8 @@ ChatTemplate chat_template_for(const GgufFile& f, const std::optional<std::strin
   const std::string text = f.get_string("tokenizer.chat_template", "");
   if (text.empty()) return ChatTemplate::plain;
   if (auto t = detect_chat_template(text)) return *t;
-  fail<Unsupported>(
-      "{}: unrecognised tokenizer.chat_template \"{}\"; pass --chat-template NAME (one of {})",
-      f.source(), template_excerpt(text), chat_template_names());
+  fail<Unsupported>("{}: unrecognised tokenizer.chat_template \"{}\"; pass --chat-template NAME (one of {})",
+                    f.source(), template_excerpt(text), chat_template_names());
 }
 
 RenderOptions chat_render_options(const GgufFile& f) {

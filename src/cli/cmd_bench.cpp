@@ -100,8 +100,10 @@ void run_mode(const Opts& o, bool paged) {
       std::lock_guard lock(mu);
       Timing& x = t[i];
       if (!out.tokens.empty()) {
-        if (x.first < 0) x.first = ts;
-        else x.gaps.push_back(ts - x.last);
+        if (x.first < 0)
+          x.first = ts;
+        else
+          x.gaps.push_back(ts - x.last);
         x.last = ts;
         x.tokens += int64_t(out.tokens.size());
       }
@@ -142,9 +144,11 @@ Command add_bench(CLI::App& app) {
   cmd->add_option("--max-prompt", o->max_prompt)->capture_default_str();
   cmd->add_option("--min-output", o->min_output)->capture_default_str();
   cmd->add_option("--max-output", o->max_output)->capture_default_str();
-  cmd->add_option("--shared-prefix", o->shared_prefix, "Tokens every prompt shares (prefix-cache workload)")->capture_default_str();
+  cmd->add_option("--shared-prefix", o->shared_prefix, "Tokens every prompt shares (prefix-cache workload)")
+      ->capture_default_str();
   cmd->add_flag("!--no-ignore-eos", o->ignore_eos, "Stop at end-of-generation tokens (default: fixed output lengths)");
-  cmd->add_option("--kv-cache-tokens", o->kv_cache_tokens, "KV pool size in tokens (0 = default sizing)")->capture_default_str();
+  cmd->add_option("--kv-cache-tokens", o->kv_cache_tokens, "KV pool size in tokens (0 = default sizing)")
+      ->capture_default_str();
   cmd->add_option("--max-num-seqs", o->max_num_seqs)->capture_default_str();
   cmd->add_option("--max-batched-tokens", o->max_batched_tokens)->capture_default_str();
   cmd->add_option("--kv-watermark", o->kv_watermark, "Share of the KV pool kept free when admitting (paged mode)")
@@ -153,7 +157,9 @@ Command add_bench(CLI::App& app) {
                   "KV blocks kept free per running sequence when admitting (paged mode)")
       ->capture_default_str();
   cmd->add_option("--threads,-t", o->threads)->capture_default_str();
-  cmd->add_flag("--mmap", o->mmap, "Map the model file instead of reading it into memory (faster start, shared page cache; decode a few % slower)");
+  cmd->add_flag(
+      "--mmap", o->mmap,
+      "Map the model file instead of reading it into memory (faster start, shared page cache; decode a few % slower)");
   cmd->add_option("--seed", o->seed)->capture_default_str();
   cmd->add_flag("--skip-reserve", o->skip_reserve, "Do not repeat the workload in reserve mode");
   cmd->add_option("--inject-faults", o->faults, "Fault injection, as for serve (errors: requests that ended with one)");
@@ -166,9 +172,9 @@ Command add_bench(CLI::App& app) {
             fmt::print("{} requests, prompts {}-{} tokens{}, outputs {}-{} tokens\n", o->requests, o->min_prompt,
                        o->max_prompt, o->shared_prefix ? fmt::format(" ({} shared)", o->shared_prefix) : "",
                        o->min_output, o->max_output);
-            fmt::print("{:<8} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>8} {:>8} {:>9} {:>8} {:>7}\n", "mode",
-                       "out tok/s", "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "preempt", "prefix", "KV util",
-                       "non-fwd", "wall s", "errors");
+            fmt::print("{:<8} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>8} {:>8} {:>9} {:>8} {:>7}\n", "mode", "out tok/s",
+                       "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "preempt", "prefix", "KV util", "non-fwd",
+                       "wall s", "errors");
             fmt::print("{:<8} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>8} {:>8} {:>9} {:>8} {:>7}\n", "", "", "ms", "ms",
                        "ms", "ms", "", "hit", "", "share", "", "");
             run_mode(*o, true);

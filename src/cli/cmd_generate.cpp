@@ -93,7 +93,9 @@ int run(const Opts& o, bool seed_given) {
   }
   if (reason == FinishReason::error) fail("generation failed: {}", error);
   if (o.json) {
-    nlohmann::json j = {{"prompt_token_ids", prompt}, {"output_token_ids", output}, {"text", text},
+    nlohmann::json j = {{"prompt_token_ids", prompt},
+                        {"output_token_ids", output},
+                        {"text", text},
                         {"finish_reason", to_string(reason)}};
     if (o.logprobs > 0) j["top_logprobs"] = top;
     std::puts(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
@@ -115,7 +117,8 @@ Command add_generate(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Complete one prompt, streaming the text to stdout");
   o->model.add(cmd);
   cmd->add_option("-p,--prompt", o->prompt, "Prompt text")->required();
-  cmd->add_option("-n,--max-tokens", o->max_tokens, "Most tokens to generate (capped by the context)")->capture_default_str();
+  cmd->add_option("-n,--max-tokens", o->max_tokens, "Most tokens to generate (capped by the context)")
+      ->capture_default_str();
   cmd->add_option("--temperature,--temp", o->sampling.temperature, "0 = greedy")->capture_default_str();
   cmd->add_option("--top-k", o->sampling.top_k, "0 = off")->capture_default_str();
   cmd->add_option("--top-p", o->sampling.top_p, "1 = off")->capture_default_str();
@@ -127,7 +130,9 @@ Command add_generate(CLI::App& app) {
   cmd->add_option("--stop", o->sampling.stop, "Stop string (repeatable); not included in the output");
   cmd->add_flag("--ignore-eos", o->sampling.ignore_eos, "Keep generating past end-of-generation tokens");
   cmd->add_option("--threads,-t", o->threads, "Worker threads (0 = one per core)")->capture_default_str();
-  cmd->add_flag("--mmap", o->mmap, "Map the model file instead of reading it into memory (faster start, shared page cache; decode a few % slower)");
+  cmd->add_flag(
+      "--mmap", o->mmap,
+      "Map the model file instead of reading it into memory (faster start, shared page cache; decode a few % slower)");
   cmd->add_option("--block-size", o->block_size, "KV cache block size in tokens")->capture_default_str();
   cmd->add_option("--kv-type", o->kv_type, "KV cache element type: f32 or f16")->capture_default_str();
   cmd->add_flag("--no-bos", o->no_bos, "Do not add the BOS token to the prompt");

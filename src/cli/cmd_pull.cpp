@@ -27,25 +27,26 @@ Command add_pull(CLI::App& app) {
   cmd->add_option("--hf-endpoint", o->hf_endpoint, "Hub URL (default $HF_ENDPOINT, else https://huggingface.co)");
   cmd->add_flag("--offline", o->offline, "Only look in the cache ($PAGODA_CACHE); also HF_HUB_OFFLINE=1");
   return {cmd, [o] {
-    if (o->model.empty() == o->hf_repo.empty()) fail<InvalidArgument>("pull: give one MODEL or -hf ORG/REPO[:QUANT]");
-    hub::HubRef ref;
-    if (!o->hf_repo.empty()) {
-      ref = hub::parse_hf_repo(o->hf_repo);
-    } else {
-      const auto m = hub::parse_model_arg(o->model);
-      std::error_code ec;
-      if (!m.hub && std::filesystem::exists(m.path, ec)) {
-        fmt::print("{}\n", m.path);  // already local: nothing to pull
-        return 0;
-      }
-      ref = m.hub ? m.ref : hub::parse_hf_repo(o->model);
-    }
-    const auto pulled = hub::pull(ref, pull_options(o->hf_endpoint, o->offline));
-    fmt::print(stderr, "{}: {} file{} cached, {} downloaded\n", ref.to_string(), pulled.files.size(),
-               pulled.files.size() == 1 ? "" : "s", hub::Progress::bytes(double(pulled.downloaded)));
-    for (const auto& f : pulled.files) fmt::print("{}\n", f);
-    return 0;
-  }};
+            if (o->model.empty() == o->hf_repo.empty())
+              fail<InvalidArgument>("pull: give one MODEL or -hf ORG/REPO[:QUANT]");
+            hub::HubRef ref;
+            if (!o->hf_repo.empty()) {
+              ref = hub::parse_hf_repo(o->hf_repo);
+            } else {
+              const auto m = hub::parse_model_arg(o->model);
+              std::error_code ec;
+              if (!m.hub && std::filesystem::exists(m.path, ec)) {
+                fmt::print("{}\n", m.path);  // already local: nothing to pull
+                return 0;
+              }
+              ref = m.hub ? m.ref : hub::parse_hf_repo(o->model);
+            }
+            const auto pulled = hub::pull(ref, pull_options(o->hf_endpoint, o->offline));
+            fmt::print(stderr, "{}: {} file{} cached, {} downloaded\n", ref.to_string(), pulled.files.size(),
+                       pulled.files.size() == 1 ? "" : "s", hub::Progress::bytes(double(pulled.downloaded)));
+            for (const auto& f : pulled.files) fmt::print("{}\n", f);
+            return 0;
+          }};
 }
 
 }  // namespace pagoda::cli

@@ -71,14 +71,14 @@ int run(Opts& o) {
   const uint16_t port = srv.listen();
   const std::string host = o.server.host.find(':') != std::string::npos ? "[" + o.server.host + "]" : o.server.host;
   std::printf("Pagoda listening on http://%s:%u (model %s)\n", host.c_str(), unsigned(port), name.c_str());
-  std::printf("  curl http://%s:%u/v1/completions -H 'Content-Type: application/json'%s -d '{\"model\": \"%s\", "
-              "\"prompt\": \"Once upon a time\", \"max_tokens\": 32}'\n",
-              host.c_str(), unsigned(port), o.server.api_key.empty() ? "" : " -H \"Authorization: Bearer $PAGODA_API_KEY\"",
-              name.c_str());
+  std::printf(
+      "  curl http://%s:%u/v1/completions -H 'Content-Type: application/json'%s -d '{\"model\": \"%s\", "
+      "\"prompt\": \"Once upon a time\", \"max_tokens\": 32}'\n",
+      host.c_str(), unsigned(port), o.server.api_key.empty() ? "" : " -H \"Authorization: Bearer $PAGODA_API_KEY\"",
+      name.c_str());
   std::fflush(stdout);
-  const bool clean = srv.run([&] {
-    return std::make_unique<server::ServedModel>(Engine::load(o.model, cfg), name, chat);
-  });
+  const bool clean =
+      srv.run([&] { return std::make_unique<server::ServedModel>(Engine::load(o.model, cfg), name, chat); });
   if (!clean) {
     // A stuck step still runs on the engine thread: exit without the
     // destructors it could race with.
@@ -107,37 +107,60 @@ Command add_serve(CLI::App& app) {
   cmd->add_option("--kv-type", o->kv_type, "KV cache element type: f32 or f16")->capture_default_str();
   cmd->add_option("--max-num-seqs", e.sched.max_num_seqs, "Most sequences in a batch")->capture_default_str();
   cmd->add_option("--max-batched-tokens", e.sched.max_batched_tokens, "Most tokens in a step")->capture_default_str();
-  cmd->add_option("--max-bypass", e.sched.max_bypass, "How often a waiting request may be passed")->capture_default_str();
+  cmd->add_option("--max-bypass", e.sched.max_bypass, "How often a waiting request may be passed")
+      ->capture_default_str();
   cmd->add_option("--kv-watermark", e.sched.kv_watermark, "Share of the KV pool kept free when admitting (paged mode)")
       ->capture_default_str();
   cmd->add_option("--kv-headroom-per-seq", e.sched.kv_headroom_per_seq,
                   "KV blocks kept free per running sequence when admitting (paged mode)")
       ->capture_default_str();
-  cmd->add_option("--max-waiting", e.max_waiting, "Waiting-queue bound; beyond it requests get 429")->capture_default_str();
+  cmd->add_option("--max-waiting", e.max_waiting, "Waiting-queue bound; beyond it requests get 429")
+      ->capture_default_str();
   cmd->add_flag("--no-paged-attn", o->no_paged, "Reserve whole contexts instead of paging the KV cache");
   cmd->add_flag("--no-prefix-caching", o->no_prefix, "Do not reuse KV blocks across requests");
-  cmd->add_option("--max-model-len", e.max_model_len, "Most tokens per sequence (0: the model's context)")->capture_default_str();
+  cmd->add_option("--max-model-len", e.max_model_len, "Most tokens per sequence (0: the model's context)")
+      ->capture_default_str();
   cmd->add_option("--request-timeout", e.request_timeout_s, "Seconds a request may take in all")->capture_default_str();
-  cmd->add_option("--write-timeout", s.write_timeout_s, "Seconds a client may accept no bytes before it is dropped")->capture_default_str();
-  cmd->add_option("--shutdown-timeout", s.shutdown_timeout_s, "On SIGINT/SIGTERM, seconds in-flight requests may finish")->capture_default_str();
-  cmd->add_option("--keep-alive-timeout", s.keep_alive_timeout_s, "Seconds an idle connection stays open")->capture_default_str();
-  cmd->add_option("--header-timeout", s.header_timeout_s, "Seconds a request's headers may take from their first byte (408)")->capture_default_str();
-  cmd->add_option("--body-timeout", s.body_timeout_s, "Seconds a request body may bring no byte (408)")->capture_default_str();
-  cmd->add_option("--max-connections", s.max_connections, "Most open connections; beyond it 503 (0: from the open-files limit)")->capture_default_str();
-  cmd->add_option("--request-workers", s.request_workers, "Threads that parse and tokenize requests")->capture_default_str();
-  cmd->add_option("--stall-min-ms", s.stall_min_ms, "/health: no step is a stall before this many ms")->capture_default_str();
-  cmd->add_option("--stall-factor", s.stall_factor, "/health: a step is a stall past this many times its predicted time")->capture_default_str();
-  cmd->add_option("--stall-timeout", s.stall_timeout_s, "/health: limit in seconds for a step of a size not seen before")->capture_default_str();
-  cmd->add_option("--max-body-size", s.max_body_bytes, "Largest request body in bytes (413 beyond)")->capture_default_str();
+  cmd->add_option("--write-timeout", s.write_timeout_s, "Seconds a client may accept no bytes before it is dropped")
+      ->capture_default_str();
+  cmd->add_option("--shutdown-timeout", s.shutdown_timeout_s,
+                  "On SIGINT/SIGTERM, seconds in-flight requests may finish")
+      ->capture_default_str();
+  cmd->add_option("--keep-alive-timeout", s.keep_alive_timeout_s, "Seconds an idle connection stays open")
+      ->capture_default_str();
+  cmd->add_option("--header-timeout", s.header_timeout_s,
+                  "Seconds a request's headers may take from their first byte (408)")
+      ->capture_default_str();
+  cmd->add_option("--body-timeout", s.body_timeout_s, "Seconds a request body may bring no byte (408)")
+      ->capture_default_str();
+  cmd->add_option("--max-connections", s.max_connections,
+                  "Most open connections; beyond it 503 (0: from the open-files limit)")
+      ->capture_default_str();
+  cmd->add_option("--request-workers", s.request_workers, "Threads that parse and tokenize requests")
+      ->capture_default_str();
+  cmd->add_option("--stall-min-ms", s.stall_min_ms, "/health: no step is a stall before this many ms")
+      ->capture_default_str();
+  cmd->add_option("--stall-factor", s.stall_factor,
+                  "/health: a step is a stall past this many times its predicted time")
+      ->capture_default_str();
+  cmd->add_option("--stall-timeout", s.stall_timeout_s,
+                  "/health: limit in seconds for a step of a size not seen before")
+      ->capture_default_str();
+  cmd->add_option("--max-body-size", s.max_body_bytes, "Largest request body in bytes (413 beyond)")
+      ->capture_default_str();
   cmd->add_option("--api-key", s.api_key, "Require 'Authorization: Bearer KEY' on /v1 (also $PAGODA_API_KEY)")
       ->each([o](const std::string&) { o->api_key_given = true; });
   cmd->add_option("--chat-template", o->chat_template, "Chat template name (default: from the model file)");
   cmd->add_option("--threads,-t", e.threads, "Worker threads (0 = one per core)")->capture_default_str();
-  cmd->add_flag("--mmap", e.mmap, "Map the model file instead of reading it into memory (faster start, shared page cache; decode a few % slower)");
+  cmd->add_flag(
+      "--mmap", e.mmap,
+      "Map the model file instead of reading it into memory (faster start, shared page cache; decode a few % slower)");
   cmd->add_option("--io-threads", s.io_threads, "Threads running the HTTP event loop")->capture_default_str();
-  cmd->add_option("--inject-faults", o->faults, "Fault injection, e.g. forward=0.05,oom=0.02,poison=0.01,slow=0.1,slow_ms=200,seed=7");
+  cmd->add_option("--inject-faults", o->faults,
+                  "Fault injection, e.g. forward=0.05,oom=0.02,poison=0.01,slow=0.1,slow_ms=200,seed=7");
   cmd->add_flag("--audit-every-step", e.audit_every_step, "Check every KV block after each step (slow; for tests)");
-  cmd->add_option("--log-interval", e.log_interval_s, "Seconds between throughput logs (0: off)")->capture_default_str();
+  cmd->add_option("--log-interval", e.log_interval_s, "Seconds between throughput logs (0: off)")
+      ->capture_default_str();
   return {cmd, [o] { return run(*o); }};
 }
 

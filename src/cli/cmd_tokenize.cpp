@@ -23,12 +23,12 @@ Command add_tokenize(CLI::App& app) {
   cmd->add_flag("--no-bos", o->no_bos, "Do not add the BOS token");
   cmd->add_flag("--special", o->special, "Parse special-token text (<s>, <|user|>) as special tokens");
   return {cmd, [o] {
-    const auto file = GgufFile::open(o->model.resolve());
-    const auto tok = Tokenizer::from_gguf(file);
-    const auto ids = tok.encode(o->text, !o->no_bos && tok.add_bos_by_default(), o->special);
-    fmt::print("{}\n", fmt::join(ids, " "));
-    return 0;
-  }};
+            const auto file = GgufFile::open(o->model.resolve());
+            const auto tok = Tokenizer::from_gguf(file);
+            const auto ids = tok.encode(o->text, !o->no_bos && tok.add_bos_by_default(), o->special);
+            fmt::print("{}\n", fmt::join(ids, " "));
+            return 0;
+          }};
 }
 
 }  // namespace pagoda::cli

@@ -44,8 +44,7 @@ int main(int argc, char** argv) {
   using namespace pagoda::cli;
   // Logs go to stderr: stdout carries the generated text.
   spdlog::set_default_logger(spdlog::stderr_color_mt("pagoda"));
-  if (const char* level = std::getenv("PAGODA_LOG"); level && *level)
-    spdlog::set_level(spdlog::level::from_str(level));
+  if (const char* level = std::getenv("PAGODA_LOG"); level && *level) spdlog::set_level(spdlog::level::from_str(level));
   CLI::App app{"Pagoda: an LLM inference engine for Llama-family GGUF models", "pagoda"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every subcommand");

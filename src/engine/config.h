@@ -17,15 +17,15 @@ struct EngineConfig {
   int32_t block_size = 16;
   KvType kv_type = KvType::F32;
   bool prefix_caching = true;
-  bool paged = true;                    // false: --no-paged-attn (reserve whole contexts)
-  int32_t max_model_len = 0;            // 0: min(model context, pool tokens)
-  SchedulerConfig sched;                // --max-num-seqs, --max-batched-tokens, --max-bypass
-  int32_t max_waiting = 1024;           // beyond it, submit() throws Overloaded
-  int32_t max_n = 16;                   // most choices per request
+  bool paged = true;           // false: --no-paged-attn (reserve whole contexts)
+  int32_t max_model_len = 0;   // 0: min(model context, pool tokens)
+  SchedulerConfig sched;       // --max-num-seqs, --max-batched-tokens, --max-bypass
+  int32_t max_waiting = 1024;  // beyond it, submit() throws Overloaded
+  int32_t max_n = 16;          // most choices per request
   double request_timeout_s = 600;
-  int32_t max_oom_retries = 2;          // batch halvings before an OOM fails the batch
+  int32_t max_oom_retries = 2;  // batch halvings before an OOM fails the batch
   bool audit_every_step = false;
-  double log_interval_s = 5;            // 0: no throughput log
+  double log_interval_s = 5;  // 0: no throughput log
   FaultSpec faults;
   int32_t threads = 0;
   bool mmap = false;  // --mmap: map the model file instead of reading it into memory

@@ -26,8 +26,8 @@ int32_t engine_pool_blocks(const EngineConfig& config, const ModelConfig& model)
   o.max_num_seqs = config.sched.max_num_seqs;
   o.context_len = config.max_model_len > 0 ? std::min(config.max_model_len, model.n_ctx_train) : model.n_ctx_train;
   o.block_size = config.block_size;
-  o.kv_bytes_per_token = kv_bytes_per_token(model.n_layer, model.n_head_kv, model.head_dim,
-                                            int32_t(kv_type_bytes(config.kv_type)));
+  o.kv_bytes_per_token =
+      kv_bytes_per_token(model.n_layer, model.n_head_kv, model.head_dim, int32_t(kv_type_bytes(config.kv_type)));
   const KvPoolSize size = size_kv_pool(o);
   spdlog::info("{}", size.summary);
   return size.num_blocks;
@@ -68,7 +68,7 @@ struct Engine::Impl {
   std::atomic<int64_t> open_requests_{0};  // submitted and not yet finished
   bool loop_exited_ = false;               // under inbox_mu_
   std::condition_variable exited_cv_;
-  StepEstimate estimate_;                  // engine thread only
+  StepEstimate estimate_;  // engine thread only
 
   mutable std::mutex stats_mu_;
   EngineStats stats_;  // the published snapshot
@@ -200,8 +200,10 @@ void Engine::Impl::engine_loop() {
       auto ready = [&] { return stopping_ || !adds_.empty() || !cancels_.empty(); };
       // With work that cannot run yet (say, every admission failed), poll
       // gently: deadlines still need checking.
-      if (idle && core_->has_work()) inbox_cv_.wait_for(lock, std::chrono::milliseconds(5), ready);
-      else inbox_cv_.wait(lock, [&] { return ready() || core_->has_work(); });
+      if (idle && core_->has_work())
+        inbox_cv_.wait_for(lock, std::chrono::milliseconds(5), ready);
+      else
+        inbox_cv_.wait(lock, [&] { return ready() || core_->has_work(); });
       adds.swap(adds_);
       cancels.swap(cancels_);
       stopping = stopping_;
@@ -256,16 +258,19 @@ void Engine::Impl::logger_loop() {
   EngineStats prev = snapshot();
   double prev_time = clock_->now();
   std::unique_lock lock(logger_mu_);
-  while (!logger_cv_.wait_for(lock, std::chrono::duration<double>(config_.log_interval_s), [&] { return logger_stop_; })) {
+  while (
+      !logger_cv_.wait_for(lock, std::chrono::duration<double>(config_.log_interval_s), [&] { return logger_stop_; })) {
     const EngineStats s = snapshot();
     const double now = clock_->now();
     const double dt = std::max(1e-9, now - prev_time);
     const double tps = double(s.tokens_processed - prev.tokens_processed) / dt;
     const int64_t queries = s.prefix_queries - prev.prefix_queries;
     const double hitrate = queries > 0 ? 100.0 * double(s.prefix_hits - prev.prefix_hits) / double(queries) : 0.0;
-    spdlog::info("Throughput (T/s) {:.2f}, Prefix cache hitrate {:.2f}%, {} running, {} waiting, KV {:.1f}% used, {} preemptions",
-                 tps, hitrate, s.running, s.waiting + int64_t(inbox_size()), 100.0 * s.kv_usage,
-                 s.preemptions - prev.preemptions);
+    spdlog::info(
+        "Throughput (T/s) {:.2f}, Prefix cache hitrate {:.2f}%, {} running, {} waiting, KV {:.1f}% used, {} "
+        "preemptions",
+        tps, hitrate, s.running, s.waiting + int64_t(inbox_size()), 100.0 * s.kv_usage,
+        s.preemptions - prev.preemptions);
     prev = s;
     prev_time = now;
   }

@@ -41,7 +41,8 @@ struct Completion {
 class Engine {
  public:
   Engine(const EngineConfig& config, std::unique_ptr<ModelRunner> runner, int32_t num_blocks,
-         std::shared_ptr<const Tokenizer> tokenizer, std::shared_ptr<const Clock> clock = std::make_shared<SteadyClock>());
+         std::shared_ptr<const Tokenizer> tokenizer,
+         std::shared_ptr<const Clock> clock = std::make_shared<SteadyClock>());
   ~Engine();  // stops the threads; requests still open end with an error
 
   // Loads a GGUF model and sizes the KV pool from the config.

@@ -68,7 +68,8 @@ EngineCore::~EngineCore() = default;
 void EngineCore::validate(const Request& r) const {
   if (r.prompt.empty()) fail<InvalidArgument>("the prompt is empty");
   for (TokenId t : r.prompt)
-    if (t < 0 || t >= vocab_size_) fail<InvalidArgument>("prompt token id {} is outside the vocabulary (0..{})", t, vocab_size_ - 1);
+    if (t < 0 || t >= vocab_size_)
+      fail<InvalidArgument>("prompt token id {} is outside the vocabulary (0..{})", t, vocab_size_ - 1);
   if (int64_t(r.prompt.size()) + 1 > max_model_len_)
     fail<InvalidArgument>(
         "the prompt has {} tokens; with at least one generated token that exceeds the maximum context length of {} "
@@ -97,8 +98,8 @@ void EngineCore::add(uint64_t id, Request r, OutputSink sink) {
   s->seq.tokens = req->request.prompt;
   s->seq.num_prompt = int32_t(s->seq.tokens.size());
   const auto& sp = req->request.sampling;
-  s->seq.max_len = int32_t(std::min<int64_t>(max_model_len_, sp.max_tokens ? int64_t(s->seq.num_prompt) + *sp.max_tokens
-                                                                            : max_model_len_));
+  s->seq.max_len = int32_t(
+      std::min<int64_t>(max_model_len_, sp.max_tokens ? int64_t(s->seq.num_prompt) + *sp.max_tokens : max_model_len_));
   s->seq.priority = req->request.priority;
   s->seq.arrival = next_arrival_++;
   s->seq.cache_salt = req->request.cache_salt;

@@ -125,7 +125,7 @@ class EngineCore {
 
   std::map<uint64_t, std::unique_ptr<RequestState>> requests_;
   std::unordered_map<SeqId, std::unique_ptr<SeqRun>> seqs_;
-  std::vector<SeqId> finished_;       // erased at the end of the step
+  std::vector<SeqId> finished_;         // erased at the end of the step
   std::vector<uint64_t> readers_gone_;  // sinks that returned false: abort next step
   SeqId next_seq_id_ = 1;
   uint64_t next_arrival_ = 0;

@@ -17,7 +17,8 @@ double probability(std::string_view name, std::string_view v) {
   } catch (const std::exception&) {
     fail<InvalidArgument>("--inject-faults: {}={} is not a number", name, v);
   }
-  if (!(p >= 0 && p <= 1)) fail<InvalidArgument>("--inject-faults: {} must be a probability in [0, 1], got {}", name, v);
+  if (!(p >= 0 && p <= 1))
+    fail<InvalidArgument>("--inject-faults: {} must be a probability in [0, 1], got {}", name, v);
   return p;
 }
 
@@ -41,16 +42,28 @@ FaultSpec FaultSpec::parse(std::string_view spec) {
     const size_t eq = item.find('=');
     if (eq == std::string_view::npos) fail<InvalidArgument>("--inject-faults: '{}' is not name=value", item);
     const std::string_view name = item.substr(0, eq), value = item.substr(eq + 1);
-    if (name == "forward") f.forward = probability(name, value);
-    else if (name == "oom") f.oom = probability(name, value);
-    else if (name == "alloc") f.alloc = probability(name, value);
-    else if (name == "slow") f.slow = probability(name, value);
-    else if (name == "poison") f.poison = probability(name, value);
-    else if (name == "slow_ms") f.slow_ms = integer(name, value);
-    else if (name == "at_step") f.at_step = integer(name, value);
-    else if (name == "load_ms") f.load_ms = integer(name, value);
-    else if (name == "seed") f.seed = uint64_t(integer(name, value));
-    else fail<InvalidArgument>("--inject-faults: unknown fault '{}' (forward, oom, alloc, slow, slow_ms, poison, at_step, load_ms, seed)", name);
+    if (name == "forward")
+      f.forward = probability(name, value);
+    else if (name == "oom")
+      f.oom = probability(name, value);
+    else if (name == "alloc")
+      f.alloc = probability(name, value);
+    else if (name == "slow")
+      f.slow = probability(name, value);
+    else if (name == "poison")
+      f.poison = probability(name, value);
+    else if (name == "slow_ms")
+      f.slow_ms = integer(name, value);
+    else if (name == "at_step")
+      f.at_step = integer(name, value);
+    else if (name == "load_ms")
+      f.load_ms = integer(name, value);
+    else if (name == "seed")
+      f.seed = uint64_t(integer(name, value));
+    else
+      fail<InvalidArgument>(
+          "--inject-faults: unknown fault '{}' (forward, oom, alloc, slow, slow_ms, poison, at_step, load_ms, seed)",
+          name);
   }
   return f;
 }

@@ -11,8 +11,8 @@ void FaultyRunner::forward(const Batch& batch, std::vector<float>& logits) {
     slowed_step_ = batch.step;
     if (const int64_t ms = faults_.slow_ms(); ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   }
-  const bool poisoned = std::any_of(batch.requests.begin(), batch.requests.end(),
-                                    [&](uint64_t id) { return faults_.is_poisoned(id); });
+  const bool poisoned =
+      std::any_of(batch.requests.begin(), batch.requests.end(), [&](uint64_t id) { return faults_.is_poisoned(id); });
   faults_.before_forward(batch.step, poisoned);
   inner_->forward(batch, logits);
 }

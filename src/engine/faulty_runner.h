@@ -17,8 +17,7 @@ class FaultyRunner : public ModelRunner {
  public:
   // `faults` is the engine's injector (it also fails block allocations and
   // counts every fault); both live on the engine thread.
-  FaultyRunner(std::unique_ptr<ModelRunner> inner, FaultInjector& faults)
-      : inner_(std::move(inner)), faults_(faults) {}
+  FaultyRunner(std::unique_ptr<ModelRunner> inner, FaultInjector& faults) : inner_(std::move(inner)), faults_(faults) {}
 
   int32_t vocab_size() const override { return inner_->vocab_size(); }
   int32_t context_length() const override { return inner_->context_length(); }

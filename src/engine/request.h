@@ -20,29 +20,29 @@ namespace pagoda {
 struct Request {
   std::vector<TokenId> prompt;
   SamplingParams sampling;
-  int32_t n = 1;                       // choices, sharing the prompt's KV blocks
-  int32_t priority = 0;                // lower runs first
-  std::string cache_salt;              // prefix-cache isolation
-  std::optional<double> timeout_s;     // default: the engine's --request-timeout
+  int32_t n = 1;                    // choices, sharing the prompt's KV blocks
+  int32_t priority = 0;             // lower runs first
+  std::string cache_salt;           // prefix-cache isolation
+  std::optional<double> timeout_s;  // default: the engine's --request-timeout
 };
 
 struct GeneratedLogprobs {
   TokenId token = 0;
-  float logprob = 0;                   // of the sampled token, plain log-softmax
-  std::vector<TokenLogprob> top;       // sampling.logprobs most likely tokens
+  float logprob = 0;              // of the sampled token, plain log-softmax
+  std::vector<TokenLogprob> top;  // sampling.logprobs most likely tokens
 };
 
 struct RequestOutput {
   uint64_t request_id = 0;
   int32_t choice = 0;
-  std::vector<TokenId> tokens;         // new tokens in this delta
-  std::string text;                    // new text (stop strings held back, never emitted)
-  std::vector<GeneratedLogprobs> logprobs;  // one per new token, when asked
+  std::vector<TokenId> tokens;               // new tokens in this delta
+  std::string text;                          // new text (stop strings held back, never emitted)
+  std::vector<GeneratedLogprobs> logprobs;   // one per new token, when asked
   FinishReason finish = FinishReason::none;  // set on the choice's last delta
-  std::string error;                   // the cause, when finish is error
-  bool request_done = false;           // set on the request's very last delta
+  std::string error;                         // the cause, when finish is error
+  bool request_done = false;                 // set on the request's very last delta
   int32_t num_prompt_tokens = 0;
-  int32_t num_cached_tokens = 0;       // prompt tokens served by the prefix cache
+  int32_t num_cached_tokens = 0;  // prompt tokens served by the prefix cache
 };
 
 using OutputSink = std::function<bool(RequestOutput&&)>;

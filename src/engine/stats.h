@@ -12,7 +12,7 @@ namespace pagoda {
 
 // Fixed-bucket latency histogram (Prometheus style: cumulative on output).
 struct Histogram {
-  static constexpr std::array<double, 14> kBounds = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+  static constexpr std::array<double, 14> kBounds = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,  0.25,
                                                      0.5,   1.0,   2.5,  5.0,   10.0, 30.0, 60.0};
   std::array<int64_t, kBounds.size() + 1> counts{};  // last: above every bound
   double sum = 0;
@@ -28,24 +28,24 @@ struct Histogram {
 
 struct EngineStats {
   int64_t steps = 0;
-  double last_step_end = 0;       // heartbeat: clock time the last step finished
+  double last_step_end = 0;  // heartbeat: clock time the last step finished
   double last_step_seconds = 0;
   int32_t last_step_tokens = 0;
   bool step_in_progress = false;
-  double step_started_at = 0;     // clock time the step in progress began
-  double step_predicted_s = 0;    // how long it should take (StepEstimate); 0: unknown
+  double step_started_at = 0;       // clock time the step in progress began
+  double step_predicted_s = 0;      // how long it should take (StepEstimate); 0: unknown
   int64_t idle_check_failures = 0;  // times the engine went idle with KV blocks still in use
   int32_t running = 0, waiting = 0;
   int32_t kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_cached = 0, kv_blocks_free = 0;
   double kv_usage = 0;
   int64_t prefix_queries = 0, prefix_hits = 0;  // tokens, fresh admissions
   int64_t preemptions = 0;
-  int64_t tokens_processed = 0;   // tokens through forward passes (prompt + generated)
+  int64_t tokens_processed = 0;  // tokens through forward passes (prompt + generated)
   int64_t prompt_tokens = 0, generation_tokens = 0, cached_tokens = 0;
   int64_t requests_received = 0, requests_rejected = 0;
   int64_t finished_stop = 0, finished_length = 0, aborted = 0, timed_out = 0, errored = 0;
   int64_t step_failures = 0, oom_retries = 0;
-  int64_t forward_retries = 0;    // passes re-run to isolate a failure (halves)
+  int64_t forward_retries = 0;  // passes re-run to isolate a failure (halves)
   FaultCounts faults;
   Histogram ttft, itl, e2e;
   double time_in_forward = 0, time_in_step = 0;  // seconds, for the bench's overhead share

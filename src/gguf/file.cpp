@@ -49,10 +49,13 @@ class Cursor {
   }
 
   void need(size_t n, const char* what) const {
-    if (n > remaining()) fail<FormatError>("{}: truncated file: {} at offset {} needs {} bytes", source_, what, pos_, n);
+    if (n > remaining())
+      fail<FormatError>("{}: truncated file: {} at offset {} needs {} bytes", source_, what, pos_, n);
   }
 
-  [[noreturn]] void bad(const std::string& msg) const { fail<FormatError>("{}: {} (at offset {})", source_, msg, pos_); }
+  [[noreturn]] void bad(const std::string& msg) const {
+    fail<FormatError>("{}: {} (at offset {})", source_, msg, pos_);
+  }
 
  private:
   const uint8_t* data_;
@@ -66,10 +69,18 @@ bool valid_value_type(uint32_t t) { return t <= uint32_t(ValueType::F64); }
 // Smallest encoded size of one value of type t, to bound element counts by the bytes left.
 size_t min_encoded_size(ValueType t) {
   switch (t) {
-    case ValueType::U8: case ValueType::I8: case ValueType::BOOL: return 1;
-    case ValueType::U16: case ValueType::I16: return 2;
-    case ValueType::U32: case ValueType::I32: case ValueType::F32: return 4;
-    case ValueType::U64: case ValueType::I64: case ValueType::F64: case ValueType::STRING: return 8;
+    case ValueType::U8:
+    case ValueType::I8:
+    case ValueType::BOOL: return 1;
+    case ValueType::U16:
+    case ValueType::I16: return 2;
+    case ValueType::U32:
+    case ValueType::I32:
+    case ValueType::F32: return 4;
+    case ValueType::U64:
+    case ValueType::I64:
+    case ValueType::F64:
+    case ValueType::STRING: return 8;
     case ValueType::ARRAY: return 12;
   }
   return 1;
@@ -102,7 +113,8 @@ Value read_value(Cursor& c, ValueType t, int depth, uint64_t& values_left) {
       if (!valid_value_type(elem)) c.bad(fmt::format("unknown array element type {}", elem));
       const uint64_t n = c.read<uint64_t>("array length");
       const ValueType et = ValueType(elem);
-      if (n > c.remaining() / min_encoded_size(et)) c.bad(fmt::format("array of {} elements cannot fit in the file", n));
+      if (n > c.remaining() / min_encoded_size(et))
+        c.bad(fmt::format("array of {} elements cannot fit in the file", n));
       if (n > values_left)
         c.bad(fmt::format("array of {} elements exceeds the limit of {} metadata values", n, kMaxMetadataValues));
       std::vector<Value> items;
@@ -221,7 +233,8 @@ GgufFile GgufFile::parse(const uint8_t* data, size_t size, std::string source) {
     TensorInfo t;
     t.name = c.read_string("tensor name");
     const uint32_t n_dims = c.read<uint32_t>("tensor dimension count");
-    if (n_dims == 0 || n_dims > kMaxDims) c.bad(fmt::format("tensor '{}' has {} dimensions (1 to 4 allowed)", t.name, n_dims));
+    if (n_dims == 0 || n_dims > kMaxDims)
+      c.bad(fmt::format("tensor '{}' has {} dimensions (1 to 4 allowed)", t.name, n_dims));
     t.n_elements = 1;
     for (uint32_t d = 0; d < n_dims; ++d) {
       const uint64_t dim = c.read<uint64_t>("tensor dimension");

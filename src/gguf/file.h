@@ -80,8 +80,8 @@ class GgufFile {
   // Adds the other parts of a split model whose first part this is.
   void open_other_parts(Residency residency);
   std::vector<std::shared_ptr<MappedFile>> mappings_;  // one per part; empty for parse()
-  bool writable_ = false;        // parse_writable
-  mutable bool edited_ = false;  // edit() ran
+  bool writable_ = false;                              // parse_writable
+  mutable bool edited_ = false;                        // edit() ran
   std::string source_;
   uint32_t version_ = 0;
   uint32_t alignment_ = kDefaultAlignment;

@@ -77,7 +77,8 @@ void GgufWriter::add_tensor(const std::string& name, TensorType type, std::vecto
                             std::vector<uint8_t> bytes) {
   const auto info = tensor_type_info(uint32_t(type));
   if (!info) fail<InvalidArgument>("gguf writer: tensor '{}' has an unknown type", name);
-  if (shape.empty() || shape.size() > 4) fail<InvalidArgument>("gguf writer: tensor '{}' needs 1 to 4 dimensions", name);
+  if (shape.empty() || shape.size() > 4)
+    fail<InvalidArgument>("gguf writer: tensor '{}' needs 1 to 4 dimensions", name);
   uint64_t n = 1;
   for (uint64_t d : shape) n *= d;
   if (shape[0] % info->block_elems != 0)
@@ -91,7 +92,8 @@ void GgufWriter::add_tensor(const std::string& name, TensorType type, std::vecto
   tensors_.push_back({name, type, std::move(shape), std::move(bytes)});
 }
 
-void GgufWriter::add_f32_tensor(const std::string& name, std::vector<uint64_t> shape, const std::vector<float>& values) {
+void GgufWriter::add_f32_tensor(const std::string& name, std::vector<uint64_t> shape,
+                                const std::vector<float>& values) {
   std::vector<uint8_t> bytes(values.size() * 4);
   std::memcpy(bytes.data(), values.data(), bytes.size());
   add_tensor(name, TensorType::F32, std::move(shape), std::move(bytes));

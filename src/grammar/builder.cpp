@@ -129,7 +129,8 @@ void GrammarBuilder::lower_into(const Expr& e, uint32_t owner, std::vector<Eleme
                                                 : Element{Element::Kind::Ref, lower_to_rule(x, owner)};
       const bool unbounded = e.max == Expr::kUnbounded;
       if (e.min > limits_.max_repeat || (!unbounded && e.max > limits_.max_repeat))
-        fail<InvalidArgument>("repetition bound {} exceeds the limit {}", unbounded ? e.min : e.max, limits_.max_repeat);
+        fail<InvalidArgument>("repetition bound {} exceeds the limit {}", unbounded ? e.min : e.max,
+                              limits_.max_repeat);
       if (!unbounded && e.max < e.min) fail<InvalidArgument>("repetition {{{},{}}} has max < min", e.min, e.max);
       count_elements(e.min);
       for (uint32_t i = 0; i < e.min; ++i) out.push_back(one);
@@ -163,7 +164,9 @@ namespace {
 // alternative does. Worklist, so chains of 10^5 rules stay linear.
 std::vector<bool> fixed_point(const std::vector<std::vector<std::vector<Element>>>& rules,
                               const std::vector<ByteSet>& sets, bool bytes_hold) {
-  struct AltRef { uint32_t rule, alt; };
+  struct AltRef {
+    uint32_t rule, alt;
+  };
   std::vector<std::vector<AltRef>> users(rules.size());
   std::vector<std::vector<uint32_t>> pending(rules.size());
   std::vector<bool> holds(rules.size(), false);
@@ -267,8 +270,10 @@ std::string Grammar::describe() const {
       if (!s.test(uint8_t(b))) continue;
       int e = b;
       while (e + 1 < 256 && s.test(uint8_t(e + 1))) ++e;
-      auto one = [](int c) { return c >= 0x21 && c < 0x7F && c != ']' && c != '\\' && c != '-' ? std::string(1, char(c))
-                                                                                               : fmt::format("\\x{:02X}", c); };
+      auto one = [](int c) {
+        return c >= 0x21 && c < 0x7F && c != ']' && c != '\\' && c != '-' ? std::string(1, char(c))
+                                                                          : fmt::format("\\x{:02X}", c);
+      };
       out += one(b);
       if (e > b) {
         out += '-';

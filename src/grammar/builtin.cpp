@@ -29,8 +29,8 @@ uint32_t add_json_value_rules(GrammarBuilder& b, bool any_whitespace) {
                  number = b.rule("json-number");
   auto W = [&] { return ws(b, any_whitespace); };
   auto lit = [](const char* s) { return Expr::literal(s); };
-  b.define(value, Expr::alt({Expr::ref(object), Expr::ref(array), Expr::ref(string), Expr::ref(number),
-                             lit("true"), lit("false"), lit("null")}));
+  b.define(value, Expr::alt({Expr::ref(object), Expr::ref(array), Expr::ref(string), Expr::ref(number), lit("true"),
+                             lit("false"), lit("null")}));
   auto member = [&] { return Expr::seq({Expr::ref(string), W(), lit(":"), W(), Expr::ref(value), W()}); };
   b.define(object, Expr::seq({lit("{"), W(),
                               Expr::optional(Expr::seq({member(), Expr::star(Expr::seq({lit(","), W(), member()}))})),
@@ -60,15 +60,18 @@ uint32_t add_json_value_rules(GrammarBuilder& b, bool any_whitespace) {
                         Expr::seq({set_of("dD"), set_of("01234567"), hexes(2)}),
                         Expr::seq({set_of("dD"), set_of("89abAB"), hexes(2), lit("\\u"), set_of("dD"),
                                    set_of("cdefCDEF"), hexes(2)})});
-    b.define(ch, Expr::alt({plain.minus(special).to_expr(),
-                            Expr::seq({lit("\\"), Expr::alt({Expr::byte_set(esc), Expr::seq({lit("u"), std::move(u)})})})}));
+    b.define(
+        ch, Expr::alt({plain.minus(special).to_expr(),
+                       Expr::seq({lit("\\"), Expr::alt({Expr::byte_set(esc), Expr::seq({lit("u"), std::move(u)})})})}));
   }
   const Expr digit = Expr::byte_set(ByteSet::range('0', '9'));
-  b.define(number, Expr::seq({Expr::optional(lit("-")),
-                              Expr::alt({lit("0"), Expr::seq({Expr::byte_set(ByteSet::range('1', '9')), Expr::star(digit)})}),
-                              Expr::optional(Expr::seq({lit("."), Expr::plus(digit)})),
-                              Expr::optional(Expr::seq({Expr::alt({lit("e"), lit("E")}),
-                                                        Expr::optional(Expr::alt({lit("-"), lit("+")})), Expr::plus(digit)}))}));
+  b.define(
+      number,
+      Expr::seq({Expr::optional(lit("-")),
+                 Expr::alt({lit("0"), Expr::seq({Expr::byte_set(ByteSet::range('1', '9')), Expr::star(digit)})}),
+                 Expr::optional(Expr::seq({lit("."), Expr::plus(digit)})),
+                 Expr::optional(Expr::seq({Expr::alt({lit("e"), lit("E")}),
+                                           Expr::optional(Expr::alt({lit("-"), lit("+")})), Expr::plus(digit)}))}));
   return value;
 }
 

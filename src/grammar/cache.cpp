@@ -78,7 +78,8 @@ std::shared_ptr<const CompiledGrammar> GrammarCache::compile(const ConstraintSpe
   return g;
 }
 
-std::shared_ptr<const MaskTables> GrammarCache::tables(const ConstraintSpec& spec, std::shared_ptr<const TokenVocab> vocab) {
+std::shared_ptr<const MaskTables> GrammarCache::tables(const ConstraintSpec& spec,
+                                                       std::shared_ptr<const TokenVocab> vocab) {
   auto g = compile(spec);
   const std::string key = key_of(spec);
   std::lock_guard lock(mu_);

@@ -27,9 +27,7 @@ class GbnfParser {
   }
 
  private:
-  [[noreturn]] void error(const std::string& what) const {
-    fail<InvalidArgument>("GBNF: {} at byte {}", what, pos_);
-  }
+  [[noreturn]] void error(const std::string& what) const { fail<InvalidArgument>("GBNF: {} at byte {}", what, pos_); }
 
   void skip_space() {
     while (pos_ < s_.size()) {
@@ -109,11 +107,16 @@ class GbnfParser {
     for (;;) {
       if (pos_ >= s_.size()) return e;
       const char c = s_[pos_];
-      if (c == '*') ++pos_, e = Expr::star(std::move(e));
-      else if (c == '+') ++pos_, e = Expr::plus(std::move(e));
-      else if (c == '?') ++pos_, e = Expr::optional(std::move(e));
-      else if (c == '{') e = parse_braces(std::move(e));
-      else return e;
+      if (c == '*')
+        ++pos_, e = Expr::star(std::move(e));
+      else if (c == '+')
+        ++pos_, e = Expr::plus(std::move(e));
+      else if (c == '?')
+        ++pos_, e = Expr::optional(std::move(e));
+      else if (c == '{')
+        e = parse_braces(std::move(e));
+      else
+        return e;
     }
   }
 
@@ -122,7 +125,8 @@ class GbnfParser {
     const size_t start = pos_;
     while (pos_ < s_.size() && std::isdigit(uint8_t(s_[pos_]))) {
       v = v * 10 + uint64_t(s_[pos_++] - '0');
-      if (v > b_.limits().max_repeat) error("repetition bound exceeds the limit " + std::to_string(b_.limits().max_repeat));
+      if (v > b_.limits().max_repeat)
+        error("repetition bound exceeds the limit " + std::to_string(b_.limits().max_repeat));
     }
     if (pos_ == start) error("expected a number");
     return uint32_t(v);
@@ -174,7 +178,12 @@ class GbnfParser {
       case 'n': return '\n';
       case 'r': return '\r';
       case 't': return '\t';
-      case '\\': case '"': case '[': case ']': case '-': case '^': return uint32_t(c);
+      case '\\':
+      case '"':
+      case '[':
+      case ']':
+      case '-':
+      case '^': return uint32_t(c);
       case 'x': return parse_hex(2);
       case 'u': return parse_hex(4);
       case 'U': {

@@ -39,7 +39,7 @@ struct GrammarLimits {
   uint32_t max_depth = 64;              // nesting of groups, schemas, regex groups
   uint32_t max_repeat = 10000;          // m and n in x{m,n}, minItems/maxLength...
   size_t max_rules = 100000;
-  size_t max_elements = 2000000;        // after lowering repetitions
+  size_t max_elements = 2000000;  // after lowering repetitions
 };
 
 struct ByteSet {
@@ -51,24 +51,42 @@ struct ByteSet {
   }
   bool empty() const { return (w[0] | w[1] | w[2] | w[3]) == 0; }
   bool operator==(const ByteSet&) const = default;
-  static ByteSet single(uint8_t b) { ByteSet s; s.set(b); return s; }
-  static ByteSet range(uint8_t lo, uint8_t hi) { ByteSet s; s.set_range(lo, hi); return s; }
+  static ByteSet single(uint8_t b) {
+    ByteSet s;
+    s.set(b);
+    return s;
+  }
+  static ByteSet range(uint8_t lo, uint8_t hi) {
+    ByteSet s;
+    s.set_range(lo, hi);
+    return s;
+  }
 };
 
 // An expression tree: what front ends produce before lowering.
 struct Expr {
   enum class Kind : uint8_t { Bytes, Seq, Alt, Ref, Repeat };
-  Kind kind = Kind::Seq;  // an empty Seq is ""
-  ByteSet bytes;          // Bytes
-  uint32_t rule = 0;      // Ref
+  Kind kind = Kind::Seq;      // an empty Seq is ""
+  ByteSet bytes;              // Bytes
+  uint32_t rule = 0;          // Ref
   uint32_t min = 0, max = 0;  // Repeat; max == kUnbounded for * and +
   std::vector<Expr> kids;     // Seq, Alt: the parts; Repeat: one kid
   static constexpr uint32_t kUnbounded = UINT32_MAX;
 
   static Expr empty() { return Expr{}; }
-  static Expr byte_set(const ByteSet& s) { Expr e; e.kind = Kind::Bytes; e.bytes = s; return e; }
+  static Expr byte_set(const ByteSet& s) {
+    Expr e;
+    e.kind = Kind::Bytes;
+    e.bytes = s;
+    return e;
+  }
   static Expr literal(std::string_view bytes);
-  static Expr ref(uint32_t rule) { Expr e; e.kind = Kind::Ref; e.rule = rule; return e; }
+  static Expr ref(uint32_t rule) {
+    Expr e;
+    e.kind = Kind::Ref;
+    e.rule = rule;
+    return e;
+  }
   static Expr seq(std::vector<Expr> kids);
   static Expr alt(std::vector<Expr> kids);
   static Expr repeat(Expr x, uint32_t min, uint32_t max);
@@ -86,9 +104,9 @@ struct Element {
 // The finished, flat grammar.
 struct Grammar {
   std::vector<ByteSet> sets;
-  std::vector<Element> elems;         // alternatives back to back, each ending with End
-  std::vector<uint32_t> alt_begin;    // first element of each alternative
-  std::vector<uint32_t> rule_alts;    // rule r's alternatives: [rule_alts[r], rule_alts[r+1])
+  std::vector<Element> elems;       // alternatives back to back, each ending with End
+  std::vector<uint32_t> alt_begin;  // first element of each alternative
+  std::vector<uint32_t> rule_alts;  // rule r's alternatives: [rule_alts[r], rule_alts[r+1])
   std::vector<std::string> rule_names;
   uint32_t root = 0;
 

@@ -33,16 +33,35 @@ namespace {
 using json = nlohmann::ordered_json;
 
 const std::set<std::string>& annotations() {
-  static const std::set<std::string> s = {"title", "description", "default", "examples", "$schema", "$id",
-                                          "$comment", "deprecated", "readOnly", "writeOnly", "$defs", "definitions"};
+  static const std::set<std::string> s = {"title",    "description", "default",  "examples",  "$schema", "$id",
+                                          "$comment", "deprecated",  "readOnly", "writeOnly", "$defs",   "definitions"};
   return s;
 }
 
 const std::set<std::string>& supported() {
-  static const std::set<std::string> s = {
-      "type", "properties", "required", "additionalProperties", "enum", "const", "anyOf", "oneOf", "allOf",
-      "items", "prefixItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format", "minimum",
-      "maximum", "exclusiveMinimum", "exclusiveMaximum", "$ref", "nullable"};
+  static const std::set<std::string> s = {"type",
+                                          "properties",
+                                          "required",
+                                          "additionalProperties",
+                                          "enum",
+                                          "const",
+                                          "anyOf",
+                                          "oneOf",
+                                          "allOf",
+                                          "items",
+                                          "prefixItems",
+                                          "minItems",
+                                          "maxItems",
+                                          "minLength",
+                                          "maxLength",
+                                          "pattern",
+                                          "format",
+                                          "minimum",
+                                          "maximum",
+                                          "exclusiveMinimum",
+                                          "exclusiveMaximum",
+                                          "$ref",
+                                          "nullable"};
   return s;
 }
 
@@ -50,7 +69,8 @@ const char* format_regex(const std::string& f) {
   static const std::map<std::string, const char*> m = {
       {"date", R"([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01]))"},
       {"time", R"(([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))"},
-      {"date-time", R"([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))"},
+      {"date-time",
+       R"([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))"},
       {"uuid", R"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"},
       {"email", R"([a-zA-Z0-9_%+-]+(\.[a-zA-Z0-9_%+-]+)*@[a-zA-Z0-9-]+(\.[a-zA-Z0-9-]+)*\.[a-zA-Z]{2,24})"},
       {"ipv4", R"(((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9]))"},
@@ -67,8 +87,10 @@ Expr digits_range(std::string_view a, std::string_view b) {
   if (a.empty()) return Expr::empty();
   if (a[0] == b[0]) return Expr::seq({lit(std::string(1, a[0])), digits_range(a.substr(1), b.substr(1))});
   const size_t rest = a.size() - 1;
-  if (a.substr(1).find_first_not_of('0') == std::string_view::npos && b.substr(1).find_first_not_of('9') == std::string_view::npos)
-    return Expr::seq({Expr::byte_set(ByteSet::range(uint8_t(a[0]), uint8_t(b[0]))), Expr::repeat(digit(), uint32_t(rest), uint32_t(rest))});
+  if (a.substr(1).find_first_not_of('0') == std::string_view::npos &&
+      b.substr(1).find_first_not_of('9') == std::string_view::npos)
+    return Expr::seq({Expr::byte_set(ByteSet::range(uint8_t(a[0]), uint8_t(b[0]))),
+                      Expr::repeat(digit(), uint32_t(rest), uint32_t(rest))});
   std::vector<Expr> alts;
   alts.push_back(Expr::seq({lit(std::string(1, a[0])), digits_range(a.substr(1), std::string(rest, '9'))}));
   if (a[0] + 1 <= b[0] - 1)
@@ -84,8 +106,8 @@ Expr nonneg_range(uint64_t lo, std::optional<uint64_t> hi) {
   std::vector<Expr> alts;
   if (!hi) {
     alts.push_back(digits_range(los, std::string(los.size(), '9')));
-    alts.push_back(Expr::seq({Expr::byte_set(ByteSet::range('1', '9')), Expr::repeat(digit(), uint32_t(los.size()), uint32_t(los.size())),
-                              Expr::star(digit())}));
+    alts.push_back(Expr::seq({Expr::byte_set(ByteSet::range('1', '9')),
+                              Expr::repeat(digit(), uint32_t(los.size()), uint32_t(los.size())), Expr::star(digit())}));
     return Expr::alt(std::move(alts));
   }
   const std::string his = std::to_string(*hi);
@@ -105,10 +127,12 @@ Expr integer_range(std::optional<int64_t> lo, std::optional<int64_t> hi) {
   if (lo && hi && *lo > *hi) return Expr::byte_set(ByteSet{});  // no integer: an empty language
   std::vector<Expr> alts;
   if (!hi || *hi >= 0)
-    alts.push_back(nonneg_range(lo && *lo > 0 ? uint64_t(*lo) : 0, hi ? std::optional<uint64_t>(uint64_t(*hi)) : std::nullopt));
+    alts.push_back(
+        nonneg_range(lo && *lo > 0 ? uint64_t(*lo) : 0, hi ? std::optional<uint64_t>(uint64_t(*hi)) : std::nullopt));
   if (!lo || *lo < 0) {
     const uint64_t mlo = hi && *hi < 0 ? uint64_t(-*hi) : 1;
-    alts.push_back(Expr::seq({lit("-"), nonneg_range(mlo, lo ? std::optional<uint64_t>(uint64_t(-*lo)) : std::nullopt)}));
+    alts.push_back(
+        Expr::seq({lit("-"), nonneg_range(mlo, lo ? std::optional<uint64_t>(uint64_t(-*lo)) : std::nullopt)}));
   }
   return Expr::alt(std::move(alts));
 }
@@ -189,7 +213,8 @@ class SchemaCompiler {
     if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0))
       error(path, std::string(key) + " must be a non-negative integer");
     const uint64_t n = v.get<uint64_t>();
-    if (n > o_.limits.max_repeat) error(path, std::string(key) + " exceeds the limit " + std::to_string(o_.limits.max_repeat));
+    if (n > o_.limits.max_repeat)
+      error(path, std::string(key) + " exceeds the limit " + std::to_string(o_.limits.max_repeat));
     return uint32_t(n);
   }
 
@@ -240,7 +265,8 @@ class SchemaCompiler {
     json merged = s;
     merged.erase("allOf");
     for (const auto& part0 : s["allOf"]) {
-      const json& part = part0.is_object() && part0.contains("$ref") ? resolve(part0["$ref"].get<std::string>()) : part0;
+      const json& part =
+          part0.is_object() && part0.contains("$ref") ? resolve(part0["$ref"].get<std::string>()) : part0;
       if (!part.is_object()) error(path, "allOf supports object schemas only");
       for (const auto& [k, v] : part.items()) {
         if (k == "properties") {
@@ -310,13 +336,17 @@ class SchemaCompiler {
       if (!s["required"].is_array()) error(path, "required must be an array");
       for (const auto& r : s["required"]) required.insert(r.is_string() ? r.get<std::string>() : r.dump());
     }
-    struct Prop { Expr kv; bool required; };
+    struct Prop {
+      Expr kv;
+      bool required;
+    };
     std::vector<Prop> props;
     if (s.contains("properties")) {
       if (!s["properties"].is_object()) error(path, "properties must be an object");
       for (const auto& [k, v] : s["properties"].items()) {
         Expr value = schema(v, path + "/properties/" + k, depth + 1);
-        props.push_back({Expr::seq({lit(json(k).dump()), W(), lit(":"), W(), std::move(value)}), required.count(k) > 0});
+        props.push_back(
+            {Expr::seq({lit(json(k).dump()), W(), lit(":"), W(), std::move(value)}), required.count(k) > 0});
         required.erase(k);
       }
     }
@@ -403,15 +433,18 @@ class SchemaCompiler {
 
 JsonSchemaGrammar compile_json_schema(std::string_view text, const JsonSchemaOptions& options) {
   if (text.size() > options.limits.max_input_bytes)
-    fail<InvalidArgument>("JSON schema of {} bytes exceeds the limit of {}", text.size(), options.limits.max_input_bytes);
+    fail<InvalidArgument>("JSON schema of {} bytes exceeds the limit of {}", text.size(),
+                          options.limits.max_input_bytes);
   // Bound the nesting before parsing: deep documents would only be refused later.
   size_t depth = 0;
   bool in_string = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {

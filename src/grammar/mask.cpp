@@ -75,7 +75,7 @@ void TrieWalker::walk_subtrees(StackEngine& engine, const TokenVocab& vocab, con
   if (levels_.empty()) levels_.resize(1);
   levels_[0] = state;
   prefix_.clear();
-  size_t valid = 0;  // levels_[0..valid] hold the sets after prefix_[0..valid)
+  size_t valid = 0;      // levels_[0..valid] hold the sets after prefix_[0..valid)
   uint32_t covered = 0;  // subtrees below this node index were walked already
   for (uint32_t root : roots) {
     if (root < covered) continue;

@@ -23,9 +23,7 @@ class RegexParser {
   }
 
  private:
-  [[noreturn]] void error(const std::string& what) const {
-    fail<InvalidArgument>("regex: {} at byte {}", what, pos_);
-  }
+  [[noreturn]] void error(const std::string& what) const { fail<InvalidArgument>("regex: {} at byte {}", what, pos_); }
   bool at(char c) const { return pos_ < s_.size() && s_[pos_] == c; }
 
   Expr chars(const CodepointSet& set) const { return json_ ? set.json_string_expr() : set.to_expr(); }
@@ -61,9 +59,12 @@ class RegexParser {
       ++pos_;
       if (at('?')) {
         const std::string_view rest = s_.substr(pos_);
-        if (rest.starts_with("?:")) pos_ += 2;
-        else if (rest.starts_with("?=") || rest.starts_with("?!")) error("lookahead is not supported");
-        else if (rest.starts_with("?<=") || rest.starts_with("?<!")) error("lookbehind is not supported");
+        if (rest.starts_with("?:"))
+          pos_ += 2;
+        else if (rest.starts_with("?=") || rest.starts_with("?!"))
+          error("lookahead is not supported");
+        else if (rest.starts_with("?<=") || rest.starts_with("?<!"))
+          error("lookbehind is not supported");
         else if (rest.starts_with("?<") || rest.starts_with("?P<")) {
           const size_t close = s_.find('>', pos_);
           if (close == std::string_view::npos) error("unterminated group name");
@@ -99,7 +100,8 @@ class RegexParser {
     uint64_t x = 0;
     while (pos_ < s_.size() && std::isdigit(uint8_t(s_[pos_]))) {
       x = x * 10 + uint64_t(s_[pos_++] - '0');
-      if (x > b_.limits().max_repeat) error("repetition bound exceeds the limit " + std::to_string(b_.limits().max_repeat));
+      if (x > b_.limits().max_repeat)
+        error("repetition bound exceeds the limit " + std::to_string(b_.limits().max_repeat));
     }
     v = uint32_t(x);
     return pos_ > start;
@@ -107,9 +109,12 @@ class RegexParser {
 
   Expr parse_quantifiers(Expr e) {
     for (;;) {
-      if (at('*')) ++pos_, e = Expr::star(std::move(e));
-      else if (at('+')) ++pos_, e = Expr::plus(std::move(e));
-      else if (at('?')) ++pos_, e = Expr::optional(std::move(e));
+      if (at('*'))
+        ++pos_, e = Expr::star(std::move(e));
+      else if (at('+'))
+        ++pos_, e = Expr::plus(std::move(e));
+      else if (at('?'))
+        ++pos_, e = Expr::optional(std::move(e));
       else if (at('{')) {
         const size_t save = pos_++;
         uint32_t min = 0, max = 0;
@@ -133,8 +138,10 @@ class RegexParser {
       } else {
         return e;
       }
-      if (at('?')) ++pos_;  // lazy: the same language
-      else if (at('+')) error("possessive quantifiers are not supported");
+      if (at('?'))
+        ++pos_;  // lazy: the same language
+      else if (at('+'))
+        error("possessive quantifiers are not supported");
     }
   }
 
@@ -174,7 +181,8 @@ class RegexParser {
         error("word boundary \\b is not supported");
       case 'B': error("\\B is not supported");
       case 'k': error("backreferences are not supported");
-      case 'p': case 'P': error("Unicode property escapes are not supported");
+      case 'p':
+      case 'P': error("Unicode property escapes are not supported");
       default:
         if (c >= '1' && c <= '9') error("backreferences are not supported");
         if (std::isalnum(uint8_t(c))) error(std::string("unknown escape '\\") + c + "'");

@@ -43,7 +43,8 @@ void StackEngine::close_all(StackSet& out) {
     cur_.assign(s.begin(), s.end());
     work_.data.resize(work_.begin[work_.size() - 1]);
     work_.begin.pop_back();
-    if (++processed > kMaxStacks * 4) fail<InvalidArgument>("grammar too ambiguous: more than {} parse stacks", kMaxStacks);
+    if (++processed > kMaxStacks * 4)
+      fail<InvalidArgument>("grammar too ambiguous: more than {} parse stacks", kMaxStacks);
     for (;;) {
       if (cur_.empty()) {
         out.push(cur_);
@@ -56,7 +57,7 @@ void StackEngine::close_all(StackSet& out) {
         break;
       }
       cur_.pop_back();
-      if (e.kind == Element::Kind::End) continue;  // return to the caller's position
+      if (e.kind == Element::Kind::End) continue;                            // return to the caller's position
       if (g.elems[p + 1].kind != Element::Kind::End) cur_.push_back(p + 1);  // else: tail call
       if (cur_.size() >= kMaxDepth) break;
       const uint32_t a0 = g.rule_alts[e.id], a1 = g.rule_alts[e.id + 1];

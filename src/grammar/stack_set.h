@@ -34,7 +34,10 @@ struct StackSet {
   size_t size() const { return begin.size() - 1; }
   bool empty() const { return size() == 0; }
   std::span<const uint32_t> stack(size_t i) const { return {data.data() + begin[i], data.data() + begin[i + 1]}; }
-  void clear() { data.clear(); begin.assign(1, 0); }
+  void clear() {
+    data.clear();
+    begin.assign(1, 0);
+  }
   void push(std::span<const uint32_t> s) {
     data.insert(data.end(), s.begin(), s.end());
     begin.push_back(uint32_t(data.size()));

@@ -17,11 +17,13 @@ TokenVocab::TokenVocab(std::vector<std::string> token_bytes, std::vector<int32_t
   serial_ = next_serial++;
   std::sort(eog_.begin(), eog_.end());
   for (int32_t id : eog_)
-    if (id < 0 || size_t(id) >= bytes_.size()) fail<InvalidArgument>("end-of-generation id {} outside the vocabulary", id);
+    if (id < 0 || size_t(id) >= bytes_.size())
+      fail<InvalidArgument>("end-of-generation id {} outside the vocabulary", id);
   std::vector<int32_t> order;
   for (size_t i = 0; i < bytes_.size(); ++i)
     if (!bytes_[i].empty()) order.push_back(int32_t(i));
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return bytes_[a] < bytes_[b] || (bytes_[a] == bytes_[b] && a < b); });
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return bytes_[a] < bytes_[b] || (bytes_[a] == bytes_[b] && a < b); });
   std::vector<uint32_t> open;  // open[d-1]: the node of depth d on the current path
   auto close_to = [&](size_t depth) {
     while (open.size() > depth) {

@@ -30,11 +30,11 @@ namespace pagoda::grammar {
 class TokenVocab {
  public:
   struct Node {
-    uint32_t end;         // one past the last node of this subtree
-    uint32_t tok_begin;   // into token ids: [tok_begin, tok_end)
+    uint32_t end;        // one past the last node of this subtree
+    uint32_t tok_begin;  // into token ids: [tok_begin, tok_end)
     uint32_t tok_end;
-    uint16_t depth;       // prefix length in bytes (1 for a first byte)
-    uint8_t byte;         // the last byte of the prefix
+    uint16_t depth;  // prefix length in bytes (1 for a first byte)
+    uint8_t byte;    // the last byte of the prefix
   };
 
   // eog: ids allowed (as EOS) only where the grammar may end.

@@ -31,8 +31,10 @@ void CodepointSet::normalize() {
   std::sort(r_.begin(), r_.end());
   std::vector<std::pair<uint32_t, uint32_t>> out;
   for (const auto& [lo, hi] : r_) {
-    if (!out.empty() && lo <= out.back().second + 1) out.back().second = std::max(out.back().second, hi);
-    else out.push_back({lo, hi});
+    if (!out.empty() && lo <= out.back().second + 1)
+      out.back().second = std::max(out.back().second, hi);
+    else
+      out.push_back({lo, hi});
   }
   r_ = std::move(out);
 }
@@ -159,8 +161,14 @@ Expr CodepointSet::json_string_expr() const {
   if (!plain.empty()) alts.push_back(plain.to_expr());
   for (uint32_t c = 0; c < 0x80; ++c) {
     if (!special.contains(c) || !contains(c)) continue;
-    const char* shortform = c == '"' ? "\\\"" : c == '\\' ? "\\\\" : c == '\n' ? "\\n" : c == '\r' ? "\\r"
-                          : c == '\t' ? "\\t" : c == '\b' ? "\\b" : c == '\f' ? "\\f" : nullptr;
+    const char* shortform = c == '"'    ? "\\\""
+                            : c == '\\' ? "\\\\"
+                            : c == '\n' ? "\\n"
+                            : c == '\r' ? "\\r"
+                            : c == '\t' ? "\\t"
+                            : c == '\b' ? "\\b"
+                            : c == '\f' ? "\\f"
+                                        : nullptr;
     alts.push_back(Expr::literal(shortform ? std::string(shortform) : fmt::format("\\u{:04x}", c)));
   }
   if (alts.empty()) return Expr::byte_set(ByteSet{});

@@ -23,8 +23,16 @@ class CodepointSet {
  public:
   static constexpr uint32_t kMax = 0x10FFFF;
   CodepointSet() = default;
-  static CodepointSet all() { CodepointSet s; s.add(0, kMax); return s; }
-  static CodepointSet one(uint32_t c) { CodepointSet s; s.add(c, c); return s; }
+  static CodepointSet all() {
+    CodepointSet s;
+    s.add(0, kMax);
+    return s;
+  }
+  static CodepointSet one(uint32_t c) {
+    CodepointSet s;
+    s.add(c, c);
+    return s;
+  }
 
   void add(uint32_t lo, uint32_t hi);  // ignores surrogates and values past kMax
   void add(const CodepointSet& o);

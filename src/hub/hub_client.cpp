@@ -42,9 +42,8 @@ std::string etag_value(std::string v) {
 }
 
 bool is_sha256_hex(const std::string& s) {
-  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) {
-           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-         });
+  return s.size() == 64 &&
+         std::all_of(s.begin(), s.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
 }
 
 std::string header(const HubClient::Response& r, const std::string& name) {
@@ -217,7 +216,8 @@ HubClient::Response HubClient::request(const std::string& url, bool head, uint64
   if (t.error) std::rethrow_exception(t.error);
   if (rc != CURLE_OK) {
     const std::string why = errbuf[0] ? errbuf : curl_easy_strerror(rc);
-    if (r.status == 0) fail<NetworkError>("cannot reach {}: {}", origin_of(url) == origin_of(endpoint_) ? endpoint_ : url, why);
+    if (r.status == 0)
+      fail<NetworkError>("cannot reach {}: {}", origin_of(url) == origin_of(endpoint_) ? endpoint_ : url, why);
     fail<NetworkError>("the transfer from {} broke off: {}", endpoint_, why);
   }
   return r;
@@ -227,12 +227,14 @@ void HubClient::fail_status(const Response& r, const std::string& repo, const st
   if (r.status == 401 || r.status == 403) {
     const std::string page = endpoint_ + "/" + repo;
     if (config_.token.empty())
-      fail<AccessDenied>("{}: access denied (HTTP {}) by {}: the model is gated or private. Set HF_TOKEN to an access "
-                         "token ({}/settings/tokens) and accept the model's licence on {}",
-                         what, r.status, endpoint_, endpoint_, page);
-    fail<AccessDenied>("{}: access denied (HTTP {}) by {} although HF_TOKEN is set: accept the model's licence on {} "
-                       "with that token's account, or check the token",
-                       what, r.status, endpoint_, page);
+      fail<AccessDenied>(
+          "{}: access denied (HTTP {}) by {}: the model is gated or private. Set HF_TOKEN to an access "
+          "token ({}/settings/tokens) and accept the model's licence on {}",
+          what, r.status, endpoint_, endpoint_, page);
+    fail<AccessDenied>(
+        "{}: access denied (HTTP {}) by {} although HF_TOKEN is set: accept the model's licence on {} "
+        "with that token's account, or check the token",
+        what, r.status, endpoint_, page);
   }
   if (r.status == 404) fail<NotFound>("{}: not found on {} (HTTP 404)", what, endpoint_);
   fail<NetworkError>("{}: HTTP {} from {}", what, r.status, endpoint_);
@@ -259,8 +261,8 @@ RepoInfo HubClient::repo_info(const std::string& repo, const std::string& revisi
 
 FileMeta HubClient::file_meta(const std::string& repo, const std::string& revision, const std::string& file) {
   CURL* c = as_curl(curl_);
-  std::string url = endpoint_ + "/" + escape_path(c, repo) + "/resolve/" + escape_path(c, revision) + "/" +
-                    escape_path(c, file);
+  std::string url =
+      endpoint_ + "/" + escape_path(c, repo) + "/resolve/" + escape_path(c, revision) + "/" + escape_path(c, file);
   const std::string what = repo + "/" + file;
   for (int hop = 0;; ++hop) {
     Response r = request(url, true, 0, nullptr);
@@ -273,7 +275,8 @@ FileMeta HubClient::file_meta(const std::string& repo, const std::string& revisi
     m.size_known = parse_u64(size, m.size);
     if (redirect(r.status)) {
       const std::string location = header(r, "location");
-      if (location.empty() || hop >= kMaxRedirects) fail<NetworkError>("{}: a redirect without a usable Location", what);
+      if (location.empty() || hop >= kMaxRedirects)
+        fail<NetworkError>("{}: a redirect without a usable Location", what);
       const std::string next = redirect_target(url, location);
       // The 302 to the CDN carries the LFS headers: the bytes are there.
       if (!header(r, "x-linked-etag").empty() || !same_origin(next)) {

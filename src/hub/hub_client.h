@@ -32,11 +32,11 @@ struct HubConfig {
 
 // Where one file's bytes are and what they must hash to.
 struct FileMeta {
-  std::string url;          // the bytes' URL (the redirect target, or resolve itself)
+  std::string url;  // the bytes' URL (the redirect target, or resolve itself)
   uint64_t size = 0;
   bool size_known = false;
-  std::string sha256;       // lower-case hex; "" when the hub publishes none (a non-LFS file)
-  std::string commit;       // X-Repo-Commit, "" if absent
+  std::string sha256;  // lower-case hex; "" when the hub publishes none (a non-LFS file)
+  std::string commit;  // X-Repo-Commit, "" if absent
 };
 
 class HubClient {

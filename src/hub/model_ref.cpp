@@ -97,7 +97,8 @@ ModelRef parse_model_arg(std::string_view arg) {
   if (!valid_repo_id(m.ref.repo))
     fail<InvalidArgument>("'{}': '{}' is not a hub repository (ORG/REPO: letters, digits, '-', '_', '.')", arg,
                           m.ref.repo);
-  if (!valid_repo_file(m.ref.file)) fail<InvalidArgument>("'{}': '{}' is not a file path in a repository", arg, m.ref.file);
+  if (!valid_repo_file(m.ref.file))
+    fail<InvalidArgument>("'{}': '{}' is not a file path in a repository", arg, m.ref.file);
   return m;
 }
 

@@ -34,8 +34,8 @@ ModelRef parse_model_arg(std::string_view arg);
 // llama.cpp's -hf form "ORG/REPO[:QUANT]". InvalidArgument if malformed.
 HubRef parse_hf_repo(std::string_view arg);
 
-bool valid_repo_id(std::string_view repo);     // "ORG/REPO"
-bool valid_repo_file(std::string_view file);   // a relative path within a repository
-bool valid_revision(std::string_view rev);     // [A-Za-z0-9._-], 1-128 chars, not "." or ".."
+bool valid_repo_id(std::string_view repo);    // "ORG/REPO"
+bool valid_repo_file(std::string_view file);  // a relative path within a repository
+bool valid_revision(std::string_view rev);    // [A-Za-z0-9._-], 1-128 chars, not "." or ".."
 
 }  // namespace pagoda::hub

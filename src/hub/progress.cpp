@@ -17,7 +17,12 @@ std::string duration(double s) {
 
 Progress::Progress(std::string label, uint64_t total, uint64_t start, bool terminal, std::FILE* out,
                    Clock::time_point now)
-    : label_(std::move(label)), total_(total), start_(start), terminal_(terminal), out_(out), began_(now),
+    : label_(std::move(label)),
+      total_(total),
+      start_(start),
+      terminal_(terminal),
+      out_(out),
+      began_(now),
       last_emit_(now) {}
 
 std::string Progress::bytes(double n) {

@@ -39,9 +39,10 @@ using FilePtr = std::unique_ptr<std::FILE, FileCloser>;
 
 [[noreturn]] void write_failed(const std::string& part, int err, uint64_t have, const FileMeta& meta) {
   if (err == ENOSPC || err == EDQUOT)
-    fail<ResourceExhausted>("disk full writing {} ({} of {} received): free some space (or set PAGODA_CACHE to "
-                            "another disk) and run again to resume",
-                            part, Progress::bytes(double(have)), Progress::bytes(double(meta.size)));
+    fail<ResourceExhausted>(
+        "disk full writing {} ({} of {} received): free some space (or set PAGODA_CACHE to "
+        "another disk) and run again to resume",
+        part, Progress::bytes(double(have)), Progress::bytes(double(meta.size)));
   fail("cannot write {}: {}", part, std::strerror(err));
 }
 
@@ -51,27 +52,31 @@ void check_space(const fs::path& dir, uint64_t need, const std::string& file) {
   if (::statvfs(dir.c_str(), &st) != 0) return;
   const uint64_t free_bytes = uint64_t(st.f_bavail) * uint64_t(st.f_frsize);
   if (need > free_bytes)
-    fail<ResourceExhausted>("not enough disk space for {}: it needs {} more, {} has {} free; free some space or set "
-                            "PAGODA_CACHE to another disk",
-                            file, Progress::bytes(double(need)), dir.string(), Progress::bytes(double(free_bytes)));
+    fail<ResourceExhausted>(
+        "not enough disk space for {}: it needs {} more, {} has {} free; free some space or set "
+        "PAGODA_CACHE to another disk",
+        file, Progress::bytes(double(need)), dir.string(), Progress::bytes(double(free_bytes)));
 }
 
 // Checks the finished .part (size, sha256, GGUF magic); deletes it if bad.
 void verify(const std::string& part, uint64_t have, Sha256& hash, const FileMeta& meta, const std::string& what) {
   if (meta.size_known && have != meta.size) {
     fs::remove(part);
-    fail<ChecksumMismatch>("{}: received {} bytes, the hub publishes {}; deleted the bad download {}; run again to "
-                           "fetch it afresh",
-                           what, have, meta.size, part);
+    fail<ChecksumMismatch>(
+        "{}: received {} bytes, the hub publishes {}; deleted the bad download {}; run again to "
+        "fetch it afresh",
+        what, have, meta.size, part);
   }
   const std::string got = hash.hex();
   if (!meta.sha256.empty() && got != meta.sha256) {
     fs::remove(part);
-    fail<ChecksumMismatch>("{}: checksum mismatch: the hub publishes sha256 {}, the download has {}; deleted the bad "
-                           "file {}; run again to download it afresh",
-                           what, meta.sha256, got, part);
+    fail<ChecksumMismatch>(
+        "{}: checksum mismatch: the hub publishes sha256 {}, the download has {}; deleted the bad "
+        "file {}; run again to download it afresh",
+        what, meta.sha256, got, part);
   }
-  if (meta.sha256.empty()) fmt::print(stderr, "warning: the hub publishes no sha256 for {}; only its size was checked\n", what);
+  if (meta.sha256.empty())
+    fmt::print(stderr, "warning: the hub publishes no sha256 for {}; only its size was checked\n", what);
   char magic[4] = {0};
   FilePtr in(std::fopen(part.c_str(), "rb"));
   const bool gguf = in && std::fread(magic, 1, 4, in.get()) == 4 && std::memcmp(magic, "GGUF", 4) == 0;
@@ -151,9 +156,10 @@ uint64_t download_file(HubClient& client, const HubRef& ref, const std::string& 
 Pulled from_cache(const ModelCache& cache, const HubRef& ref) {
   const auto commit = cache.commit_for(ref.repo, ref.revision);
   if (!commit)
-    fail<NotFound>("{} is not in the cache ({}) and offline mode (--offline or HF_HUB_OFFLINE=1) allows no "
-                   "download: run `pagoda pull {}` once while online",
-                   ref.to_string(), cache.root(), ref.to_string());
+    fail<NotFound>(
+        "{} is not in the cache ({}) and offline mode (--offline or HF_HUB_OFFLINE=1) allows no "
+        "download: run `pagoda pull {}` once while online",
+        ref.to_string(), cache.root(), ref.to_string());
   const auto files = cache.files(ref.repo, *commit);
   std::string file = ref.file;
   if (file.empty()) {
@@ -200,15 +206,16 @@ Pulled pull(const HubRef& ref, const PullOptions& o) {
     if (cached)
       fail<NetworkError>("{}; {} is in the cache: run with --offline (or HF_HUB_OFFLINE=1) to use it", e.what(),
                          ref.to_string());
-    fail<NetworkError>("{}; check the network and --hf-endpoint (HF_ENDPOINT); --offline uses only models already "
-                       "in the cache ({})",
-                       e.what(), cache.root());
+    fail<NetworkError>(
+        "{}; check the network and --hf-endpoint (HF_ENDPOINT); --offline uses only models already "
+        "in the cache ({})",
+        e.what(), cache.root());
   }
   // Files are kept by commit; a hub that names none gets the revision's name.
   const std::string commit = ModelCache::valid_commit(info.sha) ? info.sha : ref.revision;
   if (!ModelCache::valid_commit(commit))
-    fail<NetworkError>("{} named no commit for {} and the revision '{}' cannot name a cache folder",
-                       o.hub.endpoint, ref.repo, ref.revision);
+    fail<NetworkError>("{} named no commit for {} and the revision '{}' cannot name a cache folder", o.hub.endpoint,
+                       ref.repo, ref.revision);
   const std::string file = ref.file.empty() ? select_gguf(info.files, ref.quant, ref.repo) : ref.file;
   const auto ggufs = loadable_ggufs(info.files);
   Pulled p;

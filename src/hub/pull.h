@@ -21,8 +21,8 @@ struct PullOptions {
   HubConfig hub;
   std::string cache_root;  // "" = ModelCache::default_root()
   bool offline = false;
-  bool progress = true;    // a bar on a terminal, lines otherwise (stderr)
-  int retries = 2;         // resumes in this run after a transfer breaks off
+  bool progress = true;  // a bar on a terminal, lines otherwise (stderr)
+  int retries = 2;       // resumes in this run after a transfer breaks off
 };
 
 // HF_ENDPOINT, HF_TOKEN, HF_HUB_OFFLINE (1/true/yes/on) and PAGODA_CACHE.
@@ -32,7 +32,7 @@ struct Pulled {
   std::string path;                // the file to load (part 1 of a split model)
   std::vector<std::string> files;  // every part, cached
   std::string commit;
-  uint64_t downloaded = 0;         // bytes received in this call
+  uint64_t downloaded = 0;  // bytes received in this call
 };
 
 Pulled pull(const HubRef& ref, const PullOptions& options);

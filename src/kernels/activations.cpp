@@ -24,9 +24,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 void SwiGlu(float* HWY_RESTRICT gate, const float* HWY_RESTRICT up, size_t n) {
   const DF d;
   const V one = hn::Set(d, 1.0f), cap = hn::Set(d, 100.0f);
-  auto silu_times = [&](V g, V u) HWY_ATTR {
-    return hn::Mul(hn::Div(g, hn::Add(one, hn::Exp(d, hn::Min(hn::Neg(g), cap)))), u);
-  };
+  auto silu_times = [&](V g, V u)
+                        HWY_ATTR { return hn::Mul(hn::Div(g, hn::Add(one, hn::Exp(d, hn::Min(hn::Neg(g), cap)))), u); };
   size_t i = 0;
   for (; i + kL <= n; i += kL) hn::StoreU(silu_times(hn::LoadU(d, gate + i), hn::LoadU(d, up + i)), d, gate + i);
   if (i == n) return;

@@ -62,11 +62,12 @@ HWY_INLINE V SumsOf16(const V (&a)[16]) {
 #endif
 
 template <class Row, class Elem>
-void AttendScoresRows(const float* q, size_t n_q, size_t hd, const PagedRows& k, size_t n, float* scores,
-                      size_t ld_s) {
+void AttendScoresRows(const float* q, size_t n_q, size_t hd, const PagedRows& k, size_t n, float* scores, size_t ld_s) {
   const Elem* zero;
-  if constexpr (std::is_same_v<Elem, float>) zero = kZeroF32;
-  else zero = kZeroF16;
+  if constexpr (std::is_same_v<Elem, float>)
+    zero = kZeroF32;
+  else
+    zero = kZeroF16;
   for (size_t p0 = 0; p0 < n; p0 += 16) {
     const size_t m = std::min<size_t>(16, n - p0);
     const Elem* rows[16];

@@ -43,8 +43,8 @@ template <class D8>
 HWY_INLINE float Reduce8(D8 d8, hn::Vec<D8> h) {
   const hn::Half<D8> d4;
   const auto q = hn::Add(hn::LowerHalf(d4, h), hn::UpperHalf(d4, h));  // + 4
-  const auto p = hn::Add(q, hn::Shuffle1032(q));                        // + 2
-  return hn::GetLane(hn::Add(p, hn::Shuffle2301(p)));                   // + 1
+  const auto p = hn::Add(q, hn::Shuffle1032(q));                       // + 2
+  return hn::GetLane(hn::Add(p, hn::Shuffle2301(p)));                  // + 1
 }
 #endif
 

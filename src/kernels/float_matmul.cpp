@@ -137,11 +137,21 @@ HWY_INLINE void RowBlock(const Row* rows, const float* x, size_t ldx, size_t nt,
                          float* saved, float* y, size_t ldy) {
   switch (nt) {
     case 1: return Block<R, 1>(rows, x, ldx, i0, i1, n, saved, y, ldy);
-    case 2: if constexpr (kT >= 2) Block<R, 2>(rows, x, ldx, i0, i1, n, saved, y, ldy); return;
-    case 3: if constexpr (kT >= 3) Block<R, 3>(rows, x, ldx, i0, i1, n, saved, y, ldy); return;
-    case 4: if constexpr (kT >= 4) Block<R, 4>(rows, x, ldx, i0, i1, n, saved, y, ldy); return;
-    case 5: if constexpr (kT >= 5) Block<R, 5>(rows, x, ldx, i0, i1, n, saved, y, ldy); return;
-    case 6: if constexpr (kT >= 6) Block<R, 6>(rows, x, ldx, i0, i1, n, saved, y, ldy); return;
+    case 2:
+      if constexpr (kT >= 2) Block<R, 2>(rows, x, ldx, i0, i1, n, saved, y, ldy);
+      return;
+    case 3:
+      if constexpr (kT >= 3) Block<R, 3>(rows, x, ldx, i0, i1, n, saved, y, ldy);
+      return;
+    case 4:
+      if constexpr (kT >= 4) Block<R, 4>(rows, x, ldx, i0, i1, n, saved, y, ldy);
+      return;
+    case 5:
+      if constexpr (kT >= 5) Block<R, 5>(rows, x, ldx, i0, i1, n, saved, y, ldy);
+      return;
+    case 6:
+      if constexpr (kT >= 6) Block<R, 6>(rows, x, ldx, i0, i1, n, saved, y, ldy);
+      return;
   }
 }
 
@@ -155,8 +165,7 @@ HWY_INLINE void RowBlock(const Row* rows, const float* x, size_t ldx, size_t nt,
 constexpr size_t kChunk = 1024;
 
 template <class Row>
-void Tile(const Row* rows, size_t n_rows, const float* x, size_t ldx, size_t n_tokens, size_t n, float* y,
-          size_t ldy) {
+void Tile(const Row* rows, size_t n_rows, const float* x, size_t ldx, size_t n_tokens, size_t n, float* y, size_t ldy) {
   constexpr size_t kRowSlot = size_t(kT) * kDotLanes;  // floats saved per row of a block
   const size_t chunk = n_tokens <= size_t(kT) ? n : kChunk;
   thread_local std::vector<float> saved;
@@ -199,8 +208,7 @@ void MatmulRowsFused(TensorType t, const void* w, size_t row_stride, size_t n_ro
   switch (t) {
     case TensorType::F32: return FusedRows<RowF32, float>(w, row_stride, n_rows, x, ldx, n_tokens, cols, y, ldy);
     case TensorType::F16: return FusedRows<RowF16, uint16_t>(w, row_stride, n_rows, x, ldx, n_tokens, cols, y, ldy);
-    case TensorType::BF16:
-      return FusedRows<RowBF16, uint16_t>(w, row_stride, n_rows, x, ldx, n_tokens, cols, y, ldy);
+    case TensorType::BF16: return FusedRows<RowBF16, uint16_t>(w, row_stride, n_rows, x, ldx, n_tokens, cols, y, ldy);
     default: return;
   }
 }
@@ -226,7 +234,8 @@ void Axpy(float a, Row x, float* y, size_t n) {
   for (; i + kDotLanes <= n; i += kDotLanes) {
     V xv[kV];
     x.Load(i, xv);
-    for (size_t v = 0; v < kV; ++v) hn::StoreU(hn::MulAdd(av, xv[v], hn::LoadU(DF(), y + i + v * kL)), DF(), y + i + v * kL);
+    for (size_t v = 0; v < kV; ++v)
+      hn::StoreU(hn::MulAdd(av, xv[v], hn::LoadU(DF(), y + i + v * kL)), DF(), y + i + v * kL);
   }
   if (i < n) {
     V xv[kV];
@@ -312,9 +321,7 @@ HWY_EXPORT(AxpyRowsF32);
 HWY_EXPORT(AxpyRowsF16);
 HWY_EXPORT(DequantizeRowSimd);
 
-bool simd_float_row_type(TensorType t) {
-  return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16;
-}
+bool simd_float_row_type(TensorType t) { return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16; }
 
 void dequantize_row_simd(TensorType t, const void* src, float* dst, size_t n) {
   row_bytes(t, n);  // checks n is whole blocks

@@ -28,8 +28,9 @@ void panel_dot(TensorType t, const uint8_t* panel, const PanelActivations& a, in
   if (n_tokens < 1 || n_tokens > kPanelTokensMax || first < 0 || first + n_tokens > a.n_tokens)
     fail<InvalidArgument>("panel_dot: tokens {}..{} of {} (at most {} at a time)", first, first + n_tokens, a.n_tokens,
                           kPanelTokensMax);
-  if (a.type != t) fail<InvalidArgument>("panel_dot: {} weights, activations prepared for {}", tensor_type_name(t),
-                                         tensor_type_name(a.type));
+  if (a.type != t)
+    fail<InvalidArgument>("panel_dot: {} weights, activations prepared for {}", tensor_type_name(t),
+                          tensor_type_name(a.type));
   if (const PanelKernels* ks = kernels_for(t)) return ks->dot(t, panel, a, first, n_tokens, out, out_stride);
   panel_dot_reference(t, panel, a, first, n_tokens, out, out_stride);
 }

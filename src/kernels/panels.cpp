@@ -24,7 +24,9 @@ namespace {
 constexpr size_t kRows = kPanelRows;
 
 // Byte `j` of 4-byte group `group` of row r in a "[group][row][4]" region at `base`.
-constexpr size_t lanes(size_t base, size_t group, int r, size_t j) { return base + (group * kRows + size_t(r)) * 4 + j; }
+constexpr size_t lanes(size_t base, size_t group, int r, size_t j) {
+  return base + (group * kRows + size_t(r)) * 4 + j;
+}
 
 // Q8_0 (34 bytes a row): d[16] | codes [quad 8][row][4], stored + 128.
 size_t q8_0_offset(int r, size_t i) {

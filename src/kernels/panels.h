@@ -59,8 +59,8 @@ struct PanelActivations {
   const uint8_t* rows = nullptr;
   size_t row_stride = 0;
   size_t terms_per_block = 0;
-  std::vector<float> scales;    // [token][block]
-  std::vector<int32_t> terms;   // [token][block][terms_per_block]
+  std::vector<float> scales;   // [token][block]
+  std::vector<int32_t> terms;  // [token][block][terms_per_block]
 };
 void prepare_panel_activations(TensorType t, const void* x, size_t x_stride, int n_tokens, size_t nb,
                                PanelActivations& a);

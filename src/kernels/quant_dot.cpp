@@ -94,12 +94,14 @@ void ScalarSums(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_
   } else {
     HalfScales(wb, sizeof(Block), nb, out->w_d);  // d first in the other formats
   }
-  if constexpr (std::is_same_v<Block, BlockQ4_K>) HalfScales(wb + offsetof(BlockQ4_K, dmin), sizeof(Block), nb, out->w_dmin);
+  if constexpr (std::is_same_v<Block, BlockQ4_K>)
+    HalfScales(wb + offsetof(BlockQ4_K, dmin), sizeof(Block), nb, out->w_dmin);
 }
-#define PAGODA_DOT_SCALAR(Name, Block, XBlock, block_dot)                                              \
-  void Name(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, ChunkSums* out) {   \
-    ScalarSums<Block, XBlock>(w, x, x_stride, n_x, nb, out,                                            \
-                              [&](const Block& wb, const XBlock& xb, size_t i, size_t) { out->sums[i] = block_dot(wb, xb); }); \
+#define PAGODA_DOT_SCALAR(Name, Block, XBlock, block_dot)                                                              \
+  void Name(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, ChunkSums* out) {                    \
+    ScalarSums<Block, XBlock>(w, x, x_stride, n_x, nb, out, [&](const Block& wb, const XBlock& xb, size_t i, size_t) { \
+      out->sums[i] = block_dot(wb, xb);                                                                                \
+    });                                                                                                                \
   }
 PAGODA_DOT_SCALAR(IntSumsQ4_0, BlockQ4_0, BlockQ8_0, block_dot_q4_0)
 PAGODA_DOT_SCALAR(IntSumsQ5_0, BlockQ5_0, BlockQ8_0, block_dot_q5_0)
@@ -107,9 +109,10 @@ PAGODA_DOT_SCALAR(IntSumsQ8_0, BlockQ8_0, BlockQ8_0, block_dot_q8_0)
 PAGODA_DOT_SCALAR(IntSumsQ6K, BlockQ6_K, BlockQ8_K, block_dot_q6_k)
 #undef PAGODA_DOT_SCALAR
 void IntSumsQ4K(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, ChunkSums* out) {
-  ScalarSums<BlockQ4_K, BlockQ8_K>(w, x, x_stride, n_x, nb, out, [&](const BlockQ4_K& wb, const BlockQ8_K& xb, size_t i, size_t j) {
-    block_dot_q4_k(wb, xb, out->sums[i], out->sums[j]);
-  });
+  ScalarSums<BlockQ4_K, BlockQ8_K>(w, x, x_stride, n_x, nb, out,
+                                   [&](const BlockQ4_K& wb, const BlockQ8_K& xb, size_t i, size_t j) {
+                                     block_dot_q4_k(wb, xb, out->sums[i], out->sums[j]);
+                                   });
 }
 #else
 #include "kernels/quant_dot_common-inl.h"
@@ -165,21 +168,24 @@ void AddTerms(const ChunkSums& c, size_t nb, const float* xd, float* acc) {
 // kChunkBlocks): acc[k] += the row pair's block terms. n_x (1-4 or 8) is
 // dispatched to a template parameter so the per-row accumulators live in
 // registers.
-#define PAGODA_DOT_ENTRY(Name, Kernel, Block, kTerms, kMaxK)                                             \
-  void Name(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, const float* xd,      \
-            float* acc) {                                                                                \
-    ChunkSums c;                                                                                         \
-    switch (n_x) {                                                                                       \
-      case 1: Kernel<1>(static_cast<const Block*>(w), x, x_stride, nb, &c); return AddTerms<kTerms, 1>(c, nb, xd, acc); \
-      case 2: Kernel<2>(static_cast<const Block*>(w), x, x_stride, nb, &c); return AddTerms<kTerms, 2>(c, nb, xd, acc); \
-      case 3: Kernel<3>(static_cast<const Block*>(w), x, x_stride, nb, &c); return AddTerms<kTerms, 3>(c, nb, xd, acc); \
-      case 4: Kernel<4>(static_cast<const Block*>(w), x, x_stride, nb, &c); return AddTerms<kTerms, 4>(c, nb, xd, acc); \
-      default:                                                                                           \
-        if constexpr (kMaxK == 8) {                                                                      \
-          Kernel<8>(static_cast<const Block*>(w), x, x_stride, nb, &c);                                  \
-          return AddTerms<kTerms, 8>(c, nb, xd, acc);                                                    \
-        }                                                                                                \
-    }                                                                                                    \
+#define PAGODA_DOT_ENTRY(Name, Kernel, Block, kTerms, kMaxK)                                                     \
+  void Name(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, const float* xd, float* acc) { \
+    ChunkSums c;                                                                                                 \
+    switch (n_x) {                                                                                               \
+      case 1: Kernel<1>(static_cast<const Block*>(w), x, x_stride, nb, &c);                                      \
+          return AddTerms<kTerms, 1>(c, nb, xd, acc);                                                            \
+      case 2: Kernel<2>(static_cast<const Block*>(w), x, x_stride, nb, &c);                                      \
+          return AddTerms<kTerms, 2>(c, nb, xd, acc);                                                            \
+      case 3: Kernel<3>(static_cast<const Block*>(w), x, x_stride, nb, &c);                                      \
+          return AddTerms<kTerms, 3>(c, nb, xd, acc);                                                            \
+      case 4: Kernel<4>(static_cast<const Block*>(w), x, x_stride, nb, &c);                                      \
+          return AddTerms<kTerms, 4>(c, nb, xd, acc);                                                            \
+      default:                                                                                                   \
+        if constexpr (kMaxK == 8) {                                                                              \
+          Kernel<8>(static_cast<const Block*>(w), x, x_stride, nb, &c);                                          \
+          return AddTerms<kTerms, 8>(c, nb, xd, acc);                                                            \
+        }                                                                                                        \
+    }                                                                                                            \
   }
 
 #if HWY_TARGET == HWY_SCALAR
@@ -229,9 +235,10 @@ PAGODA_DOT_ENTRY(OneRowManyTokensQ6K, Q6KSums, BlockQ6_K, Terms::kQ6K, 4)
 
 #if !PAGODA_X86_AVX2
 // Elsewhere one weight row at a time (the same results).
-void ManyRowsOneTokenQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc,
-                size_t /*ahead*/) {
-  for (int r = 0; r < n_w; ++r) OneRowManyTokensQ4K(static_cast<const uint8_t*>(w) + size_t(r) * w_stride, x, 0, 1, nb, xd, acc + r);
+void ManyRowsOneTokenQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd,
+                         float* acc, size_t /*ahead*/) {
+  for (int r = 0; r < n_w; ++r)
+    OneRowManyTokensQ4K(static_cast<const uint8_t*>(w) + size_t(r) * w_stride, x, 0, 1, nb, xd, acc + r);
 }
 #endif
 #if !PAGODA_X86_VNNI512
@@ -239,16 +246,16 @@ void ManyRowsOneTokenQ4K(const void* w, size_t w_stride, int n_w, const uint8_t*
 // with the activations' scales (not passed in for these formats) as floats,
 // each row's stream fetched `ahead` bytes on (measured faster on AVX2,
 // docs/performance.md appendix).
-#define PAGODA_MANY_ROWS_ONE_TOKEN(Name, OneRowManyTokens, Block)                                                                   \
+#define PAGODA_MANY_ROWS_ONE_TOKEN(Name, OneRowManyTokens, Block)                                                  \
   void Name(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* /*xd*/, float* acc, \
-            size_t ahead) {                                                                                     \
-    alignas(32) float xd[kChunkBlocks][dot_tables::kXdStride] = {};                                             \
-    for (size_t b = 0; b < nb; ++b) xd[b][0] = HalfToFloat(x + b * sizeof(BlockQ8_0));                           \
-    for (int r = 0; r < n_w; ++r) {                                                                             \
-      const uint8_t* row = static_cast<const uint8_t*>(w) + size_t(r) * w_stride;                               \
-      for (size_t line = 0; line < nb * sizeof(Block); line += 64) PrefetchL2(row + ahead + line);             \
-      OneRowManyTokens(row, x, 0, 1, nb, &xd[0][0], acc + r);                                                            \
-    }                                                                                                           \
+            size_t ahead) {                                                                                        \
+    alignas(32) float xd[kChunkBlocks][dot_tables::kXdStride] = {};                                                \
+    for (size_t b = 0; b < nb; ++b) xd[b][0] = HalfToFloat(x + b * sizeof(BlockQ8_0));                             \
+    for (int r = 0; r < n_w; ++r) {                                                                                \
+      const uint8_t* row = static_cast<const uint8_t*>(w) + size_t(r) * w_stride;                                  \
+      for (size_t line = 0; line < nb * sizeof(Block); line += 64) PrefetchL2(row + ahead + line);                 \
+      OneRowManyTokens(row, x, 0, 1, nb, &xd[0][0], acc + r);                                                      \
+    }                                                                                                              \
   }
 PAGODA_MANY_ROWS_ONE_TOKEN(ManyRowsOneTokenQ4_0, OneRowManyTokensQ4_0, BlockQ4_0)
 PAGODA_MANY_ROWS_ONE_TOKEN(ManyRowsOneTokenQ5_0, OneRowManyTokensQ5_0, BlockQ5_0)
@@ -256,9 +263,10 @@ PAGODA_MANY_ROWS_ONE_TOKEN(ManyRowsOneTokenQ8_0, OneRowManyTokensQ8_0, BlockQ8_0
 #undef PAGODA_MANY_ROWS_ONE_TOKEN
 #endif
 #if HWY_TARGET == HWY_SCALAR
-void ManyRowsOneTokenQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc,
-                size_t /*ahead*/) {
-  for (int r = 0; r < n_w; ++r) OneRowManyTokensQ6K(static_cast<const uint8_t*>(w) + size_t(r) * w_stride, x, 0, 1, nb, xd, acc + r);
+void ManyRowsOneTokenQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd,
+                         float* acc, size_t /*ahead*/) {
+  for (int r = 0; r < n_w; ++r)
+    OneRowManyTokensQ6K(static_cast<const uint8_t*>(w) + size_t(r) * w_stride, x, 0, 1, nb, xd, acc + r);
 }
 #endif
 
@@ -268,7 +276,8 @@ const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
 template <class Block>
 void RowPointers(const void* w, size_t w_stride, int n_rows, const Block** rows) {
   for (int r = 0; r < kDotRowsMax; ++r)  // rows past n_rows repeat the last; their outputs are dropped
-    rows[r] = reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + size_t(std::min(r, n_rows - 1)) * w_stride);
+    rows[r] =
+        reinterpret_cast<const Block*>(static_cast<const uint8_t*>(w) + size_t(std::min(r, n_rows - 1)) * w_stride);
 }
 
 void TokenGroupDot(TensorType t, const void* w, size_t w_stride, int n_rows, const TokenGroup& g, float* out) {
@@ -305,7 +314,8 @@ bool IsAvx512Vnni() { return true; }
 // Elsewhere the scalar kernels, token by token, on the group's activation
 // rows put back together (correct, for the tests; matmul takes the tiles
 // instead, see prefers_token_groups).
-void TokenGroupDot(TensorType t, const void* w_rows, size_t w_stride, int n_rows, const TokenGroup& g, float* out_rows) {
+void TokenGroupDot(TensorType t, const void* w_rows, size_t w_stride, int n_rows, const TokenGroup& g,
+                   float* out_rows) {
   const size_t elems = g.type == TensorType::Q8_K ? kQKK : kQK, quads = elems / 4;
   std::vector<int8_t> qs(g.nb * elems);
   std::vector<BlockQ8_0> x0(g.type == TensorType::Q8_0 ? g.nb : 0);
@@ -390,8 +400,8 @@ float activation_scale(const BlockQ8_K& x) { return x.d; }
 // activation rows in groups the kernels take (kMaxGroup: 8 or 4; then 4 and
 // the rest).
 template <class Block, class XBlock, int kMaxGroup = 8>
-void dot_tile(OneRowManyTokensFn row_dots, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride, int n_x,
-              size_t nb, float* out, size_t out_stride) {
+void dot_tile(OneRowManyTokensFn row_dots, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride,
+              int n_x, size_t nb, float* out, size_t out_stride) {
   alignas(32) float acc[kDotRowsMax][kDotTokensMax] = {};  // [weight row][activation row]
   alignas(32) float xd[kChunkBlocks][dot_tables::kXdStride];
   const uint8_t* wb = static_cast<const uint8_t*>(w);
@@ -421,7 +431,8 @@ void dot_tile(OneRowManyTokensFn row_dots, const void* w, size_t w_stride, int n
 // on in its own stream (matmul reads rows as streams: w_stride may be many rows).
 constexpr size_t kPrefetchRows = 2;
 template <class Block, class XBlock>
-void dot_rows(ManyRowsOneTokenFn rows_dot, const void* w, size_t w_stride, int n_w, const void* x, size_t nb, float* out) {
+void dot_rows(ManyRowsOneTokenFn rows_dot, const void* w, size_t w_stride, int n_w, const void* x, size_t nb,
+              float* out) {
   float acc[kDotRowsMax] = {};
   alignas(32) float xd[kChunkBlocks][dot_tables::kXdStride] = {};
   const uint8_t* wb = static_cast<const uint8_t*>(w);
@@ -431,7 +442,8 @@ void dot_rows(ManyRowsOneTokenFn rows_dot, const void* w, size_t w_stride, int n
     const XBlock* xk = reinterpret_cast<const XBlock*>(xb) + b0;
     if constexpr (std::is_same_v<XBlock, BlockQ8_K>)  // the Q8_0 kernels read the F16 scales themselves
       for (size_t b = 0; b < cb; ++b) xd[b][0] = activation_scale(xk[b]);
-    rows_dot(wb + b0 * sizeof(Block), w_stride, n_w, xb + b0 * sizeof(XBlock), cb, &xd[0][0], acc, kPrefetchRows * nb * sizeof(Block));
+    rows_dot(wb + b0 * sizeof(Block), w_stride, n_w, xb + b0 * sizeof(XBlock), cb, &xd[0][0], acc,
+             kPrefetchRows * nb * sizeof(Block));
   }
   for (int r = 0; r < n_w; ++r) out[r] = acc[r];
 }
@@ -441,31 +453,40 @@ void dot_rows(ManyRowsOneTokenFn rows_dot, const void* w, size_t w_stride, int n
 void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride, int n_x,
                   size_t n, float* out, size_t out_stride) {
   if (n_w < 1 || n_w > kDotRowsMax || n_x < 1 || n_x > kDotTokensMax)
-    fail<InvalidArgument>("vec_dot_tile takes 1 to {} weight rows and 1 to {} activation rows, not {} x {}", kDotRowsMax,
-                          kDotTokensMax, n_w, n_x);
+    fail<InvalidArgument>("vec_dot_tile takes 1 to {} weight rows and 1 to {} activation rows, not {} x {}",
+                          kDotRowsMax, kDotTokensMax, n_w, n_x);
   switch (t) {
     case TensorType::Q4_0:
-      if (n_x == 1 && n_w > 1) return dot_rows<BlockQ4_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(ManyRowsOneTokenQ4_0), w, w_stride, n_w, x, n / kQK, out);
-      return dot_tile<BlockQ4_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(OneRowManyTokensQ4_0), w, w_stride, n_w, x, x_stride, n_x,
-                                            n / kQK, out, out_stride);
+      if (n_x == 1 && n_w > 1)
+        return dot_rows<BlockQ4_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(ManyRowsOneTokenQ4_0), w, w_stride, n_w, x, n / kQK,
+                                              out);
+      return dot_tile<BlockQ4_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(OneRowManyTokensQ4_0), w, w_stride, n_w, x, x_stride,
+                                            n_x, n / kQK, out, out_stride);
     case TensorType::Q5_0:
-      if (n_x == 1 && n_w > 1) return dot_rows<BlockQ5_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(ManyRowsOneTokenQ5_0), w, w_stride, n_w, x, n / kQK, out);
-      return dot_tile<BlockQ5_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(OneRowManyTokensQ5_0), w, w_stride, n_w, x, x_stride, n_x,
-                                            n / kQK, out, out_stride);
+      if (n_x == 1 && n_w > 1)
+        return dot_rows<BlockQ5_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(ManyRowsOneTokenQ5_0), w, w_stride, n_w, x, n / kQK,
+                                              out);
+      return dot_tile<BlockQ5_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(OneRowManyTokensQ5_0), w, w_stride, n_w, x, x_stride,
+                                            n_x, n / kQK, out, out_stride);
     case TensorType::Q8_0:
-      if (n_x == 1 && n_w > 1) return dot_rows<BlockQ8_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(ManyRowsOneTokenQ8_0), w, w_stride, n_w, x, n / kQK, out);
-      return dot_tile<BlockQ8_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(OneRowManyTokensQ8_0), w, w_stride, n_w, x, x_stride, n_x,
-                                            n / kQK, out, out_stride);
+      if (n_x == 1 && n_w > 1)
+        return dot_rows<BlockQ8_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(ManyRowsOneTokenQ8_0), w, w_stride, n_w, x, n / kQK,
+                                              out);
+      return dot_tile<BlockQ8_0, BlockQ8_0>(HWY_DYNAMIC_DISPATCH(OneRowManyTokensQ8_0), w, w_stride, n_w, x, x_stride,
+                                            n_x, n / kQK, out, out_stride);
     case TensorType::Q4_K:
-      if (n_x == 1 && n_w > 1) return dot_rows<BlockQ4_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(ManyRowsOneTokenQ4K), w, w_stride, n_w, x, n / kQKK, out);
-      return dot_tile<BlockQ4_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(OneRowManyTokensQ4K), w, w_stride, n_w, x, x_stride, n_x,
-                                            n / kQKK, out, out_stride);
+      if (n_x == 1 && n_w > 1)
+        return dot_rows<BlockQ4_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(ManyRowsOneTokenQ4K), w, w_stride, n_w, x, n / kQKK,
+                                              out);
+      return dot_tile<BlockQ4_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(OneRowManyTokensQ4K), w, w_stride, n_w, x, x_stride,
+                                            n_x, n / kQKK, out, out_stride);
     case TensorType::Q6_K:
-      if (n_x == 1 && n_w > 1) return dot_rows<BlockQ6_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(ManyRowsOneTokenQ6K), w, w_stride, n_w, x, n / kQKK, out);
-      return dot_tile<BlockQ6_K, BlockQ8_K, 4>(HWY_DYNAMIC_DISPATCH(OneRowManyTokensQ6K), w, w_stride, n_w, x, x_stride, n_x,
-                                            n / kQKK, out, out_stride);
-    default:
-      fail<Unsupported>("no quantized dot product for {}", tensor_type_name(t));
+      if (n_x == 1 && n_w > 1)
+        return dot_rows<BlockQ6_K, BlockQ8_K>(HWY_DYNAMIC_DISPATCH(ManyRowsOneTokenQ6K), w, w_stride, n_w, x, n / kQKK,
+                                              out);
+      return dot_tile<BlockQ6_K, BlockQ8_K, 4>(HWY_DYNAMIC_DISPATCH(OneRowManyTokensQ6K), w, w_stride, n_w, x, x_stride,
+                                               n_x, n / kQKK, out, out_stride);
+    default: fail<Unsupported>("no quantized dot product for {}", tensor_type_name(t));
   }
 }
 

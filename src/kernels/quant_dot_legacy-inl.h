@@ -43,7 +43,9 @@ enum class Legacy { kQ4_0, kQ5_0, kQ8_0 };
 // bytes, value = code - kCodeOffset: Q4_0 c - 8, Q5_0 c - 16, and Q8_0
 // (w + 128) - 128, its bytes' top bit flipped.
 template <Legacy kFormat>
-inline constexpr uint8_t kCodeOffset = kFormat == Legacy::kQ8_0 ? 128 : kFormat == Legacy::kQ5_0 ? 16 : 8;
+inline constexpr uint8_t kCodeOffset = kFormat == Legacy::kQ8_0   ? 128
+                                       : kFormat == Legacy::kQ5_0 ? 16
+                                                                  : 8;
 
 template <Legacy kFormat, class Block>
 HWY_INLINE hn::Vec<DB8> UnsignedCodes(const Block& w) {
@@ -271,7 +273,8 @@ void LegacySums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb, Ch
 // F16 there, in the second, after the stores have landed. (It needs no xd:
 // converting those for every call of 4 rows cost more than the float half.)
 template <Legacy kFormat, class Block>
-void ManyRowsOneTokenLegacy(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, float* acc, size_t ahead) {
+void ManyRowsOneTokenLegacy(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, float* acc,
+                            size_t ahead) {
   constexpr size_t kGroup = 4;  // blocks per fold: kGroup x kDotRowsMax sums, one vector
   static_assert(kGroup * kDotRowsMax == 16);
   const hn::Full512<int32_t> d32;
@@ -342,10 +345,10 @@ void ManyRowsOneTokenLegacy(const void* w, size_t w_stride, int n_w, const uint8
   for (int r = 0; r < n_w; ++r) acc[r] = lanes[r];
 }
 
-#define PAGODA_MANY_ROWS_ONE_TOKEN(Name, kFormat, Block)                                                                   \
+#define PAGODA_MANY_ROWS_ONE_TOKEN(Name, kFormat, Block)                                                           \
   void Name(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* /*xd*/, float* acc, \
-            size_t ahead) {                                                                                     \
-    ManyRowsOneTokenLegacy<kFormat, Block>(w, w_stride, n_w, x, nb, acc, ahead);                                          \
+            size_t ahead) {                                                                                        \
+    ManyRowsOneTokenLegacy<kFormat, Block>(w, w_stride, n_w, x, nb, acc, ahead);                                   \
   }
 PAGODA_MANY_ROWS_ONE_TOKEN(ManyRowsOneTokenQ4_0, Legacy::kQ4_0, BlockQ4_0)
 PAGODA_MANY_ROWS_ONE_TOKEN(ManyRowsOneTokenQ5_0, Legacy::kQ5_0, BlockQ5_0)

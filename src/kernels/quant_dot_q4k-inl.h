@@ -62,8 +62,8 @@ HWY_INLINE void Q4KBlock(const BlockQ4_K& w, const int32_t* pairs, const BlockQ8
     for (size_t h = 0; h < 2; ++h) {
       const auto scale = hn::BitCast(d16, hn::Set(d32, pairs[2 * g + h]));
       for (int k = 0; k < K; ++k)
-        acc[h][k] = MulAddWide(d32, MulPairs(codes[h], hn::LoadU(di8, xs[k][b].qs + 64 * g + 32 * h)), scale,
-                               acc[h][k], acc2[k]);
+        acc[h][k] = MulAddWide(d32, MulPairs(codes[h], hn::LoadU(di8, xs[k][b].qs + 64 * g + 32 * h)), scale, acc[h][k],
+                               acc2[k]);
     }
   }
   // bsum g pairs with min g / 2.
@@ -169,7 +169,8 @@ void TokenGroupDotQ4K(const BlockQ4_K* const* w, const TokenGroup& g, float* out
       hn::Vec512<int32_t> acc[R];
       for (int r = 0; r < R; ++r) acc[r] = hn::Zero(d32);
       QuadDots<kQK / 4, R>(codes[0] + kQK * j, kQKK, x + 64 * 8 * j, acc);
-      const auto xs = hn::Add(hn::LoadU(d32, xsums + kGroupTokens * 2 * j), hn::LoadU(d32, xsums + kGroupTokens * (2 * j + 1)));
+      const auto xs =
+          hn::Add(hn::LoadU(d32, xsums + kGroupTokens * 2 * j), hn::LoadU(d32, xsums + kGroupTokens * (2 * j + 1)));
       for (int r = 0; r < R; ++r) {
         scaled[r] = hn::Add(scaled[r], hn::Mul(acc[r], hn::Set(d32, int32_t(sm[r][j]))));
         mins[r] = hn::Add(mins[r], hn::Mul(xs, hn::Set(d32, int32_t(sm[r][8 + j]))));
@@ -177,8 +178,10 @@ void TokenGroupDotQ4K(const BlockQ4_K* const* w, const TokenGroup& g, float* out
     }
     const auto xd = hn::LoadU(df, g.scales.data() + kGroupTokens * b);
     for (int r = 0; r < R; ++r) {  // x.d * (d * scaled - dmin * mins), as vec_dot_q4_k_q8_k
-      const auto a = Opaque(hn::Mul(hn::Set(df, HalfToFloat(reinterpret_cast<const uint8_t*>(&w[r][b].d))), hn::ConvertTo(df, scaled[r])));
-      const auto m = Opaque(hn::Mul(hn::Set(df, HalfToFloat(reinterpret_cast<const uint8_t*>(&w[r][b].dmin))), hn::ConvertTo(df, mins[r])));
+      const auto a = Opaque(hn::Mul(hn::Set(df, HalfToFloat(reinterpret_cast<const uint8_t*>(&w[r][b].d))),
+                                    hn::ConvertTo(df, scaled[r])));
+      const auto m = Opaque(hn::Mul(hn::Set(df, HalfToFloat(reinterpret_cast<const uint8_t*>(&w[r][b].dmin))),
+                                    hn::ConvertTo(df, mins[r])));
       sums.Add(r, hn::Mul(xd, Opaque(hn::Sub(a, m))));
     }
   }
@@ -193,14 +196,15 @@ void TokenGroupDotQ4K(const BlockQ4_K* const* w, const TokenGroup& g, float* out
 // running sums as lanes of one vector, with the scalar kernel's expression
 // d_x * (d_w * scaled - dmin_w * mins) in each. Several weight rows stream at
 // once, which also keeps more memory reads in flight.
-void ManyRowsOneTokenQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc,
-                size_t ahead) {
+void ManyRowsOneTokenQ4K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd,
+                         float* acc, size_t ahead) {
   alignas(64) int32_t sums[kChunkBlocks * 8];
   alignas(64) uint32_t dm[kChunkBlocks * kDotRowsMax];  // per block and row: the F16 pair (d, dmin)
   const BlockQ8_K* xs[1] = {reinterpret_cast<const BlockQ8_K*>(x)};
   const BlockQ4_K* rows[kDotRowsMax];
   for (int r = 0; r < kDotRowsMax; ++r)
-    rows[r] = reinterpret_cast<const BlockQ4_K*>(static_cast<const uint8_t*>(w) + size_t(std::min(r, n_w - 1)) * w_stride);
+    rows[r] =
+        reinterpret_cast<const BlockQ4_K*>(static_cast<const uint8_t*>(w) + size_t(std::min(r, n_w - 1)) * w_stride);
   // The scales of every block first, out of the main loop's dependency
   // chains (7% faster, weights in L2).
   alignas(64) int32_t pairs[kChunkBlocks][kDotRowsMax][16];
@@ -237,7 +241,7 @@ void ManyRowsOneTokenQ4K(const void* w, size_t w_stride, int n_w, const uint8_t*
   for (size_t b = 0; b < nb; ++b) {
     const auto scales = hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(dm + kDotRowsMax * b)));
     const auto p = Opaque(hn::Mul(scales, hn::ConvertTo(df, hn::LoadU(di, sums + 8 * b))));  // d scaled, dmin mins
-    const auto p_mins = hn::BitCast(df, hn::ShiftRight<32>(hn::BitCast(du64, p)));            // dmin mins in the even lanes
+    const auto p_mins = hn::BitCast(df, hn::ShiftRight<32>(hn::BitCast(du64, p)));  // dmin mins in the even lanes
     a = hn::Add(a, Opaque(hn::Mul(hn::Set(df, xd[dot_tables::kXdStride * b]), hn::Sub(p, p_mins))));
   }
   hn::Store(a, df, lanes);
@@ -299,7 +303,8 @@ void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
       Q4KCodes(w[b].qs, e, codes);
       for (size_t h = 0; h < 2; ++h) {
         const size_t eh = e + h * N;
-        const auto scale = hn::BitCast(d16, hn::TableLookupBytes(sc, hn::LoadU(du8, dot_tables::kQ4KScaleIndex.data() + eh)));
+        const auto scale =
+            hn::BitCast(d16, hn::TableLookupBytes(sc, hn::LoadU(du8, dot_tables::kQ4KScaleIndex.data() + eh)));
         for (int k = 0; k < K; ++k)
           acc[h][k] = MulAddWide(d32, MulPairs(codes[h], hn::LoadU(di8, xs[k][b].qs + eh)), scale, acc[h][k], acc2[k]);
       }
@@ -312,7 +317,8 @@ void Q4KSums(const BlockQ4_K* w, const uint8_t* x, size_t x_stride, size_t nb, C
     // Slot k: row k's scaled sum; slot K + k: its mins.
     for (int k = 0; k < K; ++k) {
       auto macc = hn::Zero(dm32), macc2 = hn::Zero(dm32);
-      for (size_t g = 0; g < 16; g += G) macc = MulAddWide(dm32, hn::LoadU(dm16, xs[k][b].bsums + g), m[g / G], macc, macc2);
+      for (size_t g = 0; g < 16; g += G)
+        macc = MulAddWide(dm32, hn::LoadU(dm16, xs[k][b].bsums + g), m[g / G], macc, macc2);
       slot[k] = hn::Add(hn::Add(acc[0][k], acc[1][k]), acc2[k]);
       slot[K + k] = Widen(hn::Add(macc, macc2));
     }

@@ -23,7 +23,8 @@ HWY_INLINE hn::Vec<DU8> Q6KCodes(const BlockQ6_K& w, size_t e) {
   const auto ql = hn::LoadU(d, w.ql + 64 * h);
   const auto qh = hn::LoadU(dh, w.qh + 32 * h);
   const auto low = m == 0 ? LowNibbles(ql) : hn::ShiftRight<4>(ql);
-  const auto high = m == 0 ? hn::Combine(d, TwoBits<2>(qh), TwoBits<0>(qh)) : hn::Combine(d, TwoBits<6>(qh), TwoBits<4>(qh));
+  const auto high =
+      m == 0 ? hn::Combine(d, TwoBits<2>(qh), TwoBits<0>(qh)) : hn::Combine(d, TwoBits<6>(qh), TwoBits<4>(qh));
   return hn::Or(low, hn::ShiftLeft<4>(high));
 #else
   const size_t r = e % 128, k = r / 32, l = r % 32;
@@ -58,7 +59,8 @@ HWY_INLINE void Q6KBlock(const BlockQ6_K& w, const BlockQ8_K* const* xs, size_t 
   for (size_t e = 0; e < size_t(kQKK); e += N) {
     const size_t h = (e / N) % 2;
     const auto codes = Q6KCodes(w, e);
-    const auto scale = hn::BitCast(d16, hn::TableLookupBytes(sc[e / 128], hn::LoadU(du8, dot_tables::kQ6KScaleIndex.data() + e)));
+    const auto scale =
+        hn::BitCast(d16, hn::TableLookupBytes(sc[e / 128], hn::LoadU(du8, dot_tables::kQ6KScaleIndex.data() + e)));
     for (int k = 0; k < K; ++k)
       acc[h][k] = MulAddWide(d32, MulPairs(codes, hn::LoadU(di8, xs[k][b].qs + e)), scale, acc[h][k], acc2[k]);
   }
@@ -105,7 +107,8 @@ void TokenGroupDotQ6K(const BlockQ6_K* const* w, const TokenGroup& g, float* out
         uint8_t* c = codes[r] + 128 * h;
         hn::Store(hn::Or(LowNibbles(lo), hn::ShiftLeft<4>(hn::And(qh, two_bits))), d8, c);
         hn::Store(hn::Or(LowNibbles(hi), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<2>(qh), two_bits))), d8, c + 32);
-        hn::Store(hn::Or(hn::ShiftRight<4>(lo), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<4>(qh), two_bits))), d8, c + 64);
+        hn::Store(hn::Or(hn::ShiftRight<4>(lo), hn::ShiftLeft<4>(hn::And(hn::ShiftRight<4>(qh), two_bits))), d8,
+                  c + 64);
         hn::Store(hn::Or(hn::ShiftRight<4>(hi), hn::ShiftLeft<4>(hn::ShiftRight<6>(qh))), d8, c + 96);
       }
     const int8_t* x = g.codes.data() + b * (kQKK / 4) * 64;
@@ -118,7 +121,8 @@ void TokenGroupDotQ6K(const BlockQ6_K* const* w, const TokenGroup& g, float* out
       const auto offset = hn::ShiftLeft<5>(hn::LoadU(d32, xsums + kGroupTokens * i));  // 32 * sum x
       for (int r = 0; r < R; ++r) acc[r] = hn::Neg(offset);
       QuadDots<4, R>(codes[0] + 16 * i, kQKK, x + 64 * 4 * i, acc);
-      for (int r = 0; r < R; ++r) scaled[r] = hn::Add(scaled[r], hn::Mul(acc[r], hn::Set(d32, int32_t(w[r][b].scales[i]))));
+      for (int r = 0; r < R; ++r)
+        scaled[r] = hn::Add(scaled[r], hn::Mul(acc[r], hn::Set(d32, int32_t(w[r][b].scales[i]))));
     }
     const auto xd = hn::LoadU(df, g.scales.data() + kGroupTokens * b);
     for (int r = 0; r < R; ++r) {  // x.d * d * scaled, as vec_dot_q6_k_q8_k
@@ -133,15 +137,16 @@ void TokenGroupDotQ6K(const BlockQ6_K* const* w, const TokenGroup& g, float* out
 // One token (decode) against n_w weight rows, as ManyRowsOneTokenQ4K: the rows' block
 // sums reduced together, their running sums the lanes of one vector, each
 // with the scalar kernel's d_x * d_w * scaled.
-void ManyRowsOneTokenQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd, float* acc,
-                size_t ahead) {
+void ManyRowsOneTokenQ6K(const void* w, size_t w_stride, int n_w, const uint8_t* x, size_t nb, const float* xd,
+                         float* acc, size_t ahead) {
   constexpr size_t kOut = HWY_MAX(hn::MaxLanes(DI32()), size_t(kDotRowsMax));  // SumEach writes whole vectors
   alignas(64) int32_t sums[kChunkBlocks * kDotRowsMax + kOut];
   alignas(64) uint16_t d[kChunkBlocks * kDotRowsMax];  // per block and row: the F16 d
   const BlockQ8_K* xs[1] = {reinterpret_cast<const BlockQ8_K*>(x)};
   const BlockQ6_K* rows[kDotRowsMax];
   for (int r = 0; r < kDotRowsMax; ++r)
-    rows[r] = reinterpret_cast<const BlockQ6_K*>(static_cast<const uint8_t*>(w) + size_t(std::min(r, n_w - 1)) * w_stride);
+    rows[r] =
+        reinterpret_cast<const BlockQ6_K*>(static_cast<const uint8_t*>(w) + size_t(std::min(r, n_w - 1)) * w_stride);
   for (size_t b = 0; b < nb; ++b) {
     hn::Vec<DI32> v[kDotRowsMax];
 #pragma GCC unroll 4

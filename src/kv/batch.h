@@ -13,8 +13,8 @@ namespace pagoda {
 
 struct BatchToken {
   int32_t token = 0;
-  int32_t seq = 0;   // index into Batch::block_tables
-  int32_t pos = 0;   // position in its sequence; K/V land in slot pos of the sequence's blocks
+  int32_t seq = 0;  // index into Batch::block_tables
+  int32_t pos = 0;  // position in its sequence; K/V land in slot pos of the sequence's blocks
   bool logits = false;
 };
 

@@ -27,8 +27,7 @@ uint64_t hash_extra_key(std::string_view extra_key) {
   return mix(h ^ extra_key.size());
 }
 
-BlockHash hash_block_tokens(BlockHash parent, std::span<const TokenId> tokens,
-                            uint64_t extra_key_hash) {
+BlockHash hash_block_tokens(BlockHash parent, std::span<const TokenId> tokens, uint64_t extra_key_hash) {
   uint64_t h = mix(parent + 0x9e3779b97f4a7c15ull);
   size_t i = 0;
   for (; i + 1 < tokens.size(); i += 2) {

@@ -20,7 +20,6 @@ inline constexpr BlockHash kRootBlockHash = 0x5061676f64614b56ull;  // "PagodaKV
 uint64_t hash_extra_key(std::string_view extra_key);
 
 // Hash of one block: its parent's hash, its token ids, its extra key's hash.
-BlockHash hash_block_tokens(BlockHash parent, std::span<const TokenId> tokens,
-                            uint64_t extra_key_hash);
+BlockHash hash_block_tokens(BlockHash parent, std::span<const TokenId> tokens, uint64_t extra_key_hash);
 
 }  // namespace pagoda

@@ -112,10 +112,9 @@ CachedPrefix BlockManager::lookup_prefix(std::span<const TokenId> prompt, std::s
     cached_.for_each(h, [&](BlockId b) {
       const Block& blk = blocks_[b];
       if (blk.extra_id != *extra_id || !key_tokens_equal(b, tokens)) return;
-      bool linked = i == 0 ? blk.parent == kNoBlock
-                           : std::any_of(frontier.begin(), frontier.end(), [&](BlockId f) {
-                               return f == blk.parent && blocks_[f].generation == blk.parent_generation;
-                             });
+      bool linked = i == 0 ? blk.parent == kNoBlock : std::any_of(frontier.begin(), frontier.end(), [&](BlockId f) {
+        return f == blk.parent && blocks_[f].generation == blk.parent_generation;
+      });
       if (linked) next.push_back(b);
     });
     if (next.empty()) break;
@@ -144,7 +143,8 @@ BlockManager::Plan BlockManager::plan(SeqId seq, int32_t total_tokens, const Cac
   if (it == seqs_.end()) {
     // Admission: validate the prefix against the pool as it is now.
     const size_t n = prefix.blocks.size();
-    if (n && !config_.prefix_caching) fail<InvalidArgument>("sequence {}: cached prefix given but prefix caching is off", seq);
+    if (n && !config_.prefix_caching)
+      fail<InvalidArgument>("sequence {}: cached prefix given but prefix caching is off", seq);
     if (prefix.generations.size() != n || prefix.num_tokens != int32_t(n) * config_.block_size) {
       fail<InvalidArgument>("sequence {}: malformed cached prefix ({} blocks, {} generations, {} tokens)", seq, n,
                             prefix.generations.size(), prefix.num_tokens);
@@ -158,19 +158,22 @@ BlockManager::Plan BlockManager::plan(SeqId seq, int32_t total_tokens, const Cac
       const BlockId parent = i == 0 ? kNoBlock : prefix.blocks[i - 1];
       if (b < 0 || b >= num_blocks() || !blocks_[b].hashed || blocks_[b].generation != prefix.generations[i] ||
           blocks_[b].parent != parent) {
-        fail<InvalidArgument>("sequence {}: stale cached prefix (block {} at index {} changed since lookup)", seq, b, i);
+        fail<InvalidArgument>("sequence {}: stale cached prefix (block {} at index {} changed since lookup)", seq, b,
+                              i);
       }
       if (blocks_[b].ref_count == 0) ++p.from_free;
     }
     p.target_blocks = blocks_for(total_tokens);
-    if (config_.policy == AllocPolicy::kReserve) p.target_blocks = std::max(p.target_blocks, blocks_for(reserve_tokens));
+    if (config_.policy == AllocPolicy::kReserve)
+      p.target_blocks = std::max(p.target_blocks, blocks_for(reserve_tokens));
     p.fresh = p.target_blocks - int32_t(n);
     return p;
   }
   const Seq& s = it->second;
   if (!prefix.blocks.empty()) fail<InvalidArgument>("sequence {} is running; a cached prefix is for admission", seq);
   if (total_tokens < s.num_tokens) {
-    fail<InvalidArgument>("sequence {}: allocate for {} tokens, but it already has {}", seq, total_tokens, s.num_tokens);
+    fail<InvalidArgument>("sequence {}: allocate for {} tokens, but it already has {}", seq, total_tokens,
+                          s.num_tokens);
   }
   p.target_blocks = blocks_for(total_tokens);
   if (config_.policy == AllocPolicy::kReserve) {
@@ -183,8 +186,8 @@ BlockManager::Plan BlockManager::plan(SeqId seq, int32_t total_tokens, const Cac
   p.fresh = p.target_blocks - int32_t(s.table.size());
   // The step writes from position num_tokens on: into the last block if it is
   // partial. A partial block shared after fork() must be copied first.
-  p.cow = total_tokens > s.num_tokens && s.num_tokens % config_.block_size != 0 &&
-          blocks_[s.table.back()].ref_count > 1;
+  p.cow =
+      total_tokens > s.num_tokens && s.num_tokens % config_.block_size != 0 && blocks_[s.table.back()].ref_count > 1;
   p.fresh += p.cow;
   return p;
 }
@@ -307,8 +310,8 @@ void BlockManager::commit(SeqId seq, std::span<const TokenId> tokens, int32_t nu
                           num_computed_tokens, s.num_computed, s.num_tokens);
   }
   if (int64_t(tokens.size()) < num_computed_tokens) {
-    fail<InvalidArgument>("sequence {}: commit of {} computed tokens with only {} token ids", seq,
-                          num_computed_tokens, tokens.size());
+    fail<InvalidArgument>("sequence {}: commit of {} computed tokens with only {} token ids", seq, num_computed_tokens,
+                          tokens.size());
   }
   s.num_computed = num_computed_tokens;
   if (!config_.prefix_caching) return;

@@ -58,7 +58,7 @@ struct BlockManagerConfig {
 // rejects a stale prefix). It also carries the sequence's extra key: to admit
 // a salted request without a lookup, pass CachedPrefix{.extra_key = salt}.
 struct CachedPrefix {
-  std::vector<BlockId> blocks;       // cached blocks, in prompt order
+  std::vector<BlockId> blocks;        // cached blocks, in prompt order
   std::vector<uint32_t> generations;  // their generations at lookup time
   int32_t num_tokens = 0;             // blocks.size() * block_size: tokens not recomputed
   int32_t num_prompt_tokens = 0;      // tokens looked up (prefix-cache queries)
@@ -191,10 +191,10 @@ class BlockManager {
   struct Block {
     BlockHash hash = 0;
     int32_t ref_count = 0;
-    uint32_t generation = 0;       // bumped each time the block loses its hash
-    BlockId parent = kNoBlock;     // key: the cached block this one extends (kNoBlock: first)
+    uint32_t generation = 0;    // bumped each time the block loses its hash
+    BlockId parent = kNoBlock;  // key: the cached block this one extends (kNoBlock: first)
     uint32_t parent_generation = 0;
-    uint32_t extra_id = 0;         // key: interned extra key
+    uint32_t extra_id = 0;  // key: interned extra key
     bool hashed = false;
   };
 
@@ -205,7 +205,7 @@ class BlockManager {
     int32_t num_hashed = 0;       // leading blocks in the prefix cache
     int32_t reserved_blocks = 0;  // kReserve: blocks taken at admission
     uint32_t extra_id = 0;
-    uint32_t cow_count = 0;       // copy-on-write replacements (for audit)
+    uint32_t cow_count = 0;  // copy-on-write replacements (for audit)
   };
 
   struct Plan {

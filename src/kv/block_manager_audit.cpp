@@ -97,8 +97,7 @@ std::optional<AuditViolation> BlockManager::audit_free_queue() const {
                      fmt::format("free queue counts {} blocks but links {}", free_.size(), walked));
   }
   if (free_.size() + used != n) {
-    return violation(Invariant::kBlockCount,
-                     fmt::format("{} free + {} in use != {} blocks", free_.size(), used, n));
+    return violation(Invariant::kBlockCount, fmt::format("{} free + {} in use != {} blocks", free_.size(), used, n));
   }
   if (cached_free != num_cached_free_) {
     return violation(Invariant::kBlockCount,
@@ -120,8 +119,8 @@ std::optional<AuditViolation> BlockManager::audit_table_sizes() const {
     }
     if (s.num_hashed < 0 || s.num_hashed * bs > s.num_computed || s.num_computed > s.num_tokens) {
       return violation(Invariant::kTableSize,
-                       fmt::format("sequence {}: {} hashed blocks, {} computed and {} allocated tokens do not nest",
-                                   id, s.num_hashed, s.num_computed, s.num_tokens));
+                       fmt::format("sequence {}: {} hashed blocks, {} computed and {} allocated tokens do not nest", id,
+                                   s.num_hashed, s.num_computed, s.num_tokens));
     }
   }
   return std::nullopt;
@@ -166,8 +165,8 @@ std::optional<AuditViolation> BlockManager::audit_hashes() const {
                                      s.table[i], i, id, s.num_tokens));
       }
       if (int32_t(i) < s.num_hashed && !blk.hashed) {
-        return violation(Invariant::kHash, fmt::format("committed block {} (index {} of sequence {}) is not hashed",
-                                                       s.table[i], i, id));
+        return violation(Invariant::kHash,
+                         fmt::format("committed block {} (index {} of sequence {}) is not hashed", s.table[i], i, id));
       }
     }
   }
@@ -215,8 +214,8 @@ std::optional<AuditViolation> BlockManager::audit_growth() const {
       if (s.table[i] == old.table[i]) continue;
       const bool cow = i + 1 == old.table.size() && s.cow_count != old.cow_count;
       if (!cow) {
-        return violation(Invariant::kGrowOnly, fmt::format("sequence {}: entry {} changed from block {} to {}", id,
-                                                           i, old.table[i], s.table[i]));
+        return violation(Invariant::kGrowOnly, fmt::format("sequence {}: entry {} changed from block {} to {}", id, i,
+                                                           old.table[i], s.table[i]));
       }
     }
   }

@@ -10,8 +10,7 @@ FreeBlockQueue::FreeBlockQueue(int32_t num_blocks) : num_blocks_(num_blocks) {
   if (num_blocks < 0) fail<InvalidArgument>("a free block queue of {} blocks", num_blocks);
   links_.resize(size_t(num_blocks) + 1);
   for (BlockId b = 0; b < num_blocks; ++b) links_[b] = {b == 0 ? sentinel() : b - 1, b + 1};
-  links_[sentinel()] = {num_blocks == 0 ? sentinel() : num_blocks - 1,
-                        num_blocks == 0 ? sentinel() : 0};
+  links_[sentinel()] = {num_blocks == 0 ? sentinel() : num_blocks - 1, num_blocks == 0 ? sentinel() : 0};
   size_ = num_blocks;
 }
 
@@ -19,9 +18,7 @@ void FreeBlockQueue::check_id(BlockId b, const char* op) const {
   if (b < 0 || b >= num_blocks_) fail("free queue {}: block id {} outside [0, {})", op, b, num_blocks_);
 }
 
-bool FreeBlockQueue::contains(BlockId b) const {
-  return b >= 0 && b < num_blocks_ && links_[b].next != kDetached;
-}
+bool FreeBlockQueue::contains(BlockId b) const { return b >= 0 && b < num_blocks_ && links_[b].next != kDetached; }
 
 BlockId FreeBlockQueue::front() const {
   if (size_ == 0) fail("no free blocks available");
@@ -67,8 +64,7 @@ void FreeBlockQueue::push_front(BlockId b) {
 std::vector<BlockId> FreeBlockQueue::to_vector() const {
   std::vector<BlockId> out;
   out.reserve(size_t(size_));
-  for (BlockId b = links_[sentinel()].next; b != sentinel() && out.size() <= size_t(num_blocks_);
-       b = links_[b].next) {
+  for (BlockId b = links_[sentinel()].next; b != sentinel() && out.size() <= size_t(num_blocks_); b = links_[b].next) {
     out.push_back(b);
   }
   return out;
@@ -84,15 +80,13 @@ std::optional<std::string> FreeBlockQueue::check(std::vector<uint8_t>& member, i
     }
     if (member[b]) return fmt::format("free queue holds block {} twice", b);
     if (links_[b].prev != prev) {
-      return fmt::format("free queue: block {} follows {} but its back link names {}", b, prev,
-                         links_[b].prev);
+      return fmt::format("free queue: block {} follows {} but its back link names {}", b, prev, links_[b].prev);
     }
     member[b] = 1;
     ++walked;
   }
   if (links_[sentinel()].prev != prev) {
-    return fmt::format("free queue: tail is {} but the head's back link names {}", prev,
-                       links_[sentinel()].prev);
+    return fmt::format("free queue: tail is {} but the head's back link names {}", prev, links_[sentinel()].prev);
   }
   for (BlockId b = 0; b < num_blocks_; ++b) {
     if (!member[b] && (links_[b].next != kDetached || links_[b].prev != kDetached)) {

@@ -29,7 +29,7 @@ class FreeBlockQueue {
     const BlockId n = links_[b].next;
     return n == sentinel() ? kNoBlock : n;
   }
-  BlockId pop_front();    // throws pagoda::Error when empty
+  BlockId pop_front();  // throws pagoda::Error when empty
   void push_back(BlockId b);
   void push_front(BlockId b);
   void remove(BlockId b);  // from anywhere in the queue

@@ -42,7 +42,8 @@ KvPoolSize size_kv_pool(const KvPoolOptions& o) {
     blocks = (o.cache_tokens + o.block_size - 1) / o.block_size;
     source = fmt::format("--kv-cache-tokens {}", o.cache_tokens);
   } else if (o.cache_mem_mib > 0) {
-    if (o.cache_mem_mib > INT64_MAX / (1 << 20)) fail<InvalidArgument>("--kv-cache-mem {} MiB is too large", o.cache_mem_mib);
+    if (o.cache_mem_mib > INT64_MAX / (1 << 20))
+      fail<InvalidArgument>("--kv-cache-mem {} MiB is too large", o.cache_mem_mib);
     blocks = o.cache_mem_mib * (1 << 20) / block_bytes;
     source = fmt::format("--kv-cache-mem {} MiB", o.cache_mem_mib);
     if (blocks == 0) {
@@ -64,7 +65,8 @@ KvPoolSize size_kv_pool(const KvPoolOptions& o) {
   if (blocks > INT32_MAX / o.block_size) fail<InvalidArgument>("KV cache of {} blocks is too large", blocks);
   // A pool smaller than one context is allowed (tests and small machines use
   // one): the engine then lowers the maximum model length to the pool's size.
-  if (blocks * o.block_size < 2) fail<InvalidArgument>("KV cache of {} tokens ({}) is too small", blocks * o.block_size, source);
+  if (blocks * o.block_size < 2)
+    fail<InvalidArgument>("KV cache of {} tokens ({}) is too small", blocks * o.block_size, source);
   if (blocks * o.block_size < o.context_len)
     source += fmt::format("; smaller than one {}-token context, so it limits the model length", o.context_len);
   KvPoolSize r;

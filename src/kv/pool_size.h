@@ -10,19 +10,19 @@
 namespace pagoda {
 
 struct KvPoolOptions {
-  int64_t cache_tokens = 0;         // --kv-cache-tokens; 0 = not given
-  int64_t cache_mem_mib = 0;        // --kv-cache-mem; 0 = not given
+  int64_t cache_tokens = 0;   // --kv-cache-tokens; 0 = not given
+  int64_t cache_mem_mib = 0;  // --kv-cache-mem; 0 = not given
   int32_t max_num_seqs = 1;
-  int32_t context_len = 0;          // tokens of one full context
+  int32_t context_len = 0;  // tokens of one full context
   int32_t block_size = 16;
-  int64_t kv_bytes_per_token = 0;   // see kv_bytes_per_token()
-  int64_t physical_mem_bytes = 0;   // 0 = ask the system
+  int64_t kv_bytes_per_token = 0;  // see kv_bytes_per_token()
+  int64_t physical_mem_bytes = 0;  // 0 = ask the system
 };
 
 struct KvPoolSize {
   int32_t num_blocks = 0;
-  int64_t bytes = 0;     // K/V storage the model side will allocate
-  std::string summary;   // one line for the startup log
+  int64_t bytes = 0;    // K/V storage the model side will allocate
+  std::string summary;  // one line for the startup log
 };
 
 // 2 (K and V) * layers * KV heads * head dim * bytes per value (4 for F32).

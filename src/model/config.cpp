@@ -43,18 +43,19 @@ float read_rope_linear_factor(const GgufFile& f, const std::string& a) {
   if (type != "linear")
     fail<Unsupported>("{}: RoPE scaling '{}' is not supported (supported: none, linear)", f.source(), type);
   double factor = 1.0;
-  if (f.find(a + "rope.scaling.factor")) factor = f.get_f64(a + "rope.scaling.factor");
-  else if (f.find(a + "rope.scale_linear")) factor = f.get_f64(a + "rope.scale_linear");
+  if (f.find(a + "rope.scaling.factor"))
+    factor = f.get_f64(a + "rope.scaling.factor");
+  else if (f.find(a + "rope.scale_linear"))
+    factor = f.get_f64(a + "rope.scale_linear");
   if (factor == 0) return 1.0f;  // llama.cpp's "unset"
-  if (!(factor > 0) || factor > 1e6) fail<FormatError>("{}: RoPE scaling factor {} is out of range", f.source(), factor);
+  if (!(factor > 0) || factor > 1e6)
+    fail<FormatError>("{}: RoPE scaling factor {} is out of range", f.source(), factor);
   return float(factor);
 }
 
 }  // namespace
 
-const char* rope_layout_name(RopeLayout layout) {
-  return layout == RopeLayout::NeoX ? "neox" : "interleaved";
-}
+const char* rope_layout_name(RopeLayout layout) { return layout == RopeLayout::NeoX ? "neox" : "interleaved"; }
 
 ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
   ModelConfig c;

@@ -21,19 +21,19 @@ enum class RopeLayout {
 };
 
 struct ModelConfig {
-  std::string arch;      // general.architecture
-  std::string name;      // general.name, if any
-  int n_vocab = 0;       // rows of token_embd.weight
-  int n_embd = 0;        // model width
+  std::string arch;  // general.architecture
+  std::string name;  // general.name, if any
+  int n_vocab = 0;   // rows of token_embd.weight
+  int n_embd = 0;    // model width
   int n_layer = 0;
-  int n_ff = 0;          // FFN hidden width
+  int n_ff = 0;  // FFN hidden width
   int n_head = 0;
-  int n_head_kv = 0;     // < n_head means grouped-query attention
+  int n_head_kv = 0;  // < n_head means grouped-query attention
   int head_dim = 0;
-  int n_ctx_train = 0;   // context length the model was trained for
+  int n_ctx_train = 0;  // context length the model was trained for
   float rms_eps = 1e-5f;
   float rope_freq_base = 10000.0f;
-  int rope_dims = 0;     // leading dims of each head that RoPE rotates
+  int rope_dims = 0;  // leading dims of each head that RoPE rotates
   RopeLayout rope_layout = RopeLayout::Interleaved;
   // Linear RoPE scaling ({arch}.rope.scaling.type "linear"): positions are
   // divided by this factor before rotating. 1 without scaling.

@@ -48,8 +48,8 @@ class KvStorage {
   int n_layer_, num_blocks_, block_size_, kv_dim_;
   KvType type_;
   // Touched page by page as contexts fill, so a large pool costs nothing at start.
-  ZeroPages<float> k32_, v32_;      // used when type_ == F32
-  ZeroPages<uint16_t> k16_, v16_;   // used when type_ == F16
+  ZeroPages<float> k32_, v32_;     // used when type_ == F32
+  ZeroPages<uint16_t> k16_, v16_;  // used when type_ == F16
 };
 
 }  // namespace pagoda

@@ -60,12 +60,16 @@ void attend_heads(const KvStorage& kv, int layer, std::span<const int32_t> table
                   int n_q, const float* q_in, float* out, std::vector<float>& scores) {
   constexpr bool f16 = std::is_same_v<Elem, uint16_t>;
   auto k_at = [&](int p) -> const Elem* {
-    if constexpr (f16) return kv.k_f16(layer, table[p / kv.block_size()], p % kv.block_size()) + kv_offset;
-    else return kv.k_f32(layer, table[p / kv.block_size()], p % kv.block_size()) + kv_offset;
+    if constexpr (f16)
+      return kv.k_f16(layer, table[p / kv.block_size()], p % kv.block_size()) + kv_offset;
+    else
+      return kv.k_f32(layer, table[p / kv.block_size()], p % kv.block_size()) + kv_offset;
   };
   auto v_at = [&](int p) -> const Elem* {
-    if constexpr (f16) return kv.v_f16(layer, table[p / kv.block_size()], p % kv.block_size()) + kv_offset;
-    else return kv.v_f32(layer, table[p / kv.block_size()], p % kv.block_size()) + kv_offset;
+    if constexpr (f16)
+      return kv.v_f16(layer, table[p / kv.block_size()], p % kv.block_size()) + kv_offset;
+    else
+      return kv.v_f32(layer, table[p / kv.block_size()], p % kv.block_size()) + kv_offset;
   };
   const float* q = q_in;
   thread_local std::vector<float> q_f16;
@@ -106,7 +110,8 @@ void attend_heads(const KvStorage& kv, int layer, std::span<const int32_t> table
   for (int i = 0; i < n_q; ++i) {
     float* s = scores.data() + size_t(i) * n_pos;
     softmax_scaled(s, n_pos, scale);
-    if constexpr (f16) for (size_t p = 0; p < n_pos; ++p) s[p] = round_f16(s[p]);
+    if constexpr (f16)
+      for (size_t p = 0; p < n_pos; ++p) s[p] = round_f16(s[p]);
   }
   if (kernels)
     return attend_values(scores.data(), n_pos, size_t(n_q), PagedRows{type, v_blocks.data(), size_t(bs), ld}, n_pos,
@@ -116,8 +121,10 @@ void attend_heads(const KvStorage& kv, int layer, std::span<const int32_t> table
     const size_t n = size_t(std::min(bs, pos + 1 - p0));
     for (int i = 0; i < n_q; ++i) {
       const float* w = &scores[size_t(i) * n_pos + size_t(p0)];
-      if constexpr (f16) axpy_rows_f16(w, v_at(p0), ld, n, out + size_t(i) * hd, size_t(hd));
-      else axpy_rows_f32(w, v_at(p0), ld, n, out + size_t(i) * hd, size_t(hd));
+      if constexpr (f16)
+        axpy_rows_f16(w, v_at(p0), ld, n, out + size_t(i) * hd, size_t(hd));
+      else
+        axpy_rows_f32(w, v_at(p0), ld, n, out + size_t(i) * hd, size_t(hd));
     }
   }
 }
@@ -130,20 +137,25 @@ void LlamaModel::attention(const Batch& batch, int layer, const KvStorage& kv, T
   for (const auto& t : batch.tokens) work += 2 * size_t(t.pos + 1) * size_t(hd) * size_t(n_head);
   // One unit of work per token and KV head: the query heads of its group
   // (adjacent in q_) share every K row read.
-  pool.parallel_for(batch.tokens.size() * size_t(n_kv), [&](size_t begin, size_t end) {
-    thread_local std::vector<float> scores;
-    for (size_t i = begin; i < end; ++i) {
-      const size_t t = i / size_t(n_kv);
-      const int g = int(i % size_t(n_kv));
-      const BatchToken& tok = batch.tokens[t];
-      const auto table = batch.block_tables[size_t(tok.seq)];
-      const size_t first = t * size_t(cfg_.q_dim()) + size_t(g) * group * hd;
-      if (kv.type() == KvType::F16)
-        attend_heads<uint16_t>(kv, layer, table, tok.pos, g * hd, hd, group, q_.data() + first, att_.data() + first, scores);
-      else
-        attend_heads<float>(kv, layer, table, tok.pos, g * hd, hd, group, q_.data() + first, att_.data() + first, scores);
-    }
-  }, 1, work);
+  pool.parallel_for(
+      batch.tokens.size() * size_t(n_kv),
+      [&](size_t begin, size_t end) {
+        thread_local std::vector<float> scores;
+        for (size_t i = begin; i < end; ++i) {
+          const size_t t = i / size_t(n_kv);
+          const int g = int(i % size_t(n_kv));
+          const BatchToken& tok = batch.tokens[t];
+          const auto table = batch.block_tables[size_t(tok.seq)];
+          const size_t first = t * size_t(cfg_.q_dim()) + size_t(g) * group * hd;
+          if (kv.type() == KvType::F16)
+            attend_heads<uint16_t>(kv, layer, table, tok.pos, g * hd, hd, group, q_.data() + first, att_.data() + first,
+                                   scores);
+          else
+            attend_heads<float>(kv, layer, table, tok.pos, g * hd, hd, group, q_.data() + first, att_.data() + first,
+                                scores);
+        }
+      },
+      1, work);
 }
 
 void LlamaModel::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::vector<float>& logits) {
@@ -161,8 +173,12 @@ void LlamaModel::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, st
   hb2_.resize(size_t(T) * F);
   // Element-wise work per token (norms, RoPE, residuals): parallel only when large.
   auto per_token = [&](auto&& fn) {
-    pool.parallel_for(size_t(T), [&](size_t b, size_t e) { for (size_t t = b; t < e; ++t) fn(int(t)); }, 1,
-                      size_t(T) * size_t(std::max(E, F)) * 8);
+    pool.parallel_for(
+        size_t(T),
+        [&](size_t b, size_t e) {
+          for (size_t t = b; t < e; ++t) fn(int(t));
+        },
+        1, size_t(T) * size_t(std::max(E, F)) * 8);
   };
 
   per_token([&](int t) { read_row(w_.token_embd, batch.tokens[t].token, &x_[size_t(t) * E]); });
@@ -183,13 +199,17 @@ void LlamaModel::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, st
     });
     attention(batch, l, kv, pool);
     matmul(lw.wo, att_.data(), T, xb_.data(), pool);
-    per_token([&](int t) { for (int i = 0; i < E; ++i) x_[size_t(t) * E + i] += xb_[size_t(t) * E + i]; });
+    per_token([&](int t) {
+      for (int i = 0; i < E; ++i) x_[size_t(t) * E + i] += xb_[size_t(t) * E + i];
+    });
 
     per_token([&](int t) { rmsnorm(&x_[size_t(t) * E], lw.ffn_norm.data(), E, cfg_.rms_eps, &xb_[size_t(t) * E]); });
     matmul({{lw.w_gate, hb_.data()}, {lw.w_up, hb2_.data()}}, xb_.data(), T, pool);
     per_token([&](int t) { swiglu(&hb_[size_t(t) * F], &hb2_[size_t(t) * F], F); });
     matmul(lw.w_down, hb_.data(), T, xb_.data(), pool);
-    per_token([&](int t) { for (int i = 0; i < E; ++i) x_[size_t(t) * E + i] += xb_[size_t(t) * E + i]; });
+    per_token([&](int t) {
+      for (int i = 0; i < E; ++i) x_[size_t(t) * E + i] += xb_[size_t(t) * E + i];
+    });
   }
 
   // Final norm and vocabulary projection, only for the rows that want logits.

@@ -56,24 +56,30 @@ void for_decode_streams(ThreadPool& pool, size_t n, size_t pieces, size_t work, 
   SharedSteps steps(parts, uint32_t(piece));
   std::atomic<size_t> next_single{parts * pieces * piece};
   auto run = [&](size_t part, uint32_t i) { step(part * pieces * piece + i, piece); };
-  pool.parallel_for(parts, [&](size_t begin, size_t end) {
-    for (size_t part = begin; part < end; ++part)
-      while (const auto r = steps.take_front(part))
-        for (uint32_t i = r->first; i < r->second; ++i) run(part, i);
-    for (size_t i; (i = next_single.fetch_add(1, std::memory_order_relaxed)) < n;) single(i);
-    while (const auto taken = steps.take_back()) run(taken->first, taken->second);
-  }, 1, work);
+  pool.parallel_for(
+      parts,
+      [&](size_t begin, size_t end) {
+        for (size_t part = begin; part < end; ++part)
+          while (const auto r = steps.take_front(part))
+            for (uint32_t i = r->first; i < r->second; ++i) run(part, i);
+        for (size_t i; (i = next_single.fetch_add(1, std::memory_order_relaxed)) < n;) single(i);
+        while (const auto taken = steps.take_back()) run(taken->first, taken->second);
+      },
+      1, work);
 }
 
 // One token against rows: `kStreams` rows a step through kernel(first,
 // stride, n, out), which computes rows first + s * stride for s < n into out.
 template <size_t kStreams, class Kernel>
 void decode_rows(ThreadPool& pool, size_t rows, size_t work, float* y, const Kernel& kernel) {
-  for_decode_streams(pool, rows, kStreams, work, [&](size_t first, size_t stride) {
-    float out[kStreams];
-    kernel(first, stride, kStreams, out);
-    for (size_t s = 0; s < kStreams; ++s) y[first + s * stride] = out[s];
-  }, [&](size_t r) { kernel(r, 1, 1, y + r); });
+  for_decode_streams(
+      pool, rows, kStreams, work,
+      [&](size_t first, size_t stride) {
+        float out[kStreams];
+        kernel(first, stride, kStreams, out);
+        for (size_t s = 0; s < kStreams; ++s) y[first + s * stride] = out[s];
+      },
+      [&](size_t r) { kernel(r, 1, 1, y + r); });
 }
 
 // Many tokens against Q4_0 / Q5_0 / Q4_K / Q6_K weights on AVX-512 VNNI: the
@@ -88,25 +94,31 @@ void matmul_token_groups(const Matrix& w, TensorType xt, const uint8_t* xq, size
                          ThreadPool& pool) {
   const size_t nb = size_t(w.cols) / size_t(block_elems(w.type));
   std::vector<TokenGroup> groups(size_t((n_tokens + kGroupTokens - 1) / kGroupTokens));
-  pool.parallel_for(groups.size(), [&](size_t begin, size_t end) {
-    for (size_t g = begin; g < end; ++g)
-      prepare_token_group(xt, xq + g * kGroupTokens * x_bytes, x_bytes,
-                          std::min(kGroupTokens, n_tokens - int(g) * kGroupTokens), nb, groups[g]);
-  }, 1, size_t(n_tokens) * size_t(w.cols));
-  pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
-    float out[kDotRowsMax * kGroupTokens];
-    for (size_t r0 = begin; r0 < end; r0 += kQuantRowTile) {
-      const size_t r1 = std::min(end, r0 + kQuantRowTile);
-      for (size_t g = 0; g < groups.size(); ++g)
-        for (size_t r = r0; r < r1; r += kDotRowsMax) {
-          const int nr = int(std::min(size_t(kDotRowsMax), r1 - r));
-          token_group_dot(w.type, w.row(int(r)), w.row_bytes, nr, groups[g], out);
-          for (int i = 0; i < nr; ++i)
-            for (int k = 0; k < groups[g].n_tokens; ++k)
-              y[(g * kGroupTokens + size_t(k)) * size_t(w.rows) + r + size_t(i)] = out[kGroupTokens * i + k];
+  pool.parallel_for(
+      groups.size(),
+      [&](size_t begin, size_t end) {
+        for (size_t g = begin; g < end; ++g)
+          prepare_token_group(xt, xq + g * kGroupTokens * x_bytes, x_bytes,
+                              std::min(kGroupTokens, n_tokens - int(g) * kGroupTokens), nb, groups[g]);
+      },
+      1, size_t(n_tokens) * size_t(w.cols));
+  pool.parallel_for(
+      size_t(w.rows),
+      [&](size_t begin, size_t end) {
+        float out[kDotRowsMax * kGroupTokens];
+        for (size_t r0 = begin; r0 < end; r0 += kQuantRowTile) {
+          const size_t r1 = std::min(end, r0 + kQuantRowTile);
+          for (size_t g = 0; g < groups.size(); ++g)
+            for (size_t r = r0; r < r1; r += kDotRowsMax) {
+              const int nr = int(std::min(size_t(kDotRowsMax), r1 - r));
+              token_group_dot(w.type, w.row(int(r)), w.row_bytes, nr, groups[g], out);
+              for (int i = 0; i < nr; ++i)
+                for (int k = 0; k < groups[g].n_tokens; ++k)
+                  y[(g * kGroupTokens + size_t(k)) * size_t(w.rows) + r + size_t(i)] = out[kGroupTokens * i + k];
+            }
         }
-    }
-  }, kQuantRowTile, size_t(w.rows) * size_t(w.cols) * size_t(n_tokens));
+      },
+      kQuantRowTile, size_t(w.rows) * size_t(w.cols) * size_t(n_tokens));
 }
 
 // The row-major matrices: xq holds n_tokens rows of activation_type(w.type).
@@ -115,28 +127,31 @@ void matmul_rows_quantized(const Matrix& w, const uint8_t* xq, size_t x_bytes, i
   const size_t cols = size_t(w.cols);
   const TensorType xt = activation_type(w.type);
   if (n_tokens == 1) {
-    decode_rows<kDotRowsMax>(pool, size_t(w.rows), size_t(w.rows) * cols, y,
-                             [&](size_t first, size_t stride, size_t n, float* out) {
-      vec_dot_tile(w.type, w.row(int(first)), stride * w.row_bytes, int(n), xq, x_bytes, 1, cols, out, 1);
-    });
+    decode_rows<kDotRowsMax>(
+        pool, size_t(w.rows), size_t(w.rows) * cols, y, [&](size_t first, size_t stride, size_t n, float* out) {
+          vec_dot_tile(w.type, w.row(int(first)), stride * w.row_bytes, int(n), xq, x_bytes, 1, cols, out, 1);
+        });
     return;
   }
   if (n_tokens >= kMinGroupTokens && prefers_token_groups(w.type))
     return matmul_token_groups(w, xt, xq, x_bytes, n_tokens, y, pool);
   const int tile_tokens = vec_dot_tile_tokens();
-  pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
-    for (size_t r0 = begin; r0 < end; r0 += kQuantRowTile) {
-      const size_t r1 = std::min(end, r0 + kQuantRowTile);
-      for (int t = 0; t < n_tokens; t += tile_tokens) {
-        const int nt = std::min(tile_tokens, n_tokens - t);
-        for (size_t r = r0; r < r1; r += kDotRowsMax) {
-          const int nr = int(std::min(size_t(kDotRowsMax), r1 - r));
-          vec_dot_tile(w.type, w.row(int(r)), w.row_bytes, nr, xq + size_t(t) * x_bytes, x_bytes, nt, cols,
-                       y + size_t(t) * w.rows + r, size_t(w.rows));
+  pool.parallel_for(
+      size_t(w.rows),
+      [&](size_t begin, size_t end) {
+        for (size_t r0 = begin; r0 < end; r0 += kQuantRowTile) {
+          const size_t r1 = std::min(end, r0 + kQuantRowTile);
+          for (int t = 0; t < n_tokens; t += tile_tokens) {
+            const int nt = std::min(tile_tokens, n_tokens - t);
+            for (size_t r = r0; r < r1; r += kDotRowsMax) {
+              const int nr = int(std::min(size_t(kDotRowsMax), r1 - r));
+              vec_dot_tile(w.type, w.row(int(r)), w.row_bytes, nr, xq + size_t(t) * x_bytes, x_bytes, nt, cols,
+                           y + size_t(t) * w.rows + r, size_t(w.rows));
+            }
+          }
         }
-      }
-    }
-  }, kQuantRowTile, size_t(w.rows) * cols * size_t(n_tokens));
+      },
+      kQuantRowTile, size_t(w.rows) * cols * size_t(n_tokens));
 }
 
 // Row panels (kernels/panels.h), for matrices packed at load: every row of a
@@ -149,8 +164,7 @@ void matmul_rows_quantized(const Matrix& w, const uint8_t* xq, size_t x_bytes, i
 // side by side (panel_decode_streams, 1-2): one sequential stream per core
 // kept too few memory reads in flight before the kernels prefetched. Rows
 // past a matrix's last whole panel take the row kernels.
-void matmul_panels(std::span<const MatmulOut> outs, const uint8_t* xq, size_t x_bytes, int n_tokens,
-                   ThreadPool& pool) {
+void matmul_panels(std::span<const MatmulOut> outs, const uint8_t* xq, size_t x_bytes, int n_tokens, ThreadPool& pool) {
   const size_t cols = size_t(outs[0].w.cols);
   // The activations' scales and terms, once per weight type among the matrices.
   std::vector<PanelActivations> acts;
@@ -184,32 +198,39 @@ void matmul_panels(std::span<const MatmulOut> outs, const uint8_t* xq, size_t x_
   const size_t n_panels = first.back(), work = n_panels * kPanelRows * cols * size_t(n_tokens);
   if (n_tokens == 1) {
     const size_t pieces = size_t(panel_decode_streams(outs[0].w.type));
-    for_decode_streams(pool, n_panels, pieces, work, [&](size_t i0, size_t stride) {
-      Located ps[kPanelStreamsMax];
-      const uint8_t* panels[kPanelStreamsMax];
-      float* ys[kPanelStreamsMax];
-      bool one_type = true;
-      for (size_t s = 0; s < pieces; ++s) {
-        ps[s] = locate(i0 + s * stride);
-        panels[s] = ps[s].panel;
-        ys[s] = ps[s].y;
-        one_type = one_type && ps[s].a == ps[0].a;
-      }
-      if (one_type) return panel_dot_streams(ps[0].a->type, panels, int(pieces), *ps[0].a, 0, ys);
-      for (size_t s = 0; s < pieces; ++s) panel_dot(ps[s].a->type, ps[s].panel, *ps[s].a, 0, 1, ps[s].y, kPanelRows);
-    }, [&](size_t i) {
-      const Located p = locate(i);
-      panel_dot(p.a->type, p.panel, *p.a, 0, 1, p.y, kPanelRows);
-    });
+    for_decode_streams(
+        pool, n_panels, pieces, work,
+        [&](size_t i0, size_t stride) {
+          Located ps[kPanelStreamsMax];
+          const uint8_t* panels[kPanelStreamsMax];
+          float* ys[kPanelStreamsMax];
+          bool one_type = true;
+          for (size_t s = 0; s < pieces; ++s) {
+            ps[s] = locate(i0 + s * stride);
+            panels[s] = ps[s].panel;
+            ys[s] = ps[s].y;
+            one_type = one_type && ps[s].a == ps[0].a;
+          }
+          if (one_type) return panel_dot_streams(ps[0].a->type, panels, int(pieces), *ps[0].a, 0, ys);
+          for (size_t s = 0; s < pieces; ++s)
+            panel_dot(ps[s].a->type, ps[s].panel, *ps[s].a, 0, 1, ps[s].y, kPanelRows);
+        },
+        [&](size_t i) {
+          const Located p = locate(i);
+          panel_dot(p.a->type, p.panel, *p.a, 0, 1, p.y, kPanelRows);
+        });
   } else {
-    pool.parallel_for(n_panels, [&](size_t begin, size_t end) {
-      for (size_t i = begin; i < end; ++i) {
-        const Located p = locate(i);
-        for (int t = 0; t < n_tokens; t += kPanelTokensMax)
-          panel_dot(p.a->type, p.panel, *p.a, t, std::min(kPanelTokensMax, n_tokens - t), p.y + size_t(t) * p.rows,
-                    p.rows);
-      }
-    }, 1, work);
+    pool.parallel_for(
+        n_panels,
+        [&](size_t begin, size_t end) {
+          for (size_t i = begin; i < end; ++i) {
+            const Located p = locate(i);
+            for (int t = 0; t < n_tokens; t += kPanelTokensMax)
+              panel_dot(p.a->type, p.panel, *p.a, t, std::min(kPanelTokensMax, n_tokens - t), p.y + size_t(t) * p.rows,
+                        p.rows);
+          }
+        },
+        1, work);
   }
   for (const MatmulOut& o : outs) {
     const Matrix& w = o.w;
@@ -265,10 +286,13 @@ void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool&
   }
   // Several tokens: the kernel holds a block of tokens in L1 while the rows
   // pass by.
-  pool.parallel_for(size_t(w.rows), [&](size_t begin, size_t end) {
-    matmul_rows_fused(w.type, w.row(int(begin)), w.row_bytes, end - begin, x, cols, size_t(n_tokens), cols,
-                      y + begin, size_t(w.rows));
-  }, kRowTile, work);
+  pool.parallel_for(
+      size_t(w.rows),
+      [&](size_t begin, size_t end) {
+        matmul_rows_fused(w.type, w.row(int(begin)), w.row_bytes, end - begin, x, cols, size_t(n_tokens), cols,
+                          y + begin, size_t(w.rows));
+      },
+      kRowTile, work);
 }
 
 void matmul(std::initializer_list<MatmulOut> outs, const float* x, int n_tokens, ThreadPool& pool) {
@@ -276,16 +300,15 @@ void matmul(std::initializer_list<MatmulOut> outs, const float* x, int n_tokens,
   // Matrices in panels whose types quantize the input alike (the kernels
   // differ per panel; the activations' scales and terms are made per type).
   const bool together = std::all_of(outs.begin(), outs.end(), [&](const MatmulOut& o) {
-    return o.w.panel_rows > 0 && activation_type(o.w.type) == activation_type(w0.type) &&
-           o.w.cols == w0.cols;
+    return o.w.panel_rows > 0 && activation_type(o.w.type) == activation_type(w0.type) && o.w.cols == w0.cols;
   });
   if (!together || n_tokens < 1) {
     for (const MatmulOut& o : outs) matmul(o.w, x, n_tokens, o.y, pool);
     return;
   }
   const auto xq = quantize_input(w0, x, n_tokens, pool);
-  matmul_panels({outs.begin(), outs.size()}, xq.data(), row_bytes(activation_type(w0.type), size_t(w0.cols)),
-                n_tokens, pool);
+  matmul_panels({outs.begin(), outs.size()}, xq.data(), row_bytes(activation_type(w0.type), size_t(w0.cols)), n_tokens,
+                pool);
 }
 
 void read_row(const Matrix& w, int r, float* out) {

@@ -24,8 +24,8 @@ Matrix matrix(const GgufFile& f, const std::string& name, int rows, int cols) {
   if (!weight_type_supported(t.type))
     fail<Unsupported>("{}: tensor '{}' has unsupported tensor type {}", f.source(), name, tensor_type_name(t.type));
   if (t.shape.size() != 2 || t.shape[0] != uint64_t(cols) || (rows >= 0 && t.shape[1] != uint64_t(rows)))
-    fail<FormatError>("{}: tensor '{}' has shape [{}], expected [{}, {}]", f.source(), name,
-                      fmt::join(t.shape, ", "), cols, rows);
+    fail<FormatError>("{}: tensor '{}' has shape [{}], expected [{}, {}]", f.source(), name, fmt::join(t.shape, ", "),
+                      cols, rows);
   if (t.shape[1] > (uint64_t(1) << 24)) fail<FormatError>("{}: tensor '{}' has too many rows", f.source(), name);
   Matrix m;
   m.name = name;
@@ -124,9 +124,12 @@ void LlamaWeights::pack_panels(const GgufFile& f) {
       if (fresh) {
         const size_t panels = size_t(m->rows / kPanelRows), panel_bytes = kPanelRows * m->row_bytes;
         uint8_t* data = const_cast<uint8_t*>(m->data);
-        pool.parallel_for(panels, [&](size_t begin, size_t end) {
-          pagoda::pack_panels(m->type, data + begin * panel_bytes, m->row_bytes, int((end - begin) * kPanelRows));
-        }, 1, panels * panel_bytes);
+        pool.parallel_for(
+            panels,
+            [&](size_t begin, size_t end) {
+              pagoda::pack_panels(m->type, data + begin * panel_bytes, m->row_bytes, int((end - begin) * kPanelRows));
+            },
+            1, panels * panel_bytes);
         it->second = int(panels) * kPanelRows;
       }
       m->panel_rows = it->second;

@@ -34,17 +34,17 @@ struct Matrix {
 };
 
 struct LayerWeights {
-  std::vector<float> attn_norm;  // n_embd
-  Matrix wq, wk, wv, wo;         // q_dim x n_embd, kv_dim x n_embd (x2), n_embd x q_dim
-  std::vector<float> bq, bk, bv; // q_dim, kv_dim, kv_dim; empty when the file has none
-  std::vector<float> ffn_norm;   // n_embd
-  Matrix w_gate, w_up, w_down;   // n_ff x n_embd (x2), n_embd x n_ff
+  std::vector<float> attn_norm;   // n_embd
+  Matrix wq, wk, wv, wo;          // q_dim x n_embd, kv_dim x n_embd (x2), n_embd x q_dim
+  std::vector<float> bq, bk, bv;  // q_dim, kv_dim, kv_dim; empty when the file has none
+  std::vector<float> ffn_norm;    // n_embd
+  Matrix w_gate, w_up, w_down;    // n_ff x n_embd (x2), n_embd x n_ff
 };
 
 struct LlamaWeights {
-  Matrix token_embd;             // n_vocab x n_embd
+  Matrix token_embd;  // n_vocab x n_embd
   std::vector<float> output_norm;
-  Matrix output;                 // n_vocab x n_embd; token_embd when the file ties them
+  Matrix output;  // n_vocab x n_embd; token_embd when the file ties them
   bool tied_embeddings = false;
   // rope_freqs.weight (Llama 3.1/3.2 long-context scaling): rope_dims/2
   // factors, each dividing the angle of its pair. Empty when absent.

@@ -29,34 +29,34 @@ static_assert(sizeof(BlockQ8_0) == 34);
 
 struct BlockQ4_0 {
   static constexpr int kElems = kQK;
-  uint16_t d;             // F16 scale
-  uint8_t qs[kQK / 2];    // element j in the low nibble of qs[j], element j+16 in the high one
+  uint16_t d;           // F16 scale
+  uint8_t qs[kQK / 2];  // element j in the low nibble of qs[j], element j+16 in the high one
 };
 static_assert(sizeof(BlockQ4_0) == 18);
 
 struct BlockQ5_0 {
   static constexpr int kElems = kQK;
-  uint16_t d;             // F16 scale
-  uint8_t qh[4];          // bit i (of the little-endian 32-bit word) = fifth bit of element i
-  uint8_t qs[kQK / 2];    // low four bits, laid out as Q4_0's
+  uint16_t d;           // F16 scale
+  uint8_t qh[4];        // bit i (of the little-endian 32-bit word) = fifth bit of element i
+  uint8_t qs[kQK / 2];  // low four bits, laid out as Q4_0's
 };
 static_assert(sizeof(BlockQ5_0) == 22);
 
 struct BlockQ4_K {
   static constexpr int kElems = kQKK;
-  uint16_t d;             // F16 scale of the sub-block scales
-  uint16_t dmin;          // F16 scale of the sub-block mins
-  uint8_t scales[12];     // 8 six-bit scales and 8 six-bit mins, packed (see unpack_q4_k_scale)
-  uint8_t qs[kQKK / 2];   // per 64 elements, 32 bytes: low nibbles the first 32, high the next 32
+  uint16_t d;            // F16 scale of the sub-block scales
+  uint16_t dmin;         // F16 scale of the sub-block mins
+  uint8_t scales[12];    // 8 six-bit scales and 8 six-bit mins, packed (see unpack_q4_k_scale)
+  uint8_t qs[kQKK / 2];  // per 64 elements, 32 bytes: low nibbles the first 32, high the next 32
 };
 static_assert(sizeof(BlockQ4_K) == 144);
 
 struct BlockQ6_K {
   static constexpr int kElems = kQKK;
-  uint8_t ql[kQKK / 2];   // low four bits
-  uint8_t qh[kQKK / 4];   // high two bits
+  uint8_t ql[kQKK / 2];  // low four bits
+  uint8_t qh[kQKK / 4];  // high two bits
   int8_t scales[kQKK / 16];
-  uint16_t d;             // F16 super-block scale
+  uint16_t d;  // F16 super-block scale
 };
 static_assert(sizeof(BlockQ6_K) == 210);
 

@@ -13,10 +13,8 @@ bool has_quantized_dot(TensorType t) {
     case TensorType::Q4_0:
     case TensorType::Q5_0:
     case TensorType::Q4_K:
-    case TensorType::Q6_K:
-      return true;
-    default:
-      return false;
+    case TensorType::Q6_K: return true;
+    default: return false;
   }
 }
 
@@ -24,13 +22,10 @@ TensorType activation_type(TensorType t) {
   switch (t) {
     case TensorType::Q8_0:
     case TensorType::Q4_0:
-    case TensorType::Q5_0:
-      return TensorType::Q8_0;
+    case TensorType::Q5_0: return TensorType::Q8_0;
     case TensorType::Q4_K:
-    case TensorType::Q6_K:
-      return TensorType::Q8_K;
-    default:
-      fail<Unsupported>("no quantized dot product for {}", tensor_type_name(t));
+    case TensorType::Q6_K: return TensorType::Q8_K;
+    default: fail<Unsupported>("no quantized dot product for {}", tensor_type_name(t));
   }
 }
 

@@ -30,9 +30,7 @@ size_t row_bytes(TensorType t, size_t n) {
 
 void dequantize_row(TensorType t, const void* src, float* dst, size_t n) {
   switch (t) {
-    case TensorType::F32:
-      std::memcpy(dst, src, n * sizeof(float));
-      return;
+    case TensorType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
     case TensorType::F16: {
       const auto* h = static_cast<const uint16_t*>(src);
       for (size_t i = 0; i < n; ++i) dst[i] = f16_to_f32(h[i]);
@@ -49,16 +47,13 @@ void dequantize_row(TensorType t, const void* src, float* dst, size_t n) {
     case TensorType::Q4_K: return dequantize_row_q4_k(static_cast<const BlockQ4_K*>(src), dst, n);
     case TensorType::Q6_K: return dequantize_row_q6_k(static_cast<const BlockQ6_K*>(src), dst, n);
     case TensorType::Q8_K: return dequantize_row_q8_k(static_cast<const BlockQ8_K*>(src), dst, n);
-    default:
-      fail<Unsupported>("unsupported tensor type {}", tensor_type_name(t));
+    default: fail<Unsupported>("unsupported tensor type {}", tensor_type_name(t));
   }
 }
 
 void quantize_row(TensorType t, const float* src, void* dst, size_t n) {
   switch (t) {
-    case TensorType::F32:
-      std::memcpy(dst, src, n * sizeof(float));
-      return;
+    case TensorType::F32: std::memcpy(dst, src, n * sizeof(float)); return;
     case TensorType::F16: {
       auto* h = static_cast<uint16_t*>(dst);
       for (size_t i = 0; i < n; ++i) h[i] = f32_to_f16(src[i]);
@@ -74,10 +69,8 @@ void quantize_row(TensorType t, const float* src, void* dst, size_t n) {
     case TensorType::Q5_0:
     case TensorType::Q4_K:
     case TensorType::Q6_K:
-    case TensorType::Q8_K:
-      break;
-    default:
-      fail<Unsupported>("cannot quantize to {}", tensor_type_name(t));
+    case TensorType::Q8_K: break;
+    default: fail<Unsupported>("cannot quantize to {}", tensor_type_name(t));
   }
   row_bytes(t, n);  // checks n is whole blocks
   switch (t) {

@@ -33,9 +33,7 @@ std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int k) {
   if (k < 0) fail<InvalidArgument>("the number of top logprobs must be >= 0, got {}", k);
   const double lse = log_sum_exp(logits);
   // A heap of the best k so far, its least likely in front: one comparison for most tokens.
-  auto more_likely = [&](int32_t a, int32_t b) {
-    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
-  };
+  auto more_likely = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
   std::vector<int32_t> ids;
   ids.reserve(std::min(size_t(k), logits.size()));
   for (int32_t i = 0; i < int32_t(logits.size()); ++i) {

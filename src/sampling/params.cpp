@@ -27,8 +27,7 @@ void SamplingParams::validate() const {
   check_range("frequency_penalty", frequency_penalty, -kMaxPenalty, kMaxPenalty);
   check_range("presence_penalty", presence_penalty, -kMaxPenalty, kMaxPenalty);
   if (max_tokens && *max_tokens < 1) fail<InvalidArgument>("max_tokens must be >= 1, got {}", *max_tokens);
-  if (stop.size() > kMaxStop)
-    fail<InvalidArgument>("stop must hold at most {} strings, got {}", kMaxStop, stop.size());
+  if (stop.size() > kMaxStop) fail<InvalidArgument>("stop must hold at most {} strings, got {}", kMaxStop, stop.size());
   for (size_t i = 0; i < stop.size(); ++i)
     if (stop[i].empty()) fail<InvalidArgument>("stop strings must not be empty (stop[{}] is)", i);
   if (logprobs && (*logprobs < 0 || *logprobs > kMaxLogprobs))

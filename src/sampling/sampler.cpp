@@ -22,8 +22,7 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 float penalize(float logit, const TokenHistory::Entry& e, const SamplingParams& p) {
-  if (p.repetition_penalty != 1.0f)
-    logit = logit > 0.0f ? logit / p.repetition_penalty : logit * p.repetition_penalty;
+  if (p.repetition_penalty != 1.0f) logit = logit > 0.0f ? logit / p.repetition_penalty : logit * p.repetition_penalty;
   if (e.output_count > 0) logit -= p.frequency_penalty * float(e.output_count) + p.presence_penalty;
   // A tiny repetition penalty can overflow a positive logit; keep it finite
   // so the softmax stays defined. -inf (a masked token) stays masked.
@@ -137,8 +136,10 @@ void Sampler::collect_all(std::span<const float> logits) {
 
 double Sampler::filter(std::span<const float> logits, const SamplingParams& p) {
   // Top-k needs only the order of the logits, which temperature keeps.
-  if (p.top_k > 0 && size_t(p.top_k) < logits.size()) select_top_k(logits, size_t(p.top_k));
-  else collect_all(logits);
+  if (p.top_k > 0 && size_t(p.top_k) < logits.size())
+    select_top_k(logits, size_t(p.top_k));
+  else
+    collect_all(logits);
   if (cand_.empty()) fail<Error>("every logit is -inf: no token can be sampled");
 
   // Temperature. Weights are relative to the best token, which every filter
@@ -167,8 +168,8 @@ double Sampler::filter(std::span<const float> logits, const SamplingParams& p) {
     // prefix that holds the cut; search only those tokens.
     size_t last = 0;
     for (double cum = bucket_weight[0]; cum < top_p_target && last < 127;) cum += bucket_weight[++last];
-    const auto end = std::partition(cand_.begin(), cand_.end(),
-                                    [&](const Candidate& c) { return weight_bucket(c.weight) <= last; });
+    const auto end =
+        std::partition(cand_.begin(), cand_.end(), [&](const Candidate& c) { return weight_bucket(c.weight) <= last; });
     cand_.resize(size_t(end - cand_.begin()));
     cand_.resize(top_p_cut(cand_, top_p_target));
   }
@@ -180,8 +181,8 @@ double Sampler::filter(std::span<const float> logits, const SamplingParams& p) {
   return total;
 }
 
-int32_t Sampler::sample(std::span<const float> logits, const SamplingParams& params,
-                        const TokenHistory& history, Rng& rng) {
+int32_t Sampler::sample(std::span<const float> logits, const SamplingParams& params, const TokenHistory& history,
+                        Rng& rng) {
   const auto penalized = prepare(logits, params, history);
   if (params.greedy()) return argmax(penalized);
   const double total = filter(penalized, params);

@@ -35,8 +35,7 @@ void apply_penalties(std::span<float> logits, const SamplingParams& params, cons
 class Sampler {
  public:
   // Validates params (InvalidArgument), then runs steps 1-6.
-  int32_t sample(std::span<const float> logits, const SamplingParams& params,
-                 const TokenHistory& history, Rng& rng);
+  int32_t sample(std::span<const float> logits, const SamplingParams& params, const TokenHistory& history, Rng& rng);
 
   // The probability of every token after steps 1-5 (one-hot when greedy).
   std::vector<float> filtered_distribution(std::span<const float> logits, const SamplingParams& params,

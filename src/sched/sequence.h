@@ -26,17 +26,17 @@ struct Sequence {
   SeqState state = SeqState::waiting;
   std::vector<TokenId> tokens;  // prompt, then generated tokens
   int32_t num_prompt = 0;
-  int32_t num_computed = 0;     // leading tokens whose K/V a committed step wrote
-  int32_t num_cached = 0;       // prompt tokens the prefix cache served at first admission
-  int32_t max_len = 0;          // prompt + max_tokens, capped at max_model_len
-  int32_t priority = 0;         // lower runs first (vLLM's convention)
-  uint64_t arrival = 0;         // admission order among equal priorities
+  int32_t num_computed = 0;  // leading tokens whose K/V a committed step wrote
+  int32_t num_cached = 0;    // prompt tokens the prefix cache served at first admission
+  int32_t max_len = 0;       // prompt + max_tokens, capped at max_model_len
+  int32_t priority = 0;      // lower runs first (vLLM's convention)
+  uint64_t arrival = 0;      // admission order among equal priorities
   std::string cache_salt;
 
   // Fairness bookkeeping (see scheduler.h).
   int32_t preemptions = 0;
-  int32_t bypassed = 0;         // later requests admitted while this one waited at the head
-  bool boosted = false;         // preempted too often: resumes ahead of everyone
+  int32_t bypassed = 0;  // later requests admitted while this one waited at the head
+  bool boosted = false;  // preempted too often: resumes ahead of everyone
   int64_t preempted_at_step = -1;
 
   int32_t num_tokens() const { return int32_t(tokens.size()); }

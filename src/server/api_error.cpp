@@ -30,12 +30,13 @@ const char* default_code(int status) {
 
 }  // namespace
 
-nlohmann::json error_json(int status, const std::string& message, const std::string& param,
-                          const std::string& code) {
+nlohmann::json error_json(int status, const std::string& message, const std::string& param, const std::string& code) {
   nlohmann::json e = {{"message", message}, {"type", error_type(status)}, {"param", nullptr}, {"code", nullptr}};
   if (!param.empty()) e["param"] = param;
-  if (!code.empty()) e["code"] = code;
-  else if (const char* c = default_code(status)) e["code"] = c;
+  if (!code.empty())
+    e["code"] = code;
+  else if (const char* c = default_code(status))
+    e["code"] = c;
   return {{"error", std::move(e)}};
 }
 

@@ -18,8 +18,8 @@ struct ApiError : Error {
   ApiError(int status, std::string message, std::string param = "", std::string code = "", int retry_after_s = 0)
       : Error(message), status(status), param(std::move(param)), code(std::move(code)), retry_after_s(retry_after_s) {}
   int status;
-  std::string param;  // the request field at fault, "" for none
-  std::string code;   // "" = the default code for the status
+  std::string param;      // the request field at fault, "" for none
+  std::string code;       // "" = the default code for the status
   int retry_after_s = 0;  // 429/503: the Retry-After header, when > 0
 };
 

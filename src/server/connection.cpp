@@ -60,8 +60,10 @@ void Connection::start() {
 
 void Connection::drain() {
   asio::dispatch(socket_.get_executor(), [self = shared_from_this()] {
-    if (self->phase_ == Phase::reading && self->out_.empty() && !self->write_in_flight_) self->close();
-    else self->close_after_ = true;
+    if (self->phase_ == Phase::reading && self->out_.empty() && !self->write_in_flight_)
+      self->close();
+    else
+      self->close_after_ = true;
   });
 }
 
@@ -189,7 +191,8 @@ void Connection::on_request() {
   } catch (const ApiError& e) {
     respond_error(e);
   } catch (const std::exception& e) {
-    spdlog::error("internal error answering {} {}: {}", std::string_view(req.method_string()), std::string_view(req.target()), e.what());
+    spdlog::error("internal error answering {} {}: {}", std::string_view(req.method_string()),
+                  std::string_view(req.target()), e.what());
     respond_error(ApiError(500, fmt::format("internal error: {}", e.what())));
   }
 }
@@ -236,7 +239,8 @@ bool Connection::authorized(const RequestReader::Request& req) const {
   const auto& key = state_->config.api_key;
   if (key.empty()) return true;
   auto it = req.find(http::field::authorization);
-  const std::string_view got = it == req.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
+  const std::string_view got =
+      it == req.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
   // The scheme is case-insensitive (RFC 9110 11.1); the key is compared in constant time.
   const bool bearer = got.size() > 7 && boost::beast::iequals(got.substr(0, 7), "Bearer ");
   const std::string_view token = bearer ? got.substr(7) : std::string_view();
@@ -320,8 +324,10 @@ void Connection::respond(int status, std::string_view content_type, std::string_
 }
 
 void Connection::respond_error(const ApiError& e) {
-  if (e.status >= 500) spdlog::warn("HTTP {}: {}", e.status, e.what());
-  else spdlog::debug("HTTP {}: {}", e.status, e.what());
+  if (e.status >= 500)
+    spdlog::warn("HTTP {}: {}", e.status, e.what());
+  else
+    spdlog::debug("HTTP {}: {}", e.status, e.what());
   Headers h;
   if (e.status == 401) h.emplace_back("WWW-Authenticate", "Bearer");
   if (e.retry_after_s > 0) h.emplace_back("Retry-After", std::to_string(e.retry_after_s));
@@ -363,7 +369,8 @@ void Connection::write_some() {
   write_timer_.async_wait([self = shared_from_this()](error_code ec) {
     if (ec || !self->write_in_flight_ || self->phase_ == Phase::closed) return;
     if (self->write_timer_.expiry() > std::chrono::steady_clock::now()) return;
-    spdlog::warn("a client accepted no bytes for {} s (--write-timeout); dropping it", self->state_->config.write_timeout_s);
+    spdlog::warn("a client accepted no bytes for {} s (--write-timeout); dropping it",
+                 self->state_->config.write_timeout_s);
     self->close();
   });
   socket_.async_write_some(asio::buffer(writing_.data() + written_, writing_.size() - written_),

@@ -106,8 +106,8 @@ class Connection : public ResponseChannel, public std::enable_shared_from_this<C
   Phase phase_ = Phase::reading;
   ReadStage read_stage_ = ReadStage::idle;
   bool continue_sent_ = false;  // `100 Continue` answered to this request's Expect
-  bool reading_ = false;       // a read is posted on the socket
-  bool keep_alive_ = true;     // of the current exchange
+  bool reading_ = false;        // a read is posted on the socket
+  bool keep_alive_ = true;      // of the current exchange
   bool http11_ = true;
   bool complete_ = false;      // the current response is fully queued
   bool close_after_ = false;   // close once the response is written

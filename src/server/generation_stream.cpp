@@ -49,10 +49,10 @@ void GenerationStream::start(bool chat, std::string body) {
       spdlog::error("internal error parsing a request: {}", e.what());
       error = ApiError(500, fmt::format("internal error: {}", e.what()));
     }
-    asio::post(self->strand_, [self, m, req = std::move(req), ident = std::move(ident),
-                                error = std::move(error)]() mutable {
-      self->submit(*m, std::move(req), std::move(ident), error ? &*error : nullptr);
-    });
+    asio::post(self->strand_,
+               [self, m, req = std::move(req), ident = std::move(ident), error = std::move(error)]() mutable {
+                 self->submit(*m, std::move(req), std::move(ident), error ? &*error : nullptr);
+               });
   });
 }
 
@@ -129,14 +129,11 @@ void GenerationStream::on_output(RequestOutput&& out) {
   usage_.prompt_tokens = out.num_prompt_tokens;
   usage_.cached_tokens = out.num_cached_tokens;
   switch (out.finish) {
-    case FinishReason::timeout:
-      return fail(504, "the request timed out (--request-timeout)");
+    case FinishReason::timeout: return fail(504, "the request timed out (--request-timeout)");
     case FinishReason::error:
       return fail(state_->draining ? 503 : 500, out.error.empty() ? "generation failed" : out.error);
-    case FinishReason::abort:
-      return fail(500, out.error.empty() ? "the request was aborted" : out.error);
-    default:
-      break;
+    case FinishReason::abort: return fail(500, out.error.empty() ? "the request was aborted" : out.error);
+    default: break;
   }
   ChoiceState& c = choices_.at(size_t(out.choice));
   usage_.completion_tokens += int64_t(out.tokens.size());
@@ -158,8 +155,8 @@ void GenerationStream::on_probe_output(const RequestOutput& out) {
   const auto channel = channel_;
   if (natural(out.finish)) return channel->respond(200, "application/json", R"({"status":"ok","generate":"ok"})");
   channel->respond(503, "application/json",
-                    dump({{"status", "generate_failed"},
-                          {"reason", out.error.empty() ? std::string(to_string(out.finish)) : out.error}}));
+                   dump({{"status", "generate_failed"},
+                         {"reason", out.error.empty() ? std::string(to_string(out.finish)) : out.error}}));
 }
 
 void GenerationStream::stream_head() {
@@ -167,7 +164,8 @@ void GenerationStream::stream_head() {
   head_sent_ = true;
   for (int i = 0; i < req_.engine.n; ++i) {
     if (req_.api == Api::chat)
-      channel_->send_event(dump(chat_chunk(ident_, req_, i, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)));
+      channel_->send_event(
+          dump(chat_chunk(ident_, req_, i, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)));
     else if (req_.echo)
       channel_->send_event(dump(completion_chunk(ident_, req_, i, req_.prompt_text, nullptr, nullptr)));
   }

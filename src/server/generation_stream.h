@@ -70,9 +70,9 @@ class GenerationStream : public std::enable_shared_from_this<GenerationStream> {
   uint64_t engine_id_ = 0;
   std::vector<ChoiceState> choices_;
   Usage usage_;
-  bool head_sent_ = false;      // streaming: the SSE head is out
-  bool retired_ = false;        // no longer counted in active_generations
-  bool engine_done_ = false;    // the engine delivered the request's last delta
+  bool head_sent_ = false;    // streaming: the SSE head is out
+  bool retired_ = false;      // no longer counted in active_generations
+  bool engine_done_ = false;  // the engine delivered the request's last delta
   bool health_probe_ = false;
   std::atomic<bool> gone_{false};  // read by the sink on the engine thread
 };

@@ -60,7 +60,8 @@ std::string render_metrics(const EngineStats& s, const ServerFigures& f) {
   out += fmt::format("pagoda_request_failure_total{{reason=\"rejected\"}} {}\n", f.rejected);
   gauge(out, "pagoda_engine_last_step_age_seconds", f.step_age_s,
         "Seconds since the engine last finished a step (grows while idle).");
-  gauge(out, "pagoda_engine_step_running_seconds", f.step_running_s, "How long the step in progress has run (0: none).");
+  gauge(out, "pagoda_engine_step_running_seconds", f.step_running_s,
+        "How long the step in progress has run (0: none).");
   gauge(out, "pagoda_engine_step_predicted_seconds", s.step_predicted_s,
         "How long the step in progress should take, learned from earlier steps (0: unknown or none).");
   gauge(out, "pagoda_engine_stalled", f.stalled ? 1 : 0, "1 while /health reports the engine stalled.");

@@ -16,9 +16,9 @@ namespace pagoda::server {
 // successes + failures once nothing is in flight.
 // What the server adds: the 429s, the inbox, and the stall watch's view.
 struct ServerFigures {
-  int64_t rejected = 0;     // refused by backpressure (429), never in the engine
-  int64_t inbox = 0;        // submitted, not yet taken by the engine: counted as waiting
-  double step_age_s = 0;    // since the engine last finished a step
+  int64_t rejected = 0;       // refused by backpressure (429), never in the engine
+  int64_t inbox = 0;          // submitted, not yet taken by the engine: counted as waiting
+  double step_age_s = 0;      // since the engine last finished a step
   double step_running_s = 0;  // how long the step in progress has run (0: none)
   bool stalled = false;
   int64_t stalls = 0;

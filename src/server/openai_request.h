@@ -21,7 +21,7 @@ enum class Api { completions, chat };
 
 struct GenerationRequest {
   Api api = Api::completions;
-  Request engine;              // prompt ids, sampling, n, priority, cache_salt
+  Request engine;  // prompt ids, sampling, n, priority, cache_salt
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;           // completions: each choice's text starts with the prompt

@@ -18,7 +18,7 @@ class ResponseChannel {
  public:
   virtual ~ResponseChannel() = default;
   virtual void respond(int status, std::string_view content_type, std::string_view body, const Headers& extra = {}) = 0;
-  virtual void respond_error(const ApiError& e) = 0;  // an OpenAI-style error body
+  virtual void respond_error(const ApiError& e) = 0;    // an OpenAI-style error body
   virtual void begin_events(const Headers& extra) = 0;  // status 200 and the stream's head
   virtual void send_event(std::string_view data) = 0;   // one `data:` event
   virtual void end_events() = 0;                        // the stream's end

@@ -91,7 +91,8 @@ bool Server::run(const std::function<std::unique_ptr<ServedModel>()>& load) {
       spdlog::warn("signal {} again: ending in-flight requests now", sig);
       deadline_ = std::min(deadline_, now());
     } else {
-      spdlog::info("signal {}: shutting down (in-flight requests get up to {} s)", sig, state_->config.shutdown_timeout_s);
+      spdlog::info("signal {}: shutting down (in-flight requests get up to {} s)", sig,
+                   state_->config.shutdown_timeout_s);
       begin_shutdown();
     }
     signals_.async_wait(on_signal);
@@ -185,7 +186,8 @@ void Server::on_accept_error(const error_code& ec) {
 }
 
 void Server::sample() {
-  if (const ServedModel* m = state_->model()) state_->stall.sample(m->engine->snapshot(), m->engine->inbox_size(), now());
+  if (const ServedModel* m = state_->model())
+    state_->stall.sample(m->engine->snapshot(), m->engine->inbox_size(), now());
   sample_timer_.expires_after(100ms);
   sample_timer_.async_wait([this](error_code ec) {
     if (!ec) sample();
@@ -215,7 +217,8 @@ void Server::shutdown_tick() {
     if (active > 0 && m) {
       spdlog::warn("shutdown: {} requests still running after {} s; ending them with an error", active,
                    state_->config.shutdown_timeout_s);
-      state_->for_each_connection([](std::shared_ptr<Connection> c) { c->abort_generation("the server is shutting down"); });
+      state_->for_each_connection(
+          [](std::shared_ptr<Connection> c) { c->abort_generation("the server is shutting down"); });
       m->engine->shutdown("the server is shutting down");
     }
     deadline_ = now() + 0.5;

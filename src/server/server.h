@@ -66,9 +66,9 @@ class Server {
   bool shutting_down_ = false, engine_stopped_ = false, finished_ = false;
   double deadline_ = 0;  // shutdown: when in-flight requests are failed, then when flushing ends
   size_t max_connections_ = 0;
-  int spare_fd_ = -1;           // closed to accept one connection at the open-files limit and refuse it
+  int spare_fd_ = -1;  // closed to accept one connection at the open-files limit and refuse it
   double accept_warned_at_ = -1e9;
-  int64_t accept_errors_ = 0;   // since the last warning
+  int64_t accept_errors_ = 0;  // since the last warning
   std::promise<void> done_;
 };
 

@@ -52,10 +52,10 @@ class ServerState {
   const ServerConfig config;
   const int64_t started_at = int64_t(std::time(nullptr));  // /v1/models' `created`
   StallWatch stall;
-  std::atomic<bool> draining{false};             // shutting down: no new requests
-  std::atomic<int64_t> rejected{0};              // 429s from backpressure
-  std::atomic<int64_t> active_generations{0};    // submitted, response not finished
-  boost::asio::thread_pool workers;              // parse and tokenize generation requests
+  std::atomic<bool> draining{false};           // shutting down: no new requests
+  std::atomic<int64_t> rejected{0};            // 429s from backpressure
+  std::atomic<int64_t> active_generations{0};  // submitted, response not finished
+  boost::asio::thread_pool workers;            // parse and tokenize generation requests
 
   // Null until the model has loaded.
   const ServedModel* model() const { return model_.load(std::memory_order_acquire); }

@@ -24,16 +24,16 @@
 namespace pagoda::server {
 
 struct StallRule {
-  double min_s = 2;        // --stall-min-ms / 1000
-  double factor = 4;       // --stall-factor
-  double unknown_s = 30;   // --stall-timeout: limit for a step with no prediction
+  double min_s = 2;       // --stall-min-ms / 1000
+  double factor = 4;      // --stall-factor
+  double unknown_s = 30;  // --stall-timeout: limit for a step with no prediction
   double limit(double predicted_s) const;
 };
 
 struct StallState {
   bool stalled = false;
-  std::string reason;        // for /health's body
-  double seconds = 0;        // how long the step has run, or work has waited
+  std::string reason;  // for /health's body
+  double seconds = 0;  // how long the step has run, or work has waited
   double limit_seconds = 0;
 };
 

@@ -20,7 +20,7 @@ namespace {
 constexpr const char* kMerges = "tokenizer.ggml.merges";
 
 struct Symbol {
-  int32_t id;  // -1: a byte the vocabulary has no token for
+  int32_t id;          // -1: a byte the vocabulary has no token for
   int32_t prev, next;  // -1 at the ends
   bool alive;
 };
@@ -77,7 +77,8 @@ class Merger {
     if (left < 0 || right < 0) return;
     const int32_t a = syms_[left].id, b = syms_[right].id;
     if (a < 0 || b < 0) return;
-    if (const BpeModel::Merge* merge = m_.find_merge(a, b)) queue_.push({merge->rank, left, right, a, b, merge->result});
+    if (const BpeModel::Merge* merge = m_.find_merge(a, b))
+      queue_.push({merge->rank, left, right, a, b, merge->result});
   }
 
   const BpeModel& m_;
@@ -108,7 +109,8 @@ BpeModel BpeModel::from_gguf(const GgufFile& f, const Vocab& v, PreTokenizer pre
     const std::string& s = list[i].as_string(kMerges);
     // "left right"; the search starts at 1 so that a left side may be a space.
     const size_t sep = s.find(' ', 1);
-    if (sep == std::string::npos) fail<FormatError>("{}[{}]: '{}' is not two symbols separated by a space", kMerges, i, s);
+    if (sep == std::string::npos)
+      fail<FormatError>("{}[{}]: '{}' is not two symbols separated by a space", kMerges, i, s);
     const std::string_view left = std::string_view(s).substr(0, sep), right = std::string_view(s).substr(sep + 1);
     std::string joined(left);
     joined += right;

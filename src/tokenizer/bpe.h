@@ -31,7 +31,7 @@ struct BpeModel {
   // Llama 3: a piece that is a whole vocabulary token is taken as it is,
   // without running the merges (Hugging Face's ignore_merges).
   bool ignore_merges = false;
-  std::array<int32_t, 256> byte_token{};  // the token for each byte alone, -1 if none
+  std::array<int32_t, 256> byte_token{};       // the token for each byte alone, -1 if none
   std::unordered_map<uint64_t, Merge> merges;  // key: left id << 32 | right id
 
   const Merge* find_merge(int32_t left, int32_t right) const {

@@ -102,8 +102,8 @@ size_t match_llama3(const Text& t, size_t i) {
 size_t match_punctuation(const Text& t, size_t i) {
   const auto punct = [&](size_t k) {
     const uint32_t c = t.at(k);
-    return is_punctuation(c) || c == '$' || c == '+' || c == '<' || c == '=' || c == '>' || c == '^' ||
-           c == '~' || c == '|';
+    return is_punctuation(c) || c == '$' || c == '+' || c == '<' || c == '=' || c == '>' || c == '^' || c == '~' ||
+           c == '|';
   };
   return t.run(i, punct) - i;
 }
@@ -164,10 +164,11 @@ std::span<const Matcher> matchers(PreTokenizer p) {
 
 PreTokenizer pre_tokenizer_from_name(std::string_view name) {
   // The names llama.cpp treats the same way (same split, same flags).
-  static constexpr std::string_view kGpt2[] = {"gpt-2", "phi-2", "jina-es", "jina-de", "jina-v2-es", "jina-v2-de",
-                                               "gigachat", "mpt", "olmo", "jais", "mellum", "exaone4", "a.x-4.0"};
-  static constexpr std::string_view kLlama3[] = {"llama-bpe", "llama3", "llama-v3", "falcon3", "pixtral",
-                                                 "falcon-h1", "midm-2.0", "lfm2"};
+  static constexpr std::string_view kGpt2[] = {"gpt-2",      "phi-2",    "jina-es", "jina-de", "jina-v2-es",
+                                               "jina-v2-de", "gigachat", "mpt",     "olmo",    "jais",
+                                               "mellum",     "exaone4",  "a.x-4.0"};
+  static constexpr std::string_view kLlama3[] = {"llama-bpe", "llama3",    "llama-v3", "falcon3",
+                                                 "pixtral",   "falcon-h1", "midm-2.0", "lfm2"};
   static constexpr std::string_view kQwen2[] = {"qwen2", "deepseek-r1-qwen", "kormo", "megrez", "stablelm2"};
   auto in = [&](const auto& names) {
     for (std::string_view n : names)
@@ -178,8 +179,8 @@ PreTokenizer pre_tokenizer_from_name(std::string_view name) {
   if (in(kGpt2)) return PreTokenizer::Gpt2;
   if (in(kLlama3)) return PreTokenizer::Llama3;
   if (in(kQwen2)) return PreTokenizer::Qwen2;
-  fail<Unsupported>("pre-tokenizer '{}' (tokenizer.ggml.pre) is not supported (supported: default, gpt-2, llama-bpe, qwen2)",
-                    name);
+  fail<Unsupported>(
+      "pre-tokenizer '{}' (tokenizer.ggml.pre) is not supported (supported: default, gpt-2, llama-bpe, qwen2)", name);
 }
 
 const char* pre_tokenizer_name(PreTokenizer p) {

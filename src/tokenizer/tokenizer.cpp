@@ -34,12 +34,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool
   }
   const std::vector<Fragment> fragments = split_special(v, text, parse_special);
   switch (kind_) {
-    case Kind::Spm:
-      spm_encode(v, fragments, ids);
-      break;
-    case Kind::Bpe:
-      bpe_encode(v, *bpe_, fragments, ids);
-      break;
+    case Kind::Spm: spm_encode(v, fragments, ids); break;
+    case Kind::Bpe: bpe_encode(v, *bpe_, fragments, ids); break;
   }
   return ids;
 }
@@ -79,12 +75,9 @@ std::string Tokenizer::decode_bytes(int32_t id) const {
       }
       return out;
     }
-    case TokenType::Byte:
-      return std::string(1, char(v.byte_value[id]));
-    case TokenType::UserDefined:
-      return text;
-    default:
-      return {};  // control, unknown, unused, undefined: not rendered
+    case TokenType::Byte: return std::string(1, char(v.byte_value[id]));
+    case TokenType::UserDefined: return text;
+    default: return {};  // control, unknown, unused, undefined: not rendered
   }
 }
 

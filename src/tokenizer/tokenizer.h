@@ -31,7 +31,7 @@ class Tokenizer {
   // tokens are matched as a whole. Empty text gives no tokens besides BOS.
   std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special = false) const;
 
-  bool add_bos_by_default() const;  // tokenizer.ggml.add_bos_token, and a BOS exists
+  bool add_bos_by_default() const;                // tokenizer.ggml.add_bos_token, and a BOS exists
   int32_t bos_id() const { return vocab_->bos; }  // -1 if absent
   int32_t eos_id() const { return vocab_->eos; }  // -1 if absent
   bool is_end_of_generation(int32_t id) const;

@@ -45,10 +45,22 @@ int32_t read_id(const GgufFile& f, const std::string& key, int32_t dflt, size_t 
 // name them in metadata). Qwen's FIM pad/repo/file separators are among them:
 // llama.cpp ends generation on its FIM tokens too.
 constexpr std::string_view kEndMarkers[] = {
-    "<|eot_id|>", "<|im_end|>",       "<|end|>",           "<end_of_turn>", "<|endoftext|>",
-    "<|eom_id|>", "<EOT>",            "_<EOT>",            "<|end_of_text|>", "<end_of_utterance>",
-    "<|return|>", "<|call|>",         "<｜end▁of▁sentence｜>",  // DeepSeek
-    "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>",
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "<|end_of_text|>",
+    "<end_of_utterance>",
+    "<|return|>",
+    "<|call|>",
+    "<｜end▁of▁sentence｜>",  // DeepSeek
+    "<|fim_pad|>",
+    "<|repo_name|>",
+    "<|file_sep|>",
 };
 
 void load_tokens(const GgufFile& f, const VocabDefaults& d, Vocab& v) {

@@ -24,7 +24,7 @@ enum class TokenType : uint8_t {
   Control = 3,      // <s>, </s>, <|end|>: never produced from plain text, not rendered
   UserDefined = 4,  // always matched as a whole in the input, rendered as its text
   Unused = 5,
-  Byte = 6,         // <0xNN>: the byte fallback
+  Byte = 6,  // <0xNN>: the byte fallback
 };
 
 // Per-model defaults for what the metadata may leave out.

@@ -26,9 +26,12 @@ constexpr auto use_tuple = asio::as_tuple(asio::use_awaitable);
 
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
-const std::vector<std::string> kPrompts = {
-    "Once upon a time", "The little dog", "Lily and Tom went to the park", "One day, a big bird",
-    "There was a girl who loved to sing", "The sun was shining and"};
+const std::vector<std::string> kPrompts = {"Once upon a time",
+                                           "The little dog",
+                                           "Lily and Tom went to the park",
+                                           "One day, a big bird",
+                                           "There was a girl who loved to sing",
+                                           "The sun was shining and"};
 
 enum class Kind { normal, bad, hangup_waiting, hangup_streaming };
 
@@ -69,7 +72,8 @@ Percentiles percentiles(std::vector<double> v) {
 
 // Requests that every OpenAI-compatible server must refuse with a 4xx.
 std::string bad_body(std::mt19937_64& rng, const std::string& model, bool chat) {
-  const std::string input = chat ? R"("messages": [{"role": "user", "content": "Hi"}])" : R"("prompt": "Once upon a time")";
+  const std::string input =
+      chat ? R"("messages": [{"role": "user", "content": "Hi"}])" : R"("prompt": "Once upon a time")";
   switch (rng() % 6) {
     case 0: return fmt::format(R"({{"model": "{}", {}, "max_tokens": )", model, input);  // truncated JSON
     case 1: return fmt::format(R"({{"model": "{}", {}, "temperature": "hot"}})", model, input);
@@ -85,8 +89,10 @@ std::string good_body(std::mt19937_64& rng, const Shared& sh) {
   const auto& prompts = c.prompts.empty() ? kPrompts : c.prompts;
   const std::string& prompt = prompts[rng() % prompts.size()];
   json j = {{"model", sh.model}, {"max_tokens", c.max_tokens}, {"temperature", c.temperature}, {"stream", c.stream}};
-  if (c.chat) j["messages"] = json::array({{{"role", "user"}, {"content", prompt}}});
-  else j["prompt"] = prompt;
+  if (c.chat)
+    j["messages"] = json::array({{{"role", "user"}, {"content", prompt}}});
+  else
+    j["prompt"] = prompt;
   if (c.stream) j["stream_options"] = {{"include_usage", true}};
   if (c.ignore_eos) j["ignore_eos"] = true;
   return j.dump();
@@ -108,7 +114,8 @@ class Client {
     const double x = u(rng_);
     if (x < sh_.cfg.bad_fraction) return Kind::bad;
     if (x < sh_.cfg.bad_fraction + sh_.cfg.hangup_fraction)
-      return (!sh_.cfg.stream || u(rng_) < sh_.cfg.hangup_waiting_share) ? Kind::hangup_waiting : Kind::hangup_streaming;
+      return (!sh_.cfg.stream || u(rng_) < sh_.cfg.hangup_waiting_share) ? Kind::hangup_waiting
+                                                                         : Kind::hangup_streaming;
     return Kind::normal;
   }
 
@@ -186,7 +193,8 @@ class Client {
         sh_.sample("stream: " + data.substr(0, 300));
         continue;
       }
-      if (j.contains("usage") && j["usage"].is_object()) t.usage_tokens = j["usage"].value("completion_tokens", int64_t(0));
+      if (j.contains("usage") && j["usage"].is_object())
+        t.usage_tokens = j["usage"].value("completion_tokens", int64_t(0));
       if (!j.contains("choices") || j["choices"].empty()) continue;
       const json& ch = j["choices"][0];
       std::string text;
@@ -195,8 +203,10 @@ class Client {
         text = ch["delta"]["content"];
       if (text.empty()) continue;
       const double now_s = now();
-      if (t.tokens == 0) sh_.ttft.push_back((now_s - start) * 1e3);
-      else sh_.itl.push_back((now_s - t.last) * 1e3);
+      if (t.tokens == 0)
+        sh_.ttft.push_back((now_s - start) * 1e3);
+      else
+        sh_.itl.push_back((now_s - t.last) * 1e3);
       t.last = now_s;
       ++t.tokens;
       if (++t.events == hang_after) return false;
@@ -281,7 +291,8 @@ class Client {
     p.body_limit(boost::none);
     auto fail_transport = [&](const error_code& ec, const char* where) {
       close();
-      if (*timed_out) ++r.client_timeouts;
+      if (*timed_out)
+        ++r.client_timeouts;
       else {
         ++r.transport_errors;
         sh_.sample(fmt::format("{}: {}", where, ec.message()));
@@ -303,7 +314,8 @@ class Client {
     } stream_count{sh_, sse};
 
     // Read the body; events are parsed as they arrive.
-    const int hang_after = kind == Kind::hangup_streaming ? 1 + int(rng_() % uint64_t(std::max(1, cfg.max_tokens / 2))) : -1;
+    const int hang_after =
+        kind == Kind::hangup_streaming ? 1 + int(rng_() % uint64_t(std::max(1, cfg.max_tokens / 2))) : -1;
     Tally t;
     char chunk[16384];
     while (!p.is_done()) {
@@ -423,8 +435,8 @@ std::string LoadgenReport::summary() const {
       "429 {}, other 4xx {}, 5xx {}, stream errors {}, transport errors {}, client timeouts {}\n",
       requests, duration_s, ok, hung_up_waiting, hung_up_streaming, bad_sent, bad_rejected, bad_accepted, rejected_429,
       http_4xx, http_5xx, stream_errors, transport_errors, client_timeouts);
-  s += fmt::format("throughput: {:.1f} requests/s, {:.1f} output tokens/s; most concurrent streams {}\n", double(ok) / d,
-                   double(completion_tokens) / d, max_concurrent_streams);
+  s += fmt::format("throughput: {:.1f} requests/s, {:.1f} output tokens/s; most concurrent streams {}\n",
+                   double(ok) / d, double(completion_tokens) / d, max_concurrent_streams);
   auto line = [&](const char* name, const Percentiles& p) {
     s += fmt::format("{:<5} ms: p50 {:.1f}  p90 {:.1f}  p99 {:.1f}  mean {:.1f}  (n={})\n", name, p.p50, p.p90, p.p99,
                      p.mean, p.count);

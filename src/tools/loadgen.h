@@ -20,20 +20,20 @@ struct LoadgenConfig {
   std::string host = "127.0.0.1";
   uint16_t port = 8000;
   std::string api_key;
-  std::string model;        // "": the first of GET /v1/models
-  bool chat = false;        // /v1/chat/completions instead of /v1/completions
+  std::string model;  // "": the first of GET /v1/models
+  bool chat = false;  // /v1/chat/completions instead of /v1/completions
   bool stream = true;
-  int clients = 8;          // concurrent clients
-  int64_t requests = 100;   // total, over all clients
-  double duration_s = 60;   // no new request after this
+  int clients = 8;         // concurrent clients
+  int64_t requests = 100;  // total, over all clients
+  double duration_s = 60;  // no new request after this
   int max_tokens = 32;
   bool ignore_eos = false;
   double temperature = 0.8;
-  std::vector<std::string> prompts;  // empty: built-in story openings
-  double hangup_fraction = 0;  // requests whose client hangs up on purpose...
+  std::vector<std::string> prompts;   // empty: built-in story openings
+  double hangup_fraction = 0;         // requests whose client hangs up on purpose...
   double hangup_waiting_share = 0.5;  // ... of which this share before any response byte, the rest mid-stream
-  double bad_fraction = 0;     // requests with invalid input (expect 4xx)
-  double request_timeout_s = 120;  // a request not done by then counts as client_timeout
+  double bad_fraction = 0;            // requests with invalid input (expect 4xx)
+  double request_timeout_s = 120;     // a request not done by then counts as client_timeout
   uint64_t seed = 1;
 };
 
@@ -43,15 +43,15 @@ struct Percentiles {
 };
 
 struct LoadgenReport {
-  int64_t requests = 0;            // started
-  int64_t ok = 0;                  // 200 and a complete response ([DONE] when streaming)
-  int64_t hung_up_waiting = 0;     // we hung up before the response started
-  int64_t hung_up_streaming = 0;   // we hung up mid-stream
+  int64_t requests = 0;                                      // started
+  int64_t ok = 0;                                            // 200 and a complete response ([DONE] when streaming)
+  int64_t hung_up_waiting = 0;                               // we hung up before the response started
+  int64_t hung_up_streaming = 0;                             // we hung up mid-stream
   int64_t bad_sent = 0, bad_rejected = 0, bad_accepted = 0;  // invalid requests: 4xx (expected) / 2xx
-  int64_t rejected_429 = 0;        // backpressure
-  int64_t http_4xx = 0, http_5xx = 0;  // unexpected statuses for valid requests
-  int64_t stream_errors = 0;       // an error event inside a 200 stream
-  int64_t transport_errors = 0;    // connection failed or closed by the server
+  int64_t rejected_429 = 0;                                  // backpressure
+  int64_t http_4xx = 0, http_5xx = 0;                        // unexpected statuses for valid requests
+  int64_t stream_errors = 0;                                 // an error event inside a 200 stream
+  int64_t transport_errors = 0;                              // connection failed or closed by the server
   int64_t client_timeouts = 0;
   int64_t completion_tokens = 0;
   int64_t max_concurrent_streams = 0;  // most streams open (headers received) at once

@@ -111,9 +111,7 @@ namespace {
 
 constexpr int kFmaChains = 10;
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 size_t last_level_cache_bytes() {
   long bytes = sysconf(_SC_LEVEL3_CACHE_SIZE);

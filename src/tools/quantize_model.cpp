@@ -67,8 +67,8 @@ std::optional<QuantizeTarget> quantize_target_from_name(std::string_view name) {
 
 uint32_t quantize_target_file_type(QuantizeTarget t) {
   switch (t) {
-    case QuantizeTarget::Q8_0: return 7;   // LLAMA_FTYPE_MOSTLY_Q8_0
-    case QuantizeTarget::Q4_0: return 2;   // LLAMA_FTYPE_MOSTLY_Q4_0
+    case QuantizeTarget::Q8_0: return 7;     // LLAMA_FTYPE_MOSTLY_Q8_0
+    case QuantizeTarget::Q4_0: return 2;     // LLAMA_FTYPE_MOSTLY_Q4_0
     case QuantizeTarget::Q4_K_M: return 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M
   }
   return 0;

@@ -167,7 +167,8 @@ GgufWriter synthetic_llama(const SyntheticModelSpec& s) {
     add_matrix(w, fill, p + "ffn_down.weight", s.n_embd, s.n_ff, s.type);
   }
   // Last, so that models without them draw the same weights as before.
-  if (s.rope_freq_factors) w.add_f32_tensor("rope_freqs.weight", {uint64_t(hd / 2)}, fill.values(size_t(hd / 2), 4.5f, 3.5f));
+  if (s.rope_freq_factors)
+    w.add_f32_tensor("rope_freqs.weight", {uint64_t(hd / 2)}, fill.values(size_t(hd / 2), 4.5f, 3.5f));
   return w;
 }
 

@@ -24,12 +24,12 @@ struct SyntheticModelSpec {
   float rope_freq_base = 10000.0f;
   float rms_eps = 1e-5f;
   uint64_t seed = 1;
-  std::string arch = "llama";       // "llama" or "qwen2": general.architecture and the key prefix
-  bool qkv_bias = false;            // blk.N.attn_{q,k,v}.bias (qwen2 files need them)
-  bool rope_freq_factors = false;   // rope_freqs.weight, factors in [1, 8] like Llama 3.1's
-  std::string rope_scaling;         // {arch}.rope.scaling.type; empty: not written
-  float rope_scaling_factor = 1.0f; // {arch}.rope.scaling.factor, written with rope_scaling
-  std::string tokenizer = "llama";  // "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
+  std::string arch = "llama";        // "llama" or "qwen2": general.architecture and the key prefix
+  bool qkv_bias = false;             // blk.N.attn_{q,k,v}.bias (qwen2 files need them)
+  bool rope_freq_factors = false;    // rope_freqs.weight, factors in [1, 8] like Llama 3.1's
+  std::string rope_scaling;          // {arch}.rope.scaling.type; empty: not written
+  float rope_scaling_factor = 1.0f;  // {arch}.rope.scaling.factor, written with rope_scaling
+  std::string tokenizer = "llama";   // "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
 };
 
 // A writer holding the whole model: metadata, a small vocabulary and random

@@ -38,7 +38,7 @@ inline uint16_t f32_to_f16(float f) {
   const int32_t exp = int32_t((b >> 23) & 0xff) - 127 + 15;
   uint32_t mant = b & 0x7fffff;
   if (((b >> 23) & 0xff) == 0xff) return uint16_t(sign | 0x7c00 | (mant ? 0x200 : 0));  // inf / nan
-  if (exp >= 31) return uint16_t(sign | 0x7c00);                                         // overflow
+  if (exp >= 31) return uint16_t(sign | 0x7c00);                                        // overflow
   if (exp <= 0) {
     if (exp < -10) return uint16_t(sign);  // underflow to zero
     mant |= 0x800000;

@@ -24,7 +24,8 @@ enum class Residency {
 
 class MappedFile {
  public:
-  explicit MappedFile(const std::string& path, Residency residency = Residency::kMapped);  // throws Error naming the path
+  explicit MappedFile(const std::string& path,
+                      Residency residency = Residency::kMapped);  // throws Error naming the path
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;

@@ -97,7 +97,9 @@ void ThreadPool::worker_loop() {
   for (;;) {
     // A forward pass runs loops back to back, a few µs of serial work apart:
     // spinning briefly catches the next one without a futex sleep and wake.
-    auto woken = [&] { return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; };
+    auto woken = [&] {
+      return stop_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
+    };
     if (!spin_until(woken, spin_)) {
       std::unique_lock lock(mu_);
       wake_.wait(lock, woken);

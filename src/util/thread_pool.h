@@ -49,8 +49,7 @@ class ThreadPool {
   static constexpr size_t kSerialWork = size_t(1) << 16;
   // How long an idle worker spins for the next loop before it sleeps.
   static constexpr std::chrono::microseconds kSpin{100};
-  void parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn, size_t grain = 1,
-                    size_t work = SIZE_MAX);
+  void parallel_for(size_t n, const std::function<void(size_t, size_t)>& fn, size_t grain = 1, size_t work = SIZE_MAX);
 
   // Calls fn(i) for every i in [0, size()), each on its own thread and all at
   // once, for measurements that need every thread busy together (read

@@ -15,7 +15,8 @@ class ZeroPagesBase {
   ZeroPagesBase() = default;
   explicit ZeroPagesBase(size_t bytes);  // ResourceExhausted if the address space cannot be had
   ~ZeroPagesBase();
-  ZeroPagesBase(ZeroPagesBase&& o) noexcept : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  ZeroPagesBase(ZeroPagesBase&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
   ZeroPagesBase& operator=(ZeroPagesBase&& o) noexcept;
   void* data_ = nullptr;
   size_t bytes_ = 0;

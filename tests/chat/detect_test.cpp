@@ -86,8 +86,9 @@ TEST(ChatTemplateFor, FromTemplateText) {
 
 TEST(ChatTemplateFor, UnrecognisedTemplateIsUnsupported) {
   std::vector<uint8_t> bytes;
-  const GgufFile f = with_template(bytes, "{% for m in messages %}\n{{ '### ' + m['role'] + ':\\n' + m['content'] }}"
-                                          "{% endfor %}");
+  const GgufFile f = with_template(bytes,
+                                   "{% for m in messages %}\n{{ '### ' + m['role'] + ':\\n' + m['content'] }}"
+                                   "{% endfor %}");
   EXPECT_EQ(chat_template_for(f, "chatml"), ChatTemplate::chatml);  // the override still works
   try {
     chat_template_for(f);
@@ -96,8 +97,7 @@ TEST(ChatTemplateFor, UnrecognisedTemplateIsUnsupported) {
     const std::string msg = e.what();
     // Its first 60 characters, the newline and backslash escaped, then the way out.
     EXPECT_NE(msg.find("test.gguf"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("\"{% for m in messages %}\\n{{ '### ' + m['role'] + ':\\\\n' + m['c...\""),
-              std::string::npos)
+    EXPECT_NE(msg.find("\"{% for m in messages %}\\n{{ '### ' + m['role'] + ':\\\\n' + m['c...\""), std::string::npos)
         << msg;
     EXPECT_NE(msg.find("--chat-template NAME"), std::string::npos) << msg;
     EXPECT_NE(msg.find("chatml, llama2"), std::string::npos) << msg;

@@ -145,8 +145,8 @@ TEST_P(OracleTest, MatchesRealTemplate) {
   }
   // Guard against a broken oracle that makes every case an error (or none).
   EXPECT_GE(rendered, 12);
-  const bool strict = GetParam() == ChatTemplate::llama2 || GetParam() == ChatTemplate::mistral ||
-                      GetParam() == ChatTemplate::gemma;
+  const bool strict =
+      GetParam() == ChatTemplate::llama2 || GetParam() == ChatTemplate::mistral || GetParam() == ChatTemplate::gemma;
   if (strict)
     EXPECT_GT(raised, 0);
   else

@@ -90,7 +90,7 @@ TEST(RenderChat, StartsWithBos) {
 TEST(StripWhitespace, PythonDefinition) {
   EXPECT_EQ(strip_whitespace(" \t\r\n\v\fa b\n "), "a b");
   EXPECT_EQ(strip_whitespace("\u00a0\u2000\u200a\u2028\u2029\u202f\u205f\u3000\u1680x\u3000"), "x");
-  EXPECT_EQ(strip_whitespace("\x1c\x1d\x1e\x1fx\x1f"), "x");     // ASCII separators: space to Python
+  EXPECT_EQ(strip_whitespace("\x1c\x1d\x1e\x1fx\x1f"), "x");      // ASCII separators: space to Python
   EXPECT_EQ(strip_whitespace("\u0085x\u0085"), "x");              // NEL
   EXPECT_EQ(strip_whitespace("\ufeffx\ufeff"), "\ufeffx\ufeff");  // BOM is not whitespace (JS disagrees)
   EXPECT_EQ(strip_whitespace("\u200bx\u200b"), "\u200bx\u200b");  // zero-width space is not either
@@ -99,7 +99,7 @@ TEST(StripWhitespace, PythonDefinition) {
   EXPECT_EQ(strip_whitespace(""), "");
   // Bytes that are not UTF-8 are text: kept, and they stop the stripping.
   EXPECT_EQ(strip_whitespace(" \xff "), "\xff");
-  EXPECT_EQ(strip_whitespace("\xa0x\xa0"), "\xa0x\xa0");     // lone continuation bytes
+  EXPECT_EQ(strip_whitespace("\xa0x\xa0"), "\xa0x\xa0");    // lone continuation bytes
   EXPECT_EQ(strip_whitespace("x \xe3\x80"), "x \xe3\x80");  // truncated U+3000
   EXPECT_EQ(strip_whitespace("\xc2"), "\xc2");
   EXPECT_EQ(strip_whitespace("\xe3\x80\x80\x80"), "\x80");  // U+3000, then a stray byte
@@ -107,8 +107,9 @@ TEST(StripWhitespace, PythonDefinition) {
 
 TEST(StripWhitespace, TemplatesThatStripUseIt) {
   const Chat chat = {{"user", "\u0085 hi\x1f"}};
-  EXPECT_EQ(render_chat(ChatTemplate::llama3, chat, kSpm),
-            "<s><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(
+      render_chat(ChatTemplate::llama3, chat, kSpm),
+      "<s><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
   EXPECT_EQ(render_chat(ChatTemplate::gemma, chat, {"<bos>", "<eos>", false}),
             "<bos><start_of_turn>user\nhi<end_of_turn>\n");
   EXPECT_EQ(render_chat(ChatTemplate::llama2, chat, kSpm), "<s>[INST] hi [/INST]");

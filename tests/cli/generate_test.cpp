@@ -23,8 +23,8 @@ TEST(CliGenerate, GreedyMatchesReferenceForEveryPrompt) {
   const auto ref = reference();
   ASSERT_EQ(ref["results"].size(), 3u);
   for (const auto& r : ref["results"]) {
-    const auto p = run_process({PAGODA_BINARY, "generate", "-m", model(), "-p", r["prompt"], "-n", "64",
-                                "--temperature", "0", "--json"});
+    const auto p = run_process(
+        {PAGODA_BINARY, "generate", "-m", model(), "-p", r["prompt"], "-n", "64", "--temperature", "0", "--json"});
     ASSERT_EQ(p.exit_code, 0) << p.err;
     const auto j = nlohmann::json::parse(p.out);
     EXPECT_EQ(j["prompt_token_ids"], r["prompt_token_ids"]);
@@ -43,8 +43,8 @@ TEST(CliGenerate, FirstPositionLogprobsMatchReference) {
   const auto ref = reference();
   const auto& r = ref["results"][0];
   for (const char* kv : {"f16", "f32"}) {
-    const auto p = run_process({PAGODA_BINARY, "generate", "-m", model(), "-p", r["prompt"], "-n", "3",
-                                "--temperature", "0", "--json", "--logprobs", "10", "--kv-type", kv});
+    const auto p = run_process({PAGODA_BINARY, "generate", "-m", model(), "-p", r["prompt"], "-n", "3", "--temperature",
+                                "0", "--json", "--logprobs", "10", "--kv-type", kv});
     ASSERT_EQ(p.exit_code, 0) << p.err;
     const auto j = nlohmann::json::parse(p.out);
     ASSERT_EQ(j["top_logprobs"].size(), 3u);
@@ -75,8 +75,9 @@ TEST(CliGenerate, SameSeedSameText) {
 // the same tokens and log-probabilities to the last bit.
 TEST(CliGenerate, MappedAndInMemoryWeightsGiveTheSameOutput) {
   auto gen = [](bool mmap) {
-    std::vector<std::string> args = {PAGODA_BINARY, "generate", "-m", model(), "-p", "Once upon a time", "-n", "48",
-                                     "--temperature", "0", "--logprobs", "3", "--json"};
+    std::vector<std::string> args = {PAGODA_BINARY,      "generate", "-m",    model(),         "-p",
+                                     "Once upon a time", "-n",       "48",    "--temperature", "0",
+                                     "--logprobs",       "3",        "--json"};
     if (mmap) args.push_back("--mmap");
     return run_process(args);
   };

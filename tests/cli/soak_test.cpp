@@ -19,8 +19,8 @@ TEST(CliSoak, EveryModeHoldsAndAFailedCheckFails) {
     EXPECT_NE(ok.out.find(std::string(mode) + " "), std::string::npos) << ok.out;
   EXPECT_NE(ok.out.find("every check held"), std::string::npos) << ok.out;
 
-  const auto bad = run_process({PAGODA_BINARY, "soak", "-m", model, "-n", "50", "--modes", "paged",
-                                "--max-rss-growth-mib", "0"});
+  const auto bad =
+      run_process({PAGODA_BINARY, "soak", "-m", model, "-n", "50", "--modes", "paged", "--max-rss-growth-mib", "0"});
   EXPECT_EQ(bad.exit_code, 1) << bad.out << bad.err;
   EXPECT_NE(bad.out.find("FAILED: RSS grew"), std::string::npos) << bad.out;
 }

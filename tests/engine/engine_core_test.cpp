@@ -65,7 +65,7 @@ struct Core {
   std::map<uint64_t, int> done;
   std::map<uint64_t, std::string> error;
   std::map<uint64_t, std::map<int32_t, std::vector<TokenId>>> tokens;  // per choice
-  testing::FakeRunner* fake = nullptr;  // owned by the core
+  testing::FakeRunner* fake = nullptr;                                 // owned by the core
   uint64_t next_id = 1;
 };
 
@@ -158,7 +158,7 @@ TEST(EngineCore, RejectsBadRequestsWithoutChangingAnything) {
   r.prompt = {1, 2, kVocab};
   EXPECT_THROW(c.core->validate(r), InvalidArgument);  // outside the vocabulary
   r.prompt.assign(63, 5);
-  EXPECT_NO_THROW(c.core->validate(r));                // 63 + 1 fits exactly
+  EXPECT_NO_THROW(c.core->validate(r));  // 63 + 1 fits exactly
   r.prompt.assign(64, 5);
   EXPECT_THROW(c.core->validate(r), InvalidArgument);
   r.prompt = {1};
@@ -176,9 +176,9 @@ TEST(EngineCore, FailedStepEndsItsSequencesAndRollsBack) {
   cfg.faults.at_step = 2;
   Core c(cfg);
   const uint64_t a = c.add(5, 10);
-  c.core->step();  // a prefills
+  c.core->step();                   // a prefills
   const uint64_t b = c.add(5, 10);  // arrives after the failing step's plan? no: joins step 2
-  c.core->step();  // fails: both a (decode) and b (prefill) were in it
+  c.core->step();                   // fails: both a (decode) and b (prefill) were in it
   EXPECT_EQ(c.finish[a], FinishReason::error);
   EXPECT_EQ(c.finish[b], FinishReason::error);
   EXPECT_EQ(c.used(), 0);

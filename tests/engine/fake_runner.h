@@ -61,9 +61,9 @@ class FakeRunner : public ModelRunner {
     }
   }
   int64_t calls = 0;
-  int64_t copies_made = 0;     // blocks copied for copy-on-write
-  int32_t nan_for_token = -1;  // a sequence starting with this token gets NaN logits there
-  int32_t fail_for_token = -1;  // every pass carrying a sequence that starts with it throws
+  int64_t copies_made = 0;       // blocks copied for copy-on-write
+  int32_t nan_for_token = -1;    // a sequence starting with this token gets NaN logits there
+  int32_t fail_for_token = -1;   // every pass carrying a sequence that starts with it throws
   std::set<int64_t> fail_calls;  // these calls (1 = the first) throw
 
  private:

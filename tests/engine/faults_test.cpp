@@ -25,8 +25,8 @@ TEST(FaultSpec, ParsesTheDocumentedExample) {
 }
 
 TEST(FaultSpec, RejectsBadItemsByName) {
-  for (const char* bad : {"forward", "forward=2", "forward=-0.1", "forward=x", "oom=0.1x", "slow_ms=-5",
-                          "at_step=1.5", "poison=1.5", "explode=1"}) {
+  for (const char* bad : {"forward", "forward=2", "forward=-0.1", "forward=x", "oom=0.1x", "slow_ms=-5", "at_step=1.5",
+                          "poison=1.5", "explode=1"}) {
     try {
       FaultSpec::parse(bad);
       ADD_FAILURE() << bad << " was accepted";

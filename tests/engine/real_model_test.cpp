@@ -112,8 +112,7 @@ TEST(EngineRealModel, BatchingChunkingPreemptionAndPrefixHitsChangeNoToken) {
   cfg.sched.kv_headroom_per_seq = 0;  // admit greedily, so the pool fills and preempts
   auto e = make_engine(cfg);
   const auto got = e->generate(requests);
-  for (size_t i = 0; i < requests.size(); ++i)
-    EXPECT_EQ(got[i].choices[0].tokens, expected[i]) << "request " << i;
+  for (size_t i = 0; i < requests.size(); ++i) EXPECT_EQ(got[i].choices[0].tokens, expected[i]) << "request " << i;
   const auto s = wait_drained(*e, 12);  // the last step's statistics are published just after its deltas
   EXPECT_GT(s.preemptions, 0);
   EXPECT_GT(s.prefix_hits, 0);
@@ -269,7 +268,8 @@ TEST(EngineRealModel, ThroughputLogAppearsDuringAHungStep) {
   std::mt19937 rng(2);
   auto q = OutputQueue::create();
   e->submit(greedy(random_prompt(rng, 20), 3), q->sink());
-  const std::regex line(R"(Throughput \(T/s\) 0\.00, Prefix cache hitrate [0-9.]+%, [0-9]+ running, [0-9]+ waiting, KV [0-9.]+% used, [0-9]+ preemptions)");
+  const std::regex line(
+      R"(Throughput \(T/s\) 0\.00, Prefix cache hitrate [0-9.]+%, [0-9]+ running, [0-9]+ waiting, KV [0-9.]+% used, [0-9]+ preemptions)");
   for (int i = 0; i < 200; ++i) {
     const std::string t = log.text();
     if (std::distance(std::sregex_iterator(t.begin(), t.end(), line), std::sregex_iterator()) >= 3) break;

@@ -24,7 +24,7 @@ struct Record {
   std::map<int32_t, std::vector<TokenId>> tokens;  // per choice
   std::set<int32_t> finished_choices;
   bool done = false;
-  bool leave = false;  // the reader goes away at its next delta
+  bool leave = false;     // the reader goes away at its next delta
   bool poisoned = false;  // fault injection: no pass carrying it succeeds
   int32_t n = 1;
 };
@@ -183,8 +183,7 @@ TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
   EXPECT_GT(st.prefix_hits, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, EngineSimulation,
-                         ::testing::Combine(::testing::Values(1, 2, 3), ::testing::Bool()),
+INSTANTIATE_TEST_SUITE_P(Seeds, EngineSimulation, ::testing::Combine(::testing::Values(1, 2, 3), ::testing::Bool()),
                          [](const auto& info) {
                            return fmt::format("seed{}_{}", std::get<0>(info.param),
                                               std::get<1>(info.param) ? "paged" : "reserve");

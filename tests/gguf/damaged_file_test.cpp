@@ -288,7 +288,7 @@ TEST(GgufDamaged, DimensionProductsThatOverflow) {
 }
 
 TEST(GgufDamaged, TensorDataOutOfBounds) {
-  EXPECT_EQ(parse_copy(one_tensor({16}, 32, 96)).tensors()[0].n_bytes, 64u);   // fits exactly
+  EXPECT_EQ(parse_copy(one_tensor({16}, 32, 96)).tensors()[0].n_bytes, 64u);  // fits exactly
   EXPECT_FORMAT_ERROR(one_tensor({16}, 64, 96), "runs past the end");         // one block too far
   EXPECT_FORMAT_ERROR(one_tensor({17}, 32, 96), "runs past the end");         // 4 bytes too long
   EXPECT_FORMAT_ERROR(one_tensor({1}, uint64_t(1) << 20, 64), "runs past the end");
@@ -332,7 +332,8 @@ TEST(GgufDamaged, BadAlignment) {
     return r.b;
   };
   for (uint64_t a : {0u, 3u, 48u, 33u, 1u << 21})
-    EXPECT_FORMAT_ERROR(with_alignment(ValueType::U32, a), fmt::format("general.alignment {} is not a power of two", a));
+    EXPECT_FORMAT_ERROR(with_alignment(ValueType::U32, a),
+                        fmt::format("general.alignment {} is not a power of two", a));
   EXPECT_FORMAT_ERROR(with_alignment(ValueType::U64, uint64_t(1) << 32), "general.alignment");
   EXPECT_FORMAT_ERROR(with_alignment(ValueType::I32, uint32_t(-32)), "general.alignment");
   EXPECT_FORMAT_ERROR(with_alignment(ValueType::F32, 0x42000000 /* 32.0f */), "general.alignment");

@@ -96,8 +96,8 @@ bool japanese_ok(const std::string& s) {
     }
     if ((c & 0xF0) != 0xE0 || i + 3 > s.size()) return false;
     const uint32_t cp = ((c & 0x0F) << 12) | ((uint8_t(s[i + 1]) & 0x3F) << 6) | (uint8_t(s[i + 2]) & 0x3F);
-    const bool ok = (cp >= 0x3041 && cp <= 0x309F) || (cp >= 0x30A1 && cp <= 0x30FF) || (cp >= 0x3001 && cp <= 0x303E) ||
-                    (cp >= 0x4E00 && cp <= 0x9FFF);
+    const bool ok = (cp >= 0x3041 && cp <= 0x309F) || (cp >= 0x30A1 && cp <= 0x30FF) ||
+                    (cp >= 0x3001 && cp <= 0x303E) || (cp >= 0x4E00 && cp <= 0x9FFF);
     if (!ok) return false;
     prev_blank = false;
     i += 3;
@@ -116,7 +116,8 @@ void check_walks(const char* gbnf, F ok, int n = 60) {
 }
 
 TEST(GbnfExamples, Json) {
-  check_walks(kJson, [](const std::string& s) { return nlohmann::json::accept(s) && nlohmann::json::parse(s).is_object(); });
+  check_walks(kJson,
+              [](const std::string& s) { return nlohmann::json::accept(s) && nlohmann::json::parse(s).is_object(); });
 }
 
 TEST(GbnfExamples, Arithmetic) {
@@ -129,7 +130,8 @@ TEST(GbnfExamples, Arithmetic) {
 TEST(GbnfExamples, List) {
   const std::regex re("(- [^\\r\\n\\x0b\\x0c]+\\n)+");
   check_walks(kList, [&](const std::string& s) {
-    return std::regex_match(s, re) && s.find("\xC2\x85") == std::string::npos && s.find("\xE2\x80\xA8") == std::string::npos;
+    return std::regex_match(s, re) && s.find("\xC2\x85") == std::string::npos &&
+           s.find("\xE2\x80\xA8") == std::string::npos;
   });
 }
 

@@ -46,7 +46,8 @@ TEST(Gbnf, RepetitionMatchesStdRegex) {
       {R"(root ::= ("ab"){2,} | "b"{,2})", "(ab){2,}|b{0,2}"},
       {R"(root ::= [a-b]* "c" [^ab]?)", "[ab]*c[^ab]?"},
       {R"(root ::= x x
-x ::= "a" | "b" x)", "(b*a){2}"},
+x ::= "a" | "b" x)",
+       "(b*a){2}"},
       {R"(root ::= ("a" | "b"?)  "c")", "(a|b?)c"},
   };
   for (const auto& c : cases) {
@@ -63,8 +64,10 @@ TEST(Gbnf, EscapesAndUtf8) {
   EXPECT_FALSE(full_match(g, "A\xC3\xA9\n\t\"\\a\xF0\x9F\x98\x80"));
   const auto any = compile_gbnf(R"(root ::= . .)");
   EXPECT_TRUE(full_match(any, "\n\xF0\x9F\x98\x80"));
-  EXPECT_FALSE(full_match(any, "\xC0\x80\x41"));     // overlong
-  EXPECT_FALSE(full_match(any, "\xED\xA0\x80" "a"));  // surrogate
+  EXPECT_FALSE(full_match(any, "\xC0\x80\x41"));  // overlong
+  EXPECT_FALSE(full_match(any,
+                          "\xED\xA0\x80"
+                          "a"));  // surrogate
   EXPECT_FALSE(full_match(any, "a"));
   const auto neg = compile_gbnf(R"(root ::= [^a-z\x00-\x1f]+)");
   EXPECT_TRUE(full_match(neg, "AZ\xC3\xA9"));

@@ -1,6 +1,7 @@
 // JSON Schema front end: random outputs of each schema parse and validate
 // (nlohmann::json + a small validator for the keywords used here), specific
 // accepts/rejects, strict and non-strict modes, and the limits.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -35,7 +36,8 @@ bool valid(const json& v, const json& s, const json& root) {
   if (s.contains("const")) return v == s["const"];
   if (s.contains("enum")) return std::find(s["enum"].begin(), s["enum"].end(), v) != s["enum"].end();
   if (s.contains("anyOf")) {
-    for (const auto& k : s["anyOf"]) if (valid(v, k, root)) return true;
+    for (const auto& k : s["anyOf"])
+      if (valid(v, k, root)) return true;
     return false;
   }
   if (s.contains("type") && s["type"].is_array()) {
@@ -53,7 +55,8 @@ bool valid(const json& v, const json& s, const json& root) {
              (!s.contains("maximum") || v.get<double>() <= s["maximum"].get<double>());
     if (!v.is_number_integer()) return false;
     const int64_t x = v.get<int64_t>();
-    return (!s.contains("minimum") || x >= s["minimum"].get<int64_t>()) && (!s.contains("maximum") || x <= s["maximum"].get<int64_t>());
+    return (!s.contains("minimum") || x >= s["minimum"].get<int64_t>()) &&
+           (!s.contains("maximum") || x <= s["maximum"].get<int64_t>());
   }
   if (t == "number") return v.is_number();
   if (t == "boolean") return v.is_boolean();
@@ -79,7 +82,8 @@ bool valid(const json& v, const json& s, const json& root) {
   }
   if (t == "object") {
     if (!v.is_object()) return false;
-    for (const auto& r : s.value("required", json::array())) if (!v.contains(r.get<std::string>())) return false;
+    for (const auto& r : s.value("required", json::array()))
+      if (!v.contains(r.get<std::string>())) return false;
     for (const auto& [k, x] : v.items()) {
       if (s.contains("properties") && s["properties"].contains(k)) {
         if (!valid(x, s["properties"][k], root)) return false;
@@ -137,16 +141,16 @@ TEST(JsonSchema, AcceptsAndRejects) {
   const auto g = compile_json_schema(kSchemas[0]).grammar;
   EXPECT_TRUE(full_match(g, R"({"name":"Al","age":130,"tags":["a",3],"ok":null})"));
   EXPECT_TRUE(full_match(g, R"({"name":"Al","age":-5})"));
-  EXPECT_FALSE(full_match(g, R"({"age":3,"name":"Al"})"));             // order as given
-  EXPECT_FALSE(full_match(g, R"({"name":"Al"})"));                     // required
-  EXPECT_FALSE(full_match(g, R"({"name":"Al","age":131})"));           // maximum
-  EXPECT_FALSE(full_match(g, R"({"name":"Al","age":-6})"));            // minimum
-  EXPECT_FALSE(full_match(g, R"({"name":"","age":1})"));               // minLength
-  EXPECT_FALSE(full_match(g, R"({"name":"123456789","age":1})"));      // maxLength
-  EXPECT_FALSE(full_match(g, R"({"name":"A","age":1,"x":1})"));        // no additional properties
-  EXPECT_FALSE(full_match(g, R"({"name":"A","age":1,"tags":[1]})"));   // enum
+  EXPECT_FALSE(full_match(g, R"({"age":3,"name":"Al"})"));            // order as given
+  EXPECT_FALSE(full_match(g, R"({"name":"Al"})"));                    // required
+  EXPECT_FALSE(full_match(g, R"({"name":"Al","age":131})"));          // maximum
+  EXPECT_FALSE(full_match(g, R"({"name":"Al","age":-6})"));           // minimum
+  EXPECT_FALSE(full_match(g, R"({"name":"","age":1})"));              // minLength
+  EXPECT_FALSE(full_match(g, R"({"name":"123456789","age":1})"));     // maxLength
+  EXPECT_FALSE(full_match(g, R"({"name":"A","age":1,"x":1})"));       // no additional properties
+  EXPECT_FALSE(full_match(g, R"({"name":"A","age":1,"tags":[1]})"));  // enum
   EXPECT_FALSE(full_match(g, R"({"name":"A","age":01})"));
-  EXPECT_FALSE(full_match(g, R"({"name":"A", "age":1})"));             // compact
+  EXPECT_FALSE(full_match(g, R"({"name":"A", "age":1})"));  // compact
   const auto h = compile_json_schema(kSchemas[4]).grammar;
   EXPECT_TRUE(full_match(h, R"({"a":-10,"zz":999,"":0})"));
   EXPECT_FALSE(full_match(h, R"({"a":-9})"));
@@ -155,15 +159,18 @@ TEST(JsonSchema, AcceptsAndRejects) {
   EXPECT_TRUE(full_match(s, R"("a\"b\\cc")"));
   EXPECT_FALSE(full_match(s, R"("a"b\cc")"));
   const auto all_of = compile_json_schema(R"({"allOf":[{"properties":{"a":{"type":"integer"}},"required":["a"]},
-      {"properties":{"b":{"type":"boolean"}},"required":["b"]}]})").grammar;
+      {"properties":{"b":{"type":"boolean"}},"required":["b"]}]})")
+                          .grammar;
   EXPECT_TRUE(full_match(all_of, R"({"a":1,"b":true})"));
   EXPECT_FALSE(full_match(all_of, R"({"a":1})"));
 }
 
 TEST(JsonSchema, IntegerRanges) {
   std::mt19937 rng(1);
-  for (auto [lo, hi] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {-7, 7}, {13, 2987}, {-1000, -999}, {5, 1000000}}) {
-    const auto g = compile_json_schema(fmt::format(R"({{"type":"integer","minimum":{},"maximum":{}}})", lo, hi)).grammar;
+  for (auto [lo, hi] :
+       std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {-7, 7}, {13, 2987}, {-1000, -999}, {5, 1000000}}) {
+    const auto g =
+        compile_json_schema(fmt::format(R"({{"type":"integer","minimum":{},"maximum":{}}})", lo, hi)).grammar;
     for (int64_t v = lo - 30; v <= std::min(hi, lo + 3000) + 30; ++v)
       ASSERT_EQ(full_match(g, std::to_string(v)), v >= lo && v <= hi) << lo << ".." << hi << ": " << v;
     EXPECT_FALSE(full_match(g, "-0"));
@@ -176,7 +183,8 @@ TEST(JsonSchema, IntegerRanges) {
 }
 
 TEST(JsonSchema, StrictAndLenient) {
-  const char* text = R"({"type":"object","properties":{"a":{"type":"string","contentEncoding":"base64"}},"patternProperties":{}})";
+  const char* text =
+      R"({"type":"object","properties":{"a":{"type":"string","contentEncoding":"base64"}},"patternProperties":{}})";
   try {
     compile_json_schema(text);
     ADD_FAILURE() << "strict accepted an unsupported keyword";
@@ -220,8 +228,10 @@ TEST(JsonSchema, Errors) {
 TEST(JsonSchema, ManyRefsCompileWithoutDeepRecursion) {
   // A chain of 3000 $defs, each referring to the next: breadth-first, no stack growth.
   json defs;
-  for (int i = 0; i < 3000; ++i)
-    defs["d" + std::to_string(i)] = i + 1 < 3000 ? json{{"$ref", "#/$defs/d" + std::to_string(i + 1)}} : json{{"type", "integer"}};
+  for (int i = 0; i < 3000; ++i) {
+    const std::string name = fmt::format("d{}", i);
+    defs[name] = i + 1 < 3000 ? json{{"$ref", fmt::format("#/$defs/d{}", i + 1)}} : json{{"type", "integer"}};
+  }
   const json schema = {{"$defs", defs}, {"$ref", "#/$defs/d0"}};
   const auto g = compile_json_schema(schema.dump()).grammar;
   EXPECT_TRUE(full_match(g, "42"));

@@ -14,8 +14,8 @@ namespace {
 
 std::shared_ptr<const TokenVocab> small_vocab() {
   // id 0: a control token (no bytes), 1: EOS, then text tokens, with a duplicate.
-  std::vector<std::string> t = {"", "", "a", "b", "ab", "ba", "abc", "c", "\"", "\",", "{", "}", "1", "12", "x",
-                                "a", "bcb", " ", "\xC3", "\xA9", "\xC3\xA9"};
+  std::vector<std::string> t = {"",  "",  "a",  "b", "ab", "ba",  "abc", "c",    "\"",   "\",",     "{",
+                                "}", "1", "12", "x", "a",  "bcb", " ",   "\xC3", "\xA9", "\xC3\xA9"};
   return std::make_shared<const TokenVocab>(std::move(t), std::vector<int32_t>{1});
 }
 
@@ -47,7 +47,7 @@ TEST(Matcher, AcceptsTokensAndEndsOnlyWhereAllowed) {
   EXPECT_FALSE(m.accept(3));  // "b"
   EXPECT_TRUE(m.accept(2));   // "a"
   EXPECT_FALSE(m.can_end());
-  EXPECT_TRUE(m.accept(3));   // "b"
+  EXPECT_TRUE(m.accept(3));  // "b"
   EXPECT_TRUE(m.can_end());
   GrammarMatcher fork = m;
   EXPECT_TRUE(fork.accept(7));  // "c"
@@ -83,9 +83,9 @@ num ::= [0-9]+)",
 x ::= "a" x "b" | "ab")",
       R"(root ::= [^a-z]* | "abc" " " root)",
   };
-  std::vector<std::string> t = {"", "{", "}", "\"", "\",", "\":", ":", ",", "\"a", "a\"", "abc", "ab", "ba",
-                                "b", "a", "c", "1", "12", "3,", "},", "{\"", "bc", "cc.", ".", " ", "abc ",
-                                "\xC3", "\xC3\xA9", "\xA9", "9", "\"\":", "ab\":1", "}}"};
+  std::vector<std::string> t = {"",    "{",  "}", "\"",   "\",",  "\":",      ":",    ",",  "\"a",   "a\"",    "abc",
+                                "ab",  "ba", "b", "a",    "c",    "1",        "12",   "3,", "},",    "{\"",    "bc",
+                                "cc.", ".",  " ", "abc ", "\xC3", "\xC3\xA9", "\xA9", "9",  "\"\":", "ab\":1", "}}"};
   auto vocab = std::make_shared<const TokenVocab>(t, std::vector<int32_t>{0});
   std::mt19937 rng(7);
   for (const char* text : grammars) {

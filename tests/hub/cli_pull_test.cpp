@@ -11,8 +11,8 @@ namespace pagoda::testing {
 namespace {
 
 nlohmann::json generate(const std::vector<std::string>& model_args) {
-  std::vector<std::string> argv = {PAGODA_BINARY, "generate", "-p", "Once upon a time", "-n", "24", "--temperature",
-                                   "0", "--json"};
+  std::vector<std::string> argv = {PAGODA_BINARY,   "generate", "-p",    "Once upon a time", "-n", "24",
+                                   "--temperature", "0",        "--json"};
   argv.insert(argv.end(), model_args.begin(), model_args.end());
   const auto p = run_process(argv);
   EXPECT_EQ(p.exit_code, 0) << p.err;

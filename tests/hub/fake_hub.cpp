@@ -169,9 +169,9 @@ void FakeHub::handle(void* socket) {
     if (from >= bytes.size() && !bytes.empty()) return send(s, text(416, ""));
     Answer a = text(from > 0 ? 206 : 200, bytes.substr(size_t(from)));
     a.head = head;
-    if (from > 0) a.headers.push_back({"Content-Range", "bytes " + std::to_string(from) + "-" +
-                                                           std::to_string(bytes.size() - 1) + "/" +
-                                                           std::to_string(bytes.size())});
+    if (from > 0)
+      a.headers.push_back({"Content-Range", "bytes " + std::to_string(from) + "-" + std::to_string(bytes.size() - 1) +
+                                                "/" + std::to_string(bytes.size())});
     if (cut_responses > 0) {
       --cut_responses;
       a.body.resize(std::min<size_t>(a.body.size(), size_t(cut_after)));  // Content-Length still promises all

@@ -35,15 +35,15 @@ class FakeHub {
   // Set up before a client runs (not thread-safe against serving).
   std::map<std::string, FakeRepo> repos;  // "ORG/REPO" -> files
   std::string token = "hf_test_token";
-  std::string cdn_base;            // where resolve redirects ("" = this server)
-  uint64_t cut_after = 0;          // with cut_responses: body bytes sent before hanging up
-  uint64_t advertised_size = 0;    // != 0: the X-Linked-Size claimed
-  int64_t corrupt_at = -1;         // >= 0: this byte of every file is served flipped
+  std::string cdn_base;          // where resolve redirects ("" = this server)
+  uint64_t cut_after = 0;        // with cut_responses: body bytes sent before hanging up
+  uint64_t advertised_size = 0;  // != 0: the X-Linked-Size claimed
+  int64_t corrupt_at = -1;       // >= 0: this byte of every file is served flipped
 
-  std::atomic<int> cut_responses{0};        // the next N file bodies are cut short
-  std::atomic<uint64_t> body_bytes{0};      // file body bytes sent by /cdn
-  std::atomic<int> auth_seen{0};            // requests that carried Authorization
-  std::vector<std::string> log() const;     // "METHOD TARGET [range] [auth]" per request
+  std::atomic<int> cut_responses{0};     // the next N file bodies are cut short
+  std::atomic<uint64_t> body_bytes{0};   // file body bytes sent by /cdn
+  std::atomic<int> auth_seen{0};         // requests that carried Authorization
+  std::vector<std::string> log() const;  // "METHOD TARGET [range] [auth]" per request
 
  private:
   void serve();

@@ -26,9 +26,8 @@ class HubTest : public ::testing::Test {
                           "HTTPS_PROXY", "ALL_PROXY", "all_proxy"})
       ::unsetenv(v);
     ::setenv("NO_PROXY", "*", 1);  // tests only ever talk to 127.0.0.1
-    cache = std::filesystem::temp_directory_path() /
-            ("pagoda-hub-" + std::to_string(::getpid()) + "-" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    cache = std::filesystem::temp_directory_path() / ("pagoda-hub-" + std::to_string(::getpid()) + "-" +
+                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(cache);
     ::setenv("PAGODA_CACHE", cache.c_str(), 1);
     hub = std::make_unique<FakeHub>();

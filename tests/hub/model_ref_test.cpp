@@ -46,10 +46,10 @@ TEST(ModelRef, HfRepoForm) {
 }
 
 TEST(ModelRef, UnsafeOrMalformedNamesAreRefused) {
-  for (const char* bad : {"hf://", "hf://org", "hf://org/", "hf:///repo/x.gguf", "hf://org/../x.gguf",
-                          "hf://org/repo/../../etc/passwd", "hf://org/repo/a//b.gguf", "hf://org/repo/./a.gguf",
-                          "hf://o--rg/repo/a.gguf", "hf://org/re po/a.gguf", "hf://org/repo:", "hf://org/repo:Q4/K",
-                          "hf://.org/repo/a.gguf", "hf://org/repo/a\\b.gguf"})
+  for (const char* bad :
+       {"hf://", "hf://org", "hf://org/", "hf:///repo/x.gguf", "hf://org/../x.gguf", "hf://org/repo/../../etc/passwd",
+        "hf://org/repo/a//b.gguf", "hf://org/repo/./a.gguf", "hf://o--rg/repo/a.gguf", "hf://org/re po/a.gguf",
+        "hf://org/repo:", "hf://org/repo:Q4/K", "hf://.org/repo/a.gguf", "hf://org/repo/a\\b.gguf"})
     EXPECT_THROW(parse_model_arg(bad), InvalidArgument) << bad;
   for (const char* bad : {"org", "org/repo/extra", "org/repo:", "/repo", "org/", "org/repo:Q4 K", "a/b:c:d"})
     EXPECT_THROW(parse_hf_repo(bad), InvalidArgument) << bad;
@@ -57,20 +57,26 @@ TEST(ModelRef, UnsafeOrMalformedNamesAreRefused) {
 }
 
 TEST(RepoFiles, ParsesTheHubsFileList) {
-  const auto info = parse_repo_info(
-      R"({"id":"o/r","sha":"abc123","siblings":[{"rfilename":"b.gguf"},{"rfilename":"README.md"},)"
-      R"({"rfilename":"../evil.gguf"},{"rfilename":"a/c.gguf","size":3}],"tags":[]})");
+  const auto info =
+      parse_repo_info(R"({"id":"o/r","sha":"abc123","siblings":[{"rfilename":"b.gguf"},{"rfilename":"README.md"},)"
+                      R"({"rfilename":"../evil.gguf"},{"rfilename":"a/c.gguf","size":3}],"tags":[]})");
   EXPECT_EQ(info.sha, "abc123");
   EXPECT_EQ(info.files, (std::vector<std::string>{"README.md", "a/c.gguf", "b.gguf"}));  // ../evil dropped
   EXPECT_TRUE(parse_repo_info(R"({"sha":"x"})").files.empty());
-  for (const char* bad : {"", "[]", "{", R"({"siblings":{}})", R"({"siblings":[1]})", R"({"siblings":[{"rfilename":2}]})"})
+  for (const char* bad :
+       {"", "[]", "{", R"({"siblings":{}})", R"({"siblings":[1]})", R"({"siblings":[{"rfilename":2}]})"})
     EXPECT_THROW(parse_repo_info(bad), FormatError) << bad;
 }
 
 TEST(RepoFiles, ChoosesLikeLlamaCpp) {
-  const std::vector<std::string> files = {"README.md",          "m-IQ2_XXS.gguf",       "m-Q4_K.gguf",
-                                          "m-Q4_K_M.gguf",      "m.Q8_0.gguf",          "mmproj-m-Q8_0.gguf",
-                                          "big/m-Q6_K-00001-of-00002.gguf", "big/m-Q6_K-00002-of-00002.gguf"};
+  const std::vector<std::string> files = {"README.md",
+                                          "m-IQ2_XXS.gguf",
+                                          "m-Q4_K.gguf",
+                                          "m-Q4_K_M.gguf",
+                                          "m.Q8_0.gguf",
+                                          "mmproj-m-Q8_0.gguf",
+                                          "big/m-Q6_K-00001-of-00002.gguf",
+                                          "big/m-Q6_K-00002-of-00002.gguf"};
   EXPECT_EQ(select_gguf(files, "q8_0", "o/r"), "m.Q8_0.gguf");  // case-insensitive, never the projector
   EXPECT_EQ(select_gguf(files, "Q4_K", "o/r"), "m-Q4_K.gguf");  // a whole word: not Q4_K_M
   EXPECT_EQ(select_gguf(files, "", "o/r"), "m-Q4_K_M.gguf");
@@ -87,8 +93,9 @@ TEST(RepoFiles, ChoosesLikeLlamaCpp) {
     EXPECT_EQ(msg.find("00002-of"), std::string::npos) << msg;
   }
   EXPECT_THROW(select_gguf({"README.md"}, "", "o/r"), NotFound);
-  EXPECT_EQ(model_parts("d/m-00001-of-00003.gguf"),
-            (std::vector<std::string>{"d/m-00001-of-00003.gguf", "d/m-00002-of-00003.gguf", "d/m-00003-of-00003.gguf"}));
+  EXPECT_EQ(
+      model_parts("d/m-00001-of-00003.gguf"),
+      (std::vector<std::string>{"d/m-00001-of-00003.gguf", "d/m-00002-of-00003.gguf", "d/m-00003-of-00003.gguf"}));
   EXPECT_EQ(model_parts("m.gguf"), std::vector<std::string>{"m.gguf"});
 }
 

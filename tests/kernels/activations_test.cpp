@@ -36,7 +36,8 @@ TEST(SimdFloat, SwiGluMatchesDoublePrecisionAndIsTheSameOnEveryFmaTarget) {
     }
     if (testing::target_fuses_multiply_add(target)) fma_results.push_back(all);
   });
-  for (const auto& r : fma_results) EXPECT_EQ(0, std::memcmp(r.data(), fma_results[0].data(), r.size() * sizeof(float)));
+  for (const auto& r : fma_results)
+    EXPECT_EQ(0, std::memcmp(r.data(), fma_results[0].data(), r.size() * sizeof(float)));
 }
 
 TEST(SimdFloat, SwiGluOfNanIsNan) {

@@ -27,7 +27,7 @@ TEST(SimdFloat, SoftmaxMatchesDoublePrecisionAndIsTheSameOnEveryFmaTarget) {
     std::vector<float> all;
     for (size_t n : lengths()) {
       auto x = random_floats(n, uint32_t(n) + 7, 30.0f);  // wide: most weights underflow towards 0
-      x[n / 2] = -1e30f;                                    // a hopeless position
+      x[n / 2] = -1e30f;                                  // a hopeless position
       const auto in = x;
       softmax_scaled(x.data(), n, 0.125f);
       double max = -INFINITY, sum = 0;
@@ -45,7 +45,8 @@ TEST(SimdFloat, SoftmaxMatchesDoublePrecisionAndIsTheSameOnEveryFmaTarget) {
     }
     if (testing::target_fuses_multiply_add(target)) fma_results.push_back(all);
   });
-  for (const auto& r : fma_results) EXPECT_EQ(0, std::memcmp(r.data(), fma_results[0].data(), r.size() * sizeof(float)));
+  for (const auto& r : fma_results)
+    EXPECT_EQ(0, std::memcmp(r.data(), fma_results[0].data(), r.size() * sizeof(float)));
 }
 
 // K/V rows of one KV head scattered over blocks of a pool, as the paged KV
@@ -63,8 +64,10 @@ struct PagedPool {
     const auto values = random_floats(n_blocks * block * kLd, seed);
     pool.resize(values.size());
     for (size_t i = 0; i < values.size(); ++i) {
-      if constexpr (std::is_same_v<Elem, float>) pool[i] = values[i];
-      else pool[i] = f32_to_f16(values[i]);
+      if constexpr (std::is_same_v<Elem, float>)
+        pool[i] = values[i];
+      else
+        pool[i] = f32_to_f16(values[i]);
     }
     std::vector<size_t> order(n_blocks);
     for (size_t b = 0; b < n_blocks; ++b) order[b] = b;
@@ -102,7 +105,8 @@ void check_attention_kernels() {
           for (size_t h = 0; h < n_q; ++h) {
             for (size_t p = 0; p < n; ++p)
               ASSERT_EQ(bits(scores[h * ld_s + p]), bits(dot_row(k.row(p), q.data() + h * hd, hd)))
-                  << "block " << block << " hd " << hd << " heads " << n_q << " n " << n << " head " << h << " position " << p;
+                  << "block " << block << " hd " << hd << " heads " << n_q << " n " << n << " head " << h
+                  << " position " << p;
             for (size_t p = n; p < ld_s; ++p) ASSERT_EQ(scores[h * ld_s + p], -1.0f) << "wrote past n";
           }
           const auto w = random_floats(n_q * ld_s, seed + 3);
@@ -125,7 +129,7 @@ TEST(SimdFloat, AttentionKernelsEqualOneDotAndOneAxpyPerRow) {
 TEST(SimdFloat, AttentionKernelsTakeWholeVectorsUpTo128) {
   EXPECT_TRUE(attend_kernels_take(64));
   EXPECT_TRUE(attend_kernels_take(128));
-  EXPECT_FALSE(attend_kernels_take(8));   // stories260K's heads
+  EXPECT_FALSE(attend_kernels_take(8));  // stories260K's heads
   EXPECT_FALSE(attend_kernels_take(72));
   EXPECT_FALSE(attend_kernels_take(256));
   float q[8] = {}, s[1];

@@ -34,12 +34,16 @@ TEST(SimdFloat, DotMatchesScalarReference) {
     for (size_t n : lengths()) {
       const auto a = random_floats(n, uint32_t(n)), b = random_floats(n, uint32_t(n) + 1000);
       const float got = dot_f32(a.data(), b.data(), n), want = dot_f32_scalar(a.data(), b.data(), n);
-      if (testing::target_fuses_multiply_add(target)) EXPECT_EQ(bits(got), bits(want)) << n;
-      else EXPECT_NEAR(got, want, 1e-5 * std::sqrt(double(n))) << n;
+      if (testing::target_fuses_multiply_add(target))
+        EXPECT_EQ(bits(got), bits(want)) << n;
+      else
+        EXPECT_NEAR(got, want, 1e-5 * std::sqrt(double(n))) << n;
       const auto h = to_f16(a);
       const float got16 = dot_f16_f32(h.data(), b.data(), n), want16 = dot_f16_f32_scalar(h.data(), b.data(), n);
-      if (testing::target_fuses_multiply_add(target)) EXPECT_EQ(bits(got16), bits(want16)) << n;
-      else EXPECT_NEAR(got16, want16, 1e-5 * std::sqrt(double(n))) << n;
+      if (testing::target_fuses_multiply_add(target))
+        EXPECT_EQ(bits(got16), bits(want16)) << n;
+      else
+        EXPECT_NEAR(got16, want16, 1e-5 * std::sqrt(double(n))) << n;
       double exact = 0;
       for (size_t i = 0; i < n; ++i) exact += double(a[i]) * b[i];
       EXPECT_NEAR(dot_f32(a.data(), b.data(), n), exact, 1e-5 * std::sqrt(double(n)) * 4) << n;

@@ -18,8 +18,7 @@
 namespace pagoda {
 namespace {
 
-const TensorType kTypes[] = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_K,
-                             TensorType::Q6_K};
+const TensorType kTypes[] = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K};
 
 float scalar_dot(TensorType t, const void* w, const void* x, size_t n) {
   switch (t) {
@@ -31,8 +30,7 @@ float scalar_dot(TensorType t, const void* w, const void* x, size_t n) {
       return vec_dot_q5_0_q8_0(static_cast<const BlockQ5_0*>(w), static_cast<const BlockQ8_0*>(x), n / kQK);
     case TensorType::Q4_K:
       return vec_dot_q4_k_q8_k(static_cast<const BlockQ4_K*>(w), static_cast<const BlockQ8_K*>(x), n / kQKK);
-    default:
-      return vec_dot_q6_k_q8_k(static_cast<const BlockQ6_K*>(w), static_cast<const BlockQ8_K*>(x), n / kQKK);
+    default: return vec_dot_q6_k_q8_k(static_cast<const BlockQ6_K*>(w), static_cast<const BlockQ8_K*>(x), n / kQKK);
   }
 }
 
@@ -63,7 +61,7 @@ void expect_matches_scalar(TensorType t, const std::vector<uint8_t>& wq, const s
         for (int r = 0; r < n_w; ++r) {
           const float want = scalar_dot(t, wq.data() + r * w_stride, xq.data() + k * x_stride, n);
           ASSERT_EQ(got[k * out_stride + r], want) << tensor_type_name(t) << " n=" << n << " tile " << n_w << "x" << n_x
-                                                  << " at " << r << "," << k << " on " << dot_simd_target();
+                                                   << " at " << r << "," << k << " on " << dot_simd_target();
         }
     }
   EXPECT_EQ(vec_dot(t, wq.data(), xq.data(), n), scalar_dot(t, wq.data(), xq.data(), n));
@@ -114,7 +112,8 @@ TEST(DotSimd, MatchesScalarOnQuantizedRows) {
       for (size_t n : lengths(t)) {
         std::vector<float> w(kDotRowsMax * n);
         for (auto& v : w) v = g(rng);
-        expect_matches_scalar(t, quantize(t, w.data(), w.size()), random_activations(activation_type(t), n, rng, false), n);
+        expect_matches_scalar(t, quantize(t, w.data(), w.size()), random_activations(activation_type(t), n, rng, false),
+                              n);
       }
   });
 }
@@ -164,8 +163,8 @@ TEST(DotSimd, TokenGroupsMatchScalar) {
             token_group_dot(t, wq.data(), w_stride, n_rows, g, got);
             for (int r = 0; r < n_rows; ++r)
               for (int k = 0; k < n_tokens; ++k)
-                ASSERT_EQ(got[kGroupTokens * r + k],
-                          scalar_dot(t, wq.data() + size_t(r) * w_stride, xq.data() + (first + size_t(k)) * x_stride, n))
+                ASSERT_EQ(got[kGroupTokens * r + k], scalar_dot(t, wq.data() + size_t(r) * w_stride,
+                                                                xq.data() + (first + size_t(k)) * x_stride, n))
                     << tensor_type_name(t) << " n=" << n << " row " << r << " of " << n_rows << " token " << k << " of "
                     << n_tokens << " on " << dot_simd_target();
           }

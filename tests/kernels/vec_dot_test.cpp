@@ -44,8 +44,7 @@ std::vector<float> gaussian(size_t n, std::mt19937& rng, float sigma) {
   return v;
 }
 
-const TensorType kTypes[] = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_K,
-                             TensorType::Q6_K};
+const TensorType kTypes[] = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K};
 
 // Lengths that are and are not multiples of common SIMD widths (in blocks).
 std::vector<size_t> lengths(TensorType t) {
@@ -98,7 +97,8 @@ TEST(QuantizedDot, MatchesDequantizeThenDotOnRandomRows) {
         ASSERT_LE(std::fabs(got - exact), bound + 1e-5 * ref.magnitude) << tensor_type_name(t) << " n=" << n;
       }
     }
-    ::testing::Test::RecordProperty(std::string("worst_rel_") + std::string(tensor_type_name(t)), fmt::format("{:.2e}", worst));
+    ::testing::Test::RecordProperty(std::string("worst_rel_") + std::string(tensor_type_name(t)),
+                                    fmt::format("{:.2e}", worst));
   }
 }
 

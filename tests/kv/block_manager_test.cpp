@@ -88,7 +88,7 @@ TEST(BlockManager, FailedStepIsNeverHashed) {
 
 TEST(BlockManager, FailedAllocationChangesNothing) {
   BlockManager m = make(6, 4);
-  admit(m, 0, iota_tokens(0, 9));   // 3 blocks, 2 hashed
+  admit(m, 0, iota_tokens(0, 9));  // 3 blocks, 2 hashed
   m.free(0);
   admit(m, 1, iota_tokens(50, 59));  // 3 more blocks: 3 stay free, 2 of them cached
   const V queue = m.free_queue();
@@ -238,7 +238,7 @@ TEST(BlockManager, EveryOperationRejectsMisuse) {
   EXPECT_THROW(m.commit(0, {}, 0), InvalidArgument);
   EXPECT_THROW(m.ref_count(4), InvalidArgument);
   admit(m, 0, iota_tokens(0, 6));
-  EXPECT_THROW((void)m.allocate(0, 5), InvalidArgument);  // sequences do not shrink
+  EXPECT_THROW((void)m.allocate(0, 5), InvalidArgument);             // sequences do not shrink
   EXPECT_THROW(m.commit(0, iota_tokens(0, 7), 7), InvalidArgument);  // beyond what is allocated
   EXPECT_THROW(m.commit(0, iota_tokens(0, 6), 5), InvalidArgument);  // behind what is committed
   ASSERT_TRUE(m.allocate(0, 8));
@@ -313,7 +313,7 @@ TEST(BlockManager, BoundarySizesCountCachedPrefixBlocks) {
   CachedPrefix p = m.lookup_prefix(iota_tokens(0, 33));
   ASSERT_EQ(p.blocks.size(), 3u);
   EXPECT_FALSE(m.allocate(1, 33, p));  // 9 blocks
-  ASSERT_TRUE(m.allocate(1, 32, p));  // 8 blocks: 3 cached + 5 fresh
+  ASSERT_TRUE(m.allocate(1, 32, p));   // 8 blocks: 3 cached + 5 fresh
   EXPECT_EQ(m.num_free_blocks(), 0);
   EXPECT_EQ(m.stats().evictions, 0);
   expect_clean(m);
@@ -339,7 +339,7 @@ TEST(BlockManager, ReservePolicyTakesTheWholeReservationAtAdmission) {
     EXPECT_EQ(m.num_free_blocks(), 9);
     expect_clean(m);
   }
-  ASSERT_TRUE(m.allocate(0, 28));  // the reservation's last block has room for 2 more
+  ASSERT_TRUE(m.allocate(0, 28));                          // the reservation's last block has room for 2 more
   EXPECT_THROW((void)m.allocate(0, 29), InvalidArgument);  // beyond the reservation
   m.free(0);
   EXPECT_EQ(m.num_free_blocks(), 16);
@@ -440,7 +440,7 @@ TEST(BlockManager, PrefixStatsAreCountedOncePerAdmission) {
 
 TEST(BlockManager, StatsDescribeThePool) {
   BlockManager m = make(10, 4);
-  admit(m, 0, iota_tokens(0, 10));  // 3 blocks, 2 hashed
+  admit(m, 0, iota_tokens(0, 10));   // 3 blocks, 2 hashed
   admit(m, 1, iota_tokens(20, 24));  // 1 full block, hashed
   KvStats s = m.stats();
   EXPECT_EQ(s.num_blocks, 10);

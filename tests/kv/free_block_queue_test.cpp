@@ -69,12 +69,12 @@ TEST(FreeBlockQueue, Operations) {  // test_free_kv_cache_block_queue_operations
 
 TEST(FreeBlockQueue, MisuseIsAnError) {
   FreeBlockQueue q(3);
-  EXPECT_THROW(q.push_back(1), Error);   // already in the queue
+  EXPECT_THROW(q.push_back(1), Error);  // already in the queue
   EXPECT_THROW(q.push_front(1), Error);
-  EXPECT_THROW(q.push_back(3), Error);   // outside the pool
+  EXPECT_THROW(q.push_back(3), Error);  // outside the pool
   EXPECT_THROW(q.remove(-1), Error);
   q.remove(1);
-  EXPECT_THROW(q.remove(1), Error);      // not in the queue any more
+  EXPECT_THROW(q.remove(1), Error);  // not in the queue any more
   EXPECT_EQ(q.to_vector(), (V{0, 2}));
   expect_well_formed(q);
 }

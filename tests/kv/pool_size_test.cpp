@@ -44,8 +44,8 @@ TEST(PoolSize, DefaultRoundsUpToWholeBlocks) {
 
 TEST(PoolSize, DefaultIsCappedAtAQuarterOfPhysicalMemory) {
   KvPoolOptions o = base();
-  o.max_num_seqs = 256;                // wants 256 * 2048 * 16 KiB = 8 GiB
-  o.physical_mem_bytes = 16 * kGiB;    // a quarter is 4 GiB
+  o.max_num_seqs = 256;              // wants 256 * 2048 * 16 KiB = 8 GiB
+  o.physical_mem_bytes = 16 * kGiB;  // a quarter is 4 GiB
   KvPoolSize s = size_kv_pool(o);
   EXPECT_EQ(s.bytes, 4 * kGiB);
   EXPECT_EQ(s.num_blocks, 4 * kGiB / (16 * 1024 * 16));

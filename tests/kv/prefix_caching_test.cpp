@@ -382,7 +382,7 @@ TEST(PrefixCaching, CollidingHashesNeverServeAnotherPromptsKv) {
   c.block_size = 4;
   c.hash_mask = 0;
   BlockManager m(c);
-  const auto a = iota_tokens(0, 9);                           // [0..3] [4..7] 8
+  const auto a = iota_tokens(0, 9);                              // [0..3] [4..7] 8
   const auto b = cat(iota_tokens(100, 104), iota_tokens(4, 9));  // other first block, same second
   admit(m, 0, a);
   EXPECT_TRUE(m.lookup_prefix(b).blocks.empty());

@@ -166,8 +166,7 @@ class Driver {
   }
 
   void admit(Sim s) {
-    const CachedPrefix p =
-        m_.lookup_prefix(s.tokens, s.salt, s.preempted ? Admission::kResumed : Admission::kFresh);
+    const CachedPrefix p = m_.lookup_prefix(s.tokens, s.salt, s.preempted ? Admission::kResumed : Admission::kFresh);
     check_lookup(s, p);
     if (::testing::Test::HasFatalFailure()) return;
     const int32_t len = int32_t(s.tokens.size());
@@ -330,9 +329,11 @@ void run_and_check(const RunConfig& rc) {
   if (::testing::Test::HasFatalFailure()) return;
   ::testing::Test::RecordProperty("lookups", int(d.lookups));
   if (getenv("KV_PROPERTY_VERBOSE")) {
-    printf("lookups %ld hits %ld exact %ld copies %ld forks %ld preempt %ld failed steps %ld failed admissions %ld resets %ld evictions %ld\n",
-           long(d.lookups), long(d.lookups_with_hits), long(d.exact_checks), long(d.block_copies), long(d.forks), long(d.preemptions),
-           long(d.failed_steps), long(d.failed_admissions), long(d.resets), long(d.evictions()));
+    printf(
+        "lookups %ld hits %ld exact %ld copies %ld forks %ld preempt %ld failed steps %ld failed admissions %ld resets "
+        "%ld evictions %ld\n",
+        long(d.lookups), long(d.lookups_with_hits), long(d.exact_checks), long(d.block_copies), long(d.forks),
+        long(d.preemptions), long(d.failed_steps), long(d.failed_admissions), long(d.resets), long(d.evictions()));
   }
   EXPECT_GT(d.forks, 100);
   EXPECT_GT(d.block_copies, 50);

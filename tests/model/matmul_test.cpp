@@ -52,7 +52,8 @@ TEST(Matmul, EveryOutputEqualsItsOwnDotForEveryTypeShapeAndThreadCount) {
       const auto values = random_floats(size_t(rows) * cols, uint32_t(rows));
       const size_t rb = row_bytes(t, cols);
       std::vector<uint8_t> bytes(rb * size_t(rows));
-      for (int r = 0; r < rows; ++r) quantize_row(t, values.data() + size_t(r) * cols, bytes.data() + size_t(r) * rb, cols);
+      for (int r = 0; r < rows; ++r)
+        quantize_row(t, values.data() + size_t(r) * cols, bytes.data() + size_t(r) * rb, cols);
       std::vector<uint8_t> packed = bytes;
       Matrix w{"w", t, rows, int(cols), rb, bytes.data()};
       Matrix in_panels = w;
@@ -74,8 +75,7 @@ TEST(Matmul, EveryOutputEqualsItsOwnDotForEveryTypeShapeAndThreadCount) {
                 const float want = one_dot(t, w.row(r), x.data() + size_t(k) * cols, cols);
                 ASSERT_EQ(y[size_t(k) * size_t(rows) + size_t(r)], want)
                     << tensor_type_name(t) << " rows " << rows << " panel rows " << m->panel_rows << " threads "
-                    << threads << " tokens " << n_tokens
-                    << " token " << k << " row " << r;
+                    << threads << " tokens " << n_tokens << " token " << k << " row " << r;
               }
           }
         }
@@ -90,12 +90,14 @@ TEST(Matmul, EveryOutputEqualsItsOwnDotForEveryTypeShapeAndThreadCount) {
 // passes), bit for bit equal to one dot per output.
 TEST(Matmul, PackedMatricesOnEverySimdTarget) {
   const size_t cols = 256;
-  for (const TensorType t : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K}) {
+  for (const TensorType t :
+       {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K}) {
     const int rows = 7 * kPanelRows + 5;
     const auto values = random_floats(size_t(rows) * cols, 11);
     const size_t rb = row_bytes(t, cols);
     std::vector<uint8_t> bytes(rb * size_t(rows));
-    for (int r = 0; r < rows; ++r) quantize_row(t, values.data() + size_t(r) * cols, bytes.data() + size_t(r) * rb, cols);
+    for (int r = 0; r < rows; ++r)
+      quantize_row(t, values.data() + size_t(r) * cols, bytes.data() + size_t(r) * rb, cols);
     const Matrix rows_w{"w", t, rows, int(cols), rb, bytes.data()};
     std::vector<uint8_t> packed = bytes;
     Matrix w = rows_w;
@@ -110,8 +112,10 @@ TEST(Matmul, PackedMatricesOnEverySimdTarget) {
           matmul(w, x.data(), n_tokens, y.data(), pool);
           for (int k = 0; k < n_tokens; ++k)
             for (int r = 0; r < rows; ++r)
-              ASSERT_EQ(y[size_t(k) * size_t(rows) + size_t(r)], one_dot(t, rows_w.row(r), x.data() + size_t(k) * cols, cols))
-                  << tensor_type_name(t) << " threads " << threads << " tokens " << n_tokens << " token " << k << " row " << r;
+              ASSERT_EQ(y[size_t(k) * size_t(rows) + size_t(r)],
+                        one_dot(t, rows_w.row(r), x.data() + size_t(k) * cols, cols))
+                  << tensor_type_name(t) << " threads " << threads << " tokens " << n_tokens << " token " << k
+                  << " row " << r;
         }
       }
     });
@@ -142,9 +146,9 @@ TEST(Matmul, NoTokensIsANoOp) {
 TEST(Matmul, SharedInputGivesWhatSeparateCallsGive) {
   const size_t cols = 512;
   using Q = TensorType;
-  const std::array<TensorType, 3> type_sets[] = {
-      {Q::Q8_0, Q::Q8_0, Q::Q8_0}, {Q::Q4_K, Q::Q4_K, Q::Q4_K}, {Q::F16, Q::F16, Q::F16},
-      {Q::Q4_K, Q::Q4_K, Q::Q6_K}, {Q::Q6_K, Q::Q4_K, Q::Q6_K}, {Q::Q8_0, Q::Q4_0, Q::Q5_0}};
+  const std::array<TensorType, 3> type_sets[] = {{Q::Q8_0, Q::Q8_0, Q::Q8_0}, {Q::Q4_K, Q::Q4_K, Q::Q4_K},
+                                                 {Q::F16, Q::F16, Q::F16},    {Q::Q4_K, Q::Q4_K, Q::Q6_K},
+                                                 {Q::Q6_K, Q::Q4_K, Q::Q6_K}, {Q::Q8_0, Q::Q4_0, Q::Q5_0}};
   for (const auto& types : type_sets)
     for (const bool pack : {true, false}) {
       std::vector<std::vector<uint8_t>> bytes;

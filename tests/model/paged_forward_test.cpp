@@ -135,7 +135,8 @@ void check_against_reference(const Case& c, int threads, uint64_t seed) {
       for (int v = 0; v < spec.n_vocab; ++v) {
         const float diff = std::fabs(logits[i * size_t(spec.n_vocab) + size_t(v)] - exp[size_t(v)]);
         worst = std::max(worst, diff / max_abs);
-        ASSERT_LE(diff, c.tolerance * max_abs) << "seq " << wanted[i].first << " pos " << wanted[i].second << " token " << v;
+        ASSERT_LE(diff, c.tolerance * max_abs)
+            << "seq " << wanted[i].first << " pos " << wanted[i].second << " token " << v;
       }
       {
         double e2 = 0, r2 = 0;
@@ -148,7 +149,8 @@ void check_against_reference(const Case& c, int threads, uint64_t seed) {
         ASSERT_LE(std::sqrt(e2 / r2), c.tolerance > 1e-4f ? 4e-2 : 1e-4) << "seq " << wanted[i].first;
       }
       const float* got = &logits[i * size_t(spec.n_vocab)];
-      argmax_agree += std::max_element(got, got + spec.n_vocab) - got == std::max_element(exp.begin(), exp.end()) - exp.begin();
+      argmax_agree +=
+          std::max_element(got, got + spec.n_vocab) - got == std::max_element(exp.begin(), exp.end()) - exp.begin();
       ++checked;
     }
   }
@@ -163,9 +165,7 @@ void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 class PagedForward : public ::testing::TestWithParam<Case> {};
 
-TEST_P(PagedForward, MatchesDenseReference) {
-  check_against_reference(GetParam(), 3, 42);
-}
+TEST_P(PagedForward, MatchesDenseReference) { check_against_reference(GetParam(), 3, 42); }
 
 SyntheticModelSpec spec(TensorType type, int n_head, int n_head_kv, bool tied, int n_embd = 64, int n_ff = 96) {
   SyntheticModelSpec s;
@@ -309,7 +309,8 @@ TEST(PagedForwardPanels, PackedModelGivesTheSameLogits) {
   const auto tied_q8_0 = synthetic_llama(spec(TensorType::Q8_0, 4, 2, true)).to_bytes();
   const auto untied_q4_0 = synthetic_llama(spec(TensorType::Q4_0, 4, 2, false)).to_bytes();
   const auto f32 = synthetic_llama(spec(TensorType::F32, 4, 2, false, 256, 96)).to_bytes();
-  const auto mix = quantize_model(GgufFile::parse(f32.data(), f32.size()), QuantizeTarget::Q4_K_M, quantize_pool).to_bytes();
+  const auto mix =
+      quantize_model(GgufFile::parse(f32.data(), f32.size()), QuantizeTarget::Q4_K_M, quantize_pool).to_bytes();
   for (const auto* bytes : {&tied_q8_0, &untied_q4_0, &mix}) {
     std::vector<uint8_t> copy = *bytes;
     LlamaModel rows(std::make_shared<const GgufFile>(GgufFile::parse(bytes->data(), bytes->size())));
@@ -394,8 +395,10 @@ TEST(PagedForwardPanels, SecondModelOnARearrangedFileIsRefused) {
   auto bytes = synthetic_llama(spec(TensorType::Q8_0, 4, 2, true)).to_bytes();
   auto file = std::make_shared<const GgufFile>(GgufFile::parse_writable(bytes.data(), bytes.size()));
   LlamaModel first(file);
-  if (prefers_panels(TensorType::Q8_0)) EXPECT_THROW(LlamaModel second(file), InvalidArgument);
-  else EXPECT_NO_THROW(LlamaModel second(file));
+  if (prefers_panels(TensorType::Q8_0))
+    EXPECT_THROW(LlamaModel second(file), InvalidArgument);
+  else
+    EXPECT_NO_THROW(LlamaModel second(file));
   // A read-only file is never rearranged: any number of models.
   auto read_only = std::make_shared<const GgufFile>(GgufFile::parse(bytes.data(), bytes.size()));
   EXPECT_FALSE(read_only->edit([] {}));
@@ -452,14 +455,13 @@ TEST(PagedForwardChecks, RejectsMalformedBatches) {
     b.add(token, 0, pos, true);
     model->forward(b, kv, pool, logits);
   };
-  EXPECT_THROW(one(320, 0, table), InvalidArgument);   // token outside the vocabulary
+  EXPECT_THROW(one(320, 0, table), InvalidArgument);  // token outside the vocabulary
   EXPECT_THROW(one(-1, 0, table), InvalidArgument);
-  EXPECT_THROW(one(5, 32, table), InvalidArgument);    // position past the table
+  EXPECT_THROW(one(5, 32, table), InvalidArgument);  // position past the table
   EXPECT_THROW(one(5, -1, table), InvalidArgument);
-  EXPECT_THROW(one(5, 0, {4}), InvalidArgument);       // block outside the pool
+  EXPECT_THROW(one(5, 0, {4}), InvalidArgument);  // block outside the pool
   EXPECT_NO_THROW(one(5, 31, table));
 }
-
 
 // llama.cpp (node-llama-cpp 3.21.1, tests/quant/oracle) as a second,
 // independent reader of the files `pagoda quantize` writes: it must load them,
@@ -589,7 +591,8 @@ TEST(LlamaCppOracle, ReadsQuantizedFilesAsPagodaDoes) {
   ThreadPool pool(2);
   for (const auto& src : sources) {
     const auto in = GgufFile::open(src.path);
-    for (auto [target, name] : {std::pair{QuantizeTarget::Q8_0, "Q8_0"}, {QuantizeTarget::Q4_0, "Q4_0"},
+    for (auto [target, name] : {std::pair{QuantizeTarget::Q8_0, "Q8_0"},
+                                {QuantizeTarget::Q4_0, "Q4_0"},
                                 {QuantizeTarget::Q4_K_M, "Q4_K_M"}}) {
       if (src.name == "wide" && target != QuantizeTarget::Q4_K_M) continue;  // stories260K covers those
       const std::string out = (tmp / (src.name + "-" + name + ".gguf")).string();

@@ -49,13 +49,13 @@ ReferenceLlama::ReferenceLlama(const LlamaModel& model, const Options& options)
   embd_ = decode(lw_->token_embd);
   output_ = decode(lw_->output);
   for (const auto& l : lw_->layers)
-    layers_.push_back({decode(l.wq), decode(l.wk), decode(l.wv), decode(l.wo), decode(l.w_gate), decode(l.w_up),
-                       decode(l.w_down)});
+    layers_.push_back(
+        {decode(l.wq), decode(l.wk), decode(l.wv), decode(l.wo), decode(l.w_gate), decode(l.w_up), decode(l.w_down)});
   const GgufFile& f = model.file();
   for (int l = 0; l < cfg_.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    biases_.push_back({file_vector(f, p + "attn_q.bias"), file_vector(f, p + "attn_k.bias"),
-                       file_vector(f, p + "attn_v.bias")});
+    biases_.push_back(
+        {file_vector(f, p + "attn_q.bias"), file_vector(f, p + "attn_k.bias"), file_vector(f, p + "attn_v.bias")});
   }
   const std::string arch = f.get_string("general.architecture");
   neox_ = options.rope_layout ? *options.rope_layout == RopeLayout::NeoX : arch == "qwen2";

@@ -40,11 +40,11 @@ class ReferenceLlama {
   ModelConfig cfg_;
   const LlamaWeights* lw_;
   Dense embd_, output_;
-  std::vector<std::vector<Dense>> layers_;  // per layer: q, k, v, o, gate, up, down
+  std::vector<std::vector<Dense>> layers_;               // per layer: q, k, v, o, gate, up, down
   std::vector<std::vector<std::vector<float>>> biases_;  // per layer: q, k, v (each empty if absent)
-  bool neox_ = false;                       // pairs (i, i + dims/2) rather than (2i, 2i+1)
-  std::vector<float> freq_factors_;         // rope_freqs.weight, or empty
-  double position_divisor_ = 1.0;           // linear RoPE scaling factor
+  bool neox_ = false;                                    // pairs (i, i + dims/2) rather than (2i, 2i+1)
+  std::vector<float> freq_factors_;                      // rope_freqs.weight, or empty
+  double position_divisor_ = 1.0;                        // linear RoPE scaling factor
 };
 
 }  // namespace pagoda::testing

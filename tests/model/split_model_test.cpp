@@ -21,7 +21,7 @@ namespace fs = std::filesystem;
 
 struct Dir {
   fs::path path = fs::temp_directory_path() / ("pagoda-split-" + std::to_string(::getpid()) + "-" +
-                                              ::testing::UnitTest::GetInstance()->current_test_info()->name());
+                                               ::testing::UnitTest::GetInstance()->current_test_info()->name());
   Dir() { fs::create_directories(path); }
   ~Dir() { fs::remove_all(path); }
 };

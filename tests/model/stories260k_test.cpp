@@ -44,7 +44,8 @@ TEST(Stories260K, GreedyMatchesReference) {
   auto model = LlamaModel::load(testing::shared_path("models/stories260K.gguf"));
   EXPECT_EQ(model->config().n_vocab, 512);
   EXPECT_EQ(model->config().n_head_kv, 4);
-  const auto ref = nlohmann::json::parse(testing::read_file(testing::shared_path("testdata/reference/stories260K_greedy.json")));
+  const auto ref =
+      nlohmann::json::parse(testing::read_file(testing::shared_path("testdata/reference/stories260K_greedy.json")));
   int n = 0;
   for (const auto& r : ref["results"]) {
     const auto prompt = r["prompt_token_ids"].get<std::vector<int32_t>>();
@@ -53,7 +54,8 @@ TEST(Stories260K, GreedyMatchesReference) {
       const auto f16 = r["output_token_ids"].get<std::vector<int32_t>>();
       const auto f32 = r["output_token_ids_kv_f32"].get<std::vector<int32_t>>();
       EXPECT_EQ(g.ids, kv_type == KvType::F32 ? f32 : f16);
-      EXPECT_TRUE(g.ids == f32 || g.ids == f16) << "prompt: " << r["prompt"] << " got " << nlohmann::json(g.ids).dump() << " want " << nlohmann::json(f32).dump();
+      EXPECT_TRUE(g.ids == f32 || g.ids == f16) << "prompt: " << r["prompt"] << " got " << nlohmann::json(g.ids).dump()
+                                                << " want " << nlohmann::json(f32).dump();
       // The reference's log-probabilities come from its F16-cache run.
       if (r.contains("first_position_top10") && kv_type == KvType::F16) {
         double max = -1e30, sum = 0;

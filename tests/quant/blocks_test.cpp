@@ -40,8 +40,8 @@ TEST(Q4_0, DecodesLiteralBytes) {
   const auto y = decode(TensorType::Q4_0, bytes, 32);
   EXPECT_EQ(y[0], 7.0f);
   EXPECT_EQ(y[16], 1.0f);
-  EXPECT_EQ(y[1], 0.0f);   // 0x08: code 8
-  EXPECT_EQ(y[17], -8.0f); // high nibble 0
+  EXPECT_EQ(y[1], 0.0f);    // 0x08: code 8
+  EXPECT_EQ(y[17], -8.0f);  // high nibble 0
   EXPECT_EQ(y[31], -8.0f);
 }
 
@@ -113,8 +113,7 @@ TEST(Q6_K, DecodesHandBuiltBlock) {
         b.qh[32 * h + l] |= uint8_t((c >> 4) << (2 * k));
       }
   const auto y = decode(TensorType::Q6_K, &b, 256);
-  for (int i = 0; i < 256; ++i)
-    EXPECT_EQ(y[size_t(i)], 0.125f * float(b.scales[i / 16]) * float(codes[i] - 32)) << i;
+  for (int i = 0; i < 256; ++i) EXPECT_EQ(y[size_t(i)], 0.125f * float(b.scales[i / 16]) * float(codes[i] - 32)) << i;
 }
 
 TEST(Q8_K, SumsAndScale) {
@@ -146,8 +145,8 @@ TEST(Q4_0, RoundsAsReference) {
   BlockQ4_0 b;
   std::memcpy(&b, q.data(), sizeof b);
   EXPECT_EQ(b.d, f32_to_f16(-19.0f / 8.0f));
-  EXPECT_EQ(b.qs[15] >> 4, 0);  // element 31 = 19 -> code 0 (-8 * d = 19)
-  EXPECT_EQ(b.qs[0] & 0xF, 13); // element 0 = -12 -> -12 / -2.375 + 8 = 13.05
+  EXPECT_EQ(b.qs[15] >> 4, 0);   // element 31 = 19 -> code 0 (-8 * d = 19)
+  EXPECT_EQ(b.qs[0] & 0xF, 13);  // element 0 = -12 -> -12 / -2.375 + 8 = 13.05
   const float id = 1.0f / (-19.0f / 8.0f);
   for (int i = 0; i < 32; ++i) {
     const int code = i < 16 ? (b.qs[i] & 0xF) : (b.qs[i - 16] >> 4);
@@ -186,8 +185,11 @@ TEST(QuantizeError, GaussianRowsWithinBounds) {
   const struct {
     TensorType t;
     double bound;
-  } cases[] = {{TensorType::Q8_0, 0.0065}, {TensorType::Q5_0, 0.052}, {TensorType::Q4_0, 0.105},
-               {TensorType::Q6_K, 0.022}, {TensorType::Q4_K, 0.088}};
+  } cases[] = {{TensorType::Q8_0, 0.0065},
+               {TensorType::Q5_0, 0.052},
+               {TensorType::Q4_0, 0.105},
+               {TensorType::Q6_K, 0.022},
+               {TensorType::Q4_K, 0.088}};
   for (const auto& c : cases) {
     const auto x = gaussian(256 * 64, 17, 0.02f);
     const double e = rms_error(c.t, x);
@@ -210,9 +212,9 @@ TEST(QuantizeError, HardRowsStayBounded) {
     const float offset = (rng() % 3 == 0) ? scale * 3 : 0.0f;
     for (size_t i = 0; i < 16; ++i) x[16 * s + i] = offset + scale * float(int(rng() % 2001) - 1000) / 1000.0f;
   }
-  std::fill(x.begin() + 256, x.begin() + 512, 0.0f);       // a zero super-block
-  std::fill(x.begin() + 512, x.begin() + 768, -0.75f);     // a constant one
-  x[1000] = 50.0f;                                         // an outlier
+  std::fill(x.begin() + 256, x.begin() + 512, 0.0f);    // a zero super-block
+  std::fill(x.begin() + 512, x.begin() + 768, -0.75f);  // a constant one
+  x[1000] = 50.0f;                                      // an outlier
   for (TensorType t : {TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_0, TensorType::Q6_K, TensorType::Q4_K}) {
     const auto q = quantize(t, x.data(), x.size());
     std::vector<float> y(x.size());
@@ -230,7 +232,8 @@ TEST(QuantizeError, HardRowsStayBounded) {
       const float levels = t == TensorType::Q8_0 ? 254 : t == TensorType::Q5_0 ? 31 : t == TensorType::Q4_0 ? 15 : 0;
       if (levels == 0) continue;
       for (size_t i = b0; i < b0 + blk; ++i)
-        ASSERT_LE(std::fabs(x[i] - y[i]), 1.01f * 2 * std::max(-lo, hi) / levels + 1e-6f) << tensor_type_name(t) << " " << i;
+        ASSERT_LE(std::fabs(x[i] - y[i]), 1.01f * 2 * std::max(-lo, hi) / levels + 1e-6f)
+            << tensor_type_name(t) << " " << i;
     }
     const double e = rms_error(t, x);
     EXPECT_LT(e, t == TensorType::Q8_0 ? 0.01 : 0.1) << tensor_type_name(t);
@@ -246,8 +249,8 @@ TEST(QuantizeError, DegenerateInputsAreSafe) {
   x[300] = INFINITY;
   x[301] = -INFINITY;
   x[302] = NAN;
-  for (TensorType t : {TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_0, TensorType::Q6_K, TensorType::Q4_K,
-                       TensorType::Q8_K}) {
+  for (TensorType t :
+       {TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_0, TensorType::Q6_K, TensorType::Q4_K, TensorType::Q8_K}) {
     const auto q = quantize(t, x.data(), x.size());
     std::vector<float> y(x.size());
     dequantize_row(t, q.data(), y.data(), y.size());

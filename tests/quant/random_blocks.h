@@ -27,13 +27,9 @@ inline std::vector<uint8_t> random_blocks(TensorType t, size_t n, std::mt19937& 
     case TensorType::Q4_0:
     case TensorType::Q5_0:
     case TensorType::Q8_0:
-    case TensorType::Q4_K:
-      break;
-    case TensorType::Q6_K:
-      d_offset = offsetof(BlockQ6_K, d);
-      break;
-    default:
-      fail<InvalidArgument>("random_blocks: no F16 scale layout for {}", tensor_type_name(t));
+    case TensorType::Q4_K: break;
+    case TensorType::Q6_K: d_offset = offsetof(BlockQ6_K, d); break;
+    default: fail<InvalidArgument>("random_blocks: no F16 scale layout for {}", tensor_type_name(t));
   }
   std::vector<uint8_t> w(row_bytes(t, n));
   for (auto& b : w) b = uint8_t(rng());

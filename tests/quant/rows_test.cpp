@@ -43,7 +43,8 @@ TEST(Q8_0, RoundTripErrorWithinHalfAStep) {
     float amax = 0;
     for (size_t j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[blk * 32 + j]));
     const float step = amax / 127.0f;
-    for (size_t j = 0; j < 32; ++j) ASSERT_LE(std::fabs(x[blk * 32 + j] - y[blk * 32 + j]), 0.5f * step + 127 * step / 2048 + 1e-6f);
+    for (size_t j = 0; j < 32; ++j)
+      ASSERT_LE(std::fabs(x[blk * 32 + j] - y[blk * 32 + j]), 0.5f * step + 127 * step / 2048 + 1e-6f);
   }
 }
 

@@ -36,8 +36,8 @@ std::vector<double> softmax_over(const std::vector<double>& logits, double t, co
 
 std::vector<double> raw_logits() { return std::vector<double>(kLogits.begin(), kLogits.end()); }
 
-void expect_distribution(const SamplingParams& params, const TokenHistory& history,
-                         const std::vector<double>& want, uint64_t seed = 2024) {
+void expect_distribution(const SamplingParams& params, const TokenHistory& history, const std::vector<double>& want,
+                         uint64_t seed = 2024) {
   const std::vector<float> got = filtered_distribution(kLogits, params, history);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {

@@ -94,8 +94,14 @@ TEST(SamplingParams, FrequencyAndPresencePenalties) {
   EXPECT_EQ(error_of([](auto& p) { p.frequency_penalty = kNaN; }), "frequency_penalty must be in [-2, 2], got nan");
   EXPECT_EQ(error_of([](auto& p) { p.presence_penalty = 3; }), "presence_penalty must be in [-2, 2], got 3");
   EXPECT_EQ(error_of([](auto& p) { p.presence_penalty = -kInf; }), "presence_penalty must be in [-2, 2], got -inf");
-  expect_ok([](auto& p) { p.frequency_penalty = -2; p.presence_penalty = 2; });
-  expect_ok([](auto& p) { p.frequency_penalty = 2; p.presence_penalty = -2; });
+  expect_ok([](auto& p) {
+    p.frequency_penalty = -2;
+    p.presence_penalty = 2;
+  });
+  expect_ok([](auto& p) {
+    p.frequency_penalty = 2;
+    p.presence_penalty = -2;
+  });
 }
 
 TEST(SamplingParams, MaxTokens) {
@@ -118,7 +124,10 @@ TEST(SamplingParams, Logprobs) {
 }
 
 TEST(SamplingParams, SeedAndIgnoreEosTakeAnyValue) {
-  expect_ok([](auto& p) { p.seed = 0; p.ignore_eos = true; });
+  expect_ok([](auto& p) {
+    p.seed = 0;
+    p.ignore_eos = true;
+  });
   expect_ok([](auto& p) { p.seed = ~uint64_t(0); });
 }
 

@@ -28,8 +28,8 @@ std::vector<float> random_logits(size_t n, float scale, uint64_t seed) {
   return l;
 }
 
-std::vector<int32_t> generate(Sampler& s, const std::vector<float>& logits, const SamplingParams& p,
-                              TokenHistory& h, Rng& rng, int n) {
+std::vector<int32_t> generate(Sampler& s, const std::vector<float>& logits, const SamplingParams& p, TokenHistory& h,
+                              Rng& rng, int n) {
   std::vector<int32_t> out;
   for (int i = 0; i < n; ++i) {
     out.push_back(s.sample(logits, p, h, rng));
@@ -195,7 +195,11 @@ std::vector<double> reference(const std::vector<float>& logits, const SamplingPa
 }
 
 TEST(Sampler, LargeVocabularyMatchesAFullSortReference) {
-  struct Case { float temperature; int top_k; float top_p, min_p; };
+  struct Case {
+    float temperature;
+    int top_k;
+    float top_p, min_p;
+  };
   // Peaked, as real models mostly are: top-p keeps a handful of tokens.
   auto peaked = random_logits(150000, 2.0f, 12);
   for (int i = 0; i < 6; ++i) peaked[1000 + 7919 * i] = 14.0f - float(i);

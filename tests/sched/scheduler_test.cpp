@@ -96,7 +96,9 @@ TEST(Scheduler, RespectsMaxNumSeqs) {
 
 TEST(Scheduler, PreemptsTheNewestLowestPriorityAndNotAgainInThatStep) {
   // 6 blocks of 4 tokens. Three prompts of 8 tokens fill all six.
-  Fixture f(6, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 100, .kv_watermark = kNoWatermark,
+  Fixture f(6, SchedulerConfig{.max_num_seqs = 8,
+                               .max_batched_tokens = 100,
+                               .kv_watermark = kNoWatermark,
                                .kv_headroom_per_seq = kNoHeadroom});
   Sequence* a = f.add(8, 0);
   Sequence* b = f.add(8, 0);
@@ -117,7 +119,9 @@ TEST(Scheduler, PreemptsTheNewestLowestPriorityAndNotAgainInThatStep) {
 }
 
 TEST(Scheduler, ASequenceThatIsTheLowestPreemptsItselfOnce) {
-  Fixture f(4, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 100, .kv_watermark = kNoWatermark,
+  Fixture f(4, SchedulerConfig{.max_num_seqs = 8,
+                               .max_batched_tokens = 100,
+                               .kv_watermark = kNoWatermark,
                                .kv_headroom_per_seq = kNoHeadroom});
   Sequence* a = f.add(8, 0);
   Sequence* b = f.add(8, 5);
@@ -131,7 +135,9 @@ TEST(Scheduler, ASequenceThatIsTheLowestPreemptsItselfOnce) {
 }
 
 TEST(Scheduler, ResumesOnlyWhenTheWholeContextFits) {
-  Fixture f(7, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 100, .kv_watermark = kNoWatermark,
+  Fixture f(7, SchedulerConfig{.max_num_seqs = 8,
+                               .max_batched_tokens = 100,
+                               .kv_watermark = kNoWatermark,
                                .kv_headroom_per_seq = kNoHeadroom});
   Sequence* a = f.add(8);
   Sequence* b = f.add(8);
@@ -141,19 +147,22 @@ TEST(Scheduler, ResumesOnlyWhenTheWholeContextFits) {
   auto p = f.sched.schedule(2);     // a and c each take a block for their decode: 1 free
   EXPECT_EQ(tokens_of(p, a), 1);
   EXPECT_EQ(tokens_of(p, c), 1);
-  EXPECT_EQ(tokens_of(p, b), 0);    // 3 blocks needed, 1 free: b waits, whole
+  EXPECT_EQ(tokens_of(p, b), 0);  // 3 blocks needed, 1 free: b waits, whole
   EXPECT_EQ(f.bm.num_free_blocks(), 1);
   f.complete(p);
-  f.sched.remove(c);                // 3 more free
+  f.sched.remove(c);  // 3 more free
   p = f.sched.schedule(3);
-  EXPECT_EQ(tokens_of(p, b), 5);    // its whole context at once, less the cached first block
+  EXPECT_EQ(tokens_of(p, b), 5);  // its whole context at once, less the cached first block
   EXPECT_TRUE(p.scheduled.back().sample);
 }
 
 TEST(Scheduler, BypassIsBoundedThenTheHeadWaitsForRoom) {
   // A big request at the head cannot fit while smaller ones keep arriving.
-  Fixture f(8, SchedulerConfig{.max_num_seqs = 16, .max_batched_tokens = 100, .max_bypass = 2,
-                               .kv_watermark = kNoWatermark, .kv_headroom_per_seq = kNoHeadroom});
+  Fixture f(8, SchedulerConfig{.max_num_seqs = 16,
+                               .max_batched_tokens = 100,
+                               .max_bypass = 2,
+                               .kv_watermark = kNoWatermark,
+                               .kv_headroom_per_seq = kNoHeadroom});
   Sequence* filler = f.add(20);  // 5 blocks
   f.complete(f.sched.schedule(1));
   Sequence* big = f.add(16);  // needs 4 blocks + room: only 3 free
@@ -211,7 +220,9 @@ TEST(Scheduler, InjectedAllocationFailureAdmitsNothing) {
 
 TEST(Scheduler, AdmissionKeepsHeadroomForTheRunningSequencesToGrow) {
   auto run = [](int32_t headroom) {
-    Fixture f(10, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 100, .kv_watermark = kNoWatermark,
+    Fixture f(10, SchedulerConfig{.max_num_seqs = 8,
+                                  .max_batched_tokens = 100,
+                                  .kv_watermark = kNoWatermark,
                                   .kv_headroom_per_seq = headroom});
     for (int i = 0; i < 5; ++i) f.add(8);  // 2 blocks each; at 9 tokens each needs a third
     auto p = f.sched.schedule(1);
@@ -230,9 +241,11 @@ TEST(Scheduler, AdmissionKeepsHeadroomForTheRunningSequencesToGrow) {
 }
 
 TEST(Scheduler, WatermarkIsAShareOfThePoolWaivedWhenNothingRuns) {
-  Fixture f(10, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 100, .kv_watermark = 0.25,
+  Fixture f(10, SchedulerConfig{.max_num_seqs = 8,
+                                .max_batched_tokens = 100,
+                                .kv_watermark = 0.25,
                                 .kv_headroom_per_seq = kNoHeadroom});  // ceil(2.5) = 3 blocks
-  Sequence* whole = f.add(40);  // all 10 blocks: admitted, nothing else runs
+  Sequence* whole = f.add(40);                                         // all 10 blocks: admitted, nothing else runs
   auto p = f.sched.schedule(1);
   EXPECT_EQ(tokens_of(p, whole), 40);
   f.complete(p);
@@ -248,14 +261,16 @@ TEST(Scheduler, WatermarkIsAShareOfThePoolWaivedWhenNothingRuns) {
 }
 
 TEST(Scheduler, NobodyPassesAPreemptedHead) {
-  Fixture f(8, SchedulerConfig{.max_num_seqs = 16, .max_batched_tokens = 100, .kv_watermark = kNoWatermark,
+  Fixture f(8, SchedulerConfig{.max_num_seqs = 16,
+                               .max_batched_tokens = 100,
+                               .kv_watermark = kNoWatermark,
                                .kv_headroom_per_seq = kNoHeadroom});
   Sequence* a = f.add(16);  // 4 blocks
   Sequence* b = f.add(12);  // 3 blocks
   f.complete(f.sched.schedule(1));
-  f.sched.preempt(b, 1);          // 4 free; b needs 4 for its 13 tokens
+  f.sched.preempt(b, 1);  // 4 free; b needs 4 for its 13 tokens
   Sequence* small = f.add(2);
-  auto p = f.sched.schedule(2);   // a's decode takes a block: 3 free
+  auto p = f.sched.schedule(2);  // a's decode takes a block: 3 free
   EXPECT_EQ(tokens_of(p, a), 1);
   EXPECT_EQ(tokens_of(p, b), 0);
   EXPECT_EQ(tokens_of(p, small), 0) << "a fresh request took the blocks the preempted one gave up";

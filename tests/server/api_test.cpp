@@ -68,8 +68,9 @@ TEST_F(ServerApi, HealthAndModels) {
 TEST_F(ServerApi, GreedyCompletionMatchesReference) {
   const json ref = reference();
   // Whatever `model` says, the one served model answers, under its own name.
-  const json r = post("/v1/completions", {{"model", "gpt-3.5-turbo-instruct"}, {"prompt", ref["prompt"]},
-                                          {"max_tokens", 64}, {"temperature", 0}});
+  const json r =
+      post("/v1/completions",
+           {{"model", "gpt-3.5-turbo-instruct"}, {"prompt", ref["prompt"]}, {"max_tokens", 64}, {"temperature", 0}});
   EXPECT_EQ(r["object"], "text_completion");
   EXPECT_EQ(r["model"], "stories260K");
   EXPECT_EQ(r["id"].get<std::string>().rfind("cmpl-", 0), 0u);
@@ -83,7 +84,8 @@ TEST_F(ServerApi, GreedyCompletionMatchesReference) {
   EXPECT_EQ(r["usage"]["total_tokens"], 64 + ref["prompt_token_ids"].size());
 
   // The same prompt as token ids gives the same text.
-  const json ids = post("/v1/completions", {{"prompt", ref["prompt_token_ids"]}, {"max_tokens", 64}, {"temperature", 0}});
+  const json ids =
+      post("/v1/completions", {{"prompt", ref["prompt_token_ids"]}, {"max_tokens", 64}, {"temperature", 0}});
   EXPECT_EQ(ids["choices"][0]["text"], ref["output_text"]);
 }
 
@@ -95,8 +97,8 @@ TEST_F(ServerApi, MaxTokensDefaultsTo16) {
 
 TEST_F(ServerApi, StreamedCompletionEqualsWholeOne) {
   const json ref = reference();
-  const json body = {{"prompt", ref["prompt"]}, {"max_tokens", 64}, {"temperature", 0},
-                     {"stream_options", {{"include_usage", true}}}};
+  const json body = {
+      {"prompt", ref["prompt"]}, {"max_tokens", 64}, {"temperature", 0}, {"stream_options", {{"include_usage", true}}}};
   const auto chunks = stream("/v1/completions", body);
   std::string text;
   json finish = nullptr;
@@ -120,8 +122,10 @@ TEST_F(ServerApi, StreamedCompletionEqualsWholeOne) {
 
 TEST_F(ServerApi, ChatUsesThePlainTemplateAndStreamsRoleThenContent) {
   const json ref = reference();
-  const json body = {{"model", "whatever"}, {"messages", {{{"role", "user"}, {"content", ref["prompt"]}}}},
-                     {"max_completion_tokens", 64}, {"temperature", 0}};
+  const json body = {{"model", "whatever"},
+                     {"messages", {{{"role", "user"}, {"content", ref["prompt"]}}}},
+                     {"max_completion_tokens", 64},
+                     {"temperature", 0}};
   const json r = post("/v1/chat/completions", body);
   EXPECT_EQ(r["object"], "chat.completion");
   EXPECT_EQ(r["id"].get<std::string>().rfind("chatcmpl-", 0), 0u);
@@ -147,23 +151,25 @@ TEST_F(ServerApi, ChatUsesThePlainTemplateAndStreamsRoleThenContent) {
 }
 
 TEST_F(ServerApi, ChatDefaultsToTheRestOfTheContext) {
-  const json r = post("/v1/chat/completions",
-                      {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"ignore_eos", true}, {"temperature", 0}});
+  const json r =
+      post("/v1/chat/completions",
+           {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"ignore_eos", true}, {"temperature", 0}});
   EXPECT_EQ(r["usage"]["prompt_tokens"].get<int>() + r["usage"]["completion_tokens"].get<int>(), 512);
   EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
 }
 
 TEST_F(ServerApi, StopStringsSeedsAndChoices) {
-  const json stop = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 64}, {"temperature", 0},
-                                             {"stop", "Lily"}});
+  const json stop = post("/v1/completions",
+                         {{"prompt", "Once upon a time"}, {"max_tokens", 64}, {"temperature", 0}, {"stop", "Lily"}});
   EXPECT_EQ(stop["choices"][0]["text"], ", there was a little girl named ");
   EXPECT_EQ(stop["choices"][0]["finish_reason"], "stop");
-  const json stops = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 64}, {"temperature", 0},
-                                              {"stop", {"zzz", "girl"}}});
+  const json stops =
+      post("/v1/completions",
+           {{"prompt", "Once upon a time"}, {"max_tokens", 64}, {"temperature", 0}, {"stop", {"zzz", "girl"}}});
   EXPECT_EQ(stops["choices"][0]["text"], ", there was a little ");
 
-  const json body = {{"prompt", "The cat"}, {"max_tokens", 24}, {"temperature", 1.0}, {"seed", 42}, {"n", 3},
-                     {"ignore_eos", true}};
+  const json body = {{"prompt", "The cat"}, {"max_tokens", 24}, {"temperature", 1.0},
+                     {"seed", 42},          {"n", 3},           {"ignore_eos", true}};
   const json a = post("/v1/completions", body), b = post("/v1/completions", body);
   ASSERT_EQ(a["choices"].size(), 3u);
   std::set<std::string> texts;
@@ -192,15 +198,16 @@ TEST_F(ServerApi, StopStringsSeedsAndChoices) {
 }
 
 TEST_F(ServerApi, CompletionLogprobsAndEcho) {
-  const json r = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 8}, {"temperature", 0},
-                                          {"logprobs", 3}});
+  const json r =
+      post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 8}, {"temperature", 0}, {"logprobs", 3}});
   const json& lp = r["choices"][0]["logprobs"];
   ASSERT_EQ(lp["tokens"].size(), 8u);
   ASSERT_EQ(lp["token_logprobs"].size(), 8u);
   ASSERT_EQ(lp["top_logprobs"].size(), 8u);
   ASSERT_EQ(lp["text_offset"].size(), 8u);
   EXPECT_EQ(lp["tokens"][0], ",");
-  EXPECT_NEAR(lp["token_logprobs"][0].get<double>(), reference()["first_position_top10"][0]["logprob"].get<double>(), 5e-3);
+  EXPECT_NEAR(lp["token_logprobs"][0].get<double>(), reference()["first_position_top10"][0]["logprob"].get<double>(),
+              5e-3);
   for (size_t i = 0; i < 8; ++i) {
     const json& top = lp["top_logprobs"][i];
     EXPECT_GE(top.size(), 3u);
@@ -213,14 +220,16 @@ TEST_F(ServerApi, CompletionLogprobsAndEcho) {
       EXPECT_GT(lp["text_offset"][i].get<int>(), lp["text_offset"][i - 1].get<int>());
     }
   }
-  const json echo = post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 4}, {"temperature", 0},
-                                             {"echo", true}});
+  const json echo =
+      post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 4}, {"temperature", 0}, {"echo", true}});
   EXPECT_EQ(echo["choices"][0]["text"].get<std::string>().rfind("Once upon a time, there", 0), 0u);
 }
 
 TEST_F(ServerApi, ChatLogprobs) {
   const json r = post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "Once upon a time"}}}},
-                                               {"max_tokens", 5}, {"temperature", 0}, {"logprobs", true},
+                                               {"max_tokens", 5},
+                                               {"temperature", 0},
+                                               {"logprobs", true},
                                                {"top_logprobs", 2}});
   const json& content = r["choices"][0]["logprobs"]["content"];
   ASSERT_EQ(content.size(), 5u);
@@ -229,7 +238,8 @@ TEST_F(ServerApi, ChatLogprobs) {
   ASSERT_EQ(content[0]["top_logprobs"].size(), 2u);
   EXPECT_EQ(content[0]["top_logprobs"][0]["token"], ",");
   EXPECT_EQ(content[0]["top_logprobs"][1]["token"], " there");
-  const json plain = post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 2}});
+  const json plain =
+      post("/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 2}});
   EXPECT_TRUE(plain["choices"][0]["logprobs"].is_null());
 }
 
@@ -237,8 +247,8 @@ TEST_F(ServerApi, CacheSaltIsolatesThePrefixCacheAndPriorityIsAccepted) {
   std::vector<int> prompt(40, 301);
   prompt[0] = 1;
   auto cached = [&](const std::string& salt, int priority) {
-    const json r = post("/v1/completions", {{"prompt", prompt}, {"max_tokens", 2}, {"cache_salt", salt},
-                                            {"priority", priority}});
+    const json r =
+        post("/v1/completions", {{"prompt", prompt}, {"max_tokens", 2}, {"cache_salt", salt}, {"priority", priority}});
     return r["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>();
   };
   EXPECT_EQ(cached("salt-a", 0), 0);
@@ -289,8 +299,10 @@ TEST_F(ServerApi, ABodyArrivingAfterThePreviousResponseIsReadIntact) {
 TEST_F(ServerApi, ExpectContinue) {
   HttpConnection c(port());
   const std::string body = json({{"prompt", "Hi"}, {"max_tokens", 2}}).dump();
-  c.write_raw("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
-              "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n");
+  c.write_raw(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\n"
+      "Content-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n");
   std::string got;
   char ch;
   while (got.find("\r\n\r\n") == std::string::npos) {
@@ -314,20 +326,26 @@ namespace {
 TEST(ServerChatTemplate, OverrideRendersThatFamily) {
   ServerProcess s({"--chat-template", "chatml"});
   const json chat = http_post(s.port(), "/v1/chat/completions",
-                              {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 8},
-                               {"temperature", 0}, {"ignore_eos", true}}).json();
+                              {{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+                               {"max_tokens", 8},
+                               {"temperature", 0},
+                               {"ignore_eos", true}})
+                        .json();
   const json same = http_post(s.port(), "/v1/completions",
-                              {{"prompt", "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"}, {"max_tokens", 8},
-                               {"temperature", 0}, {"ignore_eos", true}}).json();
+                              {{"prompt", "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"},
+                               {"max_tokens", 8},
+                               {"temperature", 0},
+                               {"ignore_eos", true}})
+                        .json();
   EXPECT_EQ(chat["usage"]["prompt_tokens"], same["usage"]["prompt_tokens"]);
   EXPECT_GT(chat["usage"]["prompt_tokens"].get<int>(), 10);
   EXPECT_EQ(chat["choices"][0]["message"]["content"], same["choices"][0]["text"]);
   EXPECT_EQ(s.stop(), 0);
 
   ServerProcess gemma({"--chat-template", "gemma"});
-  const HttpResponse r = http_post(gemma.port(), "/v1/chat/completions",
-                                   {{"messages", {{{"role", "system"}, {"content", "Be brief."}},
-                                                  {{"role", "user"}, {"content", "Hi"}}}}});
+  const HttpResponse r = http_post(
+      gemma.port(), "/v1/chat/completions",
+      {{"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi"}}}}});
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_EQ(r.json()["error"]["param"], "messages");
   EXPECT_NE(r.body.find("System role not supported"), std::string::npos) << r.body;

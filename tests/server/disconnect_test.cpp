@@ -41,11 +41,13 @@ class ServerDisconnect : public ::testing::Test {
   void expect_freed(double extra_aborts = 1) {
     const auto t0 = std::chrono::steady_clock::now();
     const auto deadline = std::chrono::milliseconds(int(500 / test_scale()));
-    EXPECT_TRUE(eventually([&] {
-      return engine_idle(port()) && failures(metrics(port()), "abort") == aborted_ + extra_aborts;
-    }, deadline, 1ms)) << "running " << gauge("pagoda_num_requests_running") << ", waiting "
-                 << gauge("pagoda_num_requests_waiting") << ", blocks " << gauge("pagoda_kv_blocks_used");
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    EXPECT_TRUE(
+        eventually([&] { return engine_idle(port()) && failures(metrics(port()), "abort") == aborted_ + extra_aborts; },
+                   deadline, 1ms))
+        << "running " << gauge("pagoda_num_requests_running") << ", waiting " << gauge("pagoda_num_requests_waiting")
+        << ", blocks " << gauge("pagoda_kv_blocks_used");
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
     RecordProperty("freed_ms", int(ms));
   }
   static ServerProcess* server_;
@@ -69,8 +71,12 @@ TEST_F(ServerDisconnect, MidStreamReset) {
   HttpConnection c(port());
   json body = kLong;
   body["stream"] = true;
-  c.send("POST", "/v1/chat/completions", json({{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
-                                                {"max_tokens", 400}, {"ignore_eos", true}, {"stream", true}}).dump());
+  c.send("POST", "/v1/chat/completions",
+         json({{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+               {"max_tokens", 400},
+               {"ignore_eos", true},
+               {"stream", true}})
+             .dump());
   ASSERT_EQ(c.read_head().status, 200);
   ASSERT_EQ(c.read_events(2).size(), 2u);
   c.reset();
@@ -103,10 +109,12 @@ TEST_F(ServerDisconnect, WhileWaiting) {
   w.send("POST", "/v1/completions", kLong.dump());
   ASSERT_TRUE(eventually([&] { return gauge("pagoda_num_requests_waiting") == 1; }));
   w.close();
-  EXPECT_TRUE(eventually([&] {
-    const auto m = metrics(port());
-    return m.at("pagoda_num_requests_waiting") == 0 && failures(m, "abort") == aborted_ + 1;
-  }, 2s, 1ms));
+  EXPECT_TRUE(eventually(
+      [&] {
+        const auto m = metrics(port());
+        return m.at("pagoda_num_requests_waiting") == 0 && failures(m, "abort") == aborted_ + 1;
+      },
+      2s, 1ms));
   EXPECT_EQ(gauge("pagoda_num_requests_running"), 2);  // the others go on
   a.close();
   b.close();
@@ -118,10 +126,15 @@ TEST(ServerWriteTimeout, ClientThatStopsReadingIsDropped) {
   // receive buffer that never reads: the server's writes stall.
   ServerProcess s({"--write-timeout", "1", "--inject-faults", "slow=1,slow_ms=20"});
   HttpConnection c(s.port(), /*rcvbuf=*/4096);
-  c.send("POST", "/v1/completions", json({{"prompt", "Once"}, {"max_tokens", 500}, {"ignore_eos", true}, {"n", 16},
-                                          {"logprobs", 20}, {"stream", true}}).dump());
-  ASSERT_TRUE(eventually([&] { return failures(metrics(s.port()), "abort") == 1; }, 30s, 20ms))
-      << s.stderr_text();
+  c.send("POST", "/v1/completions",
+         json({{"prompt", "Once"},
+               {"max_tokens", 500},
+               {"ignore_eos", true},
+               {"n", 16},
+               {"logprobs", 20},
+               {"stream", true}})
+             .dump());
+  ASSERT_TRUE(eventually([&] { return failures(metrics(s.port()), "abort") == 1; }, 30s, 20ms)) << s.stderr_text();
   EXPECT_TRUE(eventually([&] { return engine_idle(s.port()); }, 2s));
   EXPECT_NE(s.stderr_text().find("--write-timeout"), std::string::npos);
   EXPECT_EQ(s.stop(), 0);

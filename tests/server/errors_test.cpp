@@ -76,10 +76,10 @@ TEST_F(ServerBadInput, BadRequestsGet400NamingTheFieldAndChangeNothing) {
       {{{"prompt", {"a", "b"}}}, "prompt"},
       {{{"prompt", "x"}, {"tools", {{{"type", "function"}}}}}, "tools"},
   };
-  for (const auto& [body, param] : completions)
-    expect_error(http_post(port(), "/v1/completions", body), 400, param);
+  for (const auto& [body, param] : completions) expect_error(http_post(port(), "/v1/completions", body), 400, param);
   // Too long for the context (512): the prompt alone, or with max_tokens.
-  expect_error(http_post(port(), "/v1/completions", {{"prompt", ids_too_long}}), 400, "prompt", "context_length_exceeded");
+  expect_error(http_post(port(), "/v1/completions", {{"prompt", ids_too_long}}), 400, "prompt",
+               "context_length_exceeded");
   expect_error(http_post(port(), "/v1/completions", {{"prompt", "Hi"}, {"max_tokens", 600}}), 400, "max_tokens",
                "context_length_exceeded");
 
@@ -139,8 +139,10 @@ TEST(ServerErrors, ApiKeyGuardsV1ButNotHealthOrMetrics) {
   expect_error(http_get(s.port(), "/v1/models", {{"Authorization", "Bearer wrong"}}), 401);
   expect_error(http_post(s.port(), "/v1/completions", {{"prompt", "x"}}, {{"Authorization", "sekrit"}}), 401);
   EXPECT_EQ(http_get(s.port(), "/v1/models", {{"Authorization", "Bearer sekrit"}}).status, 200);
-  EXPECT_EQ(http_post(s.port(), "/v1/completions", {{"prompt", "x"}, {"max_tokens", 1}},
-                      {{"Authorization", "Bearer sekrit"}}).status, 200);
+  EXPECT_EQ(
+      http_post(s.port(), "/v1/completions", {{"prompt", "x"}, {"max_tokens", 1}}, {{"Authorization", "Bearer sekrit"}})
+          .status,
+      200);
   EXPECT_EQ(http_get(s.port(), "/health").status, 200);
   EXPECT_EQ(http_get(s.port(), "/metrics").status, 200);
   EXPECT_EQ(s.stop(), 0);
@@ -182,8 +184,10 @@ TEST(ServerErrors, FailedStepGives500OrAStreamErrorEvent) {
     // Step 4 fails after three tokens were streamed: the error is the last event.
     ServerProcess s({"--inject-faults", "at_step=4"});
     const HttpResponse r = http_post(s.port(), "/v1/chat/completions",
-                                     {{"messages", {{{"role", "user"}, {"content", "Once"}}}}, {"max_tokens", 20},
-                                      {"ignore_eos", true}, {"stream", true}});
+                                     {{"messages", {{{"role", "user"}, {"content", "Once"}}}},
+                                      {"max_tokens", 20},
+                                      {"ignore_eos", true},
+                                      {"stream", true}});
     EXPECT_EQ(r.status, 200);
     const auto events = sse_payloads(r.body);
     ASSERT_GE(events.size(), 3u);
@@ -205,7 +209,8 @@ TEST(ServerErrors, TimeoutBeforeOutputGets504) {
   const HttpResponse r = http_post(s.port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 8}});
   expect_error(r, 504, "", "timeout");
   // Streaming, the first token came out (after 400 ms): the timeout is an error event.
-  const HttpResponse st = http_post(s.port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 8}, {"stream", true}});
+  const HttpResponse st =
+      http_post(s.port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 8}, {"stream", true}});
   EXPECT_EQ(st.status, 200);
   const auto events = sse_payloads(st.body);
   ASSERT_GE(events.size(), 2u);

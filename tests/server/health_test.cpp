@@ -45,7 +45,8 @@ TEST(ServerHealth, AStepOfAnUnseenSizeIsAStallPastStallTimeout) {
   // Once it ends, 200 again: the steps after it are predicted, not stalls.
   ASSERT_TRUE(eventually([&] { return http_get(s.port(), "/health").status == 200; }, 3s));
   int stalled_after = 0;
-  while (pending.wait_for(50ms) != std::future_status::ready) stalled_after += http_get(s.port(), "/health").status == 503;
+  while (pending.wait_for(50ms) != std::future_status::ready)
+    stalled_after += http_get(s.port(), "/health").status == 503;
   EXPECT_EQ(pending.get(), 200);
   EXPECT_EQ(stalled_after, 0);
   EXPECT_GE(metrics(s.port()).at("pagoda_engine_stalls_total"), 1);

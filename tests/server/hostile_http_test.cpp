@@ -162,11 +162,15 @@ TEST_F(HostileHttp, ChunkExtensionsAndTrailersCountAgainstALimit) {
     const auto [bytes, closed] = s.read_all();
     EXPECT_EQ(status_of(bytes), 413) << bytes.substr(0, 300);
   }
-  json e = expect_refused(kChunkedHead + "0\r\n" + [] {
-    std::string t;
-    for (int i = 0; i < 5000; ++i) t += "X-T" + std::to_string(i) + ": " + std::string(20, 'v') + "\r\n";
-    return t;
-  }() + "\r\n", 413);
+  json e = expect_refused(
+      kChunkedHead + "0\r\n" +
+          [] {
+            std::string t;
+            for (int i = 0; i < 5000; ++i) t += "X-T" + std::to_string(i) + ": " + std::string(20, 'v') + "\r\n";
+            return t;
+          }() +
+          "\r\n",
+      413);
   EXPECT_NE(e["error"]["message"].get<std::string>().find("framing"), std::string::npos) << e;
   EXPECT_LT(rss_mib(server_->pid()) - before, 16.0);
   expect_still_serving();
@@ -174,10 +178,10 @@ TEST_F(HostileHttp, ChunkExtensionsAndTrailersCountAgainstALimit) {
 
 TEST_F(HostileHttp, TransferEncodingOtherThanChunkedAloneIs400AndNothingIsSmuggled) {
   const std::string smuggled = "GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sekrit\r\n\r\n";
-  for (const std::string te : {"chunked, identity", "xchunked", "gzip", "gzip, chunked", "identity", "chunked, chunked"}) {
-    const json e = expect_refused("POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + te + "\r\n\r\n" +
-                                      smuggled,
-                                  400);
+  for (const std::string te :
+       {"chunked, identity", "xchunked", "gzip", "gzip, chunked", "identity", "chunked, chunked"}) {
+    const json e = expect_refused(
+        "POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + te + "\r\n\r\n" + smuggled, 400);
     EXPECT_NE(e["error"]["message"].get<std::string>().find("Transfer-Encoding"), std::string::npos) << te << e;
   }
   // Transfer-Encoding with Content-Length, and on HTTP/1.0.
@@ -190,10 +194,11 @@ TEST_F(HostileHttp, TransferEncodingOtherThanChunkedAloneIs400AndNothingIsSmuggl
 TEST_F(HostileHttp, AChunkedRequestStillWorks) {
   RawSocket s(port());
   const std::string json_body = R"({"prompt":"Hi","max_tokens":2})";
-  s.send("POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sekrit\r\nConnection: close\r\n"
-         "Transfer-Encoding: chunked\r\n\r\n5;ext=1\r\n" +
-         json_body.substr(0, 5) + "\r\n" + fmt::format("{:x}", json_body.size() - 5) + "\r\n" + json_body.substr(5) +
-         "\r\n0\r\nX-Trailer: ok\r\n\r\n");
+  s.send(
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sekrit\r\nConnection: close\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n5;ext=1\r\n" +
+      json_body.substr(0, 5) + "\r\n" + fmt::format("{:x}", json_body.size() - 5) + "\r\n" + json_body.substr(5) +
+      "\r\n0\r\nX-Trailer: ok\r\n\r\n");
   const auto [bytes, closed] = s.read_all();
   EXPECT_EQ(status_of(bytes), 200) << bytes;
   EXPECT_EQ(body_of(bytes)["usage"]["completion_tokens"], 2) << bytes;

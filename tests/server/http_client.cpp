@@ -123,7 +123,8 @@ void HttpConnection::close() {
 bool HttpConnection::peer_closed_within(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
     pollfd p{socket_.native_handle(), POLLIN, 0};
     if (::poll(&p, 1, int(left.count())) <= 0) return false;

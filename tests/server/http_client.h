@@ -64,8 +64,10 @@ class HttpConnection {
 };
 
 HttpResponse http_get(uint16_t port, const std::string& target, const Headers& headers = {});
-HttpResponse http_post(uint16_t port, const std::string& target, const nlohmann::json& body, const Headers& headers = {});
-HttpResponse http_post_raw(uint16_t port, const std::string& target, const std::string& body, const Headers& headers = {});
+HttpResponse http_post(uint16_t port, const std::string& target, const nlohmann::json& body,
+                       const Headers& headers = {});
+HttpResponse http_post_raw(uint16_t port, const std::string& target, const std::string& body,
+                           const Headers& headers = {});
 
 // The data payloads of an SSE body ("data: X\n\n" -> X).
 std::vector<std::string> sse_payloads(const std::string& body);

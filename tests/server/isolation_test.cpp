@@ -22,8 +22,9 @@ std::vector<HttpResponse> crowd(uint16_t port, int n, int concurrent) {
     std::vector<std::future<HttpResponse>> batch;
     for (int i = 0; i < concurrent && done < n; ++i, ++done)
       batch.push_back(std::async(std::launch::async, [port, done] {
-        return http_post(port, "/v1/completions",
-                         {{"prompt", "Once upon a time " + std::to_string(done)}, {"max_tokens", 12}, {"ignore_eos", true}});
+        return http_post(
+            port, "/v1/completions",
+            {{"prompt", "Once upon a time " + std::to_string(done)}, {"max_tokens", 12}, {"ignore_eos", true}});
       }));
     for (auto& f : batch) out.push_back(f.get());
   }

@@ -21,7 +21,8 @@ TEST(ServerLifecycle, PrintsPortAndCurlLineAndOnlyListensOnLoopback) {
   ServerProcess s;
   const std::string out = s.stdout_text();
   EXPECT_NE(out.find("listening on http://127.0.0.1:" + std::to_string(s.port())), std::string::npos) << out;
-  EXPECT_NE(out.find("curl http://127.0.0.1:" + std::to_string(s.port()) + "/v1/completions"), std::string::npos) << out;
+  EXPECT_NE(out.find("curl http://127.0.0.1:" + std::to_string(s.port()) + "/v1/completions"), std::string::npos)
+      << out;
   EXPECT_EQ(s.stop(SIGINT), 0);
 }
 
@@ -54,14 +55,16 @@ TEST(ServerLifecycle, SigtermLetsInFlightStreamsFinish) {
   kill(s.pid(), SIGTERM);
   // The idle connection is closed; no new connection is accepted.
   EXPECT_TRUE(idle.peer_closed_within(5s));
-  EXPECT_TRUE(eventually([&] {
-    try {
-      HttpConnection c(s.port());
-      return false;
-    } catch (const std::exception&) {
-      return true;
-    }
-  }, 5s));
+  EXPECT_TRUE(eventually(
+      [&] {
+        try {
+          HttpConnection c(s.port());
+          return false;
+        } catch (const std::exception&) {
+          return true;
+        }
+      },
+      5s));
   // The stream runs to its end.
   const auto events = streaming.read_events();
   ASSERT_FALSE(events.empty());

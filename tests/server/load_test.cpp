@@ -34,8 +34,10 @@ json loadgen(uint16_t port, std::vector<std::string> args) {
 class ServerLoadAndFaults : public ::testing::TestWithParam<bool> {};
 
 TEST_P(ServerLoadAndFaults, EveryRequestEndsAndNothingLeaks) {
-  std::vector<std::string> args = {"--kv-cache-tokens", "2048", "--max-num-seqs", "32", "--inject-faults",
-                                   "forward=0.01,poison=0.1,at_step=10,seed=11", "--audit-every-step"};
+  std::vector<std::string> args = {"--kv-cache-tokens", "2048",
+                                   "--max-num-seqs",    "32",
+                                   "--inject-faults",   "forward=0.01,poison=0.1,at_step=10,seed=11",
+                                   "--audit-every-step"};
   if (!GetParam()) args.push_back("--no-paged-attn");
   ServerProcess s(args);
   const int n = scaled(512, 128);
@@ -62,10 +64,13 @@ TEST_P(ServerLoadAndFaults, EveryRequestEndsAndNothingLeaks) {
   // The engine settles: nothing running or waiting, no block held, and the
   // books balance (received == successes + failures).
   PromMetrics m;
-  EXPECT_TRUE(eventually([&] {
-    m = metrics(s.port());
-    return engine_idle(s.port()) && m.at("pagoda_requests_received_total") == terminal_total(m);
-  }, 10s)) << "received " << m.at("pagoda_requests_received_total") << ", ended " << terminal_total(m);
+  EXPECT_TRUE(eventually(
+      [&] {
+        m = metrics(s.port());
+        return engine_idle(s.port()) && m.at("pagoda_requests_received_total") == terminal_total(m);
+      },
+      10s))
+      << "received " << m.at("pagoda_requests_received_total") << ", ended " << terminal_total(m);
   EXPECT_EQ(m.at("pagoda_kv_blocks_used"), 0);
   EXPECT_GT(failures(m, "error"), 0);  // the faults really happened
   EXPECT_GT(failures(m, "abort"), 0);  // and so did the hang-ups
@@ -75,13 +80,15 @@ TEST_P(ServerLoadAndFaults, EveryRequestEndsAndNothingLeaks) {
   const double successes = m.at("pagoda_request_success_total{finished_reason=\"stop\"}") +
                            m.at("pagoda_request_success_total{finished_reason=\"length\"}");
   EXPECT_GE(successes, r["ok"].get<double>());
-  EXPECT_LE(successes, r["ok"].get<double>() + r["hung_up_waiting"].get<double>() +
-                           r["hung_up_streaming"].get<double>());
+  EXPECT_LE(successes,
+            r["ok"].get<double>() + r["hung_up_waiting"].get<double>() + r["hung_up_streaming"].get<double>());
   // Still serving (a request may still draw an injected fault: a few tries).
   EXPECT_EQ(http_get(s.port(), "/health").status, 200);
-  EXPECT_TRUE(eventually([&] {
-    return http_post(s.port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 4}}).status == 200;
-  }, 10s));
+  EXPECT_TRUE(eventually(
+      [&] {
+        return http_post(s.port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 4}}).status == 200;
+      },
+      10s));
   EXPECT_EQ(s.stop(), 0) << s.stderr_text();
 }
 

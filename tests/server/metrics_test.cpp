@@ -57,16 +57,17 @@ TEST(ServerMetrics, CountersFollowTheRequests) {
   std::vector<int> prompt(40, 300);
   prompt[0] = 1;
   for (int i = 0; i < 2; ++i) {
-    const json r = http_post(s.port(), "/v1/completions",
-                             {{"prompt", prompt}, {"max_tokens", 8}, {"ignore_eos", true}}).json();
+    const json r =
+        http_post(s.port(), "/v1/completions", {{"prompt", prompt}, {"max_tokens", 8}, {"ignore_eos", true}}).json();
     ASSERT_EQ(r["usage"]["completion_tokens"], 8);
     if (i == 1) {
       EXPECT_EQ(r["usage"]["prompt_tokens_details"]["cached_tokens"], 32);
     }
   }
-  const json stop = http_post(s.port(), "/v1/completions",
-                              {{"prompt", "Once upon a time"}, {"max_tokens", 30}, {"temperature", 0}, {"stop", "Lily"}})
-                        .json();
+  const json stop =
+      http_post(s.port(), "/v1/completions",
+                {{"prompt", "Once upon a time"}, {"max_tokens", 30}, {"temperature", 0}, {"stop", "Lily"}})
+          .json();
   ASSERT_EQ(stop["choices"][0]["finish_reason"], "stop");
   // The engine publishes its statistics after the step that delivered the
   // last token: poll until all three requests are counted.
@@ -97,8 +98,9 @@ TEST(ServerMetrics, ParserRejectsMalformedText) {
   EXPECT_THROW(parse_prometheus("foo 1\n"), std::runtime_error);  // no TYPE
   EXPECT_THROW(parse_prometheus("# TYPE foo gauge\nfoo one\n"), std::runtime_error);
   EXPECT_THROW(parse_prometheus("# TYPE foo gauge\nfoo{a=b} 1\n"), std::runtime_error);
-  EXPECT_THROW(parse_prometheus("# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 1\n"),
-               std::runtime_error);
+  EXPECT_THROW(
+      parse_prometheus("# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} 1\nh_sum 1\nh_count 1\n"),
+      std::runtime_error);
   EXPECT_NO_THROW(parse_prometheus("# HELP foo x\n# TYPE foo counter\nfoo{a=\"b\"} 3\n"));
 }
 

@@ -28,9 +28,12 @@ size_t name_end(const std::string& s, size_t i, bool label) {
 }
 
 bool parse_value(const std::string& v, double& out) {
-  if (v == "+Inf") out = INFINITY;
-  else if (v == "-Inf") out = -INFINITY;
-  else if (v == "NaN") out = NAN;
+  if (v == "+Inf")
+    out = INFINITY;
+  else if (v == "-Inf")
+    out = -INFINITY;
+  else if (v == "NaN")
+    out = NAN;
   else {
     size_t used = 0;
     try {
@@ -94,8 +97,10 @@ PromMetrics parse_prometheus(const std::string& text) {
         while (i < line.size() && line[i] != '"') i += line[i] == '\\' ? 2 : 1;
         if (i >= line.size()) bad("an unterminated label value");
         ++i;
-        if (i < line.size() && line[i] == ',') ++i;
-        else if (i < line.size() && line[i] != '}') bad("a bad label list");
+        if (i < line.size() && line[i] == ',')
+          ++i;
+        else if (i < line.size() && line[i] != '}')
+          bad("a bad label list");
       }
       if (i >= line.size()) bad("an unterminated label list");
       ++i;
@@ -103,7 +108,8 @@ PromMetrics parse_prometheus(const std::string& text) {
     const std::string key = line.substr(0, i);
     if (i >= line.size() || line[i] != ' ') bad("no value");
     std::string value = line.substr(i + 1);
-    if (const size_t sp = value.find(' '); sp != std::string::npos) value = value.substr(0, sp);  // a timestamp may follow
+    if (const size_t sp = value.find(' '); sp != std::string::npos)
+      value = value.substr(0, sp);  // a timestamp may follow
     double v;
     if (!parse_value(value, v)) bad("a value that is not a number");
     if (family_of(name, m.types).empty()) bad("a sample of no declared family");

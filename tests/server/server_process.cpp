@@ -78,7 +78,8 @@ ServerProcess::ServerProcess(const std::vector<std::string>& args, bool wait_hea
 void ServerProcess::start(const std::vector<std::string>& args, bool wait_healthy) {
   out_path_ = temp_path("out");
   err_path_ = temp_path("err");
-  std::vector<std::string> argv = {pagoda_binary(), "serve", "-m", stories_model(), "--port", "0", "--log-interval", "0"};
+  std::vector<std::string> argv = {pagoda_binary(),  "serve", "-m", stories_model(), "--port", "0",
+                                   "--log-interval", "0"};
   argv.insert(argv.end(), args.begin(), args.end());
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -94,10 +95,14 @@ void ServerProcess::start(const std::vector<std::string>& args, bool wait_health
   const auto deadline = Clock::now() + std::chrono::seconds(60);
   while (port_ == 0) {
     const std::string out = slurp(out_path_);
-    if (const int port = printed_port(out); port > 0) port_ = uint16_t(port);
-    else if (!running()) throw std::runtime_error("pagoda serve exited (" + std::to_string(exit_code_) + "): " + stderr_text());
-    else if (Clock::now() > deadline) throw std::runtime_error("pagoda serve printed no port: " + out + stderr_text());
-    else std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (const int port = printed_port(out); port > 0)
+      port_ = uint16_t(port);
+    else if (!running())
+      throw std::runtime_error("pagoda serve exited (" + std::to_string(exit_code_) + "): " + stderr_text());
+    else if (Clock::now() > deadline)
+      throw std::runtime_error("pagoda serve printed no port: " + out + stderr_text());
+    else
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   while (wait_healthy) {
     try {

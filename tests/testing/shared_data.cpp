@@ -15,8 +15,7 @@ std::string shared_dir() {
 
 std::string shared_path(const std::string& relative) {
   const std::string p = shared_dir() + "/" + relative;
-  if (!std::filesystem::exists(p))
-    throw std::runtime_error("shared test file missing: " + p + " (set PAGODA_SHARED)");
+  if (!std::filesystem::exists(p)) throw std::runtime_error("shared test file missing: " + p + " (set PAGODA_SHARED)");
   return p;
 }
 

@@ -112,8 +112,8 @@ TEST(BpeMerges, SpacesAndPiecesStaySeparate) {
   const Tokenizer t = v.load();
   // " a" is one piece; merges never cross the pre-tokenizer's pieces.
   EXPECT_EQ(t.encode(" a", false), (Ids{sp_a}));
-  EXPECT_EQ(t.encode("a b", false), (Ids{'a', ' ', 'b'}));  // " b": no merge
-  EXPECT_EQ(t.encode("a,b", false), (Ids{'a', ',', 'b'}));  // "a", ",", "b" are pieces: no "ab"
+  EXPECT_EQ(t.encode("a b", false), (Ids{'a', ' ', 'b'}));    // " b": no merge
+  EXPECT_EQ(t.encode("a,b", false), (Ids{'a', ',', 'b'}));    // "a", ",", "b" are pieces: no "ab"
   EXPECT_EQ(t.encode("ab ab", false), (Ids{ab, sp_a, 'b'}));  // " ab": " a" ranks first, "ab" never forms
   EXPECT_EQ(t.decode(t.encode("ab ab", false)), "ab ab");
 }
@@ -121,7 +121,7 @@ TEST(BpeMerges, SpacesAndPiecesStaySeparate) {
 TEST(BpeMerges, MergesOfUnknownTextsAreIgnored) {
   BpeVocab v;
   const int32_t xy = v.add("xy");
-  v.merge("x", "q");  // "xq" is no token
+  v.merge("x", "q");   // "xq" is no token
   v.merge("zz", "y");  // "zz" is no token
   v.merge("x", "y");
   EXPECT_EQ(v.load().encode("xqxy", false), (Ids{'x', 'q', xy}));
@@ -259,8 +259,10 @@ TEST(BpeDecode, StreamsCharactersSplitOverTokens) {
 TEST(BpeDecode, RandomBytesRoundTrip) {
   const Tokenizer& t = gpt2();
   std::mt19937 rng(7);
-  const std::vector<std::string> atoms = {"a", "The", " ", "  ", "\n", "\t", "'s", "'LL", "42", "12345", "!",
-                                          "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F\xA6\x99", "\xFF", "\xE2\x82", "\x80"};
+  const std::vector<std::string> atoms = {
+      "a",    "The",      " ",     "  ", "\n",       "\t",           "'s",
+      "'LL",  "42",       "12345", "!",  "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F\xA6\x99",
+      "\xFF", "\xE2\x82", "\x80"};
   for (int round = 0; round < 300; ++round) {
     std::string text;
     const int n = int(rng() % 16);
@@ -276,7 +278,8 @@ TEST(BpeDecode, RandomBytesRoundTrip) {
 TEST(BpeTokenizer, LongInputIsFast) {
   const Tokenizer& t = gpt2();
   std::string text;
-  while (text.size() < 100000) text += "Hello, y'all! How are you 😁 ?我想在apple工作1314151天～ нещо на Български\n\t  ";
+  while (text.size() < 100000)
+    text += "Hello, y'all! How are you 😁 ?我想在apple工作1314151天～ нещо на Български\n\t  ";
   const auto start = std::chrono::steady_clock::now();
   const Ids ids = t.encode(text, false);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -44,8 +44,8 @@ const Tokenizer* oracle_tokenizer(const std::string& package, const std::string&
   if (std::filesystem::exists(models / "tokenizer_config.json"))
     files.tokenizer_config_json = testing::read_file((models / "tokenizer_config.json").string());
   files.name = name;
-  const auto path = std::filesystem::temp_directory_path() /
-                    ("pagoda-vocab-" + name + "-" + std::to_string(::getpid()) + ".gguf");
+  const auto path =
+      std::filesystem::temp_directory_path() / ("pagoda-vocab-" + name + "-" + std::to_string(::getpid()) + ".gguf");
   testing::hf_vocab_to_gguf(files).write(path.string());
   auto tok = std::make_unique<Tokenizer>(Tokenizer::from_gguf(GgufFile::open(path.string())));
   std::filesystem::remove(path);

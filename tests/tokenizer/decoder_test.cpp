@@ -33,12 +33,16 @@ bool is_valid_utf8(std::string_view s) {
 TEST(Utf8, ScanAndSanitize) {
   EXPECT_EQ(utf8_sanitize("plain ascii"), "plain ascii");
   EXPECT_EQ(utf8_sanitize("\xF0\x9F\xA6\x99 ok"), "\xF0\x9F\xA6\x99 ok");
-  EXPECT_EQ(utf8_sanitize("a\xFF" "b"), "a" + kFffd + "b");
-  EXPECT_EQ(utf8_sanitize("\xC0\x80"), kFffd + kFffd);                   // overlong NUL
-  EXPECT_EQ(utf8_sanitize("\xED\xA0\x80"), kFffd + kFffd + kFffd);       // surrogate
+  EXPECT_EQ(utf8_sanitize("a\xFF"
+                          "b"),
+            "a" + kFffd + "b");
+  EXPECT_EQ(utf8_sanitize("\xC0\x80"), kFffd + kFffd);                          // overlong NUL
+  EXPECT_EQ(utf8_sanitize("\xED\xA0\x80"), kFffd + kFffd + kFffd);              // surrogate
   EXPECT_EQ(utf8_sanitize("\xF4\x90\x80\x80"), kFffd + kFffd + kFffd + kFffd);  // above U+10FFFF
-  EXPECT_EQ(utf8_sanitize("\xE2\x82" "A"), kFffd + "A");                 // truncated, then ASCII
-  EXPECT_EQ(utf8_sanitize("\xF0\x9F\xA6"), kFffd);                       // truncated at the end
+  EXPECT_EQ(utf8_sanitize("\xE2\x82"
+                          "A"),
+            kFffd + "A");                           // truncated, then ASCII
+  EXPECT_EQ(utf8_sanitize("\xF0\x9F\xA6"), kFffd);  // truncated at the end
   EXPECT_EQ(utf8_scan("\xE2\x82").status, Utf8Status::Incomplete);
   EXPECT_EQ(utf8_scan("\xE2\x82\xAC").length, 3u);
 }

@@ -69,7 +69,8 @@ bool looks_special(const std::string& t) {
 // add_bos_token as the files state it: the config's flag, else whether the
 // post-processor's single-sequence template starts with the BOS token.
 std::optional<bool> add_bos(const json& tok, const json& config, const std::optional<std::string>& bos) {
-  if (config.contains("add_bos_token") && config["add_bos_token"].is_boolean()) return config["add_bos_token"].get<bool>();
+  if (config.contains("add_bos_token") && config["add_bos_token"].is_boolean())
+    return config["add_bos_token"].get<bool>();
   const json& post = tok.contains("post_processor") ? tok["post_processor"] : json();
   if (post.is_object() && post.value("type", "") == "TemplateProcessing" && post.contains("single")) {
     const json& single = post["single"];
@@ -111,7 +112,8 @@ GgufWriter hf_vocab_to_gguf(const HfVocabFiles& files) {
   // Merges: "a b" strings (older files) or ["a", "b"] pairs (newer ones).
   std::vector<std::string> merges;
   for (const json& m : model.at("merges"))
-    merges.push_back(m.is_string() ? m.get<std::string>() : m.at(0).get<std::string>() + " " + m.at(1).get<std::string>());
+    merges.push_back(m.is_string() ? m.get<std::string>()
+                                   : m.at(0).get<std::string>() + " " + m.at(1).get<std::string>());
 
   GgufWriter w;
   if (!files.name.empty()) w.set("general.name", Value::string(files.name));

@@ -30,15 +30,15 @@ TEST(Unicode, GeneralCategories) {
   using C = GeneralCategory;
   EXPECT_EQ(general_category('A'), C::Lu);
   EXPECT_EQ(general_category('z'), C::Ll);
-  EXPECT_EQ(general_category(0xE9), C::Ll);     // é
-  EXPECT_EQ(general_category(0x4E2D), C::Lo);   // 中
-  EXPECT_EQ(general_category(0x1780), C::Lo);   // ក (Khmer)
-  EXPECT_EQ(general_category(0x17B6), C::Mc);   // ា, a Khmer vowel sign: not a letter
-  EXPECT_EQ(general_category(0x02B0), C::Lm);   // ʰ
+  EXPECT_EQ(general_category(0xE9), C::Ll);    // é
+  EXPECT_EQ(general_category(0x4E2D), C::Lo);  // 中
+  EXPECT_EQ(general_category(0x1780), C::Lo);  // ក (Khmer)
+  EXPECT_EQ(general_category(0x17B6), C::Mc);  // ា, a Khmer vowel sign: not a letter
+  EXPECT_EQ(general_category(0x02B0), C::Lm);  // ʰ
   EXPECT_EQ(general_category('7'), C::Nd);
-  EXPECT_EQ(general_category(0x0663), C::Nd);   // ٣
-  EXPECT_EQ(general_category(0xBD), C::No);     // ½
-  EXPECT_EQ(general_category(0x216B), C::Nl);   // Ⅻ
+  EXPECT_EQ(general_category(0x0663), C::Nd);  // ٣
+  EXPECT_EQ(general_category(0xBD), C::No);    // ½
+  EXPECT_EQ(general_category(0x216B), C::Nl);  // Ⅻ
   EXPECT_EQ(general_category(','), C::Po);
   EXPECT_EQ(general_category('_'), C::Pc);
   EXPECT_EQ(general_category('('), C::Ps);
@@ -55,7 +55,7 @@ TEST(Unicode, GeneralCategories) {
   EXPECT_EQ(general_category(0x110000), C::Cn);
   EXPECT_EQ(general_category(kInvalidCodePoint), C::Cn);
   EXPECT_TRUE(is_letter(0x0416) && !is_letter('1') && !is_letter(0x17B6));
-  EXPECT_TRUE(is_number(0xB2) && !is_number('a'));  // ² is No
+  EXPECT_TRUE(is_number(0xB2) && !is_number('a'));              // ² is No
   EXPECT_TRUE(is_punctuation(0x3002) && !is_punctuation('$'));  // 。
   EXPECT_STREQ(unicode_version(), "14.0.0");
 }
@@ -155,7 +155,10 @@ TEST(PreTokenizeGpt2, EachAlternative) {
   EXPECT_EQ(split(P, "½⅓ ٣"), (Pieces{"½⅓", " ٣"}));  // \p{N} is more than digits
   // Only a plain space joins the next piece; a tab or NBSP stands alone.
   EXPECT_EQ(split(P, "a\tb"), (Pieces{"a", "\t", "b"}));
-  EXPECT_EQ(split(P, "a\xC2\xA0" "b"), (Pieces{"a", "\xC2\xA0", "b"}));
+  EXPECT_EQ(split(P,
+                  "a\xC2\xA0"
+                  "b"),
+            (Pieces{"a", "\xC2\xA0", "b"}));
   // \s+(?!\S): a run before a word leaves its last space to the word...
   EXPECT_EQ(split(P, "  Hello"), (Pieces{" ", " Hello"}));
   EXPECT_EQ(split(P, "a    b"), (Pieces{"a", "   ", " b"}));
@@ -222,9 +225,30 @@ TEST(PreTokenizeDefault, FourSplitsInTurn) {
 // Whatever the input, the pieces are non-empty and add up to it.
 TEST(PreTokenize, PiecesCoverRandomBytes) {
   std::mt19937 rng(42);
-  const std::vector<std::string> atoms = {"a", "Z", " ", "  ", "\t", "\n", "\r\n", "'", "'s", "'LL", "7", "123",
-                                          "!", "...", "\xC3\xA9", "\xE4\xB8\xAD", "\xF0\x9F\xA6\x99", "\xFF",
-                                          "\xE2\x82", "\xC2\xA0", "\xE2\x80\x83", "\xD9\xA3", "+", "$"};
+  const std::vector<std::string> atoms = {"a",
+                                          "Z",
+                                          " ",
+                                          "  ",
+                                          "\t",
+                                          "\n",
+                                          "\r\n",
+                                          "'",
+                                          "'s",
+                                          "'LL",
+                                          "7",
+                                          "123",
+                                          "!",
+                                          "...",
+                                          "\xC3\xA9",
+                                          "\xE4\xB8\xAD",
+                                          "\xF0\x9F\xA6\x99",
+                                          "\xFF",
+                                          "\xE2\x82",
+                                          "\xC2\xA0",
+                                          "\xE2\x80\x83",
+                                          "\xD9\xA3",
+                                          "+",
+                                          "$"};
   for (int round = 0; round < 500; ++round) {
     std::string text;
     const int n = int(rng() % 20);

@@ -129,7 +129,7 @@ TEST(Tokenizer, UserDefinedTokensAlwaysMatch) {
   ASSERT_EQ(t.token_type(2), TokenType::UserDefined);  // Phi-3's </s>
   EXPECT_EQ(t.encode("a</s>b", false, false), cat({t.encode("a", false), {2}, t.encode("b", false)}));
   EXPECT_EQ(t.encode("a</s>  b", false, false), t.encode("a</s>b", false, false));  // stripped on Phi-3
-  EXPECT_EQ(t.decode_bytes(2), "</s>");  // rendered as its text
+  EXPECT_EQ(t.decode_bytes(2), "</s>");                                             // rendered as its text
 }
 
 TEST(Tokenizer, ParseSpecialLlamaSpm) {
@@ -160,10 +160,10 @@ TEST(Tokenizer, EndOfGeneration) {
 // user-defined token, not as a normal one; eos, eot and eom ids from the
 // metadata always do.
 TEST(Tokenizer, EndOfGenerationMarkers) {
-  for (const char* marker : {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-                             "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>", "<|return|>", "<|call|>",
-                             "<\uFF5Cend\u2581of\u2581sentence\uFF5C>", "<|fim_pad|>", "<|repo_name|>",
-                             "<|file_sep|>"}) {
+  for (const char* marker :
+       {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>",
+        "<|end_of_text|>", "<end_of_utterance>", "<|return|>", "<|call|>", "<\uFF5Cend\u2581of\u2581sentence\uFF5C>",
+        "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>"}) {
     for (const int32_t type : {3, 4, 1}) {  // control, user-defined, normal
       auto sv = testing::spm_base();
       const int32_t id = testing::add_piece(sv, marker, 0, type);
@@ -210,7 +210,11 @@ TEST(Tokenizer, InvalidUtf8InputUsesByteTokens) {
   auto byte = [](uint8_t b) { return int32_t(3 + b); };  // <0x00> is id 3
   EXPECT_EQ(t.encode("\xFF", false), (Ids{29871, byte(0xFF)}));
   EXPECT_EQ(t.encode("\xE2\x82", false), (Ids{29871, byte(0xE2), byte(0x82)}));  // cut-off character
-  EXPECT_EQ(t.decode(t.encode("a\xFF" "b", false)), "a\xEF\xBF\xBD" "b");
+  EXPECT_EQ(t.decode(t.encode("a\xFF"
+                              "b",
+                              false)),
+            "a\xEF\xBF\xBD"
+            "b");
 }
 
 // A vocabulary of a, b, c, ▁ plus chosen pairs, to pin the merge order.
@@ -253,7 +257,7 @@ TEST(TokenizerMerges, MergesChainAndFallBack) {
   m.sv.extra = {{"tokenizer.ggml.add_space_prefix", Value::boolean(false)}};
   const Tokenizer t = from_synthetic(m.sv);
   EXPECT_EQ(t.encode("abc", false), (Ids{abc}));
-  EXPECT_EQ(t.encode("abcd", false), (Ids{abc, 3 + 'd'}));                      // byte fallback
+  EXPECT_EQ(t.encode("abcd", false), (Ids{abc, 3 + 'd'}));                  // byte fallback
   EXPECT_EQ(t.encode("a\xC3\xA9", false), (Ids{m.a, 3 + 0xC3, 3 + 0xA9}));  // é as two bytes
   EXPECT_EQ(t.encode("a b", false), (Ids{m.a, m.space, m.b}));              // spaces become ▁
 }
@@ -275,7 +279,10 @@ TEST(TokenizerMerges, UnknownWithoutByteTokens) {
   sv.scores = {0, 0, 0, -1, -1};
   sv.types = {2, 3, 3, 1, 1};
   const Tokenizer t = from_synthetic(sv);
-  EXPECT_EQ(t.encode("a\xC3\xA9" "a", false), (Ids{3, 4, 0, 4}));  // one <unk> per character
+  EXPECT_EQ(t.encode("a\xC3\xA9"
+                     "a",
+                     false),
+            (Ids{3, 4, 0, 4}));  // one <unk> per character
   EXPECT_EQ(t.decode(Ids{3, 4, 0, 4}), "aa");
 }
 
@@ -348,7 +355,8 @@ TEST(TokenizerLoad, UnsupportedModelIsNamed) {
 TEST(Tokenizer, LongInputIsFast) {
   const Tokenizer& t = llama_spm();
   std::string text;
-  while (text.size() < 100000) text += "Hello, y'all! How are you 😁 ?我想在apple工作1314151天～ нещо на Български\n\t  ";
+  while (text.size() < 100000)
+    text += "Hello, y'all! How are you 😁 ?我想在apple工作1314151天～ нещо на Български\n\t  ";
   const auto start = std::chrono::steady_clock::now();
   const Ids ids = t.encode(text, true);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

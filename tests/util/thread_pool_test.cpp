@@ -20,10 +20,13 @@ TEST(ThreadPool, CoversEveryIndexExactlyOnce) {
     for (size_t n : {1u, 2u, 7u, 64u, 1000u}) {
       for (size_t grain : {1u, 4u, 16u}) {
         std::vector<std::atomic<int>> hits(n);
-        pool.parallel_for(n, [&](size_t b, size_t e) {
-          EXPECT_LT(b, e);
-          for (size_t i = b; i < e; ++i) hits[i]++;
-        }, grain);
+        pool.parallel_for(
+            n,
+            [&](size_t b, size_t e) {
+              EXPECT_LT(b, e);
+              for (size_t i = b; i < e; ++i) hits[i]++;
+            },
+            grain);
         for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "n=" << n << " i=" << i;
       }
     }
@@ -34,15 +37,19 @@ TEST(ThreadPool, SmallWorkRunsOnTheCallingThread) {
   ThreadPool pool(4);
   std::atomic<int> elsewhere{0};
   const auto me = std::this_thread::get_id();
-  pool.parallel_for(1000, [&](size_t, size_t) { elsewhere += std::this_thread::get_id() != me; }, 1, 100);
+  pool.parallel_for(
+      1000, [&](size_t, size_t) { elsewhere += std::this_thread::get_id() != me; }, 1, 100);
   EXPECT_EQ(elsewhere.load(), 0);
   // Enough work wakes the workers; they claim ranges while the caller runs
   // its first (it may take them all when they are slow to wake: retry).
   for (int round = 0; round < 100 && elsewhere.load() == 0; ++round) {
-    pool.parallel_for(1000, [&](size_t, size_t) {
-      elsewhere += std::this_thread::get_id() != me;
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }, 1, ThreadPool::kSerialWork * 4);
+    pool.parallel_for(
+        1000,
+        [&](size_t, size_t) {
+          elsewhere += std::this_thread::get_id() != me;
+          std::this_thread::sleep_for(std::chrono::microseconds(200));
+        },
+        1, ThreadPool::kSerialWork * 4);
   }
   EXPECT_GT(elsewhere.load(), 0);
 }
@@ -50,10 +57,12 @@ TEST(ThreadPool, SmallWorkRunsOnTheCallingThread) {
 TEST(ThreadPool, RethrowsAfterAllRangesFinish) {
   ThreadPool pool(4);
   std::atomic<int> ran{0};
-  EXPECT_THROW(pool.parallel_for(4, [&](size_t b, size_t) {
-    ran++;
-    if (b == 0) throw std::runtime_error("boom");
-  }), std::runtime_error);
+  EXPECT_THROW(pool.parallel_for(4,
+                                 [&](size_t b, size_t) {
+                                   ran++;
+                                   if (b == 0) throw std::runtime_error("boom");
+                                 }),
+               std::runtime_error);
   EXPECT_EQ(ran.load(), 4);
   // The pool is still usable.
   std::atomic<int> sum{0};
@@ -125,9 +134,11 @@ TEST(ThreadPool, WorksWhetherWorkersSpinOrSleep) {
     for (auto& h : hits) ASSERT_EQ(h.load(), 1) << "round " << round;
     if (round % 50 == 1) {
       std::this_thread::sleep_for(ThreadPool::kSpin * 3);
-      EXPECT_THROW(pool.parallel_for(4, [](size_t b, size_t e) {
-        if (b <= 3 && 3 < e) throw std::runtime_error("boom");  // the last range
-      }), std::runtime_error);
+      EXPECT_THROW(pool.parallel_for(4,
+                                     [](size_t b, size_t e) {
+                                       if (b <= 3 && 3 < e) throw std::runtime_error("boom");  // the last range
+                                     }),
+                   std::runtime_error);
     }
   }
   EXPECT_GE(pool.wakeups(), 200u);

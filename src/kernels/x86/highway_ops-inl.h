@@ -60,9 +60,9 @@ HWY_INLINE void Q4KScalePairs(const uint8_t* s, int32_t* out) {
   const __m128i top = _mm_shuffle_epi8(v, _mm_setr_epi8(-1, -1, -1, -1, 0, 1, 2, 3, -1, -1, -1, -1, 4, 5, 6, 7));
   const __m128i six = _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0);
   const __m128i high_nibble = _mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 15, 15, 15, 15);
-  const __m128i bytes = _mm_or_si128(
-      _mm_or_si128(_mm_and_si128(low, six), _mm_and_si128(_mm_srli_epi16(low, 4), high_nibble)),
-      _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(top, 6), _mm_set1_epi8(3)), 4));
+  const __m128i bytes =
+      _mm_or_si128(_mm_or_si128(_mm_and_si128(low, six), _mm_and_si128(_mm_srli_epi16(low, 4), high_nibble)),
+                   _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(top, 6), _mm_set1_epi8(3)), 4));
   const __m256i sc = _mm256_cvtepu8_epi32(bytes), m = _mm256_cvtepu8_epi32(_mm_srli_si128(bytes, 8));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8), _mm256_or_si256(m, _mm256_slli_epi32(m, 16)));
@@ -134,8 +134,9 @@ HWY_INLINE void Q4KWideScaled(const uint8_t* qs, const int32_t* pairs, const Blo
     const __m512i q = _mm512_loadu_si512(qs + 64 * g);
     const __m512i lo = _mm512_and_si512(q, nibble), hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), nibble);
     const __m512i codes[2] = {_mm512_shuffle_i64x2(lo, hi, 0x44), _mm512_shuffle_i64x2(lo, hi, 0xEE)};
-    const __m512i scales[2] = {_mm512_permutexvar_epi32(_mm512_load_si512(dot_tables::kQ4KWideScaleIndex[2 * g].data()), pv),
-                               _mm512_permutexvar_epi32(_mm512_load_si512(dot_tables::kQ4KWideScaleIndex[2 * g + 1].data()), pv)};
+    const __m512i scales[2] = {
+        _mm512_permutexvar_epi32(_mm512_load_si512(dot_tables::kQ4KWideScaleIndex[2 * g].data()), pv),
+        _mm512_permutexvar_epi32(_mm512_load_si512(dot_tables::kQ4KWideScaleIndex[2 * g + 1].data()), pv)};
     for (size_t h = 0; h < 2; ++h)
       for (int k = 0; k < K; ++k)
         acc[k].raw = MulAddWide512(_mm512_maddubs_epi16(codes[h], _mm512_loadu_si512(xs[k][b].qs + 128 * g + 64 * h)),

@@ -95,7 +95,7 @@ struct V {
 }  // namespace pagoda::panels_avx2
 
 const pagoda::PanelKernels pagoda::kPanelKernelsAvx2 = {panels_avx2::has_kernels, panels_avx2::dot,
-                                                         panels_avx2::streams};
+                                                        panels_avx2::streams};
 
 #else  // not x86 with GCC or Clang: no kernels, panel_dot runs the reference
 

@@ -95,7 +95,7 @@ struct V {
 }  // namespace pagoda::panels_avx512
 
 const pagoda::PanelKernels pagoda::kPanelKernelsAvx512 = {panels_avx512::has_kernels, panels_avx512::dot,
-                                                         panels_avx512::streams};
+                                                          panels_avx512::streams};
 
 #if !defined(__clang__)
 #pragma GCC diagnostic pop

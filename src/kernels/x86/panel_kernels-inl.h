@@ -67,7 +67,7 @@ struct Legacy {
                                                                                   : sizeof(BlockQ4_0));
   // As many as the accumulators leave registers for (32 on AVX-512, 16 on AVX2).
   static constexpr int kMaxTokens = V::kVnni ? 8 : 4;
-  static constexpr size_t kPrefetchBlocks = 16;  // see prefetch_ahead
+  static constexpr size_t kPrefetchBlocks = 16;   // see prefetch_ahead
   static constexpr bool kStreamsTogether = true;  // see PanelDotStreams
 
   template <int K, int P>
@@ -261,9 +261,9 @@ struct Q6K {
     for (int i = 0; i < 4; ++i) sc_words[i] = V::load(lanes + 3072 + 64 * i);
     I scaled[K];
     for (int k = 0; k < K; ++k) scaled[k] = V::zero();
-    // Unrolled on AVX-512, so every offset, scale byte and term index is a
-    // constant (rolled, GCC spilled them: 1.5x slower, docs/performance.md
-    // appendix "Kernel tuning"). AVX2's 16 registers keep the loops.
+      // Unrolled on AVX-512, so every offset, scale byte and term index is a
+      // constant (rolled, GCC spilled them: 1.5x slower, docs/performance.md
+      // appendix "Kernel tuning"). AVX2's 16 registers keep the loops.
 #pragma GCC unroll(V::kVnni ? 2 : 1)
     for (int h = 0; h < 2; ++h)
 #pragma GCC unroll(V::kVnni ? 2 : 1)
@@ -381,7 +381,7 @@ inline const Kernels* kernels(TensorType t) {
 inline bool has_kernels(TensorType t) { return kernels(t) != nullptr; }
 
 inline void dot(TensorType t, const uint8_t* panel, const PanelActivations& a, int first, int n_tokens, float* out,
-         size_t out_stride) {
+                size_t out_stride) {
   const Kernels* ks = kernels(t);
   for (int k = 0; k < n_tokens; k += ks->max_tokens) {
     const int n = std::min(ks->max_tokens, n_tokens - k);

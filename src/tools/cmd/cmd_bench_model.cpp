@@ -75,9 +75,7 @@ SyntheticModelSpec model_spec(const std::string& name) {
   return s;
 }
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -211,8 +209,8 @@ Result measure(const Opts& o, const Machine& m, const std::string& model_name, c
   // Matrix multiply-adds of every prompt token, the output row of the last
   // one, and causal attention (Q.K and weights.V: 2 x (pos+1) x q_dim per layer).
   const double T = o.prompt;
-  r.prefill_flops = 2 * T * double(w.layer_elems) + 2 * double(w.output_elems) +
-                    4.0 * cfg.n_layer * cfg.q_dim() * (T * (T + 1) / 2);
+  r.prefill_flops =
+      2 * T * double(w.layer_elems) + 2 * double(w.output_elems) + 4.0 * cfg.n_layer * cfg.q_dim() * (T * (T + 1) / 2);
   r.fma_ratio = r.prefill_flops / r.prefill_s / m.fma.flops_per_s;
 
   for (int context : {0, o.context}) {
@@ -324,17 +322,23 @@ std::vector<Result> bench_model(const Opts& o, const Machine& m, const std::stri
 }
 
 void print_table(const Opts& o, const Machine& m, const std::vector<Result>& results) {
-  fmt::print("machine: {} threads; read bandwidth {:.1f} GB/s (best of 5 passes x 1-8 streams over {} MiB); peak FMA {:.1f} GFLOP/s "
-             "(f32, {}, {} lanes){}; pool wake-up {:.1f} us per parallel loop\n",
-             m.threads, m.bandwidth.bytes_per_s / 1e9, m.bandwidth.buffer_bytes >> 20, m.fma.flops_per_s / 1e9,
-             m.fma.target, m.fma.lanes, o.quick ? "" : "; both the best of the run's measurements (before and after the models; the bandwidth also before each batch-1 step)",
-             m.pool_round_trip_s * 1e6);
-  fmt::print("weights: {}\n", o.mmap ? "mapped from the files (--mmap)" : "read into memory (huge pages where available)");
+  fmt::print(
+      "machine: {} threads; read bandwidth {:.1f} GB/s (best of 5 passes x 1-8 streams over {} MiB); peak FMA {:.1f} "
+      "GFLOP/s "
+      "(f32, {}, {} lanes){}; pool wake-up {:.1f} us per parallel loop\n",
+      m.threads, m.bandwidth.bytes_per_s / 1e9, m.bandwidth.buffer_bytes >> 20, m.fma.flops_per_s / 1e9, m.fma.target,
+      m.fma.lanes,
+      o.quick ? ""
+              : "; both the best of the run's measurements (before and after the models; the bandwidth also before "
+                "each batch-1 step)",
+      m.pool_round_trip_s * 1e6);
+  fmt::print("weights: {}\n",
+             o.mmap ? "mapped from the files (--mmap)" : "read into memory (huge pages where available)");
   // Two header lines: column groups, then units and batch sizes.
   const size_t group = 8 * o.batches.size() + 2;
-  fmt::print("\n{:<5} {:<5} {:>8} {:>9} {:>6} {:<{}}{:<{}} {:<13} {:>7}\n", "model", "type", "weights", "prefill", "FLOP/s",
-             " decode tok/s, context 0, batch", group, fmt::format(" context {}, batch", o.context), group, "b1 B/s",
-             "b16/b1");
+  fmt::print("\n{:<5} {:<5} {:>8} {:>9} {:>6} {:<{}}{:<{}} {:<13} {:>7}\n", "model", "type", "weights", "prefill",
+             "FLOP/s", " decode tok/s, context 0, batch", group, fmt::format(" context {}, batch", o.context), group,
+             "b1 B/s", "b16/b1");
   fmt::print("{:<5} {:<5} {:>8} {:>9} {:>6} ", "", "", "MB/tok", "tok/s", "/peak");
   for (int context = 0; context < 2; ++context) {
     fmt::print(" ");
@@ -355,8 +359,9 @@ void print_table(const Opts& o, const Machine& m, const std::vector<Result>& res
                ratio(r.read_now_ratio), r.batch16_speedup);
   }
   if (!o.quick)
-    fmt::print("(b1 B/s, each batch-1 step's weight bytes/s, median of the steps, over: /now a read pass just before it; "
-               "/read a plain read of its matrices in its order and split, just before it)\n");
+    fmt::print(
+        "(b1 B/s, each batch-1 step's weight bytes/s, median of the steps, over: /now a read pass just before it; "
+        "/read a plain read of its matrices in its order and split, just before it)\n");
   // Each woken loop costs about one round trip: its share of a batch-1 step.
   fmt::print("\npool overhead at batch 1, context 0 (loops per step x wake-up / step time):");
   for (const auto& r : results)
@@ -380,8 +385,8 @@ void print_table(const Opts& o, const Machine& m, const std::vector<Result>& res
   }
 }
 
-nlohmann::json to_json(const Opts& o, const Machine& m, const std::vector<Result>& results,
-                       const nlohmann::json& setup, double wall_s) {
+nlohmann::json to_json(const Opts& o, const Machine& m, const std::vector<Result>& results, const nlohmann::json& setup,
+                       double wall_s) {
   nlohmann::json j;
   j["machine"] = {{"threads", m.threads},
                   {"read_bandwidth_bytes_per_s", m.bandwidth.bytes_per_s},
@@ -453,8 +458,8 @@ int run(Opts o) {
   for (const auto& t : o.types)
     if (t != "f16" && t != "q8_0" && t != "q4_k" && t != "q4_0")
       fail<InvalidArgument>("bench-model: unknown type '{}' (f16, q8_0, q4_k, q4_0)", t);
-  if (o.batches.empty() || *std::min_element(o.batches.begin(), o.batches.end()) < 1 || o.prompt < 1 ||
-      o.context < 1 || o.steps < 0)
+  if (o.batches.empty() || *std::min_element(o.batches.begin(), o.batches.end()) < 1 || o.prompt < 1 || o.context < 1 ||
+      o.steps < 0)
     fail<InvalidArgument>("bench-model: batches, --prompt and --context must be positive");
   if (!std::getenv("PAGODA_LOG")) spdlog::set_level(o.json ? spdlog::level::warn : spdlog::level::info);
   const double t0 = now_s();
@@ -491,8 +496,10 @@ int run(Opts o) {
     if (remove_dir) fs::remove_all(dir);
     throw;
   }
-  if (remove_dir) fs::remove_all(dir);
-  else spdlog::info("model files kept in {}", dir.string());
+  if (remove_dir)
+    fs::remove_all(dir);
+  else
+    spdlog::info("model files kept in {}", dir.string());
   if (!o.quick) {
     evictor.reset();  // its buffer is not needed now; free it before another large one
     spdlog::info("measuring the read bandwidth and peak FMA again");
@@ -509,8 +516,8 @@ int run(Opts o) {
     fmt::print("{}\n", j.dump(2));
   } else {
     print_table(o, m, results);
-    fmt::print("\nsetup (s): {}; peak RSS {} MiB; wall {:.0f} s\n", setup.dump(), j["peak_rss_bytes"].get<uint64_t>() >> 20,
-               j["wall_s"].get<double>());
+    fmt::print("\nsetup (s): {}; peak RSS {} MiB; wall {:.0f} s\n", setup.dump(),
+               j["peak_rss_bytes"].get<uint64_t>() >> 20, j["wall_s"].get<double>());
   }
   return 0;
 }
@@ -519,12 +526,15 @@ int run(Opts o) {
 
 Command add_bench_model(CLI::App& app) {
   auto o = std::make_shared<Opts>();
-  auto* cmd = app.add_subcommand("bench-model", "Measure the forward pass on synthetic models against the machine's "
-                                                "read bandwidth and peak FMA rate");
+  auto* cmd = app.add_subcommand("bench-model",
+                                 "Measure the forward pass on synthetic models against the machine's "
+                                 "read bandwidth and peak FMA rate");
   cmd->add_flag("--quick", o->quick, "A ~10M model only, in seconds (CI)");
   cmd->add_option("--threads,-t", o->threads, "Threads (0 = one per hardware thread)")->capture_default_str();
   cmd->add_option("--models", o->models, "Models: 10m, 100m, 1b")->delimiter(',')->capture_default_str();
-  cmd->add_option("--types", o->types, "Weight types: f16, q8_0, q4_k (q4_0 on request)")->delimiter(',')->capture_default_str();
+  cmd->add_option("--types", o->types, "Weight types: f16, q8_0, q4_k (q4_0 on request)")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--batches", o->batches, "Decode batch sizes")->delimiter(',')->capture_default_str();
   cmd->add_option("--prompt", o->prompt, "Prefill tokens")->capture_default_str();
   cmd->add_option("--context", o->context, "KV positions before the second decode run")->capture_default_str();

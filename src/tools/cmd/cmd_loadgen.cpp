@@ -27,18 +27,23 @@ Command add_loadgen(CLI::App& app) {
   cmd->add_flag("--ignore-eos", c->ignore_eos, "Send ignore_eos (vLLM/Pagoda extension): always max_tokens tokens");
   cmd->add_option("--temperature", c->temperature, "Sampling temperature")->capture_default_str();
   cmd->add_option("--prompt", c->prompts, "Prompt (repeatable; default: built-in story openings)");
-  cmd->add_option("--hangup-fraction", c->hangup_fraction, "Share of requests whose client hangs up")->capture_default_str();
+  cmd->add_option("--hangup-fraction", c->hangup_fraction, "Share of requests whose client hangs up")
+      ->capture_default_str();
   cmd->add_option("--hangup-waiting-share", c->hangup_waiting_share,
                   "Share of those hang-ups that happen before the response starts (the rest: mid-stream)")
       ->capture_default_str();
-  cmd->add_option("--bad-fraction", c->bad_fraction, "Share of requests with invalid input (expect 4xx)")->capture_default_str();
-  cmd->add_option("--request-timeout", c->request_timeout_s, "Client-side limit per request, seconds")->capture_default_str();
+  cmd->add_option("--bad-fraction", c->bad_fraction, "Share of requests with invalid input (expect 4xx)")
+      ->capture_default_str();
+  cmd->add_option("--request-timeout", c->request_timeout_s, "Client-side limit per request, seconds")
+      ->capture_default_str();
   cmd->add_option("--seed", c->seed, "Seed of the clients' random choices")->capture_default_str();
   cmd->add_flag("--json", *json, "Print one JSON object");
   return {cmd, [c, json] {
             const LoadgenReport r = run_loadgen(*c);
-            if (*json) std::puts(r.to_json().dump(2).c_str());
-            else std::fputs(r.summary().c_str(), stdout);
+            if (*json)
+              std::puts(r.to_json().dump(2).c_str());
+            else
+              std::fputs(r.summary().c_str(), stdout);
             return r.ended() == r.requests ? 0 : 1;
           }};
 }

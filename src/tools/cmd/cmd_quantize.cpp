@@ -21,15 +21,16 @@ Command add_quantize(CLI::App& app) {
   cmd->add_option("type", o->type, "Q8_0, Q4_0 or Q4_K")->required();
   cmd->add_option("--threads,-t", o->threads, "Worker threads (0 = one per core)")->capture_default_str();
   return {cmd, [o] {
-    const auto target = quantize_target_from_name(o->type);
-    if (!target) fail<InvalidArgument>("unknown quantization type '{}' (expected Q8_0, Q4_0 or Q4_K)", o->type);
-    const auto r = quantize_model_file(o->in, o->out, *target, o->threads);
-    std::string types;
-    for (const auto& [name, n] : r.tensors_by_type) types += fmt::format("{}{} x{}", types.empty() ? "" : ", ", name, n);
-    fmt::print("wrote {}: {} ({:.2f} MiB -> {:.2f} MiB of tensors)\n", o->out, types, double(r.bytes_in) / 1048576,
-               double(r.bytes_out) / 1048576);
-    return 0;
-  }};
+            const auto target = quantize_target_from_name(o->type);
+            if (!target) fail<InvalidArgument>("unknown quantization type '{}' (expected Q8_0, Q4_0 or Q4_K)", o->type);
+            const auto r = quantize_model_file(o->in, o->out, *target, o->threads);
+            std::string types;
+            for (const auto& [name, n] : r.tensors_by_type)
+              types += fmt::format("{}{} x{}", types.empty() ? "" : ", ", name, n);
+            fmt::print("wrote {}: {} ({:.2f} MiB -> {:.2f} MiB of tensors)\n", o->out, types,
+                       double(r.bytes_in) / 1048576, double(r.bytes_out) / 1048576);
+            return 0;
+          }};
 }
 
 }  // namespace pagoda::tools

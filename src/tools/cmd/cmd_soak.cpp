@@ -182,8 +182,16 @@ std::vector<std::string> mode_flags(const std::string& mode, const SoakConfig& c
 
 // One mode: the soak and its checks; returns the failed checks.
 std::vector<std::string> soak_mode(const std::string& mode, const SoakConfig& c, std::string& summary) {
-  std::vector<std::string> args = {"/proc/self/exe", "serve", "-m", c.model, "--port", "0", "--log-interval", "0",
-                                   "--kv-cache-tokens", std::to_string(c.kv_cache_tokens)};
+  std::vector<std::string> args = {"/proc/self/exe",
+                                   "serve",
+                                   "-m",
+                                   c.model,
+                                   "--port",
+                                   "0",
+                                   "--log-interval",
+                                   "0",
+                                   "--kv-cache-tokens",
+                                   std::to_string(c.kv_cache_tokens)};
   for (const auto& f : mode_flags(mode, c)) args.push_back(f);
   for (const auto& f : c.serve_args) args.push_back(f);
   Child child(args);
@@ -213,7 +221,8 @@ std::vector<std::string> soak_mode(const std::string& mode, const SoakConfig& c,
     lc.request_timeout_s = 120;
     lc.seed = uint64_t(half + 1);
     const LoadgenReport r = run_loadgen(lc);
-    expect(r.ended() == r.requests, fmt::format("{} of {} requests ended in no category", r.requests - r.ended(), r.requests));
+    expect(r.ended() == r.requests,
+           fmt::format("{} of {} requests ended in no category", r.requests - r.ended(), r.requests));
     total.requests += r.requests;
     total.ok += r.ok;
     total.client_timeouts += r.client_timeouts;
@@ -232,15 +241,19 @@ std::vector<std::string> soak_mode(const std::string& mode, const SoakConfig& c,
            fmt::format("{} requests failed on the server without faults", total.http_5xx + total.stream_errors));
 
   std::map<std::string, double> m;
-  const bool drained = wait_until([&] {
-    m = scrape(child.port());
-    return m["pagoda_num_requests_running"] == 0 && m["pagoda_num_requests_waiting"] == 0 &&
-           m["pagoda_kv_blocks_used"] == 0;
-  }, 30);
-  expect(drained, fmt::format("the engine did not drain: {} running, {} waiting, {} blocks in use",
-                              m["pagoda_num_requests_running"], m["pagoda_num_requests_waiting"], m["pagoda_kv_blocks_used"]));
+  const bool drained = wait_until(
+      [&] {
+        m = scrape(child.port());
+        return m["pagoda_num_requests_running"] == 0 && m["pagoda_num_requests_waiting"] == 0 &&
+               m["pagoda_kv_blocks_used"] == 0;
+      },
+      30);
+  expect(drained,
+         fmt::format("the engine did not drain: {} running, {} waiting, {} blocks in use",
+                     m["pagoda_num_requests_running"], m["pagoda_num_requests_waiting"], m["pagoda_kv_blocks_used"]));
   double ended = 0;
-  for (const char* r : {"stop", "length"}) ended += m[fmt::format("pagoda_request_success_total{{finished_reason=\"{}\"}}", r)];
+  for (const char* r : {"stop", "length"})
+    ended += m[fmt::format("pagoda_request_success_total{{finished_reason=\"{}\"}}", r)];
   for (const char* r : {"abort", "timeout", "error", "rejected"})
     ended += m[fmt::format("pagoda_request_failure_total{{reason=\"{}\"}}", r)];
   expect(ended == m["pagoda_requests_received_total"],
@@ -258,11 +271,11 @@ std::vector<std::string> soak_mode(const std::string& mode, const SoakConfig& c,
   const int code = child.stop(30);
   expect(code == 0, fmt::format("SIGTERM: exit code {}", code));
   const double received = m["pagoda_requests_received_total"];
-  summary = fmt::format("{:8} {:6} requests in {:6.1f} s: {} ok, {} of {} in the engine ended in an error ({:.2f}%), "
-                        "{} preemptions, RSS {:.0f} -> {:.0f} MiB",
-                        mode, total.requests, seconds, total.ok, int64_t(errors), int64_t(received),
-                        100.0 * errors / std::max(1.0, received), int64_t(m["pagoda_num_preemptions_total"]), rss_before,
-                        rss_after);
+  summary = fmt::format(
+      "{:8} {:6} requests in {:6.1f} s: {} ok, {} of {} in the engine ended in an error ({:.2f}%), "
+      "{} preemptions, RSS {:.0f} -> {:.0f} MiB",
+      mode, total.requests, seconds, total.ok, int64_t(errors), int64_t(received),
+      100.0 * errors / std::max(1.0, received), int64_t(m["pagoda_num_preemptions_total"]), rss_before, rss_after);
   return failed;
 }
 
@@ -275,12 +288,15 @@ Command add_soak(CLI::App& app) {
   cmd->add_option("--modes", c->modes, "Modes: paged, reserve, faults, audit")->delimiter(',')->capture_default_str();
   cmd->add_option("-n,--requests", c->requests, "Requests per mode")->capture_default_str();
   cmd->add_option("-c,--clients", c->clients, "Concurrent clients")->capture_default_str();
-  cmd->add_option("--kv-cache-tokens", c->kv_cache_tokens, "The server's KV pool, small for pressure")->capture_default_str();
-  cmd->add_option("--hangup-fraction", c->hangup_fraction, "Share of requests whose client hangs up")->capture_default_str();
+  cmd->add_option("--kv-cache-tokens", c->kv_cache_tokens, "The server's KV pool, small for pressure")
+      ->capture_default_str();
+  cmd->add_option("--hangup-fraction", c->hangup_fraction, "Share of requests whose client hangs up")
+      ->capture_default_str();
   cmd->add_option("--bad-fraction", c->bad_fraction, "Share of requests with invalid input")->capture_default_str();
   cmd->add_option("--max-tokens", c->max_tokens, "max_tokens of each request")->capture_default_str();
   cmd->add_option("--faults", c->faults, "--inject-faults of the faults mode")->capture_default_str();
-  cmd->add_option("--max-rss-growth-mib", c->max_rss_growth_mib, "Most the server's RSS may grow")->capture_default_str();
+  cmd->add_option("--max-rss-growth-mib", c->max_rss_growth_mib, "Most the server's RSS may grow")
+      ->capture_default_str();
   cmd->add_option("--serve-arg", c->serve_args, "One more flag for `pagoda serve` (repeatable)");
   return {cmd, [c] {
             c->model = c->model_opt.resolve();
