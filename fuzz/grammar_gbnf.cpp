@@ -1,58 +1,8 @@
-// libFuzzer target for the grammar's gbnf front end: any input (up to
-// 4 KiB, with tight limits) either compiles or throws InvalidArgument, never
-// crashes or hangs; a compiled grammar then runs a short random walk whose
-// bytes it must accept, and the walk's end state may end or still go on.
-#include <cstddef>
-#include <cstdint>
-#include <string>
-
-#include "fuzz_shared.h"
-#include "grammar/frontends.h"
-#include "grammar/stack_set.h"
-#include "util/error.h"
-
-using pagoda::fuzz::check;
-namespace g = pagoda::grammar;
-
-static g::Grammar compile(const std::string& text, const g::GrammarLimits& limits);
+// libFuzzer target for the grammar's GBNF front end (see grammar_fuzz.h).
+#include "grammar_fuzz.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size > 4096) return 0;
-  const std::string text(reinterpret_cast<const char*>(data), size);
-  g::GrammarLimits limits;
-  limits.max_repeat = 200;
-  limits.max_elements = 200000;
-  limits.max_rules = 20000;
-  g::Grammar grammar;
-  try {
-    grammar = compile(text, limits);
-  } catch (const pagoda::InvalidArgument&) {
-    return 0;
-  }
-  // A walk of up to 64 bytes, each the first or a pseudo-random allowed byte.
-  g::StackEngine e(grammar);
-  g::StackSet cur, next;
-  try {
-    e.initial(cur);
-    check(!cur.empty(), "a compiled grammar has a start state");
-    pagoda::fuzz::Splitter split{uint32_t(size)};
-    for (int step = 0; step < 64; ++step) {
-      int allowed[256], n = 0;
-      for (int b = 0; b < 256; ++b)
-        if (e.advance(cur, uint8_t(b), next)) allowed[n++] = b;
-      if (n == 0) {
-        check(cur.has_finished(), "a state with no way on can end");
-        break;
-      }
-      e.advance(cur, uint8_t(allowed[split.next(size_t(n)) - 1]), next);
-      std::swap(cur, next);
-    }
-  } catch (const pagoda::InvalidArgument&) {
-    // "grammar too ambiguous": a clear error, allowed.
-  }
-  return 0;
-}
-
-static g::Grammar compile(const std::string& text, const g::GrammarLimits& limits) {
-  return g::compile_gbnf(text, limits);
+  return pagoda::fuzz::fuzz_grammar_front_end(data, size, [](const std::string& text, const auto& limits) {
+    return pagoda::grammar::compile_gbnf(text, limits);
+  });
 }
