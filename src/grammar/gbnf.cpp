@@ -153,13 +153,8 @@ class GbnfParser {
   }
 
   uint32_t parse_hex(size_t n) {
-    uint32_t v = 0;
-    for (size_t i = 0; i < n; ++i, ++pos_) {
-      if (pos_ >= s_.size() || !std::isxdigit(uint8_t(s_[pos_]))) error("bad hex escape");
-      const char c = char(std::tolower(uint8_t(s_[pos_])));
-      v = v * 16 + uint32_t(c <= '9' ? c - '0' : c - 'a' + 10);
-    }
-    return v;
+    if (const auto v = read_hex(s_, pos_, n)) return *v;
+    error("bad hex escape");
   }
 
   // One code point of a literal or class, escapes resolved.

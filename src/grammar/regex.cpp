@@ -146,13 +146,8 @@ class RegexParser {
   }
 
   uint32_t parse_hex(size_t n) {
-    uint32_t v = 0;
-    for (size_t i = 0; i < n; ++i, ++pos_) {
-      if (pos_ >= s_.size() || !std::isxdigit(uint8_t(s_[pos_]))) error("bad hex escape");
-      const char c = char(std::tolower(uint8_t(s_[pos_])));
-      v = v * 16 + uint32_t(c <= '9' ? c - '0' : c - 'a' + 10);
-    }
-    return v;
+    if (const auto v = read_hex(s_, pos_, n)) return *v;
+    error("bad hex escape");
   }
 
   // After a backslash (at s_[pos_]); in a class \b is a backspace.

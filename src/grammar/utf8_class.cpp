@@ -3,10 +3,21 @@
 #include "grammar/utf8_class.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "util/error.h"
 
 namespace pagoda::grammar {
+
+std::optional<uint32_t> read_hex(std::string_view s, size_t& pos, size_t n) {
+  uint32_t v = 0;
+  for (size_t i = 0; i < n; ++i, ++pos) {
+    if (pos >= s.size() || !std::isxdigit(uint8_t(s[pos]))) return std::nullopt;
+    const char c = char(std::tolower(uint8_t(s[pos])));
+    v = v * 16 + uint32_t(c <= '9' ? c - '0' : c - 'a' + 10);
+  }
+  return v;
+}
 
 void CodepointSet::add(uint32_t lo, uint32_t hi) {
   if (lo > hi || lo > kMax) return;

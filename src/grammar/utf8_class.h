@@ -11,13 +11,19 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "grammar/grammar.h"
 
 namespace pagoda::grammar {
+
+// The value of the n hex digits at s[pos], pos then past them; nullopt (pos
+// anywhere) if they are not n hex digits. For the front ends' escapes.
+std::optional<uint32_t> read_hex(std::string_view s, size_t& pos, size_t n);
 
 class CodepointSet {
  public:
