@@ -70,7 +70,8 @@ int run(Opts& o) {
   server::Server srv(o.server);
   const uint16_t port = srv.listen();
   const std::string host = o.server.host.find(':') != std::string::npos ? "[" + o.server.host + "]" : o.server.host;
-  std::printf("Pagoda listening on http://%s:%u (model %s)\n", host.c_str(), unsigned(port), name.c_str());
+  std::printf("Pagoda listening on http://%s:%u (model %s; loading it: /health is 503 until it is ready)\n",
+              host.c_str(), unsigned(port), name.c_str());
   std::printf(
       "  curl http://%s:%u/v1/completions -H 'Content-Type: application/json'%s -d '{\"model\": \"%s\", "
       "\"prompt\": \"Once upon a time\", \"max_tokens\": 32}'\n",

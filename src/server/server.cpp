@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <csignal>
 #include <thread>
 
@@ -107,8 +108,10 @@ bool Server::run(const std::function<std::unique_ptr<ServedModel>()>& load) {
 
   std::exception_ptr error;
   try {
+    const auto t0 = std::chrono::steady_clock::now();
     state_->set_model(load());
-    spdlog::info("model '{}' loaded; serving", state_->model()->name);
+    spdlog::info("model '{}' loaded in {:.2f} s; ready", state_->model()->name,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   } catch (...) {
     error = std::current_exception();
     stop();
