@@ -180,18 +180,70 @@ std::vector<std::string> mode_flags(const std::string& mode, const SoakConfig& c
   fail<InvalidArgument>("--modes: unknown mode '{}' (paged, reserve, faults, audit)", mode);
 }
 
+// The soak's load on a server: streamed completions, then whole chat
+// responses, half the requests each; what did not end in a category fails.
+LoadgenReport drive(const SoakConfig& c, uint16_t port, std::vector<std::string>& failed) {
+  LoadgenReport total;
+  const int64_t halves[2] = {c.requests / 2, c.requests - c.requests / 2};
+  for (int half = 0; half < 2; ++half) {
+    LoadgenConfig lc;
+    lc.port = port;
+    lc.chat = half == 1;
+    lc.stream = half == 0;
+    lc.clients = c.clients;
+    lc.requests = halves[half];
+    lc.duration_s = 1e9;
+    lc.max_tokens = c.max_tokens;
+    lc.hangup_fraction = c.hangup_fraction;
+    lc.bad_fraction = c.bad_fraction;
+    lc.request_timeout_s = 120;
+    lc.seed = uint64_t(half + 1);
+    const LoadgenReport r = run_loadgen(lc);
+    if (r.ended() != r.requests)
+      failed.push_back(fmt::format("{} of {} requests ended in no category", r.requests - r.ended(), r.requests));
+    total.requests += r.requests;
+    total.ok += r.ok;
+    total.client_timeouts += r.client_timeouts;
+    total.http_5xx += r.http_5xx;
+    total.stream_errors += r.stream_errors;
+    total.transport_errors += r.transport_errors;
+    total.bad_accepted += r.bad_accepted;
+    total.http_4xx += r.http_4xx;
+  }
+  return total;
+}
+
+// After the load: the engine drains to nothing, its counters balance and its
+// idle self-check held. Returns the last /metrics scrape.
+std::map<std::string, double> check_engine_after(uint16_t port, std::vector<std::string>& failed) {
+  std::map<std::string, double> m;
+  const bool drained = wait_until(
+      [&] {
+        m = scrape(port);
+        return m["pagoda_num_requests_running"] == 0 && m["pagoda_num_requests_waiting"] == 0 &&
+               m["pagoda_kv_blocks_used"] == 0;
+      },
+      30);
+  if (!drained)
+    failed.push_back(fmt::format("the engine did not drain: {} running, {} waiting, {} blocks in use",
+                                 m["pagoda_num_requests_running"], m["pagoda_num_requests_waiting"],
+                                 m["pagoda_kv_blocks_used"]));
+  double ended = 0;
+  for (const char* r : {"stop", "length"})
+    ended += m[fmt::format("pagoda_request_success_total{{finished_reason=\"{}\"}}", r)];
+  for (const char* r : {"abort", "timeout", "error", "rejected"})
+    ended += m[fmt::format("pagoda_request_failure_total{{reason=\"{}\"}}", r)];
+  if (ended != m["pagoda_requests_received_total"])
+    failed.push_back(
+        fmt::format("counters do not balance: {} received, {} ended", m["pagoda_requests_received_total"], ended));
+  if (m["pagoda_engine_idle_check_failures_total"] != 0) failed.push_back("the idle self-check failed");
+  return m;
+}
+
 // One mode: the soak and its checks; returns the failed checks.
 std::vector<std::string> soak_mode(const std::string& mode, const SoakConfig& c, std::string& summary) {
-  std::vector<std::string> args = {"/proc/self/exe",
-                                   "serve",
-                                   "-m",
-                                   c.model,
-                                   "--port",
-                                   "0",
-                                   "--log-interval",
-                                   "0",
-                                   "--kv-cache-tokens",
-                                   std::to_string(c.kv_cache_tokens)};
+  std::vector<std::string> args = {"/proc/self/exe", "serve", "-m", c.model, "--port", "0", "--log-interval", "0"};
+  args.insert(args.end(), {"--kv-cache-tokens", std::to_string(c.kv_cache_tokens)});
   for (const auto& f : mode_flags(mode, c)) args.push_back(f);
   for (const auto& f : c.serve_args) args.push_back(f);
   Child child(args);
@@ -205,33 +257,7 @@ std::vector<std::string> soak_mode(const std::string& mode, const SoakConfig& c,
   }
   const double rss_before = rss_mib(child.pid());
   const auto t0 = Clock::now();
-  LoadgenReport total;
-  const int64_t halves[2] = {c.requests / 2, c.requests - c.requests / 2};
-  for (int half = 0; half < 2; ++half) {  // streamed completions, then whole chat responses
-    LoadgenConfig lc;
-    lc.port = child.port();
-    lc.chat = half == 1;
-    lc.stream = half == 0;
-    lc.clients = c.clients;
-    lc.requests = halves[half];
-    lc.duration_s = 1e9;
-    lc.max_tokens = c.max_tokens;
-    lc.hangup_fraction = c.hangup_fraction;
-    lc.bad_fraction = c.bad_fraction;
-    lc.request_timeout_s = 120;
-    lc.seed = uint64_t(half + 1);
-    const LoadgenReport r = run_loadgen(lc);
-    expect(r.ended() == r.requests,
-           fmt::format("{} of {} requests ended in no category", r.requests - r.ended(), r.requests));
-    total.requests += r.requests;
-    total.ok += r.ok;
-    total.client_timeouts += r.client_timeouts;
-    total.http_5xx += r.http_5xx;
-    total.stream_errors += r.stream_errors;
-    total.transport_errors += r.transport_errors;
-    total.bad_accepted += r.bad_accepted;
-    total.http_4xx += r.http_4xx;
-  }
+  const LoadgenReport total = drive(c, child.port(), failed);
   const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   expect(total.client_timeouts == 0, fmt::format("{} requests hung (client timeout)", total.client_timeouts));
   expect(total.bad_accepted == 0, fmt::format("{} invalid requests were accepted", total.bad_accepted));
@@ -239,26 +265,7 @@ std::vector<std::string> soak_mode(const std::string& mode, const SoakConfig& c,
   if (mode != "faults")
     expect(total.http_5xx + total.stream_errors == 0,
            fmt::format("{} requests failed on the server without faults", total.http_5xx + total.stream_errors));
-
-  std::map<std::string, double> m;
-  const bool drained = wait_until(
-      [&] {
-        m = scrape(child.port());
-        return m["pagoda_num_requests_running"] == 0 && m["pagoda_num_requests_waiting"] == 0 &&
-               m["pagoda_kv_blocks_used"] == 0;
-      },
-      30);
-  expect(drained,
-         fmt::format("the engine did not drain: {} running, {} waiting, {} blocks in use",
-                     m["pagoda_num_requests_running"], m["pagoda_num_requests_waiting"], m["pagoda_kv_blocks_used"]));
-  double ended = 0;
-  for (const char* r : {"stop", "length"})
-    ended += m[fmt::format("pagoda_request_success_total{{finished_reason=\"{}\"}}", r)];
-  for (const char* r : {"abort", "timeout", "error", "rejected"})
-    ended += m[fmt::format("pagoda_request_failure_total{{reason=\"{}\"}}", r)];
-  expect(ended == m["pagoda_requests_received_total"],
-         fmt::format("counters do not balance: {} received, {} ended", m["pagoda_requests_received_total"], ended));
-  expect(m["pagoda_engine_idle_check_failures_total"] == 0, "the idle self-check failed");
+  std::map<std::string, double> m = check_engine_after(child.port(), failed);
   const double rss_after = rss_mib(child.pid());
   expect(rss_after - rss_before < c.max_rss_growth_mib,
          fmt::format("RSS grew {:.0f} -> {:.0f} MiB", rss_before, rss_after));
