@@ -26,6 +26,9 @@ struct EngineConfig {
   int32_t max_oom_retries = 2;  // batch halvings before an OOM fails the batch
   bool audit_every_step = false;
   double log_interval_s = 5;  // 0: no throughput log
+  // The dashboard's snapshots (snapshot.h): at most one per interval, and one
+  // when the engine goes idle. 0: none are taken.
+  double snapshot_interval_s = 0;
   FaultSpec faults;
   int32_t threads = 0;
   bool mmap = false;  // --mmap: map the model file instead of reading it into memory

@@ -46,6 +46,7 @@ struct Engine::Impl {
   bool wait_stopped(double timeout_s);
   void engine_loop();
   void logger_loop();
+  void publish_snapshot(bool force);
 
   EngineConfig config_;
   std::shared_ptr<const Tokenizer> tokenizer_;
@@ -69,6 +70,9 @@ struct Engine::Impl {
   bool loop_exited_ = false;               // under inbox_mu_
   std::condition_variable exited_cv_;
   StepEstimate estimate_;  // engine thread only
+  SnapshotBoard board_;    // the dashboard's snapshots
+  double last_snapshot_ = 0;
+  uint64_t snapshot_version_ = 0;
 
   mutable std::mutex stats_mu_;
   EngineStats stats_;  // the published snapshot
@@ -103,6 +107,7 @@ Engine::Impl::Impl(const EngineConfig& config, std::unique_ptr<ModelRunner> runn
                config.sched.max_batched_tokens, config.paged ? "" : ", reserve mode (--no-paged-attn)",
                config.prefix_caching ? "" : ", no prefix caching");
   if (config.faults.any()) spdlog::warn("fault injection is ON: {}", config.faults.describe());
+  publish_snapshot(true);
   engine_thread_ = std::thread([this] { engine_loop(); });
   if (config.log_interval_s > 0) logger_thread_ = std::thread([this] { logger_loop(); });
 }
@@ -140,6 +145,7 @@ uint64_t Engine::submit(Request r, OutputSink sink) { return impl_->submit(std::
 void Engine::cancel(uint64_t id) { impl_->cancel(id); }
 size_t Engine::inbox_size() const { return impl_->inbox_size(); }
 EngineStats Engine::snapshot() const { return impl_->snapshot(); }
+std::shared_ptr<const EngineSnapshot> Engine::state_snapshot() const { return impl_->board_.latest(); }
 void Engine::shutdown(const std::string& reason) { impl_->shutdown(reason); }
 bool Engine::wait_stopped(double timeout_s) { return impl_->wait_stopped(timeout_s); }
 
@@ -245,6 +251,7 @@ void Engine::Impl::engine_loop() {
       stats_ = core_->stats();
       stats_.step_in_progress = false;
     }
+    publish_snapshot(stopping || !core_->has_work());
     if (stopping) {
       std::lock_guard lock(inbox_mu_);
       loop_exited_ = true;
@@ -252,6 +259,18 @@ void Engine::Impl::engine_loop() {
       return;
     }
   }
+}
+
+// On the engine thread, between steps: the dashboard's picture, at most once
+// per interval, unless forced (the engine is about to sleep).
+void Engine::Impl::publish_snapshot(bool force) {
+  if (config_.snapshot_interval_s <= 0) return;
+  const double now = clock_->now();
+  if (!force && now - last_snapshot_ < config_.snapshot_interval_s) return;
+  last_snapshot_ = now;
+  auto snap = core_->take_snapshot();
+  snap->version = ++snapshot_version_;
+  board_.publish(std::move(snap));
 }
 
 void Engine::Impl::logger_loop() {

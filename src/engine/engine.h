@@ -17,6 +17,7 @@
 #include "engine/clock.h"
 #include "engine/config.h"
 #include "engine/request.h"
+#include "engine/snapshot.h"
 #include "engine/stats.h"
 
 namespace pagoda {
@@ -56,6 +57,9 @@ class Engine {
   void cancel(uint64_t id);
 
   EngineStats snapshot() const;
+  // The dashboard's latest picture (null when config.snapshot_interval_s is
+  // 0). Never waits for the engine's step.
+  std::shared_ptr<const EngineSnapshot> state_snapshot() const;
   int32_t max_model_len() const;
   int32_t vocab_size() const;
   const Tokenizer* tokenizer() const;

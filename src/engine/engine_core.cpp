@@ -158,6 +158,12 @@ void EngineCore::finish(SeqRun& s, FinishReason reason, const std::string& error
   s.seq.state = SeqState::finished;
   finished_.push_back(s.seq.id);
   RequestState& req = *s.req;
+  finish_log_.add({.request = req.id,
+                   .choice = s.choice,
+                   .reason = reason,
+                   .time = clock_->now(),
+                   .prompt_tokens = s.seq.num_prompt,
+                   .generated_tokens = s.seq.num_output()});
   // A request counts once in the terminal counters: as its worst outcome
   // (error, then timeout, then abort), else as its last choice ended.
   if (reason >= req.outcome || req.outcome < FinishReason::abort) req.outcome = reason;
@@ -471,7 +477,14 @@ bool EngineCore::step() {
   }
   for (SeqId id : finished_) seqs_.erase(id);
   finished_.clear();
-  if (config_.audit_every_step) blocks_.check();
+  if (config_.audit_every_step) {
+    audit_.enabled = true;
+    if (auto v = blocks_.audit()) {
+      audit_.failure = fmt::format("{}: {}", invariant_name(v->invariant), v->message);
+      fail("KV block manager invariant '{}' broken: {}", invariant_name(v->invariant), v->message);
+    }
+    ++audit_.passed;
+  }
   check_idle();
   stats_.time_in_step += clock_->now() - t0;
   stats_.last_step_seconds = clock_->now() - t0;
@@ -509,6 +522,24 @@ void EngineCore::publish() {
   stats_.cached_tokens = kv.fresh.hits + kv.resumed.hits;
   stats_.preemptions = sched_.total_preemptions();
   stats_.faults = faults_.counts();
+}
+
+std::shared_ptr<EngineSnapshot> EngineCore::take_snapshot() const {
+  auto snap = std::make_shared<EngineSnapshot>();
+  snap->step = step_;
+  snap->time = clock_->now();
+  snap->block_size = blocks_.block_size();
+  snap->paged = config_.paged;
+  std::vector<SeqInfo> seqs;
+  seqs.reserve(seqs_.size());
+  for (const auto& [id, s] : seqs_)
+    if (!s->finished) seqs.push_back({&s->seq, s->req->id, s->choice, s->req->arrival_time, s->req->deadline});
+  snap->blocks = snapshot_blocks(blocks_, seqs);
+  snap->requests = snapshot_requests(blocks_, sched_.running(), sched_.waiting(), seqs);
+  snap->finishes = finish_log_.recent(snap->time);
+  snap->counters = snapshot_counters(stats_);
+  snap->audit = audit_;
+  return snap;
 }
 
 }  // namespace pagoda

@@ -36,6 +36,7 @@
 #include "engine/faults.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
+#include "engine/snapshot.h"
 #include "engine/stats.h"
 #include "kv/block_manager.h"
 #include "sampling/history.h"
@@ -91,6 +92,8 @@ class EngineCore {
   FaultInjector& faults() { return faults_; }
   size_t num_requests() const { return requests_.size(); }
   size_t num_sequences() const { return seqs_.size(); }
+  // The dashboard's picture of the engine now (snapshot.h); version is 0.
+  std::shared_ptr<EngineSnapshot> take_snapshot() const;
 
  private:
   struct RequestState;
@@ -134,6 +137,8 @@ class EngineCore {
   EngineStats stats_;
   std::function<void(const StepStart&)> on_step_start_;
   bool idle_leak_reported_ = false;
+  FinishLog finish_log_;  // the dashboard's recent finishes
+  AuditView audit_;       // --audit-every-step's results
 };
 
 }  // namespace pagoda
