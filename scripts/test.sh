@@ -25,6 +25,7 @@ npm ci --prefix tests/chat/oracle --no-audit --no-fund
 npm install --prefix tests/tokenizer/oracle --no-audit --no-fund
 npm ci --prefix tests/quant/oracle --omit=optional --no-audit --no-fund
 npm ci --prefix tests/server/openai_client --no-audit --no-fund
+npm ci --prefix tests/dashboard --no-audit --no-fund
 
 step "Release build and tests"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null

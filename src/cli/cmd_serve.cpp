@@ -28,6 +28,7 @@ struct Opts {
   std::string kv_type = "f32";
   bool no_paged = false, no_prefix = false;
   bool api_key_given = false;
+  bool no_dashboard = false;
   double kv_mem_mib = 0;
   server::ServerConfig server;
   EngineConfig engine;
@@ -52,6 +53,8 @@ int run(Opts& o) {
   cfg.kv_type = kv_type_from_name(o.kv_type);
   cfg.paged = !o.no_paged;
   cfg.prefix_caching = !o.no_prefix;
+  o.server.dashboard = !o.no_dashboard;
+  cfg.snapshot_interval_s = o.server.dashboard ? 0.25 : 0;  // the dashboard's pace (snapshot.h)
   cfg.kv_cache_mem_mib = int64_t(o.kv_mem_mib);
   if (!o.faults.empty()) cfg.faults = FaultSpec::parse(o.faults);
   if (cfg.block_size < 1 || cfg.block_size > 1024) fail<InvalidArgument>("--block-size must be in [1, 1024]");
@@ -159,6 +162,8 @@ Command add_serve(CLI::App& app) {
   cmd->add_option("--io-threads", s.io_threads, "Threads running the HTTP event loop")->capture_default_str();
   cmd->add_option("--inject-faults", o->faults,
                   "Fault injection, e.g. forward=0.05,oom=0.02,poison=0.01,slow=0.1,slow_ms=200,seed=7");
+  cmd->add_flag("--no-dashboard", o->no_dashboard,
+                "Serve no dashboard: no page at /, no /debug/state or /debug/events");
   cmd->add_flag("--audit-every-step", e.audit_every_step, "Check every KV block after each step (slow; for tests)");
   cmd->add_option("--log-interval", e.log_interval_s, "Seconds between throughput logs (0: off)")
       ->capture_default_str();

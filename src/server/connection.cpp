@@ -200,7 +200,7 @@ void Connection::on_request() {
 // ---- routing ----
 
 // The route table: a path (or a path prefix), its method, and whether it is
-// under /v1 (the API key guards those). Unknown path: 404; a known path
+// under /v1 or /debug (the API key guards those). Unknown path: 404; a known path
 // without the key: 401; the wrong method: 405.
 struct Connection::Route {
   std::string_view path;
@@ -218,6 +218,11 @@ const Connection::Route Connection::kRoutes[] = {
     {"/v1/models/", true, http::verb::get, true, &Connection::models},
     {"/v1/completions", false, http::verb::post, true, &Connection::completions},
     {"/v1/chat/completions", false, http::verb::post, true, &Connection::chat_completions},
+    {"/", false, http::verb::get, false, &Connection::dashboard_page},
+    {"/dashboard", false, http::verb::get, false, &Connection::dashboard_page},
+    {"/dashboard/", true, http::verb::get, false, &Connection::dashboard_page},
+    {"/debug/state", false, http::verb::get, true, &Connection::debug_state},
+    {"/debug/events", false, http::verb::get, true, &Connection::debug_events},
 };
 
 void Connection::route(RequestReader::Request& req) {

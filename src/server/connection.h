@@ -56,6 +56,7 @@ class Connection : public ResponseChannel, public std::enable_shared_from_this<C
   void begin_events(const Headers& extra) override;
   void send_event(std::string_view data) override;
   void end_events() override;
+  size_t queued_bytes() const override { return out_.size() + writing_.size() - written_; }
 
  private:
   struct Route;
@@ -83,6 +84,10 @@ class Connection : public ResponseChannel, public std::enable_shared_from_this<C
   void models(RequestReader::Request& req, std::string_view path, std::string_view query);
   void completions(RequestReader::Request& req, std::string_view path, std::string_view query);
   void chat_completions(RequestReader::Request& req, std::string_view path, std::string_view query);
+  // The dashboard (connection_dashboard.cpp): the page, /debug/state, /debug/events.
+  void dashboard_page(RequestReader::Request& req, std::string_view path, std::string_view query);
+  void debug_state(RequestReader::Request& req, std::string_view path, std::string_view query);
+  void debug_events(RequestReader::Request& req, std::string_view path, std::string_view query);
   bool authorized(const RequestReader::Request& req) const;  // --api-key
   std::shared_ptr<GenerationStream> new_stream();
   void end_stream();  // detaches the exchange's generation, if any

@@ -6,6 +6,7 @@
 // detach the caller before the call returns.
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 #include "server/http_response.h"
@@ -22,6 +23,7 @@ class ResponseChannel {
   virtual void begin_events(const Headers& extra) = 0;  // status 200 and the stream's head
   virtual void send_event(std::string_view data) = 0;   // one `data:` event
   virtual void end_events() = 0;                        // the stream's end
+  virtual size_t queued_bytes() const { return 0; }     // accepted, not yet written: a slow reader
 };
 
 }  // namespace pagoda::server

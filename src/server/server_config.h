@@ -24,6 +24,7 @@ struct ServerConfig {
   double stall_timeout_s = 30;        // ... nor, with no prediction yet, before this
   size_t max_body_bytes = 8u << 20;   // larger request bodies get 413
   int io_threads = 1;                 // threads running the event loop
+  bool dashboard = true;              // --no-dashboard: no page, no /debug/* (404)
 };
 
 }  // namespace pagoda::server

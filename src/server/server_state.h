@@ -55,6 +55,7 @@ class ServerState {
   std::atomic<bool> draining{false};           // shutting down: no new requests
   std::atomic<int64_t> rejected{0};            // 429s from backpressure
   std::atomic<int64_t> active_generations{0};  // submitted, response not finished
+  std::atomic<int> dashboard_streams{0};       // open /debug/events streams
   boost::asio::thread_pool workers;            // parse and tokenize generation requests
 
   // Null until the model has loaded.
