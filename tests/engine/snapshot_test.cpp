@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <cstdio>
 #include <random>
 
 #include "engine/engine_core.h"
@@ -185,6 +187,27 @@ TEST(Snapshot, RecentFinishesKeepTheirReasonsForAMinute) {
   EXPECT_EQ(s->finishes[1].generated_tokens, 2);
   run.clock->advance(61);
   EXPECT_TRUE(run.snap()->finishes.empty());
+}
+
+// The engine thread pays for a snapshot at most 4 times a second: on a pool
+// of 100k blocks it must stay a few milliseconds (it is printed).
+TEST(Snapshot, ALargePoolIsCheapToSnapshotAndDiff) {
+  EngineRun run(true, 100000, 7);
+  for (int i = 0; i < 40; ++i) run.add();
+  for (int i = 0; i < 5; ++i) run.core->step();
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto a = run.snap();
+  const auto t1 = std::chrono::steady_clock::now();
+  run.core->step();
+  const auto b = run.snap();
+  const auto t2 = std::chrono::steady_clock::now();
+  const SnapshotDelta d = diff(*a, *b);
+  const auto t3 = std::chrono::steady_clock::now();
+  const auto ms = [](auto x, auto y) { return std::chrono::duration<double, std::milli>(y - x).count(); };
+  std::printf("100k blocks: snapshot %.2f ms, diff %.2f ms, %zu changed runs\n", ms(t0, t1), ms(t2, t3),
+              d.blocks.size());
+  EXPECT_LT(ms(t0, t1), 500);  // generous: sanitizers and a loaded machine
+  EXPECT_EQ(apply(*a, d), *b);
 }
 
 TEST(Snapshot, BoardHandsOutTheLatestWithoutCopying) {
