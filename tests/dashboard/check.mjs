@@ -61,8 +61,10 @@ async function live(page) {
   loadgen.stderr.on('data', (d) => { loadgenOut += d; });
   const loadgenDone = new Promise((resolve) => loadgen.on('exit', resolve));
   await page.waitForFunction(() => {
+    // Blocks in use and rows, and a second and a half of samples for the charts' screenshot.
     const n = window.pagodaDashboard.counts();
-    return n.used + n.shared > 0 && document.querySelectorAll('#running tr').length > 1;
+    return n.used + n.shared > 0 && document.querySelectorAll('#running tr').length > 1 &&
+      window.pagodaDashboard.samples.length >= 6;
   }, null, { timeout: 8000 }).catch(() => check(false, 'blocks in use and running rows under load'));
   await page.screenshot({ path: path.join(outDir, 'dashboard_under_load.png'), fullPage: true });
   const code = await loadgenDone;
