@@ -87,6 +87,11 @@ async function live(page) {
         [gauge('pagoda_kv_blocks_cached'), counts.cached]);
   const rows = await page.evaluate(() => document.querySelectorAll('#finished tr').length - 1);
   check(rows > 0, 'recent finishes listed', rows);
+  // Hovering a cell names the block.
+  const map = await page.locator('#map').boundingBox();
+  await page.mouse.move(map.x + 3, map.y + 3);
+  const tip = await page.textContent('#tip');
+  check(await page.isVisible('#tip') && tip.startsWith('block 0: ') && tip.includes('refcount 0'), 'hover shows the block', tip);
   await page.screenshot({ path: path.join(outDir, 'dashboard_drained.png'), fullPage: true });
   check(errors.length === 0, 'no console errors', errors);
 }
