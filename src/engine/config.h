@@ -6,6 +6,7 @@
 #include "engine/faults.h"
 #include "kv/types.h"
 #include "sched/config.h"
+#include "util/progress.h"
 
 namespace pagoda {
 
@@ -28,7 +29,8 @@ struct EngineConfig {
   double log_interval_s = 5;  // 0: no throughput log
   FaultSpec faults;
   int32_t threads = 0;
-  bool mmap = false;  // --mmap: map the model file instead of reading it into memory
+  bool mmap = false;           // --mmap: map the model file instead of reading it into memory
+  LoadProgress load_progress;  // Engine::load reports reading and repacking the model here
 };
 
 }  // namespace pagoda
