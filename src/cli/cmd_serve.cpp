@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -46,6 +47,20 @@ void raise_open_files_limit() {
   if (lim.rlim_cur < 4096) spdlog::warn("the open-files limit is {}: few concurrent connections fit", lim.rlim_cur);
 }
 
+// Logs the model load's progress, at most a line a second (none for a load
+// under a second: the "loaded in" line says enough).
+LoadProgress progress_log(const std::string& name) {
+  using clock = std::chrono::steady_clock;
+  auto last = std::make_shared<clock::time_point>(clock::now());
+  return [name, last](const char* stage, uint64_t done, uint64_t total) {
+    const auto now = clock::now();
+    if (now - *last < std::chrono::seconds(1)) return;
+    *last = now;
+    spdlog::info("loading model '{}': {} {:.0f} of {:.0f} MiB ({:.0f}%)", name, stage, double(done) / (1 << 20),
+                 double(total) / (1 << 20), total ? 100.0 * double(done) / double(total) : 100.0);
+  };
+}
+
 int run(Opts& o) {
   std::signal(SIGPIPE, SIG_IGN);  // a vanished client is an error code, not a signal
   raise_open_files_limit();
@@ -81,6 +96,7 @@ int run(Opts& o) {
       host.c_str(), unsigned(port), o.server.api_key.empty() ? "" : " -H \"Authorization: Bearer $PAGODA_API_KEY\"",
       name.c_str());
   std::fflush(stdout);
+  cfg.load_progress = progress_log(name);
   const bool clean =
       srv.run([&] { return std::make_unique<server::ServedModel>(Engine::load(o.model, cfg), name, chat); });
   if (!clean) {

@@ -6,6 +6,7 @@
 #include "engine/faults.h"
 #include "kv/types.h"
 #include "sched/config.h"
+#include "util/progress.h"
 
 namespace pagoda {
 
@@ -31,7 +32,8 @@ struct EngineConfig {
   double snapshot_interval_s = 0;
   FaultSpec faults;
   int32_t threads = 0;
-  bool mmap = false;  // --mmap: map the model file instead of reading it into memory
+  bool mmap = false;           // --mmap: map the model file instead of reading it into memory
+  LoadProgress load_progress;  // Engine::load reports reading and repacking the model here
 };
 
 }  // namespace pagoda

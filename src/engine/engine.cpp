@@ -115,7 +115,7 @@ Engine::Impl::Impl(const EngineConfig& config, std::unique_ptr<ModelRunner> runn
 std::unique_ptr<Engine> Engine::load(const std::string& model_path, const EngineConfig& config) {
   if (config.faults.load_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(config.faults.load_ms));
   auto model = std::shared_ptr<LlamaModel>(
-      LlamaModel::load(model_path, config.mmap ? Residency::kMapped : Residency::kInMemory));
+      LlamaModel::load(model_path, config.mmap ? Residency::kMapped : Residency::kInMemory, config.load_progress));
   if (!config.mmap && model->file().residency() == Residency::kMapped)
     spdlog::warn("{} is larger than the memory available: mapped instead of read into memory", model_path);
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_gguf(model->file()));

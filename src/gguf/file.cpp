@@ -128,15 +128,15 @@ Value read_value(Cursor& c, ValueType t, int depth, uint64_t& values_left) {
 
 }  // namespace
 
-GgufFile GgufFile::open(const std::string& path, Residency residency) {
-  auto mapping = std::make_shared<MappedFile>(path, residency);
+GgufFile GgufFile::open(const std::string& path, Residency residency, const LoadProgress& progress) {
+  auto mapping = std::make_shared<MappedFile>(path, residency, progress);
   GgufFile f = parse(mapping->data(), mapping->size(), path);
   f.mappings_.push_back(std::move(mapping));
-  if (f.get_u64(kSplitCount, 1) > 1) f.open_other_parts(residency);
+  if (f.get_u64(kSplitCount, 1) > 1) f.open_other_parts(residency, progress);
   return f;
 }
 
-void GgufFile::open_other_parts(Residency residency) {
+void GgufFile::open_other_parts(Residency residency, const LoadProgress& progress) {
   const uint64_t count = get_u64(kSplitCount);
   if (count > 99999) fail<FormatError>("{}: {} {} is not a part count", source_, kSplitCount, count);
   if (get_u64(kSplitNo, 0) != 0)
@@ -147,7 +147,7 @@ void GgufFile::open_other_parts(Residency residency) {
     fail<FormatError>("{}: a split model of {} parts must be named NAME-00001-of-{:05d}.gguf", source_, count, count);
   for (int no = 2; no <= name->count; ++no) {
     const std::string path = split_name(name->prefix, no, name->count);
-    auto mapping = std::make_shared<MappedFile>(path, residency);
+    auto mapping = std::make_shared<MappedFile>(path, residency, progress);
     GgufFile part = parse(mapping->data(), mapping->size(), path);
     if (part.get_u64(kSplitCount, 1) != count || part.get_u64(kSplitNo, 0) != uint64_t(no - 1))
       fail<FormatError>("{}: says it is part {} of {}, expected part {} of {}", path, part.get_u64(kSplitNo, 0) + 1,

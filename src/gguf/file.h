@@ -38,7 +38,9 @@ class GgufFile {
   // part of a split model (gguf/split.h: split.count > 1) opens every part
   // from the same folder as one file: the first part's metadata, all parts'
   // tensors; a missing, foreign or duplicated part is a FormatError.
-  static GgufFile open(const std::string& path, Residency residency = Residency::kMapped);
+  // progress: each part's bytes as they are read (see util/progress.h).
+  static GgufFile open(const std::string& path, Residency residency = Residency::kMapped,
+                       const LoadProgress& progress = {});
   // Parses bytes the caller keeps alive (tests, the fuzzer). Tensor data
   // pointers point into `data`.
   static GgufFile parse(const uint8_t* data, size_t size, std::string source = "<memory>");
@@ -78,7 +80,7 @@ class GgufFile {
  private:
   GgufFile() = default;
   // Adds the other parts of a split model whose first part this is.
-  void open_other_parts(Residency residency);
+  void open_other_parts(Residency residency, const LoadProgress& progress);
   std::vector<std::shared_ptr<MappedFile>> mappings_;  // one per part; empty for parse()
   bool writable_ = false;                              // parse_writable
   mutable bool edited_ = false;                        // edit() ran

@@ -13,16 +13,18 @@
 
 namespace pagoda {
 
-std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path, Residency residency) {
-  return std::make_unique<LlamaModel>(std::make_shared<const GgufFile>(GgufFile::open(path, residency)));
+std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path, Residency residency,
+                                             const LoadProgress& progress) {
+  return std::make_unique<LlamaModel>(std::make_shared<const GgufFile>(GgufFile::open(path, residency, progress)),
+                                      progress);
 }
 
-LlamaModel::LlamaModel(std::shared_ptr<const GgufFile> file)
+LlamaModel::LlamaModel(std::shared_ptr<const GgufFile> file, const LoadProgress& progress)
     : file_(std::move(file)),
       cfg_(ModelConfig::from_gguf(*file_)),
       w_(LlamaWeights::load(*file_, cfg_)),
       rope_(cfg_, w_.rope_freq_factors) {
-  w_.pack_panels(*file_);
+  w_.pack_panels(*file_, progress);
 }
 
 void LlamaModel::check(const Batch& batch, const KvStorage& kv) const {

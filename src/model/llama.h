@@ -28,8 +28,10 @@ class LlamaModel {
  public:
   // Reads the file into memory (or maps it, see Residency) and checks every
   // tensor. Throws FormatError / Unsupported.
-  static std::unique_ptr<LlamaModel> load(const std::string& path, Residency residency = Residency::kInMemory);
-  explicit LlamaModel(std::shared_ptr<const GgufFile> file);
+  // progress: bytes read, then bytes repacked (util/progress.h).
+  static std::unique_ptr<LlamaModel> load(const std::string& path, Residency residency = Residency::kInMemory,
+                                          const LoadProgress& progress = {});
+  explicit LlamaModel(std::shared_ptr<const GgufFile> file, const LoadProgress& progress = {});
 
   const ModelConfig& config() const { return cfg_; }
   const LlamaWeights& weights() const { return w_; }

@@ -105,7 +105,7 @@ bool packable(std::vector<const Matrix*> all) {
 
 }  // namespace
 
-void LlamaWeights::pack_panels(const GgufFile& f) {
+void LlamaWeights::pack_panels(const GgufFile& f, const LoadProgress& progress) {
   std::vector<Matrix*> matrices = {&output};  // token_embd only serves row lookups, unless tied
   for (auto& l : layers)
     for (Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) matrices.push_back(m);
@@ -115,6 +115,8 @@ void LlamaWeights::pack_panels(const GgufFile& f) {
   std::erase_if(matrices, [](const Matrix* m) { return !prefers_panels(m->type); });
   if (matrices.empty()) return;
   std::map<const uint8_t*, int> packed;  // matrices on the same bytes are packed once
+  uint64_t total = 0, done = 0;
+  for (const Matrix* m : matrices) total += uint64_t(m->rows) * m->row_bytes;
   // Panels are independent: each matrix's are split across the threads (a
   // pool for the load only; packing runs at about 1 GB/s a thread).
   ThreadPool pool;
@@ -133,6 +135,8 @@ void LlamaWeights::pack_panels(const GgufFile& f) {
         it->second = int(panels) * kPanelRows;
       }
       m->panel_rows = it->second;
+      done += uint64_t(m->rows) * m->row_bytes;
+      if (progress) progress("repacking", done, total);
     }
   });
   // token_embd on the bytes of a packed matrix (tied to the output, or a

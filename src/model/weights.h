@@ -11,6 +11,7 @@
 #include "gguf/types.h"
 #include "kernels/panels.h"
 #include "model/config.h"
+#include "util/progress.h"
 
 namespace pagoda {
 
@@ -61,7 +62,8 @@ struct LlamaWeights {
   // row lookups). Not at all if the file's matrices overlap other than
   // exactly. The results stay bit-identical; decode reads the panels at up to
   // the memory's speed.
-  void pack_panels(const GgufFile& f);
+  // progress: the bytes of the matrices packed so far, of all to pack.
+  void pack_panels(const GgufFile& f, const LoadProgress& progress = {});
 };
 
 }  // namespace pagoda

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <random>
 
 #include "util/error.h"
@@ -43,32 +44,23 @@ struct Shared {
   double t0 = 0, deadline = 0;
   int64_t open_streams = 0;
   LoadgenReport report;
-  std::vector<double> ttft, itl, e2e;
+  PoissonArrivals arrivals{cfg.request_rate, cfg.seed};
+  PromptFit fit;  // words per prompt token, fitted on the server when prompt_tokens is set
+  std::vector<RequestTiming> timings;
+  std::vector<double> ttft, itl, e2e, queue, prompt_each;
 
-  bool claim() {
-    if (report.requests >= cfg.requests || now() >= deadline) return false;
+  // The next request's arrival time (now in a closed loop), or none once the run is over.
+  std::optional<double> claim() {
+    if (report.requests >= cfg.requests) return std::nullopt;
+    const double at = std::isinf(cfg.request_rate) ? now() : t0 + arrivals.next();
+    if (at >= deadline) return std::nullopt;
     ++report.requests;
-    return true;
+    return at;
   }
   void sample(std::string s) {
     if (report.samples.size() < 8) report.samples.push_back(std::move(s));
   }
 };
-
-Percentiles percentiles(std::vector<double> v) {
-  Percentiles p;
-  p.count = int64_t(v.size());
-  if (v.empty()) return p;
-  std::sort(v.begin(), v.end());
-  auto at = [&](double q) { return v[size_t(std::max(0.0, std::ceil(q * double(v.size())) - 1))]; };
-  p.p50 = at(0.5);
-  p.p90 = at(0.9);
-  p.p99 = at(0.99);
-  double sum = 0;
-  for (double x : v) sum += x;
-  p.mean = sum / double(v.size());
-  return p;
-}
 
 // Requests that every OpenAI-compatible server must refuse with a 4xx.
 std::string bad_body(std::mt19937_64& rng, const std::string& model, bool chat) {
@@ -84,18 +76,25 @@ std::string bad_body(std::mt19937_64& rng, const std::string& model, bool chat) 
   }
 }
 
-std::string good_body(std::mt19937_64& rng, const Shared& sh) {
+json request_json(const Shared& sh, const std::string& prompt, int max_tokens, bool stream) {
   const auto& c = sh.cfg;
-  const auto& prompts = c.prompts.empty() ? kPrompts : c.prompts;
-  const std::string& prompt = prompts[rng() % prompts.size()];
-  json j = {{"model", sh.model}, {"max_tokens", c.max_tokens}, {"temperature", c.temperature}, {"stream", c.stream}};
+  json j = {{"model", sh.model}, {"max_tokens", max_tokens}, {"temperature", c.temperature}, {"stream", stream}};
   if (c.chat)
     j["messages"] = json::array({{{"role", "user"}, {"content", prompt}}});
   else
     j["prompt"] = prompt;
-  if (c.stream) j["stream_options"] = {{"include_usage", true}};
+  if (stream) j["stream_options"] = {{"include_usage", true}};
   if (c.ignore_eos) j["ignore_eos"] = true;
-  return j.dump();
+  return j;
+}
+
+std::string good_body(std::mt19937_64& rng, const Shared& sh) {
+  const auto& c = sh.cfg;
+  const auto& prompts = c.prompts.empty() ? kPrompts : c.prompts;
+  const std::string prompt = c.prompt_tokens.empty() ? prompts[rng() % prompts.size()]
+                                                     : word_prompt(sh.fit.words_for(c.prompt_tokens.draw(rng)), rng);
+  const int max_tokens = c.output_tokens.empty() ? c.max_tokens : c.output_tokens.draw(rng);
+  return request_json(sh, prompt, max_tokens, c.stream).dump();
 }
 
 // One simulated user: requests one after another on a kept-alive connection.
@@ -104,7 +103,15 @@ class Client {
   Client(Shared& sh, uint64_t seed) : sh_(sh), rng_(seed) {}
 
   asio::awaitable<void> run() {
-    while (sh_.claim()) co_await one(draw());
+    while (const auto at = sh_.claim()) {
+      if (*at > now()) {
+        asio::steady_timer t(co_await asio::this_coro::executor);
+        t.expires_after(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(*at - now())));
+        co_await t.async_wait(use_tuple);
+      }
+      co_await one(draw(), *at);
+    }
     close();
   }
 
@@ -145,8 +152,10 @@ class Client {
     std::string body, pending;  // pending: stream bytes not yet a whole event
     bool done = false, stream_error = false;
     int events = 0;
-    int64_t tokens = 0, usage_tokens = -1;
-    double last = 0;  // when the last token arrived
+    int64_t tokens = 0, usage_tokens = -1, usage_prompt = -1;
+    double first = 0, last = 0;  // when the first and the last token arrived
+    std::vector<double> gaps;    // ms between tokens
+    double queued_ms = 0;        // arrival to send: every client was busy
   };
 
   http::request<http::string_body> make_request(Kind kind) {
@@ -177,7 +186,7 @@ class Client {
   }
 
   // Takes the whole events out of t.pending; false once it is time to hang up.
-  bool take_events(Tally& t, double start, int hang_after) {
+  bool take_events(Tally& t, int hang_after) {
     for (size_t end; (end = t.pending.find("\n\n")) != std::string::npos;) {
       const std::string event = t.pending.substr(0, end);
       t.pending.erase(0, end + 2);
@@ -193,8 +202,10 @@ class Client {
         sh_.sample("stream: " + data.substr(0, 300));
         continue;
       }
-      if (j.contains("usage") && j["usage"].is_object())
+      if (j.contains("usage") && j["usage"].is_object()) {
         t.usage_tokens = j["usage"].value("completion_tokens", int64_t(0));
+        t.usage_prompt = j["usage"].value("prompt_tokens", int64_t(-1));
+      }
       if (!j.contains("choices") || j["choices"].empty()) continue;
       const json& ch = j["choices"][0];
       std::string text;
@@ -204,9 +215,9 @@ class Client {
       if (text.empty()) continue;
       const double now_s = now();
       if (t.tokens == 0)
-        sh_.ttft.push_back((now_s - start) * 1e3);
+        t.first = now_s;
       else
-        sh_.itl.push_back((now_s - t.last) * 1e3);
+        t.gaps.push_back((now_s - t.last) * 1e3);
       t.last = now_s;
       ++t.tokens;
       if (++t.events == hang_after) return false;
@@ -237,9 +248,7 @@ class Client {
         ++r.transport_errors;
         sh_.sample("a stream ended without [DONE]");
       } else {
-        ++r.ok;
-        r.completion_tokens += t.usage_tokens >= 0 ? t.usage_tokens : t.tokens;
-        sh_.e2e.push_back((now() - start) * 1e3);
+        completed(t.usage_tokens >= 0 ? t.usage_tokens : t.tokens, t.usage_prompt, t, start);
       }
     } else {
       const json j = json::parse(t.body, nullptr, false);
@@ -247,17 +256,37 @@ class Client {
         ++r.transport_errors;
         sh_.sample("a response that is not a completion: " + t.body.substr(0, 300));
       } else {
-        ++r.ok;
-        if (j.contains("usage")) r.completion_tokens += j["usage"].value("completion_tokens", int64_t(0));
-        sh_.e2e.push_back((now() - start) * 1e3);
+        const json u = j.value("usage", json::object());
+        completed(u.value("completion_tokens", int64_t(0)), u.value("prompt_tokens", int64_t(-1)), t, start);
       }
     }
   }
 
-  asio::awaitable<void> one(Kind kind) {
+  // A completed request's figures (TTFT and gaps: streams with a token only).
+  void completed(int64_t output_tokens, int64_t prompt_tokens, const Tally& t, double start) {
+    auto& r = sh_.report;
+    ++r.ok;
+    r.completion_tokens += output_tokens;
+    if (prompt_tokens >= 0) {
+      r.prompt_tokens += prompt_tokens;
+      sh_.prompt_each.push_back(double(prompt_tokens));
+    }
+    // A whole (not streamed) response brings its first token with its last.
+    const double end = t.tokens > 0 ? t.last : now(), first = t.tokens > 0 ? t.first : end;
+    sh_.e2e.push_back((end - start) * 1e3);
+    sh_.queue.push_back(t.queued_ms);
+    RequestTiming rt{(first - start) * 1e3, (end - start) * 1e3, 0, output_tokens};
+    for (double g : t.gaps) rt.max_itl_ms = std::max(rt.max_itl_ms, g);
+    sh_.ttft.push_back(rt.ttft_ms);
+    sh_.itl.insert(sh_.itl.end(), t.gaps.begin(), t.gaps.end());
+    sh_.timings.push_back(rt);
+  }
+
+  // `start` is the request's arrival: a wait for a free client counts in its latencies.
+  asio::awaitable<void> one(Kind kind, double start) {
     auto& r = sh_.report;
     const auto& cfg = sh_.cfg;
-    const double start = now();
+    const double queued_ms = (now() - start) * 1e3;
     const auto req = make_request(kind);
     if (kind == Kind::bad) ++r.bad_sent;
     if (!(co_await send(req))) {
@@ -317,6 +346,7 @@ class Client {
     const int hang_after =
         kind == Kind::hangup_streaming ? 1 + int(rng_() % uint64_t(std::max(1, cfg.max_tokens / 2))) : -1;
     Tally t;
+    t.queued_ms = queued_ms;
     char chunk[16384];
     while (!p.is_done()) {
       p.get().body().data = chunk;
@@ -329,7 +359,7 @@ class Client {
       }
       const size_t got = sizeof chunk - p.get().body().size;
       (sse ? t.pending : t.body).append(chunk, got);
-      if (sse && !take_events(t, start, hang_after)) {
+      if (sse && !take_events(t, hang_after)) {
         close();
         ++r.hung_up_streaming;
         co_return;
@@ -347,62 +377,118 @@ class Client {
   beast::flat_buffer buf_;
 };
 
-// The served model's name from GET /v1/models ("default" if that fails).
-asio::awaitable<void> discover_model(Shared& sh) {
+// One exchange on a connection of its own, before the load: the JSON of a
+// 200 response, or discarded JSON.
+asio::awaitable<json> exchange(const Shared& sh, http::verb verb, const std::string& target, const std::string& body) {
   tcp::socket s(co_await asio::this_coro::executor);
-  if (auto [ec] = co_await s.async_connect(sh.endpoint, use_tuple); ec) co_return;
-  http::request<http::empty_body> req{http::verb::get, "/v1/models", 11};
+  const json none = json(json::value_t::discarded);
+  if (auto [ec] = co_await s.async_connect(sh.endpoint, use_tuple); ec) co_return none;
+  http::request<http::string_body> req{verb, target, 11};
   req.set(http::field::host, sh.endpoint.address().to_string());
   if (!sh.cfg.api_key.empty()) req.set(http::field::authorization, "Bearer " + sh.cfg.api_key);
-  if (auto [ec, n] = co_await http::async_write(s, req, use_tuple); ec) co_return;
+  if (!body.empty()) {
+    req.set(http::field::content_type, "application/json");
+    req.body() = body;
+  }
+  req.prepare_payload();
+  if (auto [ec, n] = co_await http::async_write(s, req, use_tuple); ec) co_return none;
   beast::flat_buffer buf;
   http::response<http::string_body> res;
-  if (auto [ec, n] = co_await http::async_read(s, buf, res, use_tuple); ec || res.result_int() != 200) co_return;
-  const json j = json::parse(res.body(), nullptr, false);
+  if (auto [ec, n] = co_await http::async_read(s, buf, res, use_tuple); ec || res.result_int() != 200) co_return none;
+  co_return json::parse(res.body(), nullptr, false);
+}
+
+// The served model's name from GET /v1/models ("default" if that fails).
+asio::awaitable<void> discover_model(Shared& sh) {
+  const json j = co_await exchange(sh, http::verb::get, "/v1/models", "");
   if (!j.is_discarded() && j.contains("data") && !j["data"].empty() && j["data"][0].contains("id"))
     sh.model = j["data"][0]["id"].get<std::string>();
 }
 
+// How many words make a prompt token on this server (template included):
+// two probe prompts, one token each asked, and their usage.prompt_tokens.
+// One token per word if the server does not say.
+asio::awaitable<void> fit_prompts(Shared& sh) {
+  std::mt19937_64 rng(sh.cfg.seed ^ 0x9e3779b97f4a7c15ULL);
+  int64_t tokens[2] = {-1, -1};
+  const int words[2] = {16, 80};
+  for (int i = 0; i < 2; ++i) {
+    const std::string body = request_json(sh, word_prompt(words[i], rng), 1, false).dump();
+    const json j =
+        co_await exchange(sh, http::verb::post, sh.cfg.chat ? "/v1/chat/completions" : "/v1/completions", body);
+    if (!j.is_discarded() && j.contains("usage") && j["usage"].is_object())
+      tokens[i] = j["usage"].value("prompt_tokens", int64_t(-1));
+  }
+  sh.fit = PromptFit::from_probes(words[0], tokens[0], words[1], tokens[1]);
+  if (tokens[0] < 0 || tokens[1] < 0) sh.sample("the prompt-size probes got no usage.prompt_tokens: one token a word");
+}
+
 json percentiles_json(const Percentiles& p) {
-  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}, {"count", p.count}};
+  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"mean", p.mean}, {"std", p.stddev}, {"count", p.count}};
+}
+
+void check(const LoadgenConfig& cfg) {
+  if (cfg.clients < 1) fail<InvalidArgument>("--clients must be >= 1");
+  if (cfg.hangup_fraction < 0 || cfg.bad_fraction < 0 || cfg.hangup_fraction + cfg.bad_fraction > 1)
+    fail<InvalidArgument>("--hangup-fraction and --bad-fraction must be >= 0 and add up to at most 1");
+  if (!(cfg.request_rate > 0)) fail<InvalidArgument>("--request-rate must be > 0 (or inf)");
+  if (cfg.slo.ttft_ms < 0 || cfg.slo.itl_ms < 0 || cfg.slo.tpot_ms < 0)
+    fail<InvalidArgument>("--slo-ttft-ms, --slo-itl-ms and --slo-tpot-ms must be >= 0");
+}
+
+// Runs the clients to the end; the io_context is fresh or restarted.
+void run_clients(asio::io_context& io, Shared& sh) {
+  sh.t0 = now();
+  sh.deadline = sh.t0 + sh.cfg.duration_s;
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < sh.cfg.clients; ++i) {
+    clients.push_back(std::make_unique<Client>(sh, sh.cfg.seed * 1000003 + uint64_t(i)));
+    asio::co_spawn(io, clients.back()->run(), asio::detached);
+  }
+  io.run();
 }
 
 }  // namespace
 
 LoadgenReport run_loadgen(const LoadgenConfig& cfg) {
-  if (cfg.clients < 1) fail<InvalidArgument>("--clients must be >= 1");
-  if (cfg.hangup_fraction < 0 || cfg.bad_fraction < 0 || cfg.hangup_fraction + cfg.bad_fraction > 1)
-    fail<InvalidArgument>("--hangup-fraction and --bad-fraction must be >= 0 and add up to at most 1");
+  check(cfg);
   error_code ec;
   const auto address = asio::ip::make_address(cfg.host, ec);
   if (ec) fail<InvalidArgument>("--host must be an IP address, got '{}'", cfg.host);
   Shared sh(cfg, tcp::endpoint(address, cfg.port));
   asio::io_context io;
   sh.model = cfg.model;
-  if (sh.model.empty()) {
-    sh.model = "default";
-    asio::co_spawn(io, discover_model(sh), asio::detached);
+  auto before = [&](asio::awaitable<void> task) {
+    asio::co_spawn(io, std::move(task), asio::detached);
     io.run();
     io.restart();
+  };
+  if (sh.model.empty()) {
+    sh.model = "default";
+    before(discover_model(sh));
   }
-  sh.t0 = now();
-  sh.deadline = sh.t0 + cfg.duration_s;
-  std::vector<std::unique_ptr<Client>> clients;
-  for (int i = 0; i < cfg.clients; ++i) {
-    clients.push_back(std::make_unique<Client>(sh, cfg.seed * 1000003 + uint64_t(i)));
-    asio::co_spawn(io, clients.back()->run(), asio::detached);
-  }
-  io.run();
+  if (!cfg.prompt_tokens.empty()) before(fit_prompts(sh));
+  run_clients(io, sh);
   LoadgenReport r = std::move(sh.report);
   r.duration_s = now() - sh.t0;
+  r.request_rate = cfg.request_rate;
+  r.clients = cfg.clients;
+  r.slo = cfg.slo;
+  r.good = count_good(sh.timings, cfg.slo);
+  std::vector<double> tpot;
+  for (const auto& t : sh.timings) tpot.push_back(tpot_ms(t));
+  r.tpot_ms = percentiles(std::move(tpot));
   r.ttft_ms = percentiles(std::move(sh.ttft));
   r.itl_ms = percentiles(std::move(sh.itl));
   r.e2e_ms = percentiles(std::move(sh.e2e));
+  r.queue_ms = percentiles(std::move(sh.queue));
+  r.prompt_tokens_each = percentiles(std::move(sh.prompt_each));
   return r;
 }
 
 json LoadgenReport::to_json() const {
   const double d = std::max(duration_s, 1e-9);
+  const json rate = std::isinf(request_rate) ? json("inf") : json(request_rate);
   return {{"requests", requests},
           {"ended", ended()},
           {"ok", ok},
@@ -418,13 +504,23 @@ json LoadgenReport::to_json() const {
           {"transport_errors", transport_errors},
           {"client_timeouts", client_timeouts},
           {"completion_tokens", completion_tokens},
+          {"prompt_tokens", prompt_tokens},
+          {"good", good},
           {"max_concurrent_streams", max_concurrent_streams},
+          {"request_rate", rate},
+          {"max_concurrency", clients},
+          {"slo", {{"ttft_ms", slo.ttft_ms}, {"itl_ms", slo.itl_ms}, {"tpot_ms", slo.tpot_ms}}},
           {"duration_s", duration_s},
           {"requests_per_s", double(ok) / d},
           {"tokens_per_s", double(completion_tokens) / d},
+          {"total_tokens_per_s", double(prompt_tokens + completion_tokens) / d},
+          {"goodput_requests_per_s", double(good) / d},
           {"ttft_ms", percentiles_json(ttft_ms)},
           {"itl_ms", percentiles_json(itl_ms)},
+          {"tpot_ms", percentiles_json(tpot_ms)},
           {"e2e_ms", percentiles_json(e2e_ms)},
+          {"queue_ms", percentiles_json(queue_ms)},
+          {"prompt_tokens_each", percentiles_json(prompt_tokens_each)},
           {"samples", samples}};
 }
 
@@ -435,15 +531,30 @@ std::string LoadgenReport::summary() const {
       "429 {}, other 4xx {}, 5xx {}, stream errors {}, transport errors {}, client timeouts {}\n",
       requests, duration_s, ok, hung_up_waiting, hung_up_streaming, bad_sent, bad_rejected, bad_accepted, rejected_429,
       http_4xx, http_5xx, stream_errors, transport_errors, client_timeouts);
-  s += fmt::format("throughput: {:.1f} requests/s, {:.1f} output tokens/s; most concurrent streams {}\n",
-                   double(ok) / d, double(completion_tokens) / d, max_concurrent_streams);
+  s += fmt::format(
+      "arrivals: {}; at most {} in flight; most concurrent streams {}\n",
+      std::isinf(request_rate) ? std::string("closed loop") : fmt::format("Poisson, {} requests/s", request_rate),
+      clients, max_concurrent_streams);
+  s += fmt::format(
+      "throughput: {:.2f} requests/s, {:.1f} output tokens/s, {:.1f} total tokens/s ({} prompt + {} output tokens)\n",
+      double(ok) / d, double(completion_tokens) / d, double(prompt_tokens + completion_tokens) / d, prompt_tokens,
+      completion_tokens);
+  s += fmt::format("goodput: {:.2f} requests/s ({} of {} met {})\n", double(good) / d, good, ok,
+                   slo.any() ? fmt::format("TTFT <= {} ms, max ITL <= {} ms, TPOT <= {} ms (0: no bound)", slo.ttft_ms,
+                                           slo.itl_ms, slo.tpot_ms)
+                             : std::string("no SLO"));
   auto line = [&](const char* name, const Percentiles& p) {
-    s += fmt::format("{:<5} ms: p50 {:.1f}  p90 {:.1f}  p99 {:.1f}  mean {:.1f}  (n={})\n", name, p.p50, p.p90, p.p99,
-                     p.mean, p.count);
+    s += fmt::format("{:<6} ms: p50 {:.1f}  p90 {:.1f}  p99 {:.1f}  mean {:.1f}  std {:.1f}  (n={})\n", name, p.p50,
+                     p.p90, p.p99, p.mean, p.stddev, p.count);
   };
   line("TTFT", ttft_ms);
   line("ITL", itl_ms);
+  line("TPOT", tpot_ms);
   line("E2E", e2e_ms);
+  line("queue", queue_ms);
+  if (prompt_tokens_each.count > 0)
+    s += fmt::format("prompt tokens each (usage): p50 {:.0f}  p90 {:.0f}  p99 {:.0f}  mean {:.1f}\n",
+                     prompt_tokens_each.p50, prompt_tokens_each.p90, prompt_tokens_each.p99, prompt_tokens_each.mean);
   for (const auto& x : samples) s += "  e.g. " + x + "\n";
   return s;
 }

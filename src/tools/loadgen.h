@@ -6,13 +6,23 @@
 // ends in exactly one outcome category; the report has throughput and
 // TTFT / inter-token / end-to-end latency percentiles. It only ever connects
 // to the host and port it is given.
+//
+// Closed loop (request_rate inf, the default): each client sends its next
+// request when its last one ends. Open loop (a finite rate): requests arrive
+// as a seeded Poisson process, whatever the server's pace; `clients` then caps
+// the requests in flight, and an arrival that finds every client busy waits
+// in the client for the next free one (that wait counts in its TTFT and E2E,
+// and is reported as queue_ms). Metric definitions: loadgen_stats.h.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
+
+#include "tools/loadgen_stats.h"
 
 namespace pagoda::tools {
 
@@ -35,11 +45,10 @@ struct LoadgenConfig {
   double bad_fraction = 0;            // requests with invalid input (expect 4xx)
   double request_timeout_s = 120;     // a request not done by then counts as client_timeout
   uint64_t seed = 1;
-};
-
-struct Percentiles {
-  double p50 = 0, p90 = 0, p99 = 0, mean = 0;
-  int64_t count = 0;
+  double request_rate = std::numeric_limits<double>::infinity();  // requests/s; inf: closed loop
+  TokenRange prompt_tokens;  // empty: `prompts`; else word prompts of about that many tokens
+  TokenRange output_tokens;  // empty: max_tokens
+  Slo slo;
 };
 
 struct LoadgenReport {
@@ -54,9 +63,15 @@ struct LoadgenReport {
   int64_t transport_errors = 0;                              // connection failed or closed by the server
   int64_t client_timeouts = 0;
   int64_t completion_tokens = 0;
+  int64_t prompt_tokens = 0;           // usage.prompt_tokens of the completed requests
+  int64_t good = 0;                    // completed requests meeting every SLO (all of them without SLOs)
   int64_t max_concurrent_streams = 0;  // most streams open (headers received) at once
   double duration_s = 0;
-  Percentiles ttft_ms, itl_ms, e2e_ms;
+  double request_rate = 0;  // as configured (inf: closed loop)
+  int clients = 0;
+  Slo slo;
+  // Of completed streamed requests (e2e and prompt tokens: of all completed).
+  Percentiles ttft_ms, itl_ms, tpot_ms, e2e_ms, queue_ms, prompt_tokens_each;
   std::vector<std::string> samples;  // a few error messages, for diagnosis
 
   // Every request ended in exactly one category.

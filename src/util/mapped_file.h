@@ -8,6 +8,8 @@
 #include <functional>
 #include <string>
 
+#include "util/progress.h"
+
 namespace pagoda {
 
 enum class Residency {
@@ -24,8 +26,9 @@ enum class Residency {
 
 class MappedFile {
  public:
-  explicit MappedFile(const std::string& path,
-                      Residency residency = Residency::kMapped);  // throws Error naming the path
+  // Throws Error naming the path. progress: the bytes read (kInMemory only).
+  explicit MappedFile(const std::string& path, Residency residency = Residency::kMapped,
+                      const LoadProgress& progress = {});
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -45,6 +46,24 @@ TEST(MappedFile, BothResidenciesGiveTheFilesBytes) {
       EXPECT_EQ(m.residency(), r);  // a few MiB always fit in memory
     }
   }
+}
+
+TEST(MappedFile, AReadReportsItsProgressToTheEnd) {
+  const TempFile f(size_t(3 << 20) + 5);
+  std::vector<uint64_t> done;
+  const LoadProgress progress = [&](const char* stage, uint64_t d, uint64_t total) {
+    EXPECT_STREQ(stage, "reading");
+    EXPECT_EQ(total, f.bytes.size());
+    done.push_back(d);
+  };
+  const MappedFile m(f.path.string(), Residency::kInMemory, progress);
+  ASSERT_FALSE(done.empty());
+  EXPECT_TRUE(std::is_sorted(done.begin(), done.end()));
+  EXPECT_EQ(done.back(), f.bytes.size());
+  // A mapping reads nothing at open: nothing to report.
+  done.clear();
+  const MappedFile mapped(f.path.string(), Residency::kMapped, progress);
+  EXPECT_TRUE(done.empty());
 }
 
 TEST(MappedFile, EmptyFileHasNoBytes) {
