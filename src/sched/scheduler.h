@@ -38,9 +38,10 @@
 //     engine) prefills at the full token budget. --max-batched-tokens bounds
 //     every step; long_prefill_token_threshold caps any one chunk. No
 //     prediction yet (cold start): the token budget alone.
-//     Auto multiple 2 and floor 10 ms: measured on this CPU (docs/performance.md,
-//     "Time-budgeted steps"): the multiple keeps ITL p99 within 3x the
-//     decode-only step, the floor keeps tiny models' prefills in large chunks.
+//     Auto multiple 2 and floor 10 ms (docs/performance.md, "Time-budgeted
+//     steps"): 2x leaves 1.5x for prediction error under the goal of ITL p99
+//     within 3x the decode-only step; the floor keeps a tiny model's chunks
+//     from shrinking to where per-step overhead dominates.
 //  6. TTFT fairness (time-budgeted mode): prefills share a step by
 //     shortest-remaining-prefill first, with aging. Within a priority class,
 //     running prefills that can finish in this step go first, shortest first;
