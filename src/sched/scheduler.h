@@ -51,6 +51,10 @@
 //     prefill left without tokens while others prefilled counts a pass; after
 //     max_bypass passes it goes first (it is never starved).
 //     With max_step_ms == 0 the order is rule 1's (admission order).
+//     Known limit: as planned decodes are never preempted in their step
+//     (rule 1), a higher-priority running prefill that needs a block under
+//     KV pressure can only preempt sequences not yet planned; it waits for
+//     decodes to end or for other victims (with 0, it goes first as before).
 #pragma once
 
 #include <cstdint>

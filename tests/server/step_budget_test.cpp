@@ -41,7 +41,7 @@ TEST(ServerStepBudget, ASlowedForwardShrinksTheBudgetGauge) {
   EXPECT_GT(predicted, 0.05);
   EXPECT_DOUBLE_EQ(target, 0.040);
   const PromMetrics m = metrics(s.port());
-  EXPECT_GE(m.at("pagoda_engine_step_duration_seconds_count"), 40);
+  EXPECT_GE(m.at("pagoda_engine_step_duration_seconds_count"), 30);  // ~40 steps
   // Every step took at least the injected 60 ms: none in the buckets below 50 ms.
   EXPECT_EQ(m.at("pagoda_engine_step_duration_seconds_bucket{le=\"0.05\"}"), 0);
   EXPECT_EQ(s.stop(), 0);
