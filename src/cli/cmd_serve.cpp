@@ -27,6 +27,7 @@ struct Opts {
   std::string chat_template;
   std::string faults;
   std::string kv_type = "f32";
+  std::string max_step_ms = "auto";
   bool no_paged = false, no_prefix = false;
   bool api_key_given = false;
   bool no_dashboard = false;
@@ -71,6 +72,7 @@ int run(Opts& o) {
   o.server.dashboard = !o.no_dashboard;
   cfg.snapshot_interval_s = o.server.dashboard ? 0.25 : 0;  // the dashboard's pace (snapshot.h)
   cfg.kv_cache_mem_mib = int64_t(o.kv_mem_mib);
+  cfg.sched.max_step_ms = parse_max_step_ms(o.max_step_ms);
   if (!o.faults.empty()) cfg.faults = FaultSpec::parse(o.faults);
   if (cfg.block_size < 1 || cfg.block_size > 1024) fail<InvalidArgument>("--block-size must be in [1, 1024]");
   if (o.api_key_given && o.server.api_key.empty())
@@ -127,6 +129,13 @@ Command add_serve(CLI::App& app) {
   cmd->add_option("--kv-type", o->kv_type, "KV cache element type: f32 or f16")->capture_default_str();
   cmd->add_option("--max-num-seqs", e.sched.max_num_seqs, "Most sequences in a batch")->capture_default_str();
   cmd->add_option("--max-batched-tokens", e.sched.max_batched_tokens, "Most tokens in a step")->capture_default_str();
+  cmd->add_option("--max-step-ms", o->max_step_ms,
+                  "Target step time while streams decode: milliseconds, 'auto' (a multiple of the decode step), "
+                  "or 0 (the token budget alone)")
+      ->capture_default_str();
+  cmd->add_option("--long-prefill-token-threshold", e.sched.long_prefill_token_threshold,
+                  "Most prompt tokens one request computes in a step (0: no cap)")
+      ->capture_default_str();
   cmd->add_option("--max-bypass", e.sched.max_bypass, "How often a waiting request may be passed")
       ->capture_default_str();
   cmd->add_option("--kv-watermark", e.sched.kv_watermark, "Share of the KV pool kept free when admitting (paged mode)")

@@ -251,12 +251,13 @@ void EngineCore::forward(std::span<const ScheduledSeq> part) {
   stats_.tokens_processed += int64_t(batch.tokens.size());
 }
 
-void EngineCore::run_step(StepPlan& plan) {
+bool EngineCore::run_step(StepPlan& plan) {
+  const size_t planned = plan.scheduled.size();
   try {
     runner_->copy_blocks(plan.copies);  // once: every retry below finds them made
   } catch (const std::exception& e) {
     fail_batch(plan.scheduled, e.what());
-    return;
+    return false;
   }
   for (int attempt = 0;; ++attempt) {
     try {
@@ -267,7 +268,7 @@ void EngineCore::run_step(StepPlan& plan) {
       // preempted and recomputed later) and retry, a bounded number of times.
       if (attempt >= config_.max_oom_retries || plan.scheduled.size() < 2) {
         isolate_failure(plan.scheduled, e.what());
-        return;
+        return false;
       }
       ++stats_.oom_retries;
       std::sort(plan.scheduled.begin(), plan.scheduled.end(),
@@ -279,10 +280,11 @@ void EngineCore::run_step(StepPlan& plan) {
       plan.scheduled.resize(keep);
     } catch (const std::exception& e) {
       isolate_failure(plan.scheduled, e.what());
-      return;
+      return false;
     }
   }
   after_forward(plan.scheduled);
+  return plan.scheduled.size() == planned;  // a halved batch is not the plan's shape
 }
 
 int32_t EngineCore::isolation_budget(size_t num_seqs) {
@@ -454,7 +456,7 @@ bool EngineCore::step() {
   ++step_;
   const double t0 = clock_->now();
   expire_and_reap();
-  StepPlan plan = sched_.schedule(step_);
+  StepPlan plan = sched_.schedule(step_, &cost_);
   if (!plan.preempted.empty()) {
     int64_t tokens = 0;
     for (const Sequence* p : plan.preempted) tokens += p->num_tokens();
@@ -466,7 +468,14 @@ bool EngineCore::step() {
     stats_.last_step_tokens = plan.num_tokens;
     if (on_step_start_)
       on_step_start_({step_, plan.num_tokens, int32_t(sched_.running().size()), int32_t(sched_.waiting().size())});
-    run_step(plan);
+    const bool clean = run_step(plan);
+    // The whole step (planning, pass, sampling) is what a stream waits for.
+    const double took = clock_->now() - t0;
+    if (clean) cost_.observe(plan.shape, took);
+    stats_.step_duration.observe(took);
+    stats_.step_budget_tokens = plan.budget_tokens;
+    stats_.step_target_s = plan.target_s;
+    stats_.step_cost_predicted_s = plan.predicted_s;
     int64_t held = 0;
     for (const Sequence* q : sched_.running()) held += q->num_tokens();
     const int64_t slots = int64_t(blocks_.stats().used_blocks) * blocks_.block_size();

@@ -88,6 +88,7 @@ class EngineCore {
   int32_t vocab_size() const { return vocab_size_; }
   const BlockManager& blocks() const { return blocks_; }
   const Scheduler& scheduler() const { return sched_; }
+  const LearnedStepCost& step_cost() const { return cost_; }
   const EngineStats& stats() const { return stats_; }
   FaultInjector& faults() { return faults_; }
   size_t num_requests() const { return requests_.size(); }
@@ -100,7 +101,7 @@ class EngineCore {
   struct SeqRun;
 
   void expire_and_reap();
-  void run_step(StepPlan& plan);
+  bool run_step(StepPlan& plan);  // true: one clean pass (a timing the cost model may learn from)
   void forward(std::span<const ScheduledSeq> part);
   void isolate_failure(std::span<const ScheduledSeq> all, const std::string& cause);
   static int32_t isolation_budget(size_t num_seqs);
@@ -124,6 +125,7 @@ class EngineCore {
   int32_t max_model_len_;
   BlockManager blocks_;
   Scheduler sched_;
+  LearnedStepCost cost_;  // the forward pass's cost on this model and machine (scheduler rule 5)
   Sampler sampler_;
 
   std::map<uint64_t, std::unique_ptr<RequestState>> requests_;

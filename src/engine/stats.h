@@ -48,6 +48,11 @@ struct EngineStats {
   int64_t forward_retries = 0;  // passes re-run to isolate a failure (halves)
   FaultCounts faults;
   Histogram ttft, itl, e2e;
+  // Time-budgeted steps (scheduler rule 5), of the last step that ran.
+  Histogram step_duration;                       // seconds of each step that ran
+  int32_t step_budget_tokens = 0;                // tokens it could carry (decodes + what fits the target)
+  double step_target_s = 0;                      // its target time; 0: no time cap
+  double step_cost_predicted_s = 0;              // the cost model's time for its plan; 0: unknown
   double time_in_forward = 0, time_in_step = 0;  // seconds, for the bench's overhead share
   // KV utilization: tokens held by running sequences over the token slots of
   // their blocks, summed over steps that ran (divide by the count).

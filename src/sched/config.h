@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 namespace pagoda {
 
@@ -19,6 +20,22 @@ struct SchedulerConfig {
   // as the pool fills.
   double kv_watermark = 0.01;
   int32_t kv_headroom_per_seq = 4;
+  // Time-budgeted steps (rule 5), --max-step-ms: a target in milliseconds,
+  // kAutoStepMs (auto_step_multiple x the predicted decode-only step of the
+  // running batch, at least auto_step_floor_ms), or 0: the token budget
+  // alone, exactly as before time budgets.
+  static constexpr double kAutoStepMs = -1;
+  double max_step_ms = kAutoStepMs;
+  double auto_step_multiple = 2.0;
+  double auto_step_floor_ms = 10;
+  int32_t min_prefill_chunk = 16;  // a decode-carrying step still prefills this much
+  // --long-prefill-token-threshold (vLLM): a prefill chunk is capped at N
+  // tokens a step even when nothing else runs; 0: no cap.
+  int32_t long_prefill_token_threshold = 0;
 };
+
+// --max-step-ms: "auto" (kAutoStepMs) or milliseconds >= 0; InvalidArgument
+// (one line) for anything else.
+double parse_max_step_ms(std::string_view text);
 
 }  // namespace pagoda

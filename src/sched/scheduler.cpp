@@ -20,6 +20,40 @@ Scheduler::Scheduler(const SchedulerConfig& config, BlockManager& blocks, std::f
     fail<InvalidArgument>("scheduler limits must be positive");
   if (!(config.kv_watermark >= 0 && config.kv_watermark < 1) || config.kv_headroom_per_seq < 0)
     fail<InvalidArgument>("the KV watermark must be in [0, 1) and the headroom per sequence non-negative");
+  if (!(config.max_step_ms >= 0 || config.max_step_ms == SchedulerConfig::kAutoStepMs) ||
+      !(config.auto_step_multiple > 0) || !(config.auto_step_floor_ms >= 0) || config.min_prefill_chunk < 1 ||
+      config.long_prefill_token_threshold < 0)
+    fail<InvalidArgument>("the step time limits must be non-negative (max_step_ms: or auto)");
+}
+
+int32_t StepBudget::grant(int32_t start, int32_t want) const {
+  int32_t n = std::min(want, tokens);
+  if (long_threshold > 0) n = std::min(n, long_threshold);
+  if (n <= 0 || target_s <= 0 || !cost) return std::max(n, 0);
+  // The most tokens whose predicted step stays within the target (the cost
+  // grows with the chunk, so a binary search).
+  auto fits = [&](int32_t m) {
+    StepShape s = shape;
+    s.add_chunk(start, m);
+    const auto p = cost->predict(s);
+    return !p || *p <= target_s;
+  };
+  int32_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int32_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid))
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  if (!prefill_planned) lo = std::max(lo, std::min(n, min_chunk));  // prefills always progress
+  return lo;
+}
+
+void StepBudget::take(int32_t start, int32_t n, bool prefill) {
+  tokens -= n;
+  shape.add_chunk(start, n);
+  prefill_planned = prefill_planned || prefill;
 }
 
 void Scheduler::insert_waiting(Sequence* seq) {
@@ -60,8 +94,9 @@ Sequence* Scheduler::pick_victim() const {
   return victim;
 }
 
-bool Scheduler::schedule_running(Sequence* seq, int64_t step, StepPlan& plan, int32_t& budget) {
-  const int32_t n = std::min(seq->num_tokens() - seq->num_computed, budget);
+bool Scheduler::schedule_running(Sequence* seq, int64_t step, StepPlan& plan, StepBudget& budget) {
+  const int32_t remaining = seq->num_tokens() - seq->num_computed;
+  const int32_t n = remaining == 1 ? std::min(1, budget.tokens) : budget.grant(seq->num_computed, remaining);
   if (n <= 0) return true;
   // A step that failed earlier may have left the table sized for more tokens.
   const int32_t target = std::max(seq->num_computed + n, blocks_.num_tokens(seq->id));
@@ -74,7 +109,7 @@ bool Scheduler::schedule_running(Sequence* seq, int64_t step, StepPlan& plan, in
         plan.copies.insert(plan.copies.end(), r.copies.begin(), r.copies.end());
         plan.scheduled.push_back({seq, n, seq->num_computed + n == seq->num_tokens()});
         plan.num_tokens += n;
-        budget -= n;
+        budget.take(seq->num_computed, n, remaining > 1);
         return true;
       }
     }
@@ -96,12 +131,13 @@ int32_t Scheduler::admission_headroom(int32_t running_after) const {
   return watermark + config_.kv_headroom_per_seq * running_after;
 }
 
-bool Scheduler::try_admit(Sequence* seq, StepPlan& plan, int32_t& budget) {
+bool Scheduler::try_admit(Sequence* seq, StepPlan& plan, StepBudget& budget) {
   const bool resumed = seq->state == SeqState::preempted;
   CachedPrefix prefix = blocks_.lookup_prefix(std::span<const TokenId>(seq->tokens).first(size_t(seq->num_tokens())),
                                               seq->cache_salt, resumed ? Admission::kResumed : Admission::kFresh);
   prefix.extra_key = seq->cache_salt;
-  const int32_t n = std::min(seq->num_tokens() - prefix.num_tokens, budget);
+  const int32_t want = seq->num_tokens() - prefix.num_tokens;
+  const int32_t n = want == 1 ? std::min(1, budget.tokens) : budget.grant(prefix.num_tokens, want);
   if (n <= 0) return false;
   // A resumed sequence waits until its whole context fits, so it cannot thrash.
   if (resumed && blocks_.blocks_needed(seq->id, seq->num_tokens(), prefix, seq->max_len) > blocks_.num_free_blocks())
@@ -121,28 +157,15 @@ bool Scheduler::try_admit(Sequence* seq, StepPlan& plan, int32_t& budget) {
   running_.push_back(seq);
   plan.scheduled.push_back({seq, n, seq->num_computed + n == seq->num_tokens()});
   plan.num_tokens += n;
-  budget -= n;
+  budget.take(seq->num_computed, n, want > 1);
   return true;
 }
 
-StepPlan Scheduler::schedule(int64_t step) {
-  StepPlan plan;
-  int32_t budget = config_.max_batched_tokens;
-
-  std::vector<Sequence*> order = running_;
-  std::sort(order.begin(), order.end(), [](const Sequence* a, const Sequence* b) { return admission_before(*a, *b); });
-  for (Sequence* seq : order) {
-    if (budget == 0) break;
-    if (seq->state == SeqState::preempted) continue;  // a victim earlier in this loop
-    schedule_running(seq, step, plan, budget);
-  }
-
-  if (!plan.preempted.empty()) return plan;  // under pressure: admit nothing new this step
-
+void Scheduler::admit_waiting(int64_t step, StepPlan& plan, StepBudget& budget) {
   std::vector<Sequence*> queue = waiting_;
   Sequence* blocked_head = nullptr;  // the first request that did not fit
   for (Sequence* seq : queue) {
-    if (budget == 0 || int32_t(running_.size()) >= config_.max_num_seqs) break;
+    if (budget.exhausted() || int32_t(running_.size()) >= config_.max_num_seqs) break;
     if (seq->preempted_at_step == step) continue;
     if (blocked_head && (blocked_head->bypassed >= config_.max_bypass || blocked_head->state == SeqState::preempted))
       break;  // aging, or a preempted head: nobody passes it now
@@ -153,7 +176,91 @@ StepPlan Scheduler::schedule(int64_t step) {
       blocked_head = seq;
     }
   }
+}
+
+StepPlan Scheduler::schedule(int64_t step, const StepCostModel* cost) {
+  StepPlan plan;
+  StepBudget budget{.tokens = config_.max_batched_tokens,
+                    .cost = cost,
+                    .min_chunk = config_.min_prefill_chunk,
+                    .long_threshold = config_.long_prefill_token_threshold};
+  plan.budget_tokens = config_.max_batched_tokens;
+  if (config_.max_step_ms != 0) {
+    schedule_by_time(step, plan, budget);
+  } else {
+    std::vector<Sequence*> order = running_;
+    std::sort(order.begin(), order.end(),
+              [](const Sequence* a, const Sequence* b) { return admission_before(*a, *b); });
+    for (Sequence* seq : order) {
+      if (budget.tokens == 0) break;
+      if (seq->state == SeqState::preempted) continue;  // a victim earlier in this loop
+      schedule_running(seq, step, plan, budget);
+    }
+    if (plan.preempted.empty()) admit_waiting(step, plan, budget);  // under pressure: admit nothing new
+  }
+  plan.shape = budget.shape;
+  if (cost && !plan.empty()) plan.predicted_s = cost->predict(plan.shape).value_or(0);
   return plan;
+}
+
+void Scheduler::set_target(StepPlan& plan, StepBudget& budget) const {
+  if (!budget.cost || budget.shape.tokens == 0) return;  // no decodes: the full token budget
+  const auto decode_s = budget.cost->predict(budget.shape);
+  if (!decode_s) return;  // nothing learned yet
+  budget.target_s = config_.max_step_ms > 0
+                        ? config_.max_step_ms / 1000
+                        : std::max(config_.auto_step_floor_ms / 1000, config_.auto_step_multiple * *decode_s);
+  plan.target_s = budget.target_s;
+  StepBudget fresh = budget;  // what a fresh prompt could get on top of the decodes
+  fresh.long_threshold = 0;
+  plan.budget_tokens = plan.num_tokens + fresh.grant(0, fresh.tokens);
+}
+
+void Scheduler::schedule_by_time(int64_t step, StepPlan& plan, StepBudget& budget) {
+  std::vector<Sequence*> decodes, prefills;
+  for (Sequence* s : running_) (s->num_tokens() - s->num_computed <= 1 ? decodes : prefills).push_back(s);
+  const auto by_admission = [](const Sequence* a, const Sequence* b) { return admission_before(*a, *b); };
+  std::sort(decodes.begin(), decodes.end(), by_admission);
+  for (Sequence* seq : decodes) {
+    if (budget.tokens == 0) break;
+    if (seq->state == SeqState::preempted) continue;  // a victim earlier in this loop
+    schedule_running(seq, step, plan, budget);
+  }
+  set_target(plan, budget);
+
+  // Rule 6: aged first, then priority class, then shortest remaining prefill.
+  const auto aged = [&](const Sequence* s) { return s->bypassed >= config_.max_bypass; };
+  std::sort(prefills.begin(), prefills.end(), [&](const Sequence* a, const Sequence* b) {
+    if (aged(a) != aged(b)) return aged(a);
+    if (a->boosted != b->boosted) return a->boosted;
+    if (a->priority != b->priority) return a->priority < b->priority;
+    const int32_t ra = a->num_tokens() - a->num_computed, rb = b->num_tokens() - b->num_computed;
+    if (ra != rb) return ra < rb;
+    return a->arrival < b->arrival;
+  });
+  std::vector<Sequence*> later;  // cannot finish this step: after the admissions
+  for (Sequence* seq : prefills) {
+    if (seq->state == SeqState::preempted) continue;
+    const int32_t remaining = seq->num_tokens() - seq->num_computed;
+    if (aged(seq) || budget.grant(seq->num_computed, remaining) >= remaining)
+      schedule_running(seq, step, plan, budget);
+    else
+      later.push_back(seq);
+  }
+  if (plan.preempted.empty()) admit_waiting(step, plan, budget);  // under pressure: admit nothing new
+  for (Sequence* seq : later)
+    if (seq->state != SeqState::preempted && !budget.exhausted()) schedule_running(seq, step, plan, budget);
+
+  // Aging: a running prefill passed over while others prefilled counts a pass.
+  for (Sequence* seq : prefills) {
+    if (!seq->is_running()) continue;
+    const bool got =
+        std::any_of(plan.scheduled.begin(), plan.scheduled.end(), [&](const ScheduledSeq& s) { return s.seq == seq; });
+    if (got)
+      seq->bypassed = 0;
+    else if (budget.prefill_planned)
+      seq->bypassed = std::min(seq->bypassed + 1, config_.max_bypass);
+  }
 }
 
 }  // namespace pagoda

@@ -26,6 +26,35 @@
 //     Nobody passes a preempted head: the blocks it gave up are for it, else
 //     admissions refill them and preempt it (or another) again.
 //     A request preempted max_preemptions_per_request times is boosted.
+//  5. Time-budgeted steps (max_step_ms != 0; config.h). The cost model
+//     (step_cost.h, an input: the engine learns it from its own steps)
+//     predicts a step's seconds. Running decodes are planned first, all of
+//     them; if the step carries any, it gets a target time: max_step_ms, or
+//     in auto mode auto_step_multiple x the predicted time of those decodes
+//     alone (at least auto_step_floor_ms). Prefill chunks then fill only what
+//     the target leaves, so the step's predicted time stays within it, except
+//     that the step's first prefill chunk always gets min_prefill_chunk
+//     tokens (prefills always progress). A step without decodes (an idle
+//     engine) prefills at the full token budget. --max-batched-tokens bounds
+//     every step; long_prefill_token_threshold caps any one chunk. No
+//     prediction yet (cold start): the token budget alone.
+//     Auto multiple 2 and floor 10 ms (docs/performance.md, "Time-budgeted
+//     steps"): 2x leaves 1.5x for prediction error under the goal of ITL p99
+//     within 3x the decode-only step; the floor keeps a tiny model's chunks
+//     from shrinking to where per-step overhead dominates.
+//  6. TTFT fairness (time-budgeted mode): prefills share a step by
+//     shortest-remaining-prefill first, with aging. Within a priority class,
+//     running prefills that can finish in this step go first, shortest first;
+//     then waiting requests are admitted (rules 2-4); then the running
+//     prefills that cannot finish fill what is left, shortest first. So one
+//     long prompt cannot hold back the short prompts behind it. A running
+//     prefill left without tokens while others prefilled counts a pass; after
+//     max_bypass passes it goes first (it is never starved).
+//     With max_step_ms == 0 the order is rule 1's (admission order).
+//     Known limit: as planned decodes are never preempted in their step
+//     (rule 1), a higher-priority running prefill that needs a block under
+//     KV pressure can only preempt sequences not yet planned; it waits for
+//     decodes to end or for other victims (with 0, it goes first as before).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +64,7 @@
 #include "kv/block_manager.h"
 #include "sched/config.h"
 #include "sched/sequence.h"
+#include "sched/step_cost.h"
 
 namespace pagoda {
 
@@ -49,7 +79,26 @@ struct StepPlan {
   std::vector<BlockCopy> copies;     // copy-on-write: before the forward pass
   std::vector<Sequence*> preempted;  // preempted by this step's planning
   int32_t num_tokens = 0;
+  StepShape shape;            // the cost model's features of the plan
+  double predicted_s = 0;     // the cost model's time for the plan; 0: unknown
+  double target_s = 0;        // rule 5's target; 0: no time cap this step
+  int32_t budget_tokens = 0;  // tokens this step could carry: decodes + what fits the target
   bool empty() const { return scheduled.empty(); }
+};
+
+// What is left of a step while it is planned: tokens and (rule 5) time.
+struct StepBudget {
+  int32_t tokens = 0;
+  const StepCostModel* cost = nullptr;
+  double target_s = 0;  // > 0: time-capped
+  int32_t min_chunk = 0, long_threshold = 0;
+  StepShape shape;  // planned so far
+  bool prefill_planned = false;
+  // Tokens a chunk of up to `want` tokens from position `start` may have.
+  int32_t grant(int32_t start, int32_t want) const;
+  void take(int32_t start, int32_t n, bool prefill);
+  // Nothing more can be planned (a fresh chunk would get no token).
+  bool exhausted() const { return grant(0, 1) == 0; }
 };
 
 class Scheduler {
@@ -70,15 +119,20 @@ class Scheduler {
   // Recompute preemption: frees its blocks, keeps its tokens, back to waiting.
   void preempt(Sequence* seq, int64_t step);
 
-  StepPlan schedule(int64_t step);
+  // cost: rule 5's cost model; null, or one without a prediction yet: the
+  // token budget alone.
+  StepPlan schedule(int64_t step, const StepCostModel* cost = nullptr);
 
   const std::vector<Sequence*>& running() const { return running_; }
   const std::vector<Sequence*>& waiting() const { return waiting_; }  // in admission order
   int64_t total_preemptions() const { return total_preemptions_; }
 
  private:
-  bool schedule_running(Sequence* seq, int64_t step, StepPlan& plan, int32_t& budget);
-  bool try_admit(Sequence* seq, StepPlan& plan, int32_t& budget);
+  bool schedule_running(Sequence* seq, int64_t step, StepPlan& plan, StepBudget& budget);
+  bool try_admit(Sequence* seq, StepPlan& plan, StepBudget& budget);
+  void admit_waiting(int64_t step, StepPlan& plan, StepBudget& budget);
+  void schedule_by_time(int64_t step, StepPlan& plan, StepBudget& budget);
+  void set_target(StepPlan& plan, StepBudget& budget) const;
   Sequence* pick_victim() const;
   int32_t admission_headroom(int32_t running_after) const;
   bool alloc_failure_injected() { return fail_alloc_ && fail_alloc_(); }

@@ -64,6 +64,13 @@ std::string render_metrics(const EngineStats& s, const ServerFigures& f) {
         "How long the step in progress has run (0: none).");
   gauge(out, "pagoda_engine_step_predicted_seconds", s.step_predicted_s,
         "How long the step in progress should take, learned from earlier steps (0: unknown or none).");
+  // Time-budgeted steps (scheduler rule 5), of the last step that ran.
+  gauge(out, "pagoda_engine_step_budget_tokens", s.step_budget_tokens,
+        "Tokens the last step could carry: its decodes and the prefill that fits its target time.");
+  gauge(out, "pagoda_engine_step_target_seconds", s.step_target_s, "The last step's target time (0: no time cap).");
+  gauge(out, "pagoda_engine_step_cost_predicted_seconds", s.step_cost_predicted_s,
+        "The cost model's predicted time for the last step's plan (0: not learned yet).");
+  histogram(out, "pagoda_engine_step_duration_seconds", s.step_duration, "Duration of each engine step that ran.");
   gauge(out, "pagoda_engine_stalled", f.stalled ? 1 : 0, "1 while /health reports the engine stalled.");
   counter(out, "pagoda_engine_stalls_total", f.stalls, "Times the engine was seen to stall.");
   counter(out, "pagoda_engine_idle_check_failures_total", s.idle_check_failures,

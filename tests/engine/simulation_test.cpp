@@ -2,7 +2,11 @@
 // manager driven by a fake model on a virtual clock, through tens of
 // thousands of random steps (adds, cancels, deadlines, readers that leave,
 // failing and out-of-memory steps, poisoned requests, failing allocations),
-// checking every invariant after every step.
+// checking every invariant after every step. Each forward pass advances the
+// clock by a random cost model (fixed + per token + per attended position,
+// noisy, with stalls), which changes mid-run, so the time-budgeted steps
+// (--max-step-ms auto or a number) meet a machine that changes under them;
+// --max-step-ms 0 runs the same workload on the token budget alone.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -29,22 +33,54 @@ struct Record {
   int32_t n = 1;
 };
 
+// The fake model, taking virtual time by a cost model the test can change.
+struct CostedRunner : ModelRunner {
+  CostedRunner(std::unique_ptr<ModelRunner> inner, std::shared_ptr<ManualClock> clock, uint64_t seed)
+      : inner(std::move(inner)), clock(std::move(clock)), rng(uint32_t(seed)) {
+    change();
+  }
+  void change() {
+    cost = {
+        .fixed = 0.001 * (1 + rng() % 20), .per_token = 1e-4 * (1 + rng() % 30), .per_context = 1e-6 * (rng() % 20)};
+  }
+  int32_t vocab_size() const override { return inner->vocab_size(); }
+  int32_t context_length() const override { return inner->context_length(); }
+  void copy_blocks(std::span<const BlockCopy> copies) override { inner->copy_blocks(copies); }
+  void forward(const Batch& batch, std::vector<float>& logits) override {
+    StepShape shape;
+    for (const auto& t : batch.tokens) shape.add_chunk(t.pos, 1);
+    double t = cost.predict(shape) * (0.9 + 0.2 * double(rng() % 1000) / 1000);
+    if (rng() % 100 == 0) t *= 20;  // a stall
+    clock->advance(t);
+    inner->forward(batch, logits);
+  }
+  std::unique_ptr<ModelRunner> inner;
+  std::shared_ptr<ManualClock> clock;
+  std::mt19937 rng;
+  StepCoefficients cost;
+};
+
 struct Sim {
-  Sim(uint64_t seed, bool paged) : rng(uint32_t(seed)) {
+  Sim(uint64_t seed, bool paged, double max_step_ms) : rng(uint32_t(seed)) {
     cfg.paged = paged;
     cfg.block_size = 4;
     cfg.sched.max_num_seqs = 6;
     cfg.sched.max_batched_tokens = 20;
     cfg.sched.max_bypass = 4;
     cfg.sched.kv_headroom_per_seq = 1;  // a 24-block pool: keep several sequences running, and preempting
+    cfg.sched.max_step_ms = max_step_ms;
+    cfg.sched.min_prefill_chunk = 2;  // steps of a few tokens: keep the time budget binding
+    cfg.sched.auto_step_floor_ms = 1;
     cfg.request_timeout_s = 30;
     cfg.max_n = 3;
     cfg.faults = FaultSpec{.forward = 0.02, .oom = 0.02, .alloc = 0.02, .poison = 0.02, .seed = seed};
     cfg.audit_every_step = true;
     cfg.log_interval_s = 0;
     clock = std::make_shared<ManualClock>();
-    core = std::make_unique<EngineCore>(cfg, std::make_unique<testing::FakeRunner>(kVocab, 24, 4, 80), 24, nullptr,
-                                        clock, std::vector<TokenId>{2});
+    auto costed =
+        std::make_unique<CostedRunner>(std::make_unique<testing::FakeRunner>(kVocab, 24, 4, 80), clock, seed + 100);
+    runner = costed.get();
+    core = std::make_unique<EngineCore>(cfg, std::move(costed), 24, nullptr, clock, std::vector<TokenId>{2});
     for (int i = 0; i < 3; ++i) {
       std::vector<TokenId> p(size_t(4 + rng() % 12));
       for (auto& t : p) t = TokenId(3 + rng() % (kVocab - 3));
@@ -117,11 +153,16 @@ struct Sim {
     }
     ASSERT_EQ(seen.size(), core->num_sequences()) << "a live sequence is in no queue";
     ASSERT_EQ(core->blocks().num_seqs(), core->scheduler().running().size());
+    const auto& st = core->stats();
+    ASSERT_LE(st.step_budget_tokens, cfg.sched.max_batched_tokens);
+    if (st.step_duration.count > 0) ASSERT_GE(st.step_budget_tokens, 1);
+    if (cfg.sched.max_step_ms == 0) ASSERT_EQ(st.step_target_s, 0);
   }
 
   std::mt19937 rng;
   EngineConfig cfg;
   std::shared_ptr<ManualClock> clock;
+  CostedRunner* runner = nullptr;  // owned by core (inside a FaultyRunner)
   std::unique_ptr<EngineCore> core;
   std::vector<std::vector<TokenId>> prefixes;
   std::map<uint64_t, Record> records;
@@ -130,14 +171,17 @@ struct Sim {
 };
 
 // (seed, paged): paged allocation, or reserve mode (--no-paged-attn).
-class EngineSimulation : public ::testing::TestWithParam<std::tuple<uint64_t, bool>> {};
+// (seed, paged, --max-step-ms): paged allocation or reserve mode; auto, a
+// number, or 0.
+class EngineSimulation : public ::testing::TestWithParam<std::tuple<uint64_t, bool, double>> {};
 
 TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
   spdlog::set_level(spdlog::level::err);
-  const auto [seed, paged] = GetParam();
-  Sim sim(seed, paged);
-  int64_t last_progress = 0, stalled = 0;
+  const auto [seed, paged, max_step_ms] = GetParam();
+  Sim sim(seed, paged, max_step_ms);
+  int64_t last_progress = 0, stalled = 0, capped = 0;
   for (int step = 0; step < 20000; ++step) {
+    if (step == 7000 || step == 14000) sim.runner->change();  // the machine changes under the engine
     const uint32_t op = sim.rng() % 100;
     if (op < 25 && sim.core->num_requests() < 40) sim.add();
     if (op >= 95 && !sim.records.empty()) {
@@ -148,6 +192,7 @@ TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
     sim.core->step();
     sim.check_invariants();
     if (HasFatalFailure() || HasFailure()) return;
+    if (sim.core->stats().step_target_s > 0) ++capped;
     // Some sequence makes progress within a bounded number of steps.
     if (sim.core->num_requests() == 0 || sim.progress != last_progress) {
       last_progress = sim.progress;
@@ -181,13 +226,30 @@ TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
   EXPECT_GT(st.errored, 0);
   EXPECT_GT(st.finished_length, 0);
   EXPECT_GT(st.prefix_hits, 0);
+  // The time budget really capped steps (and never with --max-step-ms 0).
+  if (max_step_ms != 0)
+    EXPECT_GT(capped, 1000);
+  else
+    EXPECT_EQ(capped, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, EngineSimulation, ::testing::Combine(::testing::Values(1, 2, 3), ::testing::Bool()),
-                         [](const auto& info) {
-                           return fmt::format("seed{}_{}", std::get<0>(info.param),
-                                              std::get<1>(info.param) ? "paged" : "reserve");
-                         });
+std::string sim_name(const ::testing::TestParamInfo<EngineSimulation::ParamType>& info) {
+  const double ms = std::get<2>(info.param);
+  return fmt::format("seed{}_{}_{}", std::get<0>(info.param), std::get<1>(info.param) ? "paged" : "reserve",
+                     ms < 0 ? std::string("auto") : fmt::format("{}ms", ms));
+}
+// The default (auto) in both allocation modes; the token budget alone
+// (--max-step-ms 0); a fixed target tighter than most steps.
+INSTANTIATE_TEST_SUITE_P(Seeds, EngineSimulation,
+                         ::testing::Combine(::testing::Values(1, 2, 3), ::testing::Bool(),
+                                            ::testing::Values(SchedulerConfig::kAutoStepMs)),
+                         sim_name);
+INSTANTIATE_TEST_SUITE_P(TokenBudget, EngineSimulation,
+                         ::testing::Combine(::testing::Values(1, 2), ::testing::Bool(), ::testing::Values(0.0)),
+                         sim_name);
+INSTANTIATE_TEST_SUITE_P(FixedTarget, EngineSimulation,
+                         ::testing::Combine(::testing::Values(4), ::testing::Values(true), ::testing::Values(8.0)),
+                         sim_name);
 
 }  // namespace
 }  // namespace pagoda
