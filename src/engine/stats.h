@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "engine/faults.h"
+#include "engine/request_metrics.h"
 
 namespace pagoda {
 
@@ -48,6 +49,7 @@ struct EngineStats {
   int64_t forward_retries = 0;  // passes re-run to isolate a failure (halves)
   FaultCounts faults;
   Histogram ttft, itl, e2e;
+  RequestMetrics per_request;                    // vLLM's figures (its names on /metrics)
   double time_in_forward = 0, time_in_step = 0;  // seconds, for the bench's overhead share
   // KV utilization: tokens held by running sequences over the token slots of
   // their blocks, summed over steps that ran (divide by the count).
