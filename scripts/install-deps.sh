@@ -11,6 +11,7 @@ packages=(
   libboost1.81-dev                                 # Asio/Beast: the event-driven HTTP server
   libcurl4-openssl-dev libssl-dev curl             # model pulls from the Hugging Face hub (HTTPS, sha256)
   libzmq3-dev cppzmq-dev                           # ZeroMQ: the KV-cache event stream (llm-d, Dynamo)
+  haproxy python3-yaml                             # tests: replicas behind HAProxy; deploy/ manifests parse
   googletest libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev  # tests and benchmarks
 )
 # Node.js and npm run the test oracles from npm (openai client, jinja, tokenizer
