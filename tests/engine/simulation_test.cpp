@@ -29,6 +29,33 @@ struct Record {
   int32_t n = 1;
 };
 
+// A KV event subscriber (engine/kv_events.h) that refuses batches now and
+// then, as a full publisher queue does, and mirrors the hashes it takes.
+struct MirrorSink : KvEventSink {
+  std::mt19937* rng = nullptr;
+  std::set<BlockHash> hashes;
+  bool last_ok = true;
+  int64_t refused = 0, resyncs = 0;
+  bool try_publish(KvEventBatch&& b) override {
+    last_ok = (*rng)() % 20 != 0;
+    if (!last_ok) {
+      ++refused;
+      return false;
+    }
+    for (const KvCacheEvent& e : b.events) {
+      if (e.kind == KvCacheEvent::Kind::kAllCleared) {
+        hashes.clear();
+        ++resyncs;
+      } else if (e.kind == KvCacheEvent::Kind::kStored) {
+        hashes.insert(e.hash);
+      } else {
+        hashes.erase(e.hash);
+      }
+    }
+    return true;
+  }
+};
+
 struct Sim {
   Sim(uint64_t seed, bool paged) : rng(uint32_t(seed)) {
     cfg.paged = paged;
@@ -45,6 +72,8 @@ struct Sim {
     clock = std::make_shared<ManualClock>();
     core = std::make_unique<EngineCore>(cfg, std::make_unique<testing::FakeRunner>(kVocab, 24, 4, 80), 24, nullptr,
                                         clock, std::vector<TokenId>{2});
+    events->rng = &rng;
+    core->set_kv_event_sink(events);
     for (int i = 0; i < 3; ++i) {
       std::vector<TokenId> p(size_t(4 + rng() % 12));
       for (auto& t : p) t = TokenId(3 + rng() % (kVocab - 3));
@@ -117,12 +146,18 @@ struct Sim {
     }
     ASSERT_EQ(seen.size(), core->num_sequences()) << "a live sequence is in no queue";
     ASSERT_EQ(core->blocks().num_seqs(), core->scheduler().running().size());
+    // KV events: after a batch the subscriber took, its mirror is the cache.
+    if (events->last_ok) {
+      const auto cached = core->blocks().cached_hashes();
+      ASSERT_EQ(events->hashes, std::set<BlockHash>(cached.begin(), cached.end()));
+    }
   }
 
   std::mt19937 rng;
   EngineConfig cfg;
   std::shared_ptr<ManualClock> clock;
   std::unique_ptr<EngineCore> core;
+  std::shared_ptr<MirrorSink> events = std::make_shared<MirrorSink>();
   std::vector<std::vector<TokenId>> prefixes;
   std::map<uint64_t, Record> records;
   uint64_t next_id = 1;
@@ -144,6 +179,7 @@ TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
       auto it = sim.records.lower_bound(1 + sim.rng() % sim.next_id);
       if (it != sim.records.end()) sim.core->cancel(it->first);
     }
+    if (op == 50 && sim.core->num_requests() == 0) sim.core->reset_prefix_cache();
     sim.clock->advance(0.05);
     sim.core->step();
     sim.check_invariants();
@@ -181,6 +217,12 @@ TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
   EXPECT_GT(st.errored, 0);
   EXPECT_GT(st.finished_length, 0);
   EXPECT_GT(st.prefix_hits, 0);
+  EXPECT_GT(sim.events->refused, 0);
+  EXPECT_GT(sim.events->resyncs, 1);  // the first batch, then after refusals
+  // vLLM's per-request figures: one observation per finished request.
+  EXPECT_EQ(st.per_request.e2e.count, st.requests_finished());
+  EXPECT_EQ(st.per_request.request_generation_tokens.sum, double(st.generation_tokens));
+  EXPECT_EQ(st.per_request.queue_time.count, st.requests_finished());
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, EngineSimulation, ::testing::Combine(::testing::Values(1, 2, 3), ::testing::Bool()),
