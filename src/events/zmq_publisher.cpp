@@ -35,6 +35,17 @@ struct ZmqKvEventPublisher::Sockets {
 ZmqKvEventPublisher::ZmqKvEventPublisher(const KvEventsConfig& config, int32_t block_size)
     : config_(config), block_size_(block_size), sockets_(std::make_unique<Sockets>()) {
   auto& s = *sockets_;
+  // The replay socket binds first: a PUB socket that connects takes an
+  // ephemeral port, which could be the replay port.
+  if (!config.replay_endpoint.empty()) {
+    s.replay.emplace(s.ctx, zmq::socket_type::router);
+    s.replay->set(zmq::sockopt::linger, 0);
+    try {
+      s.replay->bind(config.replay_endpoint);
+    } catch (const zmq::error_t& e) {
+      fail<InvalidArgument>("--kv-events-config: cannot bind replay_endpoint {}: {}", config.replay_endpoint, e.what());
+    }
+  }
   s.pub.set(zmq::sockopt::sndhwm, int(config.hwm));
   s.pub.set(zmq::sockopt::linger, 0);
   const bool bind = binds(config.endpoint);
@@ -46,15 +57,6 @@ ZmqKvEventPublisher::ZmqKvEventPublisher(const KvEventsConfig& config, int32_t b
   } catch (const zmq::error_t& e) {
     fail<InvalidArgument>("--kv-events-config: cannot {} endpoint {}: {}", bind ? "bind" : "connect to",
                           config.endpoint, e.what());
-  }
-  if (!config.replay_endpoint.empty()) {
-    s.replay.emplace(s.ctx, zmq::socket_type::router);
-    s.replay->set(zmq::sockopt::linger, 0);
-    try {
-      s.replay->bind(config.replay_endpoint);
-    } catch (const zmq::error_t& e) {
-      fail<InvalidArgument>("--kv-events-config: cannot bind replay_endpoint {}: {}", config.replay_endpoint, e.what());
-    }
   }
   spdlog::info("KV events: publishing on {} ({}), topic '{}'{}", config.endpoint, bind ? "bound" : "connected",
                config.topic, config.replay_endpoint.empty() ? "" : ", replay on " + config.replay_endpoint);
