@@ -10,6 +10,8 @@ packages=(
   libhwy-dev                                       # SIMD with runtime dispatch
   libboost1.81-dev                                 # Asio/Beast: the event-driven HTTP server
   libcurl4-openssl-dev libssl-dev curl             # model pulls from the Hugging Face hub (HTTPS, sha256)
+  libzmq3-dev cppzmq-dev                           # ZeroMQ: the KV-cache event stream (llm-d, Dynamo)
+  haproxy python3-yaml                             # tests: replicas behind HAProxy; deploy/ manifests parse
   googletest libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev  # tests and benchmarks
   chromium                                         # the dashboard's browser test (playwright-core drives it)
 )

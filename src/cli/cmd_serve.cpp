@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/model_option.h"
 #include "engine/engine.h"
+#include "events/zmq_publisher.h"
 #include "server/server.h"
 #include "util/error.h"
 
@@ -26,6 +27,7 @@ struct Opts {
   std::string served_name;
   std::string chat_template;
   std::string faults;
+  std::string kv_events;  // --kv-events-config JSON
   std::string kv_type = "f32";
   std::string max_step_ms = "auto";
   bool no_paged = false, no_prefix = false;
@@ -74,6 +76,8 @@ int run(Opts& o) {
   cfg.kv_cache_mem_mib = int64_t(o.kv_mem_mib);
   cfg.sched.max_step_ms = parse_max_step_ms(o.max_step_ms);
   if (!o.faults.empty()) cfg.faults = FaultSpec::parse(o.faults);
+  const events::KvEventsConfig kv_events_config =
+      o.kv_events.empty() ? events::KvEventsConfig{} : events::parse_kv_events_config(o.kv_events);
   if (cfg.block_size < 1 || cfg.block_size > 1024) fail<InvalidArgument>("--block-size must be in [1, 1024]");
   if (o.api_key_given && o.server.api_key.empty())
     fail<InvalidArgument>("--api-key is empty: give a key, or leave the flag out to serve without authentication");
@@ -87,6 +91,10 @@ int run(Opts& o) {
   auto chat = server::ChatPrompt::for_model(o.model, tmpl);  // a bad --chat-template fails before listening
   spdlog::info("chat template: {}", chat.name());
 
+  // KV events: an endpoint that cannot bind fails here, before listening.
+  std::shared_ptr<events::ZmqKvEventPublisher> kv_events;
+  if (kv_events_config.enabled())
+    kv_events = std::make_shared<events::ZmqKvEventPublisher>(kv_events_config, cfg.block_size);
   server::Server srv(o.server);
   const uint16_t port = srv.listen();
   const std::string host = o.server.host.find(':') != std::string::npos ? "[" + o.server.host + "]" : o.server.host;
@@ -99,8 +107,14 @@ int run(Opts& o) {
       name.c_str());
   std::fflush(stdout);
   cfg.load_progress = progress_log(name);
-  const bool clean =
-      srv.run([&] { return std::make_unique<server::ServedModel>(Engine::load(o.model, cfg), name, chat); });
+  const bool clean = srv.run([&] {
+    auto m = std::make_unique<server::ServedModel>(Engine::load(o.model, cfg), name, chat);
+    if (kv_events) {
+      m->engine->set_kv_event_sink(kv_events);
+      m->extra_metrics = [kv_events](std::string& out) { kv_events->render_metrics(out); };
+    }
+    return m;
+  });
   if (!clean) {
     // A stuck step still runs on the engine thread: exit without the
     // destructors it could race with.
@@ -189,6 +203,10 @@ Command add_serve(CLI::App& app) {
                   "Fault injection, e.g. forward=0.05,oom=0.02,poison=0.01,slow=0.1,slow_ms=200,seed=7");
   cmd->add_flag("--no-dashboard", o->no_dashboard,
                 "Serve no dashboard: no page at /, no /debug/state or /debug/events");
+  cmd->add_option("--kv-events-config", o->kv_events,
+                  "KV-cache events for prefix-aware routers (llm-d, Dynamo), as vLLM's JSON, e.g. "
+                  "'{\"enable_kv_cache_events\": true, \"publisher\": \"zmq\", \"endpoint\": \"tcp://*:5557\", "
+                  "\"topic\": \"kv@pod@model\", \"replay_endpoint\": \"tcp://*:5558\"}' (default: off)");
   cmd->add_flag("--audit-every-step", e.audit_every_step, "Check every KV block after each step (slow; for tests)");
   cmd->add_option("--log-interval", e.log_interval_s, "Seconds between throughput logs (0: off)")
       ->capture_default_str();

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -45,6 +47,7 @@ struct Engine::Impl {
   void shutdown(const std::string& reason);
   bool wait_stopped(double timeout_s);
   void engine_loop();
+  void call(std::function<void(EngineCore&)> f, double timeout_s);
   void logger_loop();
   void publish_snapshot(bool force);
 
@@ -63,6 +66,7 @@ struct Engine::Impl {
   std::condition_variable inbox_cv_;
   std::vector<Pending> adds_;
   std::vector<uint64_t> cancels_;
+  std::vector<std::function<void()>> calls_;  // control operations, run between steps
   bool stopping_ = false;
   std::string stop_reason_;
   std::atomic<uint64_t> next_id_{1};
@@ -195,15 +199,55 @@ bool Engine::Impl::wait_stopped(double timeout_s) {
   return exited_cv_.wait_for(lock, std::chrono::duration<double>(timeout_s), [&] { return loop_exited_; });
 }
 
+void Engine::set_kv_event_sink(std::shared_ptr<KvEventSink> sink, double timeout_s) {
+  impl_->call([sink](EngineCore& c) { c.set_kv_event_sink(sink); }, timeout_s);
+}
+
+bool Engine::reset_prefix_cache(double timeout_s) {
+  auto done = std::make_shared<bool>(false);
+  impl_->call([done](EngineCore& c) { *done = c.reset_prefix_cache(); }, timeout_s);
+  return *done;
+}
+
+std::vector<uint64_t> Engine::cached_block_hashes(double timeout_s) {
+  auto out = std::make_shared<std::vector<uint64_t>>();
+  impl_->call([out](EngineCore& c) { *out = c.blocks().cached_hashes(); }, timeout_s);
+  return *out;
+}
+
+// Queues f for the engine thread and waits for it; what f captures must be
+// owned (shared), since a timed-out f may still run later.
+void Engine::Impl::call(std::function<void(EngineCore&)> f, double timeout_s) {
+  auto ran = std::make_shared<std::promise<void>>();
+  std::future<void> done = ran->get_future();
+  {
+    std::lock_guard lock(inbox_mu_);
+    if (stopping_) fail<Overloaded>("the engine is shutting down");
+    calls_.push_back([this, f = std::move(f), ran] {
+      try {
+        f(*core_);
+        ran->set_value();
+      } catch (...) {
+        ran->set_exception(std::current_exception());
+      }
+    });
+    inbox_cv_.notify_one();
+  }
+  if (done.wait_for(std::chrono::duration<double>(timeout_s)) != std::future_status::ready)
+    fail<Overloaded>("the engine did not answer within {} s (a step is running long)", timeout_s);
+  done.get();
+}
+
 void Engine::Impl::engine_loop() {
   bool idle = false;  // the last step had nothing it could run
   for (;;) {
     std::vector<Pending> adds;
     std::vector<uint64_t> cancels;
+    std::vector<std::function<void()>> calls;
     bool stopping;
     {
       std::unique_lock lock(inbox_mu_);
-      auto ready = [&] { return stopping_ || !adds_.empty() || !cancels_.empty(); };
+      auto ready = [&] { return stopping_ || !adds_.empty() || !cancels_.empty() || !calls_.empty(); };
       // With work that cannot run yet (say, every admission failed), poll
       // gently: deadlines still need checking.
       if (idle && core_->has_work())
@@ -212,8 +256,10 @@ void Engine::Impl::engine_loop() {
         inbox_cv_.wait(lock, [&] { return ready() || core_->has_work(); });
       adds.swap(adds_);
       cancels.swap(cancels_);
+      calls.swap(calls_);
       stopping = stopping_;
     }
+    for (auto& c : calls) c();
     for (auto& p : adds) {
       // Count the request as done when its last delta passes through.
       OutputSink sink = [this, inner = std::move(p.sink)](RequestOutput&& out) {

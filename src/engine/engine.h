@@ -16,6 +16,7 @@
 
 #include "engine/clock.h"
 #include "engine/config.h"
+#include "engine/kv_events.h"
 #include "engine/request.h"
 #include "engine/snapshot.h"
 #include "engine/stats.h"
@@ -65,6 +66,15 @@ class Engine {
   const Tokenizer* tokenizer() const;
   const EngineConfig& config() const;
   size_t inbox_size() const;
+
+  // Control operations: run on the engine thread between steps; each waits
+  // for it at most timeout_s (Overloaded if the engine did not get to it).
+  // KV events (engine/kv_events.h) go to `sink` from now on (null: off).
+  void set_kv_event_sink(std::shared_ptr<KvEventSink> sink, double timeout_s = 10);
+  // Drops every cached prefix; false while a request holds KV blocks.
+  bool reset_prefix_cache(double timeout_s = 5);
+  // The distinct block hashes in the prefix cache, sorted (a debugging view).
+  std::vector<uint64_t> cached_block_hashes(double timeout_s = 5);
 
   // Stops taking requests; ends every open request with `reason` (error by
   // default) after the engine finishes the current step.

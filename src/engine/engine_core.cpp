@@ -18,6 +18,8 @@ struct EngineCore::RequestState {
   OutputSink sink;
   double arrival_time = 0, deadline = 0;
   double first_token_time = -1, last_token_time = -1;
+  double scheduled_time = -1;  // first time a step carried it (vLLM's queue time ends here)
+  int64_t generated = 0;       // tokens generated over all choices
   std::vector<SeqId> choices;  // one sequence per choice, index = choice number
   int32_t open_choices = 0;
   int32_t num_cached_tokens = 0;
@@ -60,6 +62,7 @@ EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<ModelRunner> 
                           config.max_model_len, runner_->context_length(), pool_tokens);
   max_model_len_ = int32_t(config.max_model_len > 0 ? config.max_model_len : limit);
   if (max_model_len_ < 2) fail<InvalidArgument>("the KV pool of {} tokens is too small", pool_tokens);
+  stats_.per_request = RequestMetrics(max_model_len_);
   publish();
 }
 
@@ -199,7 +202,10 @@ void EngineCore::finish(SeqRun& s, FinishReason reason, const std::string& error
       case FinishReason::error: ++stats_.errored; break;
       case FinishReason::none: break;
     }
-    stats_.e2e.observe(clock_->now() - req.arrival_time);
+    const double end = clock_->now();
+    stats_.e2e.observe(end - req.arrival_time);
+    stats_.per_request.on_finish({req.arrival_time, req.scheduled_time, req.first_token_time, req.last_token_time, end,
+                                  int64_t(req.request.prompt.size()), req.generated});
     requests_.erase(req.id);
   }
 }
@@ -417,8 +423,10 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
   if (req.first_token_time < 0) {
     req.first_token_time = now;
     stats_.ttft.observe(now - req.arrival_time);
+    stats_.per_request.on_first_token(int64_t(req.request.prompt.size()), now - req.arrival_time);
   } else {
     stats_.itl.observe(now - req.last_token_time);
+    stats_.per_request.on_next_token(now - req.last_token_time);
   }
   req.last_token_time = now;
   s.seq.state = SeqState::decode;
@@ -441,6 +449,7 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
   s.seq.tokens.push_back(id);
   s.history.add_output(id);
   ++stats_.generation_tokens;
+  ++req.generated;
   out.tokens.push_back(id);
   if (s.decoder) {
     auto step = s.stops->push(s.decoder->push(id));
@@ -464,7 +473,11 @@ bool EngineCore::step() {
                  plan.preempted.size(), tokens);
   }
   const bool ran = !plan.empty();
+  const int64_t generated_before = stats_.generation_tokens;
   if (ran) {
+    for (const ScheduledSeq& sc : plan.scheduled)
+      if (auto it = seqs_.find(sc.seq->id); it != seqs_.end() && it->second->req->scheduled_time < 0)
+        it->second->req->scheduled_time = clock_->now();
     stats_.last_step_tokens = plan.num_tokens;
     if (on_step_start_)
       on_step_start_({step_, plan.num_tokens, int32_t(sched_.running().size()), int32_t(sched_.waiting().size())});
@@ -476,6 +489,7 @@ bool EngineCore::step() {
     stats_.step_budget_tokens = plan.budget_tokens;
     stats_.step_target_s = plan.target_s;
     stats_.step_cost_predicted_s = plan.predicted_s;
+    stats_.per_request.on_step(stats_.generation_tokens - generated_before);
     int64_t held = 0;
     for (const Sequence* q : sched_.running()) held += q->num_tokens();
     const int64_t slots = int64_t(blocks_.stats().used_blocks) * blocks_.block_size();
@@ -495,10 +509,22 @@ bool EngineCore::step() {
     ++audit_.passed;
   }
   check_idle();
+  kv_events_.flush(blocks_);
   stats_.time_in_step += clock_->now() - t0;
   stats_.last_step_seconds = clock_->now() - t0;
   publish();
   return ran;
+}
+
+void EngineCore::set_kv_event_sink(std::shared_ptr<KvEventSink> sink) {
+  kv_events_.attach(std::move(sink), blocks_);
+  kv_events_.flush(blocks_);
+}
+
+bool EngineCore::reset_prefix_cache() {
+  const bool done = blocks_.reset_prefix_cache();
+  kv_events_.flush(blocks_);
+  return done;
 }
 
 // SGLang's idle self-check: with no request left, no KV block may be in use.

@@ -34,6 +34,7 @@
 #include "engine/clock.h"
 #include "engine/config.h"
 #include "engine/faults.h"
+#include "engine/kv_events.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
 #include "engine/snapshot.h"
@@ -90,6 +91,10 @@ class EngineCore {
   const Scheduler& scheduler() const { return sched_; }
   const LearnedStepCost& step_cost() const { return cost_; }
   const EngineStats& stats() const { return stats_; }
+  // KV events (engine/kv_events.h): every step's go to the sink; null stops them.
+  void set_kv_event_sink(std::shared_ptr<KvEventSink> sink);
+  // Drops every cached prefix; false (nothing changes) while a request holds blocks.
+  bool reset_prefix_cache();
   FaultInjector& faults() { return faults_; }
   size_t num_requests() const { return requests_.size(); }
   size_t num_sequences() const { return seqs_.size(); }
@@ -141,6 +146,7 @@ class EngineCore {
   bool idle_leak_reported_ = false;
   FinishLog finish_log_;  // the dashboard's recent finishes
   AuditView audit_;       // --audit-every-step's results
+  KvEventRelay kv_events_;
 };
 
 }  // namespace pagoda

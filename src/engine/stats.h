@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "engine/faults.h"
+#include "engine/request_metrics.h"
 
 namespace pagoda {
 
@@ -53,6 +54,7 @@ struct EngineStats {
   int32_t step_budget_tokens = 0;                // tokens it could carry (decodes + what fits the target)
   double step_target_s = 0;                      // its target time; 0: no time cap
   double step_cost_predicted_s = 0;              // the cost model's time for its plan; 0: unknown
+  RequestMetrics per_request;                    // vLLM's figures (its names on /metrics)
   double time_in_forward = 0, time_in_step = 0;  // seconds, for the bench's overhead share
   // KV utilization: tokens held by running sequences over the token slots of
   // their blocks, summed over steps that ran (divide by the count).

@@ -244,6 +244,7 @@ void BlockManager::release_block(BlockId b) {
 void BlockManager::unhash(BlockId b) {
   Block& blk = blocks_[b];
   if (!cached_.erase(blk.hash, b)) fail("hashed block {} missing from the prefix cache index", b);
+  if (record_events_ && !hash_cached(blk.hash)) events_.push_back({KvCacheEvent::Kind::kRemoved, blk.hash, {}, {}});
   extra_keys_.release(blk.extra_id);
   blk.hashed = false;
   blk.hash = 0;
@@ -349,6 +350,7 @@ void BlockManager::commit(SeqId seq, std::span<const TokenId> tokens, int32_t nu
       blk.extra_id = s.extra_id;
       extra_keys_.retain(s.extra_id);
       std::copy(block_tokens.begin(), block_tokens.end(), key_tokens_.begin() + ptrdiff_t(b) * bs);
+      if (record_events_ && !hash_cached(h)) events_.push_back(stored_event(b));
       cached_.insert(h, b);
     }
     s.num_hashed = i + 1;
@@ -396,11 +398,72 @@ void BlockManager::free(SeqId seq) {
 
 bool BlockManager::reset_prefix_cache() {
   if (free_.size() != num_blocks()) return false;
+  const bool recording = record_events_;
+  record_events_ = false;  // one "all cleared" says it, not a removal per hash
   for (BlockId b = 0; b < num_blocks(); ++b) {
     if (blocks_[b].hashed) unhash(b);
   }
   num_cached_free_ = 0;
+  record_events_ = recording;
+  if (recording) events_.push_back({KvCacheEvent::Kind::kAllCleared, 0, {}, {}});
   return true;
+}
+
+void BlockManager::record_events(bool on) {
+  record_events_ = on;
+  if (!on) events_.clear();
+}
+
+bool BlockManager::hash_cached(BlockHash h) const {
+  bool found = false;
+  cached_.for_each(h, [&](BlockId) { found = true; });
+  return found;
+}
+
+KvCacheEvent BlockManager::stored_event(BlockId b) const {
+  const Block& blk = blocks_[b];
+  KvCacheEvent e{KvCacheEvent::Kind::kStored, blk.hash, {}, {}};
+  // The parent is held by the committing sequence; in a full-set resync it
+  // may have been evicted since, and its hash is gone with it (nil then).
+  if (blk.parent != kNoBlock && blocks_[blk.parent].hashed && blocks_[blk.parent].generation == blk.parent_generation)
+    e.parent = blocks_[blk.parent].hash;
+  const auto first = key_tokens_.begin() + ptrdiff_t(b) * config_.block_size;
+  e.tokens.assign(first, first + config_.block_size);
+  return e;
+}
+
+// How many cached blocks precede b in its chain (parents still holding their hash).
+int32_t BlockManager::depth_of(BlockId b) const {
+  int32_t depth = 0;
+  for (BlockId p = blocks_[b].parent, child = b;
+       p != kNoBlock && blocks_[p].hashed && blocks_[p].generation == blocks_[child].parent_generation;
+       child = p, p = blocks_[p].parent)
+    ++depth;
+  return depth;
+}
+
+std::vector<KvCacheEvent> BlockManager::cached_as_events() const {
+  // Parents before children: a block's depth is its parent's plus one.
+  std::vector<std::pair<int32_t, BlockId>> order;
+  std::unordered_map<BlockHash, bool> seen;
+  for (BlockId b = 0; b < num_blocks(); ++b) {
+    if (!blocks_[b].hashed || !seen.emplace(blocks_[b].hash, true).second) continue;
+    order.emplace_back(depth_of(b), b);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<KvCacheEvent> out;
+  out.reserve(order.size());
+  for (const auto& [depth, b] : order) out.push_back(stored_event(b));
+  return out;
+}
+
+std::vector<BlockHash> BlockManager::cached_hashes() const {
+  std::vector<BlockHash> out;
+  for (BlockId b = 0; b < num_blocks(); ++b)
+    if (blocks_[b].hashed) out.push_back(blocks_[b].hash);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 }  // namespace pagoda

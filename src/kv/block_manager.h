@@ -32,6 +32,7 @@
 #include "kv/block_hash_index.h"
 #include "kv/extra_keys.h"
 #include "kv/free_block_queue.h"
+#include "kv/kv_cache_event.h"
 #include "kv/types.h"
 
 namespace pagoda {
@@ -160,6 +161,20 @@ class BlockManager {
   // Drops every cached hash. Refused (false) while any block is in use.
   bool reset_prefix_cache();
 
+  // KV events (kv_cache_event.h): off by default. While on, the manager
+  // records them as they happen; the engine takes them once per step.
+  void record_events(bool on);
+  std::vector<KvCacheEvent> take_events() {
+    std::vector<KvCacheEvent> out;
+    out.swap(events_);
+    return out;
+  }
+  // The cache's whole content as "stored" events (parents before children),
+  // for a subscriber that must start over.
+  std::vector<KvCacheEvent> cached_as_events() const;
+  // The distinct hashes in the prefix cache, used blocks or free.
+  std::vector<BlockHash> cached_hashes() const;
+
   bool contains(SeqId seq) const { return seqs_.count(seq) != 0; }
   std::span<const BlockId> block_table(SeqId seq) const;  // valid until seq's next change
   int32_t num_tokens(SeqId seq) const;
@@ -222,6 +237,9 @@ class BlockManager {
   void take_cached_block(BlockId b);
   void release_block(BlockId b);
   void unhash(BlockId b);
+  bool hash_cached(BlockHash h) const;
+  KvCacheEvent stored_event(BlockId b) const;
+  int32_t depth_of(BlockId b) const;
   bool key_tokens_equal(BlockId b, std::span<const TokenId> tokens) const;
   int32_t blocks_for(int64_t tokens) const;
 
@@ -235,6 +253,8 @@ class BlockManager {
   int32_t num_cached_free_ = 0;
   int64_t evictions_ = 0;
   PrefixCacheStats fresh_, resumed_;
+  bool record_events_ = false;
+  std::vector<KvCacheEvent> events_;  // since the last take_events()
 
   struct Seen {
     std::vector<BlockId> table;

@@ -13,6 +13,8 @@
 #include "server/api_error.h"
 #include "server/generation_stream.h"
 #include "server/metrics.h"
+#include "server/vllm_metrics.h"
+#include "util/error.h"
 #include "server/openai_response.h"
 
 namespace pagoda::server {
@@ -214,6 +216,8 @@ const Connection::Route Connection::kRoutes[] = {
     {"/health", false, http::verb::get, false, &Connection::health},
     {"/health/live", false, http::verb::get, false, &Connection::health_live},
     {"/metrics", false, http::verb::get, false, &Connection::metrics},
+    {"/reset_prefix_cache", false, http::verb::post, true, &Connection::reset_prefix_cache},
+    {"/debug/kv_cache_blocks", false, http::verb::get, true, &Connection::kv_cache_blocks},
     {"/v1/models", false, http::verb::get, true, &Connection::models},
     {"/v1/models/", true, http::verb::get, true, &Connection::models},
     {"/v1/completions", false, http::verb::post, true, &Connection::completions},
@@ -304,7 +308,38 @@ void Connection::metrics(RequestReader::Request&, std::string_view, std::string_
   f.step_running_s = s.step_in_progress ? std::max(0.0, now - s.step_started_at) : 0;
   f.stalled = state_->stall.check(s, now).stalled;
   f.stalls = state_->stall.stalls();
-  respond(200, "text/plain; version=0.0.4; charset=utf-8", render_metrics(s, f));
+  std::string body = render_metrics(s, f);
+  render_vllm_metrics(body, s, f, {m->name, m->engine->config().block_size, m->engine->config().prefix_caching});
+  if (m->extra_metrics) m->extra_metrics(body);
+  respond(200, "text/plain; version=0.0.4; charset=utf-8", body);
+}
+
+// vLLM's POST /reset_prefix_cache: drops every cached prefix (a KV event
+// stream says AllBlocksCleared). Only while no request holds KV blocks.
+void Connection::reset_prefix_cache(RequestReader::Request&, std::string_view, std::string_view) {
+  const ServedModel* m = state_->model();
+  if (!m) throw ApiError(503, "the model is still loading");
+  try {
+    if (!m->engine->reset_prefix_cache())
+      throw ApiError(409, "requests hold KV blocks: the prefix cache can be reset only when none runs; retry later");
+  } catch (const Overloaded& e) {
+    throw ApiError(503, e.what());
+  }
+  respond_json(200, R"({"reset":true})");
+}
+
+// The prefix cache's distinct block hashes (the ones KV events name), for
+// checking a subscriber's mirror of it.
+void Connection::kv_cache_blocks(RequestReader::Request&, std::string_view, std::string_view) {
+  const ServedModel* m = state_->model();
+  if (!m) throw ApiError(503, "the model is still loading");
+  std::vector<uint64_t> hashes;
+  try {
+    hashes = m->engine->cached_block_hashes();
+  } catch (const Overloaded& e) {
+    throw ApiError(503, e.what());
+  }
+  respond_json(200, dump({{"block_size", m->engine->config().block_size}, {"hashes", hashes}}));
 }
 
 void Connection::models(RequestReader::Request&, std::string_view path, std::string_view) {

@@ -81,6 +81,8 @@ class Connection : public ResponseChannel, public std::enable_shared_from_this<C
   void health(RequestReader::Request& req, std::string_view path, std::string_view query);
   void health_live(RequestReader::Request& req, std::string_view path, std::string_view query);
   void metrics(RequestReader::Request& req, std::string_view path, std::string_view query);
+  void reset_prefix_cache(RequestReader::Request& req, std::string_view path, std::string_view query);
+  void kv_cache_blocks(RequestReader::Request& req, std::string_view path, std::string_view query);
   void models(RequestReader::Request& req, std::string_view path, std::string_view query);
   void completions(RequestReader::Request& req, std::string_view path, std::string_view query);
   void chat_completions(RequestReader::Request& req, std::string_view path, std::string_view query);

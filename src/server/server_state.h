@@ -40,6 +40,7 @@ struct ServedModel {
   ChatPrompt chat;
   const Tokenizer& tokenizer;  // prompts in, logprobs out
   ModelLimits limits;
+  std::function<void(std::string&)> extra_metrics;  // more /metrics series (the KV event publisher's)
 };
 
 class ServerState {

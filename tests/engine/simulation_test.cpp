@@ -58,6 +58,31 @@ struct CostedRunner : ModelRunner {
   std::shared_ptr<ManualClock> clock;
   std::mt19937 rng;
   StepCoefficients cost;
+// A KV event subscriber (engine/kv_events.h) that refuses batches now and
+// then, as a full publisher queue does, and mirrors the hashes it takes.
+struct MirrorSink : KvEventSink {
+  std::mt19937* rng = nullptr;
+  std::set<BlockHash> hashes;
+  bool last_ok = true;
+  int64_t refused = 0, resyncs = 0;
+  bool try_publish(KvEventBatch&& b) override {
+    last_ok = (*rng)() % 20 != 0;
+    if (!last_ok) {
+      ++refused;
+      return false;
+    }
+    for (const KvCacheEvent& e : b.events) {
+      if (e.kind == KvCacheEvent::Kind::kAllCleared) {
+        hashes.clear();
+        ++resyncs;
+      } else if (e.kind == KvCacheEvent::Kind::kStored) {
+        hashes.insert(e.hash);
+      } else {
+        hashes.erase(e.hash);
+      }
+    }
+    return true;
+  }
 };
 
 struct Sim {
@@ -81,6 +106,8 @@ struct Sim {
         std::make_unique<CostedRunner>(std::make_unique<testing::FakeRunner>(kVocab, 24, 4, 80), clock, seed + 100);
     runner = costed.get();
     core = std::make_unique<EngineCore>(cfg, std::move(costed), 24, nullptr, clock, std::vector<TokenId>{2});
+    events->rng = &rng;
+    core->set_kv_event_sink(events);
     for (int i = 0; i < 3; ++i) {
       std::vector<TokenId> p(size_t(4 + rng() % 12));
       for (auto& t : p) t = TokenId(3 + rng() % (kVocab - 3));
@@ -157,6 +184,11 @@ struct Sim {
     ASSERT_LE(st.step_budget_tokens, cfg.sched.max_batched_tokens);
     if (st.step_duration.count > 0) ASSERT_GE(st.step_budget_tokens, 1);
     if (cfg.sched.max_step_ms == 0) ASSERT_EQ(st.step_target_s, 0);
+    // KV events: after a batch the subscriber took, its mirror is the cache.
+    if (events->last_ok) {
+      const auto cached = core->blocks().cached_hashes();
+      ASSERT_EQ(events->hashes, std::set<BlockHash>(cached.begin(), cached.end()));
+    }
   }
 
   std::mt19937 rng;
@@ -164,6 +196,7 @@ struct Sim {
   std::shared_ptr<ManualClock> clock;
   CostedRunner* runner = nullptr;  // owned by core (inside a FaultyRunner)
   std::unique_ptr<EngineCore> core;
+  std::shared_ptr<MirrorSink> events = std::make_shared<MirrorSink>();
   std::vector<std::vector<TokenId>> prefixes;
   std::map<uint64_t, Record> records;
   uint64_t next_id = 1;
@@ -188,6 +221,7 @@ TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
       auto it = sim.records.lower_bound(1 + sim.rng() % sim.next_id);
       if (it != sim.records.end()) sim.core->cancel(it->first);
     }
+    if (op == 50 && sim.core->num_requests() == 0) sim.core->reset_prefix_cache();
     sim.clock->advance(0.05);
     sim.core->step();
     sim.check_invariants();
@@ -231,6 +265,12 @@ TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
     EXPECT_GT(capped, 1000);
   else
     EXPECT_EQ(capped, 0);
+  EXPECT_GT(sim.events->refused, 0);
+  EXPECT_GT(sim.events->resyncs, 1);  // the first batch, then after refusals
+  // vLLM's per-request figures: one observation per finished request.
+  EXPECT_EQ(st.per_request.e2e.count, st.requests_finished());
+  EXPECT_EQ(st.per_request.request_generation_tokens.sum, double(st.generation_tokens));
+  EXPECT_EQ(st.per_request.queue_time.count, st.requests_finished());
 }
 
 std::string sim_name(const ::testing::TestParamInfo<EngineSimulation::ParamType>& info) {

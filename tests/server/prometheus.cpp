@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <vector>
@@ -115,28 +116,45 @@ PromMetrics parse_prometheus(const std::string& text) {
     if (family_of(name, m.types).empty()) bad("a sample of no declared family");
     if (!m.samples.emplace(key, v).second) bad("a duplicate sample");
   }
-  // Histograms: cumulative buckets ending with +Inf == _count, and a _sum.
+  // Histograms: per label set (le aside), cumulative buckets ending with
+  // +Inf == _count, and a _sum.
   for (const auto& [family, type] : m.types) {
     if (type != "histogram") continue;
-    const std::string prefix = family + "_bucket{le=\"";
-    std::vector<std::pair<double, double>> buckets;
+    const std::string prefix = family + "_bucket{";
+    std::map<std::string, std::vector<std::pair<double, double>>> series;  // labels without le -> buckets
     for (const auto& [key, value] : m.samples) {
       if (key.rfind(prefix, 0) != 0) continue;
-      const std::string le = key.substr(prefix.size(), key.size() - prefix.size() - 2);
+      const std::string labels = key.substr(prefix.size(), key.size() - prefix.size() - 1);
+      size_t at = std::string::npos;
+      if (labels.starts_with("le=\""))
+        at = 0;
+      else if (const size_t comma = labels.find(",le=\""); comma != std::string::npos)
+        at = comma + 1;
+      const size_t close = at == std::string::npos ? at : labels.find('"', at + 4);
       double bound;
-      if (key.substr(key.size() - 2) != "\"}" || !parse_value(le, bound))
+      if (at == std::string::npos || close == std::string::npos ||
+          !parse_value(labels.substr(at + 4, close - at - 4), bound))
         throw std::runtime_error("a histogram bucket without a numeric le: " + key);
-      buckets.emplace_back(bound, value);
+      std::string rest = labels.substr(0, at) + labels.substr(close + 1);
+      if (rest.starts_with(",")) rest.erase(0, 1);
+      if (rest.ends_with(",")) rest.pop_back();
+      if (const size_t dup = rest.find(",,"); dup != std::string::npos) rest.erase(dup, 1);
+      series[rest].emplace_back(bound, value);
     }
-    std::sort(buckets.begin(), buckets.end());
-    double prev = 0;
-    for (const auto& b : buckets) {
-      if (b.second < prev) throw std::runtime_error(family + ": buckets are not cumulative");
-      prev = b.second;
+    if (series.empty()) throw std::runtime_error(family + ": no +Inf bucket");
+    for (auto& [labels, buckets] : series) {
+      std::sort(buckets.begin(), buckets.end());
+      double prev = 0;
+      for (const auto& b : buckets) {
+        if (b.second < prev) throw std::runtime_error(family + ": buckets are not cumulative");
+        prev = b.second;
+      }
+      const std::string suffix = labels.empty() ? "" : "{" + labels + "}";
+      if (!std::isinf(buckets.back().first)) throw std::runtime_error(family + ": no +Inf bucket");
+      if (m.at(family + "_count" + suffix) != prev)
+        throw std::runtime_error(family + ": the +Inf bucket is not _count");
+      m.at(family + "_sum" + suffix);
     }
-    if (buckets.empty() || !std::isinf(buckets.back().first)) throw std::runtime_error(family + ": no +Inf bucket");
-    if (m.at(family + "_count") != prev) throw std::runtime_error(family + ": the +Inf bucket is not _count");
-    m.at(family + "_sum");
   }
   return m;
 }
