@@ -58,6 +58,8 @@ struct CostedRunner : ModelRunner {
   std::shared_ptr<ManualClock> clock;
   std::mt19937 rng;
   StepCoefficients cost;
+};
+
 // A KV event subscriber (engine/kv_events.h) that refuses batches now and
 // then, as a full publisher queue does, and mirrors the hashes it takes.
 struct MirrorSink : KvEventSink {
