@@ -62,7 +62,7 @@ std::optional<Found> from_response_format(const json& body) {
   const json* rf = field(body, "response_format");
   if (!rf) return std::nullopt;
   if (!rf->is_object()) bad_request("response_format", "'response_format' must be an object");
-  const std::string type = rf->value("type", "text");
+  const std::string type = opt_string(*rf, "type").value_or("text");
   if (type == "text") return std::nullopt;
   if (type == "json_object") {
     if (const json* s = field(*rf, "schema"))  // llama.cpp's spelling
