@@ -6,7 +6,9 @@
 #include <bit>
 #include <cmath>
 
+#include "engine/constraint.h"
 #include "engine/faulty_runner.h"
+#include "grammar/mask.h"
 #include "util/error.h"
 
 namespace pagoda {
@@ -38,6 +40,7 @@ struct EngineCore::SeqRun {
   TokenHistory history;
   std::optional<IncrementalDecoder> decoder;
   std::optional<StopMatcher> stops;
+  std::optional<SeqConstraint> constraint;  // constrained decoding (constraint.h)
   bool finished = false;
 };
 
@@ -81,6 +84,9 @@ void EngineCore::validate(const Request& r) const {
   r.sampling.validate();
   if (r.n < 1 || r.n > config_.max_n) fail<InvalidArgument>("n must be in [1, {}], got {}", config_.max_n, r.n);
   if (r.timeout_s && !(*r.timeout_s > 0)) fail<InvalidArgument>("timeout must be positive");
+  if (r.constraint && int64_t(r.constraint->vocab().size()) > vocab_size_)
+    fail<InvalidArgument>("the grammar's vocabulary has {} tokens, the model {}", r.constraint->vocab().size(),
+                          vocab_size_);
 }
 
 void EngineCore::add(uint64_t id, Request r, OutputSink sink) {
@@ -110,6 +116,7 @@ void EngineCore::add(uint64_t id, Request r, OutputSink sink) {
   s->history = TokenHistory(s->seq.tokens);
   if (tokenizer_) s->decoder.emplace(*tokenizer_);
   s->stops.emplace(sp.stop);
+  if (req->request.constraint) s->constraint.emplace(req->request.constraint);
   req->choices[0] = s->seq.id;
   sched_.add(&s->seq);
   seqs_.emplace(s->seq.id, std::move(s));
@@ -348,17 +355,23 @@ void EngineCore::isolate_failure(std::span<const ScheduledSeq> all, const std::s
 }
 
 void EngineCore::after_forward(std::span<const ScheduledSeq> part) {
+  // Commit first, and find the rows to sample: their grammar masks are
+  // filled together, in parallel, before any of them samples.
+  std::vector<std::pair<SeqRun*, size_t>> rows;  // (sequence, its logits row)
   size_t row = 0;
-  const size_t V = size_t(vocab_size_);
   for (const auto& sc : part) {
     auto it = seqs_.find(sc.seq->id);
     if (it == seqs_.end() || it->second->finished) continue;
     SeqRun& s = *it->second;
     s.seq.num_computed += sc.num_tokens;
     blocks_.commit(s.seq.id, s.seq.tokens, s.seq.num_computed);
-    if (!sc.sample) continue;
-    const std::span<const float> logits(logits_.data() + row * V, V);
-    ++row;
+    if (sc.sample) rows.emplace_back(&s, row++);
+  }
+  fill_step_masks(rows);
+  const size_t V = size_t(vocab_size_);
+  for (auto [sp, r] : rows) {
+    SeqRun& s = *sp;
+    const std::span<const float> logits(logits_.data() + r * V, V);
     if (std::any_of(logits.begin(), logits.end(), [](float x) { return !std::isfinite(x); })) {
       finish(s, FinishReason::error, "the model produced non-finite logits");
       continue;
@@ -390,6 +403,7 @@ std::vector<EngineCore::SeqRun*> EngineCore::fork_choices(SeqRun& parent) {
     s->history = parent.history;
     if (tokenizer_) s->decoder.emplace(*tokenizer_);
     s->stops.emplace(sp.stop);
+    s->constraint = parent.constraint;  // the same grammar state and mask: a fork
     req.choices[size_t(c)] = s->seq.id;
     Sequence* seq = &s->seq;
     children.push_back(s.get());
@@ -409,9 +423,29 @@ std::vector<EngineCore::SeqRun*> EngineCore::fork_choices(SeqRun& parent) {
   return children;
 }
 
+void EngineCore::fill_step_masks(std::span<const std::pair<SeqRun*, size_t>> rows) {
+  std::vector<SeqConstraint*> cs;
+  for (auto [s, r] : rows)
+    if (s->constraint) cs.push_back(&*s->constraint);
+  if (cs.empty()) return;
+  const double t0 = clock_->now();
+  fill_masks(cs, runner_->host_pool());
+  stats_.time_in_masks += clock_->now() - t0;
+  stats_.masks_filled += int64_t(cs.size());
+}
+
 void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
   RequestState& req = *s.req;
   const auto& sp = req.request.sampling;
+  if (s.constraint) {
+    // The grammar's mask, as -inf logits, before the sampler's pipeline.
+    SeqConstraint& c = *s.constraint;
+    if (!c.error.empty()) return finish(s, FinishReason::error, "the output grammar failed: " + c.error);
+    if (!mask_logits(c, logits, masked_))
+      return finish(s, FinishReason::error,
+                    "the output grammar allows no token here: no token of the vocabulary continues the output");
+    logits = masked_;
+  }
   TokenId id;
   try {
     id = sampler_.sample(logits, sp, s.history, s.rng);
@@ -419,6 +453,8 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
     finish(s, FinishReason::error, e.what());
     return;
   }
+  if (s.constraint && !s.constraint->matcher.accept(id))
+    return finish(s, FinishReason::error, fmt::format("the sampled token {} is outside the output grammar", id));
   const double now = clock_->now();
   if (req.first_token_time < 0) {
     req.first_token_time = now;
@@ -437,10 +473,14 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
     lp.token = id;
     lp.logprob = token_logprob(logits, id);
     lp.top = top_logprobs(logits, *sp.logprobs);
+    // Tokens the grammar forbids have probability 0: not listed among the likely ones.
+    if (s.constraint) std::erase_if(lp.top, [](const TokenLogprob& t) { return std::isinf(t.logprob); });
     out.logprobs.push_back(std::move(lp));
   }
   const int64_t n_generated = s.seq.num_output() + 1;
   FinishReason reason = finish_reason(id, n_generated, sp, eog_ids_);
+  // The grammar took an end-of-generation token: the output is complete, even with ignore_eos.
+  if (s.constraint && s.constraint->matcher.is_terminated()) reason = FinishReason::stop;
   if (reason == FinishReason::stop) {  // end-of-generation token: not part of the output
     if (!out.logprobs.empty()) out.logprobs.clear();
     finish(s, FinishReason::stop);
@@ -456,6 +496,7 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
     out.text = std::move(step.text);
     if (step.stopped) reason = FinishReason::stop;
   }
+  if (s.constraint && s.constraint->finished()) reason = FinishReason::stop;  // nothing may follow
   if (reason == FinishReason::none && s.seq.num_tokens() >= s.seq.max_len) reason = FinishReason::length;
   deliver(req, s.choice, std::move(out));
   if (reason != FinishReason::none) finish(s, reason);

@@ -113,6 +113,7 @@ class EngineCore {
   void build_batch(std::span<const ScheduledSeq> part, Batch& batch) const;
   void after_forward(std::span<const ScheduledSeq> part);
   void fail_batch(std::span<const ScheduledSeq> part, const std::string& cause);
+  void fill_step_masks(std::span<const std::pair<SeqRun*, size_t>> rows);
   void sample_seq(SeqRun& s, std::span<const float> logits);
   std::vector<SeqRun*> fork_choices(SeqRun& parent);
   void deliver(RequestState& req, int32_t choice, RequestOutput&& out);
@@ -141,6 +142,7 @@ class EngineCore {
   uint64_t next_arrival_ = 0;
   int64_t step_ = 0;
   std::vector<float> logits_;
+  std::vector<float> masked_;  // one row of logits under a grammar mask
   EngineStats stats_;
   std::function<void(const StepStart&)> on_step_start_;
   bool idle_leak_reported_ = false;

@@ -23,6 +23,7 @@ class FaultyRunner : public ModelRunner {
   int32_t context_length() const override { return inner_->context_length(); }
   void copy_blocks(std::span<const BlockCopy> copies) override { inner_->copy_blocks(copies); }
   void forward(const Batch& batch, std::vector<float>& logits) override;
+  ThreadPool* host_pool() override { return inner_->host_pool(); }
 
  private:
   std::unique_ptr<ModelRunner> inner_;

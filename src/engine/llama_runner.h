@@ -19,6 +19,7 @@ class LlamaRunner : public ModelRunner {
   int32_t context_length() const override { return model_->config().n_ctx_train; }
   void copy_blocks(std::span<const BlockCopy> copies) override;
   void forward(const Batch& batch, std::vector<float>& logits) override;
+  ThreadPool* host_pool() override { return &pool_; }
 
   const KvStorage& storage() const { return kv_; }
 

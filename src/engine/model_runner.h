@@ -13,6 +13,8 @@
 
 namespace pagoda {
 
+class ThreadPool;
+
 class ModelRunner {
  public:
   virtual ~ModelRunner() = default;
@@ -23,6 +25,10 @@ class ModelRunner {
   // Runs the batch; logits: one row of vocab_size() per token with logits set.
   // Throws on failure; ResourceExhausted means "out of memory, try less".
   virtual void forward(const Batch& batch, std::vector<float>& logits) = 0;
+  // The backend's host threads, idle between passes: the engine borrows them
+  // (from its own thread only) for per-sequence work such as grammar masks.
+  // Null: none, that work runs on the engine thread.
+  virtual ThreadPool* host_pool() { return nullptr; }
 };
 
 }  // namespace pagoda

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,10 @@
 #include "sampling/finish.h"
 #include "sampling/logprobs.h"
 #include "sampling/params.h"
+
+namespace pagoda::grammar {
+class MaskTables;
+}
 
 namespace pagoda {
 
@@ -24,6 +29,12 @@ struct Request {
   int32_t priority = 0;             // lower runs first
   std::string cache_salt;           // prefix-cache isolation
   std::optional<double> timeout_s;  // default: the engine's --request-timeout
+  // Constrained decoding: the compiled grammar's mask tables for this
+  // tokenizer (compiled off the engine thread); null = unconstrained. Every
+  // choice's output is a prefix of the grammar's language, and an output
+  // that ends with `stop` on an end-of-generation token or the grammar's own
+  // end is in it.
+  std::shared_ptr<const grammar::MaskTables> constraint;
 };
 
 struct GeneratedLogprobs {

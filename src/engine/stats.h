@@ -56,6 +56,8 @@ struct EngineStats {
   double step_cost_predicted_s = 0;              // the cost model's time for its plan; 0: unknown
   RequestMetrics per_request;                    // vLLM's figures (its names on /metrics)
   double time_in_forward = 0, time_in_step = 0;  // seconds, for the bench's overhead share
+  double time_in_masks = 0;                      // seconds filling grammar masks (constrained decoding)
+  int64_t masks_filled = 0;                      // grammar masks filled (one per constrained sample)
   // KV utilization: tokens held by running sequences over the token slots of
   // their blocks, summed over steps that ran (divide by the count).
   double kv_utilization_sum = 0;

@@ -41,7 +41,7 @@ void GenerationStream::start(bool chat, std::string body) {
     try {
       const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
       if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
-      req = chat ? parse_chat_request(j, m->limits, m->chat) : parse_completion_request(j, m->limits);
+      req = chat ? parse_chat_request(j, m->limits, m->chat, body) : parse_completion_request(j, m->limits, body);
       ident = {new_id(chat ? "chatcmpl-" : "cmpl-"), int64_t(std::time(nullptr)), m->name};
     } catch (const ApiError& e) {
       error = e;

@@ -16,8 +16,6 @@ void reject_unsupported(const json& body) {
     if (f && !(f->is_array() && f->empty()) && !(f->is_string() && f->get<std::string>() == "none"))
       bad_request(name, "'{}' is not supported by this server", name);
   }
-  if (const json* f = field(body, "response_format"); f && !(f->is_object() && f->value("type", "text") == "text"))
-    bad_request("response_format", "only response_format {{\"type\": \"text\"}} is supported");
   if (auto s = opt_string(body, "suffix"); s && !s->empty()) bad_request("suffix", "'suffix' is not supported");
 }
 
@@ -158,7 +156,7 @@ std::vector<ChatTurn> parse_messages(const json& body) {
 
 }  // namespace
 
-GenerationRequest parse_completion_request(const json& body, const ModelLimits& model) {
+GenerationRequest parse_completion_request(const json& body, const ModelLimits& model, std::string_view raw_body) {
   if (!body.is_object()) bad_request("", "the request body must be a JSON object");
   GenerationRequest g;
   g.api = Api::completions;
@@ -171,10 +169,12 @@ GenerationRequest parse_completion_request(const json& body, const ModelLimits& 
   parse_prompt(body, model, g);
   validate_sampling(g.engine.sampling);
   check_length(g, model, "prompt");
+  g.engine.constraint = parse_constraint(body, model.grammar, raw_body);  // last: the costly check
   return g;
 }
 
-GenerationRequest parse_chat_request(const json& body, const ModelLimits& model, const ChatPrompt& chat) {
+GenerationRequest parse_chat_request(const json& body, const ModelLimits& model, const ChatPrompt& chat,
+                                     std::string_view raw_body) {
   if (!body.is_object()) bad_request("", "the request body must be a JSON object");
   GenerationRequest g;
   g.api = Api::chat;
@@ -198,6 +198,7 @@ GenerationRequest parse_chat_request(const json& body, const ModelLimits& model,
   if (g.engine.prompt.empty()) bad_request("messages", "the rendered prompt is empty");
   validate_sampling(g.engine.sampling);
   check_length(g, model, "messages");
+  g.engine.constraint = parse_constraint(body, model.grammar, raw_body);  // last: the costly check
   return g;
 }
 

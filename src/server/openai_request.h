@@ -7,9 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 
 #include "engine/request.h"
 #include "server/chat_prompt.h"
+#include "server/constraint_fields.h"
 
 namespace pagoda {
 class Tokenizer;
@@ -33,12 +35,16 @@ struct ModelLimits {
   const Tokenizer* tokenizer = nullptr;
   int32_t max_model_len = 0;  // prompt + generated tokens
   int32_t max_n = 16;
+  GrammarSupport grammar;  // constrained decoding (constraint_fields.h)
 };
 
 // POST /v1/completions. max_tokens defaults to 16 as in OpenAI's API.
-GenerationRequest parse_completion_request(const nlohmann::json& body, const ModelLimits& model);
+// raw_body: the body's text, when known (a JSON Schema's property order).
+GenerationRequest parse_completion_request(const nlohmann::json& body, const ModelLimits& model,
+                                           std::string_view raw_body = {});
 // POST /v1/chat/completions. max_completion_tokens (or max_tokens) defaults to
 // the rest of the context.
-GenerationRequest parse_chat_request(const nlohmann::json& body, const ModelLimits& model, const ChatPrompt& chat);
+GenerationRequest parse_chat_request(const nlohmann::json& body, const ModelLimits& model, const ChatPrompt& chat,
+                                     std::string_view raw_body = {});
 
 }  // namespace pagoda::server

@@ -33,12 +33,16 @@ struct ServedModel {
         name(std::move(model_name)),
         chat(std::move(chat_prompt)),
         tokenizer(*engine->tokenizer()),
-        limits{&tokenizer, engine->max_model_len(), engine->config().max_n} {}
+        vocab(grammar::TokenVocab::from_tokenizer(tokenizer)),
+        limits{&tokenizer, engine->max_model_len(), engine->config().max_n, {&grammars, vocab}} {}
 
   std::unique_ptr<Engine> engine;
   std::string name;  // what responses and /v1/models call it
   ChatPrompt chat;
   const Tokenizer& tokenizer;  // prompts in, logprobs out
+  // Constrained decoding: compiled grammars by content, shared by every request.
+  mutable grammar::GrammarCache grammars;
+  std::shared_ptr<const grammar::TokenVocab> vocab;  // the tokenizer's bytes, for token masks
   ModelLimits limits;
   std::function<void(std::string&)> extra_metrics;  // more /metrics series (the KV event publisher's)
 };

@@ -6,15 +6,22 @@
 // clock by a random cost model (fixed + per token + per attended position,
 // noisy, with stalls), which changes mid-run, so the time-budgeted steps
 // (--max-step-ms auto or a number) meet a machine that changes under them;
-// --max-step-ms 0 runs the same workload on the token budget alone.
+// --max-step-ms 0 runs the same workload on the token budget alone. A quarter of the requests are
+// constrained by a grammar (regexes and a JSON Schema over a toy byte
+// vocabulary): every token they emit keeps the output a valid prefix, and
+// every output that finishes with `stop` full-matches its regex.
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <random>
+#include <regex>
 #include <set>
 
 #include "engine/engine_core.h"
 #include "engine/fake_runner.h"
+#include "grammar/cache.h"
+#include "grammar/matcher.h"
 
 #include <spdlog/spdlog.h>
 
@@ -22,6 +29,33 @@ namespace pagoda {
 namespace {
 
 constexpr int32_t kVocab = 40;
+
+// The toy vocabulary's bytes: id 2 is the end-of-generation id (no bytes).
+std::vector<std::string> toy_token_bytes() {
+  std::vector<std::string> b = {"a", "b",   "",  "c", "d", "e",  ";",    "ab",   "cd",    "e;", "{",  "}", "\"", ":",
+                                ",", "1",   "2", "x", "[", "]",  "true", "null", "\"k\"", "aa", "bc", "0", "9",  "de",
+                                "}", "\"k", "y", "z", "w", "ba", "12",   "ca",   "dd",    "ee", "q;", ")"};
+  return b;
+}
+
+// A constraint and an independent oracle for its language.
+struct SimConstraint {
+  grammar::ConstraintSpec spec;
+  std::string oracle;     // ECMAScript regex the whole output must match
+  bool dead_end = false;  // no token ever completes it: must end in an error
+};
+
+std::vector<SimConstraint> sim_constraints() {
+  using K = grammar::ConstraintSpec::Kind;
+  return {
+      {{K::regex, "(ab|c|d)+;"}, "(ab|c|d)+;"},  // ends by itself at ';'
+      {{K::regex, "[a-e]{1,8}"}, "[a-e]{1,8}"},  // may end after one byte, must after eight
+      {{K::json_schema, R"({"type":"object","properties":{"k":{"type":"integer"}},"required":["k"]})"},
+       R"(\{"k":-?(0|[1-9][0-9]*)\})"},
+      {{K::choice, R"(["true", "null", "x"])"}, "true|null|x"},
+      {{K::regex, "aq"}, "aq", true},  // no token holds 'q' alone: the mask empties after 'a'
+  };
+}
 
 struct Record {
   std::vector<TokenId> prompt;
@@ -31,6 +65,9 @@ struct Record {
   bool leave = false;     // the reader goes away at its next delta
   bool poisoned = false;  // fault injection: no pass carrying it succeeds
   int32_t n = 1;
+  int constraint = -1;                               // index into sim_constraints(), -1: none
+  std::map<int32_t, grammar::GrammarMatcher> check;  // per choice: the emitted tokens so far
+  std::map<int32_t, FinishReason> finish;
 };
 
 // The fake model, taking virtual time by a cost model the test can change.
@@ -115,6 +152,28 @@ struct Sim {
       for (auto& t : p) t = TokenId(3 + rng() % (kVocab - 3));
       prefixes.push_back(p);
     }
+    vocab = std::make_shared<const grammar::TokenVocab>(toy_token_bytes(), std::vector<int32_t>{2});
+  }
+
+  // Constrains a quarter of the requests; they sample (seeded) so outputs vary.
+  void constrain(Request& r, Record& rec) {
+    if (rng() % 4 != 0) return;
+    rec.constraint = int(rng() % constraints.size());
+    r.constraint = grammars.tables(constraints[size_t(rec.constraint)].spec, vocab);
+    r.sampling.temperature = 1;
+    r.sampling.seed = rng();
+  }
+
+  // A constrained choice's token: it must keep the output a valid prefix.
+  void check_constrained(uint64_t id, Record& rec, int32_t choice, TokenId t) {
+    auto it = rec.check.find(choice);
+    if (it == rec.check.end())
+      it = rec.check
+               .emplace(choice,
+                        grammar::GrammarMatcher(grammars.tables(constraints[size_t(rec.constraint)].spec, vocab)))
+               .first;
+    EXPECT_TRUE(it->second.accept(t)) << "request " << id << " choice " << choice << ": token " << t
+                                      << " leaves the grammar";
   }
 
   void add() {
@@ -133,6 +192,7 @@ struct Sim {
     rec.n = r.n;
     rec.leave = rng() % 25 == 0;
     rec.poisoned = core->faults().is_poisoned(id);
+    constrain(r, rec);
     records[id] = rec;
     core->validate(r);  // add() takes validated requests
     core->add(id, std::move(r), [this, id](RequestOutput&& out) {
@@ -143,7 +203,10 @@ struct Sim {
       for (TokenId t : out.tokens) {
         std::vector<TokenId> past = rec.prompt;
         past.insert(past.end(), toks.begin(), toks.end());
-        EXPECT_EQ(t, testing::fake_next_token(past, kVocab)) << "request " << id << " choice " << out.choice;
+        if (rec.constraint >= 0)
+          check_constrained(id, rec, out.choice, t);
+        else
+          EXPECT_EQ(t, testing::fake_next_token(past, kVocab)) << "request " << id << " choice " << out.choice;
         toks.push_back(t);
         ++progress;
       }
@@ -156,6 +219,7 @@ struct Sim {
           EXPECT_TRUE(rec.poisoned) << "request " << id;
         }
         rec.finished_choices.insert(out.choice);
+        rec.finish[out.choice] = out.finish;
         ++progress;
         ++terminal_events;
       }
@@ -200,10 +264,41 @@ struct Sim {
   std::unique_ptr<EngineCore> core;
   std::shared_ptr<MirrorSink> events = std::make_shared<MirrorSink>();
   std::vector<std::vector<TokenId>> prefixes;
+  std::shared_ptr<const grammar::TokenVocab> vocab;
+  grammar::GrammarCache grammars;
+  const std::vector<SimConstraint> constraints = sim_constraints();
   std::map<uint64_t, Record> records;
   uint64_t next_id = 1;
   int64_t progress = 0, terminal_events = 0;
 };
+
+// Every constrained output that finished with `stop` is in its language (an
+// independent regex says so); dead-end grammars never finish normally.
+void check_constrained_outputs(Sim& sim) {
+  const auto bytes = toy_token_bytes();
+  int64_t in_language = 0, dead_ends = 0;
+  for (const auto& [id, r] : sim.records) {
+    if (r.constraint < 0) continue;
+    const SimConstraint& c = sim.constraints[size_t(r.constraint)];
+    const std::regex oracle(c.oracle);
+    for (const auto& [choice, why] : r.finish) {
+      std::string text;
+      if (auto t = r.tokens.find(choice); t != r.tokens.end())
+        for (TokenId tok : t->second) text += bytes[size_t(tok)];
+      if (c.dead_end) {
+        EXPECT_TRUE(why != FinishReason::stop) << "request " << id << ": a dead-end grammar finished: " << text;
+        dead_ends += why == FinishReason::error;
+        continue;
+      }
+      if (why != FinishReason::stop) continue;
+      EXPECT_TRUE(std::regex_match(text, oracle))
+          << "request " << id << " choice " << choice << ": '" << text << "' is not in " << c.oracle;
+      ++in_language;
+    }
+  }
+  EXPECT_GT(in_language, 20) << "too few constrained outputs finished to check";
+  EXPECT_GT(dead_ends, 0) << "no dead-end grammar ended in an error";
+}
 
 // (seed, paged): paged allocation, or reserve mode (--no-paged-attn).
 // (seed, paged, --max-step-ms): paged allocation or reserve mode; auto, a
@@ -273,6 +368,7 @@ TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
   EXPECT_EQ(st.per_request.e2e.count, st.requests_finished());
   EXPECT_EQ(st.per_request.request_generation_tokens.sum, double(st.generation_tokens));
   EXPECT_EQ(st.per_request.queue_time.count, st.requests_finished());
+  check_constrained_outputs(sim);
 }
 
 std::string sim_name(const ::testing::TestParamInfo<EngineSimulation::ParamType>& info) {

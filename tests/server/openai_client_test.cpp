@@ -1,6 +1,7 @@
 // The official `openai` npm client against the real server: a completion, a
 // chat completion and a streamed chat completion, checked by
-// openai_client/check.mjs. The package is installed by the test setup:
+// openai_client/check.mjs; structured outputs (every spelling, validated by
+// ajv and reference parsers), checked by openai_client/structured.mjs. The package is installed by the test setup:
 //   npm ci --prefix tests/server/openai_client
 #include <gtest/gtest.h>
 
@@ -23,6 +24,18 @@ TEST(ServerOpenAiClient, CompletionChatAndStreamingChat) {
                               shared_path("testdata/reference/stories260K_greedy.json")});
   EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
   EXPECT_NE(p.out.find("openai client checks passed"), std::string::npos) << p.out << p.err;
+  EXPECT_EQ(s.stop(), 0);
+}
+
+TEST(ServerOpenAiClient, StructuredOutputsParseAndValidate) {
+  const std::filesystem::path dir = std::filesystem::path(PAGODA_SOURCE_DIR) / "tests/server/openai_client";
+  ASSERT_TRUE(std::filesystem::exists(dir / "node_modules/ajv/package.json"))
+      << "the ajv npm package is not installed; run: npm ci --prefix tests/server/openai_client";
+  ServerProcess s;
+  const auto p = run_process({"/usr/bin/env", "node", (dir / "structured.mjs").string(),
+                              "http://127.0.0.1:" + std::to_string(s.port()) + "/v1"});
+  EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
+  EXPECT_NE(p.out.find("structured output checks passed"), std::string::npos) << p.out << p.err;
   EXPECT_EQ(s.stop(), 0);
 }
 

@@ -1,0 +1,52 @@
+// Mask filling for a batch: each matcher is independent (the shared mask
+// tables are thread-safe), so the loop splits over sequences.
+#include "engine/constraint.h"
+
+#include <algorithm>
+#include <limits>
+
+#include "util/thread_pool.h"
+
+namespace pagoda {
+
+bool SeqConstraint::finished() const {
+  // Only the empty stack is left: the grammar ended and no byte may follow.
+  const auto& st = matcher.state();
+  return !matcher.is_terminated() && st.size() == 1 && st.stack(0).empty();
+}
+
+namespace {
+void fill_one(SeqConstraint& c) {
+  c.error.clear();
+  try {
+    c.mask.resize(c.matcher.mask_words());
+    c.matcher.fill_mask(c.mask);
+  } catch (const std::exception& e) {
+    c.error = e.what();
+    std::fill(c.mask.begin(), c.mask.end(), 0u);
+  }
+}
+}  // namespace
+
+void fill_masks(std::span<SeqConstraint* const> cs, ThreadPool* pool) {
+  if (cs.size() < 2 || !pool) {
+    for (SeqConstraint* c : cs) fill_one(*c);
+    return;
+  }
+  // One index per sequence; `work` large enough that the pool always wakes.
+  pool->parallel_for(
+      cs.size(),
+      [&](size_t b, size_t e) {
+        for (size_t i = b; i < e; ++i) fill_one(*cs[i]);
+      },
+      1, SIZE_MAX);
+}
+
+bool mask_logits(const SeqConstraint& c, std::span<const float> logits, std::vector<float>& out) {
+  out.assign(logits.begin(), logits.end());
+  grammar::apply_token_mask(out, c.mask);
+  // Checked on the logits, not the bits: a padded vocabulary's extra ids are never allowed.
+  return std::any_of(out.begin(), out.end(), [](float x) { return x != -std::numeric_limits<float>::infinity(); });
+}
+
+}  // namespace pagoda

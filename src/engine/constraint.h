@@ -1,0 +1,47 @@
+// Constrained decoding in the step: one sequence's grammar matcher and the
+// token mask it allows next, and the batch-wide mask fill.
+//
+// Contract:
+//   - A constrained sequence owns a SeqConstraint from its first sample to
+//     its end: it survives preemption and recompute unchanged (the tokens
+//     it has accepted are kept with the sequence, so nothing is replayed),
+//     and a fork copies it (n > 1: every choice starts from the same state).
+//   - fill_masks() fills each given constraint's mask from its matcher's
+//     state; it never throws: a failure (a grammar too ambiguous to match)
+//     is left in `error`, for the engine to end that one request with.
+//   - mask_logits() writes the logits with every disallowed token at -inf
+//     (before penalties, top-k and top-p, so logprobs are of the masked
+//     distribution); false when the grammar allows no token at all.
+//   - finished() is true when the output is complete and nothing may follow:
+//     the sequence stops there without waiting for an end-of-generation token.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "grammar/matcher.h"
+
+namespace pagoda {
+
+class ThreadPool;
+
+struct SeqConstraint {
+  explicit SeqConstraint(std::shared_ptr<const grammar::MaskTables> tables)
+      : matcher(std::move(tables), /*max_rollback=*/0) {}
+
+  grammar::GrammarMatcher matcher;
+  std::vector<uint32_t> mask;  // matcher.mask_words() words: bit i = token i allowed
+  std::string error;           // why the last fill failed ("" = it did not)
+
+  bool finished() const;
+};
+
+// Fills the masks of `cs`, on `pool` (null: this thread) when there are several.
+void fill_masks(std::span<SeqConstraint* const> cs, ThreadPool* pool);
+
+// out = logits with the disallowed tokens at -inf; false if none is allowed.
+bool mask_logits(const SeqConstraint& c, std::span<const float> logits, std::vector<float>& out);
+
+}  // namespace pagoda

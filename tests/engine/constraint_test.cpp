@@ -1,0 +1,136 @@
+// Constrained decoding in EngineCore with the fake model: the grammar's own
+// end finishes with stop, forks share the grammar state, logprobs are of the
+// masked distribution, and the batch's masks are filled on a thread pool.
+#include "engine/constraint.h"
+
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+
+#include "engine/engine_core.h"
+#include "engine/fake_runner.h"
+#include "grammar/cache.h"
+#include "util/thread_pool.h"
+
+namespace pagoda {
+namespace {
+
+constexpr int32_t kVocab = 8;
+// id 2 ends generation; the others are these bytes.
+const std::vector<std::string> kBytes = {"a", "b", "", "c", "ab", "x", "bc", "q"};
+
+std::shared_ptr<const grammar::TokenVocab> toy_vocab() {
+  static const auto v = std::make_shared<const grammar::TokenVocab>(kBytes, std::vector<int32_t>{2});
+  return v;
+}
+
+std::string text_of(const std::vector<TokenId>& ids) {
+  std::string s;
+  for (TokenId t : ids) s += kBytes[size_t(t)];
+  return s;
+}
+
+struct Outcome {
+  std::map<int32_t, std::vector<TokenId>> tokens;
+  std::map<int32_t, FinishReason> finish;
+  std::map<int32_t, std::string> error;
+  std::vector<GeneratedLogprobs> logprobs;
+};
+
+Outcome generate(const grammar::ConstraintSpec& spec, int32_t n, std::optional<int32_t> logprobs = {},
+                 int32_t max_tokens = 20) {
+  spdlog::set_level(spdlog::level::err);
+  EngineConfig cfg;
+  cfg.block_size = 4;
+  cfg.audit_every_step = true;
+  cfg.log_interval_s = 0;
+  cfg.max_n = 4;
+  grammar::GrammarCache cache;
+  EngineCore core(cfg, std::make_unique<testing::FakeRunner>(kVocab, 16, 4, 256), 16, nullptr,
+                  std::make_shared<ManualClock>(), {2});
+  Request r;
+  r.prompt = {1, 3, 0};
+  r.sampling.temperature = 1;
+  r.sampling.seed = 5;
+  r.sampling.max_tokens = max_tokens;
+  r.sampling.logprobs = logprobs;
+  r.n = n;
+  r.constraint = cache.tables(spec, toy_vocab());
+  core.validate(r);
+  Outcome run;
+  core.add(1, std::move(r), [&](RequestOutput&& o) {
+    auto& t = run.tokens[o.choice];
+    t.insert(t.end(), o.tokens.begin(), o.tokens.end());
+    for (auto& lp : o.logprobs) run.logprobs.push_back(lp);
+    if (o.finish != FinishReason::none) run.finish[o.choice] = o.finish, run.error[o.choice] = o.error;
+    return true;
+  });
+  for (int i = 0; i < 200 && core.num_requests() > 0; ++i) core.step();
+  EXPECT_EQ(core.num_requests(), 0u);
+  EXPECT_EQ(core.blocks().num_free_blocks(), core.blocks().num_blocks());
+  return run;
+}
+
+TEST(EngineConstraint, ChoicesFinishWithStopAtTheGrammarsEnd) {
+  const Outcome run = generate({grammar::ConstraintSpec::Kind::choice, R"(["abc", "bcbc", "q"])"}, 3);
+  ASSERT_EQ(run.finish.size(), 3u);
+  for (const auto& [c, why] : run.finish) {
+    EXPECT_EQ(why, FinishReason::stop) << run.error.at(c);
+    const std::string t = text_of(run.tokens.at(c));
+    EXPECT_TRUE(t == "abc" || t == "bcbc" || t == "q") << t;
+    for (TokenId id : run.tokens.at(c)) EXPECT_NE(id, 2) << "the end-of-generation id is not output";
+  }
+}
+
+TEST(EngineConstraint, LengthMayCutTheLanguageShort) {
+  const Outcome run = generate({grammar::ConstraintSpec::Kind::regex, "(ab|c)+x"}, 2, {}, 3);
+  for (const auto& [c, why] : run.finish) {
+    const std::string t = text_of(run.tokens.at(c));
+    EXPECT_TRUE(why == FinishReason::stop || why == FinishReason::length) << run.error.at(c);
+    EXPECT_EQ(t.find_first_not_of("abcx"), std::string::npos) << t;
+    if (why == FinishReason::length) EXPECT_EQ(run.tokens.at(c).size(), 3u);
+    if (why == FinishReason::stop) EXPECT_EQ(t.back(), 'x') << t;
+  }
+}
+
+TEST(EngineConstraint, LogprobsAreOfTheMaskedDistribution) {
+  const Outcome run = generate({grammar::ConstraintSpec::Kind::regex, "ac(b|c)x"}, 1, 5);
+  ASSERT_EQ(run.finish.at(0), FinishReason::stop) << run.error.at(0);
+  ASSERT_EQ(run.logprobs.size(), 4u);
+  EXPECT_EQ(run.logprobs[0].logprob, 0.0f) << "'a' is the only token allowed first";
+  ASSERT_EQ(run.logprobs[0].top.size(), 1u) << "forbidden tokens are not listed";
+  for (const auto& lp : run.logprobs)
+    for (const auto& t : lp.top) EXPECT_TRUE(std::isfinite(t.logprob));
+}
+
+TEST(EngineConstraint, AnEmptyMaskEndsTheRequestWithAnError) {
+  const Outcome run = generate({grammar::ConstraintSpec::Kind::regex, "ay"}, 2);
+  for (const auto& [c, why] : run.finish) {
+    EXPECT_EQ(why, FinishReason::error);
+    EXPECT_NE(run.error.at(c).find("allows no token"), std::string::npos) << run.error.at(c);
+  }
+}
+
+TEST(EngineConstraint, MasksOnAPoolEqualMasksInline) {
+  auto tables = grammar::GrammarCache().tables({grammar::ConstraintSpec::Kind::regex, "(ab|c|bc)+x?"}, toy_vocab());
+  std::vector<SeqConstraint> a, b;
+  for (int i = 0; i < 16; ++i) {
+    a.emplace_back(tables);
+    for (int k = 0; k < i % 5; ++k) ASSERT_TRUE(a.back().matcher.accept(k % 2 ? 3 : 4));
+  }
+  b = a;
+  std::vector<SeqConstraint*> pa, pb;
+  for (auto& c : a) pa.push_back(&c);
+  for (auto& c : b) pb.push_back(&c);
+  ThreadPool pool(3);
+  fill_masks(pa, &pool);
+  fill_masks(pb, nullptr);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].mask, b[i].mask) << i;
+    EXPECT_NE(a[i].mask, std::vector<uint32_t>(a[i].mask.size(), 0u)) << i;
+  }
+}
+
+}  // namespace
+}  // namespace pagoda
