@@ -256,7 +256,10 @@ std::string strftime_now(const std::string& fmt) {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};
   localtime_r(&now, &tm);
-  auto pad2 = [](int n) { return (n < 10 ? "0" : "") + std::to_string(n); };
+  auto pad2 = [](int n) {
+    std::string s = std::to_string(n);
+    return n < 10 ? "0" + s : s;
+  };
   std::string out;
   for (size_t i = 0; i < fmt.size(); ++i) {
     if (fmt[i] != '%' || i + 1 == fmt.size()) {
