@@ -1,9 +1,12 @@
 // Chat templates: turning an OpenAI-style list of messages into the one
-// prompt string a chat model was trained on. Pagoda has no Jinja interpreter;
-// it recognises the common template families from the text of the GGUF's
-// `tokenizer.chat_template` and renders each with a hand-written function that
-// reproduces the real template byte for byte (tests/chat checks this against
-// @huggingface/jinja running the real template texts).
+// prompt string a chat model was trained on. Real templates are Jinja and are
+// rendered by src/jinja (see template_source.h for how one is chosen). This
+// header is the built-in families: hand-written renderers that reproduce the
+// real templates of common families byte for byte (tests/chat checks them
+// against @huggingface/jinja running the real texts). They serve as
+// `--chat-template NAME`, and `plain` is the fallback for a GGUF without any
+// tokenizer.chat_template. detect_chat_template still names the family a
+// template text belongs to (for tools and tests); serving no longer needs it.
 //
 // Families (the name is what `--chat-template NAME` takes):
 //   chatml   <|im_start|>role\n...<|im_end|>\n  (OpenHermes, Qwen; a template's

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/model_option.h"
+#include "chat/template_source.h"
 #include "gguf/file.h"
 #include "model/config.h"
 #include "tokenizer/tokenizer.h"
@@ -22,51 +23,52 @@ Command add_info(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Describe a GGUF model");
   o->model.add(cmd);
   cmd->add_flag("--metadata", o->metadata, "Also list every metadata key");
-  return {cmd, [o] {
-            const std::string path = o->model.resolve();
-            const auto f = GgufFile::open(path);
-            fmt::print("file:            {} (GGUF v{}, {} tensors{})\n", path, f.version(), f.tensors().size(),
-                       f.parts() > 1 ? fmt::format(" in {} split files", f.parts()) : "");
-            uint64_t params = 0, bytes = 0;
-            std::map<std::string, int> types;
-            for (const auto& t : f.tensors()) {
-              params += t.n_elements;
-              bytes += t.n_bytes;
-              types[std::string(tensor_type_name(t.type))]++;
-            }
-            std::string type_list;
-            for (const auto& [name, n] : types)
-              type_list += fmt::format("{}{} x{}", type_list.empty() ? "" : ", ", name, n);
-            fmt::print("parameters:      {:.2f} M ({:.1f} MiB of weights)\n", double(params) / 1e6,
-                       double(bytes) / 1048576);
-            fmt::print("weight types:    {}\n", type_list);
-            try {
-              const auto c = ModelConfig::from_gguf(f);
-              fmt::print("architecture:    {}{}\n", c.arch, c.name.empty() ? "" : " (" + c.name + ")");
-              fmt::print("layers:          {}\nwidth:           {}\nffn width:       {}\n", c.n_layer, c.n_embd,
-                         c.n_ff);
-              fmt::print("heads:           {} query, {} key/value, head size {}\n", c.n_head, c.n_head_kv, c.head_dim);
-              fmt::print("context:         {} tokens\nrope:            base {}, {} dims\nrms epsilon:     {}\n",
-                         c.n_ctx_train, c.rope_freq_base, c.rope_dims, c.rms_eps);
-            } catch (const Error& e) {
-              fmt::print("architecture:    {} ({})\n", f.get_string("general.architecture", "?"), e.what());
-            }
-            try {
-              const auto tok = Tokenizer::from_gguf(f);
-              fmt::print("tokenizer:       {}, {} tokens, bos {}, eos {}, add bos {}\n", tok.model_name(),
-                         tok.vocab_size(), tok.bos_id(), tok.eos_id(), tok.add_bos_by_default());
-              fmt::print("end of gen ids:  {}\n", fmt::join(tok.end_of_generation_ids(), " "));
-            } catch (const Error& e) {
-              fmt::print("tokenizer:       unavailable ({})\n", e.what());
-            }
-            const std::string tmpl = f.get_string("tokenizer.chat_template", "");
-            fmt::print("chat template:   {}\n",
-                       tmpl.empty() ? "none (plain concatenation)" : fmt::format("{} bytes", tmpl.size()));
-            if (!tmpl.empty()) fmt::print("{}\n", tmpl);
-            if (o->metadata)
-              for (const auto& [k, v] : f.metadata()) fmt::print("  {} = {}\n", k, v.to_display());
-            return 0;
-          }};
+  return {
+      cmd, [o] {
+        const std::string path = o->model.resolve();
+        const auto f = GgufFile::open(path);
+        fmt::print("file:            {} (GGUF v{}, {} tensors{})\n", path, f.version(), f.tensors().size(),
+                   f.parts() > 1 ? fmt::format(" in {} split files", f.parts()) : "");
+        uint64_t params = 0, bytes = 0;
+        std::map<std::string, int> types;
+        for (const auto& t : f.tensors()) {
+          params += t.n_elements;
+          bytes += t.n_bytes;
+          types[std::string(tensor_type_name(t.type))]++;
+        }
+        std::string type_list;
+        for (const auto& [name, n] : types)
+          type_list += fmt::format("{}{} x{}", type_list.empty() ? "" : ", ", name, n);
+        fmt::print("parameters:      {:.2f} M ({:.1f} MiB of weights)\n", double(params) / 1e6,
+                   double(bytes) / 1048576);
+        fmt::print("weight types:    {}\n", type_list);
+        try {
+          const auto c = ModelConfig::from_gguf(f);
+          fmt::print("architecture:    {}{}\n", c.arch, c.name.empty() ? "" : " (" + c.name + ")");
+          fmt::print("layers:          {}\nwidth:           {}\nffn width:       {}\n", c.n_layer, c.n_embd, c.n_ff);
+          fmt::print("heads:           {} query, {} key/value, head size {}\n", c.n_head, c.n_head_kv, c.head_dim);
+          fmt::print("context:         {} tokens\nrope:            base {}, {} dims\nrms epsilon:     {}\n",
+                     c.n_ctx_train, c.rope_freq_base, c.rope_dims, c.rms_eps);
+        } catch (const Error& e) {
+          fmt::print("architecture:    {} ({})\n", f.get_string("general.architecture", "?"), e.what());
+        }
+        try {
+          const auto tok = Tokenizer::from_gguf(f);
+          fmt::print("tokenizer:       {}, {} tokens, bos {}, eos {}, add bos {}\n", tok.model_name(), tok.vocab_size(),
+                     tok.bos_id(), tok.eos_id(), tok.add_bos_by_default());
+          fmt::print("end of gen ids:  {}\n", fmt::join(tok.end_of_generation_ids(), " "));
+        } catch (const Error& e) {
+          fmt::print("tokenizer:       unavailable ({})\n", e.what());
+        }
+        const std::string tmpl = f.get_string("tokenizer.chat_template", "");
+        const SelectedChatTemplate chat = select_chat_template(f);
+        fmt::print("chat template:   {}{}\n", chat.source, tmpl.empty() ? "" : fmt::format(", {} bytes", tmpl.size()));
+        if (!chat.error.empty()) fmt::print("                 unusable: {}\n", chat.error);
+        if (!tmpl.empty()) fmt::print("{}\n", tmpl);
+        if (o->metadata)
+          for (const auto& [k, v] : f.metadata()) fmt::print("  {} = {}\n", k, v.to_display());
+        return 0;
+      }};
 }
 
 }  // namespace pagoda::cli

@@ -88,8 +88,11 @@ int run(Opts& o) {
   const std::string name = o.served_name.empty() ? std::filesystem::path(o.model).stem().string() : o.served_name;
   std::optional<std::string> tmpl;
   if (!o.chat_template.empty()) tmpl = o.chat_template;
-  auto chat = server::ChatPrompt::for_model(o.model, tmpl);  // a bad --chat-template fails before listening
-  spdlog::info("chat template: {}", chat.name());
+  // A --chat-template that is neither a file nor a name fails before listening; a template
+  // that does not parse is logged, and the server still serves completions.
+  auto chat = server::ChatPrompt::for_model(o.model, tmpl);
+  spdlog::info("chat template: {} ({})", chat.name(), chat.source());
+  if (!chat.error().empty()) spdlog::error("chat template unusable, chat requests will be refused: {}", chat.error());
 
   // KV events: an endpoint that cannot bind fails here, before listening.
   std::shared_ptr<events::ZmqKvEventPublisher> kv_events;
@@ -193,7 +196,8 @@ Command add_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--api-key", s.api_key, "Require 'Authorization: Bearer KEY' on /v1 (also $PAGODA_API_KEY)")
       ->each([o](const std::string&) { o->api_key_given = true; });
-  cmd->add_option("--chat-template", o->chat_template, "Chat template name (default: from the model file)");
+  cmd->add_option("--chat-template", o->chat_template,
+                  "Chat template: a Jinja file or a built-in name (default: the model file's)");
   cmd->add_option("--threads,-t", e.threads, "Worker threads (0 = one per core)")->capture_default_str();
   cmd->add_flag(
       "--mmap", e.mmap,

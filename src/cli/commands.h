@@ -22,6 +22,7 @@ std::string default_model_path();
 
 Command add_generate(CLI::App& app);
 Command add_tokenize(CLI::App& app);
+Command add_chat_template(CLI::App& app);
 Command add_info(CLI::App& app);
 Command add_serve(CLI::App& app);
 Command add_bench(CLI::App& app);

@@ -50,8 +50,9 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Help for every subcommand");
   app.set_version_flag("--version", "pagoda " PAGODA_VERSION " (git " PAGODA_GIT_REVISION ")");
   std::vector<Command> commands;
-  for (auto add : {add_generate, add_tokenize, add_info, add_serve, add_bench, add_pull, pagoda::tools::add_bench_model,
-                   pagoda::tools::add_quantize, pagoda::tools::add_loadgen, pagoda::tools::add_soak})
+  for (auto add : {add_generate, add_tokenize, add_chat_template, add_info, add_serve, add_bench, add_pull,
+                   pagoda::tools::add_bench_model, pagoda::tools::add_quantize, pagoda::tools::add_loadgen,
+                   pagoda::tools::add_soak})
     commands.push_back(add(app));
   try {
     rewrite_hf_flag(argc, argv);

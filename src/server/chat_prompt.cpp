@@ -2,25 +2,81 @@
 
 #include "gguf/file.h"
 #include "tokenizer/tokenizer.h"
+#include "util/error.h"
 
 namespace pagoda::server {
 
-ChatPrompt ChatPrompt::for_model(const std::string& model_path, const std::optional<std::string>& override_name) {
+ChatPrompt ChatPrompt::for_model(const std::string& model_path, const std::optional<std::string>& spec) {
   const GgufFile f = GgufFile::open(model_path);
   ChatPrompt p;
-  p.template_ = chat_template_for(f, override_name);
+  p.selected_ = select_chat_template(f, spec);
   p.options_ = chat_render_options(f);
   return p;
 }
 
+std::string ChatPrompt::name() const {
+  return selected_.builtin ? std::string(chat_template_name(*selected_.builtin)) : "jinja";
+}
+
 RenderedPrompt ChatPrompt::render(const std::vector<ChatTurn>& messages, const Tokenizer& tok) const {
-  std::vector<ChatMessage> ms;
-  ms.reserve(messages.size());
-  for (const auto& m : messages) ms.push_back({m.role, m.content});
+  ChatRenderRequest r;
+  r.messages = nlohmann::ordered_json::array();
+  for (const auto& m : messages) r.messages.push_back({{"role", m.role}, {"content", m.content}});
+  return render(r, tok);
+}
+
+namespace {
+
+// A message's content as text for the built-in families: a string, or the
+// text parts of a content array joined.
+std::string content_text(const nlohmann::ordered_json& m) {
+  const auto it = m.find("content");
+  if (it == m.end() || it->is_null()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  std::string out;
+  if (it->is_array())
+    for (const auto& part : *it)
+      if (part.is_object() && part.value("type", "") == "text") out += part.value("text", "");
+  return out;
+}
+
+}  // namespace
+
+RenderedPrompt ChatPrompt::render(const ChatRenderRequest& request, const Tokenizer& tok) const {
+  if (!request.messages.is_array() || request.messages.empty()) fail<InvalidArgument>("messages must not be empty");
   RenderedPrompt out;
-  out.text = render_chat(template_, ms, options_);
-  // Template markers are special tokens; plain text stays plain text.
-  out.parse_special = template_ != ChatTemplate::plain;
+  std::shared_ptr<const jinja::Template> jinja = selected_.jinja;
+  if (request.template_text) {
+    try {
+      jinja = std::make_shared<const jinja::Template>(*request.template_text);
+    } catch (const Error& e) {
+      fail<InvalidArgument>("chat_template: {}", e.what());
+    }
+  } else if (!request.tools.is_null() && !request.tools.empty()) {
+    if (auto it = selected_.variants.find("tool_use"); it != selected_.variants.end()) jinja = it->second;
+  }
+  if (jinja) {
+    JinjaChatInput in{request.messages, request.tools, request.add_generation_prompt, request.kwargs};
+    out.text = render_jinja_chat(*jinja, in, options_);
+    out.parse_special = true;
+  } else if (selected_.builtin) {
+    if (!request.tools.is_null() && !request.tools.empty())
+      fail<InvalidArgument>("the built-in chat template '{}' cannot render tools", name());
+    std::vector<ChatMessage> ms;
+    for (const auto& m : request.messages) {
+      if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
+        fail<InvalidArgument>("each message needs a string role");
+      ms.push_back({m["role"].get<std::string>(), content_text(m)});
+    }
+    RenderOptions opts = options_;
+    opts.add_generation_prompt = request.add_generation_prompt;
+    out.text = render_chat(*selected_.builtin, ms, opts);
+    // Template markers are special tokens; plain text stays plain text.
+    out.parse_special = *selected_.builtin != ChatTemplate::plain;
+  } else {
+    fail<InvalidArgument>("the model's chat template is unusable ({}); pass --chat-template FILE or NAME",
+                          selected_.error);
+  }
   out.add_bos = tok.add_bos_by_default() && !starts_with_bos(out.text, options_);
   return out;
 }

@@ -1,15 +1,20 @@
 // Chat messages -> the prompt the engine tokenizes: the served model's chat
-// template (src/chat: detected from tokenizer.chat_template, or
-// --chat-template NAME), rendered, and the facts tokenizing it needs. Models
-// without a template (stories260K) use the plain fallback: the contents
-// joined with "\n".
+// template (chat/template_source.h: the GGUF's Jinja tokenizer.chat_template,
+// a --chat-template FILE, or a built-in family NAME), rendered, and the facts
+// tokenizing it needs. Models without a template (stories260K) use the plain
+// fallback: the contents joined with "\n".
+//
+// A model whose template does not parse still serves completions: for_model
+// keeps the reason (error()), the server logs it at start, and every chat
+// render throws InvalidArgument (HTTP 400) with it, as vLLM answers template errors.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "chat/chat_template.h"
+#include "chat/template_source.h"
 
 namespace pagoda {
 class Tokenizer;
@@ -28,20 +33,35 @@ struct RenderedPrompt {
   bool parse_special = false;  // template markers in the text are special tokens
 };
 
+// A chat request as apply_chat_template takes it.
+struct ChatRenderRequest {
+  nlohmann::ordered_json messages;  // OpenAI message objects
+  nlohmann::ordered_json tools;     // null or an array
+  bool add_generation_prompt = true;
+  nlohmann::ordered_json kwargs;             // null or an object (chat_template_kwargs)
+  std::optional<std::string> template_text;  // a per-request Jinja template (vLLM's chat_template)
+};
+
 class ChatPrompt {
  public:
-  // The template for the model file: `override_name` (--chat-template) or the
-  // one the file carries. InvalidArgument for an unknown name, Unsupported
-  // for a template of no known family.
-  static ChatPrompt for_model(const std::string& model_path, const std::optional<std::string>& override_name);
+  // The template for the model file: `spec` (--chat-template NAME or FILE) or
+  // the one the file carries. InvalidArgument for a spec that is neither a
+  // built-in name nor a readable file; a template that fails to parse is kept
+  // as error() instead.
+  static ChatPrompt for_model(const std::string& model_path, const std::optional<std::string>& spec);
 
   // InvalidArgument for an empty conversation, an unknown role, or what the
-  // family's real template refuses (say, roles that do not alternate).
+  // template refuses (raise_exception: say, roles that do not alternate);
+  // also when the model's template did not parse.
   RenderedPrompt render(const std::vector<ChatTurn>& messages, const Tokenizer& tok) const;
-  std::string name() const { return std::string(chat_template_name(template_)); }
+  RenderedPrompt render(const ChatRenderRequest& request, const Tokenizer& tok) const;
+
+  std::string name() const;                                       // "jinja", or the built-in family's name
+  const std::string& source() const { return selected_.source; }  // where the template came from
+  const std::string& error() const { return selected_.error; }    // why it is unusable, "" if usable
 
  private:
-  ChatTemplate template_ = ChatTemplate::plain;
+  SelectedChatTemplate selected_;
   RenderOptions options_;
 };
 

@@ -37,8 +37,8 @@ std::string find_node() {
   throw std::runtime_error(std::string("chat-template oracle: `node` is not on PATH; ") + kSetup);
 }
 
-nlohmann::json to_json(const OracleCase& c) {
-  nlohmann::json messages = nlohmann::json::array();
+nlohmann::ordered_json to_json(const OracleCase& c) {
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
   for (const auto& m : c.messages) messages.push_back({{"role", m.role}, {"content", m.content}});
   return {{"template", c.template_text},
           {"messages", messages},
@@ -55,14 +55,13 @@ std::string read_template_fixture(const std::string& name) {
   return read_file(chat_tests_dir() + "/templates/" + name + ".jinja");
 }
 
-std::vector<OracleResult> run_oracle(const std::vector<OracleCase>& cases) {
+namespace {
+
+std::vector<OracleResult> run_oracle_json(const nlohmann::ordered_json& input, size_t n) {
   const std::string dir = chat_tests_dir() + "/oracle";
   if (!fs::exists(dir + "/node_modules/@huggingface/jinja/package.json"))
     throw std::runtime_error("chat-template oracle: " + dir + "/node_modules lacks @huggingface/jinja; " + kSetup);
   const std::string node = find_node();
-
-  nlohmann::json input = nlohmann::json::array();
-  for (const auto& c : cases) input.push_back(to_json(c));
   const fs::path file = fs::temp_directory_path() / ("pagoda_chat_oracle_" + std::to_string(getpid()) + ".json");
   std::ofstream(file, std::ios::binary) << input.dump();
   const ProcessResult r = run_process({node, dir + "/render.mjs", file.string()});
@@ -72,7 +71,7 @@ std::vector<OracleResult> run_oracle(const std::vector<OracleCase>& cases) {
                              "\n(" + kSetup + ")");
 
   const nlohmann::json out = nlohmann::json::parse(r.out);
-  if (!out.is_array() || out.size() != cases.size())
+  if (!out.is_array() || out.size() != n)
     throw std::runtime_error("chat-template oracle: unexpected output " + r.out.substr(0, 200));
   std::vector<OracleResult> results;
   for (const auto& o : out) {
@@ -84,6 +83,20 @@ std::vector<OracleResult> run_oracle(const std::vector<OracleCase>& cases) {
     results.push_back(std::move(res));
   }
   return results;
+}
+
+}  // namespace
+
+std::vector<OracleResult> run_oracle(const std::vector<OracleCase>& cases) {
+  nlohmann::ordered_json input = nlohmann::ordered_json::array();
+  for (const auto& c : cases) input.push_back(to_json(c));
+  return run_oracle_json(input, cases.size());
+}
+
+std::vector<OracleResult> run_oracle(const std::vector<ContextCase>& cases) {
+  nlohmann::ordered_json input = nlohmann::ordered_json::array();
+  for (const auto& c : cases) input.push_back({{"template", c.template_text}, {"context", c.context}});
+  return run_oracle_json(input, cases.size());
 }
 
 }  // namespace pagoda::testing

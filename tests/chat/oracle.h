@@ -3,6 +3,7 @@
 // texts, all cases in one process, and returns what each rendered or raised.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,14 @@ struct OracleResult {
 // Throws std::runtime_error saying how to set the oracle up when node or the
 // npm package is missing, or when the script fails.
 std::vector<OracleResult> run_oracle(const std::vector<OracleCase>& cases);
+
+// A template rendered with exactly these variables (apply_chat_template's
+// context: messages, tools, add_generation_prompt, bos_token, ...).
+struct ContextCase {
+  std::string template_text;
+  nlohmann::ordered_json context;
+};
+std::vector<OracleResult> run_oracle(const std::vector<ContextCase>& cases);
 
 // tests/chat in the source tree, and the text of tests/chat/templates/NAME.jinja.
 std::string chat_tests_dir();

@@ -2,10 +2,12 @@
 // family, rendered by an independent Jinja implementation (@huggingface/jinja
 // via tests/chat/oracle): the prompt must match byte for byte, and where the
 // real template raises, render_chat must throw InvalidArgument with the same
-// message. One Node process renders every case of the binary.
+// message; the Jinja engine rendering the same template text agrees as well.
+// One Node process renders every case of the binary.
 #include <gtest/gtest.h>
 
 #include "chat/chat_template.h"
+#include "chat/template_source.h"
 #include "gguf/file.h"
 #include "oracle.h"
 #include "testing/shared_data.h"
@@ -79,6 +81,7 @@ const std::vector<Chat> kChats = {
 
 struct Expectation {
   ChatTemplate family;
+  std::string template_text;
   Chat chat;
   RenderOptions opts;
   testing::OracleResult want;
@@ -96,7 +99,7 @@ const std::vector<Expectation>& expectations() {
           RenderOptions opts = fam.opts;
           opts.add_generation_prompt = gen;
           cases.push_back({fam.template_text, chat, opts});
-          out.push_back({t, chat, opts, {}});
+          out.push_back({t, fam.template_text, chat, opts, {}});
         }
       }
     }
@@ -113,6 +116,13 @@ std::string describe(const Chat& chat, bool gen) {
   return s;
 }
 
+std::string render_with_jinja(const Expectation& e) {
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  for (const auto& m : e.chat) messages.push_back({{"role", m.role}, {"content", m.content}});
+  JinjaChatInput in{messages, nullptr, e.opts.add_generation_prompt, nullptr};
+  return render_jinja_chat(jinja::Template(e.template_text), in, e.opts);
+}
+
 class OracleTest : public ::testing::TestWithParam<ChatTemplate> {};
 
 TEST_P(OracleTest, MatchesRealTemplate) {
@@ -126,6 +136,13 @@ TEST_P(OracleTest, MatchesRealTemplate) {
   for (const Expectation& e : *all) {
     if (e.family != GetParam()) continue;
     SCOPED_TRACE(describe(e.chat, e.opts.add_generation_prompt));
+    std::optional<std::string> jinja_text;
+    try {
+      jinja_text = render_with_jinja(e);
+    } catch (const InvalidArgument&) {
+    }
+    // The Jinja path (the template text itself) agrees with the oracle too.
+    EXPECT_EQ(jinja_text, e.want.text);
     if (e.want.text) {
       ++rendered;
       try {

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <thread>
 
@@ -348,6 +350,44 @@ TEST(ServerChatTemplate, OverrideRendersThatFamily) {
       {{"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi"}}}}});
   EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_EQ(r.json()["error"]["param"], "messages");
+  EXPECT_NE(r.body.find("System role not supported"), std::string::npos) << r.body;
+  EXPECT_EQ(gemma.stop(), 0);
+}
+
+// A Jinja file given to --chat-template renders through the Jinja engine like
+// the built-in family; a template that does not parse leaves completions
+// working and refuses chat requests with the reason; a template's
+// raise_exception is a 400 with its message.
+TEST(ServerChatTemplate, JinjaFileAndBrokenTemplate) {
+  const std::string dir = std::filesystem::path(__FILE__).parent_path().parent_path().string() + "/chat/templates/";
+  ServerProcess s({"--chat-template", dir + "chatml.jinja"});
+  const json chat = http_post(s.port(), "/v1/chat/completions",
+                              {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 4}})
+                        .json();
+  const json same =
+      http_post(s.port(), "/v1/completions",
+                {{"prompt", "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"}, {"max_tokens", 4}})
+          .json();
+  EXPECT_EQ(chat["usage"]["prompt_tokens"], same["usage"]["prompt_tokens"]);
+  EXPECT_EQ(s.stop(), 0);
+
+  const std::string broken = ::testing::TempDir() + "pagoda_broken_template.jinja";
+  std::ofstream(broken) << "{% for m in messages %}{{ m.content }";
+  ServerProcess b({"--chat-template", broken});
+  const HttpResponse completion = http_post(b.port(), "/v1/completions", {{"prompt", "Once"}, {"max_tokens", 2}});
+  EXPECT_EQ(completion.status, 200) << completion.body;
+  const HttpResponse refused =
+      http_post(b.port(), "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}});
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  EXPECT_NE(refused.body.find("chat template is unusable"), std::string::npos) << refused.body;
+  EXPECT_NE(refused.body.find("syntax error"), std::string::npos) << refused.body;
+  EXPECT_EQ(b.stop(), 0);
+
+  ServerProcess gemma({"--chat-template", dir + "gemma.jinja"});
+  const HttpResponse r = http_post(
+      gemma.port(), "/v1/chat/completions",
+      {{"messages", {{{"role", "system"}, {"content", "Be brief."}}, {{"role", "user"}, {"content", "Hi"}}}}});
+  EXPECT_EQ(r.status, 400) << r.body;
   EXPECT_NE(r.body.find("System role not supported"), std::string::npos) << r.body;
   EXPECT_EQ(gemma.stop(), 0);
 }
