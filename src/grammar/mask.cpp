@@ -2,9 +2,17 @@
 #include "grammar/mask.h"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 
 namespace pagoda::grammar {
+namespace {
+std::atomic<size_t> g_total_bytes{0};
+
+size_t entry_bytes(const MaskTables::Entry& e) {
+  return (e.accepted.capacity() + e.uncertain.capacity()) * sizeof(uint32_t) + sizeof(e);
+}
+}  // namespace
 
 MaskTables::MaskTables(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const TokenVocab> vocab,
                        size_t context_frames)
@@ -15,6 +23,10 @@ size_t MaskTables::KeyHash::operator()(const std::vector<uint32_t>& k) const {
   for (uint32_t v : k) h = (h ^ v) * 1099511628211ull;
   return size_t(h);
 }
+
+MaskTables::~MaskTables() { g_total_bytes.fetch_sub(bytes_); }
+
+size_t MaskTables::total_bytes() { return g_total_bytes.load(); }
 
 size_t MaskTables::num_entries() const {
   std::shared_lock lock(mu_);
@@ -39,7 +51,15 @@ const MaskTables::Entry& MaskTables::entry(std::span<const uint32_t> stack, Entr
   }
   auto e = std::make_unique<Entry>();
   compute(key, *e);  // outside the lock: two threads may both compute; the first one in wins
+  const size_t bytes = entry_bytes(*e);
   std::unique_lock lock(mu_);
+  if (auto it = entries_.find(key); it != entries_.end()) return *it->second;
+  if (g_total_bytes.fetch_add(bytes) + bytes > kMaxTotalBytes) {
+    g_total_bytes.fetch_sub(bytes);
+    scratch = std::move(*e);
+    return scratch;
+  }
+  bytes_ += bytes;
   auto [it, inserted] = entries_.emplace(std::move(key), std::move(e));
   return *it->second;
 }

@@ -20,8 +20,10 @@
 //     stored uncertain subtrees (union over keys, in trie order, sharing
 //     prefixes) from the real state, and sets the EOG ids if it may end.
 //     The result equals trying every token's bytes through the matcher.
-//   - Entries are never evicted; past kMaxEntries a key's entry is computed
-//     for the call and dropped (correct, slower).
+//   - Entries are never evicted; past kMaxEntries, or when all tables of the
+//     process together hold kMaxTotalBytes (many distinct grammars must not
+//     exhaust memory), a key's entry is computed for the call and dropped
+//     (correct, slower).
 #pragma once
 
 #include <cstdint>
@@ -42,6 +44,7 @@ class MaskTables {
  public:
   static constexpr size_t kDefaultContextFrames = 3;
   static constexpr size_t kMaxEntries = 4096;
+  static constexpr size_t kMaxTotalBytes = size_t(512) << 20;  // over every table in the process
 
   struct Entry {
     std::vector<uint32_t> accepted;   // bitset over token ids (TokenVocab::mask_words())
@@ -50,6 +53,9 @@ class MaskTables {
 
   MaskTables(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const TokenVocab> vocab,
              size_t context_frames = kDefaultContextFrames);
+  ~MaskTables();
+  MaskTables(const MaskTables&) = delete;
+  MaskTables& operator=(const MaskTables&) = delete;
 
   const Grammar& grammar() const { return grammar_->grammar; }
   const CompiledGrammar& compiled() const { return *grammar_; }
@@ -59,6 +65,8 @@ class MaskTables {
   // The entry for a stack's key; `scratch` holds it when the table is full.
   const Entry& entry(std::span<const uint32_t> stack, Entry& scratch) const;
   size_t num_entries() const;
+  // Bytes held by the entries of every live table in the process.
+  static size_t total_bytes();
 
  private:
   struct KeyHash {
@@ -71,6 +79,7 @@ class MaskTables {
   size_t context_frames_;
   mutable std::shared_mutex mu_;
   mutable std::unordered_map<std::vector<uint32_t>, std::unique_ptr<Entry>, KeyHash> entries_;
+  mutable size_t bytes_ = 0;  // of entries_, counted in the process total
 };
 
 // Walks trie nodes from a stack set: the runtime half of fill_mask, and the

@@ -126,3 +126,25 @@ TEST(VocabMask, EogOnlyWhereTheGrammarMayEnd) {
 
 }  // namespace
 }  // namespace pagoda::grammar
+
+namespace pagoda::grammar {
+namespace {
+
+// The tables' bytes count in the process total while they live, and leave it with them.
+TEST(VocabMask, TableBytesCountInTheProcessTotalWhileTheyLive) {
+  const auto vocab = vocab_named("llama-spm");
+  ASSERT_TRUE(vocab);
+  const size_t before = MaskTables::total_bytes();
+  {
+    GrammarCache cache;
+    GrammarMatcher m(cache.tables({ConstraintSpec::Kind::regex, "[a-c]+x", true, false}, vocab));
+    std::vector<uint32_t> bits(m.mask_words());
+    m.fill_mask(bits);
+    EXPECT_GE(MaskTables::total_bytes(), before + vocab->size() / 8) << "an entry holds a bitset over the vocabulary";
+    EXPECT_LE(MaskTables::total_bytes(), before + MaskTables::kMaxTotalBytes);
+  }
+  EXPECT_EQ(MaskTables::total_bytes(), before);
+}
+
+}  // namespace
+}  // namespace pagoda::grammar
