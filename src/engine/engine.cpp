@@ -49,7 +49,9 @@ struct Engine::Impl {
   void engine_loop();
   void call(std::function<void(EngineCore&)> f, double timeout_s);
   void logger_loop();
-  void publish_snapshot(bool force);
+  std::shared_ptr<const EngineSnapshot> state_snapshot();
+  void publish_snapshot(bool settling);
+  void build_snapshot();
 
   EngineConfig config_;
   std::shared_ptr<const Tokenizer> tokenizer_;
@@ -76,6 +78,8 @@ struct Engine::Impl {
   StepEstimate estimate_;  // engine thread only
   SnapshotBoard board_;    // the dashboard's snapshots
   double last_snapshot_ = 0;
+  std::atomic<bool> changed_{true};              // something happened since the last picture
+  std::atomic<bool> snapshot_requested_{false};  // a reader found the picture stale (wakes the loop)
   uint64_t snapshot_version_ = 0;
 
   mutable std::mutex stats_mu_;
@@ -111,7 +115,7 @@ Engine::Impl::Impl(const EngineConfig& config, std::unique_ptr<ModelRunner> runn
                config.sched.max_batched_tokens, config.paged ? "" : ", reserve mode (--no-paged-attn)",
                config.prefix_caching ? "" : ", no prefix caching");
   if (config.faults.any()) spdlog::warn("fault injection is ON: {}", config.faults.describe());
-  publish_snapshot(true);
+  if (config_.snapshot_interval_s > 0) build_snapshot();  // readers always find a picture
   engine_thread_ = std::thread([this] { engine_loop(); });
   if (config.log_interval_s > 0) logger_thread_ = std::thread([this] { logger_loop(); });
 }
@@ -149,7 +153,8 @@ uint64_t Engine::submit(Request r, OutputSink sink) { return impl_->submit(std::
 void Engine::cancel(uint64_t id) { impl_->cancel(id); }
 size_t Engine::inbox_size() const { return impl_->inbox_size(); }
 EngineStats Engine::snapshot() const { return impl_->snapshot(); }
-std::shared_ptr<const EngineSnapshot> Engine::state_snapshot() const { return impl_->board_.latest(); }
+std::shared_ptr<const EngineSnapshot> Engine::state_snapshot() const { return impl_->state_snapshot(); }
+bool Engine::state_snapshot_current() const { return !impl_->changed_; }
 void Engine::shutdown(const std::string& reason) { impl_->shutdown(reason); }
 bool Engine::wait_stopped(double timeout_s) { return impl_->wait_stopped(timeout_s); }
 
@@ -247,7 +252,9 @@ void Engine::Impl::engine_loop() {
     bool stopping;
     {
       std::unique_lock lock(inbox_mu_);
-      auto ready = [&] { return stopping_ || !adds_.empty() || !cancels_.empty() || !calls_.empty(); };
+      auto ready = [&] {
+        return stopping_ || !adds_.empty() || !cancels_.empty() || !calls_.empty() || snapshot_requested_;
+      };
       // With work that cannot run yet (say, every admission failed), poll
       // gently: deadlines still need checking.
       if (idle && core_->has_work())
@@ -259,6 +266,7 @@ void Engine::Impl::engine_loop() {
       calls.swap(calls_);
       stopping = stopping_;
     }
+    if (stopping || !adds.empty() || !cancels.empty() || !calls.empty()) changed_ = true;
     for (auto& c : calls) c();
     for (auto& p : adds) {
       // Count the request as done when its last delta passes through.
@@ -283,6 +291,7 @@ void Engine::Impl::engine_loop() {
         stats_.step_started_at = clock_->now();
         stats_.step_predicted_s = 0;  // until the plan is made
       }
+      changed_ = true;  // a step, even one that runs nothing, may time out waiting requests
       try {
         idle = !core_->step();
         if (!idle) estimate_.observe(core_->stats().last_step_tokens, core_->stats().last_step_seconds);
@@ -307,13 +316,35 @@ void Engine::Impl::engine_loop() {
   }
 }
 
-// On the engine thread, between steps: the dashboard's picture, at most once
-// per interval, unless forced (the engine is about to sleep).
-void Engine::Impl::publish_snapshot(bool force) {
-  if (config_.snapshot_interval_s <= 0) return;
+// On a reader's thread: counts as watching; a stale picture wakes the engine
+// (through its inbox) for a new one.
+std::shared_ptr<const EngineSnapshot> Engine::Impl::state_snapshot() {
+  board_.watch(clock_->now());
+  if (changed_ && !snapshot_requested_) {
+    {
+      std::lock_guard lock(inbox_mu_);  // so the loop cannot miss the wake-up between its check and its wait
+      snapshot_requested_ = true;
+    }
+    inbox_cv_.notify_one();
+  }
+  return board_.latest();
+}
+
+// On the engine thread, between steps: the dashboard's picture, when
+// something changed and someone watches: at most once per interval, unless
+// the engine is about to sleep (`settling`) or a reader asked.
+void Engine::Impl::publish_snapshot(bool settling) {
+  const bool requested = snapshot_requested_.exchange(false);
+  if (config_.snapshot_interval_s <= 0 || !changed_) return;
   const double now = clock_->now();
-  if (!force && now - last_snapshot_ < config_.snapshot_interval_s) return;
-  last_snapshot_ = now;
+  if (!requested && !board_.watched(now)) return;
+  if (!requested && !settling && now - last_snapshot_ < config_.snapshot_interval_s) return;
+  build_snapshot();
+}
+
+void Engine::Impl::build_snapshot() {
+  last_snapshot_ = clock_->now();
+  changed_ = false;
   auto snap = core_->take_snapshot();
   snap->version = ++snapshot_version_;
   board_.publish(std::move(snap));

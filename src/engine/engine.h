@@ -59,8 +59,12 @@ class Engine {
 
   EngineStats snapshot() const;
   // The dashboard's latest picture (null when config.snapshot_interval_s is
-  // 0). Never waits for the engine's step.
+  // 0). Never waits for the engine's step. A call counts as watching: the
+  // engine builds pictures only for SnapshotBoard::kWatchWindowS after the
+  // last call, and a call that finds the picture stale wakes it for a new one.
   std::shared_ptr<const EngineSnapshot> state_snapshot() const;
+  // Nothing has happened in the engine since the latest picture was taken.
+  bool state_snapshot_current() const;
   int32_t max_model_len() const;
   int32_t vocab_size() const;
   const Tokenizer* tokenizer() const;

@@ -3,11 +3,13 @@
 // running and waiting sequences, the finishes of the last minute and the
 // counters, taken on the engine thread between two steps.
 //
-// The engine thread builds one at most every snapshot_interval_s (and after
-// the step that leaves it idle, so a drained engine is shown drained) and
-// publishes it with SnapshotBoard: a pointer swap under a mutex held only for
-// the swap, so readers never block a step and the engine never waits for a
-// reader. Readers keep the shared_ptr as long as they like.
+// The engine thread builds one only while someone watches (a reader asked
+// within SnapshotBoard::kWatchWindowS), at most every snapshot_interval_s,
+// and after the step that leaves it idle, so a drained engine is shown
+// drained; a reader that finds the picture stale wakes the engine for a new
+// one. It publishes it with SnapshotBoard: a pointer swap under a mutex held
+// only for the swap, so readers never block a step and the engine never
+// waits for a reader. Readers keep the shared_ptr as long as they like.
 //
 // Only counts and ids: no prompt or output text ever enters a snapshot.
 // Copy-on-write is never pending here: a step makes its copies before its
@@ -15,6 +17,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -136,14 +139,22 @@ class FinishLog {
 };
 
 // The latest snapshot, shared between the engine thread and its readers.
+// Also tracks whether anyone watches, so an unwatched engine builds nothing
+// (a picture of 100k blocks costs milliseconds of the engine thread).
 class SnapshotBoard {
  public:
+  static constexpr double kWatchWindowS = 2.0;  // a reader's interest lasts this long
+
   void publish(std::shared_ptr<const EngineSnapshot> s);
   std::shared_ptr<const EngineSnapshot> latest() const;  // null before the first
+
+  void watch(double now) { watched_at_.store(now, std::memory_order_relaxed); }  // a reader is interested
+  bool watched(double now) const { return now - watched_at_.load(std::memory_order_relaxed) < kWatchWindowS; }
 
  private:
   mutable std::mutex mu_;  // held only to copy or swap the pointer
   std::shared_ptr<const EngineSnapshot> latest_;
+  std::atomic<double> watched_at_{-1e300};
 };
 
 }  // namespace pagoda

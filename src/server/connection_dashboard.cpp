@@ -23,10 +23,15 @@ void Connection::debug_state(RequestReader::Request&, std::string_view path, std
   if (!state_->config.dashboard) throw ApiError(404, fmt::format("no such endpoint: GET {}", path));
   const ServedModel* m = state_->model();
   if (!m) throw ApiError(503, "the model is still loading");
-  const auto snap = m->engine->state_snapshot();
-  if (!snap) throw ApiError(404, "the engine takes no snapshots");
-  respond(200, "application/json", dump(state_json(*snap, dashboard_info(*state_, *m))),
-          {{"Cache-Control", "no-store"}});
+  if (!m->engine->state_snapshot()) throw ApiError(404, "the engine takes no snapshots");
+  await_fresh_snapshot(state_, socket_.get_executor(), [weak = weak_from_this()](auto snap) {
+    auto self = weak.lock();  // a client that left is not answered
+    if (!self) return;
+    const ServedModel* model = self->state_->model();
+    if (!snap || !model) return self->respond_error(ApiError(503, "the server is shutting down"));
+    self->respond(200, "application/json", dump(state_json(*snap, dashboard_info(*self->state_, *model))),
+                  {{"Cache-Control", "no-store"}});
+  });
 }
 
 void Connection::debug_events(RequestReader::Request&, std::string_view path, std::string_view) {

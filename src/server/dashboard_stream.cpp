@@ -20,6 +20,42 @@ DashboardInfo dashboard_info(const ServerState& state, const ServedModel& model)
   return info;
 }
 
+namespace {
+
+// One await_fresh_snapshot: polls until the engine has published a newer
+// picture than the one latest when asked, or the picture is current.
+struct FreshSnapshotWait {
+  static constexpr auto kPoll = std::chrono::milliseconds(10);
+  std::shared_ptr<ServerState> state;
+  boost::asio::steady_timer timer;
+  std::function<void(std::shared_ptr<const EngineSnapshot>)> then;
+  uint64_t asked_version = 0;
+  int polls_left = int(kFreshWaitS * 1000 / kPoll.count());
+
+  void poll(std::shared_ptr<FreshSnapshotWait> self) {
+    const ServedModel* m = state->model();
+    if (!m) return then(nullptr);
+    auto snap = m->engine->state_snapshot();
+    if (!snap || m->engine->state_snapshot_current() || snap->version > asked_version || polls_left-- <= 0)
+      return then(std::move(snap));
+    timer.expires_after(kPoll);
+    timer.async_wait([self](boost::system::error_code ec) {
+      if (!ec) self->poll(self);
+    });
+  }
+};
+
+}  // namespace
+
+void await_fresh_snapshot(std::shared_ptr<ServerState> state, boost::asio::any_io_executor strand,
+                          std::function<void(std::shared_ptr<const EngineSnapshot>)> then) {
+  auto wait = std::make_shared<FreshSnapshotWait>(
+      FreshSnapshotWait{std::move(state), boost::asio::steady_timer(std::move(strand)), std::move(then)});
+  if (const ServedModel* m = wait->state->model())
+    if (auto snap = m->engine->state_snapshot()) wait->asked_version = snap->version;
+  wait->poll(wait);
+}
+
 DashboardStream::DashboardStream(std::shared_ptr<ServerState> state, std::weak_ptr<ResponseChannel> channel,
                                  boost::asio::any_io_executor strand)
     : state_(std::move(state)), channel_(std::move(channel)), timer_(std::move(strand)) {
@@ -33,10 +69,17 @@ DashboardStream::~DashboardStream() { --state_->dashboard_streams; }
 
 void DashboardStream::start() {
   const ServedModel* m = state_->model();
+  if (!m || !channel_.lock()) return;
+  if (!m->engine->state_snapshot()) throw ApiError(404, "the dashboard is off (--no-dashboard)");
+  await_fresh_snapshot(state_, timer_.get_executor(),
+                       [self = shared_from_this()](auto snap) { self->begin(std::move(snap)); });
+}
+
+void DashboardStream::begin(std::shared_ptr<const EngineSnapshot> first) {
+  const ServedModel* m = state_->model();
   auto ch = channel_.lock();
-  if (!m || !ch) return;
-  sent_ = m->engine->state_snapshot();
-  if (!sent_) throw ApiError(404, "the dashboard is off (--no-dashboard)");
+  if (!m || !ch || !first) return;
+  sent_ = std::move(first);
   ch->begin_events({{"Cache-Control", "no-store"}});
   ch->send_event(dump(state_json(*sent_, dashboard_info(*state_, *m))));
   schedule();

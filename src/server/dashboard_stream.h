@@ -11,6 +11,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/steady_timer.hpp>
 
+#include <functional>
 #include <memory>
 
 #include "server/dashboard_json.h"
@@ -21,6 +22,15 @@ namespace pagoda::server {
 
 // What the page shows of the server beside the snapshot, judged now.
 DashboardInfo dashboard_info(const ServerState& state, const ServedModel& model);
+
+// Calls `then` on `strand` with a picture of the engine no older than this
+// call: the latest at once if nothing happened since it was taken; otherwise
+// the one the engine builds when asked (an unwatched engine builds none), or
+// the latest after kFreshWaitS. Null when the model is gone or snapshots are
+// off. Never blocks: it polls on a timer.
+constexpr double kFreshWaitS = 1.0;
+void await_fresh_snapshot(std::shared_ptr<ServerState> state, boost::asio::any_io_executor strand,
+                          std::function<void(std::shared_ptr<const EngineSnapshot>)> then);
 
 class DashboardStream : public std::enable_shared_from_this<DashboardStream> {
  public:
@@ -36,6 +46,7 @@ class DashboardStream : public std::enable_shared_from_this<DashboardStream> {
   void start();  // on the strand: the head and the whole state
 
  private:
+  void begin(std::shared_ptr<const EngineSnapshot> first);
   void schedule();
   void tick();
 

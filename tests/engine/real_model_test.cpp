@@ -302,5 +302,39 @@ TEST(EngineRealModel, ChoicesShareThePromptAndEndSeparately) {
   EXPECT_EQ(e->generate({r})[0].choices[2].tokens, out[0].choices[2].tokens);
 }
 
+// The dashboard's pictures cost the engine thread milliseconds on a large
+// pool, so an unwatched engine builds none; the first reader gets the stale
+// one at once and wakes the engine (even an idle one) for a fresh one; a
+// watched engine builds them at the configured pace.
+TEST(EngineRealModel, SnapshotsAreBuiltOnlyWhileWatched) {
+  EngineConfig cfg;
+  cfg.snapshot_interval_s = 0.001;
+  auto e = make_engine(cfg);
+  std::mt19937 rng(7);
+  e->submit(greedy(random_prompt(rng, 20), 60), {});
+  wait_drained(*e, 1);
+  auto first = e->state_snapshot();  // the picture taken at start: nobody watched the run
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->version, 1u);
+  EXPECT_TRUE(first->finishes.empty());
+  std::shared_ptr<const EngineSnapshot> fresh;
+  for (int i = 0; i < 200 && !e->state_snapshot_current(); ++i) std::this_thread::sleep_for(5ms);
+  fresh = e->state_snapshot();
+  EXPECT_TRUE(e->state_snapshot_current());
+  EXPECT_EQ(fresh->version, 2u);  // one picture for the reader, of the drained engine
+  EXPECT_EQ(fresh->finishes.size(), 1u);
+
+  e->submit(greedy(random_prompt(rng, 20), 200), {});
+  uint64_t seen = fresh->version;
+  int changes = 0;
+  for (int i = 0; i < 3000 && e->snapshot().requests_finished() < 2; ++i) {
+    const auto s = e->state_snapshot();  // watching
+    changes += s->version != seen;
+    seen = s->version;
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_GE(changes, 3);  // pictures kept coming while watched
+}
+
 }  // namespace
 }  // namespace pagoda
