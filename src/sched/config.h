@@ -29,6 +29,11 @@ struct SchedulerConfig {
   double auto_step_multiple = 2.0;
   double auto_step_floor_ms = 10;
   int32_t min_prefill_chunk = 16;  // a decode-carrying step still prefills this much
+  // Cold start of rule 5 (no prediction yet): the k-th step is capped at
+  // cold_start_tokens << k, so the first steps the cost model learns from
+  // grow from short to full instead of all being max_batched_tokens long
+  // (seconds each for a 1B model on a CPU, with every stream waiting).
+  int32_t cold_start_tokens = 128;
   // --long-prefill-token-threshold (vLLM): a prefill chunk is capped at N
   // tokens a step even when nothing else runs; 0: no cap.
   int32_t long_prefill_token_threshold = 0;

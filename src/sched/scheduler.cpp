@@ -184,7 +184,11 @@ StepPlan Scheduler::schedule(int64_t step, const StepCostModel* cost) {
                     .cost = cost,
                     .min_chunk = config_.min_prefill_chunk,
                     .long_threshold = config_.long_prefill_token_threshold};
-  plan.budget_tokens = config_.max_batched_tokens;
+  const bool cold = config_.max_step_ms != 0 && cost && !cost->predict(StepShape{});
+  if (cold)
+    budget.tokens = int32_t(
+        std::min<int64_t>(budget.tokens, int64_t(config_.cold_start_tokens) << std::min<int64_t>(cold_steps_, 24)));
+  plan.budget_tokens = budget.tokens;
   if (config_.max_step_ms != 0) {
     schedule_by_time(step, plan, budget);
   } else {
@@ -199,6 +203,7 @@ StepPlan Scheduler::schedule(int64_t step, const StepCostModel* cost) {
     if (plan.preempted.empty()) admit_waiting(step, plan, budget);  // under pressure: admit nothing new
   }
   plan.shape = budget.shape;
+  if (cold && !plan.empty()) ++cold_steps_;
   if (cost && !plan.empty()) plan.predicted_s = cost->predict(plan.shape).value_or(0);
   return plan;
 }

@@ -37,7 +37,8 @@
 //     tokens (prefills always progress). A step without decodes (an idle
 //     engine) prefills at the full token budget. --max-batched-tokens bounds
 //     every step; long_prefill_token_threshold caps any one chunk. No
-//     prediction yet (cold start): the token budget alone.
+//     prediction yet (cold start): the token budget, the k-th such step
+//     capped at cold_start_tokens << k (the model learns from short steps).
 //     Auto multiple 2 and floor 10 ms (docs/performance.md, "Time-budgeted
 //     steps"): 2x leaves 1.5x for prediction error under the goal of ITL p99
 //     within 3x the decode-only step; the floor keeps a tiny model's chunks
@@ -144,6 +145,7 @@ class Scheduler {
   std::vector<Sequence*> running_;
   std::vector<Sequence*> waiting_;
   int64_t total_preemptions_ = 0;
+  int64_t cold_steps_ = 0;  // steps planned before the cost model predicted (rule 5's cold start)
 };
 
 // The admission order: boosted first, then lower priority value, then earlier arrival.

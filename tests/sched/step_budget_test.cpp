@@ -120,13 +120,30 @@ TEST(StepBudget, ZeroKeepsThePureTokenBudget) {
   EXPECT_EQ(p.target_s, 0);
 }
 
-TEST(StepBudget, NoPredictionYetFallsBackToTheTokenBudget) {
+TEST(StepBudget, NoPredictionYetRampsUpToTheTokenBudget) {
   FakeCost cost;
   cost.known = false;
-  Fixture f(2048, budget_config(SchedulerConfig::kAutoStepMs));
+  SchedulerConfig cfg = budget_config(SchedulerConfig::kAutoStepMs);
+  cfg.cold_start_tokens = 64;
+  Fixture f(2048, cfg);
   int64_t step = 0;
-  for (int i = 0; i < 4; ++i) f.add(8);
-  prefill_all(f, &cost, step);
+  f.add(3000, 0, 4000);
+  // Cold steps grow 64, 128, 256, then the full 512-token budget.
+  for (int32_t want : {64, 128, 256, 512, 512}) {
+    const StepPlan p = f.sched.schedule(++step, &cost);
+    EXPECT_EQ(p.num_tokens, want);
+    f.complete(p);
+  }
+  cost.known = true;  // once the model predicts, rule 5 sizes the steps
+  cost.c = {.fixed = 0.001, .per_token = 1e-5};
+  EXPECT_EQ(f.sched.schedule(++step, &cost).num_tokens, 512);  // an idle engine: the full budget
+}
+
+TEST(StepBudget, ZeroHasNoColdStartRamp) {
+  FakeCost cost;
+  cost.known = false;
+  Fixture f(2048, budget_config(0));
+  int64_t step = 0;
   f.add(3000, 0, 4000);
   EXPECT_EQ(f.sched.schedule(++step, &cost).num_tokens, 512);
 }
