@@ -38,7 +38,7 @@ SnapshotCounters snapshot_counters(const EngineStats& s) {
   c.kv_free = s.kv_blocks_free;
   c.last_step_seconds = s.last_step_seconds;
   c.last_step_end = s.last_step_end;
-  c.step_predicted_s = s.step_predicted_s;
+  c.step_predicted_s = s.step_cost_predicted_s;  // the cost model's time for the last step (vs last_step_seconds)
   c.ttft = s.ttft.counts;
   c.itl = s.itl.counts;
   return c;
