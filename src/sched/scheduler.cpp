@@ -131,14 +131,14 @@ int32_t Scheduler::admission_headroom(int32_t running_after) const {
   return watermark + config_.kv_headroom_per_seq * running_after;
 }
 
-bool Scheduler::try_admit(Sequence* seq, StepPlan& plan, StepBudget& budget) {
+bool Scheduler::try_admit(Sequence* seq, StepPlan& plan, StepBudget& budget, bool whole_only) {
   const bool resumed = seq->state == SeqState::preempted;
   CachedPrefix prefix = blocks_.lookup_prefix(std::span<const TokenId>(seq->tokens).first(size_t(seq->num_tokens())),
                                               seq->cache_salt, resumed ? Admission::kResumed : Admission::kFresh);
   prefix.extra_key = seq->cache_salt;
   const int32_t want = seq->num_tokens() - prefix.num_tokens;
   const int32_t n = want == 1 ? std::min(1, budget.tokens) : budget.grant(prefix.num_tokens, want);
-  if (n <= 0) return false;
+  if (n <= 0 || (whole_only && n < want)) return false;
   // A resumed sequence waits until its whole context fits, so it cannot thrash.
   if (resumed && blocks_.blocks_needed(seq->id, seq->num_tokens(), prefix, seq->max_len) > blocks_.num_free_blocks())
     return false;
@@ -161,12 +161,17 @@ bool Scheduler::try_admit(Sequence* seq, StepPlan& plan, StepBudget& budget) {
   return true;
 }
 
-void Scheduler::admit_waiting(int64_t step, StepPlan& plan, StepBudget& budget) {
+void Scheduler::admit_waiting(int64_t step, StepPlan& plan, StepBudget& budget, bool whole_only) {
   std::vector<Sequence*> queue = waiting_;
   Sequence* blocked_head = nullptr;  // the first request that did not fit
   for (Sequence* seq : queue) {
     if (budget.exhausted() || int32_t(running_.size()) >= config_.max_num_seqs) break;
     if (seq->preempted_at_step == step) continue;
+    if (whole_only && !try_admit(seq, plan, budget, true)) break;  // the queue's head stays the head
+    if (whole_only) {
+      std::erase(waiting_, seq);
+      continue;
+    }
     if (blocked_head && (blocked_head->bypassed >= config_.max_bypass || blocked_head->state == SeqState::preempted))
       break;  // aging, or a preempted head: nobody passes it now
     if (try_admit(seq, plan, budget)) {
@@ -252,9 +257,14 @@ void Scheduler::schedule_by_time(int64_t step, StepPlan& plan, StepBudget& budge
     else
       later.push_back(seq);
   }
-  if (plan.preempted.empty()) admit_waiting(step, plan, budget);  // under pressure: admit nothing new
+  // Under pressure admit nothing new. Requests whose whole prompt fits now
+  // go before the running prefills that cannot finish, the rest after them:
+  // so new arrivals do not take a long prefill's tokens a chunk at a time,
+  // which under overload spread every step over all prompts and finished none.
+  if (plan.preempted.empty()) admit_waiting(step, plan, budget, /*whole_only=*/true);
   for (Sequence* seq : later)
     if (seq->state != SeqState::preempted && !budget.exhausted()) schedule_running(seq, step, plan, budget);
+  if (plan.preempted.empty()) admit_waiting(step, plan, budget);
 
   // Aging: a running prefill passed over while others prefilled counts a pass.
   for (Sequence* seq : prefills) {

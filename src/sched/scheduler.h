@@ -46,9 +46,11 @@
 //  6. TTFT fairness (time-budgeted mode): prefills share a step by
 //     shortest-remaining-prefill first, with aging. Within a priority class,
 //     running prefills that can finish in this step go first, shortest first;
-//     then waiting requests are admitted (rules 2-4); then the running
-//     prefills that cannot finish fill what is left, shortest first. So one
-//     long prompt cannot hold back the short prompts behind it. A running
+//     then waiting requests whose whole prompt fits (from the queue's head,
+//     passing no one); then the running prefills that cannot finish, shortest
+//     first; then the other admissions (rules 2-4). So one long prompt cannot
+//     hold back the short prompts behind it, and under overload new arrivals
+//     do not spread every step over all prompts (none finishing). A running
 //     prefill left without tokens while others prefilled counts a pass; after
 //     max_bypass passes it goes first (it is never starved).
 //     With max_step_ms == 0 the order is rule 1's (admission order).
@@ -130,8 +132,10 @@ class Scheduler {
 
  private:
   bool schedule_running(Sequence* seq, int64_t step, StepPlan& plan, StepBudget& budget);
-  bool try_admit(Sequence* seq, StepPlan& plan, StepBudget& budget);
-  void admit_waiting(int64_t step, StepPlan& plan, StepBudget& budget);
+  // whole_only: only if the whole remaining prompt fits this step.
+  bool try_admit(Sequence* seq, StepPlan& plan, StepBudget& budget, bool whole_only = false);
+  // whole_only: admits the queue's head while it fits whole, passing no one.
+  void admit_waiting(int64_t step, StepPlan& plan, StepBudget& budget, bool whole_only = false);
   void schedule_by_time(int64_t step, StepPlan& plan, StepBudget& budget);
   void set_target(StepPlan& plan, StepBudget& budget) const;
   Sequence* pick_victim() const;

@@ -224,6 +224,31 @@ TEST(StepBudget, ShortPromptsAreNotStarvedByALongOne) {
   EXPECT_TRUE(big0->is_running());
 }
 
+// Rule 6 under overload: prompts that cannot finish in one step, arriving
+// one a step. New arrivals get no chunk before the running prefills, so the
+// prompts finish in arrival order instead of each arrival taking the step's
+// tokens from the one before (every prompt half done, none finishing).
+TEST(StepBudget, ArrivalsDoNotTakeTheTokensOfRunningPrefills) {
+  FakeCost cost;
+  cost.c = {.fixed = 0.005, .per_token = 0.001};
+  Fixture f(4096, budget_config(60));  // ~54 prefill tokens a step beside one decode
+  int64_t step = 0;
+  f.add(8, 0, 100000);
+  prefill_all(f, &cost, step);
+  std::vector<Sequence*> prompts;
+  std::vector<int64_t> done_at;
+  for (int i = 0; i < 40 && done_at.size() < 6; ++i) {
+    if (prompts.size() < 6) prompts.push_back(f.add(100, 0, 4000));
+    f.complete(f.sched.schedule(++step, &cost));
+    for (size_t k = done_at.size(); k < prompts.size() && prompts[k]->state == SeqState::decode; ++k)
+      done_at.push_back(step);
+    for (size_t k = done_at.size() + 1; k < prompts.size(); ++k)
+      ASSERT_NE(prompts[k]->state, SeqState::decode) << "prompt " << k << " finished before prompt " << done_at.size();
+  }
+  ASSERT_EQ(done_at.size(), 6u);
+  EXPECT_LE(done_at[0], 3);  // the first is not slowed by the ones behind it
+}
+
 // Rule 6's aging: a stream of short prompts cannot starve the long one.
 TEST(StepBudget, ALongPromptStillProgressesUnderAStreamOfShortOnes) {
   FakeCost cost;
