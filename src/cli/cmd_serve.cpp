@@ -15,6 +15,8 @@
 #include "cli/model_option.h"
 #include "engine/engine.h"
 #include "events/zmq_publisher.h"
+#include "pagoda_version.h"
+#include "server/cors.h"
 #include "server/server.h"
 #include "util/error.h"
 
@@ -24,7 +26,8 @@ namespace {
 struct Opts {
   ModelOption model_opt;
   std::string model;  // model_opt, resolved
-  std::string served_name;
+  std::vector<std::string> served_names;
+  std::string allowed_origins;
   std::string chat_template;
   std::string faults;
   std::string kv_events;  // --kv-events-config JSON
@@ -85,7 +88,11 @@ int run(Opts& o) {
     if (const char* k = std::getenv("PAGODA_API_KEY"); k && *k) o.server.api_key = k;
   o.model = o.model_opt.resolve();
   if (!std::filesystem::exists(o.model)) fail<InvalidArgument>("model file not found: {}", o.model);
-  const std::string name = o.served_name.empty() ? std::filesystem::path(o.model).stem().string() : o.served_name;
+  // vLLM's --served-model-name: requests may use any of the names; responses say the first.
+  if (o.served_names.empty()) o.served_names.push_back(std::filesystem::path(o.model).stem().string());
+  const std::string name = o.served_names.front();
+  o.server.allowed_origins = server::parse_allowed_origins(o.allowed_origins);
+  o.server.version = PAGODA_VERSION;
   std::optional<std::string> tmpl;
   if (!o.chat_template.empty()) tmpl = o.chat_template;
   // A --chat-template that is neither a file nor a name fails before listening; a template
@@ -112,6 +119,7 @@ int run(Opts& o) {
   cfg.load_progress = progress_log(name);
   const bool clean = srv.run([&] {
     auto m = std::make_unique<server::ServedModel>(Engine::load(o.model, cfg), name, chat);
+    m->names = o.served_names;
     if (kv_events) {
       m->engine->set_kv_event_sink(kv_events);
       m->extra_metrics = [kv_events](std::string& out) { kv_events->render_metrics(out); };
@@ -139,7 +147,11 @@ Command add_serve(CLI::App& app) {
   o->model_opt.add(cmd);
   cmd->add_option("--host", s.host, "Address to bind")->capture_default_str();
   cmd->add_option("--port", s.port, "Port (0: any free port, printed at start)")->capture_default_str();
-  cmd->add_option("--served-model-name", o->served_name, "Model name in responses (default: the file name's stem)");
+  cmd->add_option("--served-model-name", o->served_names,
+                  "Model names requests may use; responses say the first (default: the file name's stem)")
+      ->expected(1, 16);
+  cmd->add_option("--allowed-origins", o->allowed_origins,
+                  "Browser origins that get CORS headers: a comma list or '*' (default: none, no CORS headers)");
   cmd->add_option("--kv-cache-tokens", e.kv_cache_tokens, "KV pool size in tokens (default: sized from memory)");
   cmd->add_option("--kv-cache-mem", o->kv_mem_mib, "KV pool size in MiB");
   cmd->add_option("--block-size", e.block_size, "KV cache block size in tokens")->capture_default_str();

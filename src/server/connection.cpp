@@ -7,10 +7,12 @@
 #include <boost/beast/core/string.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "engine/clock.h"
 #include "server/api_error.h"
+#include "server/cors.h"
 #include "server/generation_stream.h"
 #include "server/metrics.h"
 #include "server/vllm_metrics.h"
@@ -85,6 +87,9 @@ void Connection::begin_reading() {
     return;
   }
   reader_.emplace(RequestLimits{.body_bytes = state_->config.max_body_bytes});
+  cors_origin_.clear();
+  allow_.clear();
+  head_ = false;
   continue_sent_ = false;
   read_stage_ = ReadStage::idle;
   arm_read_timer();
@@ -187,6 +192,9 @@ void Connection::on_request() {
   reader_.reset();
   keep_alive_ = req.keep_alive() && !state_->draining;
   http11_ = req.version() >= 11;
+  head_ = req.method() == http::verb::head;
+  if (const auto origin = req.find(http::field::origin); origin != req.end())
+    cors_origin_ = cors_allow_origin(state_->config.allowed_origins, std::string_view(origin->value()));
   read_some();  // from now on, EOF on the socket means the client left
   try {
     route(req);
@@ -202,8 +210,9 @@ void Connection::on_request() {
 // ---- routing ----
 
 // The route table: a path (or a path prefix), its method, and whether it is
-// under /v1 or /debug (the API key guards those). Unknown path: 404; a known path
-// without the key: 401; the wrong method: 405.
+// under /v1 or /debug (the API key guards those). Unknown path: 404; OPTIONS on
+// a known path: 204 (a CORS preflight, no key needed); a known path without the
+// key: 401; the wrong method: 405 with Allow. HEAD is answered on every GET route.
 struct Connection::Route {
   std::string_view path;
   bool prefix;
@@ -222,6 +231,10 @@ const Connection::Route Connection::kRoutes[] = {
     {"/v1/models/", true, http::verb::get, true, &Connection::models},
     {"/v1/completions", false, http::verb::post, true, &Connection::completions},
     {"/v1/chat/completions", false, http::verb::post, true, &Connection::chat_completions},
+    {"/tokenize", false, http::verb::post, true, &Connection::tokenize},
+    {"/detokenize", false, http::verb::post, true, &Connection::detokenize},
+    {"/apply-template", false, http::verb::post, true, &Connection::apply_template},
+    {"/version", false, http::verb::get, false, &Connection::version},
     {"/", false, http::verb::get, false, &Connection::dashboard_page},
     {"/dashboard", false, http::verb::get, false, &Connection::dashboard_page},
     {"/dashboard/", true, http::verb::get, false, &Connection::dashboard_page},
@@ -233,15 +246,37 @@ void Connection::route(RequestReader::Request& req) {
   const std::string_view target(req.target().data(), req.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
   const std::string_view method(req.method_string().data(), req.method_string().size());
+  const Route* match = nullptr;
+  std::string methods;  // the path's methods, for Allow
+  bool guarded = false;
   for (const Route& r : kRoutes) {
     if (r.prefix ? !path.starts_with(r.path) : path != r.path) continue;
-    if (r.v1 && !authorized(req)) throw ApiError(401, "invalid or missing API key (send 'Authorization: Bearer KEY')");
-    if (req.method() != r.method)
-      throw ApiError(405, fmt::format("method {} is not allowed for {} (use {})", method, path,
-                                      std::string_view(http::to_string(r.method))));
-    return (this->*r.handle)(req, path, target.substr(path.size()));
+    methods += fmt::format("{}{}", methods.empty() ? "" : ", ", std::string_view(http::to_string(r.method)));
+    if (r.method == http::verb::get) methods += ", HEAD";
+    guarded |= r.v1;
+    const bool head_of_get = req.method() == http::verb::head && r.method == http::verb::get;
+    if (!match && (req.method() == r.method || head_of_get)) match = &r;
   }
-  throw ApiError(404, fmt::format("no such endpoint: {} {}", method, path));
+  if (methods.empty()) throw ApiError(404, fmt::format("no such endpoint: {} {}", method, path));
+  allow_ = methods + ", OPTIONS";
+  if (req.method() == http::verb::options) return preflight(req);
+  if (guarded && !authorized(req)) throw ApiError(401, "invalid or missing API key (send 'Authorization: Bearer KEY')");
+  if (!match) throw ApiError(405, fmt::format("method {} is not allowed for {} (use {})", method, path, methods));
+  // An event stream never ends: HEAD gets its head alone.
+  if (head_ && match->handle == &Connection::debug_events && state_->config.dashboard)
+    return respond(200, "text/event-stream; charset=utf-8", "", {{"Cache-Control", "no-cache"}});
+  return (this->*match->handle)(req, path, target.substr(path.size()));
+}
+
+// OPTIONS: the path's methods, and for an allowed origin what CORS asks.
+void Connection::preflight(const RequestReader::Request& req) {
+  Headers h{{"Allow", allow_}};
+  if (!cors_origin_.empty()) {
+    const auto it = req.find(http::field::access_control_request_headers);
+    const std::string_view asked = it == req.end() ? std::string_view() : std::string_view(it->value());
+    for (auto& kv : cors_preflight_headers(allow_, asked)) h.push_back(std::move(kv));
+  }
+  respond(204, "", "", h);
 }
 
 bool Connection::authorized(const RequestReader::Request& req) const {
@@ -342,24 +377,38 @@ void Connection::kv_cache_blocks(RequestReader::Request&, std::string_view, std:
   respond_json(200, dump({{"block_size", m->engine->config().block_size}, {"hashes", hashes}}));
 }
 
+// Every served name is a card, as vLLM lists them.
 void Connection::models(RequestReader::Request&, std::string_view path, std::string_view) {
   const ServedModel* m = state_->model();
   if (!m) throw ApiError(503, "the model is still loading");
-  const json card = {{"id", m->name},
-                     {"object", "model"},
-                     {"created", state_->started_at},
-                     {"owned_by", "pagoda"},
-                     {"max_model_len", m->engine->max_model_len()}};
-  if (path == "/v1/models") return respond_json(200, dump({{"object", "list"}, {"data", json::array({card})}}));
-  const std::string_view id = path.substr(std::string_view("/v1/models/").size());
-  if (id != m->name) throw ApiError(404, fmt::format("the model '{}' does not exist", id), "model", "model_not_found");
-  respond_json(200, dump(card));
+  const auto card = [&](const std::string& id) {
+    return json{{"id", id},
+                {"object", "model"},
+                {"created", state_->started_at},
+                {"owned_by", "pagoda"},
+                {"root", m->name},
+                {"max_model_len", m->engine->max_model_len()}};
+  };
+  if (path == "/v1/models") {
+    json data = json::array();
+    for (const auto& n : m->names) data.push_back(card(n));
+    return respond_json(200, dump({{"object", "list"}, {"data", std::move(data)}}));
+  }
+  const std::string id(path.substr(std::string_view("/v1/models/").size()));
+  if (std::find(m->names.begin(), m->names.end(), id) == m->names.end())
+    throw ApiError(404, fmt::format("The model `{}` does not exist.", id), "model", "model_not_found");
+  respond_json(200, dump(card(id)));
 }
 
 // ---- writing ----
 
 void Connection::respond(int status, std::string_view content_type, std::string_view body, const Headers& extra) {
-  send(http_response(status, content_type, body, keep_alive_ && !close_after_ && !state_->draining, extra));
+  Headers h = extra;
+  if (!cors_origin_.empty())
+    for (auto& kv : cors_headers(cors_origin_)) h.push_back(std::move(kv));
+  std::string bytes = http_response(status, content_type, body, keep_alive_ && !close_after_ && !state_->draining, h);
+  if (head_) bytes.resize(bytes.size() - body.size());  // HEAD: the same head, no body
+  send(std::move(bytes));
   response_complete();
 }
 
@@ -371,12 +420,16 @@ void Connection::respond_error(const ApiError& e) {
   Headers h;
   if (e.status == 401) h.emplace_back("WWW-Authenticate", "Bearer");
   if (e.retry_after_s > 0) h.emplace_back("Retry-After", std::to_string(e.retry_after_s));
+  if (e.status == 405 && !allow_.empty()) h.emplace_back("Allow", allow_);
   respond(e.status, "application/json", dump(error_json(e.status, e.what(), e.param, e.code)), h);
 }
 
 void Connection::begin_events(const Headers& extra) {
   if (!http11_) keep_alive_ = false;  // HTTP/1.0: the stream ends when the connection does
-  send(sse_head(keep_alive_ && !close_after_ && !state_->draining, http11_, extra));
+  Headers h = extra;
+  if (!cors_origin_.empty())
+    for (auto& kv : cors_headers(cors_origin_)) h.push_back(std::move(kv));
+  send(sse_head(keep_alive_ && !close_after_ && !state_->draining, http11_, h));
 }
 
 void Connection::send_event(std::string_view data) { send(sse_event(data, http11_)); }

@@ -19,9 +19,12 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "server/http_response.h"
 #include "server/request_reader.h"
@@ -86,6 +89,15 @@ class Connection : public ResponseChannel, public std::enable_shared_from_this<C
   void models(RequestReader::Request& req, std::string_view path, std::string_view query);
   void completions(RequestReader::Request& req, std::string_view path, std::string_view query);
   void chat_completions(RequestReader::Request& req, std::string_view path, std::string_view query);
+  void preflight(const RequestReader::Request& req);  // OPTIONS (cors.h)
+  // vLLM's /tokenize and /detokenize, llama.cpp's /apply-template, /version (connection_tokenize.cpp).
+  void tokenize(RequestReader::Request& req, std::string_view path, std::string_view query);
+  void detokenize(RequestReader::Request& req, std::string_view path, std::string_view query);
+  void apply_template(RequestReader::Request& req, std::string_view path, std::string_view query);
+  void version(RequestReader::Request& req, std::string_view path, std::string_view query);
+  // Runs `work` on a request worker (tokenizing must not hold the I/O thread)
+  // and answers 200 with the JSON it returns, or the ApiError it throws.
+  void answer_off_thread(std::function<nlohmann::json(Headers&)> work);
   // The dashboard (connection_dashboard.cpp): the page, /debug/state, /debug/events.
   void dashboard_page(RequestReader::Request& req, std::string_view path, std::string_view query);
   void debug_state(RequestReader::Request& req, std::string_view path, std::string_view query);
@@ -116,6 +128,9 @@ class Connection : public ResponseChannel, public std::enable_shared_from_this<C
   bool reading_ = false;        // a read is posted on the socket
   bool keep_alive_ = true;      // of the current exchange
   bool http11_ = true;
+  bool head_ = false;          // a HEAD request: responses carry no body
+  std::string cors_origin_;    // Access-Control-Allow-Origin for this request, "" for none
+  std::string allow_;          // the requested path's methods, for Allow
   bool complete_ = false;      // the current response is fully queued
   bool close_after_ = false;   // close once the response is written
   bool linger_ = false;        // ... after draining what the client still sends

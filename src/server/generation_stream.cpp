@@ -9,6 +9,7 @@
 #include <random>
 
 #include "server/api_error.h"
+#include "server/request_fields.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -41,7 +42,10 @@ void GenerationStream::start(bool chat, std::string body) {
     try {
       const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
       if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
+      check_model(j, m->names);
+      auto ignored = ignored_fields(j, chat ? Endpoint::chat : Endpoint::completions);
       req = chat ? parse_chat_request(j, m->limits, m->chat, body) : parse_completion_request(j, m->limits, body);
+      req.ignored_fields = std::move(ignored);
       ident = {new_id(chat ? "chatcmpl-" : "cmpl-"), int64_t(std::time(nullptr)), m->name};
     } catch (const ApiError& e) {
       error = e;
@@ -160,7 +164,7 @@ void GenerationStream::on_probe_output(const RequestOutput& out) {
 }
 
 void GenerationStream::stream_head() {
-  channel_->begin_events({{"X-Request-Id", ident_.id}});
+  channel_->begin_events(response_headers());
   head_sent_ = true;
   for (int i = 0; i < req_.engine.n; ++i) {
     if (req_.api == Api::chat)
@@ -204,7 +208,13 @@ void GenerationStream::finish() {
   }
   const json body = req_.api == Api::chat ? chat_response(ident_, req_, choices_, usage_, model_->tokenizer)
                                           : completion_response(ident_, req_, choices_, usage_, model_->tokenizer);
-  channel->respond(200, "application/json", dump(body), {{"X-Request-Id", ident_.id}});
+  channel->respond(200, "application/json", dump(body), response_headers());
+}
+
+Headers GenerationStream::response_headers() const {
+  Headers h{{"X-Request-Id", ident_.id}};
+  if (!req_.ignored_fields.empty()) h.emplace_back(kIgnoredFieldsHeader, ignored_fields_header(req_.ignored_fields));
+  return h;
 }
 
 void GenerationStream::fail(int status, const std::string& message) {

@@ -55,6 +55,7 @@ class GenerationStream : public std::enable_shared_from_this<GenerationStream> {
   void on_output(RequestOutput&& out);
   void on_probe_output(const RequestOutput& out);
   void stream_head();
+  Headers response_headers() const;  // X-Request-Id, and the ignored fields if any
   void stream_delta(const RequestOutput& out);
   void finish();
   void fail(int status, const std::string& message);

@@ -22,7 +22,8 @@ void append_headers(std::string& out, bool keep_alive, const Headers& extra) {
 std::string http_response(int status, std::string_view content_type, std::string_view body, bool keep_alive,
                           const Headers& extra) {
   std::string out = status_line(status);
-  out += fmt::format("Content-Type: {}\r\nContent-Length: {}\r\n", content_type, body.size());
+  if (status != 204)  // RFC 9110 8.6: a 204 has no body and says no length
+    out += fmt::format("Content-Type: {}\r\nContent-Length: {}\r\n", content_type, body.size());
   append_headers(out, keep_alive, extra);
   out += "\r\n";
   out += body;

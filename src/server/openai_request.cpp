@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "server/api_error.h"
+#include "server/chat_body.h"
 #include "server/json_fields.h"
 #include "tokenizer/tokenizer.h"
 
@@ -123,37 +124,6 @@ void parse_prompt(const json& body, const ModelLimits& model, GenerationRequest&
   }
 }
 
-std::string message_content(const json& m, size_t i) {
-  const json* c = field(m, "content");
-  if (!c) return "";
-  if (c->is_string()) return c->get<std::string>();
-  if (!c->is_array()) bad_request("messages", "messages[{}].content must be a string or an array of parts", i);
-  std::string text;
-  for (const auto& part : *c) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
-      bad_request("messages", "messages[{}].content: only text parts are supported", i);
-    text += part["text"].get<std::string>();
-  }
-  return text;
-}
-
-std::vector<ChatTurn> parse_messages(const json& body) {
-  const json* ms = field(body, "messages");
-  if (!ms) bad_request("messages", "'messages' is required");
-  if (!ms->is_array() || ms->empty()) bad_request("messages", "'messages' must be a non-empty array");
-  std::vector<ChatTurn> turns;
-  for (size_t i = 0; i < ms->size(); ++i) {
-    const json& m = (*ms)[i];
-    if (!m.is_object()) bad_request("messages", "messages[{}] must be an object", i);
-    const json* role = field(m, "role");
-    if (!role || !role->is_string()) bad_request("messages", "messages[{}].role must be a string", i);
-    std::string r = role->get<std::string>();
-    if (r == "developer") r = "system";  // OpenAI's newer name for the system role
-    turns.push_back({r, message_content(m, i)});
-  }
-  return turns;
-}
-
 }  // namespace
 
 GenerationRequest parse_completion_request(const json& body, const ModelLimits& model, std::string_view raw_body) {
@@ -186,13 +156,7 @@ GenerationRequest parse_chat_request(const json& body, const ModelLimits& model,
   const auto top = opt_int32(body, "top_logprobs", 0, SamplingParams::kMaxLogprobs);
   if (top && !logprobs) bad_request("top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
   if (logprobs) g.engine.sampling.logprobs = top.value_or(0);
-  const std::vector<ChatTurn> turns = parse_messages(body);
-  RenderedPrompt rendered;
-  try {
-    rendered = chat.render(turns, *model.tokenizer);
-  } catch (const InvalidArgument& e) {
-    bad_request("messages", "{}", e.what());
-  }
+  const RenderedPrompt rendered = render_chat_body(body, chat, *model.tokenizer);
   g.prompt_text = rendered.text;
   g.engine.prompt = encode_prompt(rendered.text, rendered.add_bos, rendered.parse_special, model, "messages");
   if (g.engine.prompt.empty()) bad_request("messages", "the rendered prompt is empty");

@@ -28,6 +28,8 @@ struct GenerationRequest {
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;           // completions: each choice's text starts with the prompt
   std::string prompt_text;     // the prompt as text (for echo)
+  // Unknown top-level fields, named in a response header (request_fields.h).
+  std::vector<std::string> ignored_fields;
 };
 
 // What parsing needs to know about the served model.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace pagoda::server {
 
@@ -25,6 +26,9 @@ struct ServerConfig {
   size_t max_body_bytes = 8u << 20;   // larger request bodies get 413
   int io_threads = 1;                 // threads running the event loop
   bool dashboard = true;              // --no-dashboard: no page, no /debug/* (404)
+  // --allowed-origins: browser origins answered with CORS headers ("*": any); empty: no CORS headers.
+  std::vector<std::string> allowed_origins;
+  std::string version;  // GET /version
 };
 
 }  // namespace pagoda::server

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "engine/engine.h"
 #include "server/chat_prompt.h"
@@ -37,7 +38,8 @@ struct ServedModel {
         limits{&tokenizer, engine->max_model_len(), engine->config().max_n, {&grammars, vocab}} {}
 
   std::unique_ptr<Engine> engine;
-  std::string name;  // what responses and /v1/models call it
+  std::string name;                      // what responses call it (the first served name)
+  std::vector<std::string> names{name};  // every name requests may give it; /v1/models lists them
   ChatPrompt chat;
   const Tokenizer& tokenizer;  // prompts in, logprobs out
   // Constrained decoding: compiled grammars by content, shared by every request.

@@ -66,19 +66,21 @@ struct Shared {
 std::string bad_body(std::mt19937_64& rng, const std::string& model, bool chat) {
   const std::string input =
       chat ? R"("messages": [{"role": "user", "content": "Hi"}])" : R"("prompt": "Once upon a time")";
+  const std::string m = model.empty() ? "" : fmt::format(R"("model": "{}", )", model);
   switch (rng() % 6) {
-    case 0: return fmt::format(R"({{"model": "{}", {}, "max_tokens": )", model, input);  // truncated JSON
-    case 1: return fmt::format(R"({{"model": "{}", {}, "temperature": "hot"}})", model, input);
-    case 2: return fmt::format(R"({{"model": "{}", {}, "top_p": 7}})", model, input);
-    case 3: return fmt::format(R"({{"model": "{}", {}, "max_tokens": -3}})", model, input);
-    case 4: return fmt::format(R"({{"model": "{}", "max_tokens": 4}})", model);  // no prompt / messages
-    default: return fmt::format(R"({{"model": "{}", {}, "n": 0}})", model, input);
+    case 0: return fmt::format(R"({{{}{}, "max_tokens": )", m, input);  // truncated JSON
+    case 1: return fmt::format(R"({{{}{}, "temperature": "hot"}})", m, input);
+    case 2: return fmt::format(R"({{{}{}, "top_p": 7}})", m, input);
+    case 3: return fmt::format(R"({{{}{}, "max_tokens": -3}})", m, input);
+    case 4: return fmt::format(R"({{{}"max_tokens": 4}})", m);  // no prompt / messages
+    default: return fmt::format(R"({{{}{}, "n": 0}})", m, input);
   }
 }
 
 json request_json(const Shared& sh, const std::string& prompt, int max_tokens, bool stream) {
   const auto& c = sh.cfg;
-  json j = {{"model", sh.model}, {"max_tokens", max_tokens}, {"temperature", c.temperature}, {"stream", stream}};
+  json j = {{"max_tokens", max_tokens}, {"temperature", c.temperature}, {"stream", stream}};
+  if (!sh.model.empty()) j["model"] = sh.model;
   if (c.chat)
     j["messages"] = json::array({{{"role", "user"}, {"content", prompt}}});
   else
@@ -398,7 +400,8 @@ asio::awaitable<json> exchange(const Shared& sh, http::verb verb, const std::str
   co_return json::parse(res.body(), nullptr, false);
 }
 
-// The served model's name from GET /v1/models ("default" if that fails).
+// The served model's name from GET /v1/models (none if that fails: requests
+// then name no model, and the server serves its default).
 asio::awaitable<void> discover_model(Shared& sh) {
   const json j = co_await exchange(sh, http::verb::get, "/v1/models", "");
   if (!j.is_discarded() && j.contains("data") && !j["data"].empty() && j["data"][0].contains("id"))
@@ -463,10 +466,7 @@ LoadgenReport run_loadgen(const LoadgenConfig& cfg) {
     io.run();
     io.restart();
   };
-  if (sh.model.empty()) {
-    sh.model = "default";
-    before(discover_model(sh));
-  }
+  if (sh.model.empty()) before(discover_model(sh));
   if (!cfg.prompt_tokens.empty()) before(fit_prompts(sh));
   run_clients(io, sh);
   LoadgenReport r = std::move(sh.report);

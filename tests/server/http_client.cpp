@@ -41,14 +41,19 @@ void HttpConnection::send(const std::string& method, const std::string& target, 
   for (const auto& [k, v] : headers) req.set(k, v);
   req.body() = body;
   req.prepare_payload();
+  head_sent_ = req.method() == http::verb::head;
   http::write(socket_, req);
 }
 
-void HttpConnection::write_raw(const std::string& bytes) { asio::write(socket_, asio::buffer(bytes)); }
+void HttpConnection::write_raw(const std::string& bytes) {
+  head_sent_ = false;
+  asio::write(socket_, asio::buffer(bytes));
+}
 
 HttpResponse HttpConnection::read_head() {
   parser_.emplace();
   parser_->body_limit(boost::none);
+  parser_->skip(head_sent_);  // a response to HEAD has a head alone
   http::read_header(socket_, buffer_, *parser_);
   HttpResponse r;
   r.status = int(parser_->get().result_int());

@@ -61,6 +61,8 @@ class HttpConnection {
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::response_parser<boost::beast::http::buffer_body>> parser_;
   std::string pending_;  // SSE bytes not yet split into events
+  // The last request sent was HEAD: its response has a head alone.
+  bool head_sent_ = false;
 };
 
 HttpResponse http_get(uint16_t port, const std::string& target, const Headers& headers = {});

@@ -1,0 +1,42 @@
+// The top-level fields each JSON endpoint knows, in one place, and the two
+// checks every request body gets before its endpoint parses it:
+//
+//   `model`  absent or null: the default (first served) model, as vLLM does;
+//            not a string: 400; not one of the served names: 404
+//            model_not_found ("The model `X` does not exist.").
+//   others   a field no list below names is ignored, as vLLM ignores it:
+//            logged once per field name for the life of the process (a
+//            bounded set, so a client cannot grow it), and returned so the
+//            response can name it in X-Pagoda-Ignored-Fields.
+//
+// "Known" means the field is part of the endpoint's API (OpenAI's or vLLM's);
+// it may still be refused with a 400 by the endpoint when Pagoda cannot honour
+// the value given.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pagoda::server {
+
+enum class Endpoint { completions, chat, tokenize, detokenize, apply_template };
+
+// The header that lists a request's ignored fields.
+inline constexpr std::string_view kIgnoredFieldsHeader = "X-Pagoda-Ignored-Fields";
+
+// 400 if `model` is not a string, 404 if it names none of `served`.
+void check_model(const nlohmann::json& body, const std::vector<std::string>& served);
+
+// The body's unknown top-level fields, sorted by name (empty for a
+// non-object body). Logs the ones not logged before.
+std::vector<std::string> ignored_fields(const nlohmann::json& body, Endpoint endpoint);
+
+// The header value for ignored field names: at most 32 names, each cut to 64
+// bytes, bytes other than visible ASCII (and ',' '%') percent-encoded, so no
+// client text can break the header.
+std::string ignored_fields_header(const std::vector<std::string>& names);
+
+}  // namespace pagoda::server
