@@ -4,24 +4,26 @@
 
 #include "server/api_error.h"
 #include "server/json_fields.h"
+#include "server/tool_constraint.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
 namespace {
 
 // Fields Pagoda cannot honour: refused rather than silently ignored.
-void reject_unsupported(const json& body) {
-  for (const char* name : {"tools", "functions", "tool_choice", "function_call"}) {
-    const json* f = field(body, name);
-    if (f && !(f->is_array() && f->empty()) && !(f->is_string() && f->get<std::string>() == "none"))
-      bad_request(name, "'{}' is not supported by this server", name);
-  }
+void reject_unsupported(const json& body, Api api) {
+  if (api == Api::completions)
+    for (const char* name : {"tools", "functions", "tool_choice", "function_call"}) {
+      const json* f = field(body, name);
+      if (f && !(f->is_array() && f->empty()) && !(f->is_string() && f->get<std::string>() == "none"))
+        bad_request(name, "'{}' is not supported by this server", name);
+    }
   if (auto s = opt_string(body, "suffix"); s && !s->empty()) bad_request("suffix", "'suffix' is not supported");
 }
 
 // The sampling and scheduling fields both endpoints share.
 void parse_common(const json& body, const ModelLimits& model, GenerationRequest& g) {
-  reject_unsupported(body);
+  reject_unsupported(body, g.api);
   SamplingParams& s = g.engine.sampling;
   if (auto v = opt_number(body, "temperature")) s.temperature = float(*v);
   if (auto v = opt_number(body, "top_p")) s.top_p = float(*v);
@@ -123,37 +125,6 @@ void parse_prompt(const json& body, const ModelLimits& model, GenerationRequest&
   }
 }
 
-std::string message_content(const json& m, size_t i) {
-  const json* c = field(m, "content");
-  if (!c) return "";
-  if (c->is_string()) return c->get<std::string>();
-  if (!c->is_array()) bad_request("messages", "messages[{}].content must be a string or an array of parts", i);
-  std::string text;
-  for (const auto& part : *c) {
-    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
-      bad_request("messages", "messages[{}].content: only text parts are supported", i);
-    text += part["text"].get<std::string>();
-  }
-  return text;
-}
-
-std::vector<ChatTurn> parse_messages(const json& body) {
-  const json* ms = field(body, "messages");
-  if (!ms) bad_request("messages", "'messages' is required");
-  if (!ms->is_array() || ms->empty()) bad_request("messages", "'messages' must be a non-empty array");
-  std::vector<ChatTurn> turns;
-  for (size_t i = 0; i < ms->size(); ++i) {
-    const json& m = (*ms)[i];
-    if (!m.is_object()) bad_request("messages", "messages[{}] must be an object", i);
-    const json* role = field(m, "role");
-    if (!role || !role->is_string()) bad_request("messages", "messages[{}].role must be a string", i);
-    std::string r = role->get<std::string>();
-    if (r == "developer") r = "system";  // OpenAI's newer name for the system role
-    turns.push_back({r, message_content(m, i)});
-  }
-  return turns;
-}
-
 }  // namespace
 
 GenerationRequest parse_completion_request(const json& body, const ModelLimits& model, std::string_view raw_body) {
@@ -186,19 +157,31 @@ GenerationRequest parse_chat_request(const json& body, const ModelLimits& model,
   const auto top = opt_int32(body, "top_logprobs", 0, SamplingParams::kMaxLogprobs);
   if (top && !logprobs) bad_request("top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
   if (logprobs) g.engine.sampling.logprobs = top.value_or(0);
-  const std::vector<ChatTurn> turns = parse_messages(body);
+  // The client's key order matters to templates (tool schemas rendered with tojson).
+  auto ordered = nlohmann::ordered_json::parse(raw_body, nullptr, /*allow_exceptions=*/false);
+  if (raw_body.empty() || ordered.is_discarded()) ordered = nlohmann::ordered_json::parse(body.dump());
+  g.tools = parse_tool_request(ordered, model.tool_parser);
+  bool continue_final = false;
+  const ChatRenderRequest render = parse_render_request(ordered, g.tools, continue_final);
   RenderedPrompt rendered;
   try {
-    rendered = chat.render(turns, *model.tokenizer);
+    rendered = chat.render(render, *model.tokenizer);
   } catch (const InvalidArgument& e) {
-    bad_request("messages", "{}", e.what());
+    const std::string msg = e.what();
+    bad_request(msg.starts_with("chat_template:") ? "chat_template" : "messages", "{}", msg);
   }
+  if (continue_final) rendered.text = cut_after_final_message(rendered.text, render.messages);
   g.prompt_text = rendered.text;
   g.engine.prompt = encode_prompt(rendered.text, rendered.add_bos, rendered.parse_special, model, "messages");
   if (g.engine.prompt.empty()) bad_request("messages", "the rendered prompt is empty");
   validate_sampling(g.engine.sampling);
   check_length(g, model, "messages");
   g.engine.constraint = parse_constraint(body, model.grammar, raw_body);  // last: the costly check
+  if (auto forced = forced_tool_constraint(g.tools, model.grammar)) {
+    if (g.engine.constraint)
+      bad_request("tool_choice", "a forced 'tool_choice' cannot be combined with another output constraint");
+    g.engine.constraint = std::move(forced);
+  }
   return g;
 }
 
