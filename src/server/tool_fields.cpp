@@ -170,7 +170,12 @@ std::string cut_after_final_message(const std::string& rendered, const ojson& me
     for (const auto& part : last["content"])
       if (part.is_object() && part.value("type", "") == "text") content += part.value("text", "");
   }
-  const size_t at = rendered.rfind(content);
+  size_t at = rendered.rfind(content);
+  if (at == std::string::npos) {  // templates that strip contents (as transformers also tries)
+    const size_t b = content.find_first_not_of(" \t\r\n"), e = content.find_last_not_of(" \t\r\n");
+    content = b == std::string::npos ? "" : content.substr(b, e - b + 1);
+    at = rendered.rfind(content);
+  }
   if (content.empty() || at == std::string::npos)
     bad_request("continue_final_message",
                 "the chat template did not render the final message's content verbatim, so it cannot be continued");

@@ -5,11 +5,13 @@
 namespace pagoda::server {
 namespace {
 
-std::string call_id() {
+// Mistral's templates refuse any id but 9 letters and digits.
+std::string call_id(const ToolRequest& r) {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   static constexpr std::string_view kAlnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  std::string id = "call_";
-  for (int i = 0; i < 24; ++i) id += kAlnum[rng() % kAlnum.size()];
+  const bool mistral = r.parser == toolcall::Format::mistral;
+  std::string id = mistral ? "" : "call_";
+  for (int i = 0; i < (mistral ? 9 : 24); ++i) id += kAlnum[rng() % kAlnum.size()];
   return id;
 }
 
@@ -23,7 +25,7 @@ std::optional<std::vector<toolcall::ToolCall>> forced_calls(const ToolRequest& r
   std::vector<toolcall::ToolCall> calls;
   if (r.choice == ToolChoice::named) {
     if (!j.is_object()) return std::nullopt;
-    calls.push_back({call_id(), r.function, compact(j)});
+    calls.push_back({call_id(r), r.function, compact(j)});
     return calls;
   }
   if (!j.is_array() || j.empty()) return std::nullopt;
@@ -31,7 +33,7 @@ std::optional<std::vector<toolcall::ToolCall>> forced_calls(const ToolRequest& r
     if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) return std::nullopt;
     const json args = c.contains("parameters") ? c["parameters"] : json::object();
     if (!args.is_object()) return std::nullopt;
-    calls.push_back({call_id(), c["name"].get<std::string>(), compact(args)});
+    calls.push_back({call_id(r), c["name"].get<std::string>(), compact(args)});
   }
   return calls;
 }

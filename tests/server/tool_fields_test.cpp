@@ -102,6 +102,8 @@ TEST(ToolFields, ContinueFinalMessage) {
   EXPECT_FALSE(r.add_generation_prompt);
   EXPECT_EQ(cut_after_final_message("<u>hi</u><a>Once upon</a>\n", r.messages), "<u>hi</u><a>Once upon");
   EXPECT_THROW(cut_after_final_message("<u>hi</u>", r.messages), ApiError);
+  const ojson spaced = ojson::parse(R"([{"role": "assistant", "content": " Once upon \n"}])");
+  EXPECT_EQ(cut_after_final_message("<a>Once upon</a>", spaced), "<a>Once upon");
 }
 
 TEST(ToolConstraint, ForcedSchemas) {
