@@ -55,7 +55,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const nlohmann::json body = nlohmann::json::parse(data, data + size, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return 0;
-  const ModelLimits limits{tokenizer.get(), 512, 16, {grammars.get(), vocab}};
+  const ModelLimits limits{tokenizer.get(), 512, 16, {grammars.get(), vocab}, pagoda::toolcall::Format::hermes};
   const std::string_view raw(reinterpret_cast<const char*>(data), size);
   for (bool is_chat : {false, true}) {
     try {

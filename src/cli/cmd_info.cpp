@@ -9,6 +9,7 @@
 #include "chat/template_source.h"
 #include "gguf/file.h"
 #include "model/config.h"
+#include "server/tool_parser_choice.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -64,6 +65,7 @@ Command add_info(CLI::App& app) {
         const SelectedChatTemplate chat = select_chat_template(f);
         fmt::print("chat template:   {}{}\n", chat.source, tmpl.empty() ? "" : fmt::format(", {} bytes", tmpl.size()));
         if (!chat.error.empty()) fmt::print("                 unusable: {}\n", chat.error);
+        fmt::print("tool parser:     {}\n", server::choose_tool_parser("auto", path, std::nullopt).how);
         if (!tmpl.empty()) fmt::print("{}\n", tmpl);
         if (o->metadata)
           for (const auto& [k, v] : f.metadata()) fmt::print("  {} = {}\n", k, v.to_display());

@@ -18,6 +18,7 @@
 #include "pagoda_version.h"
 #include "server/cors.h"
 #include "server/server.h"
+#include "server/tool_parser_choice.h"
 #include "util/error.h"
 
 namespace pagoda::cli {
@@ -29,6 +30,7 @@ struct Opts {
   std::vector<std::string> served_names;
   std::string allowed_origins;
   std::string chat_template;
+  std::string tool_call_parser = "auto";
   std::string faults;
   std::string kv_events;  // --kv-events-config JSON
   std::string kv_type = "f32";
@@ -100,6 +102,8 @@ int run(Opts& o) {
   auto chat = server::ChatPrompt::for_model(o.model, tmpl);
   spdlog::info("chat template: {} ({})", chat.name(), chat.source());
   if (!chat.error().empty()) spdlog::error("chat template unusable, chat requests will be refused: {}", chat.error());
+  const server::ToolParserChoice tool_parser = server::choose_tool_parser(o.tool_call_parser, o.model, tmpl);
+  spdlog::info("tool-call parser: {}", tool_parser.how);
 
   // KV events: an endpoint that cannot bind fails here, before listening.
   std::shared_ptr<events::ZmqKvEventPublisher> kv_events;
@@ -120,6 +124,7 @@ int run(Opts& o) {
   const bool clean = srv.run([&] {
     auto m = std::make_unique<server::ServedModel>(Engine::load(o.model, cfg), name, chat);
     m->names = o.served_names;
+    m->limits.tool_parser = tool_parser.format;
     if (kv_events) {
       m->engine->set_kv_event_sink(kv_events);
       m->extra_metrics = [kv_events](std::string& out) { kv_events->render_metrics(out); };
@@ -210,6 +215,10 @@ Command add_serve(CLI::App& app) {
       ->each([o](const std::string&) { o->api_key_given = true; });
   cmd->add_option("--chat-template", o->chat_template,
                   "Chat template: a Jinja file or a built-in name (default: the model file's)");
+  cmd->add_option("--tool-call-parser", o->tool_call_parser,
+                  "Tool-call format of the model's output: auto (from the chat template), hermes, llama3_json, "
+                  "pythonic, mistral or deepseek_v3")
+      ->capture_default_str();
   cmd->add_option("--threads,-t", e.threads, "Worker threads (0 = one per core)")->capture_default_str();
   cmd->add_flag(
       "--mmap", e.mmap,

@@ -43,7 +43,7 @@ json request_body(const std::string& text, const ServedModel& m, Endpoint endpoi
   return j;
 }
 
-json tokenize_body(const json& j, const ServedModel& m) {
+json tokenize_body(const json& j, std::string_view raw, const ServedModel& m) {
   const Tokenizer& tok = m.tokenizer;
   const bool chat = field(j, "messages") != nullptr;
   if (chat && field(j, "prompt")) bad_request("prompt", "give either 'prompt' or 'messages', not both");
@@ -51,7 +51,7 @@ json tokenize_body(const json& j, const ServedModel& m) {
   std::vector<TokenId> ids;
   if (chat) {
     // As /v1/chat/completions tokenizes it, unless add_special_tokens says otherwise.
-    const RenderedPrompt r = render_chat_body(j, m.chat, tok);
+    const RenderedPrompt r = render_chat_body(j, raw, m.chat, tok).prompt;
     ids = tok.encode(r.text, r.add_bos && add_special.value_or(true), r.parse_special);
   } else {
     const auto prompt = opt_string(j, "prompt");
@@ -109,7 +109,7 @@ void Connection::answer_off_thread(std::function<json(Headers&)> work) {
 void Connection::tokenize(RequestReader::Request& req, std::string_view, std::string_view) {
   const ServedModel& m = loaded_model(*state_);
   answer_off_thread([&m, text = std::move(req.body())](Headers& h) {
-    return tokenize_body(request_body(text, m, Endpoint::tokenize, h), m);
+    return tokenize_body(request_body(text, m, Endpoint::tokenize, h), text, m);
   });
 }
 
@@ -124,7 +124,7 @@ void Connection::apply_template(RequestReader::Request& req, std::string_view, s
   const ServedModel& m = loaded_model(*state_);
   answer_off_thread([&m, text = std::move(req.body())](Headers& h) {
     const json j = request_body(text, m, Endpoint::apply_template, h);
-    return json{{"prompt", render_chat_body(j, m.chat, m.tokenizer).text}};
+    return json{{"prompt", render_chat_body(j, text, m.chat, m.tokenizer).prompt.text}};
   });
 }
 

@@ -10,6 +10,7 @@
 
 #include "server/api_error.h"
 #include "server/request_fields.h"
+#include "server/tool_output.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -179,6 +180,13 @@ void GenerationStream::stream_delta(const RequestOutput& out) {
   if (!head_sent_) stream_head();
   const bool chat = req_.api == Api::chat;
   ChoiceState& c = choices_.at(size_t(out.choice));
+  if (chat && tool_output_active(req_.tools)) {  // content and tool calls parsed apart
+    json lp = req_.engine.sampling.logprobs && !out.logprobs.empty() ? chat_logprobs(model_->tokenizer, out.logprobs)
+                                                                     : json(nullptr);
+    for (const json& chunk : tool_stream_chunks(ident_, req_, out.choice, c, out, std::move(lp)))
+      channel_->send_event(dump(chunk));
+    return;
+  }
   if (!out.text.empty() || !out.logprobs.empty()) {
     json lp = nullptr;
     if (req_.engine.sampling.logprobs && !out.logprobs.empty())

@@ -5,24 +5,26 @@
 #include "server/api_error.h"
 #include "server/chat_body.h"
 #include "server/json_fields.h"
+#include "server/tool_constraint.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
 namespace {
 
 // Fields Pagoda cannot honour: refused rather than silently ignored.
-void reject_unsupported(const json& body) {
-  for (const char* name : {"tools", "functions", "tool_choice", "function_call"}) {
-    const json* f = field(body, name);
-    if (f && !(f->is_array() && f->empty()) && !(f->is_string() && f->get<std::string>() == "none"))
-      bad_request(name, "'{}' is not supported by this server", name);
-  }
+void reject_unsupported(const json& body, Api api) {
+  if (api == Api::completions)
+    for (const char* name : {"tools", "functions", "tool_choice", "function_call"}) {
+      const json* f = field(body, name);
+      if (f && !(f->is_array() && f->empty()) && !(f->is_string() && f->get<std::string>() == "none"))
+        bad_request(name, "'{}' is not supported by this server", name);
+    }
   if (auto s = opt_string(body, "suffix"); s && !s->empty()) bad_request("suffix", "'suffix' is not supported");
 }
 
 // The sampling and scheduling fields both endpoints share.
 void parse_common(const json& body, const ModelLimits& model, GenerationRequest& g) {
-  reject_unsupported(body);
+  reject_unsupported(body, g.api);
   SamplingParams& s = g.engine.sampling;
   if (auto v = opt_number(body, "temperature")) s.temperature = float(*v);
   if (auto v = opt_number(body, "top_p")) s.top_p = float(*v);
@@ -156,13 +158,20 @@ GenerationRequest parse_chat_request(const json& body, const ModelLimits& model,
   const auto top = opt_int32(body, "top_logprobs", 0, SamplingParams::kMaxLogprobs);
   if (top && !logprobs) bad_request("top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
   if (logprobs) g.engine.sampling.logprobs = top.value_or(0);
-  const RenderedPrompt rendered = render_chat_body(body, chat, *model.tokenizer);
+  ChatBody chat_body = render_chat_body(body, raw_body, chat, *model.tokenizer, model.tool_parser);
+  g.tools = std::move(chat_body.tools);
+  const RenderedPrompt& rendered = chat_body.prompt;
   g.prompt_text = rendered.text;
   g.engine.prompt = encode_prompt(rendered.text, rendered.add_bos, rendered.parse_special, model, "messages");
   if (g.engine.prompt.empty()) bad_request("messages", "the rendered prompt is empty");
   validate_sampling(g.engine.sampling);
   check_length(g, model, "messages");
   g.engine.constraint = parse_constraint(body, model.grammar, raw_body);  // last: the costly check
+  if (auto forced = forced_tool_constraint(g.tools, model.grammar)) {
+    if (g.engine.constraint)
+      bad_request("tool_choice", "a forced 'tool_choice' cannot be combined with another output constraint");
+    g.engine.constraint = std::move(forced);
+  }
   return g;
 }
 

@@ -12,6 +12,7 @@
 #include "engine/request.h"
 #include "server/chat_prompt.h"
 #include "server/constraint_fields.h"
+#include "server/tool_fields.h"
 
 namespace pagoda {
 class Tokenizer;
@@ -30,6 +31,7 @@ struct GenerationRequest {
   std::string prompt_text;     // the prompt as text (for echo)
   // Unknown top-level fields, named in a response header (request_fields.h).
   std::vector<std::string> ignored_fields;
+  ToolRequest tools;  // chat: tools, tool_choice and how to parse calls
 };
 
 // What parsing needs to know about the served model.
@@ -37,7 +39,8 @@ struct ModelLimits {
   const Tokenizer* tokenizer = nullptr;
   int32_t max_model_len = 0;  // prompt + generated tokens
   int32_t max_n = 16;
-  GrammarSupport grammar;  // constrained decoding (constraint_fields.h)
+  GrammarSupport grammar;                       // constrained decoding (constraint_fields.h)
+  std::optional<toolcall::Format> tool_parser;  // --tool-call-parser (tool_parser_choice.h)
 };
 
 // POST /v1/completions. max_tokens defaults to 16 as in OpenAI's API.

@@ -1,5 +1,6 @@
 #include "server/openai_response.h"
 
+#include "server/tool_output.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -90,10 +91,10 @@ json chat_response(const ResponseIdentity& id, const GenerationRequest& req, con
     const auto& c = choices[i];
     json lp = nullptr;
     if (req.engine.sampling.logprobs) lp = chat_logprobs(tok, c.logprobs);
-    cs.push_back({{"index", i},
-                  {"message", {{"role", "assistant"}, {"content", c.text}}},
-                  {"logprobs", lp},
-                  {"finish_reason", finish_reason_json(c.finish)}});
+    json message = {{"role", "assistant"}, {"content", c.text}};
+    json finish = finish_reason_json(c.finish);
+    if (tool_output_active(req.tools)) tool_message(req.tools, c, message, finish);
+    cs.push_back({{"index", i}, {"message", std::move(message)}, {"logprobs", lp}, {"finish_reason", finish}});
   }
   j["choices"] = std::move(cs);
   j["usage"] = usage_json(usage);

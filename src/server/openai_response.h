@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,13 +17,17 @@ namespace pagoda::server {
 
 using json = nlohmann::json;
 
+class ToolOutput;  // tool_output.h
+
 // One choice as it accumulates.
 struct ChoiceState {
   std::string text;
   std::vector<TokenId> tokens;
   std::vector<GeneratedLogprobs> logprobs;
   FinishReason finish = FinishReason::none;
-  size_t text_offset = 0;  // completions logprobs: where the next token's text starts
+  size_t text_offset = 0;                   // completions logprobs: where the next token's text starts
+  std::shared_ptr<ToolOutput> tool_output;  // chat with tools, streaming: the call parser
+  size_t tool_calls = 0;                    // calls streamed so far
 };
 
 // What every response and chunk of one request carries.

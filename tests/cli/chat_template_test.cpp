@@ -59,8 +59,19 @@ TEST(CliChatTemplate, InfoNamesTheTemplateSource) {
   auto p = run_process({PAGODA_BINARY, "info", "-m", testing::shared_path("models/stories260K.gguf")});
   ASSERT_EQ(p.exit_code, 0) << p.err;
   EXPECT_NE(p.out.find("chat template:   none in the model file: built-in plain"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("tool parser:     none (auto"), std::string::npos) << p.out;
   p = run_process({PAGODA_BINARY, "info", "-m", testing::shared_path("testdata/tokenizer/ggml-vocab-phi-3.gguf")});
   EXPECT_NE(p.out.find("chat template:   tokenizer.chat_template of the model file"), std::string::npos) << p.out;
+}
+
+// An unknown --tool-call-parser stops serve before it listens, listing the names.
+TEST(CliChatTemplate, ServeRefusesAnUnknownToolParser) {
+  const auto p =
+      run_process({"/usr/bin/timeout", "20", PAGODA_BINARY, "serve", "-m",
+                   testing::shared_path("models/stories260K.gguf"), "--port", "0", "--tool-call-parser", "nope"});
+  EXPECT_NE(p.exit_code, 0);
+  EXPECT_NE(p.exit_code, 124) << "serve did not refuse the flag";
+  EXPECT_NE(p.err.find("hermes, llama3_json, pythonic, mistral, deepseek_v3"), std::string::npos) << p.err;
 }
 
 }  // namespace

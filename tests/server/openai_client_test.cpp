@@ -1,7 +1,8 @@
 // The official `openai` npm client against the real server: a completion, a
 // chat completion and a streamed chat completion, checked by
 // openai_client/check.mjs; structured outputs (every spelling, validated by
-// ajv and reference parsers), checked by openai_client/structured.mjs. The package is installed by the test setup:
+// ajv and reference parsers), checked by openai_client/structured.mjs; tool calls, by openai_client/tools.mjs. The
+// package is installed by the test setup:
 //   npm ci --prefix tests/server/openai_client
 #include <gtest/gtest.h>
 
@@ -36,6 +37,21 @@ TEST(ServerOpenAiClient, StructuredOutputsParseAndValidate) {
                               "http://127.0.0.1:" + std::to_string(s.port()) + "/v1"});
   EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
   EXPECT_NE(p.out.find("structured output checks passed"), std::string::npos) << p.out << p.err;
+  EXPECT_EQ(s.stop(), 0);
+}
+
+// Tool calling (openai_client/tools.mjs) with a small template whose
+// <tool_call> marker makes `auto` pick the hermes parser.
+TEST(ServerOpenAiClient, ToolCallsForcedStreamedAndRefused) {
+  const std::filesystem::path src = PAGODA_SOURCE_DIR;
+  const std::filesystem::path dir = src / "tests/server/openai_client";
+  ASSERT_TRUE(std::filesystem::exists(dir / "node_modules/ajv/package.json"))
+      << "the ajv npm package is not installed; run: npm ci --prefix tests/server/openai_client";
+  ServerProcess s({"--chat-template", (src / "tests/server/templates/tiny_tools.jinja").string()});
+  const auto p = run_process(
+      {"/usr/bin/env", "node", (dir / "tools.mjs").string(), "http://127.0.0.1:" + std::to_string(s.port()) + "/v1"});
+  EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
+  EXPECT_NE(p.out.find("tool calling checks passed"), std::string::npos) << p.out << p.err;
   EXPECT_EQ(s.stop(), 0);
 }
 

@@ -1,0 +1,49 @@
+// libFuzzer target for the tool-call parsers: a format from the first byte,
+// the output text pushed in pieces of random sizes. Nothing may throw; the
+// streamed result must equal the whole-text result; every call's arguments
+// are a JSON object; the limits hold.
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "fuzz_shared.h"
+#include "toolcall/tool_call_parser.h"
+
+using pagoda::fuzz::check;
+namespace tc = pagoda::toolcall;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 2) return 0;
+  const auto format = static_cast<tc::Format>(data[0] % 5);
+  pagoda::fuzz::Splitter split{data[1]};
+  const std::string_view text(reinterpret_cast<const char*>(data + 2), size - 2);
+
+  const tc::ParsedOutput whole = tc::parse_all(format, text);
+  tc::ToolCallParser p(format);
+  tc::ParsedOutput streamed;
+  for (size_t at = 0; at < text.size();) {
+    const size_t n = std::min(text.size() - at, split.next(16));
+    auto step = p.push(text.substr(at, n));
+    streamed.content += step.content;
+    tc::apply_deltas(streamed.calls, step.calls);
+    at += n;
+  }
+  auto last = p.finish();
+  streamed.content += last.content;
+  tc::apply_deltas(streamed.calls, last.calls);
+
+  check(whole.content == streamed.content, "streamed content equals whole content");
+  check(whole.calls.size() == streamed.calls.size(), "same number of calls");
+  check(whole.calls.size() <= tc::kMaxCalls, "at most kMaxCalls calls");
+  check(whole.content.size() <= text.size(), "content is never longer than the output");
+  for (size_t i = 0; i < whole.calls.size(); ++i) {
+    check(whole.calls[i].name == streamed.calls[i].name, "same names");
+    check(whole.calls[i].arguments == streamed.calls[i].arguments, "same arguments");
+    check(!whole.calls[i].id.empty() && !whole.calls[i].name.empty(), "ids and names");
+    const auto args = nlohmann::json::parse(whole.calls[i].arguments, nullptr, false);
+    check(!args.is_discarded() && args.is_object(), "arguments are a JSON object");
+  }
+  return 0;
+}

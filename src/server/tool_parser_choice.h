@@ -1,0 +1,23 @@
+// Which tool-call parser reads a served model's output: --tool-call-parser
+// NAME (vLLM's names), or `auto`: the one whose markers the chat template in
+// use writes (a --chat-template FILE, else the GGUF's tokenizer.chat_template
+// and its tool_use variant); none when it names no known format.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "toolcall/tool_call_parser.h"
+
+namespace pagoda::server {
+
+struct ToolParserChoice {
+  std::optional<toolcall::Format> format;
+  std::string how;  // for logs and `pagoda info`: "hermes (auto: from the chat template)"
+};
+
+// InvalidArgument for an unknown parser name, listing the valid ones.
+ToolParserChoice choose_tool_parser(const std::string& flag, const std::string& model_path,
+                                    const std::optional<std::string>& template_spec);
+
+}  // namespace pagoda::server

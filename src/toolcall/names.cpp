@@ -1,0 +1,50 @@
+// Parser names (vLLM's) and picking one from a chat template's text.
+#include <array>
+
+#include "toolcall/tool_call_parser.h"
+
+namespace pagoda::toolcall {
+namespace {
+
+constexpr std::array kFormats{Format::hermes, Format::llama3_json, Format::pythonic, Format::mistral,
+                              Format::deepseek_v3};
+
+}  // namespace
+
+std::string_view format_name(Format f) {
+  switch (f) {
+    case Format::hermes: return "hermes";
+    case Format::llama3_json: return "llama3_json";
+    case Format::pythonic: return "pythonic";
+    case Format::mistral: return "mistral";
+    case Format::deepseek_v3: return "deepseek_v3";
+  }
+  return "hermes";
+}
+
+std::string format_names() {
+  std::string s;
+  for (Format f : kFormats) s += (s.empty() ? "" : ", ") + std::string(format_name(f));
+  return s;
+}
+
+std::optional<Format> format_from_name(std::string_view name) {
+  for (Format f : kFormats)
+    if (format_name(f) == name) return f;
+  return std::nullopt;
+}
+
+std::optional<Format> detect_format(std::string_view t) {
+  // The markers each family's template writes when it renders tool calls or
+  // tells the model how to call; checked most specific first.
+  if (t.find("tool▁calls▁begin") != std::string_view::npos) return Format::deepseek_v3;
+  if (t.find("<tool_call>") != std::string_view::npos) return Format::hermes;
+  if (t.find("[TOOL_CALLS]") != std::string_view::npos) return Format::mistral;
+  if (t.find("[func_name1(") != std::string_view::npos) return Format::pythonic;
+  if (t.find("<|python_tag|>") != std::string_view::npos ||
+      t.find("\"parameters\": dictionary") != std::string_view::npos)
+    return Format::llama3_json;
+  return std::nullopt;
+}
+
+}  // namespace pagoda::toolcall

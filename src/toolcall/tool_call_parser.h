@@ -1,0 +1,95 @@
+// Tool-call parsers: a chat model's raw output text -> the content a client
+// sees plus OpenAI tool calls, in the formats real models emit, under vLLM's
+// parser names:
+//   hermes       <tool_call>{"name": N, "arguments": {..}}</tool_call>, any number,
+//                anywhere (Qwen2.5/Qwen3, Hermes)
+//   llama3_json  {"name": N, "parameters": {..}} at the start of the output,
+//                optionally after <|python_tag|>, several separated by ';' (Llama 3.x)
+//   pythonic     [f(a=1, b="x"), g()] at the start of the output (Llama 3.2/4)
+//   mistral      [TOOL_CALLS][{"name": N, "arguments": {..}}, ..] or the newer
+//                [TOOL_CALLS]N[ARGS]{..} (one per marker)
+//   deepseek_v3  <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>N
+//                \n```json\n{..}\n```<｜tool▁call▁end｜>..<｜tool▁calls▁end｜>
+//
+// Streaming: push() text pieces as they are generated, finish() at the end.
+// Each returns the content that is safe to show now (text that cannot be the
+// start of a call) and call deltas: per call first {index, id, name, ""},
+// then its arguments as a JSON string. A call is emitted once it is complete
+// (its closing marker or bracket seen, or finish()): a malformed call must be
+// able to turn back into plain content, so nothing of it leaves early. The
+// result is the same however the text is split into pieces.
+//
+// Never throws on model output: a call that does not parse (bad JSON, no
+// name, arguments not an object) stays content, text and all. Limits: at most
+// kMaxCalls calls (later ones stay content) and kMaxCallBytes buffered for one
+// call (beyond that it is content); JSON nested deeper than kMaxDepth is not
+// parsed. Whitespace between and after calls is dropped.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pagoda::toolcall {
+
+inline constexpr size_t kMaxCalls = 64;
+inline constexpr size_t kMaxCallBytes = 64 * 1024;
+inline constexpr int kMaxDepth = 64;
+
+enum class Format { hermes, llama3_json, pythonic, mistral, deepseek_v3 };
+
+// One piece of one call: id and name only in a call's first delta.
+struct CallDelta {
+  size_t index = 0;
+  std::string id;         // "call_..." (mistral: 9 letters/digits, as its templates demand)
+  std::string name;       // the function's name
+  std::string arguments;  // a piece of the arguments' JSON text
+};
+
+struct ParseStep {
+  std::string content;
+  std::vector<CallDelta> calls;
+};
+
+// A whole call, as a non-streaming response holds it.
+struct ToolCall {
+  std::string id;
+  std::string name;
+  std::string arguments;  // JSON text of an object
+};
+
+class ToolCallParser {
+ public:
+  explicit ToolCallParser(Format format);
+  ~ToolCallParser();
+  ToolCallParser(ToolCallParser&&) noexcept;
+  ToolCallParser& operator=(ToolCallParser&&) noexcept;
+
+  ParseStep push(std::string_view piece);
+  ParseStep finish();    // flushes; push() after finish() is not allowed
+  size_t calls() const;  // calls emitted so far
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+// A whole output at once: its content and calls.
+struct ParsedOutput {
+  std::string content;
+  std::vector<ToolCall> calls;
+};
+ParsedOutput parse_all(Format format, std::string_view text);
+// Deltas folded into whole calls (by index), as a client would assemble them.
+void apply_deltas(std::vector<ToolCall>& calls, const std::vector<CallDelta>& deltas);
+
+std::string_view format_name(Format f);
+std::string format_names();  // "hermes, llama3_json, ...", for help and errors
+// The format a vLLM parser name means; nullopt for an unknown name.
+std::optional<Format> format_from_name(std::string_view name);
+// The format a chat template's text announces (its call markers), or nullopt.
+std::optional<Format> detect_format(std::string_view template_text);
+
+}  // namespace pagoda::toolcall
