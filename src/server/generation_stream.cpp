@@ -136,6 +136,14 @@ void GenerationStream::on_output(RequestOutput&& out) {
     default: break;
   }
   ChoiceState& c = choices_.at(size_t(out.choice));
+  if (!out.prompt_logprobs.empty()) c.prompt_logprobs = std::move(out.prompt_logprobs);
+  if (req_.prompt_only) {
+    // max_tokens 0: the one token sampled is not part of the answer.
+    out.tokens.clear();
+    out.text.clear();
+    out.logprobs.clear();
+    if (out.finish != FinishReason::none) out.finish = FinishReason::length;
+  }
   usage_.completion_tokens += int64_t(out.tokens.size());
   if (out.finish != FinishReason::none) c.finish = out.finish;
   if (req_.stream) {

@@ -28,6 +28,11 @@ struct GenerationRequest {
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;           // completions: each choice's text starts with the prompt
   std::string prompt_text;     // the prompt as text (for echo)
+  // Completions with echo and logprobs: the prompt's tokens lead the choice's
+  // logprobs (the first with null), as OpenAI's legacy API and vLLM.
+  bool echo_logprobs = false;
+  bool prompt_only = false;                // max_tokens 0 with echo: nothing generated is returned
+  std::optional<int32_t> prompt_logprobs;  // vLLM's field: "prompt_logprobs" with this many top tokens
 };
 
 // What parsing needs to know about the served model.

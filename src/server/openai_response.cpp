@@ -1,5 +1,6 @@
 #include "server/openai_response.h"
 
+#include "server/prompt_logprobs.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -71,11 +72,17 @@ json completion_response(const ResponseIdentity& id, const GenerationRequest& re
   for (size_t i = 0; i < choices.size(); ++i) {
     auto& c = choices[i];
     json lp = nullptr;
-    if (req.engine.sampling.logprobs) lp = completion_logprobs(tok, c.logprobs, c.text_offset);
+    if (req.echo_logprobs)
+      lp = echo_logprobs(tok, req.engine.prompt, c.prompt_logprobs, c.logprobs, *req.engine.sampling.logprobs);
+    else if (req.engine.sampling.logprobs)
+      lp = completion_logprobs(tok, c.logprobs, c.text_offset);
     cs.push_back({{"index", i},
                   {"text", req.echo ? req.prompt_text + c.text : c.text},
                   {"logprobs", lp},
                   {"finish_reason", finish_reason_json(c.finish)}});
+    if (req.prompt_logprobs)
+      cs.back()["prompt_logprobs"] =
+          vllm_prompt_logprobs(tok, req.engine.prompt, c.prompt_logprobs, *req.prompt_logprobs);
   }
   j["choices"] = std::move(cs);
   j["usage"] = usage_json(usage);
@@ -96,6 +103,10 @@ json chat_response(const ResponseIdentity& id, const GenerationRequest& req, con
                   {"finish_reason", finish_reason_json(c.finish)}});
   }
   j["choices"] = std::move(cs);
+  // vLLM puts the chat prompt's logprobs beside the choices: the prompt is shared.
+  if (req.prompt_logprobs && !choices.empty())
+    j["prompt_logprobs"] =
+        vllm_prompt_logprobs(tok, req.engine.prompt, choices[0].prompt_logprobs, *req.prompt_logprobs);
   j["usage"] = usage_json(usage);
   return j;
 }

@@ -21,6 +21,7 @@ struct ChoiceState {
   std::string text;
   std::vector<TokenId> tokens;
   std::vector<GeneratedLogprobs> logprobs;
+  std::vector<GeneratedLogprobs> prompt_logprobs;  // prompt tokens 1.., when asked
   FinishReason finish = FinishReason::none;
   size_t text_offset = 0;  // completions logprobs: where the next token's text starts
 };

@@ -67,7 +67,8 @@ TEST_F(ServerBadInput, BadRequestsGet400NamingTheFieldAndChangeNothing) {
       {{{"prompt", "x"}, {"ignore_eos", 1}}, "ignore_eos"},
       {{{"prompt", "x"}, {"stream", "yes"}}, "stream"},
       {{{"prompt", "x"}, {"stream_options", {{"include_usage", true}}}}, "stream_options"},
-      {{{"prompt", "x"}, {"echo", true}, {"logprobs", 2}}, "echo"},
+      {{{"prompt", "x"}, {"echo", true}, {"logprobs", 2}, {"stream", true}}, "echo"},
+      {{{"prompt", "x"}, {"max_tokens", 0}}, "max_tokens"},  // only with echo
       {{{"max_tokens", 3}}, "prompt"},
       {{{"prompt", 42}}, "prompt"},
       {{{"prompt", {1, 600}}}, "prompt"},  // a token id outside the vocabulary of 512
