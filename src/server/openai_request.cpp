@@ -58,8 +58,8 @@ void validate_sampling(const SamplingParams& s) {
 }
 
 // Prompt and output must fit the context (and the KV pool, which bounds it).
-void check_length(const GenerationRequest& g, const ModelLimits& model, const char* prompt_field) {
-  const int64_t prompt = int64_t(g.engine.prompt.size());
+void check_length(size_t prompt_len, const GenerationRequest& g, const ModelLimits& model, const char* prompt_field) {
+  const int64_t prompt = int64_t(prompt_len);
   const auto& max_tokens = g.engine.sampling.max_tokens;
   if (prompt + 1 > model.max_model_len)
     throw ApiError(400,
@@ -108,29 +108,49 @@ std::vector<TokenId> token_ids(const json& arr, const ModelLimits& model) {
   return ids;
 }
 
-// prompt: a string, an array of token ids, or a batch of one of those.
-void parse_prompt(const json& body, const ModelLimits& model, GenerationRequest& g) {
-  const json* p = field(body, "prompt");
-  if (!p) bad_request("prompt", "'prompt' is required");
-  if (p->is_array() && !p->empty() && (p->front().is_string() || p->front().is_array())) {
-    if (p->size() != 1) bad_request("prompt", "batched prompts are not supported; send one prompt per request");
-    p = &p->front();
-  }
+// One prompt: a string or an array of token ids.
+PromptEntry parse_one_prompt(const json& p, const ModelLimits& model, std::optional<int32_t> truncate) {
   const Tokenizer& tok = *model.tokenizer;
-  const auto truncate = parse_truncate_prompt_tokens(body, model.max_model_len);
-  if (p->is_string()) {
-    g.prompt_text = p->get<std::string>();
-    g.engine.prompt =
-        encode_prompt(g.prompt_text, tok.add_bos_by_default(), /*parse_special=*/true, model, "prompt", truncate);
-    if (g.engine.prompt.empty()) bad_request("prompt", "the prompt is empty");
-    if (truncate) g.prompt_text = tok.decode(g.engine.prompt);  // echo shows what the model saw
-  } else if (p->is_array()) {
-    g.engine.prompt = token_ids(*p, model);
-    truncate_prompt(g.engine.prompt, truncate);
-    g.prompt_text = tok.decode(g.engine.prompt);
+  PromptEntry e;
+  if (p.is_string()) {
+    e.text = p.get<std::string>();
+    e.ids = encode_prompt(e.text, tok.add_bos_by_default(), /*parse_special=*/true, model, "prompt", truncate);
+    if (e.ids.empty()) bad_request("prompt", "the prompt is empty");
+    if (truncate) e.text = tok.decode(e.ids);  // echo shows what the model saw
+  } else if (p.is_array()) {
+    e.ids = token_ids(p, model);
+    truncate_prompt(e.ids, truncate);
+    e.text = tok.decode(e.ids);
   } else {
     bad_request("prompt", "'prompt' must be a string or an array of token ids");
   }
+  return e;
+}
+
+// prompt: a string, an array of token ids, or a list of up to kMaxPrompts of those.
+void parse_prompt(const json& body, const ModelLimits& model, GenerationRequest& g) {
+  const json* p = field(body, "prompt");
+  if (!p) bad_request("prompt", "'prompt' is required");
+  const auto truncate = parse_truncate_prompt_tokens(body, model.max_model_len);
+  if (p->is_array() && !p->empty() && (p->front().is_string() || p->front().is_array())) {
+    if (p->size() > GenerationRequest::kMaxPrompts)
+      bad_request("prompt", "a list of prompts may hold at most {} prompts, got {}", GenerationRequest::kMaxPrompts,
+                  p->size());
+    if (p->size() > 1) {
+      for (const auto& one : *p) {
+        if (!one.is_string() && !one.is_array())
+          bad_request("prompt", "a list of prompts must hold strings or arrays of token ids only");
+        g.prompts.push_back(parse_one_prompt(one, model, truncate));
+      }
+      g.engine.prompt = g.prompts.front().ids;
+      g.prompt_text = g.prompts.front().text;
+      return;
+    }
+    p = &p->front();
+  }
+  PromptEntry e = parse_one_prompt(*p, model, truncate);
+  g.engine.prompt = std::move(e.ids);
+  g.prompt_text = std::move(e.text);
 }
 
 std::string message_content(const json& m, size_t i) {
@@ -198,7 +218,7 @@ GenerationRequest parse_completion_request(const json& body, const ModelLimits& 
   parse_prompt_logprobs(body, g);
   parse_prompt(body, model, g);
   validate_sampling(g.engine.sampling);
-  check_length(g, model, "prompt");
+  for (size_t i = 0; i < g.num_prompts(); ++i) check_length(g.prompt_ids(i).size(), g, model, "prompt");
   g.engine.constraint = parse_constraint(body, model.grammar, raw_body);  // last: the costly check
   return g;
 }
@@ -229,7 +249,7 @@ GenerationRequest parse_chat_request(const json& body, const ModelLimits& model,
                                   parse_truncate_prompt_tokens(body, model.max_model_len));
   if (g.engine.prompt.empty()) bad_request("messages", "the rendered prompt is empty");
   validate_sampling(g.engine.sampling);
-  check_length(g, model, "messages");
+  check_length(g.engine.prompt.size(), g, model, "messages");
   g.engine.constraint = parse_constraint(body, model.grammar, raw_body);  // last: the costly check
   return g;
 }

@@ -73,16 +73,16 @@ json completion_response(const ResponseIdentity& id, const GenerationRequest& re
     auto& c = choices[i];
     json lp = nullptr;
     if (req.echo_logprobs)
-      lp = echo_logprobs(tok, req.engine.prompt, c.prompt_logprobs, c.logprobs, *req.engine.sampling.logprobs);
+      lp = echo_logprobs(tok, req.prompt_ids(c.prompt), c.prompt_logprobs, c.logprobs, *req.engine.sampling.logprobs);
     else if (req.engine.sampling.logprobs)
       lp = completion_logprobs(tok, c.logprobs, c.text_offset);
     cs.push_back({{"index", i},
-                  {"text", req.echo ? req.prompt_text + c.text : c.text},
+                  {"text", req.echo ? req.prompt_text_of(c.prompt) + c.text : c.text},
                   {"logprobs", lp},
                   {"finish_reason", finish_reason_json(c.finish)}});
     if (req.prompt_logprobs)
       cs.back()["prompt_logprobs"] =
-          vllm_prompt_logprobs(tok, req.engine.prompt, c.prompt_logprobs, *req.prompt_logprobs);
+          vllm_prompt_logprobs(tok, req.prompt_ids(c.prompt), c.prompt_logprobs, *req.prompt_logprobs);
   }
   j["choices"] = std::move(cs);
   j["usage"] = usage_json(usage);

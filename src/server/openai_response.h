@@ -24,6 +24,7 @@ struct ChoiceState {
   std::vector<GeneratedLogprobs> prompt_logprobs;  // prompt tokens 1.., when asked
   FinishReason finish = FinishReason::none;
   size_t text_offset = 0;  // completions logprobs: where the next token's text starts
+  size_t prompt = 0;       // a completions batch: which prompt this choice continues
 };
 
 // What every response and chunk of one request carries.

@@ -74,7 +74,7 @@ TEST_F(ServerBadInput, BadRequestsGet400NamingTheFieldAndChangeNothing) {
       {{{"prompt", {1, 600}}}, "prompt"},  // a token id outside the vocabulary of 512
       {{{"prompt", {1, -1}}}, "prompt"},
       {{{"prompt", json::array()}}, "prompt"},
-      {{{"prompt", {"a", "b"}}}, "prompt"},
+      {{{"prompt", {"a", 5}}}, "prompt"},  // a list of prompts holds prompts only
       {{{"prompt", "x"}, {"tools", {{{"type", "function"}}}}}, "tools"},
   };
   for (const auto& [body, param] : completions) expect_error(http_post(port(), "/v1/completions", body), 400, param);

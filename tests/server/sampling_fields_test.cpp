@@ -5,6 +5,7 @@
 // leaves the engine untouched.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "gguf/file.h"
@@ -147,7 +148,8 @@ TEST_F(SamplingFields, TruncatePromptTokensKeepsTheTail) {
 }
 
 TEST_F(SamplingFields, BadValuesAre400sNamingTheFieldAndChangeNothing) {
-  const PromMetrics before = metrics(server_->port());
+  ASSERT_TRUE(eventually([] { return engine_idle(server_->port()); }));
+  const double before = terminal_total(metrics(server_->port()));
   const std::pair<json, const char*> cases[] = {
       {{{"logit_bias", {{"abc", 1}}}}, "logit_bias"},
       {{{"logit_bias", {{"100000", 1}}}}, "logit_bias"},
@@ -172,9 +174,9 @@ TEST_F(SamplingFields, BadValuesAre400sNamingTheFieldAndChangeNothing) {
     EXPECT_EQ(r["error"]["type"], "invalid_request_error") << body.dump();
   }
   EXPECT_EQ(complete({{"best_of", 1}, {"max_tokens", 1}})["choices"].size(), 1u);  // best_of == n is fine
-  const PromMetrics after = metrics(server_->port());
-  EXPECT_EQ(terminal_total(after), terminal_total(before) + 1);  // only the best_of == n request ran
-  EXPECT_TRUE(engine_idle(server_->port()));
+  // Only the best_of == n request ran (the counters are published after its step).
+  EXPECT_TRUE(eventually([&] { return terminal_total(metrics(server_->port())) == before + 1; }));
+  EXPECT_EQ(terminal_total(metrics(server_->port())), before + 1);
 }
 
 // lm-evaluation-harness's loglikelihood request: echo, logprobs, max_tokens 0.
@@ -241,7 +243,55 @@ TEST_F(SamplingFields, VllmPromptLogprobs) {
   EXPECT_EQ(complete({{"max_tokens", 0}}, 400)["error"]["param"], "max_tokens");
   EXPECT_EQ(complete({{"prompt_logprobs", 21}}, 400)["error"]["param"], "prompt_logprobs");
   EXPECT_EQ(complete({{"prompt_logprobs", 1}, {"stream", true}}, 400)["error"]["param"], "prompt_logprobs");
-  EXPECT_TRUE(engine_idle(server_->port()));
+  EXPECT_TRUE(eventually([] { return engine_idle(server_->port()); }));
+}
+
+// A list of prompts: one engine request each, choices prompt-major, usage
+// summed; each choice equals the same prompt sent alone; streaming too.
+TEST_F(SamplingFields, ListOfPrompts) {
+  const std::vector<int32_t> ids = tok_->encode("The cat", true);
+  const json prompts = {"Once upon a time", ids, "Lily went"};
+  const json body = {{"prompt", prompts}, {"max_tokens", 4}, {"n", 2}, {"echo", true}};
+  const json r = complete(body);
+  ASSERT_EQ(r["choices"].size(), 6u);
+  int64_t prompt_tokens = 0, completion_tokens = 0;
+  for (size_t p = 0; p < 3; ++p) {
+    const json alone = complete({{"prompt", prompts[p]}, {"max_tokens", 4}, {"echo", true}});
+    prompt_tokens += alone["usage"]["prompt_tokens"].get<int64_t>();
+    completion_tokens += 2 * alone["usage"]["completion_tokens"].get<int64_t>();
+    for (size_t j = 0; j < 2; ++j) {
+      const json& c = r["choices"][p * 2 + j];
+      EXPECT_EQ(c["index"], p * 2 + j);
+      EXPECT_EQ(c["text"], alone["choices"][0]["text"]) << p << " " << j;
+    }
+  }
+  EXPECT_EQ(r["usage"]["prompt_tokens"], prompt_tokens);
+  EXPECT_EQ(r["usage"]["completion_tokens"], completion_tokens);
+
+  json sbody = body;
+  sbody["stream"] = true;
+  sbody["temperature"] = 0;
+  const HttpResponse s = http_post(server_->port(), "/v1/completions", sbody);
+  ASSERT_EQ(s.status, 200) << s.body;
+  std::map<int, std::string> texts;
+  std::map<int, int> finishes;
+  for (const auto& payload : sse_payloads(s.body)) {
+    if (payload == "[DONE]") continue;
+    const json chunk = json::parse(payload);
+    for (const auto& c : chunk["choices"]) {
+      texts[c["index"].get<int>()] += c["text"].get<std::string>();
+      finishes[c["index"].get<int>()] += !c["finish_reason"].is_null();
+    }
+  }
+  ASSERT_EQ(texts.size(), 6u);
+  for (const auto& [i, text] : texts) {
+    EXPECT_EQ(text, r["choices"][size_t(i)]["text"]) << i;
+    EXPECT_EQ(finishes[i], 1) << i;
+  }
+  // Bounded: at most 64 prompts; every element a prompt.
+  EXPECT_EQ(complete({{"prompt", json(std::vector<std::string>(65, "a"))}}, 400)["error"]["param"], "prompt");
+  EXPECT_EQ(complete({{"prompt", {"a", 5}}}, 400)["error"]["param"], "prompt");
+  EXPECT_TRUE(eventually([] { return engine_idle(server_->port()); }));
 }
 
 }  // namespace
