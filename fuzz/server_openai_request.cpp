@@ -30,10 +30,20 @@ std::unique_ptr<pagoda::grammar::GrammarCache> grammars;
 std::shared_ptr<const pagoda::grammar::TokenVocab> vocab;
 
 void check_request(const GenerationRequest& g, const ModelLimits& limits) {
-  check(!g.engine.prompt.empty(), "a non-empty prompt");
-  check(int64_t(g.engine.prompt.size()) + 1 <= limits.max_model_len, "room for one generated token");
-  for (int32_t id : g.engine.prompt)
-    check(id >= 0 && size_t(id) < tokenizer->vocab_size(), "prompt ids in the vocabulary");
+  check(g.num_prompts() <= GenerationRequest::kMaxPrompts, "a bounded list of prompts");
+  for (size_t i = 0; i < g.num_prompts(); ++i) {
+    const auto prompt = g.prompt_ids(i);
+    check(!prompt.empty(), "a non-empty prompt");
+    check(int64_t(prompt.size()) + 1 <= limits.max_model_len, "room for one generated token");
+    for (int32_t id : prompt) check(id >= 0 && size_t(id) < tokenizer->vocab_size(), "prompt ids in the vocabulary");
+  }
+  try {  // logit_bias, stop_token_ids, min_tokens: what the engine accepts
+    g.engine.sampling.validate();
+    g.engine.sampling.validate_vocab(int64_t(tokenizer->vocab_size()));
+  } catch (const pagoda::InvalidArgument&) {
+    check(false, "sampling fields the engine accepts");
+  }
+  if (g.engine.prompt_logprobs) check(*g.engine.prompt_logprobs >= 0 && *g.engine.prompt_logprobs <= 20, "k in range");
   check(g.engine.n >= 1 && g.engine.n <= limits.max_n, "n in range");
   if (g.engine.constraint)
     check(&g.engine.constraint->vocab() == vocab.get(), "constraints over the model's vocabulary");

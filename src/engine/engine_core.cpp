@@ -9,6 +9,7 @@
 #include "engine/constraint.h"
 #include "engine/faulty_runner.h"
 #include "grammar/mask.h"
+#include "sampling/logit_adjust.h"
 #include "util/error.h"
 
 namespace pagoda {
@@ -25,6 +26,7 @@ struct EngineCore::RequestState {
   std::vector<SeqId> choices;  // one sequence per choice, index = choice number
   int32_t open_choices = 0;
   int32_t num_cached_tokens = 0;
+  std::vector<GeneratedLogprobs> prompt_logprobs;  // prompt tokens 1.., once computed
   bool forked = false;
   bool reader_gone = false;
   FinishReason outcome = FinishReason::none;
@@ -41,6 +43,8 @@ struct EngineCore::SeqRun {
   std::optional<IncrementalDecoder> decoder;
   std::optional<StopMatcher> stops;
   std::optional<SeqConstraint> constraint;  // constrained decoding (constraint.h)
+  bool want_prompt_logprobs = false;        // the request's first choice, with prompt_logprobs
+  int32_t prompt_logprobs_next = 0;         // prompt positions whose logits are recorded
   bool finished = false;
 };
 
@@ -82,7 +86,11 @@ void EngineCore::validate(const Request& r) const {
         "tokens",
         r.prompt.size(), max_model_len_);
   r.sampling.validate();
+  r.sampling.validate_vocab(vocab_size_);
   if (r.n < 1 || r.n > config_.max_n) fail<InvalidArgument>("n must be in [1, {}], got {}", config_.max_n, r.n);
+  if (r.prompt_logprobs && (*r.prompt_logprobs < 0 || *r.prompt_logprobs > SamplingParams::kMaxLogprobs))
+    fail<InvalidArgument>("prompt_logprobs must be in [0, {}], got {}", SamplingParams::kMaxLogprobs,
+                          *r.prompt_logprobs);
   if (r.timeout_s && !(*r.timeout_s > 0)) fail<InvalidArgument>("timeout must be positive");
   if (r.constraint && int64_t(r.constraint->vocab().size()) > vocab_size_)
     fail<InvalidArgument>("the grammar's vocabulary has {} tokens, the model {}", r.constraint->vocab().size(),
@@ -114,9 +122,10 @@ void EngineCore::add(uint64_t id, Request r, OutputSink sink) {
   s->seq.cache_salt = req->request.cache_salt;
   s->rng = Rng(sp.seed.value_or(random_seed()));
   s->history = TokenHistory(s->seq.tokens);
-  if (tokenizer_) s->decoder.emplace(*tokenizer_);
-  s->stops.emplace(sp.stop);
+  if (tokenizer_) s->decoder.emplace(*tokenizer_, false, !sp.skip_special_tokens);
+  s->stops.emplace(sp.stop, sp.include_stop_str_in_output);
   if (req->request.constraint) s->constraint.emplace(req->request.constraint);
+  s->want_prompt_logprobs = s->seq.skip_prefix_cache = req->request.prompt_logprobs.has_value();
   req->choices[0] = s->seq.id;
   sched_.add(&s->seq);
   seqs_.emplace(s->seq.id, std::move(s));
@@ -239,11 +248,44 @@ void EngineCore::build_batch(std::span<const ScheduledSeq> part, Batch& batch) c
     const Sequence& seq = *sc.seq;
     auto it = seqs_.find(seq.id);
     const int s = batch.add_sequence(blocks_.block_table(seq.id), it != seqs_.end() ? it->second->req->id : 0);
+    const auto [plp_first, plp_count] = prompt_logprob_span(sc);
     for (int32_t i = 0; i < sc.num_tokens; ++i) {
       const int32_t pos = seq.num_computed + i;
-      batch.add(seq.tokens[size_t(pos)], s, pos, sc.sample && i + 1 == sc.num_tokens);
+      const bool plp = pos >= plp_first && pos < plp_first + plp_count;
+      batch.add(seq.tokens[size_t(pos)], s, pos, plp || (sc.sample && i + 1 == sc.num_tokens));
     }
   }
+}
+
+std::pair<int32_t, int32_t> EngineCore::prompt_logprob_span(const ScheduledSeq& sc) const {
+  auto it = seqs_.find(sc.seq->id);
+  if (it == seqs_.end() || !it->second->want_prompt_logprobs) return {0, 0};
+  // Position p's logits give token p + 1's logprob: positions up to the prompt's second-last.
+  const int32_t first = std::max(sc.seq->num_computed, it->second->prompt_logprobs_next);
+  const int32_t end = std::min(sc.seq->num_computed + sc.num_tokens, sc.seq->num_prompt - 1);
+  return {first, std::max(0, end - first)};
+}
+
+bool EngineCore::record_prompt_logprobs(SeqRun& s, int32_t first, int32_t count, size_t row) {
+  const size_t V = size_t(vocab_size_);
+  const int32_t k = *s.req->request.prompt_logprobs;
+  try {
+    for (int32_t i = 0; i < count; ++i) {
+      const std::span<const float> logits(logits_.data() + (row + size_t(i)) * V, V);
+      GeneratedLogprobs lp;
+      lp.token = s.seq.tokens[size_t(first + i + 1)];
+      lp.logprob = token_logprob(logits, lp.token);
+      lp.top = top_logprobs(logits, k);
+      const float mine = logits[size_t(lp.token)];
+      lp.rank = 1 + int32_t(std::count_if(logits.begin(), logits.end(), [mine](float x) { return x > mine; }));
+      s.req->prompt_logprobs.push_back(std::move(lp));
+    }
+  } catch (const std::exception& e) {
+    finish(s, FinishReason::error, std::string("prompt logprobs: ") + e.what());
+    return false;
+  }
+  s.prompt_logprobs_next = first + count;
+  return true;
 }
 
 void EngineCore::fail_batch(std::span<const ScheduledSeq> part, const std::string& cause) {
@@ -360,9 +402,18 @@ void EngineCore::after_forward(std::span<const ScheduledSeq> part) {
   std::vector<std::pair<SeqRun*, size_t>> rows;  // (sequence, its logits row)
   size_t row = 0;
   for (const auto& sc : part) {
+    const auto [plp_first, plp_count] = prompt_logprob_span(sc);  // before the commit moves num_computed
     auto it = seqs_.find(sc.seq->id);
-    if (it == seqs_.end() || it->second->finished) continue;
+    if (it == seqs_.end() || it->second->finished) {
+      row += size_t(plp_count) + sc.sample;  // its rows are in the pass all the same
+      continue;
+    }
     SeqRun& s = *it->second;
+    if (plp_count > 0 && !record_prompt_logprobs(s, plp_first, plp_count, row)) {
+      row += size_t(plp_count) + sc.sample;
+      continue;
+    }
+    row += size_t(plp_count);
     s.seq.num_computed += sc.num_tokens;
     blocks_.commit(s.seq.id, s.seq.tokens, s.seq.num_computed);
     if (sc.sample) rows.emplace_back(&s, row++);
@@ -401,8 +452,8 @@ std::vector<EngineCore::SeqRun*> EngineCore::fork_choices(SeqRun& parent) {
     // Each choice has its own stream: seed + choice when a seed was given.
     s->rng = Rng(sp.seed ? *sp.seed + uint64_t(c) : random_seed());
     s->history = parent.history;
-    if (tokenizer_) s->decoder.emplace(*tokenizer_);
-    s->stops.emplace(sp.stop);
+    if (tokenizer_) s->decoder.emplace(*tokenizer_, false, !sp.skip_special_tokens);
+    s->stops.emplace(sp.stop, sp.include_stop_str_in_output);
     s->constraint = parent.constraint;  // the same grammar state and mask: a fork
     req.choices[size_t(c)] = s->seq.id;
     Sequence* seq = &s->seq;
@@ -437,6 +488,11 @@ void EngineCore::fill_step_masks(std::span<const std::pair<SeqRun*, size_t>> row
 void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
   RequestState& req = *s.req;
   const auto& sp = req.request.sampling;
+  if (req.request.prompt_logprobs && s.seq.num_output() == 0) {
+    RequestOutput plp;  // the prompt's logprobs, complete once any choice samples
+    plp.prompt_logprobs = req.prompt_logprobs;
+    deliver(req, s.choice, std::move(plp));
+  }
   if (s.constraint) {
     // The grammar's mask, as -inf logits, before the sampler's pipeline.
     SeqConstraint& c = *s.constraint;
@@ -444,6 +500,13 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
     if (!mask_logits(c, logits, masked_))
       return finish(s, FinishReason::error,
                     "the output grammar allows no token here: no token of the vocabulary continues the output");
+    logits = masked_;
+  }
+  // logit_bias and the min_tokens mask, on a copy unless the grammar made one.
+  const bool adjusted = adjusts_logits(sp, s.seq.num_output());
+  if (adjusted) {
+    if (logits.data() != masked_.data()) masked_.assign(logits.begin(), logits.end());
+    adjust_logits(masked_, sp, eog_ids_, s.seq.num_output());
     logits = masked_;
   }
   TokenId id;
@@ -473,8 +536,8 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
     lp.token = id;
     lp.logprob = token_logprob(logits, id);
     lp.top = top_logprobs(logits, *sp.logprobs);
-    // Tokens the grammar forbids have probability 0: not listed among the likely ones.
-    if (s.constraint) std::erase_if(lp.top, [](const TokenLogprob& t) { return std::isinf(t.logprob); });
+    // Tokens the grammar or min_tokens forbids have probability 0: not listed among the likely ones.
+    if (s.constraint || adjusted) std::erase_if(lp.top, [](const TokenLogprob& t) { return std::isinf(t.logprob); });
     out.logprobs.push_back(std::move(lp));
   }
   const int64_t n_generated = s.seq.num_output() + 1;
@@ -492,7 +555,7 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
   ++req.generated;
   out.tokens.push_back(id);
   if (s.decoder) {
-    auto step = s.stops->push(s.decoder->push(id));
+    auto step = s.stops->push(s.decoder->push(id), n_generated >= sp.min_tokens);
     out.text = std::move(step.text);
     if (step.stopped) reason = FinishReason::stop;
   }

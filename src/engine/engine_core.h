@@ -5,6 +5,11 @@
 //   copy-on-write copies  ->  one batched forward pass  ->  commit + sample
 //   ->  deliver deltas  ->  free what finished  ->  publish statistics.
 //
+// A request with prompt_logprobs skips the prefix cache and asks the pass
+// for the logits of every prompt position of its first choice (each once:
+// a recompute after preemption does not ask again); the logprobs go out on
+// a delta of their own before each choice's first token.
+//
 // Every way a sequence ends goes through finish(), which takes it out of the
 // scheduler, frees its blocks and sends its one terminal event. Nothing here
 // blocks on a reader.
@@ -111,6 +116,9 @@ class EngineCore {
   void isolate_failure(std::span<const ScheduledSeq> all, const std::string& cause);
   static int32_t isolation_budget(size_t num_seqs);
   void build_batch(std::span<const ScheduledSeq> part, Batch& batch) const;
+  // The chunk's positions whose logits give prompt logprobs: [first, first + count).
+  std::pair<int32_t, int32_t> prompt_logprob_span(const ScheduledSeq& sc) const;
+  bool record_prompt_logprobs(SeqRun& s, int32_t first, int32_t count, size_t row);
   void after_forward(std::span<const ScheduledSeq> part);
   void fail_batch(std::span<const ScheduledSeq> part, const std::string& cause);
   void fill_step_masks(std::span<const std::pair<SeqRun*, size_t>> rows);

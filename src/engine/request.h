@@ -35,20 +35,29 @@ struct Request {
   // that ends with `stop` on an end-of-generation token or the grammar's own
   // end is in it.
   std::shared_ptr<const grammar::MaskTables> constraint;
+  // The logprob of every prompt token after the first, with this many most
+  // likely tokens ([0, 20]), under the plain log-softmax (vLLM's
+  // prompt_logprobs). Such a request skips the prefix cache: a cached prefix
+  // has no logits. Absent: none, at no cost.
+  std::optional<int32_t> prompt_logprobs;
 };
 
 struct GeneratedLogprobs {
   TokenId token = 0;
   float logprob = 0;              // of the sampled token, plain log-softmax
   std::vector<TokenLogprob> top;  // sampling.logprobs most likely tokens
+  int32_t rank = 0;               // prompt logprobs: 1 + tokens more likely than `token`
 };
 
 struct RequestOutput {
   uint64_t request_id = 0;
   int32_t choice = 0;
-  std::vector<TokenId> tokens;               // new tokens in this delta
-  std::string text;                          // new text (stop strings held back, never emitted)
-  std::vector<GeneratedLogprobs> logprobs;   // one per new token, when asked
+  std::vector<TokenId> tokens;              // new tokens in this delta
+  std::string text;                         // new text (stop strings held back, never emitted)
+  std::vector<GeneratedLogprobs> logprobs;  // one per new token, when asked
+  // Request::prompt_logprobs: prompt tokens 1.. (entry i is token i + 1), on
+  // a delta of its own before each choice's first token.
+  std::vector<GeneratedLogprobs> prompt_logprobs;
   FinishReason finish = FinishReason::none;  // set on the choice's last delta
   std::string error;                         // the cause, when finish is error
   bool request_done = false;                 // set on the request's very last delta

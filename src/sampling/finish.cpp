@@ -24,6 +24,8 @@ bool is_end_of_generation(int32_t token, std::span<const int32_t> eog_ids, bool 
 FinishReason finish_reason(int32_t token, int64_t n_generated, const SamplingParams& params,
                            std::span<const int32_t> eog_ids) {
   if (is_end_of_generation(token, eog_ids, params.ignore_eos)) return FinishReason::stop;
+  const auto& ids = params.stop_token_ids;
+  if (std::find(ids.begin(), ids.end(), token) != ids.end()) return FinishReason::stop;
   if (params.max_tokens && n_generated >= *params.max_tokens) return FinishReason::length;
   return FinishReason::none;
 }

@@ -24,8 +24,9 @@ const char* to_string(FinishReason reason);
 bool is_end_of_generation(int32_t token, std::span<const int32_t> eog_ids, bool ignore_eos);
 
 // After the n_generated-th token (counting `token`): stop on an end-of-
-// generation id, length once max_tokens are out, else none. The end-of-
-// generation token itself is not part of the text the API returns.
+// generation id or one of params.stop_token_ids (vLLM; ignore_eos does not
+// apply to them), length once max_tokens are out, else none. The stopping
+// token itself is not part of the text the API returns.
 FinishReason finish_reason(int32_t token, int64_t n_generated, const SamplingParams& params,
                            std::span<const int32_t> eog_ids);
 

@@ -32,6 +32,26 @@ void SamplingParams::validate() const {
     if (stop[i].empty()) fail<InvalidArgument>("stop strings must not be empty (stop[{}] is)", i);
   if (logprobs && (*logprobs < 0 || *logprobs > kMaxLogprobs))
     fail<InvalidArgument>("logprobs must be in [0, {}], got {}", kMaxLogprobs, *logprobs);
+  if (logit_bias.size() > kMaxLogitBiasEntries)
+    fail<InvalidArgument>("logit_bias must hold at most {} entries, got {}", kMaxLogitBiasEntries, logit_bias.size());
+  for (const auto& [id, bias] : logit_bias)
+    if (!(-kMaxLogitBias <= bias && bias <= kMaxLogitBias))
+      fail<InvalidArgument>("logit_bias values must be in [{}, {}], got {} for token {}", -kMaxLogitBias, kMaxLogitBias,
+                            bias, id);
+  if (stop_token_ids.size() > kMaxStopTokenIds)
+    fail<InvalidArgument>("stop_token_ids must hold at most {} ids, got {}", kMaxStopTokenIds, stop_token_ids.size());
+  if (min_tokens < 0) fail<InvalidArgument>("min_tokens must be >= 0, got {}", min_tokens);
+  if (max_tokens && min_tokens > *max_tokens)
+    fail<InvalidArgument>("min_tokens must be less than or equal to max_tokens={}, got {}", *max_tokens, min_tokens);
+}
+
+void SamplingParams::validate_vocab(int64_t vocab_size) const {
+  for (const auto& [id, bias] : logit_bias)
+    if (id < 0 || id >= vocab_size)
+      fail<InvalidArgument>("logit_bias: token id {} is outside the vocabulary (0..{})", id, vocab_size - 1);
+  for (int32_t id : stop_token_ids)
+    if (id < 0 || id >= vocab_size)
+      fail<InvalidArgument>("stop_token_ids: token id {} is outside the vocabulary (0..{})", id, vocab_size - 1);
 }
 
 }  // namespace pagoda

@@ -23,7 +23,8 @@ size_t incomplete_utf8(std::string_view s) {
 
 }  // namespace
 
-StopMatcher::StopMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {
+StopMatcher::StopMatcher(std::vector<std::string> stops, bool include_stop)
+    : stops_(std::move(stops)), include_stop_(include_stop) {
   for (size_t i = 0; i < stops_.size(); ++i)
     if (stops_[i].empty()) fail<InvalidArgument>("stop strings must not be empty (stop[{}] is)", i);
 }
@@ -42,9 +43,15 @@ size_t StopMatcher::unsafe_tail() const {
   return hold;
 }
 
-StopMatcher::Step StopMatcher::push(std::string_view delta) {
+StopMatcher::Step StopMatcher::push(std::string_view delta, bool can_stop) {
   if (stopped()) return {{}, true};
   held_ += delta;
+  if (!can_stop) {
+    const size_t safe = held_.size() - unsafe_tail();
+    Step step{held_.substr(0, safe), false};
+    held_.erase(0, safe);
+    return step;
+  }
 
   // The stop string that completes first, then the one that starts first.
   size_t best_start = std::string::npos, best_end = std::string::npos;
@@ -59,7 +66,7 @@ StopMatcher::Step StopMatcher::push(std::string_view delta) {
     }
   }
   if (stopped()) {
-    Step step{held_.substr(0, best_start), true};
+    Step step{held_.substr(0, include_stop_ ? best_end : best_start), true};
     held_.clear();
     return step;
   }

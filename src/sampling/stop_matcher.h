@@ -7,7 +7,10 @@
 //
 // If several stop strings match, the one that completes first in the stream
 // wins (then the one that started first), so the result does not depend on how
-// the text was split into deltas.
+// the text was split into deltas. include_stop (vLLM's include_stop_str_in_
+// output) keeps the stop string itself at the end of the released text.
+// push(delta, false) looks for no stop string in what it adds (vLLM's
+// min_tokens: no stop before then); the held tail is searched again later.
 #pragma once
 
 #include <string>
@@ -25,9 +28,9 @@ class StopMatcher {
 
   // Throws InvalidArgument for an empty stop string. No stops: text passes
   // through (still never splitting a UTF-8 character).
-  explicit StopMatcher(std::vector<std::string> stops);
+  explicit StopMatcher(std::vector<std::string> stops, bool include_stop = false);
 
-  Step push(std::string_view delta);
+  Step push(std::string_view delta, bool can_stop = true);
   std::string flush();
 
   bool stopped() const { return stop_index_ >= 0; }
@@ -40,6 +43,7 @@ class StopMatcher {
   std::vector<std::string> stops_;
   std::string held_;
   int stop_index_ = -1;
+  bool include_stop_ = false;
 };
 
 }  // namespace pagoda

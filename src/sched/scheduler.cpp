@@ -133,8 +133,12 @@ int32_t Scheduler::admission_headroom(int32_t running_after) const {
 
 bool Scheduler::try_admit(Sequence* seq, StepPlan& plan, StepBudget& budget, bool whole_only) {
   const bool resumed = seq->state == SeqState::preempted;
-  CachedPrefix prefix = blocks_.lookup_prefix(std::span<const TokenId>(seq->tokens).first(size_t(seq->num_tokens())),
-                                              seq->cache_salt, resumed ? Admission::kResumed : Admission::kFresh);
+  const Admission admission = resumed ? Admission::kResumed : Admission::kFresh;
+  CachedPrefix prefix =
+      seq->skip_prefix_cache
+          ? CachedPrefix{.extra_key = seq->cache_salt, .admission = admission}
+          : blocks_.lookup_prefix(std::span<const TokenId>(seq->tokens).first(size_t(seq->num_tokens())),
+                                  seq->cache_salt, admission);
   prefix.extra_key = seq->cache_salt;
   const int32_t want = seq->num_tokens() - prefix.num_tokens;
   const int32_t n = want == 1 ? std::min(1, budget.tokens) : budget.grant(prefix.num_tokens, want);

@@ -32,6 +32,7 @@ struct Sequence {
   int32_t priority = 0;      // lower runs first (vLLM's convention)
   uint64_t arrival = 0;      // admission order among equal priorities
   std::string cache_salt;
+  bool skip_prefix_cache = false;  // computes every prompt position (prompt logprobs need their logits)
 
   // Fairness bookkeeping (see scheduler.h).
   int32_t preemptions = 0;

@@ -85,23 +85,15 @@ void GenerationStream::submit(const ServedModel& model, GenerationRequest req, R
     if (state_->draining) throw ApiError(503, "the server is shutting down");
     req_ = std::move(req);
     ident_ = std::move(ident);
-    choices_.resize(size_t(req_.engine.n));
-    // Runs on the engine thread: never blocks, only hands the delta over.
-    OutputSink sink = [self = shared_from_this()](RequestOutput&& out) {
-      if (self->gone_.load(std::memory_order_relaxed)) return false;
-      asio::post(self->strand_, [self, out = std::move(out)]() mutable { self->on_output(std::move(out)); });
-      return true;
-    };
-    try {
-      engine_id_ = model.engine->submit(req_.engine, std::move(sink));
-    } catch (const InvalidArgument& e) {
-      throw ApiError(400, e.what());
-    } catch (const Overloaded& e) {
-      if (state_->draining) throw ApiError(503, "the server is shutting down");
-      ++state_->rejected;
-      throw ApiError(429, e.what(), "", "", 1);
-    }
+    const size_t n = size_t(req_.engine.n), prompts = req_.num_prompts();
+    choices_.resize(prompts * n);
+    for (size_t i = 0; i < choices_.size(); ++i) choices_[i].prompt = i / n;
+    prompt_usage_.assign(prompts, {0, 0});
+    for (size_t p = 0; p < prompts; ++p) submit_one(model, p);
   } catch (const ApiError& e) {
+    // A list of prompts refused halfway: the ones already in the engine end too.
+    gone_.store(true, std::memory_order_relaxed);
+    for (uint64_t id : engine_ids_) model.engine->cancel(id);
     stage_ = Stage::done;
     const auto channel = channel_;  // answering may detach this stream
     return channel->respond_error(e);
@@ -109,6 +101,27 @@ void GenerationStream::submit(const ServedModel& model, GenerationRequest req, R
   model_ = &model;
   stage_ = Stage::running;
   ++state_->active_generations;
+}
+
+void GenerationStream::submit_one(const ServedModel& model, size_t prompt) {
+  // Runs on the engine thread: never blocks, only hands the delta over.
+  OutputSink sink = [self = shared_from_this(), prompt](RequestOutput&& out) {
+    if (self->gone_.load(std::memory_order_relaxed)) return false;
+    asio::post(self->strand_,
+               [self, prompt, out = std::move(out)]() mutable { self->on_output(prompt, std::move(out)); });
+    return true;
+  };
+  Request r = req_.engine;
+  if (!req_.prompts.empty()) r.prompt = req_.prompts[prompt].ids;
+  try {
+    engine_ids_.push_back(model.engine->submit(std::move(r), std::move(sink)));
+  } catch (const InvalidArgument& e) {
+    throw ApiError(400, e.what());
+  } catch (const Overloaded& e) {
+    if (state_->draining) throw ApiError(503, "the server is shutting down");
+    ++state_->rejected;
+    throw ApiError(429, e.what(), "", "", 1);
+  }
 }
 
 void GenerationStream::abort(const std::string& message) {
@@ -127,12 +140,17 @@ void GenerationStream::detach() {
   stage_ = Stage::done;
 }
 
-void GenerationStream::on_output(RequestOutput&& out) {
-  if (out.request_done) engine_done_ = true;
+void GenerationStream::on_output(size_t prompt, RequestOutput&& out) {
+  if (out.request_done) engine_done_ = ++engine_requests_done_ == engine_ids_.size();
   if (!channel_ || stage_ != Stage::running) return;
   if (health_probe_) return on_probe_output(out);
-  usage_.prompt_tokens = out.num_prompt_tokens;
-  usage_.cached_tokens = out.num_cached_tokens;
+  // Usage over every prompt; choices numbered prompt-major from here on.
+  auto& [prompt_tokens, cached_tokens] = prompt_usage_.at(prompt);
+  usage_.prompt_tokens += out.num_prompt_tokens - prompt_tokens;
+  usage_.cached_tokens += out.num_cached_tokens - cached_tokens;
+  prompt_tokens = out.num_prompt_tokens;
+  cached_tokens = out.num_cached_tokens;
+  out.choice += int32_t(prompt * size_t(req_.engine.n));
   switch (out.finish) {
     case FinishReason::timeout: return fail(504, "the request timed out (--request-timeout)");
     case FinishReason::error:
@@ -141,6 +159,14 @@ void GenerationStream::on_output(RequestOutput&& out) {
     default: break;
   }
   ChoiceState& c = choices_.at(size_t(out.choice));
+  if (!out.prompt_logprobs.empty()) c.prompt_logprobs = std::move(out.prompt_logprobs);
+  if (req_.prompt_only) {
+    // max_tokens 0: the one token sampled is not part of the answer.
+    out.tokens.clear();
+    out.text.clear();
+    out.logprobs.clear();
+    if (out.finish != FinishReason::none) out.finish = FinishReason::length;
+  }
   usage_.completion_tokens += int64_t(out.tokens.size());
   if (out.finish != FinishReason::none) c.finish = out.finish;
   if (req_.stream) {
@@ -150,7 +176,7 @@ void GenerationStream::on_output(RequestOutput&& out) {
     c.tokens.insert(c.tokens.end(), out.tokens.begin(), out.tokens.end());
     for (auto& lp : out.logprobs) c.logprobs.push_back(std::move(lp));
   }
-  if (out.request_done) finish();
+  if (out.request_done && engine_done_) finish();
 }
 
 void GenerationStream::on_probe_output(const RequestOutput& out) {
@@ -167,12 +193,13 @@ void GenerationStream::on_probe_output(const RequestOutput& out) {
 void GenerationStream::stream_head() {
   channel_->begin_events(response_headers());
   head_sent_ = true;
-  for (int i = 0; i < req_.engine.n; ++i) {
+  for (int i = 0; i < int(choices_.size()); ++i) {
     if (req_.api == Api::chat)
       channel_->send_event(
           dump(chat_chunk(ident_, req_, i, {{"role", "assistant"}, {"content", ""}}, nullptr, nullptr)));
     else if (req_.echo)
-      channel_->send_event(dump(completion_chunk(ident_, req_, i, req_.prompt_text, nullptr, nullptr)));
+      channel_->send_event(
+          dump(completion_chunk(ident_, req_, i, req_.prompt_text_of(choices_[size_t(i)].prompt), nullptr, nullptr)));
   }
 }
 
@@ -245,7 +272,7 @@ void GenerationStream::retire(bool cancel) {
   --state_->active_generations;
   if (cancel && !engine_done_) {
     gone_.store(true, std::memory_order_relaxed);
-    model_->engine->cancel(engine_id_);
+    for (uint64_t id : engine_ids_) model_->engine->cancel(id);  // ids already ended are ignored
   }
 }
 

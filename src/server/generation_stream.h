@@ -3,7 +3,10 @@
 //   start(): parse and tokenize on the request workers (never the I/O
 //   thread)  ->  submit to the engine on the connection's strand  ->  the
 //   engine's deltas, posted to the strand by the request's sink  ->  SSE
-//   chunks as they come, or one JSON response at the end.
+//   chunks as they come, or one JSON response at the end. A completions
+//   list of prompts is one engine request per prompt, all under this stream:
+//   their choices are numbered prompt-major, usage is summed, the exchange
+//   ends when the last one does, and leaving cancels them all.
 //
 // The stream owns the request's state; its connection owns the stream and
 // answers through the ResponseChannel. When the exchange ends or the client
@@ -52,7 +55,8 @@ class GenerationStream : public std::enable_shared_from_this<GenerationStream> {
   enum class Stage { idle, parsing, running, done };
 
   void submit(const ServedModel& model, GenerationRequest req, ResponseIdentity ident, const ApiError* error);
-  void on_output(RequestOutput&& out);
+  void submit_one(const ServedModel& model, size_t prompt);  // throws ApiError
+  void on_output(size_t prompt, RequestOutput&& out);
   void on_probe_output(const RequestOutput& out);
   void stream_head();
   Headers response_headers() const;  // X-Request-Id, and the ignored fields if any
@@ -68,8 +72,10 @@ class GenerationStream : public std::enable_shared_from_this<GenerationStream> {
   const ServedModel* model_ = nullptr;  // once submitted
   GenerationRequest req_;
   ResponseIdentity ident_;
-  uint64_t engine_id_ = 0;
+  std::vector<uint64_t> engine_ids_;  // one per prompt
+  size_t engine_requests_done_ = 0;
   std::vector<ChoiceState> choices_;
+  std::vector<std::pair<int64_t, int64_t>> prompt_usage_;  // per prompt: (prompt tokens, cached tokens)
   Usage usage_;
   bool head_sent_ = false;    // streaming: the SSE head is out
   bool retired_ = false;      // no longer counted in active_generations

@@ -1,11 +1,13 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <climits>
 
 #include "server/api_error.h"
 #include "server/chat_body.h"
 #include "server/json_fields.h"
 #include "server/tool_constraint.h"
+#include "server/sampling_fields.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -37,6 +39,7 @@ void parse_common(const json& body, const ModelLimits& model, GenerationRequest&
   s.stop = opt_string_list(body, "stop");
   if (auto v = opt_bool(body, "ignore_eos")) s.ignore_eos = *v;
   if (auto v = opt_int32(body, "n", 1, model.max_n)) g.engine.n = *v;
+  parse_extra_sampling(body, g.engine.n, int64_t(model.tokenizer->vocab_size()), s);
   if (auto v = opt_int32(body, "priority", INT32_MIN, INT32_MAX)) g.engine.priority = *v;
   if (auto v = opt_string(body, "cache_salt")) g.engine.cache_salt = *v;
   if (auto v = opt_bool(body, "stream")) g.stream = *v;
@@ -58,8 +61,8 @@ void validate_sampling(const SamplingParams& s) {
 }
 
 // Prompt and output must fit the context (and the KV pool, which bounds it).
-void check_length(const GenerationRequest& g, const ModelLimits& model, const char* prompt_field) {
-  const int64_t prompt = int64_t(g.engine.prompt.size());
+void check_length(size_t prompt_len, const GenerationRequest& g, const ModelLimits& model, const char* prompt_field) {
+  const int64_t prompt = int64_t(prompt_len);
   const auto& max_tokens = g.engine.sampling.max_tokens;
   if (prompt + 1 > model.max_model_len)
     throw ApiError(400,
@@ -78,17 +81,20 @@ void check_length(const GenerationRequest& g, const ModelLimits& model, const ch
 
 // Encodes a prompt, refusing first without encoding a text too long for any
 // tokenization of it to fit the context (so a huge prompt costs no CPU).
+// With truncate_prompt_tokens the whole text is encoded and its tail kept.
 std::vector<TokenId> encode_prompt(const std::string& text, bool add_bos, bool parse_special, const ModelLimits& model,
-                                   const char* prompt_field) {
+                                   const char* prompt_field, std::optional<int32_t> truncate = std::nullopt) {
   const Tokenizer& tok = *model.tokenizer;
   const size_t min_tokens = (text.size() + tok.max_token_bytes() - 1) / tok.max_token_bytes();
-  if (min_tokens + 1 > size_t(model.max_model_len))
+  if (!truncate && min_tokens + 1 > size_t(model.max_model_len))
     throw ApiError(400,
                    fmt::format("This model's maximum context length is {} tokens. However, your prompt has at least {} "
                                "tokens ({} bytes).",
                                model.max_model_len, min_tokens, text.size()),
                    prompt_field, "context_length_exceeded");
-  return tok.encode(text, add_bos, parse_special);
+  auto ids = tok.encode(text, add_bos, parse_special);
+  truncate_prompt(ids, truncate);
+  return ids;
 }
 
 std::vector<TokenId> token_ids(const json& arr, const ModelLimits& model) {
@@ -105,25 +111,70 @@ std::vector<TokenId> token_ids(const json& arr, const ModelLimits& model) {
   return ids;
 }
 
-// prompt: a string, an array of token ids, or a batch of one of those.
-void parse_prompt(const json& body, const ModelLimits& model, GenerationRequest& g) {
-  const json* p = field(body, "prompt");
-  if (!p) bad_request("prompt", "'prompt' is required");
-  if (p->is_array() && !p->empty() && (p->front().is_string() || p->front().is_array())) {
-    if (p->size() != 1) bad_request("prompt", "batched prompts are not supported; send one prompt per request");
-    p = &p->front();
-  }
+// One prompt: a string or an array of token ids.
+PromptEntry parse_one_prompt(const json& p, const ModelLimits& model, std::optional<int32_t> truncate) {
   const Tokenizer& tok = *model.tokenizer;
-  if (p->is_string()) {
-    g.prompt_text = p->get<std::string>();
-    g.engine.prompt = encode_prompt(g.prompt_text, tok.add_bos_by_default(), /*parse_special=*/true, model, "prompt");
-    if (g.engine.prompt.empty()) bad_request("prompt", "the prompt is empty");
-  } else if (p->is_array()) {
-    g.engine.prompt = token_ids(*p, model);
-    g.prompt_text = tok.decode(g.engine.prompt);
+  PromptEntry e;
+  if (p.is_string()) {
+    e.text = p.get<std::string>();
+    e.ids = encode_prompt(e.text, tok.add_bos_by_default(), /*parse_special=*/true, model, "prompt", truncate);
+    if (e.ids.empty()) bad_request("prompt", "the prompt is empty");
+    if (truncate) e.text = tok.decode(e.ids);  // echo shows what the model saw
+  } else if (p.is_array()) {
+    e.ids = token_ids(p, model);
+    truncate_prompt(e.ids, truncate);
+    e.text = tok.decode(e.ids);
   } else {
     bad_request("prompt", "'prompt' must be a string or an array of token ids");
   }
+  return e;
+}
+
+// prompt: a string, an array of token ids, or a list of up to kMaxPrompts of those.
+void parse_prompt(const json& body, const ModelLimits& model, GenerationRequest& g) {
+  const json* p = field(body, "prompt");
+  if (!p) bad_request("prompt", "'prompt' is required");
+  const auto truncate = parse_truncate_prompt_tokens(body, model.max_model_len);
+  if (p->is_array() && !p->empty() && (p->front().is_string() || p->front().is_array())) {
+    if (p->size() > GenerationRequest::kMaxPrompts)
+      bad_request("prompt", "a list of prompts may hold at most {} prompts, got {}", GenerationRequest::kMaxPrompts,
+                  p->size());
+    if (p->size() > 1) {
+      for (const auto& one : *p) {
+        if (!one.is_string() && !one.is_array())
+          bad_request("prompt", "a list of prompts must hold strings or arrays of token ids only");
+        g.prompts.push_back(parse_one_prompt(one, model, truncate));
+      }
+      g.engine.prompt = g.prompts.front().ids;
+      g.prompt_text = g.prompts.front().text;
+      return;
+    }
+    p = &p->front();
+  }
+  PromptEntry e = parse_one_prompt(*p, model, truncate);
+  g.engine.prompt = std::move(e.ids);
+  g.prompt_text = std::move(e.text);
+}
+
+// echo + logprobs, max_tokens 0 and vLLM's prompt_logprobs: the engine
+// computes the prompt's logprobs (Request::prompt_logprobs) with the larger k.
+void parse_prompt_logprobs(const json& body, GenerationRequest& g) {
+  SamplingParams& s = g.engine.sampling;
+  if (s.max_tokens == 0) {
+    // As vLLM: the prompt alone, scored; one token is still sampled, then dropped.
+    if (!g.echo) bad_request("max_tokens", "max_tokens 0 is only allowed with echo (to score the prompt)");
+    g.prompt_only = true;
+    s.max_tokens = 1;
+  }
+  if (g.echo && s.logprobs) {
+    g.echo_logprobs = true;
+    g.engine.prompt_logprobs = *s.logprobs;
+  }
+  g.prompt_logprobs = opt_int32(body, "prompt_logprobs", 0, SamplingParams::kMaxLogprobs);
+  if (g.prompt_logprobs) g.engine.prompt_logprobs = std::max(g.engine.prompt_logprobs.value_or(0), *g.prompt_logprobs);
+  if (g.engine.prompt_logprobs && g.stream)
+    bad_request(g.prompt_logprobs ? "prompt_logprobs" : "echo",
+                "prompt logprobs (prompt_logprobs, or echo with logprobs) are not supported with stream");
 }
 
 }  // namespace
@@ -133,14 +184,13 @@ GenerationRequest parse_completion_request(const json& body, const ModelLimits& 
   GenerationRequest g;
   g.api = Api::completions;
   parse_common(body, model, g);
-  g.engine.sampling.max_tokens = opt_int32(body, "max_tokens", 1, INT32_MAX).value_or(16);
+  g.engine.sampling.max_tokens = opt_int32(body, "max_tokens", 0, INT32_MAX).value_or(16);
   if (auto v = opt_int32(body, "logprobs", 0, SamplingParams::kMaxLogprobs)) g.engine.sampling.logprobs = *v;
   if (auto v = opt_bool(body, "echo")) g.echo = *v;
-  if (g.echo && g.engine.sampling.logprobs)
-    bad_request("echo", "'echo' together with 'logprobs' (prompt logprobs) is not supported");
+  parse_prompt_logprobs(body, g);
   parse_prompt(body, model, g);
   validate_sampling(g.engine.sampling);
-  check_length(g, model, "prompt");
+  for (size_t i = 0; i < g.num_prompts(); ++i) check_length(g.prompt_ids(i).size(), g, model, "prompt");
   g.engine.constraint = parse_constraint(body, model.grammar, raw_body);  // last: the costly check
   return g;
 }
@@ -158,14 +208,16 @@ GenerationRequest parse_chat_request(const json& body, const ModelLimits& model,
   const auto top = opt_int32(body, "top_logprobs", 0, SamplingParams::kMaxLogprobs);
   if (top && !logprobs) bad_request("top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
   if (logprobs) g.engine.sampling.logprobs = top.value_or(0);
+  parse_prompt_logprobs(body, g);
   ChatBody chat_body = render_chat_body(body, raw_body, chat, *model.tokenizer, model.tool_parser);
   g.tools = std::move(chat_body.tools);
   const RenderedPrompt& rendered = chat_body.prompt;
   g.prompt_text = rendered.text;
-  g.engine.prompt = encode_prompt(rendered.text, rendered.add_bos, rendered.parse_special, model, "messages");
+  g.engine.prompt = encode_prompt(rendered.text, rendered.add_bos, rendered.parse_special, model, "messages",
+                                  parse_truncate_prompt_tokens(body, model.max_model_len));
   if (g.engine.prompt.empty()) bad_request("messages", "the rendered prompt is empty");
   validate_sampling(g.engine.sampling);
-  check_length(g, model, "messages");
+  check_length(g.engine.prompt.size(), g, model, "messages");
   g.engine.constraint = parse_constraint(body, model.grammar, raw_body);  // last: the costly check
   if (auto forced = forced_tool_constraint(g.tools, model.grammar)) {
     if (g.engine.constraint)

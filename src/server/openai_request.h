@@ -6,8 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/request.h"
 #include "server/chat_prompt.h"
@@ -22,6 +24,12 @@ namespace pagoda::server {
 
 enum class Api { completions, chat };
 
+// One prompt of a completions batch: its tokens and its text (for echo).
+struct PromptEntry {
+  std::vector<TokenId> ids;
+  std::string text;
+};
+
 struct GenerationRequest {
   Api api = Api::completions;
   Request engine;  // prompt ids, sampling, n, priority, cache_salt
@@ -32,6 +40,20 @@ struct GenerationRequest {
   // Unknown top-level fields, named in a response header (request_fields.h).
   std::vector<std::string> ignored_fields;
   ToolRequest tools;  // chat: tools, tool_choice and how to parse calls
+  // Completions with echo and logprobs: the prompt's tokens lead the choice's
+  // logprobs (the first with null), as OpenAI's legacy API and vLLM.
+  bool echo_logprobs = false;
+  bool prompt_only = false;                // max_tokens 0 with echo: nothing generated is returned
+  std::optional<int32_t> prompt_logprobs;  // vLLM's field: "prompt_logprobs" with this many top tokens
+  // Completions with a list of prompts: every prompt (engine.prompt and
+  // prompt_text are the first's), one engine request each; choices are
+  // prompt-major (index = prompt * n + choice). Empty for a single prompt.
+  std::vector<PromptEntry> prompts;
+  static constexpr size_t kMaxPrompts = 64;
+
+  size_t num_prompts() const { return prompts.empty() ? 1 : prompts.size(); }
+  std::span<const TokenId> prompt_ids(size_t i) const { return prompts.empty() ? engine.prompt : prompts[i].ids; }
+  const std::string& prompt_text_of(size_t i) const { return prompts.empty() ? prompt_text : prompts[i].text; }
 };
 
 // What parsing needs to know about the served model.

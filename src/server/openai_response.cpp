@@ -1,6 +1,7 @@
 #include "server/openai_response.h"
 
 #include "server/tool_output.h"
+#include "server/prompt_logprobs.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::server {
@@ -72,11 +73,17 @@ json completion_response(const ResponseIdentity& id, const GenerationRequest& re
   for (size_t i = 0; i < choices.size(); ++i) {
     auto& c = choices[i];
     json lp = nullptr;
-    if (req.engine.sampling.logprobs) lp = completion_logprobs(tok, c.logprobs, c.text_offset);
+    if (req.echo_logprobs)
+      lp = echo_logprobs(tok, req.prompt_ids(c.prompt), c.prompt_logprobs, c.logprobs, *req.engine.sampling.logprobs);
+    else if (req.engine.sampling.logprobs)
+      lp = completion_logprobs(tok, c.logprobs, c.text_offset);
     cs.push_back({{"index", i},
-                  {"text", req.echo ? req.prompt_text + c.text : c.text},
+                  {"text", req.echo ? req.prompt_text_of(c.prompt) + c.text : c.text},
                   {"logprobs", lp},
                   {"finish_reason", finish_reason_json(c.finish)}});
+    if (req.prompt_logprobs)
+      cs.back()["prompt_logprobs"] =
+          vllm_prompt_logprobs(tok, req.prompt_ids(c.prompt), c.prompt_logprobs, *req.prompt_logprobs);
   }
   j["choices"] = std::move(cs);
   j["usage"] = usage_json(usage);
@@ -97,6 +104,10 @@ json chat_response(const ResponseIdentity& id, const GenerationRequest& req, con
     cs.push_back({{"index", i}, {"message", std::move(message)}, {"logprobs", lp}, {"finish_reason", finish}});
   }
   j["choices"] = std::move(cs);
+  // vLLM puts the chat prompt's logprobs beside the choices: the prompt is shared.
+  if (req.prompt_logprobs && !choices.empty())
+    j["prompt_logprobs"] =
+        vllm_prompt_logprobs(tok, req.engine.prompt, choices[0].prompt_logprobs, *req.prompt_logprobs);
   j["usage"] = usage_json(usage);
   return j;
 }

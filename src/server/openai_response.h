@@ -24,10 +24,12 @@ struct ChoiceState {
   std::string text;
   std::vector<TokenId> tokens;
   std::vector<GeneratedLogprobs> logprobs;
+  std::vector<GeneratedLogprobs> prompt_logprobs;  // prompt tokens 1.., when asked
   FinishReason finish = FinishReason::none;
   size_t text_offset = 0;                   // completions logprobs: where the next token's text starts
   std::shared_ptr<ToolOutput> tool_output;  // chat with tools, streaming: the call parser
   size_t tool_calls = 0;                    // calls streamed so far
+  size_t prompt = 0;                        // a completions batch: which prompt this choice continues
 };
 
 // What every response and chunk of one request carries.

@@ -8,6 +8,8 @@ namespace pagoda {
 
 std::string IncrementalDecoder::push(int32_t id) {
   std::string bytes = tok_->decode_bytes(id);
+  if (bytes.empty() && keep_special_ && tok_->vocab().valid(id) && tok_->token_type(id) == TokenType::Control)
+    bytes = tok_->token_text(id);
   if (bytes.empty()) return {};
   if (!seen_visible_) {
     seen_visible_ = true;

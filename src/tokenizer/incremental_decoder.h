@@ -17,9 +17,11 @@ class IncrementalDecoder {
   // token, for output that starts a text (as decode does). Generation that
   // continues a prompt keeps it: after "Once upon a time", "▁there" must
   // render as " there". Byte-level BPE has no dummy prefix, so there it
-  // changes nothing. The tokenizer must outlive the decoder.
-  explicit IncrementalDecoder(const Tokenizer& t, bool strip_leading_space = false)
-      : tok_(&t), strip_leading_space_(strip_leading_space && !t.byte_level()) {}
+  // changes nothing. keep_special renders control tokens (<s>, <|im_end|>)
+  // as their text (vLLM's skip_special_tokens=false); by default they render
+  // as nothing. The tokenizer must outlive the decoder.
+  explicit IncrementalDecoder(const Tokenizer& t, bool strip_leading_space = false, bool keep_special = false)
+      : tok_(&t), strip_leading_space_(strip_leading_space && !t.byte_level()), keep_special_(keep_special) {}
 
   // The text completed by this token (possibly empty).
   std::string push(int32_t id);
@@ -31,6 +33,7 @@ class IncrementalDecoder {
  private:
   const Tokenizer* tok_;
   bool strip_leading_space_;
+  bool keep_special_;
   bool seen_visible_ = false;
   std::string pending_;  // bytes of a character not yet complete (at most 3)
 };

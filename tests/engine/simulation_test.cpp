@@ -9,7 +9,11 @@
 // --max-step-ms 0 runs the same workload on the token budget alone. A quarter of the requests are
 // constrained by a grammar (regexes and a JSON Schema over a toy byte
 // vocabulary): every token they emit keeps the output a valid prefix, and
-// every output that finishes with `stop` full-matches its regex.
+// every output that finishes with `stop` full-matches its regex. A quarter of
+// the others carry stop_token_ids and min_tokens: no output holds a stop id,
+// none ends with `stop` before min_tokens, and one ends with `stop` only where
+// the model's next token would end it. Some ask for prompt logprobs: each
+// choice gets them once, whole, whatever preemption and the prefix cache do.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -68,6 +72,10 @@ struct Record {
   int constraint = -1;                               // index into sim_constraints(), -1: none
   std::map<int32_t, grammar::GrammarMatcher> check;  // per choice: the emitted tokens so far
   std::map<int32_t, FinishReason> finish;
+  std::set<TokenId> stop_ids;  // stop_token_ids; with EOS (2), the ids that end it
+  int32_t min_tokens = 0;
+  bool prompt_logprobs = false;
+  std::set<int32_t> prompt_logprobs_seen;  // choices that got them
 };
 
 // The fake model, taking virtual time by a cost model the test can change.
@@ -176,6 +184,49 @@ struct Sim {
                                       << " leaves the grammar";
   }
 
+  bool ends(const Record& rec, TokenId t) const { return t == 2 || rec.stop_ids.count(t) > 0; }
+
+  // An unconstrained greedy token is the model's, unless min_tokens masked
+  // an ending one; it never is an ending token itself.
+  void check_unconstrained(uint64_t id, const Record& rec, const std::vector<TokenId>& past, size_t generated,
+                           TokenId t) {
+    const TokenId want = testing::fake_next_token(past, kVocab);
+    EXPECT_FALSE(ends(rec, t)) << "request " << id << ": emitted the ending token " << t;
+    if (ends(rec, want) && int32_t(generated) < rec.min_tokens)
+      ++masked_picks;
+    else
+      EXPECT_EQ(t, want) << "request " << id;
+  }
+
+  // A `stop` came from an ending token the model chose, past min_tokens.
+  void check_stop(uint64_t id, const Record& rec, int32_t choice) {
+    std::vector<TokenId> past = rec.prompt;
+    const auto it = rec.tokens.find(choice);
+    const size_t n = it == rec.tokens.end() ? 0 : it->second.size();
+    if (n > 0) past.insert(past.end(), it->second.begin(), it->second.end());
+    EXPECT_GE(int32_t(n), rec.min_tokens) << "request " << id << " stopped before min_tokens";
+    const TokenId next = testing::fake_next_token(past, kVocab);
+    EXPECT_TRUE(ends(rec, next)) << "request " << id << " stopped on token " << next;
+    stop_id_stops += next != 2;
+  }
+
+  // Whole, once per choice, each the fake model's: the top token is its next one.
+  void check_prompt_logprobs(uint64_t id, Record& rec, const RequestOutput& out) {
+    EXPECT_TRUE(rec.prompt_logprobs) << "request " << id << " got prompt logprobs it did not ask for";
+    EXPECT_TRUE(rec.prompt_logprobs_seen.insert(out.choice).second) << "request " << id << ": prompt logprobs twice";
+    ASSERT_EQ(out.prompt_logprobs.size(), rec.prompt.size() - 1) << "request " << id;
+    for (size_t i = 0; i < out.prompt_logprobs.size(); ++i) {
+      const auto& lp = out.prompt_logprobs[i];
+      const std::vector<TokenId> past(rec.prompt.begin(), rec.prompt.begin() + ptrdiff_t(i) + 1);
+      const TokenId next = testing::fake_next_token(past, kVocab);
+      EXPECT_EQ(lp.token, rec.prompt[i + 1]) << "request " << id;
+      ASSERT_EQ(lp.top.size(), 1u);
+      EXPECT_EQ(lp.top[0].token, next) << "request " << id << " position " << i;
+      EXPECT_EQ(lp.rank == 1, lp.token == next) << "request " << id << " position " << i;
+    }
+    ++prompt_logprobs_checked;
+  }
+
   void add() {
     Request r;
     r.prompt = prefixes[rng() % prefixes.size()];
@@ -193,12 +244,24 @@ struct Sim {
     rec.leave = rng() % 25 == 0;
     rec.poisoned = core->faults().is_poisoned(id);
     constrain(r, rec);
+    if (rec.constraint < 0 && rng() % 4 == 0) {
+      for (int i = int(1 + rng() % 3); i > 0; --i)
+        r.sampling.stop_token_ids.push_back(TokenId(3 + rng() % (kVocab - 3)));
+      if (rng() % 2 == 0) r.sampling.min_tokens = int32_t(rng() % (uint32_t(*r.sampling.max_tokens) + 1));
+      rec.stop_ids.insert(r.sampling.stop_token_ids.begin(), r.sampling.stop_token_ids.end());
+      rec.min_tokens = r.sampling.min_tokens;
+    }
+    if (rng() % 8 == 0) {
+      r.prompt_logprobs = 1;
+      rec.prompt_logprobs = true;
+    }
     records[id] = rec;
     core->validate(r);  // add() takes validated requests
     core->add(id, std::move(r), [this, id](RequestOutput&& out) {
       Record& rec = records[id];
       EXPECT_FALSE(rec.done) << "event after the request's last one";
       EXPECT_EQ(rec.finished_choices.count(out.choice), 0u) << "event after the choice's terminal event";
+      if (!out.prompt_logprobs.empty()) check_prompt_logprobs(id, rec, out);
       auto& toks = rec.tokens[out.choice];
       for (TokenId t : out.tokens) {
         std::vector<TokenId> past = rec.prompt;
@@ -206,7 +269,7 @@ struct Sim {
         if (rec.constraint >= 0)
           check_constrained(id, rec, out.choice, t);
         else
-          EXPECT_EQ(t, testing::fake_next_token(past, kVocab)) << "request " << id << " choice " << out.choice;
+          check_unconstrained(id, rec, past, toks.size(), t);
         toks.push_back(t);
         ++progress;
       }
@@ -218,6 +281,7 @@ struct Sim {
         if (out.error.find("poisoned") != std::string::npos) {
           EXPECT_TRUE(rec.poisoned) << "request " << id;
         }
+        if (out.finish == FinishReason::stop && rec.constraint < 0) check_stop(id, rec, out.choice);
         rec.finished_choices.insert(out.choice);
         rec.finish[out.choice] = out.finish;
         ++progress;
@@ -270,6 +334,7 @@ struct Sim {
   std::map<uint64_t, Record> records;
   uint64_t next_id = 1;
   int64_t progress = 0, terminal_events = 0;
+  int64_t masked_picks = 0, stop_id_stops = 0, prompt_logprobs_checked = 0;  // min_tokens and stop_token_ids at work
 };
 
 // Every constrained output that finished with `stop` is in its language (an
@@ -369,6 +434,9 @@ TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
   EXPECT_EQ(st.per_request.request_generation_tokens.sum, double(st.generation_tokens));
   EXPECT_EQ(st.per_request.queue_time.count, st.requests_finished());
   check_constrained_outputs(sim);
+  EXPECT_GT(sim.masked_picks, 0) << "min_tokens never masked an ending token";
+  EXPECT_GT(sim.stop_id_stops, 0) << "no request ended on a stop token id";
+  EXPECT_GT(sim.prompt_logprobs_checked, 0) << "no prompt logprobs were delivered";
 }
 
 std::string sim_name(const ::testing::TestParamInfo<EngineSimulation::ParamType>& info) {

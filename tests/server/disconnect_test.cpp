@@ -91,6 +91,19 @@ TEST_F(ServerDisconnect, NonStreamingRequestWhileRunning) {
   expect_freed();
 }
 
+// A list of prompts is one engine request each: leaving ends all of them,
+// the two running and the one waiting (--max-num-seqs 2).
+TEST_F(ServerDisconnect, ListOfPromptsAllEnd) {
+  HttpConnection c(port());
+  json body = kLong;
+  body["prompt"] = {"Once upon a time", "Lily", "The cat"};
+  c.send("POST", "/v1/completions", body.dump());
+  ASSERT_TRUE(eventually(
+      [&] { return gauge("pagoda_num_requests_running") == 2 && gauge("pagoda_num_requests_waiting") == 1; }));
+  c.close();
+  expect_freed(3);
+}
+
 TEST_F(ServerDisconnect, HalfCloseCountsAsGone) {
   HttpConnection c(port());
   c.send("POST", "/v1/completions", kLong.dump());

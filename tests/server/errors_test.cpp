@@ -67,13 +67,14 @@ TEST_F(ServerBadInput, BadRequestsGet400NamingTheFieldAndChangeNothing) {
       {{{"prompt", "x"}, {"ignore_eos", 1}}, "ignore_eos"},
       {{{"prompt", "x"}, {"stream", "yes"}}, "stream"},
       {{{"prompt", "x"}, {"stream_options", {{"include_usage", true}}}}, "stream_options"},
-      {{{"prompt", "x"}, {"echo", true}, {"logprobs", 2}}, "echo"},
+      {{{"prompt", "x"}, {"echo", true}, {"logprobs", 2}, {"stream", true}}, "echo"},
+      {{{"prompt", "x"}, {"max_tokens", 0}}, "max_tokens"},  // only with echo
       {{{"max_tokens", 3}}, "prompt"},
       {{{"prompt", 42}}, "prompt"},
       {{{"prompt", {1, 600}}}, "prompt"},  // a token id outside the vocabulary of 512
       {{{"prompt", {1, -1}}}, "prompt"},
       {{{"prompt", json::array()}}, "prompt"},
-      {{{"prompt", {"a", "b"}}}, "prompt"},
+      {{{"prompt", {"a", 5}}}, "prompt"},  // a list of prompts holds prompts only
       {{{"prompt", "x"}, {"tools", {{{"type", "function"}}}}}, "tools"},
   };
   for (const auto& [body, param] : completions) expect_error(http_post(port(), "/v1/completions", body), 400, param);
