@@ -168,13 +168,13 @@ void BM_MaskPrecomputed(benchmark::State& state) {
   auto tables = fresh_tables(vocab);
   const size_t bytes0 = MaskTables::total_bytes();
   auto t0 = std::chrono::steady_clock::now();
-  state.counters["precomputed"] = double(tables->precompute(1));
+  state.counters["precomputed"] = double(tables->precompute(1, 600));
   state.counters["precompute_ms"] = ms_since(t0);
   state.counters["table_MiB"] = double(MaskTables::total_bytes() - bytes0) / (1 << 20);
   state.counters["reachable_keys"] =
       double(context_keys(tables->grammar(), tables->context_frames(), size_t(1) << 24).size());
   t0 = std::chrono::steady_clock::now();
-  fresh_tables(vocab)->precompute(2);
+  fresh_tables(vocab)->precompute(2, 600);
   state.counters["precompute2_ms"] = ms_since(t0);
   std::mt19937 rng(1);
   std::vector<double> times, cpu;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <limits>
 #include <thread>
 
@@ -94,7 +95,8 @@ const MaskTables::Entry* MaskTables::insert(std::vector<uint32_t>& key, std::uni
   return it->second.get();
 }
 
-size_t MaskTables::precompute(size_t threads) const {
+size_t MaskTables::precompute(size_t threads, double max_seconds) const {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(max_seconds);
   auto keys = context_keys(grammar(), context_frames_, kMaxEntries);
   {
     std::shared_lock lock(mu_);
@@ -105,6 +107,7 @@ size_t MaskTables::precompute(size_t threads) const {
     StackEngine engine(grammar());
     SetDfa dfa(engine, dfa_states_);
     for (size_t i; (i = next.fetch_add(1)) < keys.size();) {
+      if (std::chrono::steady_clock::now() >= deadline) break;
       auto e = std::make_unique<Entry>();
       try {
         compute(keys[i], *e, engine, dfa);

@@ -78,10 +78,13 @@ class MaskTables {
   // The entry for a stack's key; `scratch` holds it when the table is full.
   const Entry& entry(std::span<const uint32_t> stack, Entry& scratch) const;
   // Builds the entries of every reachable key not built yet, on `threads`
-  // threads (the caller's included), within kMaxEntries and the memory
-  // budget. Returns the number of entries built. A key whose build throws
-  // (a grammar too ambiguous) is left to the lazy path, which reports it.
-  size_t precompute(size_t threads = 1) const;
+  // threads (the caller's included), within kMaxEntries, the memory budget
+  // and max_seconds (a huge grammar must not hold its first request for
+  // long: keys left over are built lazily). Returns the number built. A key
+  // whose build throws (a grammar too ambiguous) is left to the lazy path,
+  // which reports it.
+  static constexpr double kPrecomputeSeconds = 3.0;
+  size_t precompute(size_t threads = 1, double max_seconds = kPrecomputeSeconds) const;
   size_t num_entries() const;
   // Bytes held by the entries of every live table in the process.
   static size_t total_bytes();
