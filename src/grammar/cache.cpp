@@ -82,12 +82,17 @@ std::shared_ptr<const MaskTables> GrammarCache::tables(const ConstraintSpec& spe
                                                        std::shared_ptr<const TokenVocab> vocab) {
   auto g = compile(spec);
   const std::string key = key_of(spec);
-  std::lock_guard lock(mu_);
-  auto it = index_.find(key);
-  if (it != index_.end() && it->second->tables && &it->second->tables->vocab() == vocab.get())
-    return it->second->tables;
-  auto t = std::make_shared<const MaskTables>(g, std::move(vocab));
-  if (it != index_.end() && it->second->grammar == g) it->second->tables = t;
+  std::shared_ptr<const MaskTables> t;
+  {
+    std::lock_guard lock(mu_);
+    auto it = index_.find(key);
+    if (it != index_.end() && it->second->tables && &it->second->tables->vocab() == vocab.get())
+      return it->second->tables;
+    t = std::make_shared<const MaskTables>(g, std::move(vocab));
+    if (it != index_.end() && it->second->grammar == g) it->second->tables = t;
+  }
+  // Unlocked: requests for the same spec meanwhile share t and build lazily what is not there yet.
+  if (precompute_threads_ > 0) t->precompute(precompute_threads_);
   return t;
 }
 

@@ -7,8 +7,12 @@
 //     the same (kind, strict, any_whitespace, body) was compiled before;
 //     InvalidArgument (from the front end) otherwise-bad specs, never cached.
 //   - tables(spec, vocab) gives the MaskTables for that grammar and
-//     vocabulary, shared by every request with the same spec, so the lazily
-//     built mask entries are paid once. Make a GrammarMatcher from it.
+//     vocabulary, shared by every request with the same spec, so the mask
+//     entries are paid once. The call that creates them also precomputes
+//     them (MaskTables::precompute, on precompute_threads threads, outside
+//     the cache's lock; 0: lazily, by the first token to need each), so it
+//     belongs on a request worker, never the engine thread. Make a
+//     GrammarMatcher from it.
 //   - At most `capacity` grammars are kept; the least recently used goes.
 //     Matchers keep what they use alive (shared_ptr).
 //   - Bodies: json_schema: the schema text; regex: the pattern; gbnf: the
@@ -41,7 +45,10 @@ std::shared_ptr<const CompiledGrammar> compile(const ConstraintSpec& spec, const
 
 class GrammarCache {
  public:
-  explicit GrammarCache(size_t capacity = 256, GrammarLimits limits = {}) : capacity_(capacity), limits_(limits) {}
+  static constexpr size_t kDefaultPrecomputeThreads = 2;
+  explicit GrammarCache(size_t capacity = 256, GrammarLimits limits = {},
+                        size_t precompute_threads = kDefaultPrecomputeThreads)
+      : capacity_(capacity), limits_(limits), precompute_threads_(precompute_threads) {}
 
   std::shared_ptr<const CompiledGrammar> compile(const ConstraintSpec& spec);
   std::shared_ptr<const MaskTables> tables(const ConstraintSpec& spec, std::shared_ptr<const TokenVocab> vocab);
@@ -60,6 +67,7 @@ class GrammarCache {
 
   size_t capacity_;
   GrammarLimits limits_;
+  size_t precompute_threads_;
   mutable std::mutex mu_;
   std::list<Item> lru_;
   std::unordered_map<std::string, std::list<Item>::iterator> index_;

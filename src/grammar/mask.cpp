@@ -3,20 +3,40 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <limits>
+#include <thread>
+
+#include "grammar/context_keys.h"
+#include "util/error.h"
 
 namespace pagoda::grammar {
 namespace {
 std::atomic<size_t> g_total_bytes{0};
 
 size_t entry_bytes(const MaskTables::Entry& e) {
-  return (e.accepted.capacity() + e.uncertain.capacity()) * sizeof(uint32_t) + sizeof(e);
+  return (e.accepted.capacity() + e.accepted_ids.capacity() + e.uncertain.capacity()) * sizeof(uint32_t) + sizeof(e);
+}
+
+// Trades the bitset for an id list when that is at most a quarter of its size.
+void make_sparse(MaskTables::Entry& e) {
+  size_t count = 0;
+  for (uint32_t w : e.accepted) count += size_t(__builtin_popcount(w));
+  if (count * 4 > e.accepted.size()) return;
+  e.accepted_ids.reserve(count);
+  for (size_t w = 0; w < e.accepted.size(); ++w)
+    for (uint32_t x = e.accepted[w]; x; x &= x - 1)
+      e.accepted_ids.push_back(int32_t(w * 32 + size_t(__builtin_ctz(x))));
+  std::vector<uint32_t>().swap(e.accepted);
 }
 }  // namespace
 
 MaskTables::MaskTables(std::shared_ptr<const CompiledGrammar> grammar, std::shared_ptr<const TokenVocab> vocab,
-                       size_t context_frames)
-    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), context_frames_(std::max<size_t>(1, context_frames)) {}
+                       size_t context_frames, size_t dfa_states)
+    : grammar_(std::move(grammar)),
+      vocab_(std::move(vocab)),
+      context_frames_(std::max<size_t>(1, context_frames)),
+      dfa_states_(dfa_states) {}
 
 size_t MaskTables::KeyHash::operator()(const std::vector<uint32_t>& k) const {
   uint64_t h = 1469598103934665603ull;
@@ -25,6 +45,14 @@ size_t MaskTables::KeyHash::operator()(const std::vector<uint32_t>& k) const {
 }
 
 MaskTables::~MaskTables() { g_total_bytes.fetch_sub(bytes_); }
+
+void MaskTables::Entry::add_accepted_to(std::span<uint32_t> bits) const {
+  if (!accepted.empty()) {
+    const uint32_t* a = accepted.data();
+    for (size_t w = 0; w < accepted.size(); ++w) bits[w] |= a[w];
+  }
+  for (int32_t id : accepted_ids) bits[size_t(id) >> 5] |= 1u << (id & 31);
+}
 
 size_t MaskTables::total_bytes() { return g_total_bytes.load(); }
 
@@ -43,36 +71,108 @@ const MaskTables::Entry& MaskTables::entry(std::span<const uint32_t> stack, Entr
   {
     std::shared_lock lock(mu_);
     if (auto it = entries_.find(key); it != entries_.end()) return *it->second;
-    if (entries_.size() >= kMaxEntries) {
-      lock.unlock();
-      compute(key, scratch);
-      return scratch;
-    }
   }
+  StackEngine engine(grammar());
+  SetDfa dfa(engine, dfa_states_);
   auto e = std::make_unique<Entry>();
-  compute(key, *e);  // outside the lock: two threads may both compute; the first one in wins
+  compute(key, *e, engine, dfa);  // outside the lock: two threads may both compute; the first one in wins
+  if (const Entry* stored = insert(key, e)) return *stored;
+  scratch = std::move(*e);  // the table is full: this call's copy
+  return scratch;
+}
+
+const MaskTables::Entry* MaskTables::insert(std::vector<uint32_t>& key, std::unique_ptr<Entry>& e) const {
   const size_t bytes = entry_bytes(*e);
   std::unique_lock lock(mu_);
-  if (auto it = entries_.find(key); it != entries_.end()) return *it->second;
+  if (auto it = entries_.find(key); it != entries_.end()) return it->second.get();
+  if (entries_.size() >= kMaxEntries) return nullptr;
   if (g_total_bytes.fetch_add(bytes) + bytes > kMaxTotalBytes) {
     g_total_bytes.fetch_sub(bytes);
-    scratch = std::move(*e);
-    return scratch;
+    return nullptr;
   }
   bytes_ += bytes;
   auto [it, inserted] = entries_.emplace(std::move(key), std::move(e));
-  return *it->second;
+  return it->second.get();
 }
 
-void MaskTables::compute(const std::vector<uint32_t>& key, Entry& out) const {
+size_t MaskTables::precompute(size_t threads, double max_seconds) const {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(max_seconds);
+  auto keys = context_keys(grammar(), context_frames_, kMaxEntries);
+  {
+    std::shared_lock lock(mu_);
+    std::erase_if(keys, [&](const std::vector<uint32_t>& k) { return entries_.count(k) != 0; });
+  }
+  std::atomic<size_t> next{0}, built{0};
+  auto work = [&] {
+    StackEngine engine(grammar());
+    SetDfa dfa(engine, dfa_states_);
+    for (size_t i; (i = next.fetch_add(1)) < keys.size();) {
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      auto e = std::make_unique<Entry>();
+      try {
+        compute(keys[i], *e, engine, dfa);
+      } catch (const Error&) {
+        continue;  // the lazy path meets it again and reports it for the request
+      }
+      if (!insert(keys[i], e)) {
+        next.store(keys.size());  // full: the rest stays lazy
+        break;
+      }
+      built.fetch_add(1);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < std::min(threads, keys.size()); ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  return built.load();
+}
+
+void MaskTables::compute(const std::vector<uint32_t>& key, Entry& out, StackEngine& engine, SetDfa& dfa) const {
+  // The walk of compute_slow over interned set ids: one lookup per trie node.
   const TokenVocab& v = *vocab_;
   const auto& nodes = v.nodes();
   const bool complete = key[0] == 1;
-  StackEngine engine(grammar());
+  dfa.clear();
+  StackSet start;
+  engine.from_frames(std::span<const uint32_t>(key).subspan(1), start);
+  std::vector<int32_t> levels(1, dfa.intern(start));  // levels[d]: the set after the node's prefix[0..d)
+  std::vector<uint8_t> ended(1, 0);                   // ended[d]: some prefix shorter than d completed the key's frames
+  out.accepted.assign(v.mask_words(), 0);
+  out.accepted_ids.clear();
+  out.uncertain.clear();
+  if (levels[0] < 0) compute_slow(key, out, engine);  // no room for even the start set
+  for (uint32_t n = 0; levels[0] >= 0 && n < nodes.size();) {
+    const auto& node = nodes[n];
+    const size_t d = node.depth;
+    if (levels.size() <= d) levels.resize(d + 1), ended.resize(d + 1);
+    ended[d] = ended[d - 1] || (!complete && dfa.finished(levels[d - 1]));
+    const int32_t s = dfa.step(levels[d - 1], node.byte);
+    if (s >= 0) {
+      levels[d] = s;
+      for (int32_t id : v.node_tokens(n)) out.accepted[size_t(id) >> 5] |= 1u << (id & 31);
+      ++n;
+      continue;
+    }
+    if (s == SetDfa::kFull) {
+      compute_slow(key, out, engine);
+      break;
+    }
+    if (ended[d]) out.uncertain.push_back(n);
+    n = node.end;
+  }
+  make_sparse(out);
+}
+
+void MaskTables::compute_slow(const std::vector<uint32_t>& key, Entry& out, StackEngine& engine) const {
+  const TokenVocab& v = *vocab_;
+  const auto& nodes = v.nodes();
+  const bool complete = key[0] == 1;
   std::vector<StackSet> levels(1);
-  std::vector<uint8_t> ended(1, 0);  // ended[d]: some prefix shorter than d completed the key's frames
+  std::vector<uint8_t> ended(1, 0);
   engine.from_frames(std::span<const uint32_t>(key).subspan(1), levels[0]);
   out.accepted.assign(v.mask_words(), 0);
+  out.accepted_ids.clear();
   out.uncertain.clear();
   for (uint32_t n = 0; n < nodes.size();) {
     const auto& node = nodes[n];

@@ -56,8 +56,7 @@ void GrammarMatcher::fill_mask(std::span<uint32_t> bits) {
     if (s.empty()) continue;
     // Stacks sharing a key share an entry; the set is sorted, so neighbours often do.
     const auto& e = tables_->entry(s, overflow_);
-    const uint32_t* a = e.accepted.data();
-    for (size_t w = 0; w < words; ++w) bits[w] |= a[w];
+    e.add_accepted_to(bits);
     roots_.insert(roots_.end(), e.uncertain.begin(), e.uncertain.end());
   }
   if (!roots_.empty()) {

@@ -87,6 +87,7 @@ json request_json(const Shared& sh, const std::string& prompt, int max_tokens, b
     j["prompt"] = prompt;
   if (stream) j["stream_options"] = {{"include_usage", true}};
   if (c.ignore_eos) j["ignore_eos"] = true;
+  for (const auto& [k, v] : c.body_extra.items()) j[k] = v;
   return j;
 }
 
@@ -432,6 +433,7 @@ json percentiles_json(const Percentiles& p) {
 
 void check(const LoadgenConfig& cfg) {
   if (cfg.clients < 1) fail<InvalidArgument>("--clients must be >= 1");
+  if (!cfg.body_extra.is_object()) fail<InvalidArgument>("--body-extra must be a JSON object");
   if (cfg.hangup_fraction < 0 || cfg.bad_fraction < 0 || cfg.hangup_fraction + cfg.bad_fraction > 1)
     fail<InvalidArgument>("--hangup-fraction and --bad-fraction must be >= 0 and add up to at most 1");
   if (!(cfg.request_rate > 0)) fail<InvalidArgument>("--request-rate must be > 0 (or inf)");

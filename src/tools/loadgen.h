@@ -49,6 +49,7 @@ struct LoadgenConfig {
   TokenRange prompt_tokens;  // empty: `prompts`; else word prompts of about that many tokens
   TokenRange output_tokens;  // empty: max_tokens
   Slo slo;
+  nlohmann::json body_extra = nlohmann::json::object();  // merged into every valid request (e.g. response_format)
 };
 
 struct LoadgenReport {

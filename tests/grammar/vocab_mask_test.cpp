@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <span>
 #include <unistd.h>
 
 #include "grammar/cache.h"
@@ -140,11 +141,67 @@ TEST(VocabMask, TableBytesCountInTheProcessTotalWhileTheyLive) {
     GrammarMatcher m(cache.tables({ConstraintSpec::Kind::regex, "[a-c]+x", true, false}, vocab));
     std::vector<uint32_t> bits(m.mask_words());
     m.fill_mask(bits);
-    EXPECT_GE(MaskTables::total_bytes(), before + vocab->size() / 8) << "an entry holds a bitset over the vocabulary";
+    // Each entry holds at least its struct (a sparse one: a few token ids, not a vocabulary bitset).
+    const size_t tables_entries_floor = m.tables().num_entries() * sizeof(MaskTables::Entry);
+    ASSERT_GT(m.tables().num_entries(), 0u);
+    EXPECT_GT(MaskTables::total_bytes(), before + tables_entries_floor) << "entries count while their table lives";
     EXPECT_LE(MaskTables::total_bytes(), before + MaskTables::kMaxTotalBytes);
   }
   EXPECT_EQ(MaskTables::total_bytes(), before);
 }
+
+}  // namespace
+}  // namespace pagoda::grammar
+
+namespace pagoda::grammar {
+namespace {
+
+// precompute() builds every entry a matcher meets (no walk adds one), and
+// its masks, from the memoized build and from the direct one (a memo too
+// small to hold a state), equal the brute-force mask.
+void check_precomputed(size_t dfa_states, std::span<const ConstraintSpec> specs, int walks) {
+  const auto vocab = vocab_named("llama-spm");
+  ASSERT_TRUE(vocab);
+  std::mt19937 rng(7);
+  for (const auto& spec : specs) {
+    SCOPED_TRACE(spec.body);
+    const auto tables =
+        std::make_shared<const MaskTables>(compile(spec), vocab, MaskTables::kDefaultContextFrames, dfa_states);
+    const size_t built = tables->precompute(2, 600);
+    EXPECT_GT(built, 0u);
+    EXPECT_EQ(tables->num_entries(), built);
+    for (int w = 0; w < walks; ++w) {
+      GrammarMatcher m(tables);
+      std::vector<uint32_t> bits(m.mask_words());
+      for (int step = 0; step < 10 && !m.is_terminated(); ++step) {
+        m.fill_mask(bits);
+        ASSERT_EQ(bits, brute_force(m)) << "walk " << w << " step " << step;
+        std::vector<int32_t> ok;
+        for (size_t id = 0; id < vocab->size(); ++id)
+          if ((bits[id / 32] >> (id % 32)) & 1) ok.push_back(int32_t(id));
+        ASSERT_FALSE(ok.empty());
+        ASSERT_TRUE(m.accept(ok[rng() % ok.size()]));
+      }
+    }
+    EXPECT_EQ(tables->num_entries(), built) << "a state the walks met had no precomputed entry";
+    EXPECT_EQ(tables->precompute(2, 600), 0u) << "nothing left to build";
+  }
+}
+
+TEST(VocabMask, PrecomputeStopsAtItsTimeBudget) {
+  const auto vocab = vocab_named("llama-spm");
+  ASSERT_TRUE(vocab);
+  const auto tables = std::make_shared<const MaskTables>(compile(kSpecs[0]), vocab);
+  EXPECT_EQ(tables->precompute(2, 0.0), 0u);
+  EXPECT_EQ(tables->num_entries(), 0u);
+  GrammarMatcher m(tables);  // the lazy path still serves
+  std::vector<uint32_t> bits(m.mask_words());
+  m.fill_mask(bits);
+  EXPECT_EQ(bits, brute_force(m));
+}
+
+TEST(VocabMask, PrecomputedTablesCoverEveryStateMet) { check_precomputed(SetDfa::kDefaultMaxStates, kSpecs, 1); }
+TEST(VocabMask, DirectBuildWhenTheMemoIsFull) { check_precomputed(2, std::span(kSpecs).subspan(2), 2); }
 
 }  // namespace
 }  // namespace pagoda::grammar

@@ -95,12 +95,15 @@ TEST(LoadgenRate, PoissonArrivalsWithRangesGiveAConsistentReport) {
 }
 
 TEST(LoadgenRate, BadFlagsAreOneLineErrors) {
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{{"--request-rate", "0"},
-                                                                                    {"--request-rate", "-2"},
-                                                                                    {"--request-rate", "fast"},
-                                                                                    {"--prompt-tokens", "9:3"},
-                                                                                    {"--output-tokens", "0"},
-                                                                                    {"--slo-ttft-ms", "-1"}}) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"--request-rate", "0"},
+                                             {"--request-rate", "-2"},
+                                             {"--request-rate", "fast"},
+                                             {"--prompt-tokens", "9:3"},
+                                             {"--output-tokens", "0"},
+                                             {"--slo-ttft-ms", "-1"},
+                                             {"--body-extra", "[1]"},
+                                             {"--body-extra", "@/nonexistent"}}) {
     // Port 9 (discard): nothing is sent anyway, the flags fail first.
     std::vector<std::string> a = {"--port", "9"};
     a.insert(a.end(), args.begin(), args.end());
@@ -110,6 +113,24 @@ TEST(LoadgenRate, BadFlagsAreOneLineErrors) {
     EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
     EXPECT_NE(p.err.find(args[0]), std::string::npos) << p.err;
   }
+}
+
+// --body-extra reaches every request: a valid constraint is served, an
+// invalid one is a 400 for each request.
+TEST(LoadgenRate, BodyExtraIsMergedIntoEveryRequest) {
+  ServerProcess s;
+  const auto run = [&](const std::string& extra) {
+    const ProcessResult p =
+        loadgen({"--port", std::to_string(s.port()), "-c", "2", "-n", "4", "--max-tokens", "8", "--body-extra", extra});
+    EXPECT_EQ(p.exit_code, 0) << p.err;
+    return json::parse(p.out);
+  };
+  const json good = run(R"({"structured_outputs":{"choice":["yes","no"]}})");
+  EXPECT_EQ(good["ok"], 4) << good.dump();
+  const json bad = run(R"({"response_format":{"type":"yaml"}})");
+  EXPECT_EQ(bad["ok"], 0) << bad.dump();
+  EXPECT_EQ(bad["http_4xx"], 4) << bad.dump();
+  EXPECT_EQ(s.stop(), 0);
 }
 
 }  // namespace

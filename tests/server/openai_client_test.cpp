@@ -1,8 +1,9 @@
 // The official `openai` npm client against the real server: a completion, a
 // chat completion and a streamed chat completion, checked by
 // openai_client/check.mjs; structured outputs (every spelling, validated by
-// ajv and reference parsers), checked by openai_client/structured.mjs; tool calls, by openai_client/tools.mjs. The
-// package is installed by the test setup:
+// ajv and reference parsers), checked by openai_client/structured.mjs; a
+// schema corpus, by openai_client/corpus.mjs; tool calls, by
+// openai_client/tools.mjs. The packages are installed by the test setup:
 //   npm ci --prefix tests/server/openai_client
 #include <gtest/gtest.h>
 
@@ -52,6 +53,20 @@ TEST(ServerOpenAiClient, ToolCallsForcedStreamedAndRefused) {
       {"/usr/bin/env", "node", (dir / "tools.mjs").string(), "http://127.0.0.1:" + std::to_string(s.port()) + "/v1"});
   EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
   EXPECT_NE(p.out.find("tool calling checks passed"), std::string::npos) << p.out << p.err;
+  EXPECT_EQ(s.stop(), 0);
+}
+
+// A corpus of >= 50 JSON Schemas (ours and the JSON Schema Test Suite's),
+// regexes and choice lists, checked by openai_client/corpus.mjs.
+TEST(ServerOpenAiClient, SchemaCorpusValidatesOrIsRefusedByKeyword) {
+  const std::filesystem::path dir = std::filesystem::path(PAGODA_SOURCE_DIR) / "tests/server/openai_client";
+  ASSERT_TRUE(std::filesystem::exists(dir / "node_modules/json-schema-test-suite/package.json"))
+      << "the json-schema-test-suite npm package is not installed; run: npm ci --prefix tests/server/openai_client";
+  ServerProcess s;
+  const auto p = run_process(
+      {"/usr/bin/env", "node", (dir / "corpus.mjs").string(), "http://127.0.0.1:" + std::to_string(s.port()) + "/v1"});
+  EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
+  EXPECT_NE(p.out.find("corpus checks passed"), std::string::npos) << p.out << p.err;
   EXPECT_EQ(s.stop(), 0);
 }
 

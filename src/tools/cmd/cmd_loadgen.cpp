@@ -4,18 +4,38 @@
 // JSON object instead (for scripts and tests). Exit code 0 when every request
 // ended in a category (see loadgen.h), whatever the category.
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "tools/cmd/commands.h"
 #include "tools/loadgen.h"
+#include "util/error.h"
 
 namespace pagoda::tools {
 using cli::Command;
+
+namespace {
+// --body-extra: JSON text, or @FILE holding it.
+nlohmann::json parse_body_extra(const std::string& arg) {
+  std::string text = arg;
+  if (!arg.empty() && arg[0] == '@') {
+    std::ifstream f(arg.substr(1));
+    if (!f) fail<InvalidArgument>("--body-extra: cannot read {}", arg.substr(1));
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    text = ss.str();
+  }
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) fail<InvalidArgument>("--body-extra must be a JSON object");
+  return j;
+}
+}  // namespace
 
 Command add_loadgen(CLI::App& app) {
   auto c = std::make_shared<LoadgenConfig>();
   auto json = std::make_shared<bool>(false);
   struct Texts {
-    std::string rate = "inf", prompt_tokens, output_tokens;
+    std::string rate = "inf", prompt_tokens, output_tokens, body_extra;
   };
   auto t = std::make_shared<Texts>();
   auto* cmd = app.add_subcommand("loadgen", "Load-test an OpenAI-compatible server (throughput, TTFT, ITL)");
@@ -58,12 +78,16 @@ Command add_loadgen(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--request-timeout", c->request_timeout_s, "Client-side limit per request, seconds")
       ->capture_default_str();
+  cmd->add_option("--body-extra", t->body_extra,
+                  "A JSON object merged into every valid request body, e.g. "
+                  "'{\"response_format\":{\"type\":\"json_object\"}}' (@FILE: read it from FILE)");
   cmd->add_option("--seed", c->seed, "Seed of the clients' random choices")->capture_default_str();
   cmd->add_flag("--json", *json, "Print one JSON object");
   return {cmd, [c, json, t] {
             c->request_rate = parse_request_rate(t->rate);
             if (!t->prompt_tokens.empty()) c->prompt_tokens = parse_token_range(t->prompt_tokens, "--prompt-tokens");
             if (!t->output_tokens.empty()) c->output_tokens = parse_token_range(t->output_tokens, "--output-tokens");
+            if (!t->body_extra.empty()) c->body_extra = parse_body_extra(t->body_extra);
             const LoadgenReport r = run_loadgen(*c);
             if (*json)
               std::puts(r.to_json().dump(2).c_str());
