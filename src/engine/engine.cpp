@@ -125,7 +125,10 @@ std::unique_ptr<Engine> Engine::load(const std::string& model_path, const Engine
     WeightMover::Options moving;
     moving.progress = config.load_progress;
     moving.on_done = [](double s) {
-      spdlog::info("model weights in memory after {:.2f} s (moved while serving; the file's map released)", s);
+      spdlog::info(
+          "model weights moved into memory in {:.2f} s while serving (each step from the next on reads them; the "
+          "file's map is then released)",
+          s);
     };
     if (!model->move_into_memory(std::move(moving)))
       spdlog::warn("{} is larger than the memory available: served from its map", model_path);

@@ -113,9 +113,8 @@ void WeightMover::run() {
     if (stop_.load() || !move(units_[i])) return;
     ready_.store(i + 1, std::memory_order_release);
   }
-  wait_adopted_and_release();
-  if (stop_.load()) return;
   if (options_.on_done) options_.on_done(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  wait_adopted_and_release();
 }
 
 bool WeightMover::move(Unit& u) {

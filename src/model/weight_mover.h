@@ -39,8 +39,9 @@ class WeightMover {
   struct Options {
     // Bytes of the matrices moved so far (stage "moving into memory").
     LoadProgress progress;
-    // Once, on the loader thread, when every matrix is adopted and the map's
-    // pages are released: the seconds since the mover started.
+    // Once, on the loader thread, when every matrix is moved (the model
+    // adopts them at its next forward pass, then the map's pages are
+    // released): the seconds since the mover started.
     std::function<void(double seconds)> on_done;
     int nice = 10;  // added to the loader thread's nice value: serving comes first
     // Tests: called on the loader thread before matrix i is moved (it may
