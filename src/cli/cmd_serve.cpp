@@ -220,9 +220,9 @@ Command add_serve(CLI::App& app) {
                   "pythonic, mistral or deepseek_v3")
       ->capture_default_str();
   cmd->add_option("--threads,-t", e.threads, "Worker threads (0 = one per core)")->capture_default_str();
-  cmd->add_flag(
-      "--mmap", e.mmap,
-      "Map the model file instead of reading it into memory (faster start, shared page cache; decode a few % slower)");
+  cmd->add_flag("--mmap", e.mmap,
+                "Serve from the model file's map only (by default it serves from the map at once and moves the weights "
+                "into memory and row panels in the background; decode a few % slower without)");
   cmd->add_option("--io-threads", s.io_threads, "Threads running the HTTP event loop")->capture_default_str();
   cmd->add_option("--inject-faults", o->faults,
                   "Fault injection, e.g. forward=0.05,oom=0.02,poison=0.01,slow=0.1,slow_ms=200,seed=7");

@@ -122,10 +122,21 @@ Engine::Impl::Impl(const EngineConfig& config, std::unique_ptr<ModelRunner> runn
 
 std::unique_ptr<Engine> Engine::load(const std::string& model_path, const EngineConfig& config) {
   if (config.faults.load_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(config.faults.load_ms));
-  auto model = std::shared_ptr<LlamaModel>(
-      LlamaModel::load(model_path, config.mmap ? Residency::kMapped : Residency::kInMemory, config.load_progress));
-  if (!config.mmap && model->file().residency() == Residency::kMapped)
-    spdlog::warn("{} is larger than the memory available: mapped instead of read into memory", model_path);
+  // Served from the map at once; unless --mmap, the weights then move into
+  // memory and row panels in the background (model/weight_mover.h).
+  auto model = std::shared_ptr<LlamaModel>(LlamaModel::load(model_path, Residency::kMapped, config.load_progress));
+  if (!config.mmap) {
+    WeightMover::Options moving;
+    moving.progress = config.load_progress;
+    moving.on_done = [](double s) {
+      spdlog::info(
+          "model weights moved into memory in {:.2f} s while serving (each step from the next on reads them; the "
+          "file's map is then released)",
+          s);
+    };
+    if (!model->move_into_memory(std::move(moving)))
+      spdlog::warn("{} is larger than the memory available: served from its map", model_path);
+  }
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_gguf(model->file()));
   const int32_t blocks = engine_pool_blocks(config, model->config());
   auto runner = std::make_unique<LlamaRunner>(model, blocks, config.block_size, config.kv_type, config.threads);

@@ -65,6 +65,10 @@ class GgufFile {
   // no more). Model loading uses it to lay weight matrices out for the kernels.
   bool edit(const std::function<void()>& fn) const;
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  // Drops the mapped parts' pages from this process (MappedFile::release_pages).
+  void release_pages() const {
+    for (const auto& m : mappings_) m->release_pages();
+  }
 
   const Value* find(const std::string& key) const;
   const Value& get(const std::string& key) const;  // FormatError if missing

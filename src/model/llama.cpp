@@ -27,6 +27,14 @@ LlamaModel::LlamaModel(std::shared_ptr<const GgufFile> file, const LoadProgress&
   w_.pack_panels(*file_, progress);
 }
 
+bool LlamaModel::move_into_memory(WeightMover::Options options) {
+  if (mover_) fail<InvalidArgument>("the model's weights are already moving into memory");
+  const size_t available = available_memory_bytes();
+  if (available != 0 && WeightMover::arena_bytes(w_) + (size_t(256) << 20) > available) return false;
+  mover_ = std::make_unique<WeightMover>(w_, file_, std::move(options));
+  return true;
+}
+
 void LlamaModel::check(const Batch& batch, const KvStorage& kv) const {
   if (kv.kv_dim() != cfg_.kv_dim()) fail<InvalidArgument>("KV storage was made for another model");
   for (const auto& table : batch.block_tables)
@@ -162,6 +170,7 @@ void LlamaModel::attention(const Batch& batch, int layer, const KvStorage& kv, T
 
 void LlamaModel::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::vector<float>& logits) {
   check(batch, kv);
+  if (mover_ && !moved_) moved_ = mover_->adopt();
   const int T = int(batch.tokens.size());
   const int E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff;
   const int bs = kv.block_size();

@@ -19,6 +19,7 @@
 #include "model/kv_storage.h"
 #include "model/ops.h"
 #include "model/rope.h"
+#include "model/weight_mover.h"
 #include "model/weights.h"
 #include "util/thread_pool.h"
 
@@ -37,6 +38,15 @@ class LlamaModel {
   const LlamaWeights& weights() const { return w_; }
   const GgufFile& file() const { return *file_; }
 
+  // For a model loaded mapped: moves its weights into memory (and row
+  // panels) on a background thread while it serves (model/weight_mover.h);
+  // each forward pass first adopts the matrices finished so far. False, and
+  // nothing started, where the copy would not fit the memory available
+  // (MemAvailable less 256 MiB): the model keeps serving from the map.
+  bool move_into_memory(WeightMover::Options options);
+  // The mover, while one exists (tests, progress); null otherwise.
+  const WeightMover* mover() const { return mover_.get(); }
+
   // Runs the batch. `logits` receives num_logits() rows of n_vocab floats, in
   // the order of the batch's tokens with logits set. Throws InvalidArgument for
   // a malformed batch (bad token id, position outside the block table, block
@@ -54,6 +64,8 @@ class LlamaModel {
   // Activations, reused across calls: x (residual), xb (normed), q, k, v,
   // att (attention output), hb/hb2 (FFN).
   AlignedFloats x_, xb_, q_, k_, v_, att_, hb_, hb2_;  // 64-byte aligned rows for the kernels
+  std::unique_ptr<WeightMover> mover_;                 // after w_: stops before the weights go
+  bool moved_ = false;                                 // every matrix adopted from mover_
 };
 
 }  // namespace pagoda

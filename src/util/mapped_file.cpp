@@ -13,10 +13,7 @@
 #include "util/error.h"
 
 namespace pagoda {
-namespace {
 
-// What the kernel could hand out now without swapping (MemAvailable of
-// /proc/meminfo), or 0 where unknown.
 size_t available_memory_bytes() {
   FILE* f = std::fopen("/proc/meminfo", "r");
   if (!f) return 0;
@@ -27,6 +24,8 @@ size_t available_memory_bytes() {
   std::fclose(f);
   return size_t(kib) * 1024;
 }
+
+namespace {
 
 // Reads the whole of fd into fresh anonymous memory (huge pages requested),
 // then makes it read-only. Returns nullptr with errno set on failure.
@@ -92,6 +91,10 @@ bool MappedFile::edit(const std::function<void(uint8_t*)>& fn) const {
   } guard{bytes, size_};
   fn(bytes);
   return true;
+}
+
+void MappedFile::release_pages() const {
+  if (residency_ == Residency::kMapped && data_) ::madvise(const_cast<uint8_t*>(data_), size_, MADV_DONTNEED);
 }
 
 MappedFile::~MappedFile() {

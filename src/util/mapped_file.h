@@ -24,6 +24,10 @@ enum class Residency {
   kInMemory,
 };
 
+// What the kernel could hand out now without swapping (MemAvailable of
+// /proc/meminfo), or 0 where unknown.
+size_t available_memory_bytes();
+
 class MappedFile {
  public:
   // Throws Error naming the path. progress: the bytes read (kInMemory only).
@@ -42,6 +46,11 @@ class MappedFile {
   // otherwise) and returns true; a mapping is shared with the page cache and
   // never written: false, edit not called.
   bool edit(const std::function<void(uint8_t*)>& fn) const;
+
+  // A mapping drops its pages from this process (they stay in the page cache;
+  // data() stays valid and faults them back in if read): for a model whose
+  // weights were copied elsewhere (model/weight_mover.h). A no-op otherwise.
+  void release_pages() const;
 
  private:
   std::string path_;
