@@ -47,6 +47,17 @@ def wait_healthy(port, proc, log, limit_s=300):
     sys.exit(f"the server was not healthy within {limit_s} s; its log:\n{open(log).read()}")
 
 
+def wait_moved(log, limit_s=600):
+    """Serve answers at once from the mapped file and moves the weights into
+    memory behind it; the table measures the server after that move."""
+    end = time.time() + limit_s
+    while time.time() < end:
+        if "weights moved into memory" in open(log).read():
+            return
+        time.sleep(0.2)
+    sys.exit(f"the weights were not moved into memory within {limit_s} s; the log:\n{open(log).read()}")
+
+
 def decode_step_ms(args, wtype):
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         subprocess.run([args.pagoda, "bench-model", "--cache", args.cache, "--models", args.size, "--types", wtype,
@@ -68,6 +79,7 @@ def serve_and_load(args, model, setting, rate, slo_itl_ms):
                             stdout=open(log, "w"), stderr=subprocess.STDOUT)
     try:
         wait_healthy(port, proc, log)
+        wait_moved(log)
         base = [args.pagoda, "loadgen", "--port", str(port), "--ignore-eos", "--json"]
         subprocess.run(base + ["-c", "4", "-n", "8", "--prompt-tokens", "100:160", "--output-tokens", "8:8"],
                        check=True, stdout=subprocess.DEVNULL)
