@@ -10,12 +10,10 @@
 //     without the key the page shows the login and no data; with it, data.
 //
 // Exits non-zero, naming the failed check, on the first failure.
-import { chromium } from 'playwright-core';
 import { spawn } from 'node:child_process';
 import http from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { withPage } from './browser.mjs';
 
 const [mode, base, arg, outDir] = process.argv.slice(2);
 if (!['live', 'locked'].includes(mode) || !base || !arg || !outDir) {
@@ -27,25 +25,13 @@ function check(cond, what, got) {
   if (!cond) throw new Error(`FAILED: ${what}${got === undefined ? '' : '; got ' + JSON.stringify(got)}`);
 }
 
-const profile = mkdtempSync(path.join(tmpdir(), 'pagoda-chromium-'));
-const browser = await chromium.launchPersistentContext(profile, {
-  executablePath: '/usr/bin/chromium',
-  headless: true,
-  viewport: { width: 1280, height: 900 },
-  args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-         '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'],
-});
 const errors = [];
-try {
-  const page = browser.pages()[0] ?? (await browser.newPage());
+await withPage(async (page) => {
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   page.on('pageerror', (e) => errors.push(String(e)));
   if (mode === 'live') await live(page); else await locked(page);
   console.log(`dashboard ${mode} checks passed`);
-} finally {
-  await browser.close();
-  rmSync(profile, { recursive: true, force: true });
-}
+});
 
 async function live(page) {
   await page.goto(base + '/');
