@@ -62,14 +62,20 @@ ToolOutput::ToolOutput(const ToolRequest& r) : req_(r) {
   if (!tool_choice_forced(r) && r.parser) parser_ = std::make_unique<toolcall::ToolCallParser>(*r.parser);
 }
 
+// parallel_tool_calls false: the first call only, later ones dropped (as vLLM).
+toolcall::ParseStep ToolOutput::first_call_only(toolcall::ParseStep step) const {
+  if (!req_.parallel) std::erase_if(step.calls, [](const toolcall::CallDelta& d) { return d.index > 0; });
+  return step;
+}
+
 toolcall::ParseStep ToolOutput::push(std::string_view text) {
-  if (parser_) return parser_->push(text);
+  if (parser_) return first_call_only(parser_->push(text));
   if (tool_choice_forced(req_)) return forced_.append(text), toolcall::ParseStep{};
   return {std::string(text), {}};
 }
 
 toolcall::ParseStep ToolOutput::finish() {
-  if (parser_) return parser_->finish();
+  if (parser_) return first_call_only(parser_->finish());
   if (!tool_choice_forced(req_)) return {};
   toolcall::ParseStep step;
   const auto calls = forced_calls(req_, forced_);

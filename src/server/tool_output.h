@@ -35,6 +35,8 @@ class ToolOutput {
   toolcall::ParseStep finish();
 
  private:
+  toolcall::ParseStep first_call_only(toolcall::ParseStep step) const;
+
   const ToolRequest& req_;
   std::unique_ptr<toolcall::ToolCallParser> parser_;
   std::string forced_;  // a forced choice's output, read at the end

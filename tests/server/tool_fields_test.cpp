@@ -164,5 +164,35 @@ TEST(ToolOutput, HermesWholeAndStreamed) {
   EXPECT_EQ(last_finish, "tool_calls");
 }
 
+// parallel_tool_calls false under auto: a model that writes two calls gets
+// only the first, whole and streamed.
+TEST(ToolOutput, ParallelFalseKeepsTheFirstCallOnly) {
+  const std::string call = "<tool_call>\n{\"name\": \"ping\", \"arguments\": {}}\n</tool_call>";
+  for (bool parallel : {true, false}) {
+    ojson body = {{"tools", kTools}, {"parallel_tool_calls", parallel}};
+    const ToolRequest r = parse_tool_request(body, toolcall::Format::hermes);
+    ChoiceState whole;
+    whole.text = call + "\n" + call;
+    whole.finish = FinishReason::stop;
+    json message = {{"role", "assistant"}, {"content", whole.text}};
+    json finish = "stop";
+    tool_message(r, whole, message, finish);
+    EXPECT_EQ(message["tool_calls"].size(), parallel ? 2u : 1u);
+
+    GenerationRequest req;
+    req.api = Api::chat;
+    req.tools = r;
+    ChoiceState c;
+    size_t ids = 0;
+    RequestOutput out;
+    out.text = whole.text;
+    out.finish = FinishReason::stop;
+    for (const json& chunk : tool_stream_chunks({"id", 0, "m"}, req, 0, c, out, nullptr))
+      if (chunk["choices"][0]["delta"].contains("tool_calls"))
+        ids += chunk["choices"][0]["delta"]["tool_calls"][0].contains("id");
+    EXPECT_EQ(ids, parallel ? 2u : 1u);
+  }
+}
+
 }  // namespace
 }  // namespace pagoda::server
