@@ -55,9 +55,19 @@ for target in build-fuzz/fuzz_*; do
   corpus=$(mktemp -d)
   [[ -d "fuzz/corpus/$name" ]] && cp -r "fuzz/corpus/$name/." "$corpus/"
   echo "-- $target for ${PAGODA_FUZZ_SECONDS:-30} s"
-  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$target" -max_total_time="${PAGODA_FUZZ_SECONDS:-30}" \
-    -max_len=65536 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix=build-fuzz/ "$corpus" 2>&1 | tail -n 12
-  rm -rf "$corpus"
+  log=$(mktemp)
+  if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$target" -max_total_time="${PAGODA_FUZZ_SECONDS:-30}" \
+    -max_len=65536 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix="build-fuzz/$name-" \
+    "$corpus" >"$log" 2>&1; then
+    # The report and the input itself (base64), so a CI log alone reproduces the failure.
+    tail -n 60 "$log"
+    for input in build-fuzz/"$name"-*; do
+      echo "-- failing input $input (base64): $(base64 -w0 "$input" | head -c 8192)"
+    done
+    exit 1
+  fi
+  tail -n 12 "$log"
+  rm -rf "$corpus" "$log"
 done
 
 step "Quick benchmarks"

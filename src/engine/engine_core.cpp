@@ -516,8 +516,16 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
     finish(s, FinishReason::error, e.what());
     return;
   }
-  if (s.constraint && !s.constraint->matcher.accept(id))
-    return finish(s, FinishReason::error, fmt::format("the sampled token {} is outside the output grammar", id));
+  if (s.constraint) {
+    bool accepted = false;
+    try {
+      accepted = s.constraint->matcher.accept(id);
+    } catch (const std::exception& e) {  // a grammar too costly to match: this request's fault
+      return finish(s, FinishReason::error, std::string("the output grammar failed: ") + e.what());
+    }
+    if (!accepted)
+      return finish(s, FinishReason::error, fmt::format("the sampled token {} is outside the output grammar", id));
+  }
   const double now = clock_->now();
   if (req.first_token_time < 0) {
     req.first_token_time = now;

@@ -61,7 +61,7 @@ size_t MaskTables::num_entries() const {
   return entries_.size();
 }
 
-const MaskTables::Entry& MaskTables::entry(std::span<const uint32_t> stack, Entry& scratch) const {
+const MaskTables::Entry& MaskTables::entry(std::span<const uint32_t> stack, Entry& scratch, size_t& steps_left) const {
   // Key: [complete flag, frames...]; complete when the key is the whole stack.
   const size_t n = std::min(stack.size(), context_frames_);
   std::vector<uint32_t> key;
@@ -75,7 +75,9 @@ const MaskTables::Entry& MaskTables::entry(std::span<const uint32_t> stack, Entr
   StackEngine engine(grammar());
   SetDfa dfa(engine, dfa_states_);
   auto e = std::make_unique<Entry>();
+  engine.limit_steps(steps_left);
   compute(key, *e, engine, dfa);  // outside the lock: two threads may both compute; the first one in wins
+  steps_left -= engine.steps();
   if (const Entry* stored = insert(key, e)) return *stored;
   scratch = std::move(*e);  // the table is full: this call's copy
   return scratch;
@@ -110,6 +112,7 @@ size_t MaskTables::precompute(size_t threads, double max_seconds) const {
       if (std::chrono::steady_clock::now() >= deadline) break;
       auto e = std::make_unique<Entry>();
       try {
+        engine.limit_steps();
         compute(keys[i], *e, engine, dfa);
       } catch (const Error&) {
         continue;  // the lazy path meets it again and reports it for the request

@@ -76,7 +76,9 @@ class MaskTables {
   size_t context_frames() const { return context_frames_; }
 
   // The entry for a stack's key; `scratch` holds it when the table is full.
-  const Entry& entry(std::span<const uint32_t> stack, Entry& scratch) const;
+  // Building one spends at most `steps_left` parse steps (stack_set.h) and
+  // takes them off; past that it throws InvalidArgument.
+  const Entry& entry(std::span<const uint32_t> stack, Entry& scratch, size_t& steps_left) const;
   // Builds the entries of every reachable key not built yet, on `threads`
   // threads (the caller's included), within kMaxEntries, the memory budget
   // and max_seconds (a huge grammar must not hold its first request for

@@ -38,6 +38,7 @@ bool GrammarMatcher::accept(int32_t token) {
 bool GrammarMatcher::accept_bytes(std::string_view bytes) {
   if (terminated_) return false;
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
+  engine_.limit_steps();
   if (!engine_.accepts(state_, {p, bytes.size()}, next_, tmp_)) return false;
   remember();
   if (bytes.empty()) return true;
@@ -51,17 +52,19 @@ void GrammarMatcher::fill_mask(std::span<uint32_t> bits) {
   std::memset(bits.data(), 0, bits.size() * sizeof(uint32_t));
   if (terminated_) return;
   roots_.clear();
+  size_t steps_left = StackEngine::kMaxSteps;  // one mask's work, entries built included
   for (size_t i = 0; i < state_.size(); ++i) {
     const auto s = state_.stack(i);
     if (s.empty()) continue;
     // Stacks sharing a key share an entry; the set is sorted, so neighbours often do.
-    const auto& e = tables_->entry(s, overflow_);
+    const auto& e = tables_->entry(s, overflow_, steps_left);
     e.add_accepted_to(bits);
     roots_.insert(roots_.end(), e.uncertain.begin(), e.uncertain.end());
   }
   if (!roots_.empty()) {
     std::sort(roots_.begin(), roots_.end());
     roots_.erase(std::unique(roots_.begin(), roots_.end()), roots_.end());
+    engine_.limit_steps(steps_left);
     walker_.walk_subtrees(engine_, tables_->vocab(), state_, roots_, bits);
   }
   if (state_.has_finished())
@@ -81,6 +84,7 @@ bool GrammarMatcher::rollback(size_t n) {
 void GrammarMatcher::reset() {
   history_.clear();
   terminated_ = false;
+  engine_.limit_steps();
   engine_.initial(state_);
 }
 

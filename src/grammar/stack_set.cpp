@@ -3,6 +3,7 @@
 #include "grammar/stack_set.h"
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 
 #include "util/error.h"
@@ -35,8 +36,51 @@ void StackEngine::from_frames(std::span<const uint32_t> frames, StackSet& out) {
   dedupe(out);
 }
 
+bool StackEngine::seen_before(std::span<const uint32_t> item) {
+  if (seen_count_ * 2 >= seen_slots_.size()) {  // grow (or start): rehash this closure's items
+    std::vector<SeenSlot> old(std::max<size_t>(64, seen_slots_.size() * 2));
+    std::swap(old, seen_slots_);
+    for (const SeenSlot& o : old) {
+      if (o.generation != generation_) continue;
+      size_t i = o.hash & (seen_slots_.size() - 1);
+      while (seen_slots_[i].generation == generation_) i = (i + 1) & (seen_slots_.size() - 1);
+      seen_slots_[i] = o;
+    }
+  }
+  uint64_t h = item.size();
+  for (const uint32_t x : item) h = (h ^ x) * 0x9E3779B97F4A7C15ull;
+  h ^= h >> 29;
+  for (size_t i = h & (seen_slots_.size() - 1);; i = (i + 1) & (seen_slots_.size() - 1)) {
+    SeenSlot& slot = seen_slots_[i];
+    if (slot.generation != generation_) {
+      slot = {generation_, uint32_t(seen_data_.size()), uint32_t(item.size()), h};
+      seen_data_.insert(seen_data_.end(), item.begin(), item.end());
+      ++seen_count_;
+      return false;
+    }
+    if (slot.hash == h && std::equal(item.begin(), item.end(), seen_data_.begin() + slot.begin,
+                                     seen_data_.begin() + slot.begin + slot.size))
+      return true;
+  }
+}
+
+void StackEngine::charge(size_t steps) {
+  steps_ += steps;
+  if (steps_ > step_limit_)
+    fail<InvalidArgument>(
+        "grammar too costly to match: one token needs more parse work than allowed (simplify the pattern or schema)");
+}
+
 void StackEngine::close_all(StackSet& out) {
   const Grammar& g = *g_;
+  // Most closures are a handful of items: the seen set starts after a few.
+  constexpr size_t kSeenAfter = 8;
+  if (++generation_ == 0) {  // wrapped: no slot may look live
+    std::fill(seen_slots_.begin(), seen_slots_.end(), SeenSlot{});
+    generation_ = 1;
+  }
+  seen_data_.clear();
+  seen_count_ = 0;
   size_t processed = 0;
   while (!work_.empty()) {
     const auto s = work_.stack(work_.size() - 1);
@@ -45,6 +89,8 @@ void StackEngine::close_all(StackSet& out) {
     work_.begin.pop_back();
     if (++processed > kMaxStacks * 4)
       fail<InvalidArgument>("grammar too ambiguous: more than {} parse stacks", kMaxStacks);
+    charge(1);
+    if (processed > kSeenAfter && seen_before(cur_)) continue;
     for (;;) {
       if (cur_.empty()) {
         out.push(cur_);
@@ -74,6 +120,7 @@ void StackEngine::close_all(StackSet& out) {
 
 void StackEngine::dedupe(StackSet& s) {
   if (s.size() < 2) return;
+  charge(s.size() * std::bit_width(s.size()));
   order_.resize(s.size());
   std::iota(order_.begin(), order_.end(), 0u);
   auto less = [&](uint32_t x, uint32_t y) {

@@ -14,6 +14,9 @@
 //     replaces the caller's frame (a tail call), so right recursion (x*, the
 //     repetition chains) never grows the stack. Left recursion is rejected
 //     when the grammar is built, so closing a stack always terminates.
+//   - Closing skips a work item identical to one already expanded in the
+//     same closure (it would expand identically), so a chain of nullable
+//     rules (x*x*x*..., (x?){n}) closes in time linear in its length.
 //   - Stacks deeper than kMaxDepth frames are dropped (input nested that deep
 //     is refused), and a set above kMaxStacks stacks throws InvalidArgument
 //     (a grammar too ambiguous to match in bounded time).
@@ -65,15 +68,41 @@ class StackEngine {
 
   const Grammar& grammar() const { return *g_; }
 
+  // Work is bounded per call of the caller's choosing (one mask, one
+  // token): each closure step and each stack sorted counts, and past the
+  // limit set here InvalidArgument is thrown, so a grammar too costly to
+  // match fails its own request instead of holding the engine for seconds.
+  static constexpr size_t kMaxSteps = 25000000;  // ~0.25 s; a nested JSON schema needs ~10^5
+  void limit_steps(size_t limit = kMaxSteps) {
+    steps_ = 0;
+    step_limit_ = limit;
+  }
+  size_t steps() const { return steps_; }
+
  private:
+  void charge(size_t steps);
   void close_all(StackSet& out);  // closes the stacks in work_ into out
   void dedupe(StackSet& s);
+  bool seen_before(std::span<const uint32_t> item);  // records item in this closure's seen set
+
+  // The seen set: open addressing over items stored back to back in
+  // seen_data_; a slot is live when its stamp is this closure's generation,
+  // so starting a closure costs nothing.
+  struct SeenSlot {
+    uint32_t generation = 0, begin = 0, size = 0;
+    uint64_t hash = 0;
+  };
 
   const Grammar* g_;
   StackSet work_;
   std::vector<uint32_t> cur_;
   std::vector<uint32_t> order_;
   StackSet tmp_;
+  std::vector<SeenSlot> seen_slots_;
+  std::vector<uint32_t> seen_data_;
+  size_t seen_count_ = 0;
+  uint32_t generation_ = 0;
+  size_t steps_ = 0, step_limit_ = SIZE_MAX;  // unbounded until limit_steps()
 };
 
 }  // namespace pagoda::grammar
