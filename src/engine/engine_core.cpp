@@ -43,6 +43,7 @@ struct EngineCore::SeqRun {
   std::optional<IncrementalDecoder> decoder;
   std::optional<StopMatcher> stops;
   std::optional<SeqConstraint> constraint;  // constrained decoding (constraint.h)
+  std::optional<TokenId> stop_token;        // the stop_token_ids entry that ended it
   bool want_prompt_logprobs = false;        // the request's first choice, with prompt_logprobs
   int32_t prompt_logprobs_next = 0;         // prompt positions whose logits are recorded
   bool finished = false;
@@ -195,6 +196,10 @@ void EngineCore::finish(SeqRun& s, FinishReason reason, const std::string& error
     const auto step = s.stops->push(s.decoder ? s.decoder->flush() : "");
     out.text = step.text + (step.stopped ? "" : s.stops->flush());
   }
+  if (reason == FinishReason::stop && s.stops && s.stops->stopped())
+    out.stop_string = req.request.sampling.stop.at(size_t(s.stops->stop_index()));
+  else if (reason == FinishReason::stop)
+    out.stop_token = s.stop_token;
   // Choices not forked yet (the request ended before its prompt was
   // computed) end with the first one, each with its own terminal event.
   const int32_t last_choice = (s.choice == 0 && !req.forked) ? req.request.n - 1 : s.choice;
@@ -555,6 +560,7 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
   if (reason == FinishReason::stop) {  // end-of-generation token: not part of the output
     if (!out.logprobs.empty()) out.logprobs.clear();
     finish(s, FinishReason::stop);
+    if (std::find(sp.stop_token_ids.begin(), sp.stop_token_ids.end(), id) != sp.stop_token_ids.end()) s.stop_token = id;
     return;
   }
   s.seq.tokens.push_back(id);

@@ -60,7 +60,12 @@ struct RequestOutput {
   std::vector<GeneratedLogprobs> prompt_logprobs;
   FinishReason finish = FinishReason::none;  // set on the choice's last delta
   std::string error;                         // the cause, when finish is error
-  bool request_done = false;                 // set on the request's very last delta
+  // With finish stop, what stopped it when the request's own stops did (vLLM's
+  // stop_reason): one of its stop strings, or its stop_token_ids entry. Neither
+  // for an end-of-generation token or the grammar's end.
+  std::optional<std::string> stop_string;
+  std::optional<TokenId> stop_token;
+  bool request_done = false;  // set on the request's very last delta
   int32_t num_prompt_tokens = 0;
   int32_t num_cached_tokens = 0;  // prompt tokens served by the prefix cache
 };

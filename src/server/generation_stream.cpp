@@ -168,7 +168,10 @@ void GenerationStream::on_output(size_t prompt, RequestOutput&& out) {
     if (out.finish != FinishReason::none) out.finish = FinishReason::length;
   }
   usage_.completion_tokens += int64_t(out.tokens.size());
-  if (out.finish != FinishReason::none) c.finish = out.finish;
+  if (out.finish != FinishReason::none) {
+    c.finish = out.finish;
+    c.stop_reason = stop_reason_json(out);
+  }
   if (req_.stream) {
     stream_delta(out);
   } else {
@@ -225,8 +228,8 @@ void GenerationStream::stream_delta(const RequestOutput& out) {
   }
   if (natural(out.finish)) {
     const json fin = finish_reason_json(out.finish);
-    const json chunk = chat ? chat_chunk(ident_, req_, out.choice, json::object(), nullptr, fin)
-                            : completion_chunk(ident_, req_, out.choice, "", nullptr, fin);
+    const json chunk = chat ? chat_chunk(ident_, req_, out.choice, json::object(), nullptr, fin, c.stop_reason)
+                            : completion_chunk(ident_, req_, out.choice, "", nullptr, fin, c.stop_reason);
     channel_->send_event(dump(chunk));
   }
 }

@@ -12,6 +12,13 @@ json finish_reason_json(FinishReason r) {
   return nullptr;
 }
 
+json stop_reason_json(const RequestOutput& out) {
+  if (out.finish != FinishReason::stop) return nullptr;
+  if (out.stop_string) return *out.stop_string;
+  if (out.stop_token) return *out.stop_token;
+  return nullptr;
+}
+
 json usage_json(const Usage& u) {
   return {{"prompt_tokens", u.prompt_tokens},
           {"completion_tokens", u.completion_tokens},
@@ -80,7 +87,8 @@ json completion_response(const ResponseIdentity& id, const GenerationRequest& re
     cs.push_back({{"index", i},
                   {"text", req.echo ? req.prompt_text_of(c.prompt) + c.text : c.text},
                   {"logprobs", lp},
-                  {"finish_reason", finish_reason_json(c.finish)}});
+                  {"finish_reason", finish_reason_json(c.finish)},
+                  {"stop_reason", c.stop_reason}});
     if (req.prompt_logprobs)
       cs.back()["prompt_logprobs"] =
           vllm_prompt_logprobs(tok, req.prompt_ids(c.prompt), c.prompt_logprobs, *req.prompt_logprobs);
@@ -101,7 +109,11 @@ json chat_response(const ResponseIdentity& id, const GenerationRequest& req, con
     json message = {{"role", "assistant"}, {"content", c.text}};
     json finish = finish_reason_json(c.finish);
     if (tool_output_active(req.tools)) tool_message(req.tools, c, message, finish);
-    cs.push_back({{"index", i}, {"message", std::move(message)}, {"logprobs", lp}, {"finish_reason", finish}});
+    cs.push_back({{"index", i},
+                  {"message", std::move(message)},
+                  {"logprobs", lp},
+                  {"finish_reason", finish},
+                  {"stop_reason", c.stop_reason}});
   }
   j["choices"] = std::move(cs);
   // vLLM puts the chat prompt's logprobs beside the choices: the prompt is shared.
@@ -113,21 +125,23 @@ json chat_response(const ResponseIdentity& id, const GenerationRequest& req, con
 }
 
 json completion_chunk(const ResponseIdentity& id, const GenerationRequest& req, int index, const std::string& text,
-                      json logprobs, json finish) {
+                      json logprobs, json finish, json stop_reason) {
   json j = base(id, "text_completion");
   j["choices"] = json::array(
       {{{"index", index}, {"text", text}, {"logprobs", std::move(logprobs)}, {"finish_reason", std::move(finish)}}});
+  if (!j["choices"][0]["finish_reason"].is_null()) j["choices"][0]["stop_reason"] = std::move(stop_reason);
   if (req.include_usage) j["usage"] = nullptr;
   return j;
 }
 
 json chat_chunk(const ResponseIdentity& id, const GenerationRequest& req, int index, json delta, json logprobs,
-                json finish) {
+                json finish, json stop_reason) {
   json j = base(id, "chat.completion.chunk");
   j["choices"] = json::array({{{"index", index},
                                {"delta", std::move(delta)},
                                {"logprobs", std::move(logprobs)},
                                {"finish_reason", std::move(finish)}}});
+  if (!j["choices"][0]["finish_reason"].is_null()) j["choices"][0]["stop_reason"] = std::move(stop_reason);
   if (req.include_usage) j["usage"] = nullptr;
   return j;
 }

@@ -26,6 +26,7 @@ struct ChoiceState {
   std::vector<GeneratedLogprobs> logprobs;
   std::vector<GeneratedLogprobs> prompt_logprobs;  // prompt tokens 1.., when asked
   FinishReason finish = FinishReason::none;
+  nlohmann::json stop_reason;               // the stop string or token id that ended it (vLLM), else null
   size_t text_offset = 0;                   // completions logprobs: where the next token's text starts
   std::shared_ptr<ToolOutput> tool_output;  // chat with tools, streaming: the call parser
   size_t tool_calls = 0;                    // calls streamed so far
@@ -45,6 +46,9 @@ struct Usage {
 
 // "stop" or "length"; null for any other reason.
 json finish_reason_json(FinishReason r);
+// vLLM's stop_reason for a choice's last delta: the stop string, the stop
+// token id, or null (EOS, length, the grammar's end).
+json stop_reason_json(const RequestOutput& out);
 json usage_json(const Usage& u);
 
 // Logprobs in each API's format, for some of a choice's tokens. Completions:
@@ -59,12 +63,13 @@ json completion_response(const ResponseIdentity& id, const GenerationRequest& re
 json chat_response(const ResponseIdentity& id, const GenerationRequest& req, const std::vector<ChoiceState>& choices,
                    const Usage& usage, const Tokenizer& tok);
 
-// Stream chunks. `logprobs` and `finish` may be null. With include_usage every
-// chunk carries "usage": null and the last one (usage_chunk) the totals.
+// Stream chunks. `logprobs` and `finish` may be null; a chunk with a finish
+// reason carries stop_reason too. With include_usage every chunk carries
+// "usage": null and the last one (usage_chunk) the totals.
 json completion_chunk(const ResponseIdentity& id, const GenerationRequest& req, int index, const std::string& text,
-                      json logprobs, json finish);
+                      json logprobs, json finish, json stop_reason = nullptr);
 json chat_chunk(const ResponseIdentity& id, const GenerationRequest& req, int index, json delta, json logprobs,
-                json finish);
+                json finish, json stop_reason = nullptr);
 json usage_chunk(const ResponseIdentity& id, const GenerationRequest& req, const Usage& usage);
 
 // JSON text for the wire: invalid UTF-8 (a token that is half a character)

@@ -122,7 +122,7 @@ std::vector<json> tool_stream_chunks(const ResponseIdentity& id, const Generatio
     send(c.tool_output->finish());
     json fin =
         c.tool_calls > 0 && out.finish == FinishReason::stop ? json("tool_calls") : finish_reason_json(out.finish);
-    chunks.push_back(chat_chunk(id, req, index, json::object(), nullptr, std::move(fin)));
+    chunks.push_back(chat_chunk(id, req, index, json::object(), nullptr, std::move(fin), c.stop_reason));
   } else if (!logprobs.is_null()) {
     send({});
   }

@@ -1,8 +1,8 @@
 // The vLLM-style sampling fields on the real server with stories260K:
 // logit_bias, stop_token_ids, min_tokens, include_stop_str_in_output,
 // skip_special_tokens, truncate_prompt_tokens and best_of each change the
-// output as documented, and each bad value is a 400 naming its field that
-// leaves the engine untouched.
+// output as documented (and stop_reason names the stop that ended it), and each bad value is a 400 naming its field
+// that leaves the engine untouched.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -94,6 +94,7 @@ TEST_F(SamplingFields, StopTokenIdsAndMinTokens) {
   // The forced token is a stop id: the generation ends at once, without it.
   json r = complete({{"max_tokens", 8}, {"logit_bias", bias}, {"stop_token_ids", {some_token()}}});
   EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(r["choices"][0]["stop_reason"], some_token());  // vLLM: the stop id that ended it
   EXPECT_EQ(r["choices"][0]["text"], "");
   EXPECT_EQ(r["usage"]["completion_tokens"], 0);
   // min_tokens masks it for 3 tokens; the 4th is the stop.
@@ -106,6 +107,8 @@ TEST_F(SamplingFields, StopTokenIdsAndMinTokens) {
   r = complete({{"max_tokens", 8}, {"min_tokens", 5}, {"logit_bias", {{"2", 100}}}});
   EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(r["usage"]["completion_tokens"], 5);
+  ASSERT_TRUE(r["choices"][0].contains("stop_reason"));
+  EXPECT_TRUE(r["choices"][0]["stop_reason"].is_null());  // EOS is not a stop of the request's own
 }
 
 TEST_F(SamplingFields, StopStringsWithIncludeAndMinTokens) {
@@ -113,8 +116,21 @@ TEST_F(SamplingFields, StopStringsWithIncludeAndMinTokens) {
   ASSERT_GT(text.size(), 12u);
   const std::string stop = text.substr(4, 3);
   const size_t at = text.find(stop);
-  json r = complete({{"max_tokens", 24}, {"stop", stop}});
+  json r = complete({{"max_tokens", 24}, {"stop", {"never said", stop}}});
   EXPECT_EQ(r["choices"][0]["text"], text.substr(0, at));
+  EXPECT_EQ(r["choices"][0]["stop_reason"], stop);
+  // Streamed, the choice's last chunk says the same; a length end says null.
+  const HttpResponse s =
+      http_post(server_->port(), "/v1/completions",
+                {{"prompt", kPrompt}, {"temperature", 0}, {"max_tokens", 24}, {"stop", stop}, {"stream", true}});
+  const auto events = sse_payloads(s.body);
+  ASSERT_GE(events.size(), 2u) << s.body;
+  const json last = json::parse(events[events.size() - 2]);  // before [DONE]
+  EXPECT_EQ(last["choices"][0]["finish_reason"], "stop") << last;
+  EXPECT_EQ(last["choices"][0]["stop_reason"], stop) << last;
+  r = complete({{"max_tokens", 2}, {"stop", "never said"}});
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+  EXPECT_TRUE(r["choices"][0]["stop_reason"].is_null());
   r = complete({{"max_tokens", 24}, {"stop", stop}, {"include_stop_str_in_output", true}});
   EXPECT_EQ(r["choices"][0]["text"], text.substr(0, at + stop.size()));
   // Past min_tokens the first occurrence is no longer a stop: it is in the text.
