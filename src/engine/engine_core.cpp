@@ -252,8 +252,9 @@ void EngineCore::build_batch(std::span<const ScheduledSeq> part, Batch& batch) c
   for (const auto& sc : part) {
     const Sequence& seq = *sc.seq;
     auto it = seqs_.find(seq.id);
-    const int s = batch.add_sequence(blocks_.block_table(seq.id), it != seqs_.end() ? it->second->req->id : 0);
-    const auto [plp_first, plp_count] = prompt_logprob_span(sc);
+    const SeqRun* run = it != seqs_.end() ? it->second.get() : nullptr;
+    const int s = batch.add_sequence(blocks_.block_table(seq.id), run ? run->req->id : 0);
+    const auto [plp_first, plp_count] = prompt_logprob_span(run, sc);
     for (int32_t i = 0; i < sc.num_tokens; ++i) {
       const int32_t pos = seq.num_computed + i;
       const bool plp = pos >= plp_first && pos < plp_first + plp_count;
@@ -262,11 +263,10 @@ void EngineCore::build_batch(std::span<const ScheduledSeq> part, Batch& batch) c
   }
 }
 
-std::pair<int32_t, int32_t> EngineCore::prompt_logprob_span(const ScheduledSeq& sc) const {
-  auto it = seqs_.find(sc.seq->id);
-  if (it == seqs_.end() || !it->second->want_prompt_logprobs) return {0, 0};
+std::pair<int32_t, int32_t> EngineCore::prompt_logprob_span(const SeqRun* run, const ScheduledSeq& sc) {
+  if (!run || !run->want_prompt_logprobs) return {0, 0};
   // Position p's logits give token p + 1's logprob: positions up to the prompt's second-last.
-  const int32_t first = std::max(sc.seq->num_computed, it->second->prompt_logprobs_next);
+  const int32_t first = std::max(sc.seq->num_computed, run->prompt_logprobs_next);
   const int32_t end = std::min(sc.seq->num_computed + sc.num_tokens, sc.seq->num_prompt - 1);
   return {first, std::max(0, end - first)};
 }
@@ -407,9 +407,10 @@ void EngineCore::after_forward(std::span<const ScheduledSeq> part) {
   std::vector<std::pair<SeqRun*, size_t>> rows;  // (sequence, its logits row)
   size_t row = 0;
   for (const auto& sc : part) {
-    const auto [plp_first, plp_count] = prompt_logprob_span(sc);  // before the commit moves num_computed
     auto it = seqs_.find(sc.seq->id);
-    if (it == seqs_.end() || it->second->finished) {
+    const SeqRun* run = it != seqs_.end() ? it->second.get() : nullptr;
+    const auto [plp_first, plp_count] = prompt_logprob_span(run, sc);  // before the commit moves num_computed
+    if (!run || run->finished) {
       row += size_t(plp_count) + sc.sample;  // its rows are in the pass all the same
       continue;
     }
@@ -559,8 +560,8 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
   if (s.constraint && s.constraint->matcher.is_terminated()) reason = FinishReason::stop;
   if (reason == FinishReason::stop) {  // end-of-generation token: not part of the output
     if (!out.logprobs.empty()) out.logprobs.clear();
-    finish(s, FinishReason::stop);
     if (std::find(sp.stop_token_ids.begin(), sp.stop_token_ids.end(), id) != sp.stop_token_ids.end()) s.stop_token = id;
+    finish(s, FinishReason::stop);
     return;
   }
   s.seq.tokens.push_back(id);

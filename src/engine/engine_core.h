@@ -117,7 +117,8 @@ class EngineCore {
   static int32_t isolation_budget(size_t num_seqs);
   void build_batch(std::span<const ScheduledSeq> part, Batch& batch) const;
   // The chunk's positions whose logits give prompt logprobs: [first, first + count).
-  std::pair<int32_t, int32_t> prompt_logprob_span(const ScheduledSeq& sc) const;
+  // The prompt positions of this chunk whose logprobs are wanted: (first, count).
+  static std::pair<int32_t, int32_t> prompt_logprob_span(const SeqRun* run, const ScheduledSeq& sc);
   bool record_prompt_logprobs(SeqRun& s, int32_t first, int32_t count, size_t row);
   void after_forward(std::span<const ScheduledSeq> part);
   void fail_batch(std::span<const ScheduledSeq> part, const std::string& cause);

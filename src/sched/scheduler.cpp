@@ -134,11 +134,12 @@ int32_t Scheduler::admission_headroom(int32_t running_after) const {
 bool Scheduler::try_admit(Sequence* seq, StepPlan& plan, StepBudget& budget, bool whole_only) {
   const bool resumed = seq->state == SeqState::preempted;
   const Admission admission = resumed ? Admission::kResumed : Admission::kFresh;
-  CachedPrefix prefix =
-      seq->skip_prefix_cache
-          ? CachedPrefix{.extra_key = seq->cache_salt, .admission = admission}
-          : blocks_.lookup_prefix(std::span<const TokenId>(seq->tokens).first(size_t(seq->num_tokens())),
-                                  seq->cache_salt, admission);
+  CachedPrefix prefix;  // nothing cached, unless the prefix cache has it
+  prefix.extra_key = seq->cache_salt;
+  prefix.admission = admission;
+  if (!seq->skip_prefix_cache)
+    prefix = blocks_.lookup_prefix(std::span<const TokenId>(seq->tokens).first(size_t(seq->num_tokens())),
+                                   seq->cache_salt, admission);
   prefix.extra_key = seq->cache_salt;
   const int32_t want = seq->num_tokens() - prefix.num_tokens;
   const int32_t n = want == 1 ? std::min(1, budget.tokens) : budget.grant(prefix.num_tokens, want);
@@ -189,10 +190,11 @@ void Scheduler::admit_waiting(int64_t step, StepPlan& plan, StepBudget& budget, 
 
 StepPlan Scheduler::schedule(int64_t step, const StepCostModel* cost) {
   StepPlan plan;
-  StepBudget budget{.tokens = config_.max_batched_tokens,
-                    .cost = cost,
-                    .min_chunk = config_.min_prefill_chunk,
-                    .long_threshold = config_.long_prefill_token_threshold};
+  StepBudget budget;
+  budget.tokens = config_.max_batched_tokens;
+  budget.cost = cost;
+  budget.min_chunk = config_.min_prefill_chunk;
+  budget.long_threshold = config_.long_prefill_token_threshold;
   const bool cold = config_.max_step_ms != 0 && cost && !cost->predict(StepShape{});
   if (cold)
     budget.tokens = int32_t(

@@ -36,4 +36,12 @@ template <class... Args>
   throw ApiError(400, fmt::format(f, std::forward<Args>(args)...), param);
 }
 
+// A token id from a request field, checked against the vocabulary (400 naming
+// `param` otherwise): prompts of ids, logit_bias keys, stop_token_ids.
+inline int32_t vocab_token_id(int64_t id, int64_t vocab_size, const std::string& param) {
+  if (id < 0 || id >= vocab_size)
+    bad_request(param, "{}: token id {} is outside the vocabulary (0..{})", param, id, vocab_size - 1);
+  return int32_t(id);
+}
+
 }  // namespace pagoda::server

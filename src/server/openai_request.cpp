@@ -102,10 +102,7 @@ std::vector<TokenId> token_ids(const json& arr, const ModelLimits& model) {
   const int64_t vocab = int64_t(model.tokenizer->vocab_size());
   for (const auto& t : arr) {
     if (!t.is_number_integer()) bad_request("prompt", "a token-id prompt must hold integers only");
-    const int64_t id = t.get<int64_t>();
-    if (id < 0 || id >= vocab)
-      bad_request("prompt", "prompt token id {} is outside the vocabulary (0..{})", id, vocab - 1);
-    ids.push_back(TokenId(id));
+    ids.push_back(vocab_token_id(t.get<int64_t>(), vocab, "prompt"));
   }
   if (ids.empty()) bad_request("prompt", "the prompt is empty");
   return ids;

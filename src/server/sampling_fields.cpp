@@ -17,9 +17,7 @@ int32_t bias_token(const std::string& key, int64_t vocab_size) {
   const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
   if (ec != std::errc() || end != key.data() + key.size() || key.empty())
     bad_request("logit_bias", "logit_bias keys must be token ids written as integers, got '{}'", key);
-  if (id < 0 || id >= vocab_size)
-    bad_request("logit_bias", "logit_bias: token id {} is outside the vocabulary (0..{})", id, vocab_size - 1);
-  return int32_t(id);
+  return vocab_token_id(id, vocab_size, "logit_bias");
 }
 
 void parse_logit_bias(const json& body, int64_t vocab_size, SamplingParams& s) {
@@ -48,11 +46,7 @@ void parse_stop_token_ids(const json& body, int64_t vocab_size, SamplingParams& 
                 ids->size());
   for (const auto& t : *ids) {
     if (!t.is_number_integer()) bad_request("stop_token_ids", "'stop_token_ids' must hold integers only");
-    const int64_t id = t.get<int64_t>();
-    if (id < 0 || id >= vocab_size)
-      bad_request("stop_token_ids", "stop_token_ids: token id {} is outside the vocabulary (0..{})", id,
-                  vocab_size - 1);
-    s.stop_token_ids.push_back(int32_t(id));
+    s.stop_token_ids.push_back(vocab_token_id(t.get<int64_t>(), vocab_size, "stop_token_ids"));
   }
 }
 

@@ -312,8 +312,12 @@ struct Sim {
     ASSERT_EQ(core->blocks().num_seqs(), core->scheduler().running().size());
     const auto& st = core->stats();
     ASSERT_LE(st.step_budget_tokens, cfg.sched.max_batched_tokens);
-    if (st.step_duration.count > 0) ASSERT_GE(st.step_budget_tokens, 1);
-    if (cfg.sched.max_step_ms == 0) ASSERT_EQ(st.step_target_s, 0);
+    if (st.step_duration.count > 0) {
+      ASSERT_GE(st.step_budget_tokens, 1);
+    }
+    if (cfg.sched.max_step_ms == 0) {
+      ASSERT_EQ(st.step_target_s, 0);
+    }
     // KV events: after a batch the subscriber took, its mirror is the cache.
     if (events->last_ok) {
       const auto cached = core->blocks().cached_hashes();

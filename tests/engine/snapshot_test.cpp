@@ -84,8 +84,12 @@ void expect_truthful(const EngineSnapshot& s, const EngineCore& core) {
     EXPECT_LE(v.tokens, s.block_size);
     used += v.ref_count > 0;
     cached += v.state == BlockState::cached;
-    if (v.ref_count == 0) EXPECT_TRUE(v.state == BlockState::free || v.state == BlockState::cached);
-    if (v.ref_count > 1) EXPECT_EQ(v.state, BlockState::shared);
+    if (v.ref_count == 0) {
+      EXPECT_TRUE(v.state == BlockState::free || v.state == BlockState::cached);
+    }
+    if (v.ref_count > 1) {
+      EXPECT_EQ(v.state, BlockState::shared);
+    }
   }
   const KvStats kv = bm.stats();
   EXPECT_EQ(used, kv.used_blocks);
