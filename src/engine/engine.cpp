@@ -287,7 +287,17 @@ void Engine::Impl::engine_loop() {
         if (done) --open_requests_;
         return alive;
       };
-      core_->add(p.id, std::move(p.request), std::move(sink));  // validated in submit()
+      try {
+        core_->add(p.id, std::move(p.request), sink);  // validated in submit(); a copy: the catch needs it
+      } catch (const std::exception& e) {              // not expected after validate(); still one request's fault
+        spdlog::error("request {} could not be added: {}", p.id, e.what());
+        RequestOutput out;
+        out.request_id = p.id;
+        out.finish = FinishReason::error;
+        out.error = e.what();
+        out.request_done = true;
+        sink(std::move(out));
+      }
     }
     for (uint64_t id : cancels) core_->cancel(id);
     if (stopping) {

@@ -96,6 +96,9 @@ void EngineCore::validate(const Request& r) const {
   if (r.constraint && int64_t(r.constraint->vocab().size()) > vocab_size_)
     fail<InvalidArgument>("the grammar's vocabulary has {} tokens, the model {}", r.constraint->vocab().size(),
                           vocab_size_);
+  // The grammar's start state, built here on the caller's thread: one too
+  // ambiguous to start throws now, not in add() on the engine's.
+  if (r.constraint) SeqConstraint probe(r.constraint);
 }
 
 void EngineCore::add(uint64_t id, Request r, OutputSink sink) {

@@ -66,7 +66,8 @@ class EngineCore {
 
   // Checks a request without changing anything: InvalidArgument naming the
   // problem (empty or too long prompt, token outside the vocabulary, bad
-  // sampling values, bad n). Safe from any thread.
+  // sampling values, bad n, a grammar that cannot start). Safe from any
+  // thread.
   void validate(const Request& r) const;
 
   // Queues a validated request under `id` (ids must be unique).

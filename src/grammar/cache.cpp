@@ -83,16 +83,22 @@ std::shared_ptr<const MaskTables> GrammarCache::tables(const ConstraintSpec& spe
   auto g = compile(spec);
   const std::string key = key_of(spec);
   std::shared_ptr<const MaskTables> t;
+  bool fresh = false;
   {
     std::lock_guard lock(mu_);
     auto it = index_.find(key);
-    if (it != index_.end() && it->second->tables && &it->second->tables->vocab() == vocab.get())
-      return it->second->tables;
-    t = std::make_shared<const MaskTables>(g, std::move(vocab));
-    if (it != index_.end() && it->second->grammar == g) it->second->tables = t;
+    if (it != index_.end() && it->second->tables && &it->second->tables->vocab() == vocab.get()) {
+      t = it->second->tables;
+    } else {
+      t = std::make_shared<const MaskTables>(g, std::move(vocab));
+      fresh = true;
+      if (it != index_.end() && it->second->grammar == g) it->second->tables = t;
+    }
   }
   // Unlocked: requests for the same spec meanwhile share t and build lazily what is not there yet.
-  if (precompute_threads_ > 0) t->precompute(precompute_threads_);
+  if (fresh && precompute_threads_ > 0) t->precompute(precompute_threads_);
+  // A state no mask can be built for fails every request that reaches it: refuse it now.
+  if (const std::string err = t->build_error(); !err.empty()) fail<InvalidArgument>("{}", err);
   return t;
 }
 

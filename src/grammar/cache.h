@@ -12,7 +12,9 @@
 //     them (MaskTables::precompute, on precompute_threads threads, outside
 //     the cache's lock; 0: lazily, by the first token to need each), so it
 //     belongs on a request worker, never the engine thread. Make a
-//     GrammarMatcher from it.
+//     GrammarMatcher from it. InvalidArgument when a precomputed entry
+//     could not be built (a grammar too costly or ambiguous to match), for
+//     this request and every later one with the spec.
 //   - At most `capacity` grammars are kept; the least recently used goes.
 //     Matchers keep what they use alive (shared_ptr).
 //   - Bodies: json_schema: the schema text; regex: the pattern; gbnf: the

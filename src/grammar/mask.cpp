@@ -97,6 +97,11 @@ const MaskTables::Entry* MaskTables::insert(std::vector<uint32_t>& key, std::uni
   return it->second.get();
 }
 
+std::string MaskTables::build_error() const {
+  std::shared_lock lock(mu_);
+  return build_error_;
+}
+
 size_t MaskTables::precompute(size_t threads, double max_seconds) const {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(max_seconds);
   auto keys = context_keys(grammar(), context_frames_, kMaxEntries);
@@ -114,8 +119,11 @@ size_t MaskTables::precompute(size_t threads, double max_seconds) const {
       try {
         engine.limit_steps();
         compute(keys[i], *e, engine, dfa);
-      } catch (const Error&) {
-        continue;  // the lazy path meets it again and reports it for the request
+      } catch (const Error& err) {
+        std::unique_lock lock(mu_);
+        if (build_error_.empty()) build_error_ = err.what();
+        next.store(keys.size());  // the tables will be refused: stop
+        break;
       }
       if (!insert(keys[i], e)) {
         next.store(keys.size());  // full: the rest stays lazy

@@ -36,6 +36,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -88,6 +89,9 @@ class MaskTables {
   static constexpr double kPrecomputeSeconds = 3.0;
   size_t precompute(size_t threads = 1, double max_seconds = kPrecomputeSeconds) const;
   size_t num_entries() const;
+  // The first error a precomputed entry's build met (a grammar too costly or
+  // too ambiguous to match, the same for every request); empty if none.
+  std::string build_error() const;
   // Bytes held by the entries of every live table in the process.
   static size_t total_bytes();
 
@@ -108,6 +112,7 @@ class MaskTables {
   mutable std::shared_mutex mu_;
   mutable std::unordered_map<std::vector<uint32_t>, std::unique_ptr<Entry>, KeyHash> entries_;
   mutable size_t bytes_ = 0;  // of entries_, counted in the process total
+  mutable std::string build_error_;
 };
 
 // Walks trie nodes from a stack set: the runtime half of fill_mask, and the

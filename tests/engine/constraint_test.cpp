@@ -11,6 +11,7 @@
 #include "engine/engine_core.h"
 #include "engine/fake_runner.h"
 #include "grammar/cache.h"
+#include "util/error.h"
 #include "util/thread_pool.h"
 
 namespace pagoda {
@@ -113,6 +114,21 @@ TEST(EngineConstraint, AnEmptyMaskEndsTheRequestWithAnError) {
     EXPECT_EQ(why, FinishReason::error);
     EXPECT_NE(run.error.at(c).find("allows no token"), std::string::npos) << run.error.at(c);
   }
+}
+
+TEST(EngineConstraint, AGrammarThatCannotStartFailsValidation) {
+  // Lazily built tables (no precompute): only the start state can tell, and
+  // validate() builds it on the caller's thread, never add() on the engine's.
+  grammar::GrammarCache cache(4, {}, /*precompute_threads=*/0);
+  EngineConfig cfg;
+  EngineCore core(cfg, std::make_unique<testing::FakeRunner>(kVocab, 16, 4, 256), 16, nullptr,
+                  std::make_shared<ManualClock>(), {2});
+  Request r;
+  r.prompt = {1, 3, 0};
+  r.constraint = cache.tables({grammar::ConstraintSpec::Kind::regex, "((a?){150}){150}b", true, false}, toy_vocab());
+  EXPECT_THROW(core.validate(r), InvalidArgument);
+  r.constraint = cache.tables({grammar::ConstraintSpec::Kind::regex, "((a?){5}){5}b", true, false}, toy_vocab());
+  EXPECT_NO_THROW(core.validate(r));
 }
 
 TEST(EngineConstraint, MasksOnAPoolEqualMasksInline) {

@@ -13,6 +13,7 @@
 #include "grammar/matcher.h"
 #include "testing/shared_data.h"
 #include "tokenizer/hf_vocab.h"
+#include "util/error.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pagoda::grammar {
@@ -198,6 +199,24 @@ TEST(VocabMask, PrecomputeStopsAtItsTimeBudget) {
   std::vector<uint32_t> bits(m.mask_words());
   m.fill_mask(bits);
   EXPECT_EQ(bits, brute_force(m));
+}
+
+TEST(VocabMask, GrammarsTooCostlyToMatchAreRefusedBeforeAnyStep) {
+  const auto vocab = vocab_named("llama-spm");
+  ASSERT_TRUE(vocab);
+  GrammarCache cache(4);
+  // 150 x 150 ways to place the next 'a': more parse stacks than a set may hold.
+  const ConstraintSpec costly{ConstraintSpec::Kind::regex, "((a?){150}){150}b", true, false};
+  for (int i = 0; i < 2; ++i) {  // built once; the cached tables are refused as well
+    try {
+      cache.tables(costly, vocab);
+      FAIL() << "accepted a grammar too ambiguous to match";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("grammar too"), std::string::npos) << e.what();
+    }
+  }
+  const ConstraintSpec cheap{ConstraintSpec::Kind::regex, "((a?){10}){10}b", true, false};
+  EXPECT_EQ(cache.tables(cheap, vocab)->build_error(), "");
 }
 
 TEST(VocabMask, PrecomputedTablesCoverEveryStateMet) { check_precomputed(SetDfa::kDefaultMaxStates, kSpecs, 1); }

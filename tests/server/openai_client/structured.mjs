@@ -175,6 +175,8 @@ async function expect400(params, param, words) {
 await expect400({ response_format: { type: 'json_schema', json_schema: { name: 'x', strict: true, schema: { type: 'string', contentEncoding: 'base64' } } } },
   'response_format.json_schema.schema', ['contentEncoding']);
 await expect400({ guided_regex: '(ab' }, 'guided_regex', ['guided_regex']);
+// 150 x 150 ways to place the next 'a': refused before any step, not a stalled engine.
+await expect400({ guided_regex: '((a?){150}){150}b' }, 'guided_regex', ['too ambiguous']);
 await expect400({ guided_grammar: 'root ::= missing' }, 'guided_grammar', ['missing']);
 await expect400({ structured_outputs: { json: { type: 'integer', minimum: 'x' } } }, 'structured_outputs.json', ['minimum']);
 await expect400({ response_format: { type: 'json_object' }, guided_regex: 'a+' }, 'guided_regex', ['response_format', 'guided_regex']);
