@@ -71,6 +71,18 @@ def decode_step_ms(args, wtype):
     sys.exit(f"bench-model printed no batch-32 decode figure: {figures}")
 
 
+def over_target(port):
+    """The step_time_over_target histogram's cumulative bucket counts, by bound."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    counts = {}
+    for line in text.splitlines():
+        if line.startswith('pagoda_engine_step_time_over_target_bucket{le="'):
+            bound, value = line[len('pagoda_engine_step_time_over_target_bucket{le="'):].split('"} ')
+            counts[bound] = float(value)
+    return counts
+
+
 def serve_and_load(args, model, setting, rate, slo_itl_ms):
     port = free_port()
     log = tempfile.NamedTemporaryFile(suffix=".log", delete=False).name
@@ -83,12 +95,21 @@ def serve_and_load(args, model, setting, rate, slo_itl_ms):
         base = [args.pagoda, "loadgen", "--port", str(port), "--ignore-eos", "--json"]
         subprocess.run(base + ["-c", "4", "-n", "8", "--prompt-tokens", "100:160", "--output-tokens", "8:8"],
                        check=True, stdout=subprocess.DEVNULL)
+        before = over_target(port)
         run = subprocess.run(base + ["-c", str(args.clients), "-n", str(args.requests), "--duration", "3600",
                                      "--prompt-tokens", "100:160", "--output-tokens", "64:64",
                                      "--request-rate", rate, "--seed", "7", "--slo-ttft-ms", str(args.slo_ttft_ms),
                                      "--slo-itl-ms", f"{slo_itl_ms:.1f}", "--request-timeout", "1800"],
                              check=True, capture_output=True, text=True)
-        return json.loads(run.stdout)
+        result = json.loads(run.stdout)
+        # The run's time-capped steps (warm-up excluded): how many overshot their target.
+        after = over_target(port)
+        steps = after["+Inf"] - before["+Inf"]
+        if steps > 0:
+            share = lambda b: 1 - (after[b] - before[b]) / steps  # noqa: E731
+            result["steps_over_target"] = {"steps": steps, "over_1x": share("1"), "over_1.5x": share("1.5"),
+                                           "over_2x": share("2")}
+        return result
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
@@ -125,8 +146,12 @@ def main():
                 for setting in (("auto", "0") if rnd % 2 == 0 else ("0", "auto")):
                     r = serve_and_load(args, model, setting, rate, slo_itl)
                     results.setdefault((mode, setting), []).append(r)
+                    over = r.get("steps_over_target")
                     print(f"  {mode} {setting}: {r['tokens_per_s']:.1f} tok/s, ITL p50/p99 "
-                          f"{r['itl_ms']['p50']:.0f}/{r['itl_ms']['p99']:.0f} ms", file=sys.stderr)
+                          f"{r['itl_ms']['p50']:.0f}/{r['itl_ms']['p99']:.0f} ms"
+                          + (f"; of {over['steps']:.0f} time-capped steps {100 * over['over_1x']:.0f}% ran past "
+                             f"their target, {100 * over['over_1.5x']:.1f}% past 1.5x, "
+                             f"{100 * over['over_2x']:.1f}% past 2x" if over else ""), file=sys.stderr)
             for setting in ("auto", "0"):
                 rs = results[(mode, setting)]
                 mean = lambda f: sum(f(r) for r in rs) / len(rs)  # noqa: E731

@@ -608,6 +608,7 @@ bool EngineCore::step() {
     const double took = clock_->now() - t0;
     if (clean) cost_.observe(plan.shape, took);
     stats_.step_duration.observe(took);
+    if (plan.target_s > 0) stats_.step_over_target.observe(took / plan.target_s);
     stats_.step_budget_tokens = plan.budget_tokens;
     stats_.step_target_s = plan.target_s;
     stats_.step_cost_predicted_s = plan.predicted_s;

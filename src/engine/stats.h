@@ -50,7 +50,10 @@ struct EngineStats {
   FaultCounts faults;
   Histogram ttft, itl, e2e;
   // Time-budgeted steps (scheduler rule 5), of the last step that ran.
-  Histogram step_duration;                       // seconds of each step that ran
+  Histogram step_duration;  // seconds of each step that ran
+  // Each time-capped step's duration over its target: how far the cost
+  // model's plans overshoot (above 1: the step ran past its target).
+  BucketHistogram step_over_target{0.5, 0.75, 1, 1.25, 1.5, 2, 3, 5};
   int32_t step_budget_tokens = 0;                // tokens it could carry (decodes + what fits the target)
   double step_target_s = 0;                      // its target time; 0: no time cap
   double step_cost_predicted_s = 0;              // the cost model's time for its plan; 0: unknown

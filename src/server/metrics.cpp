@@ -30,6 +30,17 @@ void histogram(std::string& out, const char* name, const Histogram& h, const cha
   out += fmt::format("{}_sum {}\n{}_count {}\n", name, h.sum, name, h.count);
 }
 
+void histogram(std::string& out, const char* name, const BucketHistogram& h, const char* help) {
+  header(out, name, "histogram", help);
+  int64_t cumulative = 0;
+  for (size_t i = 0; i < h.size; ++i) {
+    cumulative += h.counts[i];
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, h.bounds[i], cumulative);
+  }
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n", name, h.count);
+  out += fmt::format("{}_sum {}\n{}_count {}\n", name, h.sum, name, h.count);
+}
+
 }  // namespace
 
 std::string render_metrics(const EngineStats& s, const ServerFigures& f) {
@@ -71,6 +82,8 @@ std::string render_metrics(const EngineStats& s, const ServerFigures& f) {
   gauge(out, "pagoda_engine_step_cost_predicted_seconds", s.step_cost_predicted_s,
         "The cost model's predicted time for the last step's plan (0: not learned yet).");
   histogram(out, "pagoda_engine_step_duration_seconds", s.step_duration, "Duration of each engine step that ran.");
+  histogram(out, "pagoda_engine_step_time_over_target", s.step_over_target,
+            "Each time-capped step's duration divided by its target (--max-step-ms).");
   gauge(out, "pagoda_engine_stalled", f.stalled ? 1 : 0, "1 while /health reports the engine stalled.");
   counter(out, "pagoda_engine_stalls_total", f.stalls, "Times the engine was seen to stall.");
   counter(out, "pagoda_engine_idle_check_failures_total", s.idle_check_failures,

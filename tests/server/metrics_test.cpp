@@ -39,6 +39,7 @@ TEST(ServerMetrics, PrometheusTextWithEveryNamedMetric) {
       {"pagoda_engine_step_target_seconds", "gauge"},
       {"pagoda_engine_step_cost_predicted_seconds", "gauge"},
       {"pagoda_engine_step_duration_seconds", "histogram"},
+      {"pagoda_engine_step_time_over_target", "histogram"},
       {"pagoda_engine_stalled", "gauge"},
       {"pagoda_engine_stalls_total", "counter"},
       {"pagoda_engine_idle_check_failures_total", "counter"},

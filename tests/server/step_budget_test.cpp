@@ -44,6 +44,9 @@ TEST(ServerStepBudget, ASlowedForwardShrinksTheBudgetGauge) {
   EXPECT_GE(m.at("pagoda_engine_step_duration_seconds_count"), 30);  // ~40 steps
   // Every step took at least the injected 60 ms: none in the buckets below 50 ms.
   EXPECT_EQ(m.at("pagoda_engine_step_duration_seconds_bucket{le=\"0.05\"}"), 0);
+  // So every time-capped step ran past its 40 ms target: none at or under 1x.
+  EXPECT_GT(m.at("pagoda_engine_step_time_over_target_count"), 0);
+  EXPECT_EQ(m.at("pagoda_engine_step_time_over_target_bucket{le=\"1\"}"), 0);
   EXPECT_EQ(s.stop(), 0);
 }
 
