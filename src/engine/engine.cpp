@@ -338,9 +338,11 @@ void Engine::Impl::engine_loop() {
 }
 
 // On a reader's thread: counts as watching; a stale picture wakes the engine
-// (through its inbox) for a new one.
+// (through its inbox) for a new one. Returns the picture there was at the
+// call, taken before the wake-up, so what a call returns never races it.
 std::shared_ptr<const EngineSnapshot> Engine::Impl::state_snapshot() {
   board_.watch(clock_->now());
+  auto latest = board_.latest();
   if (changed_ && !snapshot_requested_) {
     {
       std::lock_guard lock(inbox_mu_);  // so the loop cannot miss the wake-up between its check and its wait
@@ -348,7 +350,7 @@ std::shared_ptr<const EngineSnapshot> Engine::Impl::state_snapshot() {
     }
     inbox_cv_.notify_one();
   }
-  return board_.latest();
+  return latest;
 }
 
 // On the engine thread, between steps: the dashboard's picture, when

@@ -35,9 +35,9 @@ struct FreshSnapshotWait {
   void poll(std::shared_ptr<FreshSnapshotWait> self) {
     const ServedModel* m = state->model();
     if (!m) return then(nullptr);
+    const bool current = m->engine->state_snapshot_current();  // before the read: then the picture read is current
     auto snap = m->engine->state_snapshot();
-    if (!snap || m->engine->state_snapshot_current() || snap->version > asked_version || polls_left-- <= 0)
-      return then(std::move(snap));
+    if (!snap || current || snap->version > asked_version || polls_left-- <= 0) return then(std::move(snap));
     timer.expires_after(kPoll);
     timer.async_wait([self](boost::system::error_code ec) {
       if (!ec) self->poll(self);
