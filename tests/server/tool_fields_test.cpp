@@ -142,6 +142,7 @@ TEST(ToolOutput, HermesWholeAndStreamed) {
 
   ChoiceState c;
   std::string content, args, name;
+  size_t pieces = 0;
   json last_finish;
   for (size_t i = 0; i < text.size(); i += 7) {
     RequestOutput out;
@@ -151,8 +152,19 @@ TEST(ToolOutput, HermesWholeAndStreamed) {
       const json& ch = chunk["choices"][0];
       if (ch["delta"].contains("content")) content += ch["delta"]["content"].get<std::string>();
       if (ch["delta"].contains("tool_calls")) {
+        // OpenAI's shape: id, type, name and "" first, then only index and arguments pieces.
         const json& d = ch["delta"]["tool_calls"][0];
-        if (d.contains("id")) name = d["function"]["name"];
+        if (d.contains("id")) {
+          EXPECT_EQ(d["type"], "function");
+          EXPECT_EQ(d["function"]["arguments"], "");
+          EXPECT_TRUE(name.empty());
+          name = d["function"]["name"];
+        } else {
+          EXPECT_EQ(d.size(), 2u) << d;
+          EXPECT_EQ(d["function"].size(), 1u) << d;
+          EXPECT_FALSE(name.empty());
+          ++pieces;
+        }
         args += d["function"]["arguments"].get<std::string>();
       }
       if (!ch["finish_reason"].is_null()) last_finish = ch["finish_reason"];
@@ -161,6 +173,7 @@ TEST(ToolOutput, HermesWholeAndStreamed) {
   EXPECT_EQ(content, "Sure.\n");
   EXPECT_EQ(name, "get_weather");
   EXPECT_EQ(args, R"({"city":"Oslo"})");
+  EXPECT_GT(pieces, 1u);  // the arguments streamed as they arrived, 7 bytes at a time
   EXPECT_EQ(last_finish, "tool_calls");
 }
 
