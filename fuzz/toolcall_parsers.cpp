@@ -1,5 +1,6 @@
-// libFuzzer target for the tool-call parsers: a format from the first byte,
-// the output text pushed in pieces of random sizes. Nothing may throw; the
+// libFuzzer target for the tool-call parsers: a format (or a named
+// function's parser) from the first byte, the output text pushed whole and
+// in pieces of random sizes. Nothing may throw; the
 // streamed result must equal the whole-text result; a call's first delta
 // carries its id and name only, later ones arguments only; every call's
 // arguments begin as a JSON object (a committed call cut off where it broke
@@ -29,16 +30,24 @@ void take(tc::ParsedOutput& out, const tc::ParseStep& step) {
   }
 }
 
+// A format's parser, or (selector 5) one for a named function.
+tc::ToolCallParser parser(uint8_t selector) {
+  if (selector % 6 == 5) return tc::ToolCallParser::for_function(tc::Format::hermes, "f");
+  return tc::ToolCallParser(static_cast<tc::Format>(selector % 6));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
-  const auto format = static_cast<tc::Format>(data[0] % 5);
   pagoda::fuzz::Splitter split{data[1]};
   const std::string_view text(reinterpret_cast<const char*>(data + 2), size - 2);
 
-  const tc::ParsedOutput whole = tc::parse_all(format, text);
-  tc::ToolCallParser p(format);
+  tc::ParsedOutput whole;
+  tc::ToolCallParser w = parser(data[0]);
+  take(whole, w.push(text));
+  take(whole, w.finish());
+  tc::ToolCallParser p = parser(data[0]);
   tc::ParsedOutput streamed;
   for (size_t at = 0; at < text.size();) {
     const size_t n = std::min(text.size() - at, split.next(16));

@@ -162,6 +162,10 @@ std::optional<std::vector<Call>> deepseek_parse(std::string_view t, bool) {
   return calls;
 }
 
+// ---- for_function: the output is one object, committed or content
+std::optional<std::vector<Call>> no_calls(std::string_view, bool) { return std::nullopt; }
+End object_end(std::string_view t) { return json_group(t, '{'); }
+
 }  // namespace
 
 bool depth_ok(std::string_view s) {
@@ -219,6 +223,11 @@ End balanced(std::string_view t, bool python) {
     }
   }
   return {};
+}
+
+const Spec& function_spec() {
+  static const Spec function{{}, true, "", object_end, no_calls};
+  return function;
 }
 
 const Spec& spec_for(Format f) {

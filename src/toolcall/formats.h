@@ -42,6 +42,8 @@ struct Spec {
 };
 
 const Spec& spec_for(Format f);
+// ToolCallParser::for_function: one object, no markers; not committed: content.
+const Spec& function_spec();
 
 // deepseek_v3's markers inside a block of calls.
 inline constexpr std::string_view kDsEnd = "<｜tool▁calls▁end｜>";

@@ -32,11 +32,17 @@ struct ToolCallParser::State {
   bool array = false;                                    // mistral's [{..}, ..]: tails may lead to a next call
   size_t pos = 0;                                        // in buf: where the reading stands
   size_t current = 0;                                    // the committed call's index
+  std::string function;                                  // for_function: the name every call gets
   detail::ArgsMinifier minifier;
   std::mt19937_64 rng{std::random_device{}()};
   ParseStep out;
 
   State(Format f) : format(f), spec(detail::spec_for(f)), stream(detail::stream_spec_for(f)) {}
+  State(Format f, std::string name)
+      : format(f), spec(detail::function_spec()), stream(detail::function_stream_spec()), function(std::move(name)) {
+    mode = call;  // the output's first character begins the object
+    dirty = true;
+  }
 
   std::string new_id() {
     static constexpr std::string_view kAlnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
@@ -169,7 +175,7 @@ struct ToolCallParser::State {
 
   void begin(Step h) {
     current = ncalls++;
-    out.calls.push_back({current, new_id(), std::move(h.name), ""});
+    out.calls.push_back({current, new_id(), function.empty() ? std::move(h.name) : function, ""});
     minifier = {};
     pos = h.at;
     array = h.array;
@@ -228,6 +234,12 @@ struct ToolCallParser::State {
 };
 
 ToolCallParser::ToolCallParser(Format format) : s_(std::make_unique<State>(format)) {}
+ToolCallParser ToolCallParser::for_function(Format format, std::string name) {
+  ToolCallParser p(format);
+  p.s_ = std::make_unique<State>(format, std::move(name));
+  return p;
+}
+
 ToolCallParser::~ToolCallParser() = default;
 ToolCallParser::ToolCallParser(ToolCallParser&&) noexcept = default;
 ToolCallParser& ToolCallParser::operator=(ToolCallParser&&) noexcept = default;

@@ -190,6 +190,13 @@ Step deepseek_tail(std::string_view t, size_t at, bool) {
   return k == 0 ? Step::of(Step::next, next) : Step::of(Step::done, s.pos());
 }
 
+Step object_only(std::string_view t) {
+  Scan s(t, 0);
+  s.ws().lit("{");
+  return s.commit("-", false);  // the name is the parser's own
+}
+Step done_at_close(std::string_view, size_t at, bool) { return Step::of(Step::done, at); }
+
 bool scalar_char(char c) {
   return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == ',' || c == ':' ||
          c == '.' || c == '-' || c == '+';
@@ -210,6 +217,11 @@ const StreamSpec* stream_spec_for(Format f) {
     case Format::pythonic: return nullptr;
   }
   return nullptr;
+}
+
+const StreamSpec* function_stream_spec() {
+  static const StreamSpec function{object_only, no_next, done_at_close};
+  return &function;
 }
 
 ArgsMinifier::Result ArgsMinifier::feed(std::string_view t, size_t& pos, std::string& out) {

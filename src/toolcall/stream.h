@@ -44,6 +44,8 @@ struct StreamSpec {
 
 // nullptr: the format's calls are emitted whole (pythonic).
 const StreamSpec* stream_spec_for(Format f);
+// ToolCallParser::for_function: the object itself (its head names nothing).
+const StreamSpec* function_stream_spec();
 
 // The arguments object's text, minified as it arrives. Breaks at a
 // character no JSON object can hold there (a mismatched bracket, a raw

@@ -74,6 +74,10 @@ struct ToolCall {
 class ToolCallParser {
  public:
   explicit ToolCallParser(Format format);
+  // tool_choice naming a function: the whole output is that function's
+  // arguments object, committed at its '{' and streamed as it arrives (ids
+  // as `format`'s). Output that does not begin with '{' is content.
+  static ToolCallParser for_function(Format format, std::string name);
   ~ToolCallParser();
   ToolCallParser(ToolCallParser&&) noexcept;
   ToolCallParser& operator=(ToolCallParser&&) noexcept;

@@ -177,6 +177,48 @@ TEST(ToolOutput, HermesWholeAndStreamed) {
   EXPECT_EQ(last_finish, "tool_calls");
 }
 
+// A named function's output streams as one call in pieces; cut off by
+// max_tokens it stays a call (finish "length"), whole and streamed alike.
+TEST(ToolOutput, NamedFunctionStreamsInPieces) {
+  GenerationRequest req;
+  req.api = Api::chat;
+  req.tools = parse_tool_request(
+      {{"tools", kTools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}}},
+      std::nullopt);
+  const std::string text = R"({"city": "Oslo", "note": "a b"})";
+  for (size_t len : {text.size(), size_t{12}}) {
+    const FinishReason why = len == text.size() ? FinishReason::stop : FinishReason::length;
+    ChoiceState whole;
+    whole.text = text.substr(0, len);
+    whole.finish = why;
+    json message = {{"role", "assistant"}, {"content", whole.text}};
+    json finish = why == FinishReason::stop ? "stop" : "length";
+    tool_message(req.tools, whole, message, finish);
+    ASSERT_EQ(message["tool_calls"].size(), 1u);
+    EXPECT_EQ(message["content"], nullptr);
+    EXPECT_EQ(finish, why == FinishReason::stop ? "tool_calls" : "length");
+    const std::string args = message["tool_calls"][0]["function"]["arguments"];
+    EXPECT_EQ(args, why == FinishReason::stop ? R"({"city":"Oslo","note":"a b"})" : R"({"city":"Os)");
+
+    ChoiceState c;
+    std::string joined;
+    size_t chunks = 0;
+    for (size_t i = 0; i < len; i += 4) {
+      RequestOutput out;
+      out.text = text.substr(i, std::min<size_t>(4, len - i));
+      if (i + 4 >= len) out.finish = why;
+      for (const json& chunk : tool_stream_chunks({"id", 0, "m"}, req, 0, c, out, nullptr)) {
+        const json& delta = chunk["choices"][0]["delta"];
+        EXPECT_FALSE(delta.contains("content")) << delta;
+        if (delta.contains("tool_calls"))
+          joined += delta["tool_calls"][0]["function"]["arguments"].get<std::string>(), ++chunks;
+      }
+    }
+    EXPECT_EQ(joined, args);
+    EXPECT_GT(chunks, 2u);  // the name, then the arguments in more than one piece
+  }
+}
+
 // parallel_tool_calls false under auto: a model that writes two calls gets
 // only the first, whole and streamed.
 TEST(ToolOutput, ParallelFalseKeepsTheFirstCallOnly) {

@@ -32,9 +32,10 @@ void expect_same(const ParsedOutput& got, const Want& want, const std::string& h
 }
 
 // `pieces`, if given: how many argument deltas each call came in.
+// `function`: a parser for that named function (ToolCallParser::for_function).
 ParsedOutput streamed(Format f, std::string_view text, const std::vector<size_t>& cuts,
-                      std::vector<size_t>* pieces = nullptr) {
-  ToolCallParser p(f);
+                      std::vector<size_t>* pieces = nullptr, const std::string& function = "") {
+  ToolCallParser p = function.empty() ? ToolCallParser(f) : ToolCallParser::for_function(f, function);
   ParsedOutput out;
   std::vector<size_t> count;
   size_t at = 0;
@@ -153,6 +154,25 @@ TEST(DeepSeekV3, CutOffMidArguments) {
   check(Format::deepseek_v3,
         "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{\"a\": [1, {\"b\": 2",
         {"", {{"f", R"({"a":[1,{"b":2)"}}});
+}
+
+// tool_choice naming a function: the output is its arguments object, streamed.
+void check_function(const std::string& text, const Want& want) {
+  std::vector<size_t> bytes, pieces;
+  for (size_t at = 1; at < text.size(); ++at) bytes.push_back(at);
+  expect_same(streamed(Format::hermes, text, {}, nullptr, "get_weather"), want, "whole");
+  for (size_t cut = 0; cut <= text.size(); ++cut)
+    expect_same(streamed(Format::hermes, text, {cut}, nullptr, "get_weather"), want, "split at " + std::to_string(cut));
+  expect_same(streamed(Format::hermes, text, bytes, &pieces, "get_weather"), want, "byte by byte");
+  for (size_t n : pieces) EXPECT_GT(n, 1u);
+}
+
+TEST(ForFunction, TheObjectIsOneStreamedCall) {
+  check_function(R"({"city": "Oslo", "days": 2})", {"", {{"get_weather", R"({"city":"Oslo","days":2})"}}});
+  check_function(" {\"city\": \"Os", {"", {{"get_weather", R"({"city":"Os)"}}});  // cut off by max_tokens
+  check_function(R"({"days": 1} and more)", {" and more", {{"get_weather", R"({"days":1})"}}});
+  check_function("no object here", {"no object here", {}});
+  check_function("", {"", {}});
 }
 
 TEST(Llama3Json, BareAndTaggedCalls) {
