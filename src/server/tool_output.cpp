@@ -17,17 +17,12 @@ std::string call_id(const ToolRequest& r) {
 
 std::string compact(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-// A forced choice's JSON output -> calls; nullopt when it is not that shape
-// (cut off by max_tokens, say).
+// `required`'s JSON output -> calls; nullopt when it is not that shape (cut
+// off by max_tokens, say).
 std::optional<std::vector<toolcall::ToolCall>> forced_calls(const ToolRequest& r, const std::string& text) {
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return std::nullopt;
   std::vector<toolcall::ToolCall> calls;
-  if (r.choice == ToolChoice::named) {
-    if (!j.is_object()) return std::nullopt;
-    calls.push_back({call_id(r), r.function, compact(j)});
-    return calls;
-  }
   if (!j.is_array() || j.empty()) return std::nullopt;
   for (const auto& c : j) {
     if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) return std::nullopt;
@@ -59,7 +54,13 @@ bool tool_choice_forced(const ToolRequest& r) {
 }
 
 ToolOutput::ToolOutput(const ToolRequest& r) : req_(r) {
-  if (!tool_choice_forced(r) && r.parser) parser_ = std::make_unique<toolcall::ToolCallParser>(*r.parser);
+  // A named function: the output is its arguments object, streamed as it
+  // arrives (as vLLM streams it); cut off by max_tokens it stays a call.
+  const toolcall::Format ids = r.parser.value_or(toolcall::Format::hermes);
+  if (r.choice == ToolChoice::named)
+    parser_ = std::make_unique<toolcall::ToolCallParser>(toolcall::ToolCallParser::for_function(ids, r.function));
+  else if (!tool_choice_forced(r) && r.parser)
+    parser_ = std::make_unique<toolcall::ToolCallParser>(*r.parser);
 }
 
 // parallel_tool_calls false: the first call only, later ones dropped (as vLLM).

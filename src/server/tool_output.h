@@ -6,10 +6,12 @@
 //
 // With tool_choice auto the model's text goes through the served model's
 // tool-call parser (toolcall/). A forced choice (required or a named
-// function) was constrained to JSON (tool_constraint.h): a named function's
-// output is its arguments object, `required`'s an array of {"name",
-// "parameters"}, as vLLM does; it is read whole at the end. Output that does
-// not parse stays content.
+// function) was constrained to JSON (tool_constraint.h), as vLLM does: a
+// named function's output is its arguments object, streamed in pieces as it
+// arrives (toolcall's for_function; cut off by max_tokens it stays a call
+// with the arguments so far); `required`'s is an array of {"name",
+// "parameters"}, read whole at the end, and stays content if it does not
+// parse.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -39,7 +41,7 @@ class ToolOutput {
 
   const ToolRequest& req_;
   std::unique_ptr<toolcall::ToolCallParser> parser_;
-  std::string forced_;  // a forced choice's output, read at the end
+  std::string forced_;  // `required`'s output, read at the end
 };
 
 // Non-streaming: `message` gets content (null when only calls) and

@@ -6,7 +6,7 @@
 namespace pagoda::toolcall::detail {
 namespace {
 
-using json = nlohmann::json;
+using json = nlohmann::ordered_json;
 
 constexpr std::string_view kWs = " \t\r\n";
 
@@ -123,10 +123,6 @@ std::optional<std::vector<Call>> mistral_parse(std::string_view t, bool) {
 }
 
 // ---- deepseek_v3
-constexpr std::string_view kDsEnd = "<｜tool▁calls▁end｜>";
-constexpr std::string_view kDsCall = "<｜tool▁call▁begin｜>";
-constexpr std::string_view kDsCallEnd = "<｜tool▁call▁end｜>";
-constexpr std::string_view kDsSep = "<｜tool▁sep｜>";
 End deepseek_end(std::string_view t) { return until_marker(t, kDsEnd); }
 
 // "function<sep>NAME\n```json\n{..}\n```" (V3) or "NAME<sep>{..}" (V3.1).
@@ -165,6 +161,10 @@ std::optional<std::vector<Call>> deepseek_parse(std::string_view t, bool) {
   if (calls.empty()) return std::nullopt;
   return calls;
 }
+
+// ---- for_function: the output is one object, committed or content
+std::optional<std::vector<Call>> no_calls(std::string_view, bool) { return std::nullopt; }
+End object_end(std::string_view t) { return json_group(t, '{'); }
 
 }  // namespace
 
@@ -223,6 +223,11 @@ End balanced(std::string_view t, bool python) {
     }
   }
   return {};
+}
+
+const Spec& function_spec() {
+  static const Spec function{{}, true, "", object_end, no_calls};
+  return function;
 }
 
 const Spec& spec_for(Format f) {

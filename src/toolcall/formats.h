@@ -17,7 +17,7 @@ namespace pagoda::toolcall::detail {
 
 struct Call {
   std::string name;
-  std::string arguments;  // compact JSON object text
+  std::string arguments;  // JSON object text (whole calls: re-written compact, keys in order)
 };
 
 // Where the text after an opening marker ends its call.
@@ -42,6 +42,14 @@ struct Spec {
 };
 
 const Spec& spec_for(Format f);
+// ToolCallParser::for_function: one object, no markers; not committed: content.
+const Spec& function_spec();
+
+// deepseek_v3's markers inside a block of calls.
+inline constexpr std::string_view kDsEnd = "<｜tool▁calls▁end｜>";
+inline constexpr std::string_view kDsCall = "<｜tool▁call▁begin｜>";
+inline constexpr std::string_view kDsCallEnd = "<｜tool▁call▁end｜>";
+inline constexpr std::string_view kDsSep = "<｜tool▁sep｜>";
 
 // Shared helpers.
 bool depth_ok(std::string_view json_text);  // bracket nesting within kMaxDepth

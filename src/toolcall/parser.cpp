@@ -1,15 +1,19 @@
 // The streaming machine shared by every format (tool_call_parser.h): content
 // text until an opening marker, then a call's text until its end finder says
-// it is complete, then the format's parser decides call or content.
+// it is complete, then the format's parser decides call or content. In the
+// formats that stream (stream.h), a call whose head has been read is
+// committed instead, and its arguments pass on as they arrive.
 #include <random>
 #include <utility>
 
 #include "toolcall/formats.h"
+#include "toolcall/stream.h"
 
 namespace pagoda::toolcall {
 
 using detail::End;
 using detail::Spec;
+using detail::Step;
 
 struct ToolCallParser::State {
   Format format;
@@ -21,10 +25,24 @@ struct ToolCallParser::State {
   bool at_start = true;  // at the output's start or right after a call
   bool dirty = false;    // buf grew by a character that can end a call since the last look
   size_t ncalls = 0;
+  // Streaming a committed call: where in buf, and what is being read there.
+  const detail::StreamSpec* stream;                      // nullptr: whole calls only
+  enum Phase { whole, args, tail, head } phase = whole;  // whole: nothing committed
+  bool head_failed = false;                              // this call's text is not a streamable head
+  bool array = false;                                    // mistral's [{..}, ..]: tails may lead to a next call
+  size_t pos = 0;                                        // in buf: where the reading stands
+  size_t current = 0;                                    // the committed call's index
+  std::string function;                                  // for_function: the name every call gets
+  detail::ArgsMinifier minifier;
   std::mt19937_64 rng{std::random_device{}()};
   ParseStep out;
 
-  State(Format f) : format(f), spec(detail::spec_for(f)) {}
+  State(Format f) : format(f), spec(detail::spec_for(f)), stream(detail::stream_spec_for(f)) {}
+  State(Format f, std::string name)
+      : format(f), spec(detail::function_spec()), stream(detail::function_stream_spec()), function(std::move(name)) {
+    mode = call;  // the output's first character begins the object
+    dirty = true;
+  }
 
   std::string new_id() {
     static constexpr std::string_view kAlnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
@@ -60,6 +78,7 @@ struct ToolCallParser::State {
     held.clear();
     mode = call;
     dirty = true;
+    head_failed = false;
   }
 
   // Content mode: show what cannot begin a call, open a call at a marker.
@@ -118,12 +137,14 @@ struct ToolCallParser::State {
 
   // Call mode: returns whether the call closed (content mode again).
   bool scan_call(bool final) {
+    if (phase != whole) return scan_stream(final);
     // Looking again only when a character that can end a call arrived keeps
     // a long call linear in practice; the answer is the same, only later.
     if (!final && !dirty && buf.size() <= kMaxCallBytes) return false;
     dirty = false;
     const std::string_view view = std::string_view(buf).substr(0, kMaxCallBytes + 1);
     End e = spec.end(view);
+    if (try_commit(e)) return scan_stream(final);
     if (e.kind == End::need_more && !final && buf.size() <= kMaxCallBytes) return false;
     if (e.kind == End::need_more) e.len = std::min(buf.size(), kMaxCallBytes);
     std::optional<std::vector<detail::Call>> calls;
@@ -140,6 +161,72 @@ struct ToolCallParser::State {
     return true;
   }
 
+  // Whether the call's head has been read, within what the end finder left
+  // (a head past the call's end would make the result depend on the split).
+  bool try_commit(const End& e) {
+    if (!stream || head_failed) return false;
+    const size_t len = std::min(e.kind == End::need_more ? buf.size() : e.len, kMaxCallBytes);
+    Step h = stream->first(std::string_view(buf).substr(0, len));
+    head_failed = h.kind == Step::fail;
+    if (h.kind != Step::commit) return false;
+    begin(std::move(h));
+    return true;
+  }
+
+  void begin(Step h) {
+    current = ncalls++;
+    out.calls.push_back({current, new_id(), function.empty() ? std::move(h.name) : function, ""});
+    minifier = {};
+    pos = h.at;
+    array = h.array;
+    phase = args;
+  }
+
+  // A committed call: its arguments, tail and any next calls of its block.
+  // Returns whether it ended (content mode again).
+  bool scan_stream(bool final) {
+    const std::string_view text = std::string_view(buf).substr(0, kMaxCallBytes);
+    const bool over = buf.size() > kMaxCallBytes;  // the rest is content
+    for (;;) {
+      if (phase == args) {
+        std::string piece;
+        const auto r = minifier.feed(text, pos, piece);
+        if (!piece.empty()) out.calls.push_back({current, "", "", std::move(piece)});
+        if (r == detail::ArgsMinifier::broken || (r == detail::ArgsMinifier::more && (over || final)))
+          return end_stream(pos);
+        if (r == detail::ArgsMinifier::more) return false;
+        phase = tail;
+        continue;
+      }
+      Step s = phase == tail ? stream->tail(text, pos, array) : stream->head(text, pos);
+      if (s.kind == Step::need_more) {
+        if (over) return end_stream(pos);
+        // The output ended inside a tail: the call stands, its closing syntax unfinished.
+        if (final) return end_stream(phase == tail ? buf.size() : pos);
+        return false;
+      }
+      if (s.kind == Step::fail) return end_stream(phase == head ? pos : s.at);
+      if (s.kind == Step::done) return end_stream(s.at);
+      if (s.kind == Step::next) {
+        pos = s.at, phase = head;
+        continue;
+      }
+      if (ncalls >= kMaxCalls) return end_stream(pos);
+      begin(std::move(s));
+    }
+  }
+
+  // The committed call's text ends at `at`; what follows is content again.
+  bool end_stream(size_t at) {
+    held = buf.substr(at);
+    buf.clear();
+    marker.clear();
+    phase = whole;
+    mode = content;
+    at_start = true;
+    return true;
+  }
+
   ParseStep run(bool final) {
     for (bool moved = true; moved;) moved = mode == call ? scan_call(final) : scan_content(final);
     return std::exchange(out, {});
@@ -147,6 +234,12 @@ struct ToolCallParser::State {
 };
 
 ToolCallParser::ToolCallParser(Format format) : s_(std::make_unique<State>(format)) {}
+ToolCallParser ToolCallParser::for_function(Format format, std::string name) {
+  ToolCallParser p(format);
+  p.s_ = std::make_unique<State>(format, std::move(name));
+  return p;
+}
+
 ToolCallParser::~ToolCallParser() = default;
 ToolCallParser::ToolCallParser(ToolCallParser&&) noexcept = default;
 ToolCallParser& ToolCallParser::operator=(ToolCallParser&&) noexcept = default;

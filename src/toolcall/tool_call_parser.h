@@ -14,16 +14,27 @@
 // Streaming: push() text pieces as they are generated, finish() at the end.
 // Each returns the content that is safe to show now (text that cannot be the
 // start of a call) and call deltas: per call first {index, id, name, ""},
-// then its arguments as a JSON string. A call is emitted once it is complete
-// (its closing marker or bracket seen, or finish()): a malformed call must be
-// able to turn back into plain content, so nothing of it leaves early. The
-// result is the same however the text is split into pieces.
+// then pieces of its arguments' JSON text, as OpenAI streams them. In every
+// format but pythonic a call is COMMITTED once its name and the opening brace
+// of its arguments object have been read (hermes, llama3_json and mistral's
+// array form need "name" before "arguments"/"parameters"; otherwise the call
+// is emitted whole once complete, as pythonic's always are). The arguments
+// text is the model's own object text with whitespace outside strings
+// removed, passed on as it arrives. Before commit a malformed call turns back
+// into plain content. After commit a call stays a call: if its text turns
+// out malformed (a bracket that does not match, markup inside the
+// arguments, a wrong closing marker, nesting beyond kMaxDepth, beyond
+// kMaxCallBytes) it keeps the arguments streamed so far and its text from
+// the point it broke is content again; if the output ends inside it
+// (max_tokens), it keeps what was streamed. parse_all() is the same machine,
+// so the result is the same however the text is split into pieces.
 //
 // Never throws on model output: a call that does not parse (bad JSON, no
-// name, arguments not an object) stays content, text and all. Limits: at most
-// kMaxCalls calls (later ones stay content) and kMaxCallBytes buffered for one
-// call (beyond that it is content); JSON nested deeper than kMaxDepth is not
-// parsed. Whitespace between and after calls is dropped.
+// name, arguments not an object) before commit stays content, text and all.
+// Limits: at most kMaxCalls calls (later ones stay content) and
+// kMaxCallBytes buffered for one call (beyond that it is content); JSON
+// nested deeper than kMaxDepth is not parsed. Whitespace between and after
+// calls is dropped.
 #pragma once
 
 #include <memory>
@@ -63,6 +74,10 @@ struct ToolCall {
 class ToolCallParser {
  public:
   explicit ToolCallParser(Format format);
+  // tool_choice naming a function: the whole output is that function's
+  // arguments object, committed at its '{' and streamed as it arrives (ids
+  // as `format`'s). Output that does not begin with '{' is content.
+  static ToolCallParser for_function(Format format, std::string name);
   ~ToolCallParser();
   ToolCallParser(ToolCallParser&&) noexcept;
   ToolCallParser& operator=(ToolCallParser&&) noexcept;

@@ -142,6 +142,7 @@ TEST(ToolOutput, HermesWholeAndStreamed) {
 
   ChoiceState c;
   std::string content, args, name;
+  size_t pieces = 0;
   json last_finish;
   for (size_t i = 0; i < text.size(); i += 7) {
     RequestOutput out;
@@ -151,8 +152,19 @@ TEST(ToolOutput, HermesWholeAndStreamed) {
       const json& ch = chunk["choices"][0];
       if (ch["delta"].contains("content")) content += ch["delta"]["content"].get<std::string>();
       if (ch["delta"].contains("tool_calls")) {
+        // OpenAI's shape: id, type, name and "" first, then only index and arguments pieces.
         const json& d = ch["delta"]["tool_calls"][0];
-        if (d.contains("id")) name = d["function"]["name"];
+        if (d.contains("id")) {
+          EXPECT_EQ(d["type"], "function");
+          EXPECT_EQ(d["function"]["arguments"], "");
+          EXPECT_TRUE(name.empty());
+          name = d["function"]["name"];
+        } else {
+          EXPECT_EQ(d.size(), 2u) << d;
+          EXPECT_EQ(d["function"].size(), 1u) << d;
+          EXPECT_FALSE(name.empty());
+          ++pieces;
+        }
         args += d["function"]["arguments"].get<std::string>();
       }
       if (!ch["finish_reason"].is_null()) last_finish = ch["finish_reason"];
@@ -161,7 +173,50 @@ TEST(ToolOutput, HermesWholeAndStreamed) {
   EXPECT_EQ(content, "Sure.\n");
   EXPECT_EQ(name, "get_weather");
   EXPECT_EQ(args, R"({"city":"Oslo"})");
+  EXPECT_GT(pieces, 1u);  // the arguments streamed as they arrived, 7 bytes at a time
   EXPECT_EQ(last_finish, "tool_calls");
+}
+
+// A named function's output streams as one call in pieces; cut off by
+// max_tokens it stays a call (finish "length"), whole and streamed alike.
+TEST(ToolOutput, NamedFunctionStreamsInPieces) {
+  GenerationRequest req;
+  req.api = Api::chat;
+  req.tools = parse_tool_request(
+      {{"tools", kTools}, {"tool_choice", {{"type", "function"}, {"function", {{"name", "get_weather"}}}}}},
+      std::nullopt);
+  const std::string text = R"({"city": "Oslo", "note": "a b"})";
+  for (size_t len : {text.size(), size_t{12}}) {
+    const FinishReason why = len == text.size() ? FinishReason::stop : FinishReason::length;
+    ChoiceState whole;
+    whole.text = text.substr(0, len);
+    whole.finish = why;
+    json message = {{"role", "assistant"}, {"content", whole.text}};
+    json finish = why == FinishReason::stop ? "stop" : "length";
+    tool_message(req.tools, whole, message, finish);
+    ASSERT_EQ(message["tool_calls"].size(), 1u);
+    EXPECT_EQ(message["content"], nullptr);
+    EXPECT_EQ(finish, why == FinishReason::stop ? "tool_calls" : "length");
+    const std::string args = message["tool_calls"][0]["function"]["arguments"];
+    EXPECT_EQ(args, why == FinishReason::stop ? R"({"city":"Oslo","note":"a b"})" : R"({"city":"Os)");
+
+    ChoiceState c;
+    std::string joined;
+    size_t chunks = 0;
+    for (size_t i = 0; i < len; i += 4) {
+      RequestOutput out;
+      out.text = text.substr(i, std::min<size_t>(4, len - i));
+      if (i + 4 >= len) out.finish = why;
+      for (const json& chunk : tool_stream_chunks({"id", 0, "m"}, req, 0, c, out, nullptr)) {
+        const json& delta = chunk["choices"][0]["delta"];
+        EXPECT_FALSE(delta.contains("content")) << delta;
+        if (delta.contains("tool_calls"))
+          joined += delta["tool_calls"][0]["function"]["arguments"].get<std::string>(), ++chunks;
+      }
+    }
+    EXPECT_EQ(joined, args);
+    EXPECT_GT(chunks, 2u);  // the name, then the arguments in more than one piece
+  }
 }
 
 // parallel_tool_calls false under auto: a model that writes two calls gets

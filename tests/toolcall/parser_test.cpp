@@ -1,5 +1,6 @@
 // Tool-call parsers: each format whole, streamed split at every byte and at
-// random multi-splits (same content and calls), malformed calls kept as text.
+// random multi-splits (same content and calls), arguments streamed in pieces,
+// malformed calls kept as text before commit and cut where they broke after.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -16,7 +17,8 @@ using json = nlohmann::json;
 
 struct Want {
   std::string content;
-  std::vector<std::pair<std::string, std::string>> calls;  // name, arguments JSON
+  std::vector<std::pair<std::string, std::string>> calls;  // name, arguments text (exactly)
+  bool whole = false;  // calls emitted whole (arguments in one delta), not streamed in pieces
 };
 
 void expect_same(const ParsedOutput& got, const Want& want, const std::string& how) {
@@ -24,28 +26,37 @@ void expect_same(const ParsedOutput& got, const Want& want, const std::string& h
   ASSERT_EQ(got.calls.size(), want.calls.size()) << how;
   for (size_t i = 0; i < want.calls.size(); ++i) {
     EXPECT_EQ(got.calls[i].name, want.calls[i].first) << how;
-    EXPECT_EQ(json::parse(got.calls[i].arguments), json::parse(want.calls[i].second)) << how;
+    EXPECT_EQ(got.calls[i].arguments, want.calls[i].second) << how;
     EXPECT_FALSE(got.calls[i].id.empty()) << how;
   }
 }
 
-ParsedOutput streamed(Format f, std::string_view text, const std::vector<size_t>& cuts) {
-  ToolCallParser p(f);
+// `pieces`, if given: how many argument deltas each call came in.
+// `function`: a parser for that named function (ToolCallParser::for_function).
+ParsedOutput streamed(Format f, std::string_view text, const std::vector<size_t>& cuts,
+                      std::vector<size_t>* pieces = nullptr, const std::string& function = "") {
+  ToolCallParser p = function.empty() ? ToolCallParser(f) : ToolCallParser::for_function(f, function);
   ParsedOutput out;
+  std::vector<size_t> count;
   size_t at = 0;
   auto take = [&](ParseStep s) {
     out.content += s.content;
-    // A call's first delta has its id and name, later ones only arguments.
+    // A call's first delta has its id and name and no arguments, later ones only arguments.
     for (const auto& d : s.calls) {
       const bool first = d.index >= out.calls.size();
+      EXPECT_EQ(d.index, first ? out.calls.size() : out.calls.size() - 1);
       EXPECT_EQ(!d.id.empty(), first);
       EXPECT_EQ(!d.name.empty(), first);
+      EXPECT_EQ(d.arguments.empty(), first);
       apply_deltas(out.calls, {d});
+      count.resize(out.calls.size());
+      count[d.index] += !first;
     }
   };
   for (size_t cut : cuts) take(p.push(text.substr(at, cut - at))), at = cut;
   take(p.push(text.substr(at)));
   take(p.finish());
+  if (pieces) *pieces = count;
   return out;
 }
 
@@ -62,7 +73,10 @@ void check(Format f, const std::string& text, const Want& want) {
   }
   std::vector<size_t> bytes;  // one byte at a time
   for (size_t at = 1; at < text.size(); ++at) bytes.push_back(at);
-  expect_same(streamed(f, text, bytes), want, "byte by byte");
+  std::vector<size_t> pieces;
+  expect_same(streamed(f, text, bytes, &pieces), want, "byte by byte");
+  // Streamed arguments arrive as the model writes them: several pieces.
+  for (size_t n : pieces) EXPECT_TRUE(want.whole ? n == 1 : n > 1) << n << " argument deltas";
 }
 
 TEST(Hermes, CallsAfterContent) {
@@ -94,7 +108,71 @@ TEST(Hermes, UnterminatedCallAtTheEnd) {
 
 TEST(Hermes, ArgumentsAsAString) {
   check(Format::hermes, R"(<tool_call>{"name": "f", "arguments": "{\"a\": 2}"}</tool_call>)",
-        {"", {{"f", R"({"a":2})"}}});
+        {"", {{"f", R"({"a":2})"}}, true});
+}
+
+// Arguments are the model's own object text, whitespace outside strings
+// removed: keys keep their order, numbers and escapes their spelling.
+TEST(Hermes, ArgumentsKeepTheModelsText) {
+  check(Format::hermes,
+        "<tool_call>{\"name\": \"f\", \"arguments\": {\"z\": 1e3, \"a\": \"caf\\u00e9 \\\" }\",\n \"n\": [ "
+        "]}}</tool_call>",
+        {"", {{"f", R"({"z":1e3,"a":"caf\u00e9 \" }","n":[]})"}}});
+}
+
+// Before commit (no name first, arguments not an object) a call is emitted whole or stays content.
+TEST(Hermes, ArgumentsBeforeNameComeWhole) {
+  check(Format::hermes, R"(<tool_call>{"arguments": {"b": 1, "a": 2}, "name": "f"}</tool_call>)",
+        {"", {{"f", R"({"b":1,"a":2})"}}, true});
+}
+
+// Committed, then broken: the call keeps what was streamed, the rest is content.
+TEST(Hermes, CommittedThenBroken) {
+  check(Format::hermes, R"(<tool_call>{"name": "f", "arguments": {"q": "abc)", {"", {{"f", R"({"q":"abc)"}}});
+  check(Format::hermes, R"(x<tool_call>{"name": "f", "arguments": {"a": 1]}</tool_call> y)",
+        {"x]}</tool_call> y", {{"f", R"({"a":1)"}}});
+  check(Format::hermes, R"(<tool_call>{"name": "f", "arguments": {"a": 1</tool_call>)",
+        {"</tool_call>", {{"f", R"({"a":1)"}}});
+  check(
+      Format::hermes,
+      R"(<tool_call>{"name": "f", "arguments": {}} oops</tool_call><tool_call>{"name": "g", "arguments": {}}</tool_call>)",
+      {"oops</tool_call>", {{"f", "{}"}, {"g", "{}"}}});
+  check(Format::hermes, R"(<tool_call>{"name": "f", "arguments": {"a": [1, 2]}})", {"", {{"f", R"({"a":[1,2]})"}}});
+}
+
+TEST(Llama3Json, CutOffMidArguments) {
+  check(Format::llama3_json, R"({"name": "f", "parameters": {"x": [1, 2)", {"", {{"f", R"({"x":[1,2)"}}});
+}
+
+TEST(Mistral, LaterCallMalformed) {
+  check(Format::mistral, R"([TOOL_CALLS][{"name": "f", "arguments": {"a": 1}}, {"arguments": {}}])",
+        {R"( {"arguments": {}}])", {{"f", R"({"a":1})"}}});
+  check(Format::mistral, R"([TOOL_CALLS]f[ARGS]{"a": "b)", {"", {{"f", R"({"a":"b)"}}});
+}
+
+TEST(DeepSeekV3, CutOffMidArguments) {
+  check(Format::deepseek_v3,
+        "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{\"a\": [1, {\"b\": 2",
+        {"", {{"f", R"({"a":[1,{"b":2)"}}});
+}
+
+// tool_choice naming a function: the output is its arguments object, streamed.
+void check_function(const std::string& text, const Want& want) {
+  std::vector<size_t> bytes, pieces;
+  for (size_t at = 1; at < text.size(); ++at) bytes.push_back(at);
+  expect_same(streamed(Format::hermes, text, {}, nullptr, "get_weather"), want, "whole");
+  for (size_t cut = 0; cut <= text.size(); ++cut)
+    expect_same(streamed(Format::hermes, text, {cut}, nullptr, "get_weather"), want, "split at " + std::to_string(cut));
+  expect_same(streamed(Format::hermes, text, bytes, &pieces, "get_weather"), want, "byte by byte");
+  for (size_t n : pieces) EXPECT_GT(n, 1u);
+}
+
+TEST(ForFunction, TheObjectIsOneStreamedCall) {
+  check_function(R"({"city": "Oslo", "days": 2})", {"", {{"get_weather", R"({"city":"Oslo","days":2})"}}});
+  check_function(" {\"city\": \"Os", {"", {{"get_weather", R"({"city":"Os)"}}});  // cut off by max_tokens
+  check_function(R"({"days": 1} and more)", {" and more", {{"get_weather", R"({"days":1})"}}});
+  check_function("no object here", {"no object here", {}});
+  check_function("", {"", {}});
 }
 
 TEST(Llama3Json, BareAndTaggedCalls) {
@@ -114,9 +192,9 @@ TEST(Llama3Json, OnlyAtTheStart) {
 
 TEST(Pythonic, ListOfCalls) {
   check(Format::pythonic, R"([get_weather(city='San Francisco', days=3, metric=True), ping()])",
-        {"", {{"get_weather", R"({"city":"San Francisco","days":3,"metric":true})"}, {"ping", "{}"}}});
+        {"", {{"get_weather", R"({"city":"San Francisco","days":3,"metric":true})"}, {"ping", "{}"}}, true});
   check(Format::pythonic, R"x([f(a=[1, 2.5, None], b={'k': "v)"}, c=-1e3)])x",
-        {"", {{"f", R"x({"a":[1,2.5,null],"b":{"k":"v)"},"c":-1000.0})x"}}});
+        {"", {{"f", R"x({"a":[1,2.5,null],"b":{"k":"v)"},"c":-1000.0})x"}}, true});
 }
 
 TEST(Pythonic, NotCallsStayText) {
@@ -172,11 +250,30 @@ TEST(Limits, TooManyCallsStayText) {
 TEST(Limits, HugeOrDeepCallsStayText) {
   const std::string huge = "<tool_call>" + std::string(kMaxCallBytes + 10, 'x');
   EXPECT_EQ(parse_all(Format::hermes, huge).content, huge);
-  const std::string deep = "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": " + std::string(500, '[') +
-                           std::string(500, ']') + "}}</tool_call>";
+  // Too deep before commit (arguments before the name): content.
+  const std::string deep = "<tool_call>{\"arguments\": {\"a\": " + std::string(500, '[') + std::string(500, ']') +
+                           "}, \"name\": \"f\"}</tool_call>";
   const auto out = parse_all(Format::hermes, deep);
   EXPECT_TRUE(out.calls.empty());
   EXPECT_EQ(out.content, deep);
+}
+
+// After commit the limits cut the call where it broke; the rest is content.
+TEST(Limits, CommittedCallsCutAtTheLimit) {
+  const std::string rest = std::string(500 - (kMaxDepth - 1), '[') + std::string(500, ']') + "}}</tool_call>";
+  const std::string deep = "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": " + std::string(500, '[') +
+                           std::string(500, ']') + "}}</tool_call>";
+  expect_same(parse_all(Format::hermes, deep), {rest, {{"f", "{\"a\":" + std::string(kMaxDepth - 1, '[')}}}, "deep");
+  expect_same(streamed(Format::hermes, deep, {20, 100, 700}),
+              {rest, {{"f", "{\"a\":" + std::string(kMaxDepth - 1, '[')}}}, "deep streamed");
+  const std::string head = "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": \"";
+  const std::string huge = head + std::string(kMaxCallBytes + 10, 'x') + "\"}}</tool_call>";
+  const size_t cut = std::string_view("<tool_call>").size() + kMaxCallBytes;
+  const auto whole = parse_all(Format::hermes, huge);
+  ASSERT_EQ(whole.calls.size(), 1u);
+  EXPECT_EQ(whole.content, huge.substr(cut));
+  expect_same(streamed(Format::hermes, huge, {30, 1000, 40000, 65000, 65600}),
+              {whole.content, {{"f", whole.calls[0].arguments}}}, "huge streamed");
 }
 
 TEST(Names, RoundTripAndDetection) {

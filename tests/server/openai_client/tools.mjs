@@ -58,10 +58,11 @@ async function whole(params) {
 }
 
 // Assembles a stream as a client would: per call the first delta brings id,
-// type and name, then arguments arrive in pieces.
+// type and name (arguments ""), then arguments arrive in pieces (counted).
 async function streamed(params) {
   const stream = await client.chat.completions.create({ ...base, ...params, stream: true });
   const calls = [];
+  const pieces = [];
   let content = '';
   let finish = null;
   for await (const chunk of stream) {
@@ -70,20 +71,24 @@ async function streamed(params) {
     if (ch.delta.content) content += ch.delta.content;
     for (const d of ch.delta.tool_calls ?? []) {
       if (!calls[d.index]) {
-        check(d.id && d.type === 'function' && d.function?.name, 'a call starts with id, type and name', d);
-        calls[d.index] = { id: d.id, type: d.type, function: { name: d.function.name, arguments: d.function.arguments ?? '' } };
+        check(d.id && d.type === 'function' && d.function?.name && d.function.arguments === '',
+              'a call starts with id, type, name and empty arguments', d);
+        calls[d.index] = { id: d.id, type: d.type, function: { name: d.function.name, arguments: '' } };
+        pieces[d.index] = 0;
       } else {
-        check(!d.id && !d.function?.name, 'later pieces carry only arguments', d);
-        calls[d.index].function.arguments += d.function?.arguments ?? '';
+        check(!d.id && !d.type && !d.function?.name && typeof d.function?.arguments === 'string',
+              'later pieces carry only arguments', d);
+        calls[d.index].function.arguments += d.function.arguments;
+        pieces[d.index] += 1;
       }
     }
     if (ch.finish_reason) finish = ch.finish_reason;
   }
-  return { calls, content, finish };
+  return { calls, pieces, content, finish };
 }
 
 // A named function: exactly that call.
-const named = { tool_choice: { type: 'function', function: { name: 'get_weather' } } };
+const named = { tool_choice: { type: 'function', function: { name: 'get_weather' } }, seed: 7 };
 const n1 = await whole(named);
 check(n1.choices[0].finish_reason === 'tool_calls', 'named: finish_reason', n1.choices[0]);
 check(n1.choices[0].message.content === null, 'named: no content', n1.choices[0].message);
@@ -92,6 +97,7 @@ check(n1.choices[0].message.tool_calls.length === 1, 'named: one call', n1.choic
 const n2 = await streamed(named);
 check(n2.finish === 'tool_calls' && n2.content === '', 'named stream: finish and no content', n2);
 validCalls(n2.calls, 'named stream', 'get_weather');
+check(n2.calls.length === 1 && n2.pieces[0] > 1, 'named stream: the name first, then arguments in pieces', n2);
 check(n2.calls[0].function.arguments === n1.choices[0].message.tool_calls[0].function.arguments,
       'named: streamed arguments equal the whole ones (greedy)', [n2.calls, n1.choices[0].message.tool_calls]);
 
