@@ -55,7 +55,7 @@ void run_mode(const Opts& o, bool paged) {
   cfg.kv_cache_tokens = o.kv_cache_tokens;
   cfg.sched.max_num_seqs = o.max_num_seqs;
   cfg.sched.max_batched_tokens = o.max_batched_tokens;
-  cfg.sched.max_step_ms = parse_max_step_ms(o.max_step_ms);
+  parse_max_step_ms(o.max_step_ms, cfg.sched);
   cfg.sched.long_prefill_token_threshold = o.long_prefill_token_threshold;
   cfg.sched.kv_watermark = o.kv_watermark;
   cfg.sched.kv_headroom_per_seq = o.kv_headroom_per_seq;
@@ -155,7 +155,7 @@ Command add_bench(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-num-seqs", o->max_num_seqs)->capture_default_str();
   cmd->add_option("--max-batched-tokens", o->max_batched_tokens)->capture_default_str();
-  cmd->add_option("--max-step-ms", o->max_step_ms, "Target step time: ms, auto, or 0 (tokens alone)")
+  cmd->add_option("--max-step-ms", o->max_step_ms, "Target step time: ms, auto, a multiple (2.5x), or 0 (tokens alone)")
       ->capture_default_str();
   cmd->add_option("--long-prefill-token-threshold", o->long_prefill_token_threshold)->capture_default_str();
   cmd->add_option("--kv-watermark", o->kv_watermark, "Share of the KV pool kept free when admitting (paged mode)")

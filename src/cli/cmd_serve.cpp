@@ -79,7 +79,7 @@ int run(Opts& o) {
   o.server.dashboard = !o.no_dashboard;
   cfg.snapshot_interval_s = o.server.dashboard ? 0.25 : 0;  // the dashboard's pace (snapshot.h)
   cfg.kv_cache_mem_mib = int64_t(o.kv_mem_mib);
-  cfg.sched.max_step_ms = parse_max_step_ms(o.max_step_ms);
+  parse_max_step_ms(o.max_step_ms, cfg.sched);
   if (!o.faults.empty()) cfg.faults = FaultSpec::parse(o.faults);
   const events::KvEventsConfig kv_events_config =
       o.kv_events.empty() ? events::KvEventsConfig{} : events::parse_kv_events_config(o.kv_events);
@@ -164,8 +164,8 @@ Command add_serve(CLI::App& app) {
   cmd->add_option("--max-num-seqs", e.sched.max_num_seqs, "Most sequences in a batch")->capture_default_str();
   cmd->add_option("--max-batched-tokens", e.sched.max_batched_tokens, "Most tokens in a step")->capture_default_str();
   cmd->add_option("--max-step-ms", o->max_step_ms,
-                  "Target step time while streams decode: milliseconds, 'auto' (a multiple of the decode step), "
-                  "or 0 (the token budget alone)")
+                  "Target step time while streams decode: milliseconds, 'auto' (2x the decode step), a multiple "
+                  "such as '2.5x', or 0 (the token budget alone)")
       ->capture_default_str();
   cmd->add_option("--long-prefill-token-threshold", e.sched.long_prefill_token_threshold,
                   "Most prompt tokens one request computes in a step (0: no cap)")

@@ -22,7 +22,7 @@ struct SchedulerConfig {
   int32_t kv_headroom_per_seq = 4;
   // Time-budgeted steps (rule 5), --max-step-ms: a target in milliseconds,
   // kAutoStepMs (auto_step_multiple x the predicted decode-only step of the
-  // running batch, at least auto_step_floor_ms), or 0: the token budget
+  // batch being served, at least auto_step_floor_ms), or 0: the token budget
   // alone, exactly as before time budgets.
   static constexpr double kAutoStepMs = -1;
   double max_step_ms = kAutoStepMs;
@@ -39,8 +39,9 @@ struct SchedulerConfig {
   int32_t long_prefill_token_threshold = 0;
 };
 
-// --max-step-ms: "auto" (kAutoStepMs) or milliseconds >= 0; InvalidArgument
-// (one line) for anything else.
-double parse_max_step_ms(std::string_view text);
+// --max-step-ms into `config`: "auto" (kAutoStepMs, the default multiple),
+// "Nx" (kAutoStepMs with auto_step_multiple N > 0, e.g. "2.5x") or
+// milliseconds >= 0; InvalidArgument (one line) for anything else.
+void parse_max_step_ms(std::string_view text, SchedulerConfig& config);
 
 }  // namespace pagoda

@@ -219,9 +219,28 @@ StepPlan Scheduler::schedule(int64_t step, const StepCostModel* cost) {
   return plan;
 }
 
+StepShape Scheduler::served_batch(const StepShape& decodes) const {
+  StepShape batch = decodes;
+  int32_t room = config_.max_num_seqs - int32_t(decodes.tokens);
+  for (const Sequence* s : running_) {
+    if (room <= 0) return batch;
+    if (s->num_tokens() - s->num_computed <= 1) continue;  // planned as a decode already
+    batch.add_chunk(s->num_tokens(), 1);                   // a prefill: a decode in a few steps
+    --room;
+  }
+  for (const Sequence* s : waiting_) {
+    if (room-- <= 0) return batch;
+    batch.add_chunk(s->num_tokens(), 1);
+  }
+  return batch;
+}
+
 void Scheduler::set_target(StepPlan& plan, StepBudget& budget) const {
   if (!budget.cost || budget.shape.tokens == 0) return;  // no decodes: the full token budget
-  const auto decode_s = budget.cost->predict(budget.shape);
+  // The yardstick is the decode step of the whole batch being served, not of
+  // the decodes running now: a burst's prompts would otherwise get chunks
+  // sized by the few streams already decoding and take minutes to start.
+  const auto decode_s = budget.cost->predict(served_batch(budget.shape));
   if (!decode_s) return;  // nothing learned yet
   budget.target_s = config_.max_step_ms > 0
                         ? config_.max_step_ms / 1000

@@ -30,8 +30,10 @@
 //     (step_cost.h, an input: the engine learns it from its own steps)
 //     predicts a step's seconds. Running decodes are planned first, all of
 //     them; if the step carries any, it gets a target time: max_step_ms, or
-//     in auto mode auto_step_multiple x the predicted time of those decodes
-//     alone (at least auto_step_floor_ms). Prefill chunks then fill only what
+//     in auto mode auto_step_multiple x the predicted decode-only step of the
+//     batch being served: those decodes plus one decode token for every
+//     other running and waiting sequence, up to max_num_seqs (at least
+//     auto_step_floor_ms). Prefill chunks then fill only what
 //     the target leaves, so the step's predicted time stays within it, except
 //     that the step's first prefill chunk always gets min_prefill_chunk
 //     tokens (prefills always progress). A step without decodes (an idle
@@ -137,6 +139,9 @@ class Scheduler {
   // whole_only: admits the queue's head while it fits whole, passing no one.
   void admit_waiting(int64_t step, StepPlan& plan, StepBudget& budget, bool whole_only = false);
   void schedule_by_time(int64_t step, StepPlan& plan, StepBudget& budget);
+  // The planned decodes plus one decode token for each other running and
+  // waiting sequence, up to max_num_seqs: the batch the engine is serving.
+  StepShape served_batch(const StepShape& decodes) const;
   void set_target(StepPlan& plan, StepBudget& budget) const;
   Sequence* pick_victim() const;
   int32_t admission_headroom(int32_t running_after) const;

@@ -1,4 +1,4 @@
-// --max-step-ms takes milliseconds >= 0 or "auto": anything else is a
+// --max-step-ms takes milliseconds >= 0, "auto" or a multiple ("2.5x"): anything else is a
 // one-line error before any model is loaded.
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@ using testing::run_process;
 TEST(CliStepBudget, BadMaxStepMsIsAOneLineError) {
   const std::string model = testing::shared_path("models/stories260K.gguf");
   for (const std::string cmd : {"serve", "bench"}) {
-    for (const std::string bad : {"-5", "abc", "12ms", "nan", ""}) {
+    for (const std::string bad : {"-5", "abc", "12ms", "nan", "", "0x", "-2x", "x", "2xx"}) {
       std::vector<std::string> argv = {PAGODA_BINARY, cmd, "-m", model, "--max-step-ms", bad};
       if (cmd == "serve") argv.insert(argv.end(), {"--port", "0"});
       const auto p = run_process(argv);

@@ -6,6 +6,7 @@
 
 #include "sched/scheduler_fixture.h"
 #include "sched/step_cost.h"
+#include "util/error.h"
 
 namespace pagoda {
 namespace {
@@ -157,12 +158,46 @@ TEST(StepBudget, AutoTargetIsAMultipleOfTheDecodeStepWithAFloor) {
   prefill_all(f, &cost, step);
   f.add(3000, 0, 4000);
   StepPlan p = f.sched.schedule(++step, &cost);
-  const double decode_s = 0.020 + 10 * 0.001;
+  const double decode_s = 0.020 + 11 * 0.001;  // the 10 decodes and the prompt's first decode
   EXPECT_DOUBLE_EQ(p.target_s, SchedulerConfig{}.auto_step_multiple * decode_s);
   EXPECT_LE(p.predicted_s, p.target_s);
   cost.c = {.fixed = 0.0001, .per_token = 0.00001};  // a tiny model: the floor
   p = f.sched.schedule(++step, &cost);
   EXPECT_DOUBLE_EQ(p.target_s, SchedulerConfig{}.auto_step_floor_ms / 1000);
+}
+
+// Under a burst the yardstick is the batch being served (running and waiting,
+// up to max_num_seqs), so the prompts are not chunked by what the first few
+// streams' decodes cost.
+TEST(StepBudget, AutoTargetIsSizedByTheWholeBatchBeingServed) {
+  FakeCost cost;
+  cost.c = {.fixed = 0.020, .per_token = 0.001};
+  Fixture f(8192, budget_config(SchedulerConfig::kAutoStepMs));
+  int64_t step = 0;
+  for (int i = 0; i < 2; ++i) f.add(8);
+  prefill_all(f, &cost, step);
+  const double multiple = SchedulerConfig{}.auto_step_multiple;
+  for (int i = 0; i < 20; ++i) f.add(100, 0, 200);
+  StepPlan p = f.sched.schedule(++step, &cost);
+  EXPECT_DOUBLE_EQ(p.target_s, multiple * (0.020 + 22 * 0.001));
+  EXPECT_GT(p.num_tokens, 2 + 2 * SchedulerConfig{}.min_prefill_chunk);  // more than a minimal chunk
+  f.complete(p);
+  for (int i = 0; i < 40; ++i) f.add(100, 0, 200);  // more than max_num_seqs (32) in all
+  p = f.sched.schedule(++step, &cost);
+  EXPECT_DOUBLE_EQ(p.target_s, multiple * (0.020 + 32 * 0.001));
+}
+
+TEST(StepBudget, MaxStepMsSpellings) {
+  SchedulerConfig c;
+  parse_max_step_ms("2.5x", c);
+  EXPECT_EQ(c.max_step_ms, SchedulerConfig::kAutoStepMs);
+  EXPECT_DOUBLE_EQ(c.auto_step_multiple, 2.5);
+  parse_max_step_ms("40", c);
+  EXPECT_DOUBLE_EQ(c.max_step_ms, 40);
+  parse_max_step_ms("auto", c);
+  EXPECT_EQ(c.max_step_ms, SchedulerConfig::kAutoStepMs);
+  EXPECT_DOUBLE_EQ(c.auto_step_multiple, SchedulerConfig{}.auto_step_multiple);
+  EXPECT_THROW(parse_max_step_ms("0x", c), InvalidArgument);
 }
 
 TEST(StepBudget, DecodesBeyondTheTargetStillLetAMinimalChunkThrough) {
