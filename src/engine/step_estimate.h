@@ -10,6 +10,8 @@
 // scaled up by the token ratio (per-token cost falls as batches grow, so this
 // overestimates, which is the safe side); else from the nearest larger
 // group's time. No group seen yet: no prediction.
+// Not the scheduler's LearnedStepCost: that one plans, so it wants an
+// unbiased fit; a watcher wants an estimate that errs long, never short.
 #pragma once
 
 #include <array>

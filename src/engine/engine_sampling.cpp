@@ -1,0 +1,224 @@
+// The sampling half of EngineCore::step(): after a forward pass, each
+// scheduled sequence's logits become its next token (constraints, logit
+// adjustments, logprobs, stops), choices fork, and prompt logprobs are kept.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/engine_core_state.h"
+#include "sampling/logit_adjust.h"
+#include "util/error.h"
+
+namespace pagoda {
+
+std::pair<int32_t, int32_t> EngineCore::prompt_logprob_span(const SeqRun* run, const ScheduledSeq& sc) {
+  if (!run || !run->want_prompt_logprobs) return {0, 0};
+  // Position p's logits give token p + 1's logprob: positions up to the prompt's second-last.
+  const int32_t first = std::max(sc.seq->num_computed, run->prompt_logprobs_next);
+  const int32_t end = std::min(sc.seq->num_computed + sc.num_tokens, sc.seq->num_prompt - 1);
+  return {first, std::max(0, end - first)};
+}
+
+bool EngineCore::record_prompt_logprobs(SeqRun& s, int32_t first, int32_t count, size_t row) {
+  const size_t V = size_t(vocab_size_);
+  const int32_t k = *s.req->request.prompt_logprobs;
+  try {
+    for (int32_t i = 0; i < count; ++i) {
+      const std::span<const float> logits(logits_.data() + (row + size_t(i)) * V, V);
+      GeneratedLogprobs lp;
+      lp.token = s.seq.tokens[size_t(first + i + 1)];
+      lp.logprob = token_logprob(logits, lp.token);
+      lp.top = top_logprobs(logits, k);
+      const float mine = logits[size_t(lp.token)];
+      lp.rank = 1 + int32_t(std::count_if(logits.begin(), logits.end(), [mine](float x) { return x > mine; }));
+      s.req->prompt_logprobs.push_back(std::move(lp));
+    }
+  } catch (const std::exception& e) {
+    finish(s, FinishReason::error, std::string("prompt logprobs: ") + e.what());
+    return false;
+  }
+  s.prompt_logprobs_next = first + count;
+  return true;
+}
+
+void EngineCore::after_forward(std::span<const ScheduledSeq> part) {
+  // Commit first, and find the rows to sample: their grammar masks are
+  // filled together, in parallel, before any of them samples.
+  std::vector<std::pair<SeqRun*, size_t>> rows;  // (sequence, its logits row)
+  size_t row = 0;
+  for (const auto& sc : part) {
+    auto it = seqs_.find(sc.seq->id);
+    const SeqRun* run = it != seqs_.end() ? it->second.get() : nullptr;
+    const auto [plp_first, plp_count] = prompt_logprob_span(run, sc);  // before the commit moves num_computed
+    if (!run || run->finished) {
+      row += size_t(plp_count) + sc.sample;  // its rows are in the pass all the same
+      continue;
+    }
+    SeqRun& s = *it->second;
+    if (plp_count > 0 && !record_prompt_logprobs(s, plp_first, plp_count, row)) {
+      row += size_t(plp_count) + sc.sample;
+      continue;
+    }
+    row += size_t(plp_count);
+    s.seq.num_computed += sc.num_tokens;
+    blocks_.commit(s.seq.id, s.seq.tokens, s.seq.num_computed);
+    if (sc.sample) rows.emplace_back(&s, row++);
+  }
+  fill_step_masks(rows);
+  const size_t V = size_t(vocab_size_);
+  for (auto [sp, r] : rows) {
+    SeqRun& s = *sp;
+    const std::span<const float> logits(logits_.data() + r * V, V);
+    if (std::any_of(logits.begin(), logits.end(), [](float x) { return !std::isfinite(x); })) {
+      finish(s, FinishReason::error, "the model produced non-finite logits");
+      continue;
+    }
+    if (s.seq.num_output() == 0 && s.choice == 0) s.req->num_cached_tokens = s.seq.num_cached;
+    if (s.seq.num_output() == 0 && s.choice == 0 && s.req->request.n > 1 && !s.req->forked) {
+      // The prompt is computed once; the other choices share its blocks and
+      // sample their first token from these same logits.
+      for (SeqRun* child : fork_choices(s))
+        if (child->seq.state == SeqState::decode) sample_seq(*child, logits);
+    }
+    sample_seq(s, logits);
+  }
+}
+
+std::vector<EngineCore::SeqRun*> EngineCore::fork_choices(SeqRun& parent) {
+  std::vector<SeqRun*> children;
+  RequestState& req = *parent.req;
+  req.forked = true;
+  const auto& sp = req.request.sampling;
+  for (int32_t c = 1; c < req.request.n; ++c) {
+    auto s = std::make_unique<SeqRun>();
+    s->req = &req;
+    s->choice = c;
+    s->seq = parent.seq;
+    s->seq.id = next_seq_id_++;
+    // Each choice has its own stream: seed + choice when a seed was given.
+    s->rng = Rng(sp.seed ? *sp.seed + uint64_t(c) : random_seed());
+    s->history = parent.history;
+    if (tokenizer_) s->decoder.emplace(*tokenizer_, false, !sp.skip_special_tokens);
+    s->stops.emplace(sp.stop, sp.include_stop_str_in_output);
+    s->constraint = parent.constraint;  // the same grammar state and mask: a fork
+    req.choices[size_t(c)] = s->seq.id;
+    Sequence* seq = &s->seq;
+    children.push_back(s.get());
+    seqs_.emplace(seq->id, std::move(s));
+    if (AllocResult r = blocks_.fork(parent.seq.id, seq->id)) {
+      // Reserve mode gives the child its own copy of the partial block now.
+      runner_->copy_blocks(r.copies);
+      seq->state = SeqState::decode;
+      sched_.add_running(seq);
+    } else {
+      // No room to share now: it recomputes the prompt later (the prefix
+      // cache makes that cheap), and samples its first token then.
+      seq->num_computed = 0;
+      sched_.add(seq);
+    }
+  }
+  return children;
+}
+
+void EngineCore::fill_step_masks(std::span<const std::pair<SeqRun*, size_t>> rows) {
+  std::vector<SeqConstraint*> cs;
+  for (auto [s, r] : rows)
+    if (s->constraint) cs.push_back(&*s->constraint);
+  if (cs.empty()) return;
+  const double t0 = clock_->now();
+  fill_masks(cs, runner_->host_pool());
+  stats_.time_in_masks += clock_->now() - t0;
+  stats_.masks_filled += int64_t(cs.size());
+}
+
+void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
+  RequestState& req = *s.req;
+  const auto& sp = req.request.sampling;
+  if (req.request.prompt_logprobs && s.seq.num_output() == 0) {
+    RequestOutput plp;  // the prompt's logprobs, complete once any choice samples
+    plp.prompt_logprobs = req.prompt_logprobs;
+    deliver(req, s.choice, std::move(plp));
+  }
+  if (s.constraint) {
+    // The grammar's mask, as -inf logits, before the sampler's pipeline.
+    SeqConstraint& c = *s.constraint;
+    if (!c.error.empty()) return finish(s, FinishReason::error, "the output grammar failed: " + c.error);
+    if (!mask_logits(c, logits, masked_))
+      return finish(s, FinishReason::error,
+                    "the output grammar allows no token here: no token of the vocabulary continues the output");
+    logits = masked_;
+  }
+  // logit_bias and the min_tokens mask, on a copy unless the grammar made one.
+  const bool adjusted = adjusts_logits(sp, s.seq.num_output());
+  if (adjusted) {
+    if (logits.data() != masked_.data()) masked_.assign(logits.begin(), logits.end());
+    adjust_logits(masked_, sp, eog_ids_, s.seq.num_output());
+    logits = masked_;
+  }
+  TokenId id;
+  try {
+    id = sampler_.sample(logits, sp, s.history, s.rng);
+  } catch (const std::exception& e) {
+    finish(s, FinishReason::error, e.what());
+    return;
+  }
+  if (s.constraint) {
+    bool accepted = false;
+    try {
+      accepted = s.constraint->matcher.accept(id);
+    } catch (const std::exception& e) {  // a grammar too costly to match: this request's fault
+      return finish(s, FinishReason::error, std::string("the output grammar failed: ") + e.what());
+    }
+    if (!accepted)
+      return finish(s, FinishReason::error, fmt::format("the sampled token {} is outside the output grammar", id));
+  }
+  const double now = clock_->now();
+  if (req.first_token_time < 0) {
+    req.first_token_time = now;
+    stats_.ttft.observe(now - req.arrival_time);
+    stats_.per_request.on_first_token(int64_t(req.request.prompt.size()), now - req.arrival_time);
+  } else {
+    stats_.itl.observe(now - req.last_token_time);
+    stats_.per_request.on_next_token(now - req.last_token_time);
+  }
+  req.last_token_time = now;
+  s.seq.state = SeqState::decode;
+
+  RequestOutput out;
+  if (sp.logprobs) {
+    GeneratedLogprobs lp;
+    lp.token = id;
+    lp.logprob = token_logprob(logits, id);
+    lp.top = top_logprobs(logits, *sp.logprobs);
+    // Tokens the grammar or min_tokens forbids have probability 0: not listed among the likely ones.
+    if (s.constraint || adjusted) std::erase_if(lp.top, [](const TokenLogprob& t) { return std::isinf(t.logprob); });
+    out.logprobs.push_back(std::move(lp));
+  }
+  const int64_t n_generated = s.seq.num_output() + 1;
+  FinishReason reason = finish_reason(id, n_generated, sp, eog_ids_);
+  // The grammar took an end-of-generation token: the output is complete, even with ignore_eos.
+  if (s.constraint && s.constraint->matcher.is_terminated()) reason = FinishReason::stop;
+  if (reason == FinishReason::stop) {  // end-of-generation token: not part of the output
+    if (!out.logprobs.empty()) out.logprobs.clear();
+    if (std::find(sp.stop_token_ids.begin(), sp.stop_token_ids.end(), id) != sp.stop_token_ids.end()) s.stop_token = id;
+    finish(s, FinishReason::stop);
+    return;
+  }
+  s.seq.tokens.push_back(id);
+  s.history.add_output(id);
+  ++stats_.generation_tokens;
+  ++req.generated;
+  out.tokens.push_back(id);
+  if (s.decoder) {
+    auto step = s.stops->push(s.decoder->push(id), n_generated >= sp.min_tokens);
+    out.text = std::move(step.text);
+    if (step.stopped) reason = FinishReason::stop;
+  }
+  if (s.constraint && s.constraint->finished()) reason = FinishReason::stop;  // nothing may follow
+  if (reason == FinishReason::none && s.seq.num_tokens() >= s.seq.max_len) reason = FinishReason::length;
+  deliver(req, s.choice, std::move(out));
+  if (reason != FinishReason::none) finish(s, reason);
+}
+
+}  // namespace pagoda
