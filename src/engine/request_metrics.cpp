@@ -13,7 +13,7 @@ BucketHistogram request_latency() {
 
 }  // namespace
 
-BucketHistogram::BucketHistogram(std::initializer_list<double> b) {
+BucketHistogram::BucketHistogram(std::span<const double> b) {
   for (double v : b)
     if (size < kMax) bounds[size++] = v;
 }

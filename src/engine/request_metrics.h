@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 
 namespace pagoda {
 
@@ -33,7 +34,8 @@ struct BucketHistogram {
   int64_t count = 0;
 
   BucketHistogram() = default;
-  BucketHistogram(std::initializer_list<double> b);
+  BucketHistogram(std::initializer_list<double> b) : BucketHistogram(std::span<const double>(b.begin(), b.size())) {}
+  explicit BucketHistogram(std::span<const double> b);
   void observe(double v);
 };
 
@@ -51,7 +53,7 @@ struct RequestMetrics {
   int64_t prompt_tokens = 0;       // of requests whose prompt was computed
   int64_t step_prompt_tokens = 0;  // this step's, for iteration_tokens (reset by on_step)
   BucketHistogram iteration_tokens;
-  BucketHistogram ttft, itl, e2e;  // vLLM's boundaries, not Histogram's
+  BucketHistogram ttft, itl, e2e;  // vLLM's boundaries, not kLatencyBounds
   BucketHistogram queue_time, prefill_time, decode_time, inference_time;
   BucketHistogram request_prompt_tokens, request_generation_tokens;
 

@@ -39,8 +39,8 @@ SnapshotCounters snapshot_counters(const EngineStats& s) {
   c.last_step_seconds = s.last_step_seconds;
   c.last_step_end = s.last_step_end;
   c.step_predicted_s = s.step_cost_predicted_s;  // the cost model's time for the last step (vs last_step_seconds)
-  c.ttft = s.ttft.counts;
-  c.itl = s.itl.counts;
+  std::copy_n(s.ttft.counts.begin(), c.ttft.size(), c.ttft.begin());
+  std::copy_n(s.itl.counts.begin(), c.itl.size(), c.itl.begin());
   return c;
 }
 

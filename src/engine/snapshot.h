@@ -84,7 +84,7 @@ struct SnapshotCounters {
   int32_t running = 0, waiting = 0, last_step_tokens = 0;
   int32_t kv_used = 0, kv_cached = 0, kv_free = 0;
   double last_step_seconds = 0, last_step_end = 0, step_predicted_s = 0;
-  std::array<int64_t, Histogram::kBounds.size() + 1> ttft{}, itl{};  // bucket counts, not cumulative
+  std::array<int64_t, kLatencyBounds.size() + 1> ttft{}, itl{};  // bucket counts, not cumulative
   bool operator==(const SnapshotCounters&) const = default;
 };
 SnapshotCounters snapshot_counters(const EngineStats& s);

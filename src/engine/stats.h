@@ -11,21 +11,11 @@
 
 namespace pagoda {
 
-// Fixed-bucket latency histogram (Prometheus style: cumulative on output).
-struct Histogram {
-  static constexpr std::array<double, 14> kBounds = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,  0.25,
-                                                     0.5,   1.0,   2.5,  5.0,   10.0, 30.0, 60.0};
-  std::array<int64_t, kBounds.size() + 1> counts{};  // last: above every bound
-  double sum = 0;
-  int64_t count = 0;
-  void observe(double v) {
-    size_t i = 0;
-    while (i < kBounds.size() && v > kBounds[i]) ++i;
-    ++counts[i];
-    sum += v;
-    ++count;
-  }
-};
+// Bounds (seconds) of Pagoda's own latency histograms (pagoda_* on /metrics,
+// the dashboard's charts); their vLLM twins use vLLM's (request_metrics.h).
+inline constexpr std::array<double, 14> kLatencyBounds = {0.001, 0.005, 0.01, 0.025, 0.05, 0.1,  0.25,
+                                                          0.5,   1.0,   2.5,  5.0,   10.0, 30.0, 60.0};
+inline BucketHistogram latency_histogram() { return BucketHistogram(kLatencyBounds); }
 
 struct EngineStats {
   int64_t steps = 0;
@@ -48,9 +38,9 @@ struct EngineStats {
   int64_t step_failures = 0, oom_retries = 0;
   int64_t forward_retries = 0;  // passes re-run to isolate a failure (halves)
   FaultCounts faults;
-  Histogram ttft, itl, e2e;
+  BucketHistogram ttft = latency_histogram(), itl = latency_histogram(), e2e = latency_histogram();
   // Time-budgeted steps (scheduler rule 5), of the last step that ran.
-  Histogram step_duration;  // seconds of each step that ran
+  BucketHistogram step_duration = latency_histogram();  // seconds of each step that ran
   // Each time-capped step's duration over its target: how far the cost
   // model's plans overshoot (above 1: the step ran past its target).
   BucketHistogram step_over_target{0.5, 0.75, 1, 1.25, 1.5, 2, 3, 5};

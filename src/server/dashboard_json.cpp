@@ -109,7 +109,7 @@ json state_json(const EngineSnapshot& s, const DashboardInfo& info) {
           {"max_model_len", info.max_model_len},
           {"block_size", s.block_size},
           {"paged", s.paged},
-          {"histogram_bounds", Histogram::kBounds},
+          {"histogram_bounds", kLatencyBounds},
           {"blocks", blocks_json(s.blocks)},
           {"requests", array_of(s.requests, request_json)},
           {"finishes", array_of(s.finishes, finish_json)},

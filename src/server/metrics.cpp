@@ -19,17 +19,6 @@ void counter(std::string& out, const char* name, int64_t v, const char* help) {
   out += fmt::format("{} {}\n", name, v);
 }
 
-void histogram(std::string& out, const char* name, const Histogram& h, const char* help) {
-  header(out, name, "histogram", help);
-  int64_t cumulative = 0;
-  for (size_t i = 0; i < Histogram::kBounds.size(); ++i) {
-    cumulative += h.counts[i];
-    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, Histogram::kBounds[i], cumulative);
-  }
-  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n", name, h.count);
-  out += fmt::format("{}_sum {}\n{}_count {}\n", name, h.sum, name, h.count);
-}
-
 void histogram(std::string& out, const char* name, const BucketHistogram& h, const char* help) {
   header(out, name, "histogram", help);
   int64_t cumulative = 0;
