@@ -46,8 +46,10 @@ PAGODA_TEST_SCALE=0.25 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTION
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
 
 step "Fuzz targets"
+# Line tables are all a report needs, and ~10% cheaper to compile than full debug info.
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPAGODA_FUZZ=ON -DPAGODA_TESTS=OFF \
-  -DPAGODA_BENCH=OFF -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+  -DPAGODA_BENCH=OFF -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" \
+  >/dev/null
 fuzz_targets=$(cd build-fuzz && ninja -t targets all | sed -n 's/^\(fuzz_[a-z_]*\):.*/\1/p')
 cmake --build build-fuzz --target $fuzz_targets
 for target in build-fuzz/fuzz_*; do
