@@ -1,5 +1,5 @@
 // libFuzzer target for the tool-call parsers: a format (or a named
-// function's parser) from the first byte, the output text pushed whole and
+// function's parser, or required's array parser) from the first byte, the output text pushed whole and
 // in pieces of random sizes. Nothing may throw; the
 // streamed result must equal the whole-text result; a call's first delta
 // carries its id and name only, later ones arguments only; every call's
@@ -30,10 +30,11 @@ void take(tc::ParsedOutput& out, const tc::ParseStep& step) {
   }
 }
 
-// A format's parser, or (selector 5) one for a named function.
+// A format's parser, or (selector 5) one for a named function, (6) for required's array.
 tc::ToolCallParser parser(uint8_t selector) {
-  if (selector % 6 == 5) return tc::ToolCallParser::for_function(tc::Format::hermes, "f");
-  return tc::ToolCallParser(static_cast<tc::Format>(selector % 6));
+  if (selector % 7 == 5) return tc::ToolCallParser::for_function(tc::Format::hermes, "f");
+  if (selector % 7 == 6) return tc::ToolCallParser::for_array(tc::Format::hermes);
+  return tc::ToolCallParser(static_cast<tc::Format>(selector % 7));
 }
 
 }  // namespace

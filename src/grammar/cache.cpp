@@ -14,12 +14,14 @@ std::shared_ptr<const CompiledGrammar> compile(const ConstraintSpec& spec, const
     case ConstraintSpec::Kind::json_object: out->grammar = builtin_json_object_grammar(limits); break;
     case ConstraintSpec::Kind::regex: out->grammar = compile_regex(spec.body, limits); break;
     case ConstraintSpec::Kind::gbnf: out->grammar = compile_gbnf(spec.body, limits); break;
-    case ConstraintSpec::Kind::json_schema: {
+    case ConstraintSpec::Kind::json_schema:
+    case ConstraintSpec::Kind::tagged: {
       JsonSchemaOptions o;
       o.strict = spec.strict;
       o.any_whitespace = spec.any_whitespace;
       o.limits = limits;
-      auto r = compile_json_schema(spec.body, o);
+      auto r =
+          spec.kind == ConstraintSpec::Kind::tagged ? compile_tagged(spec.body, o) : compile_json_schema(spec.body, o);
       out->grammar = std::move(r.grammar);
       out->ignored_keywords = std::move(r.ignored);
       break;

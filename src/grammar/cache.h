@@ -18,7 +18,8 @@
 //   - At most `capacity` grammars are kept; the least recently used goes.
 //     Matchers keep what they use alive (shared_ptr).
 //   - Bodies: json_schema: the schema text; regex: the pattern; gbnf: the
-//     grammar text; choice: a JSON array of strings; json_object: ignored.
+//     grammar text; choice: a JSON array of strings; tagged: its JSON object
+//     (frontends.h); json_object: ignored.
 #pragma once
 
 #include <cstdint>
@@ -35,11 +36,11 @@
 namespace pagoda::grammar {
 
 struct ConstraintSpec {
-  enum class Kind : uint8_t { json_object, json_schema, regex, choice, gbnf };
+  enum class Kind : uint8_t { json_object, json_schema, regex, choice, gbnf, tagged };
   Kind kind = Kind::json_object;
   std::string body;
-  bool strict = true;           // JSON Schema: unsupported keywords are errors
-  bool any_whitespace = false;  // JSON Schema: whitespace between tokens
+  bool strict = true;           // JSON Schema (and tagged's schemas): unsupported keywords are errors
+  bool any_whitespace = false;  // JSON Schema (and tagged's schemas): whitespace between tokens
 };
 
 // Compiles without a cache.

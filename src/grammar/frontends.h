@@ -21,6 +21,14 @@
 //               JSON object, whitespace allowed between tokens (at most 64
 //               characters per gap, so output cannot stall in whitespace).
 //   choice      exactly one of a list of strings (non-empty list).
+//   tagged      one or more JSON values, each inside literal markup (a
+//               model's own tool-call format): a JSON object
+//                 {"begin": B, "end": E, "separator": S, "max": N,
+//                  "items": [{"begin": b, "schema": {..}, "end": e}, ..]}
+//               means B ITEM (S ITEM){0,N-1} E, where ITEM is one of the
+//               items: b, a value of its JSON Schema, e. Strings default to
+//               "", max to unbounded; items must be non-empty. The schemas
+//               compile as the JSON Schema front end's (same options).
 #pragma once
 
 #include <string>
@@ -48,6 +56,10 @@ struct JsonSchemaGrammar {
   std::vector<std::string> ignored;  // non-strict: keywords ignored (JSON pointer + name), for the caller to log
 };
 JsonSchemaGrammar compile_json_schema(std::string_view schema, const JsonSchemaOptions& options = {});
+// The schema as an expression in `b` (tagged's items); ignored keywords are appended.
+Expr json_schema_expr(GrammarBuilder& b, std::string_view schema, const JsonSchemaOptions& options,
+                      std::vector<std::string>& ignored);
+JsonSchemaGrammar compile_tagged(std::string_view body, const JsonSchemaOptions& options = {});
 
 // Rules for any JSON value in `b` (shared by the built-in grammar and JSON
 // Schema's `{}` / additionalProperties: true). Returns the value rule.

@@ -139,17 +139,18 @@ Expr integer_range(std::optional<int64_t> lo, std::optional<int64_t> hi) {
 
 class SchemaCompiler {
  public:
-  SchemaCompiler(const json& root, const JsonSchemaOptions& o) : root_(root), o_(o), b_(o.limits) {}
+  SchemaCompiler(const json& root, const JsonSchemaOptions& o, GrammarBuilder& b) : root_(root), o_(o), b_(b) {}
 
-  JsonSchemaGrammar run() {
-    const uint32_t root = b_.rule("root");
-    b_.define(root, schema(root_, "", 0));
+  // The document's root schema as an expression in b_ (its $ref targets defined as rules).
+  Expr run(std::vector<std::string>& ignored) {
+    Expr e = schema(root_, "", 0);
     while (!pending_.empty()) {  // $ref targets, breadth first: no recursion through refs
       auto [rule, ptr] = pending_.front();
       pending_.pop_front();
       b_.define(rule, schema(resolve(ptr), ptr, 0));
     }
-    return {b_.finish(root), std::move(ignored_)};
+    ignored.insert(ignored.end(), ignored_.begin(), ignored_.end());
+    return e;
   }
 
  private:
@@ -423,15 +424,14 @@ class SchemaCompiler {
 
   const json& root_;
   const JsonSchemaOptions& o_;
-  GrammarBuilder b_;
+  GrammarBuilder& b_;
   std::vector<std::string> ignored_;
   std::map<std::string, uint32_t> refs_;
   std::deque<std::pair<uint32_t, std::string>> pending_;
 };
 
-}  // namespace
-
-JsonSchemaGrammar compile_json_schema(std::string_view text, const JsonSchemaOptions& options) {
+// The schema text parsed, within the input and nesting limits.
+json parse_schema(std::string_view text, const JsonSchemaOptions& options) {
   if (text.size() > options.limits.max_input_bytes)
     fail<InvalidArgument>("JSON schema of {} bytes exceeds the limit of {}", text.size(),
                           options.limits.max_input_bytes);
@@ -454,13 +454,28 @@ JsonSchemaGrammar compile_json_schema(std::string_view text, const JsonSchemaOpt
       --depth;
     }
   }
-  json root;
   try {
-    root = json::parse(text);
+    return json::parse(text);
   } catch (const json::exception& e) {
     fail<InvalidArgument>("JSON schema is not valid JSON: {}", e.what());
   }
-  return SchemaCompiler(root, options).run();
+}
+
+}  // namespace
+
+Expr json_schema_expr(GrammarBuilder& b, std::string_view schema, const JsonSchemaOptions& options,
+                      std::vector<std::string>& ignored) {
+  const json root = parse_schema(schema, options);
+  return SchemaCompiler(root, options, b).run(ignored);
+}
+
+JsonSchemaGrammar compile_json_schema(std::string_view text, const JsonSchemaOptions& options) {
+  GrammarBuilder b(options.limits);
+  JsonSchemaGrammar out;
+  const uint32_t root = b.rule("root");
+  b.define(root, json_schema_expr(b, text, options, out.ignored));
+  out.grammar = b.finish(root);
+  return out;
 }
 
 }  // namespace pagoda::grammar

@@ -13,16 +13,47 @@ ojson parameters_of(const ojson& tool) {
   return {{"type", "object"}};
 }
 
+// The tools a forced choice may call: the named one, or all for "required".
+std::vector<ojson> forced_tools(const ToolRequest& r) {
+  std::vector<ojson> out;
+  for (const auto& t : r.tools)
+    if (r.choice != ToolChoice::named || t["function"]["name"] == r.function) out.push_back(t);
+  if (out.empty())
+    bad_request("tool_choice", "'tool_choice' names the function '{}', which is not in 'tools'", r.function);
+  return out;
+}
+
+// The tagged grammar's body (grammar/frontends.h) for the format's markup.
+ojson tagged_body(const ToolRequest& r, const toolcall::CallMarkup& m) {
+  ojson items = ojson::array();
+  for (const auto& t : forced_tools(r)) {
+    const ojson& name = t["function"]["name"];
+    items.push_back({{"begin", m.head_before + (m.quote_name ? name.dump() : name.get<std::string>()) + m.head_after},
+                     {"schema", parameters_of(t)},
+                     {"end", m.tail}});
+  }
+  ojson body = {{"begin", m.begin}, {"separator", m.separator}, {"end", m.end}, {"items", std::move(items)}};
+  if (r.choice == ToolChoice::named || !r.parallel) body["max"] = 1;
+  return body;
+}
+
 }  // namespace
 
-ojson forced_tool_schema(const ToolRequest& r) {
-  if (r.choice == ToolChoice::named) {
+bool forced_in_model_format(const ToolRequest& r) {
+  const auto m = r.parser ? toolcall::call_markup(*r.parser) : std::nullopt;
+  if (!m) return false;
+  // A bare name (deepseek_v3) ends at a newline or markup: names that hold one keep the plain form.
+  if (!m->quote_name)
     for (const auto& t : r.tools)
-      if (t["function"]["name"] == r.function) return parameters_of(t);
-    bad_request("tool_choice", "'tool_choice' names the function '{}', which is not in 'tools'", r.function);
-  }
+      if (t["function"]["name"].get<std::string>().find_first_of("\n<{`") != std::string::npos) return false;
+  return true;
+}
+
+ojson forced_tool_schema(const ToolRequest& r) {
+  const std::vector<ojson> tools = forced_tools(r);
+  if (r.choice == ToolChoice::named) return parameters_of(tools.front());
   ojson any = ojson::array();
-  for (const auto& t : r.tools)
+  for (const auto& t : tools)
     any.push_back(
         {{"type", "object"},
          {"properties",
@@ -34,14 +65,24 @@ ojson forced_tool_schema(const ToolRequest& r) {
   return schema;
 }
 
+grammar::ConstraintSpec forced_tool_spec(const ToolRequest& r) {
+  grammar::ConstraintSpec spec;
+  spec.strict = false;  // unsupported keywords in a tool's schema are ignored, as for guided_json
+  if (forced_in_model_format(r)) {
+    spec.kind = grammar::ConstraintSpec::Kind::tagged;
+    spec.body = tagged_body(r, *toolcall::call_markup(*r.parser)).dump();
+  } else {
+    spec.kind = grammar::ConstraintSpec::Kind::json_schema;
+    spec.body = forced_tool_schema(r).dump();
+  }
+  return spec;
+}
+
 std::shared_ptr<const grammar::MaskTables> forced_tool_constraint(const ToolRequest& r, const GrammarSupport& support) {
   if (r.choice != ToolChoice::required && r.choice != ToolChoice::named) return nullptr;
   if (!support.cache || !support.vocab)
     bad_request("tool_choice", "a forced 'tool_choice' needs constrained decoding, which this model lacks");
-  grammar::ConstraintSpec spec;
-  spec.kind = grammar::ConstraintSpec::Kind::json_schema;
-  spec.strict = false;  // unsupported keywords in a tool's schema are ignored, as for guided_json
-  spec.body = forced_tool_schema(r).dump();
+  const grammar::ConstraintSpec spec = forced_tool_spec(r);
   try {
     return support.cache->tables(spec, support.vocab);
   } catch (const Error& e) {

@@ -1,37 +1,11 @@
 #include "server/tool_output.h"
 
-#include <random>
+#include <algorithm>
+
+#include "server/tool_constraint.h"
 
 namespace pagoda::server {
 namespace {
-
-// Mistral's templates refuse any id but 9 letters and digits.
-std::string call_id(const ToolRequest& r) {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr std::string_view kAlnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-  const bool mistral = r.parser == toolcall::Format::mistral;
-  std::string id = mistral ? "" : "call_";
-  for (int i = 0; i < (mistral ? 9 : 24); ++i) id += kAlnum[rng() % kAlnum.size()];
-  return id;
-}
-
-std::string compact(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
-
-// `required`'s JSON output -> calls; nullopt when it is not that shape (cut
-// off by max_tokens, say).
-std::optional<std::vector<toolcall::ToolCall>> forced_calls(const ToolRequest& r, const std::string& text) {
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return std::nullopt;
-  std::vector<toolcall::ToolCall> calls;
-  if (!j.is_array() || j.empty()) return std::nullopt;
-  for (const auto& c : j) {
-    if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) return std::nullopt;
-    const json args = c.contains("parameters") ? c["parameters"] : json::object();
-    if (!args.is_object()) return std::nullopt;
-    calls.push_back({call_id(r), c["name"].get<std::string>(), compact(args)});
-  }
-  return calls;
-}
 
 json call_delta_json(const toolcall::CallDelta& d) {
   json call = {{"index", d.index}};
@@ -54,13 +28,18 @@ bool tool_choice_forced(const ToolRequest& r) {
 }
 
 ToolOutput::ToolOutput(const ToolRequest& r) : req_(r) {
-  // A named function: the output is its arguments object, streamed as it
-  // arrives (as vLLM streams it); cut off by max_tokens it stays a call.
+  using toolcall::ToolCallParser;
+  // Forced in the model's format, or auto: the format's own parser. Forced
+  // in the plain form: the arguments object or the array of calls, streamed
+  // as they arrive (as vLLM streams them); cut off by max_tokens a committed
+  // call stays a call.
   const toolcall::Format ids = r.parser.value_or(toolcall::Format::hermes);
-  if (r.choice == ToolChoice::named)
-    parser_ = std::make_unique<toolcall::ToolCallParser>(toolcall::ToolCallParser::for_function(ids, r.function));
-  else if (!tool_choice_forced(r) && r.parser)
-    parser_ = std::make_unique<toolcall::ToolCallParser>(*r.parser);
+  if (r.parser && (!tool_choice_forced(r) || forced_in_model_format(r)))
+    parser_ = std::make_unique<ToolCallParser>(*r.parser);
+  else if (r.choice == ToolChoice::named)
+    parser_ = std::make_unique<ToolCallParser>(ToolCallParser::for_function(ids, r.function));
+  else if (r.choice == ToolChoice::required)
+    parser_ = std::make_unique<ToolCallParser>(ToolCallParser::for_array(ids));
 }
 
 // parallel_tool_calls false: the first call only, later ones dropped (as vLLM).
@@ -71,22 +50,12 @@ toolcall::ParseStep ToolOutput::first_call_only(toolcall::ParseStep step) const 
 
 toolcall::ParseStep ToolOutput::push(std::string_view text) {
   if (parser_) return first_call_only(parser_->push(text));
-  if (tool_choice_forced(req_)) return forced_.append(text), toolcall::ParseStep{};
   return {std::string(text), {}};
 }
 
 toolcall::ParseStep ToolOutput::finish() {
   if (parser_) return first_call_only(parser_->finish());
-  if (!tool_choice_forced(req_)) return {};
-  toolcall::ParseStep step;
-  const auto calls = forced_calls(req_, forced_);
-  if (!calls) return {std::exchange(forced_, {}), {}};
-  for (size_t i = 0; i < calls->size(); ++i) {
-    const auto& c = (*calls)[i];
-    step.calls.push_back({i, c.id, c.name, ""});
-    step.calls.push_back({i, "", "", c.arguments});
-  }
-  return step;
+  return {};
 }
 
 void tool_message(const ToolRequest& r, const ChoiceState& c, json& message, json& finish) {

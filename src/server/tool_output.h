@@ -6,12 +6,13 @@
 //
 // With tool_choice auto the model's text goes through the served model's
 // tool-call parser (toolcall/). A forced choice (required or a named
-// function) was constrained to JSON (tool_constraint.h), as vLLM does: a
-// named function's output is its arguments object, streamed in pieces as it
-// arrives (toolcall's for_function; cut off by max_tokens it stays a call
-// with the arguments so far); `required`'s is an array of {"name",
-// "parameters"}, read whole at the end, and stays content if it does not
-// parse.
+// function) was constrained (tool_constraint.h): in the model's own format,
+// read by that same parser; else to vLLM's plain JSON, read by toolcall's
+// for_function (a named function's arguments object) or for_array
+// (`required`'s array of {"name", "parameters"}). Every form streams: a
+// call's id and name once its head is read, then its arguments in pieces;
+// cut off by max_tokens a committed call stays a call with the arguments so
+// far. A forced choice that ended with "stop" is calls by construction.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -40,8 +41,7 @@ class ToolOutput {
   toolcall::ParseStep first_call_only(toolcall::ParseStep step) const;
 
   const ToolRequest& req_;
-  std::unique_ptr<toolcall::ToolCallParser> parser_;
-  std::string forced_;  // `required`'s output, read at the end
+  std::unique_ptr<toolcall::ToolCallParser> parser_;  // null: the output is content
 };
 
 // Non-streaming: `message` gets content (null when only calls) and

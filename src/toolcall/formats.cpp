@@ -162,9 +162,10 @@ std::optional<std::vector<Call>> deepseek_parse(std::string_view t, bool) {
   return calls;
 }
 
-// ---- for_function: the output is one object, committed or content
+// ---- for_function / for_array: the output is one object or array, committed or content
 std::optional<std::vector<Call>> no_calls(std::string_view, bool) { return std::nullopt; }
 End object_end(std::string_view t) { return json_group(t, '{'); }
+End array_end(std::string_view t) { return json_group(t, '['); }
 
 }  // namespace
 
@@ -230,12 +231,17 @@ const Spec& function_spec() {
   return function;
 }
 
+const Spec& array_spec() {
+  static const Spec array{{}, true, "", array_end, no_calls};
+  return array;
+}
+
 const Spec& spec_for(Format f) {
   static const Spec hermes{{{"<tool_call>", false}}, false, "", hermes_end, hermes_parse};
   static const Spec llama3{{{"<|python_tag|>", false}, {"{", true}}, true, ";", llama3_end, llama3_parse};
   static const Spec pythonic{{{"[", true}}, true, "", pythonic_end, parse_pythonic};
   static const Spec mistral{{{"[TOOL_CALLS]", false}}, false, "", mistral_end, mistral_parse};
-  static const Spec deepseek{{{"<｜tool▁calls▁begin｜>", false}}, false, "", deepseek_end, deepseek_parse};
+  static const Spec deepseek{{{kDsBegin, false}}, false, "", deepseek_end, deepseek_parse};
   switch (f) {
     case Format::hermes: return hermes;
     case Format::llama3_json: return llama3;

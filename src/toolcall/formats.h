@@ -44,8 +44,11 @@ struct Spec {
 const Spec& spec_for(Format f);
 // ToolCallParser::for_function: one object, no markers; not committed: content.
 const Spec& function_spec();
+// ToolCallParser::for_array: one JSON array of calls, no markers; not committed: content.
+const Spec& array_spec();
 
 // deepseek_v3's markers inside a block of calls.
+inline constexpr std::string_view kDsBegin = "<｜tool▁calls▁begin｜>";
 inline constexpr std::string_view kDsEnd = "<｜tool▁calls▁end｜>";
 inline constexpr std::string_view kDsCall = "<｜tool▁call▁begin｜>";
 inline constexpr std::string_view kDsCallEnd = "<｜tool▁call▁end｜>";

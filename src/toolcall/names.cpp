@@ -1,6 +1,7 @@
 // Parser names (vLLM's) and picking one from a chat template's text.
 #include <array>
 
+#include "toolcall/formats.h"
 #include "toolcall/tool_call_parser.h"
 
 namespace pagoda::toolcall {
@@ -31,6 +32,26 @@ std::string format_names() {
 std::optional<Format> format_from_name(std::string_view name) {
   for (Format f : kFormats)
     if (format_name(f) == name) return f;
+  return std::nullopt;
+}
+
+std::optional<CallMarkup> call_markup(Format f) {
+  // The spacing of each family's template and documentation, so a forced call reads like the model's own.
+  switch (f) {
+    case Format::hermes:
+      return CallMarkup{"", "\n", "", "<tool_call>\n{\"name\": ", ", \"arguments\": ", "}\n</tool_call>"};
+    case Format::llama3_json: return CallMarkup{"", "; ", "", "{\"name\": ", ", \"parameters\": ", "}"};
+    case Format::mistral: return CallMarkup{"[TOOL_CALLS] [", ", ", "]", "{\"name\": ", ", \"arguments\": ", "}"};
+    case Format::deepseek_v3:
+      return CallMarkup{std::string(detail::kDsBegin),
+                        "\n",
+                        std::string(detail::kDsEnd),
+                        std::string(detail::kDsCall) + "function" + std::string(detail::kDsSep),
+                        "\n```json\n",
+                        "\n```" + std::string(detail::kDsCallEnd),
+                        false};
+    case Format::pythonic: return std::nullopt;
+  }
   return std::nullopt;
 }
 

@@ -38,9 +38,10 @@ struct ToolCallParser::State {
   ParseStep out;
 
   State(Format f) : format(f), spec(detail::spec_for(f)), stream(detail::stream_spec_for(f)) {}
-  State(Format f, std::string name)
-      : format(f), spec(detail::function_spec()), stream(detail::function_stream_spec()), function(std::move(name)) {
-    mode = call;  // the output's first character begins the object
+  // for_function (a name) and for_array (none): no markers, the output is the call text.
+  State(Format f, const Spec& sp, const detail::StreamSpec* st, std::string name)
+      : format(f), spec(sp), stream(st), function(std::move(name)) {
+    mode = call;  // the output's first character begins the object or array
     dirty = true;
   }
 
@@ -236,7 +237,12 @@ struct ToolCallParser::State {
 ToolCallParser::ToolCallParser(Format format) : s_(std::make_unique<State>(format)) {}
 ToolCallParser ToolCallParser::for_function(Format format, std::string name) {
   ToolCallParser p(format);
-  p.s_ = std::make_unique<State>(format, std::move(name));
+  p.s_ = std::make_unique<State>(format, detail::function_spec(), detail::function_stream_spec(), std::move(name));
+  return p;
+}
+ToolCallParser ToolCallParser::for_array(Format format) {
+  ToolCallParser p(format);
+  p.s_ = std::make_unique<State>(format, detail::array_spec(), detail::array_stream_spec(), std::string());
   return p;
 }
 

@@ -153,6 +153,13 @@ Step mistral_first(std::string_view t) {
   return rest.commit(std::string(t.substr(s.pos(), e - s.pos())), false);
 }
 
+Step array_first(std::string_view t) {
+  Scan s(t, 0);
+  s.ws().lit("[");
+  if (!s.is_ok()) return s.stopped();
+  return object_head(t, s.pos(), true);
+}
+
 Step mistral_tail(std::string_view t, size_t at, bool array) {
   if (!array) return Step::of(Step::done, at);
   Scan s(t, at);
@@ -222,6 +229,11 @@ const StreamSpec* stream_spec_for(Format f) {
 const StreamSpec* function_stream_spec() {
   static const StreamSpec function{object_only, no_next, done_at_close};
   return &function;
+}
+
+const StreamSpec* array_stream_spec() {
+  static const StreamSpec array{array_first, mistral_next, mistral_tail};
+  return &array;
 }
 
 ArgsMinifier::Result ArgsMinifier::feed(std::string_view t, size_t& pos, std::string& out) {

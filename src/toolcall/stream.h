@@ -46,6 +46,8 @@ struct StreamSpec {
 const StreamSpec* stream_spec_for(Format f);
 // ToolCallParser::for_function: the object itself (its head names nothing).
 const StreamSpec* function_stream_spec();
+// ToolCallParser::for_array: [{"name": .., "parameters": {..}}, ..] (mistral's array form, bare).
+const StreamSpec* array_stream_spec();
 
 // The arguments object's text, minified as it arrives. Breaks at a
 // character no JSON object can hold there (a mismatched bracket, a raw

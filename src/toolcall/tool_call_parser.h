@@ -78,6 +78,11 @@ class ToolCallParser {
   // arguments object, committed at its '{' and streamed as it arrives (ids
   // as `format`'s). Output that does not begin with '{' is content.
   static ToolCallParser for_function(Format format, std::string name);
+  // tool_choice "required" with no known format (vLLM's form): the whole
+  // output is a JSON array of {"name": N, "parameters": {..}} objects
+  // ("arguments" also read), each committed at its arguments' '{' and
+  // streamed as it arrives (ids as `format`'s). Not committed: content.
+  static ToolCallParser for_array(Format format);
   ~ToolCallParser();
   ToolCallParser(ToolCallParser&&) noexcept;
   ToolCallParser& operator=(ToolCallParser&&) noexcept;
@@ -99,6 +104,17 @@ struct ParsedOutput {
 ParsedOutput parse_all(Format format, std::string_view text);
 // Deltas folded into whole calls (by index), as a client would assemble them.
 void apply_deltas(std::vector<ToolCall>& calls, const std::vector<CallDelta>& deltas);
+
+// How a format writes calls, to force them with a grammar: begin, then each
+// call as head_before + NAME + head_after, its arguments object, tail; calls
+// joined by separator; then end. NAME is a JSON string when quote_name.
+// nullopt: pythonic (its calls are not JSON).
+struct CallMarkup {
+  std::string begin, separator, end;
+  std::string head_before, head_after, tail;
+  bool quote_name = true;
+};
+std::optional<CallMarkup> call_markup(Format f);
 
 std::string_view format_name(Format f);
 std::string format_names();  // "hermes, llama3_json, ...", for help and errors

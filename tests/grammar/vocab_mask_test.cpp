@@ -126,6 +126,35 @@ TEST(VocabMask, EogOnlyWhereTheGrammarMayEnd) {
   EXPECT_TRUE(m.is_terminated());
 }
 
+// A forced hermes call (a tagged grammar) on Qwen's vocabulary: <tool_call>
+// and </tool_call> are user-defined tokens, so the mask offers them whole,
+// and they render as text for the tool-call parser to see.
+TEST(VocabMask, MarkupTokensOfTheVocabularyAreReachable) {
+  const auto vocab = vocab_named("qwen2");
+  if (!vocab) return;
+  int32_t open = -1, close = -1;
+  for (size_t id = 0; id < vocab->size(); ++id) {
+    if (vocab->bytes(int32_t(id)) == "<tool_call>") open = int32_t(id);
+    if (vocab->bytes(int32_t(id)) == "</tool_call>") close = int32_t(id);
+  }
+  ASSERT_GE(open, 0);
+  ASSERT_GE(close, 0);
+  const std::string body =
+      R"({"separator": "\n", "items": [{"begin": "<tool_call>\n{\"name\": \"f\", \"arguments\": ",)"
+      R"( "schema": {"type": "object"}, "end": "}\n</tool_call>"}]})";
+  GrammarMatcher m(compile({ConstraintSpec::Kind::tagged, body, true, false}), vocab);
+  std::vector<uint32_t> bits(m.mask_words());
+  auto allowed = [&](int32_t id) { return (bits[id / 32] >> (id % 32)) & 1; };
+  m.fill_mask(bits);
+  EXPECT_TRUE(allowed(open));
+  ASSERT_TRUE(m.accept(open));
+  ASSERT_TRUE(m.accept_bytes("\n{\"name\": \"f\", \"arguments\": {}}\n"));
+  m.fill_mask(bits);
+  EXPECT_TRUE(allowed(close));
+  ASSERT_TRUE(m.accept(close));
+  EXPECT_TRUE(m.can_end());
+}
+
 }  // namespace
 }  // namespace pagoda::grammar
 

@@ -56,6 +56,21 @@ TEST(ServerOpenAiClient, ToolCallsForcedStreamedAndRefused) {
   EXPECT_EQ(s.stop(), 0);
 }
 
+// Forced tool calls where the template names no tool-call format: vLLM's
+// plain JSON form, streamed in pieces all the same (tools.mjs plain).
+TEST(ServerOpenAiClient, ForcedToolCallsInThePlainForm) {
+  const std::filesystem::path src = PAGODA_SOURCE_DIR;
+  const std::filesystem::path dir = src / "tests/server/openai_client";
+  ASSERT_TRUE(std::filesystem::exists(dir / "node_modules/ajv/package.json"))
+      << "the ajv npm package is not installed; run: npm ci --prefix tests/server/openai_client";
+  ServerProcess s({"--chat-template", (src / "tests/server/templates/tiny_tools_plain.jinja").string()});
+  const auto p = run_process({"/usr/bin/env", "node", (dir / "tools.mjs").string(),
+                              "http://127.0.0.1:" + std::to_string(s.port()) + "/v1", "plain"});
+  EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
+  EXPECT_NE(p.out.find("tool calling checks passed (plain form)"), std::string::npos) << p.out << p.err;
+  EXPECT_EQ(s.stop(), 0);
+}
+
 // A corpus of >= 50 JSON Schemas (ours and the JSON Schema Test Suite's),
 // regexes and choice lists, checked by openai_client/corpus.mjs.
 TEST(ServerOpenAiClient, SchemaCorpusValidatesOrIsRefusedByKeyword) {

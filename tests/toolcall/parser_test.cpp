@@ -31,11 +31,16 @@ void expect_same(const ParsedOutput& got, const Want& want, const std::string& h
   }
 }
 
+// For streamed(): a parser for required's array of calls (ToolCallParser::for_array).
+const std::string kArray = "[required]";
+
 // `pieces`, if given: how many argument deltas each call came in.
-// `function`: a parser for that named function (ToolCallParser::for_function).
+// `function`: a parser for that named function (ToolCallParser::for_function), or kArray.
 ParsedOutput streamed(Format f, std::string_view text, const std::vector<size_t>& cuts,
                       std::vector<size_t>* pieces = nullptr, const std::string& function = "") {
-  ToolCallParser p = function.empty() ? ToolCallParser(f) : ToolCallParser::for_function(f, function);
+  ToolCallParser p = function.empty()     ? ToolCallParser(f)
+                     : function == kArray ? ToolCallParser::for_array(f)
+                                          : ToolCallParser::for_function(f, function);
   ParsedOutput out;
   std::vector<size_t> count;
   size_t at = 0;
@@ -157,14 +162,28 @@ TEST(DeepSeekV3, CutOffMidArguments) {
 }
 
 // tool_choice naming a function: the output is its arguments object, streamed.
-void check_function(const std::string& text, const Want& want) {
+// (kArray: tool_choice "required" in the plain form, an array of calls.)
+void check_function(const std::string& text, const Want& want, const std::string& function = "get_weather") {
   std::vector<size_t> bytes, pieces;
   for (size_t at = 1; at < text.size(); ++at) bytes.push_back(at);
-  expect_same(streamed(Format::hermes, text, {}, nullptr, "get_weather"), want, "whole");
+  expect_same(streamed(Format::hermes, text, {}, nullptr, function), want, "whole");
   for (size_t cut = 0; cut <= text.size(); ++cut)
-    expect_same(streamed(Format::hermes, text, {cut}, nullptr, "get_weather"), want, "split at " + std::to_string(cut));
-  expect_same(streamed(Format::hermes, text, bytes, &pieces, "get_weather"), want, "byte by byte");
+    expect_same(streamed(Format::hermes, text, {cut}, nullptr, function), want, "split at " + std::to_string(cut));
+  expect_same(streamed(Format::hermes, text, bytes, &pieces, function), want, "byte by byte");
   for (size_t n : pieces) EXPECT_GT(n, 1u);
+}
+
+TEST(ForArray, EachCallStreamsOnceItsHeadIsRead) {
+  check_function(R"([{"name": "a", "parameters": {"x": [1, "]"]}}, {"name":"b","parameters":{}}])",
+                 {"", {{"a", R"({"x":[1,"]"]})"}, {"b", "{}"}}}, kArray);
+  check_function(R"([{"name": "a", "arguments": {"x": 1}}])", {"", {{"a", R"({"x":1})"}}}, kArray);
+  check_function(R"( [{"name": "a", "parameters": {"x": "O)", {"", {{"a", R"({"x":"O)"}}},
+                 kArray);  // cut off by max_tokens: the committed call stays
+  check_function(R"([{"name": "a", "parameters": {}}, {"name": 3}])", {R"( {"name": 3}])", {{"a", "{}"}}},
+                 kArray);  // a later element that is no call: its text is content
+  check_function(R"([{"parameters": {}, "name": "a"}])", {R"([{"parameters": {}, "name": "a"}])", {}}, kArray);
+  check_function("[]", {"[]", {}}, kArray);
+  check_function("no array", {"no array", {}}, kArray);
 }
 
 TEST(ForFunction, TheObjectIsOneStreamedCall) {
@@ -288,6 +307,20 @@ TEST(Names, RoundTripAndDetection) {
 }
 
 // The corpus's real templates announce the format their models emit.
+// The markup a forced call is written in (server/tool_constraint) reads back as that call.
+TEST(Names, CallMarkupParsesBack) {
+  EXPECT_FALSE(call_markup(Format::pythonic));
+  for (Format f : {Format::hermes, Format::llama3_json, Format::mistral, Format::deepseek_v3}) {
+    const CallMarkup m = *call_markup(f);
+    auto call = [&](const std::string& name, const std::string& args) {
+      return m.head_before + (m.quote_name ? json(name).dump() : name) + m.head_after + args + m.tail;
+    };
+    const std::string text =
+        m.begin + call("get_weather", R"({"city":"Oslo"})") + m.separator + call("ping", "{}") + m.end;
+    check(f, text, {"", {{"get_weather", R"({"city":"Oslo"})"}, {"ping", "{}"}}});
+  }
+}
+
 TEST(Names, RealTemplates) {
   auto read = [](const std::string& name) {
     const auto dir = std::filesystem::path(__FILE__).parent_path().parent_path() / "chat" / "templates";

@@ -1,19 +1,24 @@
 // Tool calling through the official openai npm client against a running
 // `pagoda serve` (stories260K with tests/server/templates/tiny_tools.jinja,
 // whose <tool_call> marker selects the hermes parser): forced calls (a named
-// function, and `required`) come back as parsed tool_calls whose arguments
-// validate against the tool's schema (ajv), streamed and not, the streamed
-// pieces assembling to the same call; a tool result sent back is rendered
-// (the prompt grows); tool_choice none and auto answer with content; bad
-// tools / tool_choice / template fields are 400s naming the field.
+// function, and `required`, written in hermes markup by the grammar) come
+// back as parsed tool_calls whose arguments validate against the tool's
+// schema (ajv), streamed and not, the streamed pieces assembling to the same
+// call: per call the name first, then the arguments in more than one piece;
+// a tool result sent back is rendered (the prompt grows); tool_choice none
+// and auto answer with content; bad tools / tool_choice / template fields
+// are 400s naming the field.
 //
-//   node tools.mjs BASE_URL
+// FORM `plain`: a server whose template names no tool-call format; only the
+// forced checks run (vLLM's plain JSON form, streamed the same way).
+//
+//   node tools.mjs BASE_URL [hermes|plain]
 import OpenAI from 'openai';
 import Ajv from 'ajv';
 
-const [baseURL] = process.argv.slice(2);
-if (!baseURL) {
-  console.error('usage: node tools.mjs BASE_URL');
+const [baseURL, form = 'hermes'] = process.argv.slice(2);
+if (!baseURL || !['hermes', 'plain'].includes(form)) {
+  console.error('usage: node tools.mjs BASE_URL [hermes|plain]');
   process.exit(2);
 }
 const client = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 60_000 });
@@ -40,7 +45,10 @@ const tools = [
 ];
 const schemaOf = { get_weather: weather, get_time: time };
 const messages = [{ role: 'user', content: 'What is the weather?' }];
-const base = { model, messages, tools, temperature: 0, max_tokens: 80 };
+// Room for hermes markup around a call: stories260K spells it a few characters a token.
+const base = { model, messages, tools, temperature: 0, max_tokens: 160 };
+// Enough for one call and the head of a second (measured with greedy decoding).
+const PARALLEL_TOKENS = 200;
 
 function validCalls(calls, what, onlyName) {
   check(Array.isArray(calls) && calls.length >= 1, `${what}: tool_calls`, calls);
@@ -109,14 +117,24 @@ validCalls(r1.choices[0].message.tool_calls, 'required');
 check(r1.choices[0].message.tool_calls.length === 1, 'required, not parallel: one call', r1.choices[0]);
 const s1 = await streamed({ tool_choice: 'required', parallel_tool_calls: false });
 validCalls(s1.calls, 'required stream');
+check(s1.finish === 'tool_calls' && s1.content === '', 'required stream: finish and no content', s1);
+check(s1.calls.length === 1 && s1.pieces[0] > 1, 'required stream: the name first, then arguments in pieces', s1);
 check(fn(s1.calls) === fn(r1.choices[0].message.tool_calls), 'required: streamed calls equal the whole ones (greedy)',
       [s1.calls, r1.choices[0].message.tool_calls]);
 // Parallel: the grammar lets the model go on to a second call (this one does,
-// until max_tokens; output cut off is content, not a call).
-const r2 = await whole({ tool_choice: 'required', max_tokens: 60 });
-const text2 = r2.choices[0].message.content ?? '';
-check(r2.choices[0].finish_reason === 'length' && text2.startsWith('[{"name":"') && text2.includes('},{"name":"'),
+// until max_tokens); a call cut off after its name stays a call, one cut off
+// before it is content.
+const r2 = await whole({ tool_choice: 'required', max_tokens: PARALLEL_TOKENS });
+const calls2 = r2.choices[0].message.tool_calls ?? [];
+check(r2.choices[0].finish_reason === 'length' && calls2.length >= 2,
       'required, parallel: a second call begins', r2.choices[0]);
+validCalls(calls2.slice(0, 1), 'required, parallel: the first call');
+const s2 = await streamed({ tool_choice: 'required', max_tokens: PARALLEL_TOKENS });
+check(fn(s2.calls) === fn(calls2), 'required, parallel: streamed calls equal the whole ones', [s2.calls, calls2]);
+if (form === 'plain') {
+  console.log('tool calling checks passed (plain form)');
+  process.exit(0);
+}
 
 // none and auto: the tiny model writes no call, so the answer is content.
 for (const tool_choice of ['none', 'auto']) {
