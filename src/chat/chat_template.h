@@ -30,6 +30,25 @@
 //            prompt. For models without tokenizer.chat_template (stories260K):
 //            one user message renders as exactly its content.
 //
+// Tools (a non-empty `tools` array), assistant tool_calls and `tool` result
+// messages render in the layout the family's real tool-using template uses,
+// so the model sees what it was trained on (tool_layouts.h has the details):
+//   chatml   Qwen2.5's: a "# Tools" system block listing the tools in
+//            <tools>...</tools>, calls as <tool_call>\n{"name", "arguments"}\n
+//            </tool_call>, results as <tool_response> in a user turn. Without
+//            a system message the block stands alone (Qwen3's choice; Qwen2.5
+//            would add its default "You are Qwen" prompt) -> parser hermes
+//   llama3   Llama 3.1's JSON tool calling: the 3.1 system header
+//            ("Environment: ipython", dates), the tools in the first user
+//            message, calls as {"name", "parameters"}, results in ipython
+//            turns; one call per assistant message -> parser llama3_json
+//   others   the generic layout: an instruction listing the tools as JSON and
+//            asking for <tool_call>{"name", "arguments"}</tool_call>, in the
+//            system message (llama2, zephyr, plain) or the first user message
+//            (mistral, gemma, phi3: no system role); calls render as that text
+//            in the assistant turn, results as <tool_response> blocks in a
+//            user turn -> parser hermes
+//
 // Where a real template raises an error (Llama 2, Mistral and Gemma demand
 // user/assistant alternation: "Conversation roles must alternate
 // user/assistant/user/assistant/..."), render_chat throws InvalidArgument with
@@ -43,6 +62,7 @@
 // write `bos_token` themselves; see starts_with_bos).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,9 +74,15 @@ class GgufFile;
 
 enum class ChatTemplate { chatml, llama2, mistral, llama3, zephyr, gemma, phi3, plain };
 
+struct ChatToolCall {
+  std::string name;
+  nlohmann::ordered_json arguments;  // an object (a string when the client's text was not JSON)
+};
+
 struct ChatMessage {
-  std::string role;  // "system", "user" or "assistant"
+  std::string role;  // "system", "user", "assistant" or "tool" (a tool's result)
   std::string content;
+  std::vector<ChatToolCall> tool_calls{};  // an assistant's calls
 };
 
 struct RenderOptions {
@@ -72,9 +98,22 @@ ChatTemplate chat_template_from_name(std::string_view name);
 // The family whose distinctive markers the template text contains, or nullopt.
 std::optional<ChatTemplate> detect_chat_template(std::string_view template_text);
 
-// Renders the conversation. InvalidArgument for no messages, a role other
-// than system/user/assistant, or an error the family's real template raises.
-std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& messages, const RenderOptions& opts = {});
+// Renders the conversation; `tools` is null or an array of OpenAI tool
+// objects (rendered as the client sent them). InvalidArgument for no
+// messages, a role other than system/user/assistant/tool, tool_calls outside
+// an assistant message, or an error the family's real template raises.
+std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& messages, const RenderOptions& opts = {},
+                        const nlohmann::ordered_json& tools = nullptr);
+
+// OpenAI message objects (role, content as a string or text parts,
+// tool_calls with function.name and function.arguments as an object or JSON
+// text) as ChatMessages. InvalidArgument for a message without a string role
+// or a tool call without a function name.
+std::vector<ChatMessage> chat_messages_from_json(const nlohmann::ordered_json& messages);
+
+// The tool-call format the family's tool layout asks the model for, by the
+// parser's name (--tool-call-parser): "llama3_json" for llama3, else "hermes".
+std::string_view chat_template_tool_format(ChatTemplate t);
 
 // Whether a rendered prompt already begins with the BOS token's text.
 bool starts_with_bos(std::string_view prompt, const RenderOptions& opts);

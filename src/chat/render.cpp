@@ -1,11 +1,13 @@
 // One renderer per template family, each a transcription of its real
 // template's logic (see chat_template.h), including where the template
 // strips whitespace, what it does with a system message, and the errors it
-// raises.
+// raises. Tool layouts are in tool_layouts.h: chatml and llama3 render
+// there; the other families render the generic layout's rewritten messages.
 #include <span>
 
 #include "chat/chat_template.h"
 #include "chat/strip.h"
+#include "chat/tool_layouts.h"
 #include "util/error.h"
 
 namespace pagoda {
@@ -29,13 +31,6 @@ void append(std::string& out, const Parts&... parts) {
 void check_alternation(const ChatMessage& m, size_t i) {
   if (is(m, "user") != (i % 2 == 0))
     fail<InvalidArgument>("Conversation roles must alternate user/assistant/user/assistant/...");
-}
-
-std::string chatml(Messages msgs, const RenderOptions& o) {
-  std::string out;
-  for (const auto& m : msgs) append(out, "<|im_start|>", m.role, "\n", m.content, "<|im_end|>\n");
-  if (o.add_generation_prompt) out += "<|im_start|>assistant\n";
-  return out;
 }
 
 // Llama 2 ignores add_generation_prompt: a prompt ending in [/INST] already
@@ -71,14 +66,6 @@ std::string mistral(Messages msgs, const RenderOptions& o) {
     else
       fail<InvalidArgument>("Only user and assistant roles are supported!");
   }
-  return out;
-}
-
-std::string llama3(Messages msgs, const RenderOptions& o) {
-  std::string out = o.bos_text;  // before the first message; there always is one
-  for (const auto& m : msgs)
-    append(out, "<|start_header_id|>", m.role, "<|end_header_id|>\n\n", strip_whitespace(m.content), "<|eot_id|>");
-  if (o.add_generation_prompt) out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
   return out;
 }
 
@@ -124,27 +111,50 @@ std::string plain(Messages msgs) {
   return out;
 }
 
-}  // namespace
-
-std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& messages, const RenderOptions& opts) {
+void check_roles(const std::vector<ChatMessage>& messages) {
   if (messages.empty()) fail<InvalidArgument>("a chat needs at least one message");
   for (size_t i = 0; i < messages.size(); ++i) {
     const std::string& r = messages[i].role;
-    if (r != "system" && r != "user" && r != "assistant")
-      fail<InvalidArgument>("message {}: unknown role '{}' (expected system, user or assistant)", i, r);
+    if (r != "system" && r != "user" && r != "assistant" && r != "tool")
+      fail<InvalidArgument>("message {}: unknown role '{}' (expected system, user, assistant or tool)", i, r);
+    if (r != "assistant" && !messages[i].tool_calls.empty())
+      fail<InvalidArgument>("message {}: only assistant messages have tool_calls", i);
   }
-  const Messages msgs(messages);
+}
+
+// A family without a tool format: its own renderer over the generic layout.
+std::string generic(ChatTemplate t, Messages msgs, const RenderOptions& opts, const nlohmann::ordered_json& tools) {
+  // Mistral and Gemma have no system role; Phi-3's template drops system messages.
+  const bool system_role = t == ChatTemplate::llama2 || t == ChatTemplate::zephyr || t == ChatTemplate::plain;
+  const std::vector<ChatMessage> rewritten = chat_tools::generic_messages(msgs, tools, system_role);
+  const Messages m(rewritten);
   switch (t) {
-    case ChatTemplate::chatml: return chatml(msgs, opts);
-    case ChatTemplate::llama2: return llama2(msgs, opts);
-    case ChatTemplate::mistral: return mistral(msgs, opts);
-    case ChatTemplate::llama3: return llama3(msgs, opts);
-    case ChatTemplate::zephyr: return zephyr(msgs, opts);
-    case ChatTemplate::gemma: return gemma(msgs, opts);
-    case ChatTemplate::phi3: return phi3(msgs, opts);
-    case ChatTemplate::plain: return plain(msgs);
+    case ChatTemplate::llama2: return llama2(m, opts);
+    case ChatTemplate::mistral: return mistral(m, opts);
+    case ChatTemplate::zephyr: return zephyr(m, opts);
+    case ChatTemplate::gemma: return gemma(m, opts);
+    case ChatTemplate::phi3: return phi3(m, opts);
+    case ChatTemplate::plain: return plain(m);
+    default: break;
   }
   fail<InvalidArgument>("unknown chat template {}", int(t));
+}
+
+}  // namespace
+
+std::string render_chat(ChatTemplate t, const std::vector<ChatMessage>& messages, const RenderOptions& opts,
+                        const nlohmann::ordered_json& tools) {
+  check_roles(messages);
+  const Messages msgs(messages);
+  switch (t) {
+    case ChatTemplate::chatml: return chat_tools::chatml(msgs, opts, tools);
+    case ChatTemplate::llama3: return chat_tools::llama3(msgs, opts, tools);
+    default: return generic(t, msgs, opts, tools);
+  }
+}
+
+std::string_view chat_template_tool_format(ChatTemplate t) {
+  return t == ChatTemplate::llama3 ? "llama3_json" : "hermes";
 }
 
 bool starts_with_bos(std::string_view prompt, const RenderOptions& opts) {

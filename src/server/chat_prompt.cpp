@@ -25,23 +25,6 @@ RenderedPrompt ChatPrompt::render(const std::vector<ChatTurn>& messages, const T
   return render(r, tok);
 }
 
-namespace {
-
-// A message's content as text for the built-in families: a string, or the
-// text parts of a content array joined.
-std::string content_text(const nlohmann::ordered_json& m) {
-  const auto it = m.find("content");
-  if (it == m.end() || it->is_null()) return "";
-  if (it->is_string()) return it->get<std::string>();
-  std::string out;
-  if (it->is_array())
-    for (const auto& part : *it)
-      if (part.is_object() && part.value("type", "") == "text") out += part.value("text", "");
-  return out;
-}
-
-}  // namespace
-
 RenderedPrompt ChatPrompt::render(const ChatRenderRequest& request, const Tokenizer& tok) const {
   if (!request.messages.is_array() || request.messages.empty()) fail<InvalidArgument>("messages must not be empty");
   RenderedPrompt out;
@@ -60,17 +43,9 @@ RenderedPrompt ChatPrompt::render(const ChatRenderRequest& request, const Tokeni
     out.text = render_jinja_chat(*jinja, in, options_);
     out.parse_special = true;
   } else if (selected_.builtin) {
-    if (!request.tools.is_null() && !request.tools.empty())
-      fail<InvalidArgument>("the built-in chat template '{}' cannot render tools", name());
-    std::vector<ChatMessage> ms;
-    for (const auto& m : request.messages) {
-      if (!m.is_object() || !m.contains("role") || !m["role"].is_string())
-        fail<InvalidArgument>("each message needs a string role");
-      ms.push_back({m["role"].get<std::string>(), content_text(m)});
-    }
     RenderOptions opts = options_;
     opts.add_generation_prompt = request.add_generation_prompt;
-    out.text = render_chat(*selected_.builtin, ms, opts);
+    out.text = render_chat(*selected_.builtin, chat_messages_from_json(request.messages), opts, request.tools);
     // Template markers are special tokens; plain text stays plain text.
     out.parse_special = *selected_.builtin != ChatTemplate::plain;
   } else {

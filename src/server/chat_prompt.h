@@ -2,7 +2,8 @@
 // template (chat/template_source.h: the GGUF's Jinja tokenizer.chat_template,
 // a --chat-template FILE, or a built-in family NAME), rendered, and the facts
 // tokenizing it needs. Models without a template (stories260K) use the plain
-// fallback: the contents joined with "\n".
+// fallback: the contents joined with "\n" (tools, calls and results in the
+// generic layout of chat/tool_layouts.h). Built-in families take tools too.
 //
 // A model whose template does not parse still serves completions: for_model
 // keeps the reason (error()), the server logs it at start, and every chat

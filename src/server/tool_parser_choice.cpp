@@ -4,10 +4,30 @@
 #include <fstream>
 #include <sstream>
 
+#include "chat/chat_template.h"
 #include "gguf/file.h"
 #include "util/error.h"
 
 namespace pagoda::server {
+
+namespace {
+
+std::optional<ChatTemplate> builtin_named(const std::string& name) {
+  try {
+    return chat_template_from_name(name);
+  } catch (const InvalidArgument&) {
+    return std::nullopt;
+  }
+}
+
+// A built-in family's own tool layout names its parser.
+ToolParserChoice for_builtin(ChatTemplate t) {
+  const std::string_view name = chat_template_tool_format(t);
+  return {toolcall::format_from_name(name),
+          fmt::format("{} (auto: the built-in {} template's tool layout)", name, chat_template_name(t))};
+}
+
+}  // namespace
 
 ToolParserChoice choose_tool_parser(const std::string& flag, const std::string& model_path,
                                     const std::optional<std::string>& template_spec) {
@@ -19,14 +39,19 @@ ToolParserChoice choose_tool_parser(const std::string& flag, const std::string& 
     return {f, flag};
   }
   std::string text;
-  if (template_spec && std::filesystem::is_regular_file(*template_spec)) {
+  if (template_spec) {
+    // The same precedence as select_chat_template: a built-in name first.
+    if (const auto b = builtin_named(*template_spec)) return for_builtin(*b);
+    if (!std::filesystem::is_regular_file(*template_spec)) return {std::nullopt, "none (auto: no chat template)"};
     std::ifstream in(*template_spec, std::ios::binary);
     std::stringstream ss;
     ss << in.rdbuf();
     text = ss.str();
-  } else if (!template_spec) {
+  } else {
     const GgufFile f = GgufFile::open(model_path);
-    text = f.get_string("tokenizer.chat_template", "") + f.get_string("tokenizer.chat_template.tool_use", "");
+    const std::string main_text = f.get_string("tokenizer.chat_template", "");
+    if (main_text.empty()) return for_builtin(ChatTemplate::plain);  // served with the plain fallback
+    text = main_text + f.get_string("tokenizer.chat_template.tool_use", "");
   }
   const auto f = toolcall::detect_format(text);
   if (!f) return {std::nullopt, "none (auto: the chat template names no tool-call format)"};

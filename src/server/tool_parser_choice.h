@@ -1,7 +1,9 @@
 // Which tool-call parser reads a served model's output: --tool-call-parser
 // NAME (vLLM's names), or `auto`: the one whose markers the chat template in
 // use writes (a --chat-template FILE, else the GGUF's tokenizer.chat_template
-// and its tool_use variant); none when it names no known format.
+// and its tool_use variant); none when it names no known format. A built-in
+// family (--chat-template NAME, or plain for a GGUF without a template) names
+// its own layout's parser: llama3_json for llama3, hermes for the others.
 #pragma once
 
 #include <optional>

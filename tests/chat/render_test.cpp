@@ -13,6 +13,7 @@ namespace pagoda {
 namespace {
 
 using Chat = std::vector<ChatMessage>;
+using Json = nlohmann::ordered_json;
 
 const std::vector<ChatTemplate> kAll = {ChatTemplate::chatml, ChatTemplate::llama2, ChatTemplate::mistral,
                                         ChatTemplate::llama3, ChatTemplate::zephyr, ChatTemplate::gemma,
@@ -43,10 +44,16 @@ TEST(RenderChat, RejectsUnknownRolesAndEmptyChats) {
     SCOPED_TRACE(std::string(chat_template_name(t)));
     EXPECT_THROW(render_chat(t, {}, kSpm), InvalidArgument);
     try {
-      render_chat(t, {{"user", "hi"}, {"tool", "42"}}, kSpm);
-      ADD_FAILURE() << "accepted role 'tool'";
+      render_chat(t, {{"user", "hi"}, {"ipython", "42"}}, kSpm);
+      ADD_FAILURE() << "accepted role 'ipython'";
     } catch (const InvalidArgument& e) {
-      EXPECT_EQ(std::string(e.what()), "message 1: unknown role 'tool' (expected system, user or assistant)");
+      EXPECT_EQ(std::string(e.what()), "message 1: unknown role 'ipython' (expected system, user, assistant or tool)");
+    }
+    try {
+      render_chat(t, {{"user", "hi", {{"f", Json::object()}}}}, kSpm);
+      ADD_FAILURE() << "accepted tool_calls in a user message";
+    } catch (const InvalidArgument& e) {
+      EXPECT_STREQ(e.what(), "message 0: only assistant messages have tool_calls");
     }
     EXPECT_THROW(render_chat(t, {{"User", "hi"}}, kSpm), InvalidArgument);  // roles are case-sensitive
   }

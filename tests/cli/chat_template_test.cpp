@@ -42,6 +42,24 @@ TEST(CliChatTemplate, PrintsThePromptExactly) {
   EXPECT_EQ(p.out, "<system>S<user>Hi1/think");
 }
 
+// A built-in family renders tools in its layout and names the parser that reads it.
+TEST(CliChatTemplate, BuiltInFamiliesRenderToolsAndNameTheirParser) {
+  const std::string model = testing::shared_path("models/stories260K.gguf");
+  const std::string messages = write_temp("m3.json", R"([{"role": "user", "content": "Hi"}])");
+  const std::string tools = write_temp("tools3.json", R"([{"type": "function", "function": {"name": "f"}}])");
+  auto p = run_process({PAGODA_BINARY, "chat-template", "-m", model, "--messages", messages, "--tools", tools});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_TRUE(p.out.starts_with("# Tools\n")) << p.out;
+  EXPECT_NE(p.out.find("{\"type\": \"function\", \"function\": {\"name\": \"f\"}}"), std::string::npos) << p.out;
+  EXPECT_TRUE(p.out.ends_with("<tool_response></tool_response> tags.\nHi")) << p.out;
+  EXPECT_NE(p.err.find("tool-call parser: hermes (auto: the built-in plain"), std::string::npos) << p.err;
+  p = run_process(
+      {PAGODA_BINARY, "chat-template", "-m", model, "--messages", messages, "--tools", tools, "--template", "llama3"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_NE(p.out.find("Environment: ipython\n"), std::string::npos) << p.out;
+  EXPECT_NE(p.err.find("tool-call parser: llama3_json (auto: the built-in llama3"), std::string::npos) << p.err;
+}
+
 TEST(CliChatTemplate, BadTemplatesAreClearErrors) {
   const std::string model = testing::shared_path("models/stories260K.gguf");
   const std::string messages = write_temp("m2.json", R"([{"role": "user", "content": "Hi"}])");
@@ -59,7 +77,8 @@ TEST(CliChatTemplate, InfoNamesTheTemplateSource) {
   auto p = run_process({PAGODA_BINARY, "info", "-m", testing::shared_path("models/stories260K.gguf")});
   ASSERT_EQ(p.exit_code, 0) << p.err;
   EXPECT_NE(p.out.find("chat template:   none in the model file: built-in plain"), std::string::npos) << p.out;
-  EXPECT_NE(p.out.find("tool parser:     none (auto"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("tool parser:     hermes (auto: the built-in plain template's tool layout)"), std::string::npos)
+      << p.out;
   p = run_process({PAGODA_BINARY, "info", "-m", testing::shared_path("testdata/tokenizer/ggml-vocab-phi-3.gguf")});
   EXPECT_NE(p.out.find("chat template:   tokenizer.chat_template of the model file"), std::string::npos) << p.out;
 }
