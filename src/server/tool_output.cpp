@@ -73,7 +73,7 @@ void tool_message(const ToolRequest& r, const ChoiceState& c, json& message, jso
     arr.push_back(
         {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
   message["tool_calls"] = std::move(arr);
-  if (c.finish == FinishReason::stop) finish = "tool_calls";
+  if (c.finish == FinishReason::stop && r.choice != ToolChoice::named) finish = "tool_calls";
 }
 
 std::vector<json> tool_stream_chunks(const ResponseIdentity& id, const GenerationRequest& req, int index,
@@ -90,8 +90,9 @@ std::vector<json> tool_stream_chunks(const ResponseIdentity& id, const Generatio
   if (!out.text.empty()) send(c.tool_output->push(out.text));
   if (out.finish == FinishReason::stop || out.finish == FinishReason::length) {
     send(c.tool_output->finish());
-    json fin =
-        c.tool_calls > 0 && out.finish == FinishReason::stop ? json("tool_calls") : finish_reason_json(out.finish);
+    json fin = c.tool_calls > 0 && out.finish == FinishReason::stop && req.tools.choice != ToolChoice::named
+                   ? json("tool_calls")
+                   : finish_reason_json(out.finish);
     chunks.push_back(chat_chunk(id, req, index, json::object(), nullptr, std::move(fin), c.stop_reason));
   } else if (!logprobs.is_null()) {
     send({});

@@ -2,7 +2,8 @@
 // whole (a non-streaming message) or as stream chunks, the way OpenAI sends
 // them: per call a delta with index, id, type and function.name (arguments
 // ""), then function.arguments; finish_reason "tool_calls" when the choice
-// stopped naturally after at least one call.
+// stopped naturally after at least one call, except for a named function,
+// where OpenAI answers "stop" (and vLLM since it matched OpenAI).
 //
 // With tool_choice auto the model's text goes through the served model's
 // tool-call parser (toolcall/). A forced choice (required or a named

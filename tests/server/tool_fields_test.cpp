@@ -179,6 +179,7 @@ TEST(ToolOutput, HermesWholeAndStreamed) {
 
 // A named function's output streams as one call in pieces; cut off by
 // max_tokens it stays a call (finish "length"), whole and streamed alike.
+// Finished, it ends with "stop", not "tool_calls", as OpenAI answers a named choice.
 TEST(ToolOutput, NamedFunctionStreamsInPieces) {
   GenerationRequest req;
   req.api = Api::chat;
@@ -196,18 +197,20 @@ TEST(ToolOutput, NamedFunctionStreamsInPieces) {
     tool_message(req.tools, whole, message, finish);
     ASSERT_EQ(message["tool_calls"].size(), 1u);
     EXPECT_EQ(message["content"], nullptr);
-    EXPECT_EQ(finish, why == FinishReason::stop ? "tool_calls" : "length");
+    EXPECT_EQ(finish, why == FinishReason::stop ? "stop" : "length");
     const std::string args = message["tool_calls"][0]["function"]["arguments"];
     EXPECT_EQ(args, why == FinishReason::stop ? R"({"city":"Oslo","note":"a b"})" : R"({"city":"Os)");
 
     ChoiceState c;
     std::string joined;
+    json streamed_finish;
     size_t chunks = 0;
     for (size_t i = 0; i < len; i += 4) {
       RequestOutput out;
       out.text = text.substr(i, std::min<size_t>(4, len - i));
       if (i + 4 >= len) out.finish = why;
       for (const json& chunk : tool_stream_chunks({"id", 0, "m"}, req, 0, c, out, nullptr)) {
+        if (!chunk["choices"][0]["finish_reason"].is_null()) streamed_finish = chunk["choices"][0]["finish_reason"];
         const json& delta = chunk["choices"][0]["delta"];
         EXPECT_FALSE(delta.contains("content")) << delta;
         if (delta.contains("tool_calls"))
@@ -215,6 +218,7 @@ TEST(ToolOutput, NamedFunctionStreamsInPieces) {
       }
     }
     EXPECT_EQ(joined, args);
+    EXPECT_EQ(streamed_finish, finish);
     EXPECT_GT(chunks, 2u);  // the name, then the arguments in more than one piece
   }
 }
