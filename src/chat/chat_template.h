@@ -95,6 +95,8 @@ std::string_view chat_template_name(ChatTemplate t);
 std::string chat_template_names();  // "chatml, llama2, ..., plain", for help and errors
 // "chatml", "llama2", ... as listed above; InvalidArgument naming the valid ones.
 ChatTemplate chat_template_from_name(std::string_view name);
+// The same, nullopt for a name that is not a built-in family.
+std::optional<ChatTemplate> find_chat_template(std::string_view name);
 // The family whose distinctive markers the template text contains, or nullopt.
 std::optional<ChatTemplate> detect_chat_template(std::string_view template_text);
 

@@ -39,9 +39,14 @@ std::string chat_template_names() {
   return out;
 }
 
-ChatTemplate chat_template_from_name(std::string_view name) {
+std::optional<ChatTemplate> find_chat_template(std::string_view name) {
   for (const auto& [tmpl, n] : kNames)
     if (n == name) return tmpl;
+  return std::nullopt;
+}
+
+ChatTemplate chat_template_from_name(std::string_view name) {
+  if (const auto t = find_chat_template(name)) return *t;
   fail<InvalidArgument>("unknown chat template '{}' (valid: {})", name, chat_template_names());
 }
 

@@ -12,14 +12,6 @@ namespace pagoda {
 
 namespace {
 
-std::optional<ChatTemplate> builtin_named(const std::string& name) {
-  try {
-    return chat_template_from_name(name);
-  } catch (const InvalidArgument&) {
-    return std::nullopt;
-  }
-}
-
 // Parses a template, keeping the reason in `error` instead of throwing.
 std::shared_ptr<const jinja::Template> try_parse(const std::string& text, const std::string& what, std::string& error) {
   try {
@@ -47,7 +39,7 @@ std::shared_ptr<const jinja::Template> load_jinja_template(const std::string& pa
 SelectedChatTemplate select_chat_template(const GgufFile& f, const std::optional<std::string>& spec) {
   SelectedChatTemplate s;
   if (spec) {
-    if (auto b = builtin_named(*spec)) {
+    if (auto b = find_chat_template(*spec)) {
       s.builtin = b;
       s.source = "built-in " + *spec;
       return s;

@@ -19,6 +19,12 @@ json call_delta_json(const toolcall::CallDelta& d) {
   return {{"tool_calls", json::array({call})}};
 }
 
+// A message that made calls and stopped by itself finishes with "tool_calls",
+// except under a named tool_choice, which finishes with "stop" (as OpenAI).
+bool finishes_with_tool_calls(const ToolRequest& r, FinishReason finish) {
+  return finish == FinishReason::stop && r.choice != ToolChoice::named;
+}
+
 }  // namespace
 
 bool tool_output_active(const ToolRequest& r) { return tool_choice_forced(r) || (r.parser && !r.tools.is_null()); }
@@ -73,7 +79,7 @@ void tool_message(const ToolRequest& r, const ChoiceState& c, json& message, jso
     arr.push_back(
         {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
   message["tool_calls"] = std::move(arr);
-  if (c.finish == FinishReason::stop && r.choice != ToolChoice::named) finish = "tool_calls";
+  if (finishes_with_tool_calls(r, c.finish)) finish = "tool_calls";
 }
 
 std::vector<json> tool_stream_chunks(const ResponseIdentity& id, const GenerationRequest& req, int index,
@@ -90,9 +96,8 @@ std::vector<json> tool_stream_chunks(const ResponseIdentity& id, const Generatio
   if (!out.text.empty()) send(c.tool_output->push(out.text));
   if (out.finish == FinishReason::stop || out.finish == FinishReason::length) {
     send(c.tool_output->finish());
-    json fin = c.tool_calls > 0 && out.finish == FinishReason::stop && req.tools.choice != ToolChoice::named
-                   ? json("tool_calls")
-                   : finish_reason_json(out.finish);
+    json fin = c.tool_calls > 0 && finishes_with_tool_calls(req.tools, out.finish) ? json("tool_calls")
+                                                                                    : finish_reason_json(out.finish);
     chunks.push_back(chat_chunk(id, req, index, json::object(), nullptr, std::move(fin), c.stop_reason));
   } else if (!logprobs.is_null()) {
     send({});

@@ -12,14 +12,6 @@ namespace pagoda::server {
 
 namespace {
 
-std::optional<ChatTemplate> builtin_named(const std::string& name) {
-  try {
-    return chat_template_from_name(name);
-  } catch (const InvalidArgument&) {
-    return std::nullopt;
-  }
-}
-
 // A built-in family's own tool layout names its parser.
 ToolParserChoice for_builtin(ChatTemplate t) {
   const std::string_view name = chat_template_tool_format(t);
@@ -41,7 +33,7 @@ ToolParserChoice choose_tool_parser(const std::string& flag, const std::string& 
   std::string text;
   if (template_spec) {
     // The same precedence as select_chat_template: a built-in name first.
-    if (const auto b = builtin_named(*template_spec)) return for_builtin(*b);
+    if (const auto b = find_chat_template(*template_spec)) return for_builtin(*b);
     if (!std::filesystem::is_regular_file(*template_spec)) return {std::nullopt, "none (auto: no chat template)"};
     std::ifstream in(*template_spec, std::ios::binary);
     std::stringstream ss;
