@@ -97,7 +97,7 @@ std::vector<json> tool_stream_chunks(const ResponseIdentity& id, const Generatio
   if (out.finish == FinishReason::stop || out.finish == FinishReason::length) {
     send(c.tool_output->finish());
     json fin = c.tool_calls > 0 && finishes_with_tool_calls(req.tools, out.finish) ? json("tool_calls")
-                                                                                    : finish_reason_json(out.finish);
+                                                                                   : finish_reason_json(out.finish);
     chunks.push_back(chat_chunk(id, req, index, json::object(), nullptr, std::move(fin), c.stop_reason));
   } else if (!logprobs.is_null()) {
     send({});
