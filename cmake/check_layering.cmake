@@ -1,7 +1,7 @@
 # The layering check (a CTest test): every `#include "DIR/..."` under src/
 # must point down the dependency graph that CMakeLists.txt declares with
-# pagoda_module(NAME DEPS ...), the same one-way arrows the README's map of
-# the house draws. A module may include its own headers and those of the
+# pagoda_module(NAME DEPS ...), the same one-way arrows the map of
+# the house in docs/architecture.md draws. A module may include its own headers and those of the
 # modules it depends on, directly or through others. The binary's folders
 # (cli/, tools/cmd/) may include any module the binary links.
 #

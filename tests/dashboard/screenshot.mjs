@@ -1,4 +1,4 @@
-// Takes one screenshot of a running server's dashboard (for the README):
+// Takes one screenshot of a running server's dashboard (for docs/operations.md, "Watching it run"):
 //   node screenshot.mjs BASE_URL OUT.png [WAIT_SECONDS]
 // The page is left open WAIT_SECONDS (default 20) so its charts fill.
 import { withPage } from './browser.mjs';
