@@ -2,7 +2,7 @@
 # CI check of the install and the .deb, one line per check:
 #   - scripts/package.sh makes the .deb from build/ (the Containerfile's step);
 #   - dpkg-deb -I: its name, version and declared dependencies (dpkg-shlibdeps' libraries, curl);
-#     dpkg --simulate -i: this machine satisfies them;
+#     apt-get install --simulate: this machine has them all;
 #   - the Containerfile tags the Kubernetes Deployment's image and runs these scripts;
 #   - dpkg-deb -c: the binary, the default model, the man page, the systemd unit, the docs;
 #   - the man page renders (man -l), when man is installed;
@@ -47,9 +47,14 @@ for step in "scripts/install-deps.sh --package" scripts/build.sh scripts/package
 done
 echo "package: Containerfile: builds $image with install-deps.sh, build.sh, package.sh (not run here)"
 
-# dpkg checks the declared dependencies against what is installed here (no change made).
-dpkg --simulate -i "$deb" >"$tmp/simulate.log" 2>&1 || { cat "$tmp/simulate.log"; fail "dpkg --simulate -i"; }
-echo "package: dpkg --simulate -i: the dependencies are satisfied on this machine"
+# Every declared dependency is installed here: apt's simulation (no change made; `dpkg
+# --simulate -i` stops before it looks at dependencies) must plan nothing but pagoda itself.
+apt-get install --simulate --no-install-recommends "$deb" >"$tmp/simulate.log" 2>&1 ||
+  { cat "$tmp/simulate.log"; fail "apt-get install --simulate: the dependencies cannot be met"; }
+if grep '^Inst ' "$tmp/simulate.log" | grep -v '^Inst pagoda '; then
+  fail "apt-get install --simulate: the packages above are not installed here"
+fi
+echo "package: apt-get install --simulate: every declared dependency is installed on this machine"
 
 # Files both install trees hold, relative to the prefix.
 files=(bin/pagoda share/pagoda/models/stories260K.gguf share/pagoda/models/LICENSE-stories260K

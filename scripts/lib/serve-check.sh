@@ -30,6 +30,7 @@ serve_check() {
   local file=${name//[^A-Za-z0-9.-]/_}
   local log="$dir/$file.log" out="$dir/$file.json" port="" status=000 rc=0
   serve_log=$log
+  : >"$log"  # before the background job opens it, so the first look below finds it
   "$@" >"$log" 2>&1 &
   serve_pid=$!
   for _ in $(seq 1 300); do
