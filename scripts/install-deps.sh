@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Pagoda needs; skips apt when everything is
-# already there. Usage: install-deps.sh [--serve] [--force]
-#   --serve  only what building and serving needs (scripts/run.sh, the Containerfile)
-#   --force  run apt-get even when nothing is missing (CI)
+# already there. Usage: install-deps.sh [--serve | --package] [--force]
+#   --serve    only what building and serving needs (scripts/run.sh)
+#   --package  what building, serving and the .deb need (the Containerfile): --serve and help2man
+#   --force    run apt-get even when nothing is missing (CI)
 set -euo pipefail
-serve_only=0 force=0
+serve_only=0 package=0 force=0
 for arg in "$@"; do
   case "$arg" in
     --serve) serve_only=1 ;;
+    --package) serve_only=1 package=1 ;;
     --force) force=1 ;;
-    *) echo "install-deps.sh: unknown option $arg (use --serve, --force)" >&2; exit 2 ;;
+    *) echo "install-deps.sh: unknown option $arg (use --serve, --package, --force)" >&2; exit 2 ;;
   esac
 done
 packages=(
@@ -22,11 +24,12 @@ packages=(
   libcurl4-openssl-dev libssl-dev curl             # model pulls from the Hugging Face hub (HTTPS, sha256)
   libzmq3-dev cppzmq-dev                           # ZeroMQ: the KV-cache event stream (llm-d, Dynamo)
 )
+# help2man: the man page `cmake --install` and the .deb put in place (from `pagoda --help-all`).
+if [[ $serve_only == 0 || $package == 1 ]]; then packages+=(help2man); fi
 if [[ $serve_only == 0 ]]; then
   packages+=(
     clang                                          # the libFuzzer targets
     clang-format                                   # the C++ style check (.clang-format)
-    help2man                                       # the man page `cmake --install` puts in place
     haproxy python3-yaml                           # tests: replicas behind HAProxy; deploy/ manifests parse
     googletest libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev  # tests and benchmarks
     chromium                                       # the dashboard's browser test (playwright-core drives it)

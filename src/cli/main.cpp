@@ -18,8 +18,10 @@
 
 namespace pagoda::cli {
 
-// models/ beside the binary (build/pagoda -> models/), in the source tree it
-// was built from, then the shared data folder; the first that exists.
+// The installed copy (<prefix>/bin/pagoda -> <prefix>/share/pagoda/models/,
+// relative to the binary, so a scratch root or any prefix finds its own),
+// models/ beside the binary (build/pagoda -> models/), the source tree it was
+// built from, then the shared data folder; the first that exists.
 std::string default_model_path() {
   namespace fs = std::filesystem;
   const fs::path file = fs::path("models") / "stories260K.gguf";
@@ -27,6 +29,7 @@ std::string default_model_path() {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
+    places.push_back(exe.parent_path().parent_path() / "share" / "pagoda" / file);
     places.push_back(exe.parent_path().parent_path() / file);
     places.push_back(exe.parent_path() / file);
   }
