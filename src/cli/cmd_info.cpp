@@ -3,12 +3,15 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/model_option.h"
 #include "chat/template_source.h"
 #include "gguf/file.h"
 #include "model/config.h"
+#include "quant/rows.h"
 #include "server/tool_parser_choice.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -32,11 +35,18 @@ Command add_info(CLI::App& app) {
                    f.parts() > 1 ? fmt::format(" in {} split files", f.parts()) : "");
         uint64_t params = 0, bytes = 0;
         std::map<std::string, int> types;
+        std::set<std::string> unsupported_types;
         for (const auto& t : f.tensors()) {
           params += t.n_elements;
           bytes += t.n_bytes;
           types[std::string(tensor_type_name(t.type))]++;
+          if (!weight_type_supported(t.type)) unsupported_types.insert(std::string(tensor_type_name(t.type)));
         }
+        // Why Pagoda cannot run this file, if it cannot: info still describes it, then exits 1.
+        std::vector<std::string> refusals;
+        if (!unsupported_types.empty())
+          refusals.push_back(fmt::format("tensor types {} are not supported (supported: {})",
+                                         fmt::join(unsupported_types, ", "), supported_weight_types()));
         std::string type_list;
         for (const auto& [name, n] : types)
           type_list += fmt::format("{}{} x{}", type_list.empty() ? "" : ", ", name, n);
@@ -51,7 +61,8 @@ Command add_info(CLI::App& app) {
           fmt::print("context:         {} tokens\nrope:            base {}, {} dims\nrms epsilon:     {}\n",
                      c.n_ctx_train, c.rope_freq_base, c.rope_dims, c.rms_eps);
         } catch (const Error& e) {
-          fmt::print("architecture:    {} ({})\n", f.get_string("general.architecture", "?"), e.what());
+          fmt::print("architecture:    {}\n", f.get_string("general.architecture", "?"));
+          refusals.push_back(e.what());
         }
         try {
           const auto tok = Tokenizer::from_gguf(f);
@@ -69,7 +80,8 @@ Command add_info(CLI::App& app) {
         if (!tmpl.empty()) fmt::print("{}\n", tmpl);
         if (o->metadata)
           for (const auto& [k, v] : f.metadata()) fmt::print("  {} = {}\n", k, v.to_display());
-        return 0;
+        for (const auto& why : refusals) fmt::print(stderr, "pagoda cannot run this file: {}\n", why);
+        return refusals.empty() ? 0 : 1;
       }};
 }
 

@@ -19,10 +19,15 @@ const TensorInfo& tensor(const GgufFile& f, const std::string& name) {
   return *t;
 }
 
+void check_supported_type(const GgufFile& f, const std::string& name, const TensorInfo& t) {
+  if (!weight_type_supported(t.type))
+    fail<Unsupported>("{}: tensor '{}' has tensor type {}, which Pagoda does not support (supported: {})", f.source(),
+                      name, tensor_type_name(t.type), supported_weight_types());
+}
+
 Matrix matrix(const GgufFile& f, const std::string& name, int rows, int cols) {
   const TensorInfo& t = tensor(f, name);
-  if (!weight_type_supported(t.type))
-    fail<Unsupported>("{}: tensor '{}' has unsupported tensor type {}", f.source(), name, tensor_type_name(t.type));
+  check_supported_type(f, name, t);
   if (t.shape.size() != 2 || t.shape[0] != uint64_t(cols) || (rows >= 0 && t.shape[1] != uint64_t(rows)))
     fail<FormatError>("{}: tensor '{}' has shape [{}], expected [{}, {}]", f.source(), name, fmt::join(t.shape, ", "),
                       cols, rows);
@@ -41,8 +46,7 @@ std::vector<float> vector_f32(const GgufFile& f, const std::string& name, int n)
   const TensorInfo& t = tensor(f, name);
   if (t.shape.size() != 1 || t.shape[0] != uint64_t(n))
     fail<FormatError>("{}: tensor '{}' has shape [{}], expected [{}]", f.source(), name, fmt::join(t.shape, ", "), n);
-  if (!weight_type_supported(t.type))
-    fail<Unsupported>("{}: tensor '{}' has unsupported tensor type {}", f.source(), name, tensor_type_name(t.type));
+  check_supported_type(f, name, t);
   std::vector<float> v(static_cast<size_t>(n));
   dequantize_row(t.type, t.data, v.data(), size_t(n));
   return v;

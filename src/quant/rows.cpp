@@ -14,6 +14,14 @@ bool weight_type_supported(TensorType t) {
   return t == TensorType::F32 || t == TensorType::F16 || t == TensorType::BF16 || has_quantized_dot(t);
 }
 
+std::string supported_weight_types() {
+  std::string names;
+  for (uint32_t id = 0; id < 64; ++id)
+    if (const auto info = tensor_type_info(id); info && weight_type_supported(TensorType(id)))
+      names += (names.empty() ? "" : ", ") + std::string(info->name);
+  return names;
+}
+
 size_t block_elems(TensorType t) {
   const auto info = tensor_type_info(uint32_t(t));
   if (!info) fail<Unsupported>("unknown tensor type {}", uint32_t(t));

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "gguf/types.h"
@@ -15,6 +16,10 @@ namespace pagoda {
 
 // Whether matmul and embedding lookup accept this type.
 bool weight_type_supported(TensorType t);
+
+// The names of the types weight_type_supported accepts, comma-separated (for
+// messages that refuse a file).
+std::string supported_weight_types();
 
 // Elements per block of t (1 for the float types).
 size_t block_elems(TensorType t);

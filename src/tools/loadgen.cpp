@@ -36,6 +36,9 @@ const std::vector<std::string> kPrompts = {"Once upon a time",
 
 enum class Kind { normal, bad, hangup_waiting, hangup_streaming };
 
+// Connects refused in a row (none accepted between) that mean the server is gone.
+constexpr int kRefusalsMeaningGone = 8;
+
 struct Shared {
   Shared(const LoadgenConfig& c, tcp::endpoint e) : cfg(c), endpoint(e) {}
   const LoadgenConfig& cfg;
@@ -43,6 +46,7 @@ struct Shared {
   std::string model;
   double t0 = 0, deadline = 0;
   int64_t open_streams = 0;
+  int refused_in_a_row = 0;  // connects refused since the last accepted one
   LoadgenReport report;
   PoissonArrivals arrivals{cfg.request_rate, cfg.seed};
   PromptFit fit;  // words per prompt token, fitted on the server when prompt_tokens is set
@@ -51,7 +55,7 @@ struct Shared {
 
   // The next request's arrival time (now in a closed loop), or none once the run is over.
   std::optional<double> claim() {
-    if (report.requests >= cfg.requests) return std::nullopt;
+    if (report.requests >= cfg.requests || report.server_gone) return std::nullopt;
     const double at = std::isinf(cfg.request_rate) ? now() : t0 + arrivals.next();
     if (at >= deadline) return std::nullopt;
     ++report.requests;
@@ -144,8 +148,13 @@ class Client {
     if (ec) {
       sh_.sample("connect: " + ec.message());
       close();
+      // A server that has exited refuses every connect: stop at once rather than
+      // spend the rest of the run (or --duration) on refusals.
+      if (ec == asio::error::connection_refused && ++sh_.refused_in_a_row >= kRefusalsMeaningGone)
+        sh_.report.server_gone = true;
       co_return false;
     }
+    sh_.refused_in_a_row = 0;
     sock_->set_option(tcp::no_delay(true), ec);
     co_return true;
   }
@@ -493,6 +502,7 @@ json LoadgenReport::to_json() const {
   const json rate = std::isinf(request_rate) ? json("inf") : json(request_rate);
   return {{"requests", requests},
           {"ended", ended()},
+          {"server_gone", server_gone},
           {"ok", ok},
           {"hung_up_waiting", hung_up_waiting},
           {"hung_up_streaming", hung_up_streaming},
@@ -533,6 +543,9 @@ std::string LoadgenReport::summary() const {
       "429 {}, other 4xx {}, 5xx {}, stream errors {}, transport errors {}, client timeouts {}\n",
       requests, duration_s, ok, hung_up_waiting, hung_up_streaming, bad_sent, bad_rejected, bad_accepted, rejected_429,
       http_4xx, http_5xx, stream_errors, transport_errors, client_timeouts);
+  if (server_gone)
+    s += fmt::format("stopped early: the server refused {} connections in a row (it is not running)\n",
+                     kRefusalsMeaningGone);
   s += fmt::format(
       "arrivals: {}; at most {} in flight; most concurrent streams {}\n",
       std::isinf(request_rate) ? std::string("closed loop") : fmt::format("Poisson, {} requests/s", request_rate),

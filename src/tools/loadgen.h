@@ -74,6 +74,7 @@ struct LoadgenReport {
   // Of completed streamed requests (e2e and prompt tokens: of all completed).
   Percentiles ttft_ms, itl_ms, tpot_ms, e2e_ms, queue_ms, prompt_tokens_each;
   std::vector<std::string> samples;  // a few error messages, for diagnosis
+  bool server_gone = false;          // stopped early: connections were refused, none accepted since
 
   // Every request ended in exactly one category.
   int64_t ended() const {

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "jinja/template.h"
+#include "testing/npm_oracle.h"
 #include "oracle.h"
 #include "testing/shared_data.h"
 
@@ -117,6 +118,7 @@ int check_template(const Corpus& c, size_t index) {
 
 // One test over all templates: the oracle's one Node process serves them all.
 TEST(Corpus, EveryTemplateRendersAsTheOracle) {
+  PAGODA_REQUIRE_NPM("tests/chat/oracle", "@huggingface/jinja");
   const Corpus* c = nullptr;
   try {
     c = &corpus();

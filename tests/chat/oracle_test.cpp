@@ -9,6 +9,7 @@
 #include "chat/chat_template.h"
 #include "chat/template_source.h"
 #include "gguf/file.h"
+#include "testing/npm_oracle.h"
 #include "oracle.h"
 #include "testing/shared_data.h"
 #include "util/error.h"
@@ -126,6 +127,7 @@ std::string render_with_jinja(const Expectation& e) {
 class OracleTest : public ::testing::TestWithParam<ChatTemplate> {};
 
 TEST_P(OracleTest, MatchesRealTemplate) {
+  PAGODA_REQUIRE_NPM("tests/chat/oracle", "@huggingface/jinja");
   const std::vector<Expectation>* all = nullptr;
   try {
     all = &expectations();

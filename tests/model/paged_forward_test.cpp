@@ -21,6 +21,7 @@
 #include "kernels/panels.h"
 #include "model/llama.h"
 #include "model/reference_llama.h"
+#include "testing/npm_oracle.h"
 #include "testing/process.h"
 #include "testing/shared_data.h"
 #include "tools/quantize_model.h"
@@ -574,6 +575,7 @@ struct TempDir {
 };
 
 TEST(LlamaCppOracle, ReadsQuantizedFilesAsPagodaDoes) {
+  PAGODA_REQUIRE_NPM("tests/quant/oracle", "node-llama-cpp");
   const TempDir dir("pagoda-oracle-");
   const std::filesystem::path& tmp = dir.path;
 
@@ -609,6 +611,7 @@ TEST(LlamaCppOracle, ReadsQuantizedFilesAsPagodaDoes) {
 // on the top 10: 0.001-0.013 nats; with the wrong layout, the factors or the
 // scaling ignored, or the Q bias dropped: 0.24-5.5 nats, beyond the tolerance.
 TEST(LlamaCppOracle, ReadsArchitecturesAsPagodaDoes) {
+  PAGODA_REQUIRE_NPM("tests/quant/oracle", "node-llama-cpp");
   const TempDir dir("pagoda-oracle-arch-");
   const std::filesystem::path& tmp = dir.path;
   const SyntheticModelSpec base = spec(TensorType::F32, 4, 2, false, 128, 256);

@@ -12,6 +12,7 @@
 #include "server/http_client.h"
 #include "server/server_process.h"
 #include "server/test_util.h"
+#include "testing/npm_oracle.h"
 #include "testing/process.h"
 
 namespace pagoda::testing {
@@ -144,12 +145,10 @@ TEST(ServerDashboard, NoDashboardTurnsItAllOff) {
   EXPECT_EQ(http_post(s.port(), "/v1/completions", kCompletion).status, 200);
 }
 
-// The browser test: the package is installed by the test setup
+// The browser test: playwright-core is installed by the test setup
 // (npm ci --prefix tests/dashboard) and chromium by scripts/install-deps.sh.
 std::filesystem::path browser_check() {
   const auto dir = std::filesystem::path(PAGODA_SOURCE_DIR) / "tests/dashboard";
-  EXPECT_TRUE(std::filesystem::exists(dir / "node_modules/playwright-core/package.json"))
-      << "playwright-core is not installed; run: npm ci --prefix tests/dashboard";
   EXPECT_TRUE(std::filesystem::exists("/usr/bin/chromium")) << "chromium is not installed (scripts/install-deps.sh)";
   return dir / "check.mjs";
 }
@@ -161,6 +160,7 @@ std::string screenshot_dir() {
 }
 
 TEST(ServerDashboardBrowser, LiveUnderLoadThenDrained) {
+  PAGODA_REQUIRE_NPM("tests/dashboard", "playwright-core");
   const auto script = browser_check();
   // Steps of 20 ms: slow enough that a page sees the queues, quick enough for a test.
   ServerProcess s({"--kv-cache-tokens", "4096", "--inject-faults", "slow=1,slow_ms=20"});
@@ -172,6 +172,7 @@ TEST(ServerDashboardBrowser, LiveUnderLoadThenDrained) {
 }
 
 TEST(ServerDashboardBrowser, WithoutTheKeyOnlyTheLogin) {
+  PAGODA_REQUIRE_NPM("tests/dashboard", "playwright-core");
   const auto script = browser_check();
   ServerProcess s({"--api-key", "sesame"});
   const auto p = run_process({"/usr/bin/env", "node", script.string(), "locked",

@@ -5,6 +5,7 @@
 // one-line errors before any traffic.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "server/server_process.h"
@@ -113,6 +114,20 @@ TEST(LoadgenRate, BadFlagsAreOneLineErrors) {
     EXPECT_EQ(std::count(p.err.begin(), p.err.end(), '\n'), 1) << p.err;
     EXPECT_NE(p.err.find(args[0]), std::string::npos) << p.err;
   }
+}
+
+// No server (port 9: nothing listens): loadgen stops after a few refused
+// connects, exit 1, instead of spending its --duration on refusals.
+TEST(LoadgenRate, StopsAtOnceWhenNoServerAnswers) {
+  const auto start = std::chrono::steady_clock::now();
+  const ProcessResult p = loadgen({"--port", "9", "-c", "4", "-n", "100000000", "--duration", "120"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(p.exit_code, 1) << p.out << p.err;
+  EXPECT_LT(seconds, 10);
+  const json r = json::parse(p.out);
+  EXPECT_TRUE(r["server_gone"].get<bool>()) << r.dump();
+  EXPECT_LT(r["requests"].get<int64_t>(), 100) << r.dump();
+  EXPECT_EQ(r["requests"], r["ended"]) << r.dump();
 }
 
 // --body-extra reaches every request: a valid constraint is served, an

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "server/server_process.h"
+#include "testing/npm_oracle.h"
 #include "testing/process.h"
 #include "testing/shared_data.h"
 
@@ -18,8 +19,7 @@ namespace {
 
 TEST(ServerOpenAiClient, CompletionChatAndStreamingChat) {
   const std::filesystem::path dir = std::filesystem::path(PAGODA_SOURCE_DIR) / "tests/server/openai_client";
-  ASSERT_TRUE(std::filesystem::exists(dir / "node_modules/openai/package.json"))
-      << "the openai npm package is not installed; run: npm ci --prefix tests/server/openai_client";
+  PAGODA_REQUIRE_NPM(dir.string(), "openai");
   ServerProcess s;
   const auto p = run_process({"/usr/bin/env", "node", (dir / "check.mjs").string(),
                               "http://127.0.0.1:" + std::to_string(s.port()) + "/v1",
@@ -31,8 +31,7 @@ TEST(ServerOpenAiClient, CompletionChatAndStreamingChat) {
 
 TEST(ServerOpenAiClient, StructuredOutputsParseAndValidate) {
   const std::filesystem::path dir = std::filesystem::path(PAGODA_SOURCE_DIR) / "tests/server/openai_client";
-  ASSERT_TRUE(std::filesystem::exists(dir / "node_modules/ajv/package.json"))
-      << "the ajv npm package is not installed; run: npm ci --prefix tests/server/openai_client";
+  PAGODA_REQUIRE_NPM(dir.string(), "ajv");
   ServerProcess s;
   const auto p = run_process({"/usr/bin/env", "node", (dir / "structured.mjs").string(),
                               "http://127.0.0.1:" + std::to_string(s.port()) + "/v1"});
@@ -46,8 +45,7 @@ TEST(ServerOpenAiClient, StructuredOutputsParseAndValidate) {
 TEST(ServerOpenAiClient, ToolCallsForcedStreamedAndRefused) {
   const std::filesystem::path src = PAGODA_SOURCE_DIR;
   const std::filesystem::path dir = src / "tests/server/openai_client";
-  ASSERT_TRUE(std::filesystem::exists(dir / "node_modules/ajv/package.json"))
-      << "the ajv npm package is not installed; run: npm ci --prefix tests/server/openai_client";
+  PAGODA_REQUIRE_NPM(dir.string(), "ajv");
   ServerProcess s({"--chat-template", (src / "tests/server/templates/tiny_tools.jinja").string()});
   const auto p = run_process(
       {"/usr/bin/env", "node", (dir / "tools.mjs").string(), "http://127.0.0.1:" + std::to_string(s.port()) + "/v1"});
@@ -61,8 +59,7 @@ TEST(ServerOpenAiClient, ToolCallsForcedStreamedAndRefused) {
 TEST(ServerOpenAiClient, ForcedToolCallsInThePlainForm) {
   const std::filesystem::path src = PAGODA_SOURCE_DIR;
   const std::filesystem::path dir = src / "tests/server/openai_client";
-  ASSERT_TRUE(std::filesystem::exists(dir / "node_modules/ajv/package.json"))
-      << "the ajv npm package is not installed; run: npm ci --prefix tests/server/openai_client";
+  PAGODA_REQUIRE_NPM(dir.string(), "ajv");
   ServerProcess s({"--chat-template", (src / "tests/server/templates/tiny_tools_plain.jinja").string()});
   const auto p = run_process({"/usr/bin/env", "node", (dir / "tools.mjs").string(),
                               "http://127.0.0.1:" + std::to_string(s.port()) + "/v1", "plain"});
@@ -75,8 +72,7 @@ TEST(ServerOpenAiClient, ForcedToolCallsInThePlainForm) {
 // regexes and choice lists, checked by openai_client/corpus.mjs.
 TEST(ServerOpenAiClient, SchemaCorpusValidatesOrIsRefusedByKeyword) {
   const std::filesystem::path dir = std::filesystem::path(PAGODA_SOURCE_DIR) / "tests/server/openai_client";
-  ASSERT_TRUE(std::filesystem::exists(dir / "node_modules/json-schema-test-suite/package.json"))
-      << "the json-schema-test-suite npm package is not installed; run: npm ci --prefix tests/server/openai_client";
+  PAGODA_REQUIRE_NPM(dir.string(), "json-schema-test-suite");
   ServerProcess s;
   const auto p = run_process(
       {"/usr/bin/env", "node", (dir / "corpus.mjs").string(), "http://127.0.0.1:" + std::to_string(s.port()) + "/v1"});

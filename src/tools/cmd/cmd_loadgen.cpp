@@ -93,7 +93,7 @@ Command add_loadgen(CLI::App& app) {
               std::puts(r.to_json().dump(2).c_str());
             else
               std::fputs(r.summary().c_str(), stdout);
-            return r.ended() == r.requests ? 0 : 1;
+            return r.ended() == r.requests && !r.server_gone ? 0 : 1;
           }};
 }
 

@@ -151,13 +151,25 @@ class Child {
   }
   // SIGTERM; the exit code, or -1 if it did not exit within timeout_s.
   int stop(double timeout_s) {
-    kill(pid_, SIGTERM);
-    int status = 0;
-    const bool exited = wait_until([&] { return waitpid(pid_, &status, WNOHANG) == pid_; }, timeout_s);
-    if (!exited) return -1;
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (pid_ > 0) kill(pid_, SIGTERM);
+    if (!wait_until([&] { return exited(); }, timeout_s)) return -1;
+    return exit_code_;
   }
+  // True once the server has exited (reaped here, its code kept).
+  bool exited() {
+    int status = 0;
+    if (pid_ > 0 && waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    return pid_ < 0;
+  }
+  // wait_until that gives up at once when the server exits: a server that
+  // refused its model is told in milliseconds, not after the whole wait.
+  bool wait_while_alive(const std::function<bool()>& done, double seconds) {
+    return wait_until([&] { return exited() || done(); }, seconds) && !exited();
+  }
+  std::string exit_story() const { return fmt::format("pagoda serve exited with code {}: {}", exit_code_, log_tail()); }
   std::string log_tail() const {
     std::ifstream f(log_path_);
     std::string all((std::istreambuf_iterator<char>(f)), {});
@@ -168,6 +180,7 @@ class Child {
 
  private:
   pid_t pid_ = -1;
+  int exit_code_ = -1;
   uint16_t port_ = 0;
   std::string log_path_;
 };
@@ -215,15 +228,20 @@ LoadgenReport drive(const SoakConfig& c, uint16_t port, std::vector<std::string>
 
 // After the load: the engine drains to nothing, its counters balance and its
 // idle self-check held. Returns the last /metrics scrape.
-std::map<std::string, double> check_engine_after(uint16_t port, std::vector<std::string>& failed) {
+std::map<std::string, double> check_engine_after(Child& child, std::vector<std::string>& failed) {
+  const uint16_t port = child.port();
   std::map<std::string, double> m;
-  const bool drained = wait_until(
+  const bool drained = child.wait_while_alive(
       [&] {
         m = scrape(port);
         return m["pagoda_num_requests_running"] == 0 && m["pagoda_num_requests_waiting"] == 0 &&
                m["pagoda_kv_blocks_used"] == 0;
       },
       30);
+  if (child.exited()) {
+    failed.push_back(child.exit_story());
+    return m;
+  }
   if (!drained)
     failed.push_back(fmt::format("the engine did not drain: {} running, {} waiting, {} blocks in use",
                                  m["pagoda_num_requests_running"], m["pagoda_num_requests_waiting"],
@@ -251,8 +269,8 @@ std::vector<std::string> soak_mode(const std::string& mode, const SoakConfig& c,
   auto expect = [&](bool ok, const std::string& what) {
     if (!ok) failed.push_back(what);
   };
-  if (!wait_until([&] { return get(child.port(), "/health").first == 200; }, 120)) {
-    failed.push_back("never healthy: " + child.log_tail());
+  if (!child.wait_while_alive([&] { return get(child.port(), "/health").first == 200; }, 120)) {
+    failed.push_back(child.exited() ? child.exit_story() : "never healthy: " + child.log_tail());
     return failed;
   }
   const double rss_before = rss_mib(child.pid());
@@ -265,7 +283,8 @@ std::vector<std::string> soak_mode(const std::string& mode, const SoakConfig& c,
   if (mode != "faults")
     expect(total.http_5xx + total.stream_errors == 0,
            fmt::format("{} requests failed on the server without faults", total.http_5xx + total.stream_errors));
-  std::map<std::string, double> m = check_engine_after(child.port(), failed);
+  std::map<std::string, double> m = check_engine_after(child, failed);
+  if (child.exited()) return failed;
   const double rss_after = rss_mib(child.pid());
   expect(rss_after - rss_before < c.max_rss_growth_mib,
          fmt::format("RSS grew {:.0f} -> {:.0f} MiB", rss_before, rss_after));
