@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs what is missing, checks the
-# C++ style (clang-format), then
-#   1. Release build, every test (ctest);
+# C++ style (clang-format), installs the npm test oracles, then
+#   1. Release build, every test (ctest); a fresh clone serves through
+#      scripts/run.sh (the binary just built); the .deb and `cmake --install`
+#      serve a completion (scripts/package-check.sh);
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build, every test again;
-#   3. libFuzzer build (clang), each fuzz target for $PAGODA_FUZZ_SECONDS (default 30) s;
+#   3. libFuzzer build (clang), each fuzz target for $PAGODA_FUZZ_SECONDS
+#      (default 30) s, one per core at a time (scripts/fuzz.sh);
 #   4. the quick benchmarks, so they never rot;
-#   5. `pagoda soak` at 1,000 requests per mode;
-#   6. a fresh clone serves through scripts/run.sh (the binary built in 1, no rebuild).
-# Set PAGODA_TEST_QUICK=1 to run step 1 only.
+#   5. `pagoda soak` at 1,000 requests per mode.
+# Set PAGODA_TEST_QUICK=1 to run step 1 only. Compiles go through ccache when it
+# is installed: a warm machine rebuilds only what changed (the step timings and
+# ccache's hit count are printed; docs/contributing.md has the breakdown).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -36,6 +40,9 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 
 step "Fresh clone: scripts/run.sh serves and completes"
 scripts/fresh-clone-check.sh build/pagoda
+
+step "Package: the .deb and cmake --install serve a completion"
+scripts/package-check.sh
 [[ "${PAGODA_TEST_QUICK:-0}" == 1 ]] && exit 0
 
 step "ASan + UBSan build and tests"
@@ -54,25 +61,7 @@ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPAGODA_FUZ
   >/dev/null
 fuzz_targets=$(cd build-fuzz && ninja -t targets all | sed -n 's/^\(fuzz_[a-z_]*\):.*/\1/p')
 cmake --build build-fuzz --target $fuzz_targets
-for target in build-fuzz/fuzz_*; do
-  name=$(basename "$target" | sed 's/^fuzz_//')
-  corpus=$(mktemp -d)
-  [[ -d "fuzz/corpus/$name" ]] && cp -r "fuzz/corpus/$name/." "$corpus/"
-  echo "-- $target for ${PAGODA_FUZZ_SECONDS:-30} s"
-  log=$(mktemp)
-  if ! UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 "$target" -max_total_time="${PAGODA_FUZZ_SECONDS:-30}" \
-    -max_len=65536 -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 -artifact_prefix="build-fuzz/$name-" \
-    "$corpus" >"$log" 2>&1; then
-    # The report and the input itself (base64), so a CI log alone reproduces the failure.
-    tail -n 60 "$log"
-    for input in build-fuzz/"$name"-*; do
-      echo "-- failing input $input (base64): $(base64 -w0 "$input" | head -c 8192)"
-    done
-    exit 1
-  fi
-  tail -n 12 "$log"
-  rm -rf "$corpus" "$log"
-done
+scripts/fuzz.sh build-fuzz
 
 step "Quick benchmarks"
 for b in build/bench_*; do
@@ -85,4 +74,5 @@ build/pagoda bench-model --quick
 
 step "Soak: 1,000 rude requests per mode"
 build/pagoda soak -n 1000
+command -v ccache >/dev/null && ccache --show-stats | grep -E 'Hits|Misses|Cache size' || true
 step "All tests passed"

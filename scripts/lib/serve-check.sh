@@ -5,7 +5,7 @@
 #   serve_check NAME DIR COMMAND...
 # runs COMMAND (a `pagoda serve --port 0 ...`, or something that execs one) in
 # the background, its output in DIR/NAME.log (NAME's odd characters as _; the
-# path in $serve_log); waits up to 30 s for "Pagoda
+# path in $serve_log); waits up to $SERVE_CHECK_LISTEN_S (default 30) s for "Pagoda
 # listening on http://127.0.0.1:PORT"; asks for one completion (expects 200,
 # retrying for 10 s while the model loads); then stops it with SIGTERM and
 # expects exit code 0 (a drained, normal end). Prints one line
@@ -33,7 +33,7 @@ serve_check() {
   : >"$log"  # before the background job opens it, so the first look below finds it
   "$@" >"$log" 2>&1 &
   serve_pid=$!
-  for _ in $(seq 1 300); do
+  for _ in $(seq 1 $((${SERVE_CHECK_LISTEN_S:-30} * 10))); do
     port=$(sed -n 's|^Pagoda listening on http://127\.0\.0\.1:\([0-9]*\).*|\1|p' "$log")
     [[ -n "$port" ]] && break
     if ! kill -0 "$serve_pid" 2>/dev/null; then
@@ -48,7 +48,7 @@ serve_check() {
   if [[ -z "$port" ]]; then
     serve_stop
     cat "$log"
-    echo "$name: FAILED: the server did not start in 30 s"
+    echo "$name: FAILED: the server did not start in ${SERVE_CHECK_LISTEN_S:-30} s"
     return 1
   fi
   for _ in $(seq 1 100); do  # the model loads while /health says 503

@@ -22,7 +22,7 @@
 namespace pagoda::cli {
 namespace {
 
-struct Opts {
+struct BenchOpts {
   ModelOption model;
   std::string model_path;  // model, resolved once
   int requests = 64;
@@ -50,7 +50,7 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, size_t(p * double(v.size())))];
 }
 
-void run_mode(const Opts& o, bool paged) {
+void run_mode(const BenchOpts& o, bool paged) {
   EngineConfig cfg;
   cfg.kv_cache_tokens = o.kv_cache_tokens;
   cfg.sched.max_num_seqs = o.max_num_seqs;
@@ -140,7 +140,7 @@ void run_mode(const Opts& o, bool paged) {
 }  // namespace
 
 Command add_bench(CLI::App& app) {
-  auto o = std::make_shared<Opts>();
+  auto o = std::make_shared<BenchOpts>();
   auto* cmd = app.add_subcommand("bench", "Measure serving throughput and latency through the engine");
   o->model.add(cmd);
   cmd->add_option("--requests", o->requests, "Requests in the workload")->capture_default_str();

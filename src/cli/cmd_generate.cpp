@@ -20,7 +20,7 @@
 namespace pagoda::cli {
 namespace {
 
-struct Opts {
+struct GenerateOpts {
   ModelOption model;
   std::string prompt;
   int max_tokens = 256;
@@ -42,7 +42,7 @@ nlohmann::json logprob_entries(const Tokenizer& tok, const GeneratedLogprobs& lp
   return out;
 }
 
-int run(const Opts& o, bool seed_given) {
+int run_generate(const GenerateOpts& o, bool seed_given) {
   Request req;
   req.sampling = o.sampling;
   req.sampling.max_tokens = o.max_tokens;
@@ -108,7 +108,7 @@ int run(const Opts& o, bool seed_given) {
 }  // namespace
 
 Command add_generate(CLI::App& app) {
-  auto o = std::make_shared<Opts>();
+  auto o = std::make_shared<GenerateOpts>();
   // Defaults as llama.cpp's CLI: a little randomness, filtered.
   o->sampling.temperature = 0.8f;
   o->sampling.top_k = 40;
@@ -138,7 +138,7 @@ Command add_generate(CLI::App& app) {
   cmd->add_flag("--no-bos", o->no_bos, "Do not add the BOS token to the prompt");
   cmd->add_flag("--json", o->json, "Print one JSON object {prompt_token_ids, output_token_ids, text} at the end");
   cmd->add_option("--logprobs", o->logprobs, "With --json: the K most likely tokens at each position (0-20)");
-  return {cmd, [o, seed] { return run(*o, seed->count() > 0); }};
+  return {cmd, [o, seed] { return run_generate(*o, seed->count() > 0); }};
 }
 
 }  // namespace pagoda::cli

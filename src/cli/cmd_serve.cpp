@@ -24,7 +24,7 @@
 namespace pagoda::cli {
 namespace {
 
-struct Opts {
+struct ServeOpts {
   ModelOption model_opt;
   std::string model;  // model_opt, resolved
   std::vector<std::string> served_names;
@@ -69,7 +69,7 @@ LoadProgress progress_log(const std::string& name) {
   };
 }
 
-int run(Opts& o) {
+int run_serve(ServeOpts& o) {
   std::signal(SIGPIPE, SIG_IGN);  // a vanished client is an error code, not a signal
   raise_open_files_limit();
   EngineConfig cfg = o.engine;
@@ -145,7 +145,7 @@ int run(Opts& o) {
 }  // namespace
 
 Command add_serve(CLI::App& app) {
-  auto o = std::make_shared<Opts>();
+  auto o = std::make_shared<ServeOpts>();
   auto* cmd = app.add_subcommand("serve", "Serve the model over an OpenAI-compatible HTTP API");
   auto& s = o->server;
   auto& e = o->engine;
@@ -235,7 +235,7 @@ Command add_serve(CLI::App& app) {
   cmd->add_flag("--audit-every-step", e.audit_every_step, "Check every KV block after each step (slow; for tests)");
   cmd->add_option("--log-interval", e.log_interval_s, "Seconds between throughput logs (0: off)")
       ->capture_default_str();
-  return {cmd, [o] { return run(*o); }};
+  return {cmd, [o] { return run_serve(*o); }};
 }
 
 }  // namespace pagoda::cli

@@ -39,7 +39,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct Opts {
+struct BenchModelOpts {
   bool quick = false;
   int threads = 0;
   std::vector<std::string> models = {"100m", "1b"};
@@ -173,7 +173,7 @@ const DecodeFigure* find_decode(const Result& r, int batch, int context) {
   return nullptr;
 }
 
-Result measure(const Opts& o, const Machine& m, const std::string& model_name, const std::string& type,
+Result measure(const BenchModelOpts& o, const Machine& m, const std::string& model_name, const std::string& type,
                const std::string& path, ThreadPool& pool, CacheEvictor* evictor, ReadProbe* probe) {
   const int steps = o.steps > 0 ? o.steps : (o.quick ? 2 : 5);
   auto model = LlamaModel::load(path, o.mmap ? Residency::kMapped : Residency::kInMemory);
@@ -285,7 +285,7 @@ std::string file_type_name(const std::string& type) {
 }
 
 // Generates one model (F16), derives the quantized files, measures each type.
-std::vector<Result> bench_model(const Opts& o, const Machine& m, const std::string& name, const fs::path& dir,
+std::vector<Result> bench_model(const BenchModelOpts& o, const Machine& m, const std::string& name, const fs::path& dir,
                                 ThreadPool& pool, CacheEvictor* evictor, ReadProbe* probe, nlohmann::json& setup) {
   SyntheticModelSpec spec = model_spec(name);
   spec.type = TensorType::F16;
@@ -321,7 +321,7 @@ std::vector<Result> bench_model(const Opts& o, const Machine& m, const std::stri
   return results;
 }
 
-void print_table(const Opts& o, const Machine& m, const std::vector<Result>& results) {
+void print_table(const BenchModelOpts& o, const Machine& m, const std::vector<Result>& results) {
   fmt::print(
       "machine: {} threads; read bandwidth {:.1f} GB/s (best of 5 passes x 1-8 streams over {} MiB); peak FMA {:.1f} "
       "GFLOP/s "
@@ -385,8 +385,8 @@ void print_table(const Opts& o, const Machine& m, const std::vector<Result>& res
   }
 }
 
-nlohmann::json to_json(const Opts& o, const Machine& m, const std::vector<Result>& results, const nlohmann::json& setup,
-                       double wall_s) {
+nlohmann::json to_json(const BenchModelOpts& o, const Machine& m, const std::vector<Result>& results,
+                       const nlohmann::json& setup, double wall_s) {
   nlohmann::json j;
   j["machine"] = {{"threads", m.threads},
                   {"read_bandwidth_bytes_per_s", m.bandwidth.bytes_per_s},
@@ -451,7 +451,7 @@ void force_simd_target(const std::string& name) {
   fail<InvalidArgument>("bench-model: --simd {}: not a target this CPU runs ({})", name, known);
 }
 
-int run(Opts o) {
+int run_bench_model(BenchModelOpts o) {
   if (o.quick) o.models = {"10m"};
   if (!o.simd.empty()) force_simd_target(o.simd);
   for (const auto& m : o.models) model_spec(m);
@@ -525,7 +525,7 @@ int run(Opts o) {
 }  // namespace
 
 Command add_bench_model(CLI::App& app) {
-  auto o = std::make_shared<Opts>();
+  auto o = std::make_shared<BenchModelOpts>();
   auto* cmd = app.add_subcommand("bench-model",
                                  "Measure the forward pass on synthetic models against the machine's "
                                  "read bandwidth and peak FMA rate");
@@ -548,7 +548,7 @@ Command add_bench_model(CLI::App& app) {
   cmd->add_option("--simd", o->simd, "Run the kernels of this SIMD target only (e.g. AVX2 on an AVX-512 CPU)");
   cmd->add_flag("--json", o->json, "Print the figures as JSON");
   cmd->add_option("--json-file", o->json_file, "Also write the figures as JSON to this file");
-  return {cmd, [o] { return run(*o); }};
+  return {cmd, [o] { return run_bench_model(*o); }};
 }
 
 }  // namespace pagoda::tools
