@@ -21,21 +21,21 @@ trap cleanup EXIT
 
 echo "== Pagoda: fresh clone -> scripts/run.sh -> first completion ($jobs jobs, no ccache)"
 git clone -q . "$tmp/pagoda"
-start=$(date +%s.%N)
+start=$(date +%s%N)
 CCACHE_DISABLE=1 CMAKE_BUILD_PARALLEL_LEVEL=$jobs SERVE_CHECK_LISTEN_S=3600 \
   serve_check "pagoda quick start" "$tmp" env -u PAGODA_SHARED PORT=0 "$tmp/pagoda/scripts/run.sh" --log-interval 0
-pagoda_s=$(echo "$(date +%s.%N) - $start" | bc)
+pagoda_s=$((($(date +%s%N) - start) / 1000000000))
 
 echo "== llama.cpp v0.5.0: cmake configure + --build --target llama-server ($jobs jobs)"
 (cd "$tmp" && npm pack node-llama-cpp@3.22.1 --silent >/dev/null && tar xzf node-llama-cpp-3.22.1.tgz package/llama)
 git clone -q "$tmp/package/llama/gitRelease.bundle" "$tmp/llama.cpp" 2>/dev/null
-start=$(date +%s.%N)
+start=$(date +%s%N)
 cmake -S "$tmp/llama.cpp" -B "$tmp/llama.cpp/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
   -DLLAMA_CURL=OFF >/dev/null
 cmake --build "$tmp/llama.cpp/build" --target llama-server -j "$jobs" >/dev/null
-llama_s=$(echo "$(date +%s.%N) - $start" | bc)
+llama_s=$((($(date +%s%N) - start) / 1000000000))
 
 printf '\n| from scratch, %s jobs | seconds |\n|---|---|\n' "$jobs"
-printf '| Pagoda: fresh clone to the first completion (scripts/run.sh) | %.0f |\n' "$pagoda_s"
-printf '| llama.cpp v0.5.0: configure + build llama-server | %.0f |\n' "$llama_s"
-printf 'ratio (Pagoda / llama.cpp): %.2f\n' "$(echo "$pagoda_s / $llama_s" | bc -l)"
+echo "| Pagoda: fresh clone to the first completion (scripts/run.sh) | $pagoda_s |"
+echo "| llama.cpp v0.5.0: configure + build llama-server | $llama_s |"
+awk -v p="$pagoda_s" -v l="$llama_s" 'BEGIN { printf "ratio (Pagoda / llama.cpp): %.2f\n", p / l }'

@@ -39,7 +39,7 @@ cmake --build build
 ctest --test-dir build --output-on-failure -j "$jobs"
 
 step "Fresh clone: scripts/run.sh serves and completes"
-scripts/fresh-clone-check.sh build/pagoda
+scripts/fresh-clone-check.sh
 
 step "Package: the .deb and cmake --install serve a completion"
 scripts/package-check.sh

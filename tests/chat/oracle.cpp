@@ -1,3 +1,4 @@
+#include "testing/build_paths.h"
 #include "oracle.h"
 
 #include <unistd.h>
@@ -49,7 +50,7 @@ nlohmann::ordered_json to_json(const OracleCase& c) {
 
 }  // namespace
 
-std::string chat_tests_dir() { return fs::path(__FILE__).parent_path().string(); }
+std::string chat_tests_dir() { return (fs::path(PAGODA_SOURCE_DIR) / "tests" / "chat").string(); }
 
 std::string read_template_fixture(const std::string& name) {
   return read_file(chat_tests_dir() + "/templates/" + name + ".jinja");

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "testing/build_paths.h"
 #include "tools/synthetic.h"
 #include "testing/process.h"
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "testing/build_paths.h"
 #include "testing/process.h"
 
 namespace pagoda {

@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "testing/build_paths.h"
 #include "testing/process.h"
 #include "testing/shared_data.h"
 

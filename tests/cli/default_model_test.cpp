@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "testing/build_paths.h"
 #include "testing/process.h"
 
 namespace pagoda {

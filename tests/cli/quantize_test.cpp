@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
+#include "testing/build_paths.h"
 #include "testing/process.h"
 #include "testing/shared_data.h"
 

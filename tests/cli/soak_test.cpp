@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "testing/build_paths.h"
 #include "testing/process.h"
 #include "testing/shared_data.h"
 

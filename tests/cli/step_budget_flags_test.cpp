@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "testing/build_paths.h"
 #include "testing/process.h"
 #include "testing/shared_data.h"
 

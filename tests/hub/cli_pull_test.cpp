@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "testing/build_paths.h"
 #include "hub/hub_fixture.h"
 #include "testing/process.h"
 

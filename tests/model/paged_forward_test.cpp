@@ -17,6 +17,7 @@
 #include <optional>
 #include <random>
 
+#include "testing/build_paths.h"
 #include "gguf/file.h"
 #include "kernels/panels.h"
 #include "model/llama.h"
@@ -497,7 +498,7 @@ struct OracleJob {
 // Each job's top-10 next tokens after its prompt, by llama.cpp: (id, logprob).
 std::vector<std::vector<std::pair<int, double>>> run_llama_cpp(const std::vector<OracleJob>& jobs,
                                                                const std::filesystem::path& tmp) {
-  const auto dir = std::filesystem::path(__FILE__).parent_path().parent_path() / "quant" / "oracle";
+  const auto dir = std::filesystem::path(PAGODA_SOURCE_DIR) / "tests" / "quant" / "oracle";
   const char* setup = "run `npm ci --prefix tests/quant/oracle --omit=optional` (Node.js 20+)";
   if (!std::filesystem::exists(dir / "node_modules" / "node-llama-cpp" / "package.json"))
     throw std::runtime_error(std::string("llama.cpp oracle not installed: ") + setup);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <thread>
 
+#include "testing/build_paths.h"
 #include "server/http_client.h"
 #include "server/server_process.h"
 #include "server/test_util.h"
@@ -358,7 +359,7 @@ TEST(ServerChatTemplate, OverrideRendersThatFamily) {
 // working and refuses chat requests with the reason; a template's
 // raise_exception is a 400 with its message.
 TEST(ServerChatTemplate, JinjaFileAndBrokenTemplate) {
-  const std::string dir = std::filesystem::path(__FILE__).parent_path().parent_path().string() + "/chat/templates/";
+  const std::string dir = std::string(PAGODA_SOURCE_DIR) + "/tests/chat/templates/";
   ServerProcess s({"--chat-template", dir + "chatml.jinja"});
   const json chat = http_post(s.port(), "/v1/chat/completions",
                               {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 4}})

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <future>
 
+#include "testing/build_paths.h"
 #include "server/http_client.h"
 #include "server/server_process.h"
 #include "server/test_util.h"

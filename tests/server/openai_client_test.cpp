@@ -9,6 +9,7 @@
 
 #include <filesystem>
 
+#include "testing/build_paths.h"
 #include "server/server_process.h"
 #include "testing/npm_oracle.h"
 #include "testing/process.h"

@@ -1,3 +1,4 @@
+#include "testing/build_paths.h"
 #include "server/server_process.h"
 
 #include <dirent.h>

@@ -1,3 +1,4 @@
+#include "testing/build_paths.h"
 #include "testing/npm_oracle.h"
 
 #include <gtest/gtest.h>
@@ -12,8 +13,7 @@ namespace pagoda::testing {
 namespace fs = std::filesystem;
 
 std::string npm_package_missing(const std::string& prefix, const std::string& package) {
-  // The build passes absolute source paths: this file is <root>/tests/testing/npm_oracle.cpp.
-  const fs::path root = fs::path(__FILE__).parent_path().parent_path().parent_path();
+  const fs::path root = PAGODA_SOURCE_DIR;
   const fs::path dir = fs::path(prefix).is_absolute() ? fs::path(prefix) : root / prefix;
   const fs::path shown = fs::path(prefix).is_absolute() ? dir.lexically_relative(root) : fs::path(prefix);
   const std::string install = std::string(fs::exists(dir / "package-lock.json") ? "npm ci" : "npm install") +

@@ -1,6 +1,7 @@
 // The converter reads only what tokenization needs. The pre-tokenizer is
 // recognised from the Split regex (or GPT-2's built-in ByteLevel regex), as
 // llama.cpp's converter would name it.
+#include "testing/build_paths.h"
 #include "hf_vocab.h"
 
 #include <cstdlib>
@@ -138,8 +139,7 @@ GgufWriter hf_vocab_to_gguf(const HfVocabFiles& files) {
 
 std::string oracle_modules_dir() {
   if (const char* env = std::getenv("PAGODA_TOKENIZER_ORACLE"); env && *env) return env;
-  // The build passes absolute source paths, so this file knows where it lives.
-  return (std::filesystem::path(__FILE__).parent_path() / "oracle" / "node_modules").string();
+  return (std::filesystem::path(PAGODA_SOURCE_DIR) / "tests" / "tokenizer" / "oracle" / "node_modules").string();
 }
 
 std::string oracle_package_missing(const std::string& package) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <random>
 
+#include "testing/build_paths.h"
 #include "testing/shared_data.h"
 #include "toolcall/tool_call_parser.h"
 
@@ -323,7 +324,7 @@ TEST(Names, CallMarkupParsesBack) {
 
 TEST(Names, RealTemplates) {
   auto read = [](const std::string& name) {
-    const auto dir = std::filesystem::path(__FILE__).parent_path().parent_path() / "chat" / "templates";
+    const auto dir = std::filesystem::path(PAGODA_SOURCE_DIR) / "tests" / "chat" / "templates";
     return testing::read_file((dir / name).string());
   };
   EXPECT_EQ(detect_format(read("Qwen--Qwen2.5-7B-Instruct.jinja")), Format::hermes);
