@@ -12,12 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/serve-check.sh
-tmp=$(mktemp -d)
-cleanup() {
-  serve_stop
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+serve_check_tmp
 start=$(date +%s%N)
 git clone -q . "$tmp/pagoda"
 SERVE_CHECK_LISTEN_S=1800 serve_check "fresh clone" "$tmp" env -u PAGODA_SHARED PORT=0 "$tmp/pagoda/scripts/run.sh" \

@@ -14,12 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/serve-check.sh
-tmp=$(mktemp -d)
-cleanup() {
-  serve_stop
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+serve_check_tmp
 fail() {
   echo "package: FAILED: $*"
   exit 1

@@ -12,12 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/serve-check.sh
 jobs=${1:-$(nproc)}
-tmp=$(mktemp -d)
-cleanup() {
-  serve_stop
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+serve_check_tmp
 
 echo "== Pagoda: fresh clone -> scripts/run.sh -> first completion ($jobs jobs, no ccache)"
 git clone -q . "$tmp/pagoda"

@@ -1,4 +1,4 @@
-# shellcheck shell=bash disable=SC2034  # serve_pid and serve_log are read by the caller
+# shellcheck shell=bash disable=SC2034  # serve_pid, serve_log and tmp are read by the caller
 # Sourced by the CI scripts that start a server and ask it one completion
 # (fresh-clone-check.sh, package-check.sh). Needs curl.
 #
@@ -15,6 +15,13 @@
 
 serve_pid=""
 serve_log=""
+
+# A temporary folder in $tmp, removed (after the server, if one runs, is
+# stopped) when the calling script exits.
+serve_check_tmp() {
+  tmp=$(mktemp -d)
+  trap 'serve_stop; rm -rf "$tmp"' EXIT
+}
 
 serve_stop() {
   if [[ -n "$serve_pid" ]]; then
