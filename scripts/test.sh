@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: installs what is missing, checks the
 # C++ style (clang-format), installs the npm test oracles, then
-#   1. Release build, every test (ctest); a fresh clone serves through
-#      scripts/run.sh (the binary just built); the .deb and `cmake --install`
-#      serve a completion (scripts/package-check.sh);
+#   1. Release build, every test (ctest); a fresh clone's quick start, timed
+#      (scripts/run.sh builds and serves there; warm from this build's ccache);
+#      the .deb and `cmake --install` serve a completion (scripts/package-check.sh);
 #   2. AddressSanitizer + UndefinedBehaviorSanitizer build, every test again;
 #   3. libFuzzer build (clang), each fuzz target for $PAGODA_FUZZ_SECONDS
 #      (default 30) s, one per core at a time (scripts/fuzz.sh);
