@@ -1,5 +1,6 @@
 // `pagoda info`: what a GGUF model is — architecture, shape, weight types,
 // tokenizer and chat template — without running it.
+#include <algorithm>
 #include <fmt/format.h>
 
 #include <map>
@@ -58,8 +59,17 @@ Command add_info(CLI::App& app) {
           fmt::print("architecture:    {}{}\n", c.arch, c.name.empty() ? "" : " (" + c.name + ")");
           fmt::print("layers:          {}\nwidth:           {}\nffn width:       {}\n", c.n_layer, c.n_embd, c.n_ff);
           fmt::print("heads:           {} query, {} key/value, head size {}\n", c.n_head, c.n_head_kv, c.head_dim);
-          fmt::print("context:         {} tokens\nrope:            base {}, {} dims\nrms epsilon:     {}\n",
-                     c.n_ctx_train, c.rope_freq_base, c.rope_dims, c.rms_eps);
+          fmt::print("context:         {} tokens\nrope:            {}, base {}, {} dims\nrms epsilon:     {}\n",
+                     c.n_ctx_train, rope_layout_name(c.rope.layout), c.rope.base, c.rope.dims, c.rms_eps);
+          fmt::print("block:           {} norms{}{}\n", norm_placement_name(c.norms),
+                     c.qk_norm == QkNorm::None ? "" : ", Q/K norm",
+                     c.act == Activation::GeluTanh ? ", GeGLU" : ", SwiGLU");
+          if (const int sliding =
+                  int(std::count_if(c.layers.begin(), c.layers.end(), [](const LayerSpec& l) { return l.window > 0; })))
+            fmt::print("sliding window:  {} of {} layers, {} positions\n", sliding, c.n_layer,
+                       std::max_element(c.layers.begin(), c.layers.end(), [](const LayerSpec& a, const LayerSpec& b) {
+                         return a.window < b.window;
+                       })->window);
         } catch (const Error& e) {
           fmt::print("architecture:    {}\n", f.get_string("general.architecture", "?"));
           refusals.push_back(e.what());

@@ -36,6 +36,25 @@ void SwiGlu(float* HWY_RESTRICT gate, const float* HWY_RESTRICT up, size_t n) {
   std::memcpy(gate + i, g, (n - i) * sizeof(float));
 }
 
+// The same loop shape for GeGLU. tanh saturates on its own, so no cap is needed.
+void GeGluTanh(float* HWY_RESTRICT gate, const float* HWY_RESTRICT up, size_t n) {
+  const DF d;
+  const V half = hn::Set(d, 0.5f), one = hn::Set(d, 1.0f), k = hn::Set(d, 0.7978845608028654f),
+          c = hn::Set(d, 0.044715f);
+  auto gelu_times = [&](V x, V u) HWY_ATTR {
+    const V inner = hn::Mul(k, hn::MulAdd(hn::Mul(c, hn::Mul(x, x)), x, x));
+    return hn::Mul(hn::Mul(hn::Mul(half, x), hn::Add(one, hn::Tanh(d, inner))), u);
+  };
+  size_t i = 0;
+  for (; i + kL <= n; i += kL) hn::StoreU(gelu_times(hn::LoadU(d, gate + i), hn::LoadU(d, up + i)), d, gate + i);
+  if (i == n) return;
+  alignas(64) float g[kL] = {}, u[kL] = {};
+  std::memcpy(g, gate + i, (n - i) * sizeof(float));
+  std::memcpy(u, up + i, (n - i) * sizeof(float));
+  hn::Store(gelu_times(hn::Load(d, g), hn::Load(d, u)), d, g);
+  std::memcpy(gate + i, g, (n - i) * sizeof(float));
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace pagoda
 HWY_AFTER_NAMESPACE();
@@ -44,8 +63,10 @@ HWY_AFTER_NAMESPACE();
 namespace pagoda {
 
 HWY_EXPORT(SwiGlu);
+HWY_EXPORT(GeGluTanh);
 
 void swiglu_simd(float* gate, const float* up, size_t n) { HWY_DYNAMIC_DISPATCH(SwiGlu)(gate, up, n); }
+void geglu_tanh_simd(float* gate, const float* up, size_t n) { HWY_DYNAMIC_DISPATCH(GeGluTanh)(gate, up, n); }
 
 }  // namespace pagoda
 #endif  // HWY_ONCE

@@ -1,31 +1,20 @@
 #include "model/config.h"
 
-#include <string_view>
+#include <algorithm>
+#include <cmath>
 
 #include "gguf/file.h"
+#include "model/archs/archs.h"
 #include "util/error.h"
 
 namespace pagoda {
 namespace {
 
-// What distinguishes the supported architectures. Everything else (keys,
-// tensor names, the block itself) is shared. Q/K/V biases are accepted on
-// any architecture when the file has them (some Llama finetunes do).
-struct ArchInfo {
-  std::string_view name;
-  RopeLayout rope_layout;
-  bool qkv_bias_required;
-};
-
-constexpr ArchInfo kArchs[] = {
-    {"llama", RopeLayout::Interleaved, false},  // also Mistral, TinyLlama, SmolLM (written as llama)
-    {"qwen2", RopeLayout::NeoX, true},
-};
-
-const ArchInfo& arch_info(const GgufFile& f, const std::string& arch) {
-  for (const ArchInfo& a : kArchs)
-    if (a.name == arch) return a;
-  fail<Unsupported>("{}: architecture '{}' is not supported (supported: llama, qwen2)", f.source(), arch);
+const Arch& find_arch(const GgufFile& f, const std::string& name) {
+  for (const Arch& a : architectures())
+    if (a.name == name) return a;
+  fail<Unsupported>("{}: architecture '{}' is not supported (supported: {})", f.source(), name,
+                    supported_architectures());
 }
 
 int positive_int(const GgufFile& f, const std::string& key, std::optional<uint64_t> dflt = std::nullopt) {
@@ -53,16 +42,11 @@ float read_rope_linear_factor(const GgufFile& f, const std::string& a) {
   return float(factor);
 }
 
-}  // namespace
-
-const char* rope_layout_name(RopeLayout layout) { return layout == RopeLayout::NeoX ? "neox" : "interleaved"; }
-
-ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
+// What every architecture states the same way: the shape, epsilon and RoPE.
+ModelConfig read_common(const GgufFile& f, const Arch& arch) {
   ModelConfig c;
-  c.arch = f.get_string("general.architecture");
-  const ArchInfo& info = arch_info(f, c.arch);
-  c.rope_layout = info.rope_layout;
-  c.qkv_bias_required = info.qkv_bias_required;
+  c.arch = std::string(arch.name);
+  c.rope.layout = arch.rope_layout;
   c.name = f.get_string("general.name", "");
   const std::string a = c.arch + ".";
   c.n_embd = positive_int(f, a + "embedding_length");
@@ -80,13 +64,64 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
     fail<Unsupported>("{}: different key and value head sizes are not supported", f.source());
   c.n_ctx_train = positive_int(f, a + "context_length", 2048);
   c.rms_eps = float(f.get_f64(a + "attention.layer_norm_rms_epsilon", 1e-5));
-  c.rope_freq_base = float(f.get_f64(a + "rope.freq_base", 10000.0));
-  c.rope_dims = positive_int(f, a + "rope.dimension_count", uint64_t(c.head_dim));
-  if (c.rope_dims > c.head_dim || c.rope_dims % 2)
-    fail<FormatError>("{}: rope.dimension_count {} does not fit head size {}", f.source(), c.rope_dims, c.head_dim);
-  if (!(c.rms_eps > 0) || !(c.rope_freq_base > 0))
+  c.rope.base = float(f.get_f64(a + "rope.freq_base", 10000.0));
+  c.rope.dims = positive_int(f, a + "rope.dimension_count", uint64_t(c.head_dim));
+  if (c.rope.dims > c.head_dim || c.rope.dims % 2)
+    fail<FormatError>("{}: rope.dimension_count {} does not fit head size {}", f.source(), c.rope.dims, c.head_dim);
+  if (!(c.rms_eps > 0) || !(c.rope.base > 0))
     fail<FormatError>("{}: epsilon and RoPE base must be positive", f.source());
-  c.rope_linear_factor = read_rope_linear_factor(f, a);
+  c.rope.linear_factor = read_rope_linear_factor(f, a);
+  c.rope.freq_factors = f.find_tensor("rope_freqs.weight") != nullptr;
+  return c;
+}
+
+void check_declared(const GgufFile& f, const ModelConfig& c) {
+  if (c.layers.size() != size_t(c.n_layer))
+    fail<FormatError>("{}: {} layer specs for {} layers", f.source(), c.layers.size(), c.n_layer);
+  if (!(c.attn_scale > 0) || !std::isfinite(c.attn_scale) || c.attn_softcap < 0 || c.final_softcap < 0 ||
+      !(c.embed_scale > 0) || !(c.residual_scale > 0) || !(c.logit_scale > 0))
+    fail<FormatError>("{}: the scales and soft-caps must be positive", f.source());
+  for (const LayerSpec& l : c.layers)
+    if (l.window < 0 || !(l.rope.base > 0))
+      fail<FormatError>("{}: a layer's window or RoPE base is invalid", f.source());
+}
+
+}  // namespace
+
+int ModelConfig::max_window() const {
+  int w = 0;
+  for (const LayerSpec& l : layers) {
+    if (l.window == 0) return 0;
+    w = std::max(w, l.window);
+  }
+  return w;
+}
+
+const char* rope_layout_name(RopeLayout layout) { return layout == RopeLayout::NeoX ? "neox" : "interleaved"; }
+
+const char* norm_placement_name(NormPlacement placement) {
+  switch (placement) {
+    case NormPlacement::Pre: return "pre";
+    case NormPlacement::Post: return "post";
+    case NormPlacement::Sandwich: return "sandwich";
+  }
+  return "?";
+}
+
+std::string supported_architectures() {
+  std::string names;
+  for (const Arch& a : architectures()) names += (names.empty() ? "" : ", ") + std::string(a.name);
+  return names;
+}
+
+ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
+  const std::string arch = f.get_string("general.architecture");
+  const Arch& declaration = find_arch(f, arch);
+  ModelConfig c = read_common(f, declaration);
+  c.layers.assign(size_t(c.n_layer), LayerSpec{.window = 0, .rope = c.rope});
+  declaration.declare(f, c);
+  if (c.attn_scale == 0) c.attn_scale = 1.0f / std::sqrt(float(c.head_dim));
+  check_declared(f, c);
   return c;
 }
 

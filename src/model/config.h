@@ -1,14 +1,17 @@
-// The shape and hyper-parameters of a Llama-family model, read from GGUF
-// metadata (`{arch}.*` keys), with the defaults llama.cpp uses when a key is
-// absent. Validated so later code can index without re-checking.
+// What a decoder-only model is, read from GGUF metadata (`{arch}.*` keys):
+// its shape, and its block as a short list of pieces (where the norms sit,
+// Q/K norms, the FFN activation, RoPE and its scaling, scales and soft-caps,
+// each layer's attention window). One forward pass (model.h) runs every
+// architecture from this description alone.
 //
-// Architectures are rows of a small table (config.cpp): they share the
-// Llama block and differ only in data: the RoPE layout and whether the Q/K/V
-// projections must carry biases.
+// Each architecture is a short declaration in model/archs/ that fills these
+// fields from its keys; nothing else in Pagoda reads the architecture's name.
+// Validated so later code can index without re-checking.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace pagoda {
 
@@ -16,8 +19,46 @@ class GgufFile;
 
 // Which dimensions of a head RoPE rotates together (llama.cpp's rope modes).
 enum class RopeLayout {
-  Interleaved,  // pairs (x[2i], x[2i+1]): llama
-  NeoX,         // pairs (x[i], x[i + rope_dims/2]): qwen2
+  Interleaved,  // pairs (x[2i], x[2i+1]): llama, granite, glm4
+  NeoX,         // pairs (x[i], x[i + dims/2]): qwen, gemma, phi3, olmo2
+};
+
+struct RopeSpec {
+  bool enabled = true;  // false: the layer attends without positions (smollm3's NoPE layers)
+  RopeLayout layout = RopeLayout::Interleaved;
+  int dims = 0;  // leading dims of each head that rotate (fewer than head_dim: partial rotary)
+  float base = 10000.0f;
+  // Linear RoPE scaling ({arch}.rope.scaling.type "linear"): positions are
+  // divided by this factor before rotating. 1 without scaling.
+  float linear_factor = 1.0f;
+  // Whether rope_freqs.weight divides each pair's angle (Llama 3.1's scaling).
+  bool freq_factors = false;
+};
+
+// Where each sub-block's RMSNorms sit around its residual add.
+enum class NormPlacement {
+  Pre,       // x += f(norm(x)): llama, qwen, phi3, granite
+  Post,      // x += norm(f(x)): olmo2
+  Sandwich,  // x += norm(f(norm(x))): gemma2/3, glm4
+};
+
+// RMSNorm of Q and K after their projections, before RoPE.
+enum class QkNorm {
+  None,
+  PerHead,  // each head over head_dim, one weight vector for all heads: qwen3, gemma3
+  Whole,    // over all of q (q_dim) and all of k (kv_dim): olmo2
+};
+
+// The FFN's gated activation: act(gate) * up.
+enum class Activation {
+  SiLU,      // SwiGLU
+  GeluTanh,  // GeGLU, GELU's tanh approximation: gemma
+};
+
+// What may differ from one layer to the next.
+struct LayerSpec {
+  int window = 0;  // 0: full attention; else a query attends to the last `window` positions, itself included
+  RopeSpec rope;
 };
 
 struct ModelConfig {
@@ -32,22 +73,39 @@ struct ModelConfig {
   int head_dim = 0;
   int n_ctx_train = 0;  // context length the model was trained for
   float rms_eps = 1e-5f;
-  float rope_freq_base = 10000.0f;
-  int rope_dims = 0;  // leading dims of each head that RoPE rotates
-  RopeLayout rope_layout = RopeLayout::Interleaved;
-  // Linear RoPE scaling ({arch}.rope.scaling.type "linear"): positions are
-  // divided by this factor before rotating. 1 without scaling.
-  float rope_linear_factor = 1.0f;
-  bool qkv_bias_required = false;  // the architecture always has Q/K/V biases
+
+  // The block.
+  NormPlacement norms = NormPlacement::Pre;
+  QkNorm qk_norm = QkNorm::None;
+  Activation act = Activation::SiLU;
+  bool fused_gate_up = false;      // ffn_up.weight holds gate's rows then up's (phi3, glm4); no ffn_gate
+  bool qkv_bias_required = false;  // the architecture always has Q/K/V biases (qwen2)
+  float attn_scale = 0.0f;         // multiplies q.k before the softmax; set to 1/sqrt(head_dim) unless declared
+  float attn_softcap = 0.0f;       // 0: none; else scores become c * tanh(scores / c) (gemma2)
+
+  // Model-level scales (granite, gemma).
+  float embed_scale = 1.0f;     // multiplies the token embeddings
+  float residual_scale = 1.0f;  // multiplies each sub-block's output before its residual add
+  float logit_scale = 1.0f;     // multiplies the logits
+  float final_softcap = 0.0f;   // 0: none; else logits become c * tanh(logits / c) (gemma2)
+
+  RopeSpec rope;                  // as the file states it; a layer's own may differ (layers[l].rope)
+  std::vector<LayerSpec> layers;  // n_layer entries
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }
   // Bytes of K and V for one token over all layers, in F32.
   size_t kv_bytes_per_token() const { return size_t(2) * n_layer * kv_dim() * sizeof(float); }
+  // The largest attention window of any layer; 0 when some layer attends to everything.
+  int max_window() const;
 
   static ModelConfig from_gguf(const GgufFile& f);  // Unsupported / FormatError
 };
 
-const char* rope_layout_name(RopeLayout layout);  // "interleaved", "neox"
+const char* rope_layout_name(RopeLayout layout);           // "interleaved", "neox"
+const char* norm_placement_name(NormPlacement placement);  // "pre", "post", "sandwich"
+
+// The architectures Pagoda runs, comma-separated (for messages that refuse a file).
+std::string supported_architectures();
 
 }  // namespace pagoda

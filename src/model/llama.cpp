@@ -20,10 +20,8 @@ std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path, Residency 
 }
 
 LlamaModel::LlamaModel(std::shared_ptr<const GgufFile> file, const LoadProgress& progress)
-    : file_(std::move(file)),
-      cfg_(ModelConfig::from_gguf(*file_)),
-      w_(LlamaWeights::load(*file_, cfg_)),
-      rope_(cfg_, w_.rope_freq_factors) {
+    : file_(std::move(file)), cfg_(ModelConfig::from_gguf(*file_)), w_(LlamaWeights::load(*file_, cfg_)) {
+  for (const LayerSpec& l : cfg_.layers) ropes_.emplace_back(l.rope, cfg_.head_dim, w_.rope_freq_factors);
   w_.pack_panels(*file_, progress);
 }
 
@@ -61,13 +59,21 @@ void add_bias(float* x, const std::vector<float>& bias) {
   for (size_t i = 0; i < bias.size(); ++i) x[i] += bias[i];
 }
 
+// How one layer's scores are made: scale (q.k times), soft-cap, window (model/config.h).
+struct AttendOptions {
+  float scale;
+  float softcap;
+  int window;
+};
+
 // Attention of the query heads q_in[0 .. n_q) (hd floats apart) that share one
-// KV head, over positions 0..pos of their sequence, reading K/V in place
-// through the block table. Elem is float (F32 cache) or uint16_t (F16 cache:
-// Q and the weights are rounded to F16 like the stored K/V).
+// KV head, over positions 0..pos of their sequence (the last `window` of
+// them, with a window), reading K/V in place through the block table. Elem is
+// float (F32 cache) or uint16_t (F16 cache: Q and the weights are rounded to
+// F16 like the stored K/V).
 template <class Elem>
 void attend_heads(const KvStorage& kv, int layer, std::span<const int32_t> table, int pos, int kv_offset, int hd,
-                  int n_q, const float* q_in, float* out, std::vector<float>& scores) {
+                  int n_q, const float* q_in, float* out, std::vector<float>& scores, const AttendOptions& o) {
   constexpr bool f16 = std::is_same_v<Elem, uint16_t>;
   auto k_at = [&](int p) -> const Elem* {
     if constexpr (f16)
@@ -88,10 +94,13 @@ void attend_heads(const KvStorage& kv, int layer, std::span<const int32_t> table
     for (size_t i = 0; i < q_f16.size(); ++i) q_f16[i] = round_f16(q_in[i]);
     q = q_f16.data();
   }
-  const float scale = 1.0f / std::sqrt(float(hd));
-  const size_t n_pos = size_t(pos) + 1;
-  scores.resize(size_t(n_q) * n_pos);  // head i's scores at scores[i * n_pos ...]
   const int bs = kv.block_size();
+  // A window starts the scores at its first position's block; the positions
+  // before it in that block are masked below (whole blocks keep the kernels' paged shape).
+  const int first = o.window > 0 ? std::max(0, pos - o.window + 1) : 0;
+  const int p_begin = first / bs * bs;
+  const size_t n_pos = size_t(pos - p_begin) + 1;
+  scores.resize(size_t(n_q) * n_pos);     // head i's scores at scores[i * n_pos ...], position p_begin first
   const size_t ld = size_t(kv.kv_dim());  // elements between a block's slots
   const TensorType type = f16 ? TensorType::F16 : TensorType::F32;
   // Head sizes of whole vectors (every Llama-family model's): one kernel
@@ -107,18 +116,24 @@ void attend_heads(const KvStorage& kv, int layer, std::span<const int32_t> table
     k_blocks.resize((n_pos + size_t(bs) - 1) / size_t(bs));
     v_blocks.resize(k_blocks.size());
     for (size_t b = 0; b < k_blocks.size(); ++b) {
-      k_blocks[b] = k_at(int(b) * bs);
-      v_blocks[b] = v_at(int(b) * bs);
+      k_blocks[b] = k_at(p_begin + int(b) * bs);
+      v_blocks[b] = v_at(p_begin + int(b) * bs);
     }
     attend_scores(q, size_t(n_q), size_t(hd), PagedRows{type, k_blocks.data(), size_t(bs), ld}, n_pos, scores.data(),
                   n_pos);
   } else {
-    for (int p0 = 0; p0 <= pos; p0 += bs)
+    for (int p0 = p_begin; p0 <= pos; p0 += bs)
       matmul_rows_fused(type, k_at(p0), ld * sizeof(Elem), size_t(std::min(bs, pos + 1 - p0)), q, size_t(hd),
-                        size_t(n_q), size_t(hd), &scores[size_t(p0)], n_pos);
+                        size_t(n_q), size_t(hd), &scores[size_t(p0 - p_begin)], n_pos);
   }
   for (int i = 0; i < n_q; ++i) {
     float* s = scores.data() + size_t(i) * n_pos;
+    float scale = o.scale;
+    if (o.softcap > 0) {  // c * tanh(q.k * scale / c), then a plain softmax
+      for (size_t p = 0; p < n_pos; ++p) s[p] = o.softcap * std::tanh(s[p] * o.scale / o.softcap);
+      scale = 1.0f;
+    }
+    std::fill_n(s, size_t(first - p_begin), -INFINITY);  // before the window: weight 0
     softmax_scaled(s, n_pos, scale);
     if constexpr (f16)
       for (size_t p = 0; p < n_pos; ++p) s[p] = round_f16(s[p]);
@@ -127,10 +142,10 @@ void attend_heads(const KvStorage& kv, int layer, std::span<const int32_t> table
     return attend_values(scores.data(), n_pos, size_t(n_q), PagedRows{type, v_blocks.data(), size_t(bs), ld}, n_pos,
                          out, size_t(hd));
   std::fill_n(out, size_t(n_q) * hd, 0.0f);
-  for (int p0 = 0; p0 <= pos; p0 += bs) {
+  for (int p0 = p_begin; p0 <= pos; p0 += bs) {
     const size_t n = size_t(std::min(bs, pos + 1 - p0));
     for (int i = 0; i < n_q; ++i) {
-      const float* w = &scores[size_t(i) * n_pos + size_t(p0)];
+      const float* w = &scores[size_t(i) * n_pos + size_t(p0 - p_begin)];
       if constexpr (f16)
         axpy_rows_f16(w, v_at(p0), ld, n, out + size_t(i) * hd, size_t(hd));
       else
@@ -143,8 +158,11 @@ void attend_heads(const KvStorage& kv, int layer, std::span<const int32_t> table
 
 void LlamaModel::attention(const Batch& batch, int layer, const KvStorage& kv, ThreadPool& pool) {
   const int hd = cfg_.head_dim, n_head = cfg_.n_head, n_kv = cfg_.n_head_kv, group = n_head / n_kv;
-  size_t work = 0;  // multiply-adds: two passes over each token's past, per head
-  for (const auto& t : batch.tokens) work += 2 * size_t(t.pos + 1) * size_t(hd) * size_t(n_head);
+  const int window = cfg_.layers[size_t(layer)].window;
+  const AttendOptions options{cfg_.attn_scale, cfg_.attn_softcap, window};
+  size_t work = 0;  // multiply-adds: two passes over each token's past (or window), per head
+  for (const auto& t : batch.tokens)
+    work += 2 * size_t(window > 0 ? std::min(t.pos + 1, window) : t.pos + 1) * size_t(hd) * size_t(n_head);
   // One unit of work per token and KV head: the query heads of its group
   // (adjacent in q_) share every K row read.
   pool.parallel_for(
@@ -159,10 +177,10 @@ void LlamaModel::attention(const Batch& batch, int layer, const KvStorage& kv, T
           const size_t first = t * size_t(cfg_.q_dim()) + size_t(g) * group * hd;
           if (kv.type() == KvType::F16)
             attend_heads<uint16_t>(kv, layer, table, tok.pos, g * hd, hd, group, q_.data() + first, att_.data() + first,
-                                   scores);
+                                   scores, options);
           else
             attend_heads<float>(kv, layer, table, tok.pos, g * hd, hd, group, q_.data() + first, att_.data() + first,
-                                scores);
+                                scores, options);
         }
       },
       1, work);
@@ -172,8 +190,10 @@ void LlamaModel::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, st
   check(batch, kv);
   if (mover_ && !moved_) moved_ = mover_->adopt();
   const int T = int(batch.tokens.size());
-  const int E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff;
+  const int E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff, hd = cfg_.head_dim;
   const int bs = kv.block_size();
+  const float eps = cfg_.rms_eps, rs = cfg_.residual_scale;
+  const bool pre = cfg_.norms != NormPlacement::Post, post = cfg_.norms != NormPlacement::Pre;
   x_.resize(size_t(T) * E);
   xb_.resize(size_t(T) * E);
   q_.resize(size_t(T) * Q);
@@ -191,45 +211,86 @@ void LlamaModel::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, st
         },
         1, size_t(T) * size_t(std::max(E, F)) * 8);
   };
+  auto row = [](auto& buf, int t, int width) { return &buf[size_t(t) * size_t(width)]; };
+  // A sub-block's output in xb_ joins the residual stream x_: normed first
+  // under post and sandwich placement, scaled where the model says.
+  auto add_residual = [&](int t, const std::vector<float>& post_norm) {
+    float* out = row(xb_, t, E);
+    if (post) rmsnorm(out, post_norm.data(), E, eps, out);
+    float* x = row(x_, t, E);
+    for (int i = 0; i < E; ++i) x[i] += rs * out[i];
+  };
 
-  per_token([&](int t) { read_row(w_.token_embd, batch.tokens[t].token, &x_[size_t(t) * E]); });
+  per_token([&](int t) {
+    read_row(w_.token_embd, batch.tokens[t].token, row(x_, t, E));
+    if (cfg_.embed_scale != 1.0f)
+      for (int i = 0; i < E; ++i) row(x_, t, E)[i] *= cfg_.embed_scale;
+  });
 
   for (int l = 0; l < cfg_.n_layer; ++l) {
     const LayerWeights& lw = w_.layers[size_t(l)];
-    per_token([&](int t) { rmsnorm(&x_[size_t(t) * E], lw.attn_norm.data(), E, cfg_.rms_eps, &xb_[size_t(t) * E]); });
-    matmul({{lw.wq, q_.data()}, {lw.wk, k_.data()}, {lw.wv, v_.data()}}, xb_.data(), T, pool);
+    const Rope& rope = ropes_[size_t(l)];
+    // Attention: x += attn(norm(x)), with the norms where the model puts them.
+    if (pre) per_token([&](int t) { rmsnorm(row(x_, t, E), lw.attn_norm.data(), E, eps, row(xb_, t, E)); });
+    matmul({{lw.wq, q_.data()}, {lw.wk, k_.data()}, {lw.wv, v_.data()}}, pre ? xb_.data() : x_.data(), T, pool);
     per_token([&](int t) {
       const BatchToken& tok = batch.tokens[t];
-      add_bias(&q_[size_t(t) * Q], lw.bq);
-      add_bias(&k_[size_t(t) * KV], lw.bk);
-      add_bias(&v_[size_t(t) * KV], lw.bv);
-      rope_.apply(&q_[size_t(t) * Q], cfg_.n_head, tok.pos);
-      rope_.apply(&k_[size_t(t) * KV], cfg_.n_head_kv, tok.pos);
+      float *q = row(q_, t, Q), *k = row(k_, t, KV), *v = row(v_, t, KV);
+      add_bias(q, lw.bq);
+      add_bias(k, lw.bk);
+      add_bias(v, lw.bv);
+      if (cfg_.qk_norm == QkNorm::Whole) {
+        rmsnorm(q, lw.q_norm.data(), Q, eps, q);
+        rmsnorm(k, lw.k_norm.data(), KV, eps, k);
+      } else if (cfg_.qk_norm == QkNorm::PerHead) {
+        for (int h = 0; h < cfg_.n_head; ++h) rmsnorm(q + h * hd, lw.q_norm.data(), hd, eps, q + h * hd);
+        for (int h = 0; h < cfg_.n_head_kv; ++h) rmsnorm(k + h * hd, lw.k_norm.data(), hd, eps, k + h * hd);
+      }
+      rope.apply(q, cfg_.n_head, tok.pos);
+      rope.apply(k, cfg_.n_head_kv, tok.pos);
       const int block = batch.block_tables[size_t(tok.seq)][tok.pos / bs];
-      kv.write(l, block, tok.pos % bs, &k_[size_t(t) * KV], &v_[size_t(t) * KV]);
+      kv.write(l, block, tok.pos % bs, k, v);
     });
     attention(batch, l, kv, pool);
     matmul(lw.wo, att_.data(), T, xb_.data(), pool);
     per_token([&](int t) {
-      for (int i = 0; i < E; ++i) x_[size_t(t) * E + i] += xb_[size_t(t) * E + i];
+      add_bias(row(xb_, t, E), lw.bo);
+      add_residual(t, lw.attn_post_norm);
     });
 
-    per_token([&](int t) { rmsnorm(&x_[size_t(t) * E], lw.ffn_norm.data(), E, cfg_.rms_eps, &xb_[size_t(t) * E]); });
-    matmul({{lw.w_gate, hb_.data()}, {lw.w_up, hb2_.data()}}, xb_.data(), T, pool);
-    per_token([&](int t) { swiglu(&hb_[size_t(t) * F], &hb2_[size_t(t) * F], F); });
+    // FFN: x += down(act(gate(h)) * up(h)), h = norm(x) (or x).
+    if (pre) per_token([&](int t) { rmsnorm(row(x_, t, E), lw.ffn_norm.data(), E, eps, row(xb_, t, E)); });
+    matmul({{lw.w_gate, hb_.data()}, {lw.w_up, hb2_.data()}}, pre ? xb_.data() : x_.data(), T, pool);
+    per_token([&](int t) {
+      float *gate = row(hb_, t, F), *up = row(hb2_, t, F);
+      add_bias(gate, lw.b_gate);
+      add_bias(up, lw.b_up);
+      if (cfg_.act == Activation::GeluTanh)
+        geglu_tanh(gate, up, F);
+      else
+        swiglu(gate, up, F);
+    });
     matmul(lw.w_down, hb_.data(), T, xb_.data(), pool);
     per_token([&](int t) {
-      for (int i = 0; i < E; ++i) x_[size_t(t) * E + i] += xb_[size_t(t) * E + i];
+      add_bias(row(xb_, t, E), lw.b_down);
+      add_residual(t, lw.ffn_post_norm);
     });
   }
 
   // Final norm and vocabulary projection, only for the rows that want logits.
   int n_out = 0;
   for (int t = 0; t < T; ++t)
-    if (batch.tokens[t].logits)
-      rmsnorm(&x_[size_t(t) * E], w_.output_norm.data(), E, cfg_.rms_eps, &xb_[size_t(n_out++) * E]);
-  logits.resize(size_t(n_out) * cfg_.n_vocab);
+    if (batch.tokens[t].logits) rmsnorm(row(x_, t, E), w_.output_norm.data(), E, eps, row(xb_, n_out++, E));
+  const int V = cfg_.n_vocab;
+  logits.resize(size_t(n_out) * V);
   if (n_out > 0) matmul(w_.output, xb_.data(), n_out, logits.data(), pool);
+  if (cfg_.logit_scale != 1.0f || cfg_.final_softcap > 0) {
+    const float scale = cfg_.logit_scale, cap = cfg_.final_softcap;
+    for (float& z : logits) {
+      z *= scale;
+      if (cap > 0) z = cap * std::tanh(z / cap);
+    }
+  }
 }
 
 }  // namespace pagoda

@@ -1,6 +1,6 @@
-// A Llama-family model (Llama 2/3, TinyLlama, Mistral, SmolLM; Qwen2: the
-// same block with Q/K/V biases and NeoX RoPE) and its forward pass over a
-// batch of tokens and a paged KV cache.
+// A decoder-only transformer of any architecture model/config.h describes
+// (llama, qwen2/3, gemma2/3, phi3, granite, smollm3, olmo2, glm4) and its
+// forward pass over a batch of tokens and a paged KV cache.
 //
 // One forward call: embed every token; per layer, project all tokens at once
 // (each weight matrix is read once per call), rotate Q/K by position, write
@@ -60,7 +60,7 @@ class LlamaModel {
   std::shared_ptr<const GgufFile> file_;
   ModelConfig cfg_;
   LlamaWeights w_;
-  Rope rope_;
+  std::vector<Rope> ropes_;  // per layer: layers may differ in base, scaling, or rotate not at all
   // Activations, reused across calls: x (residual), xb (normed), q, k, v,
   // att (attention output), hb/hb2 (FFN).
   AlignedFloats x_, xb_, q_, k_, v_, att_, hb_, hb2_;  // 64-byte aligned rows for the kernels

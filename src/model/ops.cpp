@@ -327,5 +327,6 @@ void rmsnorm(const float* x, const float* weight, int n, float eps, float* out) 
 }
 
 void swiglu(float* gate, const float* up, int n) { swiglu_simd(gate, up, size_t(n)); }
+void geglu_tanh(float* gate, const float* up, int n) { geglu_tanh_simd(gate, up, size_t(n)); }
 
 }  // namespace pagoda

@@ -57,5 +57,7 @@ void rmsnorm(const float* x, const float* weight, int n, float eps, float* out);
 
 // gate[i] = silu(gate[i]) * up[i] (swiglu_simd, kernels/activations.h).
 void swiglu(float* gate, const float* up, int n);
+// gate[i] = gelu_tanh(gate[i]) * up[i] (geglu_tanh_simd).
+void geglu_tanh(float* gate, const float* up, int n);
 
 }  // namespace pagoda

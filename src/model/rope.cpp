@@ -4,18 +4,19 @@
 
 namespace pagoda {
 
-Rope::Rope(const ModelConfig& cfg, std::span<const float> freq_factors)
-    : layout_(cfg.rope_layout), head_dim_(cfg.head_dim), rope_dims_(cfg.rope_dims) {
+Rope::Rope(const RopeSpec& rope, int head_dim, std::span<const float> freq_factors)
+    : enabled_(rope.enabled), layout_(rope.layout), head_dim_(head_dim), rope_dims_(rope.dims) {
   const int pairs = rope_dims_ / 2;
   inv_freq_.resize(size_t(pairs));
   for (int i = 0; i < pairs; ++i) {
-    double f = std::pow(double(cfg.rope_freq_base), -2.0 * i / rope_dims_);
-    if (!freq_factors.empty()) f /= freq_factors[size_t(i)];
-    inv_freq_[size_t(i)] = f / cfg.rope_linear_factor;
+    double f = std::pow(double(rope.base), -2.0 * i / rope_dims_);
+    if (rope.freq_factors && !freq_factors.empty()) f /= freq_factors[size_t(i)];
+    inv_freq_[size_t(i)] = f / rope.linear_factor;
   }
 }
 
 void Rope::apply(float* x, int n_heads, int pos) const {
+  if (!enabled_) return;
   const int pairs = rope_dims_ / 2;
   // The two elements of pair i: adjacent, or half the rotated span apart.
   const int stride = layout_ == RopeLayout::NeoX ? 1 : 2;

@@ -18,13 +18,16 @@ namespace pagoda {
 
 class Rope {
  public:
-  // freq_factors: empty, or rope_dims/2 positive factors (checked at load).
-  Rope(const ModelConfig& cfg, std::span<const float> freq_factors);
+  // freq_factors: rope_freqs.weight's rope.dims/2 positive factors (checked
+  // at load), used where rope.freq_factors says so.
+  Rope(const RopeSpec& rope, int head_dim, std::span<const float> freq_factors);
 
-  // Rotates the n_heads heads of x (head_dim apart) for position pos.
+  // Rotates the n_heads heads of x (head_dim apart) for position pos; a
+  // RoPE that is not enabled leaves them alone.
   void apply(float* x, int n_heads, int pos) const;
 
  private:
+  bool enabled_;
   RopeLayout layout_;
   int head_dim_, rope_dims_;
   std::vector<double> inv_freq_;  // per pair: the angle is pos * inv_freq_[i]

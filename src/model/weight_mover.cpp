@@ -29,7 +29,7 @@ size_t matrix_bytes(const Matrix& m) { return size_t(m.rows) * m.row_bytes; }
 std::vector<Matrix*> all_matrices(LlamaWeights& w) {
   std::vector<Matrix*> out;
   for (auto& l : w.layers)
-    for (Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) out.push_back(m);
+    for (Matrix* m : l.matrices()) out.push_back(m);
   out.push_back(&w.output);
   out.push_back(&w.token_embd);
   return out;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
+#include <set>
 
 #include "gguf/file.h"
 #include "kernels/panels.h"
@@ -13,80 +15,155 @@
 namespace pagoda {
 namespace {
 
-const TensorInfo& tensor(const GgufFile& f, const std::string& name) {
-  const TensorInfo* t = f.find_tensor(name);
-  if (!t) fail<FormatError>("{}: tensor '{}' is missing", f.source(), name);
-  return *t;
-}
-
 void check_supported_type(const GgufFile& f, const std::string& name, const TensorInfo& t) {
   if (!weight_type_supported(t.type))
     fail<Unsupported>("{}: tensor '{}' has tensor type {}, which Pagoda does not support (supported: {})", f.source(),
                       name, tensor_type_name(t.type), supported_weight_types());
 }
 
-Matrix matrix(const GgufFile& f, const std::string& name, int rows, int cols) {
-  const TensorInfo& t = tensor(f, name);
-  check_supported_type(f, name, t);
-  if (t.shape.size() != 2 || t.shape[0] != uint64_t(cols) || (rows >= 0 && t.shape[1] != uint64_t(rows)))
-    fail<FormatError>("{}: tensor '{}' has shape [{}], expected [{}, {}]", f.source(), name, fmt::join(t.shape, ", "),
-                      cols, rows);
-  if (t.shape[1] > (uint64_t(1) << 24)) fail<FormatError>("{}: tensor '{}' has too many rows", f.source(), name);
-  Matrix m;
-  m.name = name;
-  m.type = t.type;
-  m.rows = int(t.shape[1]);
-  m.cols = cols;
-  m.row_bytes = row_bytes(t.type, size_t(cols));
-  m.data = t.data;
-  return m;
+// Reads the file's tensors by name, remembering which it took, so that a
+// tensor the model would not use (a feature not implemented: an output bias,
+// LongRoPE factors, experts) refuses the file instead of being silently ignored.
+class TensorReader {
+ public:
+  explicit TensorReader(const GgufFile& f) : f_(f) {}
+
+  bool has(const std::string& name) const { return f_.find_tensor(name) != nullptr; }
+
+  // rows < 0: any row count. The first `take_rows` rows from `first_row` on (all: -1).
+  Matrix matrix(const std::string& name, int rows, int cols, int first_row = 0, int take_rows = -1) {
+    const TensorInfo& t = tensor(name);
+    check_supported_type(f_, name, t);
+    if (t.shape.size() != 2 || t.shape[0] != uint64_t(cols) || (rows >= 0 && t.shape[1] != uint64_t(rows)))
+      fail<FormatError>("{}: tensor '{}' has shape [{}], expected [{}, {}]", f_.source(), name,
+                        fmt::join(t.shape, ", "), cols, rows);
+    if (t.shape[1] > (uint64_t(1) << 24)) fail<FormatError>("{}: tensor '{}' has too many rows", f_.source(), name);
+    Matrix m;
+    m.name = name;
+    m.type = t.type;
+    m.rows = take_rows < 0 ? int(t.shape[1]) : take_rows;
+    m.cols = cols;
+    m.row_bytes = row_bytes(t.type, size_t(cols));
+    m.data = t.data + size_t(first_row) * m.row_bytes;
+    return m;
+  }
+
+  std::vector<float> vector(const std::string& name, int n) {
+    const TensorInfo& t = tensor(name);
+    if (t.shape.size() != 1 || t.shape[0] != uint64_t(n))
+      fail<FormatError>("{}: tensor '{}' has shape [{}], expected [{}]", f_.source(), name, fmt::join(t.shape, ", "),
+                        n);
+    check_supported_type(f_, name, t);
+    std::vector<float> v(static_cast<size_t>(n));
+    dequantize_row(t.type, t.data, v.data(), size_t(n));
+    return v;
+  }
+
+  // Empty when absent (unless required), checked when present.
+  std::vector<float> optional_vector(const std::string& name, int n, bool required = false) {
+    if (!required && !has(name)) return {};
+    return vector(name, n);
+  }
+
+  // FormatError / Unsupported naming a tensor no reader took, outside the
+  // layers below `skipped_from` (glm4's multi-token-prediction layers).
+  void check_all_used(int skipped_from) const {
+    for (const TensorInfo& t : f_.tensors()) {
+      if (used_.contains(t.name)) continue;
+      int layer = -1;
+      if (std::sscanf(t.name.c_str(), "blk.%d.", &layer) == 1 && layer >= skipped_from) continue;
+      fail<Unsupported>("{}: tensor '{}' is not used by Pagoda's {} model: the file needs a feature Pagoda lacks",
+                        f_.source(), t.name, f_.get_string("general.architecture"));
+    }
+  }
+
+ private:
+  const TensorInfo& tensor(const std::string& name) {
+    const TensorInfo* t = f_.find_tensor(name);
+    if (!t) fail<FormatError>("{}: tensor '{}' is missing", f_.source(), name);
+    used_.insert(name);
+    return *t;
+  }
+
+  const GgufFile& f_;
+  std::set<std::string> used_;
+};
+
+// Q, K and V: three tensors, or one attn_qkv whose rows are Q's, K's then V's.
+void load_qkv(TensorReader& r, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  const int q = c.q_dim(), kv = c.kv_dim(), E = c.n_embd;
+  if (r.has(p + "attn_qkv.weight")) {
+    l.wq = r.matrix(p + "attn_qkv.weight", q + 2 * kv, E, 0, q);
+    l.wk = r.matrix(p + "attn_qkv.weight", q + 2 * kv, E, q, kv);
+    l.wv = r.matrix(p + "attn_qkv.weight", q + 2 * kv, E, q + kv, kv);
+    const std::vector<float> b = r.optional_vector(p + "attn_qkv.bias", q + 2 * kv, c.qkv_bias_required);
+    if (!b.empty()) {
+      l.bq.assign(b.begin(), b.begin() + q);
+      l.bk.assign(b.begin() + q, b.begin() + q + kv);
+      l.bv.assign(b.begin() + q + kv, b.end());
+      return;
+    }
+  } else {
+    l.wq = r.matrix(p + "attn_q.weight", q, E);
+    l.wk = r.matrix(p + "attn_k.weight", kv, E);
+    l.wv = r.matrix(p + "attn_v.weight", kv, E);
+  }
+  l.bq = r.optional_vector(p + "attn_q.bias", q, c.qkv_bias_required);
+  l.bk = r.optional_vector(p + "attn_k.bias", kv, c.qkv_bias_required);
+  l.bv = r.optional_vector(p + "attn_v.bias", kv, c.qkv_bias_required);
 }
 
-std::vector<float> vector_f32(const GgufFile& f, const std::string& name, int n) {
-  const TensorInfo& t = tensor(f, name);
-  if (t.shape.size() != 1 || t.shape[0] != uint64_t(n))
-    fail<FormatError>("{}: tensor '{}' has shape [{}], expected [{}]", f.source(), name, fmt::join(t.shape, ", "), n);
-  check_supported_type(f, name, t);
-  std::vector<float> v(static_cast<size_t>(n));
-  dequantize_row(t.type, t.data, v.data(), size_t(n));
-  return v;
-}
-
-// An optional vector: empty when absent (unless required), checked when present.
-std::vector<float> optional_vector_f32(const GgufFile& f, const std::string& name, int n, bool required) {
-  if (!required && !f.find_tensor(name)) return {};
-  return vector_f32(f, name, n);
+// Gate and up: two tensors, or (fused_gate_up) one ffn_up of gate's rows then up's.
+void load_gate_up(TensorReader& r, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  const int F = c.n_ff, E = c.n_embd;
+  if (c.fused_gate_up) {
+    l.w_gate = r.matrix(p + "ffn_up.weight", 2 * F, E, 0, F);
+    l.w_up = r.matrix(p + "ffn_up.weight", 2 * F, E, F, F);
+    return;
+  }
+  l.w_gate = r.matrix(p + "ffn_gate.weight", F, E);
+  l.w_up = r.matrix(p + "ffn_up.weight", F, E);
+  l.b_gate = r.optional_vector(p + "ffn_gate.bias", F);
+  l.b_up = r.optional_vector(p + "ffn_up.bias", F);
 }
 
 }  // namespace
 
 LlamaWeights LlamaWeights::load(const GgufFile& f, ModelConfig& cfg) {
+  TensorReader r(f);
   LlamaWeights w;
-  w.token_embd = matrix(f, "token_embd.weight", -1, cfg.n_embd);
+  const int E = cfg.n_embd;
+  w.token_embd = r.matrix("token_embd.weight", -1, E);
   cfg.n_vocab = w.token_embd.rows;
-  w.output_norm = vector_f32(f, "output_norm.weight", cfg.n_embd);
-  w.tied_embeddings = f.find_tensor("output.weight") == nullptr;
-  w.output = w.tied_embeddings ? w.token_embd : matrix(f, "output.weight", cfg.n_vocab, cfg.n_embd);
-  w.rope_freq_factors = optional_vector_f32(f, "rope_freqs.weight", cfg.rope_dims / 2, false);
+  w.output_norm = r.vector("output_norm.weight", E);
+  w.tied_embeddings = !r.has("output.weight");
+  w.output = w.tied_embeddings ? w.token_embd : r.matrix("output.weight", cfg.n_vocab, E);
+  w.rope_freq_factors = r.optional_vector("rope_freqs.weight", cfg.rope.dims / 2);
   for (float v : w.rope_freq_factors)
     if (!(v > 0) || !std::isfinite(v)) fail<FormatError>("{}: rope_freqs.weight has a factor {}", f.source(), v);
+  const bool pre = cfg.norms != NormPlacement::Post, post = cfg.norms != NormPlacement::Pre;
+  const int qn = cfg.qk_norm == QkNorm::Whole ? cfg.q_dim() : cfg.head_dim;
+  const int kn = cfg.qk_norm == QkNorm::Whole ? cfg.kv_dim() : cfg.head_dim;
   for (int i = 0; i < cfg.n_layer; ++i) {
     const std::string p = fmt::format("blk.{}.", i);
     LayerWeights l;
-    l.attn_norm = vector_f32(f, p + "attn_norm.weight", cfg.n_embd);
-    l.wq = matrix(f, p + "attn_q.weight", cfg.q_dim(), cfg.n_embd);
-    l.wk = matrix(f, p + "attn_k.weight", cfg.kv_dim(), cfg.n_embd);
-    l.wv = matrix(f, p + "attn_v.weight", cfg.kv_dim(), cfg.n_embd);
-    l.bq = optional_vector_f32(f, p + "attn_q.bias", cfg.q_dim(), cfg.qkv_bias_required);
-    l.bk = optional_vector_f32(f, p + "attn_k.bias", cfg.kv_dim(), cfg.qkv_bias_required);
-    l.bv = optional_vector_f32(f, p + "attn_v.bias", cfg.kv_dim(), cfg.qkv_bias_required);
-    l.wo = matrix(f, p + "attn_output.weight", cfg.n_embd, cfg.q_dim());
-    l.ffn_norm = vector_f32(f, p + "ffn_norm.weight", cfg.n_embd);
-    l.w_gate = matrix(f, p + "ffn_gate.weight", cfg.n_ff, cfg.n_embd);
-    l.w_up = matrix(f, p + "ffn_up.weight", cfg.n_ff, cfg.n_embd);
-    l.w_down = matrix(f, p + "ffn_down.weight", cfg.n_embd, cfg.n_ff);
+    if (pre) l.attn_norm = r.vector(p + "attn_norm.weight", E);
+    load_qkv(r, p, cfg, l);
+    if (cfg.qk_norm != QkNorm::None) {
+      l.q_norm = r.vector(p + "attn_q_norm.weight", qn);
+      l.k_norm = r.vector(p + "attn_k_norm.weight", kn);
+    }
+    l.wo = r.matrix(p + "attn_output.weight", E, cfg.q_dim());
+    l.bo = r.optional_vector(p + "attn_output.bias", E);
+    if (post) l.attn_post_norm = r.vector(p + "post_attention_norm.weight", E);
+    if (pre) l.ffn_norm = r.vector(p + "ffn_norm.weight", E);
+    load_gate_up(r, p, cfg, l);
+    l.w_down = r.matrix(p + "ffn_down.weight", E, cfg.n_ff);
+    l.b_down = r.optional_vector(p + "ffn_down.bias", E);
+    if (post) l.ffn_post_norm = r.vector(p + "post_ffw_norm.weight", E);
     w.layers.push_back(std::move(l));
   }
+  r.check_all_used(cfg.n_layer);
   return w;
 }
 
@@ -112,7 +189,7 @@ bool packable(std::vector<const Matrix*> all) {
 void LlamaWeights::pack_panels(const GgufFile& f, const LoadProgress& progress) {
   std::vector<Matrix*> matrices = {&output};  // token_embd only serves row lookups, unless tied
   for (auto& l : layers)
-    for (Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) matrices.push_back(m);
+    for (Matrix* m : l.matrices()) matrices.push_back(m);
   std::vector<const Matrix*> all(matrices.begin(), matrices.end());
   all.push_back(&token_embd);
   if (!packable(all)) return;

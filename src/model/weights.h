@@ -1,10 +1,13 @@
-// The weight tensors of a Llama-family model, as views into the mapped GGUF
-// file (matrices stay in their stored type; only the small norm vectors are
-// decoded to F32). Loading checks every name, shape and type.
-// Optional tensors (Q/K/V biases, RoPE frequency factors) are empty vectors
-// when the file lacks them.
+// The weight tensors of a model (model/config.h says which it has), as views
+// into the mapped GGUF file (matrices stay in their stored type; only the
+// small norm and bias vectors are decoded to F32). Loading checks every name,
+// shape and type, and refuses a file holding tensors the model would not use.
+// Optional tensors (biases, RoPE frequency factors) are empty vectors when the
+// file lacks them. Fused tensors (attn_qkv, a gate-and-up ffn_up) become
+// views of their row ranges, so the forward pass never sees the fusion.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -35,11 +38,19 @@ struct Matrix {
 };
 
 struct LayerWeights {
-  std::vector<float> attn_norm;   // n_embd
-  Matrix wq, wk, wv, wo;          // q_dim x n_embd, kv_dim x n_embd (x2), n_embd x q_dim
-  std::vector<float> bq, bk, bv;  // q_dim, kv_dim, kv_dim; empty when the file has none
-  std::vector<float> ffn_norm;    // n_embd
-  Matrix w_gate, w_up, w_down;    // n_ff x n_embd (x2), n_embd x n_ff
+  std::vector<float> attn_norm;             // n_embd; empty under NormPlacement::Post
+  Matrix wq, wk, wv, wo;                    // q_dim x n_embd, kv_dim x n_embd (x2), n_embd x q_dim
+  std::vector<float> bq, bk, bv, bo;        // q_dim, kv_dim, kv_dim, n_embd; empty when the file has none
+  std::vector<float> q_norm, k_norm;        // head_dim each (QkNorm::PerHead), q_dim and kv_dim (Whole); else empty
+  std::vector<float> attn_post_norm;        // n_embd, under Post and Sandwich placement; else empty
+  std::vector<float> ffn_norm;              // n_embd; empty under Post
+  Matrix w_gate, w_up, w_down;              // n_ff x n_embd (x2), n_embd x n_ff
+  std::vector<float> b_gate, b_up, b_down;  // n_ff, n_ff, n_embd; empty when the file has none
+  std::vector<float> ffn_post_norm;         // n_embd, under Post and Sandwich; else empty
+
+  // The seven matrices, in the order a token passes them (a fused tensor's views each count).
+  std::array<Matrix*, 7> matrices() { return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}; }
+  std::array<const Matrix*, 7> matrices() const { return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}; }
 };
 
 struct LlamaWeights {

@@ -35,9 +35,9 @@ TEST(ModelConfig, LlamaIsInterleavedWithoutBiases) {
   std::vector<uint8_t> bytes;
   const auto m = load(synthetic_llama(small()), bytes);
   EXPECT_EQ(m->config().arch, "llama");
-  EXPECT_EQ(m->config().rope_layout, RopeLayout::Interleaved);
+  EXPECT_EQ(m->config().rope.layout, RopeLayout::Interleaved);
   EXPECT_FALSE(m->config().qkv_bias_required);
-  EXPECT_EQ(m->config().rope_linear_factor, 1.0f);
+  EXPECT_EQ(m->config().rope.linear_factor, 1.0f);
   EXPECT_TRUE(m->weights().layers[0].bq.empty());
   EXPECT_TRUE(m->weights().rope_freq_factors.empty());
 }
@@ -47,8 +47,8 @@ TEST(ModelConfig, Qwen2IsNeoXWithBiasesAndTiedEmbeddings) {
   const auto m = load(synthetic_llama(small("qwen2")), bytes);
   const ModelConfig& c = m->config();
   EXPECT_EQ(c.arch, "qwen2");
-  EXPECT_EQ(c.rope_layout, RopeLayout::NeoX);
-  EXPECT_STREQ(rope_layout_name(c.rope_layout), "neox");
+  EXPECT_EQ(c.rope.layout, RopeLayout::NeoX);
+  EXPECT_STREQ(rope_layout_name(c.rope.layout), "neox");
   EXPECT_TRUE(c.qkv_bias_required);
   EXPECT_EQ(c.n_head_kv, 2);
   const auto& l = m->weights().layers[0];
@@ -96,7 +96,7 @@ TEST(ModelConfig, RopeFreqsAreLoadedAndChecked) {
   s.rope_freq_factors = true;
   std::vector<uint8_t> bytes;
   const auto m = load(synthetic_llama(s), bytes);
-  ASSERT_EQ(m->weights().rope_freq_factors.size(), size_t(m->config().rope_dims / 2));
+  ASSERT_EQ(m->weights().rope_freq_factors.size(), size_t(m->config().rope.dims / 2));
   for (float f : m->weights().rope_freq_factors) {
     EXPECT_GE(f, 1.0f);
     EXPECT_LE(f, 8.0f);
@@ -114,17 +114,17 @@ TEST(ModelConfig, RopeScaling) {
   auto s = small();
   s.rope_scaling = "linear";
   s.rope_scaling_factor = 4;
-  EXPECT_EQ(config(synthetic_llama(s)).rope_linear_factor, 4.0f);
+  EXPECT_EQ(config(synthetic_llama(s)).rope.linear_factor, 4.0f);
   s.rope_scaling = "none";
-  EXPECT_EQ(config(synthetic_llama(s)).rope_linear_factor, 1.0f);
+  EXPECT_EQ(config(synthetic_llama(s)).rope.linear_factor, 1.0f);
 
   // The older key, and a factor without a type (llama.cpp reads both as linear).
   auto old_key = synthetic_llama(small());
   old_key.set("llama.rope.scale_linear", Value::f32(2));
-  EXPECT_EQ(config(old_key).rope_linear_factor, 2.0f);
+  EXPECT_EQ(config(old_key).rope.linear_factor, 2.0f);
   auto untyped = synthetic_llama(small("qwen2"));
   untyped.set("qwen2.rope.scaling.factor", Value::f32(8));
-  EXPECT_EQ(config(untyped).rope_linear_factor, 8.0f);
+  EXPECT_EQ(config(untyped).rope.linear_factor, 8.0f);
 
   s.rope_scaling = "linear";
   s.rope_scaling_factor = -1;

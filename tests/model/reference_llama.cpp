@@ -114,8 +114,8 @@ std::vector<std::vector<float>> ReferenceLlama::run(const std::vector<int32_t>& 
       add(k, B[1]);
       add(v, B[2]);
       const double p = double(pos) / position_divisor_;
-      rope(q, hd, cfg_.rope_dims, p, cfg_.rope_freq_base, neox_, freq_factors_);
-      rope(k, hd, cfg_.rope_dims, p, cfg_.rope_freq_base, neox_, freq_factors_);
+      rope(q, hd, cfg_.rope.dims, p, cfg_.rope.base, neox_, freq_factors_);
+      rope(k, hd, cfg_.rope.dims, p, cfg_.rope.base, neox_, freq_factors_);
       keys[size_t(l)].push_back(k);
       values[size_t(l)].push_back(v);
       std::vector<float> att(size_t(cfg_.q_dim()), 0.0f);

@@ -94,8 +94,7 @@ WeightTotals weight_totals(const LlamaWeights& w) {
     elems += uint64_t(m.rows) * uint64_t(m.cols);
   };
   for (const auto& l : w.layers)
-    for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-      add(*m, t.layer_bytes, t.layer_elems);
+    for (const Matrix* m : l.matrices()) add(*m, t.layer_bytes, t.layer_elems);
   add(w.output, t.output_bytes, t.output_elems);
   return t;
 }
@@ -162,7 +161,7 @@ std::vector<ByteRange> step_reads(const LlamaWeights& w) {
   std::vector<ByteRange> r;
   auto add = [&](const Matrix& m) { r.push_back({m.data, size_t(m.rows) * m.row_bytes}); };
   for (const auto& l : w.layers)
-    for (const Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*m);
+    for (const Matrix* m : l.matrices()) add(*m);
   add(w.output);
   return r;
 }

@@ -1,0 +1,36 @@
+// The llama block itself, and the architectures that differ from it only in scales or RoPE.
+#include "gguf/file.h"
+#include "model/archs/archs.h"
+#include "util/error.h"
+
+namespace pagoda {
+
+// The block every default in config.h describes. Mixtral-style files carry
+// experts under this name: refused by name rather than run as a dense model.
+void declare_llama(const GgufFile& f, ModelConfig& c) {
+  if (read_u64(f, c, "expert_count", 0) > 0)
+    fail<Unsupported>("{}: '{}' with experts (a mixture of experts, like Mixtral) is not supported yet", f.source(),
+                      c.arch);
+}
+
+// Granite: llama with four scales (embedding, residual, attention, logits; 0 in a file means unset).
+void declare_granite(const GgufFile& f, ModelConfig& c) {
+  declare_llama(f, c);
+  auto scale = [&](std::string_view key, double dflt) {
+    const double v = read_f64(f, c, key, dflt);
+    return v == 0 ? dflt : v;
+  };
+  c.embed_scale = float(scale("embedding_scale", 1.0));
+  c.residual_scale = float(scale("residual_scale", 1.0));
+  c.attn_scale = float(scale("attention.scale", 0.0));
+  const double logit_scale = f.get_f64(arch_key(c, "logit_scale"));  // granite files always state it
+  if (!(logit_scale > 0)) fail<FormatError>("{}: {} must be positive", f.source(), arch_key(c, "logit_scale"));
+  c.logit_scale = float(1.0 / logit_scale);  // the key divides the logits
+}
+
+// SmolLM3: llama whose every 4th layer attends without positions (NoPE).
+void declare_smollm3(const GgufFile&, ModelConfig& c) {
+  for (int l = 0; l < c.n_layer; ++l) c.layers[size_t(l)].rope.enabled = (l + 1) % 4 != 0;
+}
+
+}  // namespace pagoda

@@ -1,0 +1,23 @@
+#include "model/archs/archs.h"
+
+namespace pagoda {
+
+namespace {
+// The RoPE layout is a property of the architecture, not a key (llama.cpp's rope-type table).
+constexpr Arch kArchs[] = {
+    {"llama", RopeLayout::Interleaved, declare_llama},  // also Mistral, TinyLlama, SmolLM 1/2
+    {"qwen2", RopeLayout::NeoX, declare_qwen2},
+    {"qwen3", RopeLayout::NeoX, declare_qwen3},
+    {"gemma2", RopeLayout::NeoX, declare_gemma2},
+    {"gemma3", RopeLayout::NeoX, declare_gemma3},
+    {"granite", RopeLayout::Interleaved, declare_granite},
+    {"smollm3", RopeLayout::Interleaved, declare_smollm3},
+    {"olmo2", RopeLayout::NeoX, declare_olmo2},
+    {"phi3", RopeLayout::NeoX, declare_phi3},
+    {"glm4", RopeLayout::Interleaved, declare_glm4},
+};
+}  // namespace
+
+std::span<const Arch> architectures() { return kArchs; }
+
+}  // namespace pagoda
