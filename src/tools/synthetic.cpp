@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "gguf/file.h"
+#include "model/config.h"
 #include "quant/rows.h"
 #include "util/error.h"
 
@@ -59,7 +61,7 @@ std::string byte_level(uint8_t b) {
 }
 
 // <unk>, <s>, </s>, the byte tokens, then filler pieces.
-void spm_vocab(GgufWriter& w, int n_vocab) {
+void spm_vocab(GgufWriter& w, int n_vocab, const std::string& arch) {
   std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
   std::vector<int32_t> types = {2, 3, 3};
   for (int b = 0; b < 256 && int(tokens.size()) < n_vocab; ++b) {
@@ -69,6 +71,11 @@ void spm_vocab(GgufWriter& w, int n_vocab) {
   while (int(tokens.size()) < n_vocab) {
     tokens.push_back(fmt::format("\u2581w{}", tokens.size()));
     types.push_back(1);
+  }
+  // Phi-3's vocabulary has <|endoftext|>, and llama.cpp looks it up by name in phi3 files.
+  if (arch == "phi3") {
+    tokens.back() = "<|endoftext|>";
+    types.back() = 3;
   }
   std::vector<float> scores(tokens.size());
   for (size_t i = 0; i < scores.size(); ++i) scores[i] = -float(i);
@@ -109,13 +116,37 @@ void gpt2_vocab(GgufWriter& w, int n_vocab, const std::string& pre) {
   w.set("tokenizer.ggml.eos_token_id", Value::u32(256));
 }
 
+// The keys an architecture's files carry beyond the shared ones, at values
+// like the real models' (the scales of granite-3, gemma's soft-caps).
+void arch_keys(GgufWriter& w, const SyntheticModelSpec& s) {
+  const std::string a = s.arch + ".";
+  if (s.arch == "granite") {
+    w.set(a + "embedding_scale", Value::f32(12.0f));
+    w.set(a + "residual_scale", Value::f32(0.22f));
+    w.set(a + "attention.scale", Value::f32(0.0078125f));
+    w.set(a + "logit_scale", Value::f32(8.0f));
+  } else if (s.arch == "gemma2") {
+    w.set(a + "attn_logit_softcapping", Value::f32(50.0f));
+    w.set(a + "final_logit_softcapping", Value::f32(30.0f));
+  }
+  if (s.sliding_window > 0) w.set(a + "attention.sliding_window", Value::u32(uint32_t(s.sliding_window)));
+  if (s.rope_freq_base_swa > 0) w.set(a + "rope.freq_base_swa", Value::f32(s.rope_freq_base_swa));
+}
+
+// The model's own reading of the metadata written so far: which tensors it has.
+ModelConfig declared(const GgufWriter& w) {
+  const std::vector<uint8_t> bytes = w.to_bytes();
+  return ModelConfig::from_gguf(GgufFile::parse(bytes.data(), bytes.size()));
+}
+
 }  // namespace
 
-GgufWriter synthetic_llama(const SyntheticModelSpec& s) {
-  if (s.n_vocab < 3 || s.n_head % s.n_head_kv != 0 || s.n_embd % s.n_head != 0)
+GgufWriter synthetic_model(const SyntheticModelSpec& s) {
+  if (s.n_vocab < 3 || s.n_head % s.n_head_kv != 0 || (s.head_dim == 0 && s.n_embd % s.n_head != 0))
     fail<InvalidArgument>("synthetic model: inconsistent shape");
   GgufWriter w;
   const std::string a = s.arch + ".";
+  const int hd = s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_head;
   w.set("general.architecture", Value::string(s.arch));
   w.set("general.name", Value::string("synthetic-" + s.arch));
   w.set(a + "context_length", Value::u32(uint32_t(s.n_ctx)));
@@ -124,51 +155,79 @@ GgufWriter synthetic_llama(const SyntheticModelSpec& s) {
   w.set(a + "feed_forward_length", Value::u32(uint32_t(s.n_ff)));
   w.set(a + "attention.head_count", Value::u32(uint32_t(s.n_head)));
   w.set(a + "attention.head_count_kv", Value::u32(uint32_t(s.n_head_kv)));
+  if (s.head_dim > 0) {
+    w.set(a + "attention.key_length", Value::u32(uint32_t(hd)));
+    w.set(a + "attention.value_length", Value::u32(uint32_t(hd)));
+  }
   w.set(a + "attention.layer_norm_rms_epsilon", Value::f32(s.rms_eps));
   w.set(a + "rope.freq_base", Value::f32(s.rope_freq_base));
-  w.set(a + "rope.dimension_count", Value::u32(uint32_t(s.n_embd / s.n_head)));
+  w.set(a + "rope.dimension_count", Value::u32(uint32_t(s.rope_dims > 0 ? s.rope_dims : hd)));
   if (!s.rope_scaling.empty()) {
     w.set(a + "rope.scaling.type", Value::string(s.rope_scaling));
     w.set(a + "rope.scaling.factor", Value::f32(s.rope_scaling_factor));
   }
+  arch_keys(w, s);
 
   if (s.tokenizer == "llama") {
-    spm_vocab(w, s.n_vocab);
+    spm_vocab(w, s.n_vocab, s.arch);
   } else if (s.tokenizer == "gpt2") {
     if (s.n_vocab < 257) fail<InvalidArgument>("synthetic model: a gpt2 vocabulary needs 257 tokens");
-    gpt2_vocab(w, s.n_vocab, s.arch == "qwen2" ? "qwen2" : "llama-bpe");
+    gpt2_vocab(w, s.n_vocab, s.arch.starts_with("qwen") ? "qwen2" : "llama-bpe");
   } else {
     fail<InvalidArgument>("synthetic model: unknown tokenizer '{}'", s.tokenizer);
   }
+  const ModelConfig c = declared(w);
 
   Filler fill(s.seed);
-  const int hd = s.n_embd / s.n_head, q = s.n_head * hd, kv = s.n_head_kv * hd;
+  const int q = c.q_dim(), kv = c.kv_dim(), E = s.n_embd, F = s.n_ff;
+  const bool pre = c.norms != NormPlacement::Post, post = c.norms != NormPlacement::Pre;
   // Embeddings uniform in [-1, 1]: rows of unit-ish size.
-  const auto emb = fill.values(size_t(s.n_vocab) * s.n_embd, 0.0f, 1.0f);
-  w.add_tensor("token_embd.weight", s.type, {uint64_t(s.n_embd), uint64_t(s.n_vocab)},
+  const auto emb = fill.values(size_t(s.n_vocab) * E, 0.0f, 1.0f);
+  w.add_tensor("token_embd.weight", s.type, {uint64_t(E), uint64_t(s.n_vocab)},
                quantize(s.type, emb.data(), emb.size()));
-  add_norm(w, fill, "output_norm.weight", s.n_embd);
-  if (!s.tied_embeddings) add_matrix(w, fill, "output.weight", s.n_vocab, s.n_embd, s.type);
-  for (int l = 0; l < s.n_layer; ++l) {
+  add_norm(w, fill, "output_norm.weight", E);
+  if (!s.tied_embeddings) add_matrix(w, fill, "output.weight", s.n_vocab, E, s.type);
+  auto bias = [&](const std::string& name, int n) {
+    w.add_f32_tensor(name, {uint64_t(n)}, fill.values(size_t(n), 0.0f, 0.5f));
+  };
+  for (int l = 0; l < c.n_layer; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
-    add_norm(w, fill, p + "attn_norm.weight", s.n_embd);
-    add_matrix(w, fill, p + "attn_q.weight", q, s.n_embd, s.type);
-    add_matrix(w, fill, p + "attn_k.weight", kv, s.n_embd, s.type);
-    add_matrix(w, fill, p + "attn_v.weight", kv, s.n_embd, s.type);
-    if (s.qkv_bias) {
-      w.add_f32_tensor(p + "attn_q.bias", {uint64_t(q)}, fill.values(size_t(q), 0.0f, 0.5f));
-      w.add_f32_tensor(p + "attn_k.bias", {uint64_t(kv)}, fill.values(size_t(kv), 0.0f, 0.5f));
-      w.add_f32_tensor(p + "attn_v.bias", {uint64_t(kv)}, fill.values(size_t(kv), 0.0f, 0.5f));
+    if (pre) add_norm(w, fill, p + "attn_norm.weight", E);
+    if (s.fused_qkv) {
+      add_matrix(w, fill, p + "attn_qkv.weight", q + 2 * kv, E, s.type);
+      if (s.qkv_bias) bias(p + "attn_qkv.bias", q + 2 * kv);
+    } else {
+      add_matrix(w, fill, p + "attn_q.weight", q, E, s.type);
+      add_matrix(w, fill, p + "attn_k.weight", kv, E, s.type);
+      add_matrix(w, fill, p + "attn_v.weight", kv, E, s.type);
+      if (s.qkv_bias) {
+        bias(p + "attn_q.bias", q);
+        bias(p + "attn_k.bias", kv);
+        bias(p + "attn_v.bias", kv);
+      }
     }
-    add_matrix(w, fill, p + "attn_output.weight", s.n_embd, q, s.type);
-    add_norm(w, fill, p + "ffn_norm.weight", s.n_embd);
-    add_matrix(w, fill, p + "ffn_gate.weight", s.n_ff, s.n_embd, s.type);
-    add_matrix(w, fill, p + "ffn_up.weight", s.n_ff, s.n_embd, s.type);
-    add_matrix(w, fill, p + "ffn_down.weight", s.n_embd, s.n_ff, s.type);
+    if (c.qk_norm != QkNorm::None) {
+      const bool whole = c.qk_norm == QkNorm::Whole;
+      add_norm(w, fill, p + "attn_q_norm.weight", whole ? q : hd);
+      add_norm(w, fill, p + "attn_k_norm.weight", whole ? kv : hd);
+    }
+    add_matrix(w, fill, p + "attn_output.weight", E, q, s.type);
+    if (post) add_norm(w, fill, p + "post_attention_norm.weight", E);
+    if (pre) add_norm(w, fill, p + "ffn_norm.weight", E);
+    if (c.fused_gate_up) {
+      add_matrix(w, fill, p + "ffn_up.weight", 2 * F, E, s.type);
+    } else {
+      add_matrix(w, fill, p + "ffn_gate.weight", F, E, s.type);
+      add_matrix(w, fill, p + "ffn_up.weight", F, E, s.type);
+    }
+    add_matrix(w, fill, p + "ffn_down.weight", E, F, s.type);
+    if (post) add_norm(w, fill, p + "post_ffw_norm.weight", E);
   }
   // Last, so that models without them draw the same weights as before.
-  if (s.rope_freq_factors)
-    w.add_f32_tensor("rope_freqs.weight", {uint64_t(hd / 2)}, fill.values(size_t(hd / 2), 4.5f, 3.5f));
+  if (s.rope_freq_factors) {
+    const int pairs = (s.rope_dims > 0 ? s.rope_dims : hd) / 2;
+    w.add_f32_tensor("rope_freqs.weight", {uint64_t(pairs)}, fill.values(size_t(pairs), 4.5f, 3.5f));
+  }
   return w;
 }
 

@@ -1,6 +1,10 @@
-// Synthetic Llama-family models (llama, qwen2) with random weights, written
-// with the project's GGUF writer: the subjects of the forward-pass tests and
-// the benchmarks (random weights cost exactly what real ones do to run).
+// Synthetic models of every supported architecture with random weights,
+// written with the project's GGUF writer: the subjects of the forward-pass
+// tests, the llama.cpp oracle tests and the benchmarks (random weights cost
+// exactly what real ones do to run). The metadata keys are the ones llama.cpp's
+// converters write; the tensors are the ones the architecture's declaration
+// (model/archs/) asks for, so a file llama.cpp loads and runs alike is the check
+// that both are right.
 #pragma once
 
 #include <cstdint>
@@ -24,8 +28,13 @@ struct SyntheticModelSpec {
   float rope_freq_base = 10000.0f;
   float rms_eps = 1e-5f;
   uint64_t seed = 1;
-  std::string arch = "llama";        // "llama" or "qwen2": general.architecture and the key prefix
+  std::string arch = "llama";        // general.architecture and the key prefix: any of model/archs/
+  int head_dim = 0;                  // {arch}.attention.key_length/value_length when set; else n_embd / n_head
+  int rope_dims = 0;                 // {arch}.rope.dimension_count when set (partial rotary); else the head size
   bool qkv_bias = false;             // blk.N.attn_{q,k,v}.bias (qwen2 files need them)
+  bool fused_qkv = false;            // one blk.N.attn_qkv tensor (phi3's layout) instead of three
+  int sliding_window = 0;            // {arch}.attention.sliding_window when set (gemma2/3, olmo2)
+  float rope_freq_base_swa = 0;      // {arch}.rope.freq_base_swa when set
   bool rope_freq_factors = false;    // rope_freqs.weight, factors in [1, 8] like Llama 3.1's
   std::string rope_scaling;          // {arch}.rope.scaling.type; empty: not written
   float rope_scaling_factor = 1.0f;  // {arch}.rope.scaling.factor, written with rope_scaling
@@ -36,6 +45,6 @@ struct SyntheticModelSpec {
 // weights. The "llama" vocabulary: <unk>, <s>, </s>, byte tokens, then filler
 // pieces (n_vocab >= 259). The "gpt2" one: the 256 byte-level symbols,
 // <|endoftext|> (BOS and EOS), then merged pieces (n_vocab >= 257).
-GgufWriter synthetic_llama(const SyntheticModelSpec& spec);
+GgufWriter synthetic_model(const SyntheticModelSpec& spec);
 
 }  // namespace pagoda

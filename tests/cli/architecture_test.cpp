@@ -34,7 +34,7 @@ class CliArchitecture : public ::testing::Test {
     s.qkv_bias = arch == "qwen2";
     s.tokenizer = tokenizer;
     const std::string path = (dir_ / (arch + "-" + tokenizer + ".gguf")).string();
-    synthetic_llama(s).write(path);
+    synthetic_model(s).write(path);
     return path;
   }
 
@@ -66,7 +66,7 @@ TEST_F(CliArchitecture, EveryArchitectureRunsWithEveryTokenizer) {
 TEST_F(CliArchitecture, InfoSaysWhatIsNotSupported) {
   SyntheticModelSpec s;
   s.arch = "llama";
-  GgufWriter w = synthetic_llama(s);
+  GgufWriter w = synthetic_model(s);
   w.set("general.architecture", Value::string("frobnik"));
   const std::string arch = (dir_ / "frobnik.gguf").string();
   w.write(arch);
@@ -77,7 +77,7 @@ TEST_F(CliArchitecture, InfoSaysWhatIsNotSupported) {
             std::string::npos)
       << p.err;
 
-  GgufWriter q = synthetic_llama(s);
+  GgufWriter q = synthetic_model(s);
   q.add_tensor("extra.weight", TensorType::Q5_K, {256}, std::vector<uint8_t>(176));  // one Q5_K block
   const std::string type = (dir_ / "q5k.gguf").string();
   q.write(type);

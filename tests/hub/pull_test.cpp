@@ -177,7 +177,7 @@ TEST_F(HubTest, NotFoundListsTheGgufFiles) {
 TEST_F(HubTest, ASplitModelIsPulledWhole) {
   SyntheticModelSpec spec;
   spec.type = TensorType::Q8_0;
-  const GgufWriter w = synthetic_llama(spec);
+  const GgufWriter w = synthetic_model(spec);
   const auto parts = w.split(3);
   for (int i = 0; i < 3; ++i) {
     const auto b = parts[size_t(i)].to_bytes();

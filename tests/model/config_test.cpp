@@ -33,7 +33,7 @@ ModelConfig config(const GgufWriter& w) {
 
 TEST(ModelConfig, LlamaIsInterleavedWithoutBiases) {
   std::vector<uint8_t> bytes;
-  const auto m = load(synthetic_llama(small()), bytes);
+  const auto m = load(synthetic_model(small()), bytes);
   EXPECT_EQ(m->config().arch, "llama");
   EXPECT_EQ(m->config().rope.layout, RopeLayout::Interleaved);
   EXPECT_FALSE(m->config().qkv_bias_required);
@@ -44,7 +44,7 @@ TEST(ModelConfig, LlamaIsInterleavedWithoutBiases) {
 
 TEST(ModelConfig, Qwen2IsNeoXWithBiasesAndTiedEmbeddings) {
   std::vector<uint8_t> bytes;
-  const auto m = load(synthetic_llama(small("qwen2")), bytes);
+  const auto m = load(synthetic_model(small("qwen2")), bytes);
   const ModelConfig& c = m->config();
   EXPECT_EQ(c.arch, "qwen2");
   EXPECT_EQ(c.rope.layout, RopeLayout::NeoX);
@@ -62,7 +62,7 @@ TEST(ModelConfig, BiasesAreAcceptedOnLlama) {
   auto s = small();
   s.qkv_bias = true;
   std::vector<uint8_t> bytes;
-  const auto m = load(synthetic_llama(s), bytes);
+  const auto m = load(synthetic_model(s), bytes);
   EXPECT_EQ(m->weights().layers[0].bk.size(), size_t(m->config().kv_dim()));
 }
 
@@ -70,18 +70,18 @@ TEST(ModelConfig, Qwen2WithoutBiasesIsAFormatError) {
   auto s = small("qwen2");
   s.qkv_bias = false;
   std::vector<uint8_t> bytes;
-  EXPECT_THROW(load(synthetic_llama(s), bytes), FormatError);
+  EXPECT_THROW(load(synthetic_model(s), bytes), FormatError);
 }
 
 TEST(ModelConfig, BiasOfTheWrongLengthIsAFormatError) {
-  auto w = synthetic_llama(small());
+  auto w = synthetic_model(small());
   w.add_f32_tensor("blk.0.attn_k.bias", {64}, std::vector<float>(64, 0.0f));  // kv_dim is 32
   std::vector<uint8_t> bytes;
   EXPECT_THROW(load(w, bytes), FormatError);
 }
 
 TEST(ModelConfig, OtherArchitecturesAreUnsupported) {
-  auto w = synthetic_llama(small());
+  auto w = synthetic_model(small());
   w.set("general.architecture", Value::string("gemma"));
   try {
     config(w);
@@ -95,17 +95,17 @@ TEST(ModelConfig, RopeFreqsAreLoadedAndChecked) {
   auto s = small();
   s.rope_freq_factors = true;
   std::vector<uint8_t> bytes;
-  const auto m = load(synthetic_llama(s), bytes);
+  const auto m = load(synthetic_model(s), bytes);
   ASSERT_EQ(m->weights().rope_freq_factors.size(), size_t(m->config().rope.dims / 2));
   for (float f : m->weights().rope_freq_factors) {
     EXPECT_GE(f, 1.0f);
     EXPECT_LE(f, 8.0f);
   }
 
-  auto wrong_length = synthetic_llama(small());
+  auto wrong_length = synthetic_model(small());
   wrong_length.add_f32_tensor("rope_freqs.weight", {16}, std::vector<float>(16, 1.0f));  // rope_dims/2 is 8
   EXPECT_THROW(load(wrong_length, bytes), FormatError);
-  auto zero = synthetic_llama(small());
+  auto zero = synthetic_model(small());
   zero.add_f32_tensor("rope_freqs.weight", {8}, std::vector<float>(8, 0.0f));
   EXPECT_THROW(load(zero, bytes), FormatError);
 }
@@ -114,27 +114,27 @@ TEST(ModelConfig, RopeScaling) {
   auto s = small();
   s.rope_scaling = "linear";
   s.rope_scaling_factor = 4;
-  EXPECT_EQ(config(synthetic_llama(s)).rope.linear_factor, 4.0f);
+  EXPECT_EQ(config(synthetic_model(s)).rope.linear_factor, 4.0f);
   s.rope_scaling = "none";
-  EXPECT_EQ(config(synthetic_llama(s)).rope.linear_factor, 1.0f);
+  EXPECT_EQ(config(synthetic_model(s)).rope.linear_factor, 1.0f);
 
   // The older key, and a factor without a type (llama.cpp reads both as linear).
-  auto old_key = synthetic_llama(small());
+  auto old_key = synthetic_model(small());
   old_key.set("llama.rope.scale_linear", Value::f32(2));
   EXPECT_EQ(config(old_key).rope.linear_factor, 2.0f);
-  auto untyped = synthetic_llama(small("qwen2"));
+  auto untyped = synthetic_model(small("qwen2"));
   untyped.set("qwen2.rope.scaling.factor", Value::f32(8));
   EXPECT_EQ(config(untyped).rope.linear_factor, 8.0f);
 
   s.rope_scaling = "linear";
   s.rope_scaling_factor = -1;
-  EXPECT_THROW(config(synthetic_llama(s)), FormatError);
+  EXPECT_THROW(config(synthetic_model(s)), FormatError);
 
   for (const char* type : {"yarn", "longrope", "llama3"}) {
     s.rope_scaling = type;
     s.rope_scaling_factor = 4;
     try {
-      config(synthetic_llama(s));
+      config(synthetic_model(s));
       FAIL() << type << ": no error";
     } catch (const Unsupported& e) {
       EXPECT_NE(std::string(e.what()).find(type), std::string::npos) << e.what();

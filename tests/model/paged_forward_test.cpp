@@ -36,7 +36,7 @@ namespace {
 // (a mix of weight types in one model).
 std::unique_ptr<LlamaModel> make_model(const SyntheticModelSpec& spec, std::vector<uint8_t>& storage,
                                        std::optional<QuantizeTarget> requantize = std::nullopt) {
-  storage = synthetic_llama(spec).to_bytes();
+  storage = synthetic_model(spec).to_bytes();
   if (requantize) {
     ThreadPool pool(2);
     storage = quantize_model(GgufFile::parse(storage.data(), storage.size()), *requantize, pool).to_bytes();
@@ -308,9 +308,9 @@ TEST(PagedForwardInvariance, LogitsIndependentOfBatchAndThreads) {
 // Q8_0 FFN down projections of 96-wide rows; 64 x 96 gate/up: 4 panels).
 TEST(PagedForwardPanels, PackedModelGivesTheSameLogits) {
   ThreadPool quantize_pool(2);
-  const auto tied_q8_0 = synthetic_llama(spec(TensorType::Q8_0, 4, 2, true)).to_bytes();
-  const auto untied_q4_0 = synthetic_llama(spec(TensorType::Q4_0, 4, 2, false)).to_bytes();
-  const auto f32 = synthetic_llama(spec(TensorType::F32, 4, 2, false, 256, 96)).to_bytes();
+  const auto tied_q8_0 = synthetic_model(spec(TensorType::Q8_0, 4, 2, true)).to_bytes();
+  const auto untied_q4_0 = synthetic_model(spec(TensorType::Q4_0, 4, 2, false)).to_bytes();
+  const auto f32 = synthetic_model(spec(TensorType::F32, 4, 2, false, 256, 96)).to_bytes();
   const auto mix =
       quantize_model(GgufFile::parse(f32.data(), f32.size()), QuantizeTarget::Q4_K_M, quantize_pool).to_bytes();
   for (const auto* bytes : {&tied_q8_0, &untied_q4_0, &mix}) {
@@ -365,7 +365,7 @@ size_t tensor_offset_field(const std::vector<uint8_t>& bytes, const std::string&
 // the read-only file.
 TEST(PagedForwardPanels, EmbeddingOnAPackedLayerMatrixReadsItsRows) {
   auto s = spec(TensorType::Q8_0, 4, 2, false, 320);
-  auto bytes = synthetic_llama(s).to_bytes();
+  auto bytes = synthetic_model(s).to_bytes();
   std::memcpy(bytes.data() + tensor_offset_field(bytes, "token_embd.weight"),
               bytes.data() + tensor_offset_field(bytes, "blk.0.attn_q.weight"), 8);
   std::vector<uint8_t> copy = bytes;
@@ -394,7 +394,7 @@ TEST(PagedForwardPanels, EmbeddingOnAPackedLayerMatrixReadsItsRows) {
 // A file's bytes serve one packed model: a second model on the same
 // rearranged file would read panels as rows, so it is refused.
 TEST(PagedForwardPanels, SecondModelOnARearrangedFileIsRefused) {
-  auto bytes = synthetic_llama(spec(TensorType::Q8_0, 4, 2, true)).to_bytes();
+  auto bytes = synthetic_model(spec(TensorType::Q8_0, 4, 2, true)).to_bytes();
   auto file = std::make_shared<const GgufFile>(GgufFile::parse_writable(bytes.data(), bytes.size()));
   LlamaModel first(file);
   if (prefers_panels(TensorType::Q8_0))
@@ -584,7 +584,7 @@ TEST(LlamaCppOracle, ReadsQuantizedFilesAsPagodaDoes) {
   // whose Q4_K_M mix has Q4_K and Q6_K matrices too.
   SyntheticModelSpec wide = spec(TensorType::F32, 4, 2, false, 256, 512);
   const std::string wide_path = (tmp / "wide-f32.gguf").string();
-  synthetic_llama(wide).write(wide_path);
+  synthetic_model(wide).write(wide_path);
   const struct {
     std::string name, path;
     std::vector<int32_t> prompt;
@@ -629,7 +629,7 @@ TEST(LlamaCppOracle, ReadsArchitecturesAsPagodaDoes) {
   std::vector<OracleJob> jobs;
   for (const auto& [name, s] : models) {
     const std::string path = (tmp / (std::string(name) + ".gguf")).string();
-    synthetic_llama(s).write(path);
+    synthetic_model(s).write(path);
     jobs.push_back({name, path, prompt});
   }
   expect_matches_llama_cpp(jobs, tmp);

@@ -31,7 +31,7 @@ std::pair<std::string, std::string> write_both(const Dir& d, int parts) {
   SyntheticModelSpec spec;
   spec.type = TensorType::Q8_0;
   spec.n_embd = 64;
-  const GgufWriter w = synthetic_llama(spec);
+  const GgufWriter w = synthetic_model(spec);
   const std::string whole = (d.path / "model.gguf").string();
   w.write(whole);
   const auto split = w.split(parts);

@@ -54,7 +54,7 @@ bool eventually(const F& cond) {
 
 std::string write_model(const SyntheticModelSpec& spec, const std::string& name) {
   const auto path = std::filesystem::path(::testing::TempDir()) / (name + std::to_string(::getpid()) + ".gguf");
-  const auto bytes = synthetic_llama(spec).to_bytes();
+  const auto bytes = synthetic_model(spec).to_bytes();
   std::ofstream(path, std::ios::binary)
       .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
   return path.string();

@@ -294,7 +294,7 @@ std::vector<Result> bench_model(const BenchModelOpts& o, const Machine& m, const
   if (!cached || !fs::exists(f16)) {
     spdlog::info("generating the {} model (F16)", name);
     double t0 = now_s();
-    const GgufWriter writer = synthetic_llama(spec);
+    const GgufWriter writer = synthetic_model(spec);
     s["generate_s"] = now_s() - t0;
     t0 = now_s();
     writer.write(f16.string());
