@@ -25,6 +25,10 @@
 // A named namespace: the unity build puts this file beside paged_forward_test.cpp.
 namespace pagoda::llama_oracle_test {
 
+using testing::kBF16Tol;
+using testing::kF16Tol;
+using testing::kF32Tol;
+using testing::kQuantTol;
 using testing::LlamaFtype;
 using testing::LlamaOracle;
 using testing::OracleOptions;
@@ -159,10 +163,7 @@ TEST(LlamaOracle, FileThatDoesNotLoadThrowsWithLlamaCppsReason) {
 // difference / tolerance: F32 0.06, F16 0.35, BF16 0.47, quantized 0.58).
 // A wrong model misses them by far more in F32, less in the quantized types
 // (LlamaCppOracleNegative below).
-constexpr OracleTolerance kF32Tol{1e-4, 1e-5};
-constexpr OracleTolerance kF16Tol{5e-3, 2e-3};
-constexpr OracleTolerance kBF16Tol{0.05, 0.015};
-constexpr OracleTolerance kQuantTol{0.1, 0.05};
+// (The constants are in model/oracle_compare.h.)
 
 // The calibration models: 256 wide with a 512-wide FFN, so every matrix row
 // is a multiple of 256 and the K-quant ftypes write K-quants (no fallback);

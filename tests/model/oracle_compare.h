@@ -36,6 +36,14 @@ struct OracleTolerance {
   double at(double logprob) const { return abs + rel * std::fabs(logprob); }
 };
 
+// The calibrated tolerances (measurements in tests/model/llama_cpp_oracle_test.cpp):
+// F32 files; F16 and BF16 (libllama rounds their activations to 16 bits, Pagoda
+// does not); every quantized type (both quantize activations to 8 bits).
+inline constexpr OracleTolerance kF32Tol{1e-4, 1e-5};
+inline constexpr OracleTolerance kF16Tol{5e-3, 2e-3};
+inline constexpr OracleTolerance kBF16Tol{0.05, 0.015};
+inline constexpr OracleTolerance kQuantTol{0.1, 0.05};
+
 struct OracleReport {
   std::vector<std::string> failures;  // empty: the two match
   int steps_compared = 0;             // positions whose top_k logprobs were compared
