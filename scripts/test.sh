@@ -29,7 +29,6 @@ git ls-files '*.cpp' '*.h' | grep -v -e node_modules -e unicode_tables.cpp | xar
 step "npm test oracles"
 npm ci --prefix tests/chat/oracle --no-audit --no-fund
 npm install --prefix tests/tokenizer/oracle --no-audit --no-fund
-npm ci --prefix tests/quant/oracle --omit=optional --no-audit --no-fund
 npm ci --prefix tests/testing/llama_cpp --no-audit --no-fund
 npm ci --prefix tests/server/openai_client --no-audit --no-fund
 npm ci --prefix tests/dashboard --no-audit --no-fund

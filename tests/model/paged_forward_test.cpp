@@ -1,7 +1,7 @@
 // The batched, paged, multithreaded forward pass against the dense reference,
 // on random-weight models of every weight type, GQA and not, tied and untied,
 // llama and qwen2 (biases, NeoX RoPE), RoPE frequency factors and scaling;
-// and the files `pagoda quantize` writes read by llama.cpp as a second oracle.
+// and the files `pagoda quantize` writes read by llama.cpp (libllama) as a second oracle.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -9,21 +9,18 @@
 #include <algorithm>
 #include <cstring>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <nlohmann/json.hpp>
 #include <numeric>
 #include <optional>
 #include <random>
 
-#include "testing/build_paths.h"
 #include "gguf/file.h"
 #include "kernels/panels.h"
 #include "model/llama.h"
 #include "model/reference_llama.h"
+#include "model/oracle_compare.h"
+#include "testing/llama_cpp_libs.h"
 #include "testing/npm_oracle.h"
-#include "testing/process.h"
 #include "testing/shared_data.h"
 #include "tools/quantize_model.h"
 #include "tools/synthetic.h"
@@ -465,110 +462,16 @@ TEST(PagedForwardChecks, RejectsMalformedBatches) {
   EXPECT_NO_THROW(one(5, 31, table));
 }
 
-// llama.cpp (node-llama-cpp 3.21.1, tests/quant/oracle) as a second,
-// independent reader of the files `pagoda quantize` writes: it must load them,
-// and its next-token log-probabilities must match Pagoda's. Both decode the
-// same blocks; both quantize activations to 8 bits, but not identically
-// (llama.cpp also rounds the activations of F16 matrices to F16), and on
-// these tiny models that alone moves log-probabilities by up to ~0.1 nats,
-// more for unlikely tokens (measured worst on the top 10: 0.15 at -9.3 nats,
-// 0.06 at -3.6). So |difference| <= 0.05 + 0.02 |logprob|, and the same
-// argmax. A misread format (nibble order, scale packing, a sign) moves them
-// by whole nats.
-double oracle_tolerance(double logprob) { return 0.05 + 0.02 * std::fabs(logprob); }
-
-std::string find_node() {
-  const char* path = std::getenv("PATH");
-  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
-  for (size_t start = 0; start <= dirs.size();) {
-    size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    const std::filesystem::path p = std::filesystem::path(dirs.substr(start, end - start)) / "node";
-    if (::access(p.c_str(), X_OK) == 0) return p.string();
-    start = end + 1;
-  }
-  return "";
-}
-
-struct OracleJob {
-  std::string name, model;
-  std::vector<int32_t> tokens;
-};
-
-// Each job's top-10 next tokens after its prompt, by llama.cpp: (id, logprob).
-std::vector<std::vector<std::pair<int, double>>> run_llama_cpp(const std::vector<OracleJob>& jobs,
-                                                               const std::filesystem::path& tmp) {
-  const auto dir = std::filesystem::path(PAGODA_SOURCE_DIR) / "tests" / "quant" / "oracle";
-  const char* setup = "run `npm ci --prefix tests/quant/oracle --omit=optional` (Node.js 20+)";
-  if (!std::filesystem::exists(dir / "node_modules" / "node-llama-cpp" / "package.json"))
-    throw std::runtime_error(std::string("llama.cpp oracle not installed: ") + setup);
-  const std::string node = find_node();
-  if (node.empty()) throw std::runtime_error(std::string("llama.cpp oracle: `node` is not on PATH; ") + setup);
-  nlohmann::json in = nlohmann::json::array();
-  for (const auto& j : jobs) in.push_back({{"model", j.model}, {"tokens", j.tokens}, {"top", 10}});
-  const auto file = tmp / "jobs.json";
-  std::ofstream(file) << in.dump();
-  const auto r = testing::run_process({node, (dir / "logits.mjs").string(), file.string()});
-  if (r.exit_code != 0) throw std::runtime_error("llama.cpp oracle failed: " + r.err);
-  std::vector<std::vector<std::pair<int, double>>> out;
-  for (const auto& res : nlohmann::json::parse(r.out)) {
-    out.emplace_back();
-    for (const auto& t : res["top"]) out.back().emplace_back(t["id"].get<int>(), t["logprob"].get<double>());
-  }
-  return out;
-}
-
-// Pagoda's log-probabilities of the next token after `tokens` (F16 KV cache, as llama.cpp's default).
-std::vector<double> pagoda_logprobs(const std::string& path, const std::vector<int32_t>& tokens) {
-  LlamaModel model(std::make_shared<const GgufFile>(GgufFile::open(path)));
-  KvStorage kv(model.config(), 4, 64, KvType::F16);
-  ThreadPool pool(2);
-  std::vector<int32_t> table = {0, 1};
-  Batch b;
-  const int s = b.add_sequence(table);
-  for (size_t i = 0; i < tokens.size(); ++i) b.add(tokens[i], s, int(i), i + 1 == tokens.size());
-  std::vector<float> logits;
-  model.forward(b, kv, pool, logits);
-  const double mx = *std::max_element(logits.begin(), logits.end());
-  double z = 0;
-  for (float v : logits) z += std::exp(v - mx);
-  std::vector<double> lp(logits.size());
-  for (size_t i = 0; i < lp.size(); ++i) lp[i] = logits[i] - mx - std::log(z);
-  return lp;
-}
-
-// Pagoda's log-probabilities for each job against llama.cpp's top 10.
-void expect_matches_llama_cpp(const std::vector<OracleJob>& jobs, const std::filesystem::path& tmp) {
-  const auto want = run_llama_cpp(jobs, tmp);
-  ASSERT_EQ(want.size(), jobs.size());
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    const auto got = pagoda_logprobs(jobs[j].model, jobs[j].tokens);
-    ASSERT_EQ(want[j].size(), 10u) << jobs[j].name;
-    // The same top token, unless the two are a near tie for llama.cpp too
-    // (its activations are quantized differently, so ties may break apart).
-    const int top = int(std::max_element(got.begin(), got.end()) - got.begin());
-    if (top != want[j][0].first) {
-      auto it = std::find_if(want[j].begin(), want[j].end(), [&](const auto& p) { return p.first == top; });
-      ASSERT_NE(it, want[j].end()) << jobs[j].name << ": Pagoda's top token " << top << " is not in llama.cpp's top 10";
-      EXPECT_LT(want[j][0].second - it->second, oracle_tolerance(want[j][0].second))
-          << jobs[j].name << ": top tokens " << top << " vs " << want[j][0].first;
-    }
-    double worst = 0;
-    for (const auto& [id, lp] : want[j]) {
-      worst = std::max(worst, std::fabs(got[size_t(id)] - lp));
-      EXPECT_NEAR(got[size_t(id)], lp, oracle_tolerance(lp)) << jobs[j].name << " token " << id;
-    }
-    ::testing::Test::RecordProperty("worst_logprob_diff " + jobs[j].name, fmt::format("{:.4f}", worst));
-  }
-}
-
-// A temporary folder removed with everything in it at the end of a test.
-struct TempDir {
-  explicit TempDir(const std::string& prefix)
-      : path(std::filesystem::temp_directory_path() / (prefix + std::to_string(::getpid()))) {
+// llama.cpp v0.5.0 (libllama, model/oracle_compare.h) as a second,
+// independent reader of the files `pagoda quantize` writes: it must load
+// them, and Pagoda must decode them greedily as it does, within the
+// calibrated tolerance of the quantized types. A misread format (nibble
+// order, scale packing, a sign) moves logprobs by whole nats.
+struct OracleFiles {
+  OracleFiles() : path(std::filesystem::temp_directory_path() / ("pagoda-oracle-" + std::to_string(::getpid()))) {
     std::filesystem::create_directories(path);
   }
-  ~TempDir() {
+  ~OracleFiles() {
     std::error_code ec;
     std::filesystem::remove_all(path, ec);
   }
@@ -576,8 +479,8 @@ struct TempDir {
 };
 
 TEST(LlamaCppOracle, ReadsQuantizedFilesAsPagodaDoes) {
-  PAGODA_REQUIRE_NPM("tests/quant/oracle", "node-llama-cpp");
-  const TempDir dir("pagoda-oracle-");
+  PAGODA_REQUIRE_NPM(testing::kLlamaCppPrefix, testing::kLlamaCppPackage);
+  const OracleFiles dir;
   const std::filesystem::path& tmp = dir.path;
 
   // stories260K (64 wide: Q8_0, Q4_0, Q5_0, F16) and a random 256-wide model
@@ -590,7 +493,6 @@ TEST(LlamaCppOracle, ReadsQuantizedFilesAsPagodaDoes) {
     std::vector<int32_t> prompt;
   } sources[] = {{"stories260K", testing::shared_path("models/stories260K.gguf"), {1, 403, 407, 261, 378}},
                  {"wide", wide_path, {1, 300, 17, 259, 311, 5, 290}}};
-  std::vector<OracleJob> jobs;
   ThreadPool pool(2);
   for (const auto& src : sources) {
     const auto in = GgufFile::open(src.path);
@@ -600,21 +502,19 @@ TEST(LlamaCppOracle, ReadsQuantizedFilesAsPagodaDoes) {
       if (src.name == "wide" && target != QuantizeTarget::Q4_K_M) continue;  // stories260K covers those
       const std::string out = (tmp / (src.name + "-" + name + ".gguf")).string();
       quantize_model(in, target, pool).write(out);
-      jobs.push_back({src.name + " " + name, out, src.prompt});
+      testing::expect_matches_llama_cpp(out, src.prompt, testing::kQuantTol, {.n_new = 8}, src.name + " " + name);
     }
   }
-  expect_matches_llama_cpp(jobs, tmp);
 }
 
 // llama.cpp again, on what varies by architecture: qwen2 (biases, NeoX RoPE),
 // and llama with rope_freqs.weight, with biases and with linear scaling, all
-// F32, over a 40-token prompt so that RoPE matters. Measured worst difference
-// on the top 10: 0.001-0.013 nats; with the wrong layout, the factors or the
-// scaling ignored, or the Q bias dropped: 0.24-5.5 nats, beyond the tolerance.
+// F32, over a 40-token prompt so that RoPE matters. The wrong layout, the
+// factors or the scaling ignored, or the Q bias dropped moved the top 10 by
+// 0.24-5.5 nats in the earlier node oracle, thousands of times the F32 tolerance.
 TEST(LlamaCppOracle, ReadsArchitecturesAsPagodaDoes) {
-  PAGODA_REQUIRE_NPM("tests/quant/oracle", "node-llama-cpp");
-  const TempDir dir("pagoda-oracle-arch-");
-  const std::filesystem::path& tmp = dir.path;
+  PAGODA_REQUIRE_NPM(testing::kLlamaCppPrefix, testing::kLlamaCppPackage);
+  const OracleFiles dir;
   const SyntheticModelSpec base = spec(TensorType::F32, 4, 2, false, 128, 256);
   const std::pair<const char*, SyntheticModelSpec> models[] = {
       {"qwen2", qwen2(base)},
@@ -626,13 +526,11 @@ TEST(LlamaCppOracle, ReadsArchitecturesAsPagodaDoes) {
   std::vector<int32_t> prompt(40);
   std::mt19937 rng(11);
   for (auto& t : prompt) t = int32_t(3 + rng() % 300);
-  std::vector<OracleJob> jobs;
   for (const auto& [name, s] : models) {
-    const std::string path = (tmp / (std::string(name) + ".gguf")).string();
+    const std::string path = (dir.path / (std::string(name) + ".gguf")).string();
     synthetic_model(s).write(path);
-    jobs.push_back({name, path, prompt});
+    testing::expect_matches_llama_cpp(path, prompt, testing::kF32Tol, {.n_new = 8}, name);
   }
-  expect_matches_llama_cpp(jobs, tmp);
 }
 
 }  // namespace

@@ -1,0 +1,76 @@
+// Pagoda's forward pass against llama.cpp (testing/llama_oracle.h) on one
+// GGUF file: both decode greedily from the same prompt, and they must pick
+// the same tokens with the same log-probabilities, within a tolerance.
+//
+// The rule, per generated position:
+//  1. Each of llama.cpp's top_k tokens has, in Pagoda, a logprob within
+//     tol.at(its llama.cpp logprob) of llama.cpp's.
+//  2. The argmax is the same; then both continue with it.
+//  3. A different argmax is a near tie, not a failure, when Pagoda's argmax
+//     is among llama.cpp's top_k: rule 1 then bounds llama.cpp's gap between
+//     the two tokens by the sum of their tolerances, so the two computations
+//     disagree only on the order of two values that are equal within
+//     tolerance. The sequences then continue differently, so the comparison
+//     stops there (the positions before it are compared in full). A
+//     Pagoda argmax outside llama.cpp's top_k is a failure.
+//
+// The architecture tests call expect_matches_llama_cpp for every
+// architecture and file type; the tolerances are calibrated in
+// tests/model/llama_cpp_oracle_test.cpp.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pagoda::testing {
+
+// |Pagoda's logprob - llama.cpp's| <= abs + rel * |llama.cpp's logprob|, in nats:
+// the relative part lets unlikely tokens (whose logprobs sum more error) differ more.
+struct OracleTolerance {
+  double abs = 1e-3;
+  double rel = 0;
+  double at(double logprob) const { return abs + rel * std::fabs(logprob); }
+};
+
+// The calibrated tolerances (measurements in tests/model/llama_cpp_oracle_test.cpp):
+// F32 files; F16 and BF16 (libllama rounds their activations to 16 bits, Pagoda
+// does not); every quantized type (both quantize activations to 8 bits).
+inline constexpr OracleTolerance kF32Tol{1e-4, 1e-5};
+inline constexpr OracleTolerance kF16Tol{5e-3, 2e-3};
+inline constexpr OracleTolerance kBF16Tol{0.05, 0.015};
+inline constexpr OracleTolerance kQuantTol{0.1, 0.05};
+
+struct OracleReport {
+  std::vector<std::string> failures;  // empty: the two match
+  int steps_compared = 0;             // positions whose top_k logprobs were compared
+  int tie_at = -1;                    // the position of a near-tie divergence (rule 3), or -1
+  double worst_diff = 0;              // largest |logprob difference| seen, nats
+  double worst_ratio = 0;             // largest difference / its tolerance (> 1: a failure)
+  std::vector<int32_t> tokens;        // llama.cpp's greedy tokens
+  // Every (llama.cpp logprob, |difference|) compared, for calibration.
+  std::vector<std::pair<float, float>> samples;
+};
+
+struct OracleOptions {
+  int n_new = 8;    // greedy positions
+  int top_k = 10;   // llama.cpp's top tokens compared at each position
+  int threads = 2;  // Pagoda's thread pool
+};
+
+// Compares, without failing the running test: llama.cpp runs `llama_path`,
+// Pagoda runs `pagoda_path` (the same path, except in the negative checks,
+// which give Pagoda a deliberately different model).
+OracleReport compare_with_llama_cpp(const std::string& llama_path, const std::string& pagoda_path,
+                                    std::span<const int32_t> prompt, OracleTolerance tol, OracleOptions opt = {});
+
+// The check the tests run: ADD_FAILURE for each failure, and the worst
+// difference recorded as a test property ("oracle_worst_diff <label>").
+// Returns the report for further checks.
+OracleReport expect_matches_llama_cpp(const std::string& path, std::span<const int32_t> prompt, OracleTolerance tol,
+                                      OracleOptions opt = {}, const std::string& label = "");
+
+}  // namespace pagoda::testing
