@@ -130,6 +130,7 @@ void arch_keys(GgufWriter& w, const SyntheticModelSpec& s) {
     w.set(a + "final_logit_softcapping", Value::f32(30.0f));
   }
   if (s.sliding_window > 0) w.set(a + "attention.sliding_window", Value::u32(uint32_t(s.sliding_window)));
+  if (s.sliding_pattern > 0) w.set(a + "attention.sliding_window_pattern", Value::u32(uint32_t(s.sliding_pattern)));
   if (s.rope_freq_base_swa > 0) w.set(a + "rope.freq_base_swa", Value::f32(s.rope_freq_base_swa));
 }
 

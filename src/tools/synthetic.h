@@ -34,6 +34,7 @@ struct SyntheticModelSpec {
   bool qkv_bias = false;             // blk.N.attn_{q,k,v}.bias (qwen2 files need them)
   bool fused_qkv = false;            // one blk.N.attn_qkv tensor (phi3's layout) instead of three
   int sliding_window = 0;            // {arch}.attention.sliding_window when set (gemma2/3, olmo2)
+  int sliding_pattern = 0;           // {arch}.attention.sliding_window_pattern (a period) when set
   float rope_freq_base_swa = 0;      // {arch}.rope.freq_base_swa when set
   bool rope_freq_factors = false;    // rope_freqs.weight, factors in [1, 8] like Llama 3.1's
   std::string rope_scaling;          // {arch}.rope.scaling.type; empty: not written

@@ -183,6 +183,17 @@ SyntheticModelSpec oracle_spec(const std::string& arch, int seed) {
     s.qkv_bias = true;
     s.tokenizer = "gpt2";
   }
+  // What each architecture's files hold: its features are exercised within
+  // the 40-token prompt (windows of 16, a NoPE layer among 4, Q/K heads of
+  // 128 on a 256-wide model).
+  if (arch == "qwen3") s.head_dim = 128, s.tokenizer = "gpt2";
+  if (arch == "gemma2") s.tied_embeddings = true, s.sliding_window = 16;  // gemma2 files never have output.weight
+  if (arch == "gemma3")
+    s.sliding_window = 16, s.sliding_pattern = 2, s.rope_freq_base = 1e6, s.rope_freq_base_swa = 1e4;
+  if (arch == "smollm3") s.n_layer = 4;
+  if (arch == "olmo2") s.tied_embeddings = false, s.sliding_window = seed % 2 ? 16 : 0;  // with a window: OLMo 3
+  if (arch == "phi3") s.fused_qkv = true;
+  if (arch == "glm4") s.rope_dims = 32, s.qkv_bias = true;
   return s;
 }
 
@@ -247,19 +258,24 @@ std::string make_file(const OracleDir& dir, const SyntheticModelSpec& spec, cons
 class LlamaCppMatches : public ::testing::TestWithParam<std::tuple<const char*, FtypeCase>> {};
 
 // Four models per architecture and type (tied and untied, GQA and not),
-// 16 greedy positions each.
+// 16 greedy positions each: every architecture Pagoda declares (model/archs/)
+// in every file type libllama writes that Pagoda reads.
 TEST_P(LlamaCppMatches, GreedyTokensAndLogprobs) {
   REQUIRE_LLAMA_CPP();
   const auto& [arch, fc] = GetParam();
+  const bool geglu = std::string(arch).starts_with("gemma");
+  const OracleTolerance tol = !fc.ftype && geglu ? testing::kF32GeluTol : fc.tol;
   const OracleDir dir;
   int compared = 0;
   for (int seed = 1; seed <= 4; ++seed) {
     const auto spec = oracle_spec(arch, seed);
     const std::string path = make_file(dir, spec, fc);
     const auto file = GgufFile::open(path);
-    ASSERT_EQ(file.find_tensor("blk.0.attn_q.weight")->type, fc.attn_q) << "libllama wrote another type";
+    const TensorInfo* q = file.find_tensor(spec.fused_qkv ? "blk.0.attn_qkv.weight" : "blk.0.attn_q.weight");
+    ASSERT_NE(q, nullptr);
+    ASSERT_EQ(q->type, fc.attn_q) << "libllama wrote another type";
     const auto prompt = random_prompt(40, spec.n_vocab, uint32_t(seed));
-    compared += testing::expect_matches_llama_cpp(path, prompt, fc.tol, {.n_new = 16}, "seed " + std::to_string(seed))
+    compared += testing::expect_matches_llama_cpp(path, prompt, tol, {.n_new = 16}, "seed " + std::to_string(seed))
                     .steps_compared;
   }
   // Near ties end a sequence early (oracle_compare.h), but not most of them.
@@ -271,7 +287,9 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<const char*, Fty
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, LlamaCppMatches,
-                         ::testing::Combine(::testing::Values("llama", "qwen2"), ::testing::ValuesIn(kFtypes)),
+                         ::testing::Combine(::testing::Values("llama", "qwen2", "qwen3", "gemma2", "gemma3", "granite",
+                                                              "smollm3", "olmo2", "phi3", "glm4"),
+                                            ::testing::ValuesIn(kFtypes)),
                          case_name);
 
 // A test that cannot fail is no test: the comparison on models that really
@@ -321,6 +339,44 @@ TEST(LlamaCppOracleNegative, BrokenModelsFail) {
     }
     // And the right model passes, so the failures above are the breakage's.
     EXPECT_TRUE(testing::compare_with_llama_cpp(good, good, prompt, fc.tol, {.n_new = 16}).failures.empty());
+  }
+}
+
+// The same for what the newer architectures add, each subtle enough to hide
+// in a short prompt: gemma3 read without its 16-position window, smollm3
+// without its NoPE layer (read as llama), olmo2 (OLMo 3) without its window.
+// F32 with the F32 tolerances. Measured worst difference / tolerance: 133x
+// (gemma3, 0.30 nats), 1,550x (smollm3, 0.23), 22,600x (OLMo 3, 3.2).
+TEST(LlamaCppOracleNegative, ArchitectureFeaturesMatter) {
+  REQUIRE_LLAMA_CPP();
+  const OracleDir dir;
+  struct Broken {
+    const char* what;
+    SyntheticModelSpec right, wrong;
+    OracleTolerance tol;
+  };
+  auto without_window = [](SyntheticModelSpec s) {
+    s.sliding_window = 0;
+    return s;
+  };
+  auto as_llama = [](SyntheticModelSpec s) {
+    s.arch = "llama";
+    return s;
+  };
+  const Broken cases[] = {
+      {"gemma3_no_window", oracle_spec("gemma3", 2), without_window(oracle_spec("gemma3", 2)), testing::kF32GeluTol},
+      {"smollm3_no_nope", oracle_spec("smollm3", 2), as_llama(oracle_spec("smollm3", 2)), kF32Tol},
+      {"olmo3_no_window", oracle_spec("olmo2", 1), without_window(oracle_spec("olmo2", 1)), kF32Tol},
+  };
+  for (const Broken& b : cases) {
+    const std::string good = make_file(dir, b.right, kFtypes[0], std::string(b.what) + "-good");
+    const std::string bad = make_file(dir, b.wrong, kFtypes[0], std::string(b.what) + "-bad");
+    const auto prompt = random_prompt(40, b.right.n_vocab, 5);
+    const auto r = testing::compare_with_llama_cpp(good, bad, prompt, b.tol, {.n_new = 16});
+    EXPECT_FALSE(r.failures.empty()) << b.what << " passed: worst " << r.worst_diff;
+    ::testing::Test::RecordProperty(std::string("broken ") + b.what,
+                                    fmt::format("{:.3f} nats, {:.1f}x tolerance", r.worst_diff, r.worst_ratio));
+    EXPECT_TRUE(testing::compare_with_llama_cpp(good, good, prompt, b.tol, {.n_new = 16}).failures.empty()) << b.what;
   }
 }
 

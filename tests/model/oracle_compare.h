@@ -40,7 +40,15 @@ struct OracleTolerance {
 // F32 files; F16 and BF16 (libllama rounds their activations to 16 bits, Pagoda
 // does not); every quantized type (both quantize activations to 8 bits).
 inline constexpr OracleTolerance kF32Tol{1e-4, 1e-5};
-inline constexpr OracleTolerance kF16Tol{5e-3, 2e-3};
+// F32 files of GeGLU models (gemma2/3): ggml's CPU GELU reads a table of F16
+// inputs, rounding each activation to 11 bits where Pagoda computes tanh in
+// F32. Measured worst over the 4 seeds of each: 0.0008 nats at -12 (gemma2,
+// soft-capped), 0.0014 at -122 (gemma3).
+inline constexpr OracleTolerance kF32GeluTol{2e-3, 5e-5};
+// F16 widened from llama/qwen2's calibration for the other eight architectures:
+// worst 0.015 nats at -4.9 (glm4: sandwich norms and biases carry more of the
+// rounding into the logits).
+inline constexpr OracleTolerance kF16Tol{1e-2, 3e-3};
 inline constexpr OracleTolerance kBF16Tol{0.05, 0.015};
 inline constexpr OracleTolerance kQuantTol{0.1, 0.05};
 
