@@ -23,23 +23,28 @@ int positive_int(const GgufFile& f, const std::string& key, std::optional<uint64
   return int(v);
 }
 
-// {arch}.rope.scaling.*: none, or linear with a factor (llama.cpp also reads
-// the factor from the older rope.scale_linear key). Llama 3.1's scaling is
-// not a key but the rope_freqs.weight tensor (see weights.h).
-float read_rope_linear_factor(const GgufFile& f, const std::string& a) {
+// {arch}.rope.scaling.*: the type (llama.cpp's default is linear), and its
+// factor (also under the older rope.scale_linear key; 0 means unset). Llama
+// 3.1's scaling is not a key but the rope_freqs.weight tensor (see weights.h).
+void read_rope_scaling(const GgufFile& f, const std::string& a, int n_ctx_train, RopeSpec& r) {
+  r.yarn_orig_ctx = positive_int(f, a + "rope.scaling.original_context_length", uint64_t(n_ctx_train));
   const std::string type = f.get_string(a + "rope.scaling.type", "linear");
-  if (type == "none") return 1.0f;
-  if (type != "linear")
-    fail<Unsupported>("{}: RoPE scaling '{}' is not supported (supported: none, linear)", f.source(), type);
+  if (type == "none") return;
+  if (type != "linear" && type != "yarn")
+    fail<Unsupported>("{}: RoPE scaling '{}' is not supported (supported: none, linear, yarn)", f.source(), type);
   double factor = 1.0;
   if (f.find(a + "rope.scaling.factor"))
     factor = f.get_f64(a + "rope.scaling.factor");
   else if (f.find(a + "rope.scale_linear"))
     factor = f.get_f64(a + "rope.scale_linear");
-  if (factor == 0) return 1.0f;  // llama.cpp's "unset"
+  if (factor == 0) factor = 1.0;
   if (!(factor > 0) || factor > 1e6)
     fail<FormatError>("{}: RoPE scaling factor {} is out of range", f.source(), factor);
-  return float(factor);
+  r.factor = float(factor);
+  r.scaling = type == "yarn" ? RopeScaling::Yarn : factor == 1.0 ? RopeScaling::None : RopeScaling::Linear;
+  r.attn_factor = float(f.get_f64(a + "rope.scaling.attn_factor", 1.0));
+  if (!(r.attn_factor > 0) || !std::isfinite(r.attn_factor))
+    fail<FormatError>("{}: rope.scaling.attn_factor {} is out of range", f.source(), r.attn_factor);
 }
 
 // What every architecture states the same way: the shape, epsilon and RoPE.
@@ -70,7 +75,7 @@ ModelConfig read_common(const GgufFile& f, const Arch& arch) {
     fail<FormatError>("{}: rope.dimension_count {} does not fit head size {}", f.source(), c.rope.dims, c.head_dim);
   if (!(c.rms_eps > 0) || !(c.rope.base > 0))
     fail<FormatError>("{}: epsilon and RoPE base must be positive", f.source());
-  c.rope.linear_factor = read_rope_linear_factor(f, a);
+  read_rope_scaling(f, a, c.n_ctx_train, c.rope);
   c.rope.freq_factors = f.find_tensor("rope_freqs.weight") != nullptr;
   return c;
 }
@@ -98,6 +103,10 @@ int ModelConfig::max_window() const {
 }
 
 const char* rope_layout_name(RopeLayout layout) { return layout == RopeLayout::NeoX ? "neox" : "interleaved"; }
+
+const char* rope_scaling_name(RopeScaling scaling) {
+  return scaling == RopeScaling::Yarn ? "yarn" : scaling == RopeScaling::Linear ? "linear" : "none";
+}
 
 const char* norm_placement_name(NormPlacement placement) {
   switch (placement) {

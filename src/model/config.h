@@ -23,16 +23,28 @@ enum class RopeLayout {
   NeoX,         // pairs (x[i], x[i + dims/2]): qwen, gemma, phi3, olmo2
 };
 
+// How positions are stretched beyond the trained context ({arch}.rope.scaling.type).
+enum class RopeScaling {
+  None,
+  Linear,  // positions divided by the factor
+  Yarn,    // YaRN: low-frequency pairs interpolated by the factor, high ones not, a ramp between
+};
+
 struct RopeSpec {
   bool enabled = true;  // false: the layer attends without positions (smollm3's NoPE layers)
   RopeLayout layout = RopeLayout::Interleaved;
   int dims = 0;  // leading dims of each head that rotate (fewer than head_dim: partial rotary)
   float base = 10000.0f;
-  // Linear RoPE scaling ({arch}.rope.scaling.type "linear"): positions are
-  // divided by this factor before rotating. 1 without scaling.
-  float linear_factor = 1.0f;
+  RopeScaling scaling = RopeScaling::None;
+  float factor = 1.0f;  // {arch}.rope.scaling.factor: how far the context is stretched
   // Whether rope_freqs.weight divides each pair's angle (Llama 3.1's scaling).
   bool freq_factors = false;
+  // YaRN's ramp: pairs that turn fewer than beta_slow times over the original
+  // context are interpolated, more than beta_fast times kept; and its
+  // magnitude correction (yarn_log_mul: DeepSeek's and Ministral's mscale_all_dim).
+  int yarn_orig_ctx = 0;
+  float yarn_beta_fast = 32.0f, yarn_beta_slow = 1.0f, yarn_log_mul = 0.0f;
+  float attn_factor = 1.0f;  // {arch}.rope.scaling.attn_factor: multiplies the rotated Q and K
 };
 
 // Where each sub-block's RMSNorms sit around its residual add.
@@ -88,6 +100,9 @@ struct ModelConfig {
   float residual_scale = 1.0f;  // multiplies each sub-block's output before its residual add
   float logit_scale = 1.0f;     // multiplies the logits
   float final_softcap = 0.0f;   // 0: none; else logits become c * tanh(logits / c) (gemma2)
+  // Query temperature by position (Llama 4, Ministral 3): q *= 1 + t * ln(1 + floor(pos / n)), t = 0: none.
+  float q_temperature = 0.0f;
+  int q_temperature_floor = 0;  // n
 
   RopeSpec rope;                  // as the file states it; a layer's own may differ (layers[l].rope)
   std::vector<LayerSpec> layers;  // n_layer entries

@@ -248,6 +248,11 @@ void LlamaModel::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, st
       }
       rope.apply(q, cfg_.n_head, tok.pos);
       rope.apply(k, cfg_.n_head_kv, tok.pos);
+      if (cfg_.q_temperature != 0) {
+        const float t =
+            1.0f + cfg_.q_temperature * std::log(std::floor(float(tok.pos) / float(cfg_.q_temperature_floor)) + 1.0f);
+        for (int i = 0; i < Q; ++i) q[i] *= t;
+      }
       const int block = batch.block_tables[size_t(tok.seq)][tok.pos / bs];
       kv.write(l, block, tok.pos % bs, k, v);
     });

@@ -1,18 +1,43 @@
 #include "model/rope.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numbers>
 
 namespace pagoda {
+
+double Rope::yarn_corr_dim(int dims, int orig_ctx, double rotations, double base) {
+  return dims * std::log(orig_ctx / (rotations * 2 * std::numbers::pi)) / (2 * std::log(base));
+}
 
 Rope::Rope(const RopeSpec& rope, int head_dim, std::span<const float> freq_factors)
     : enabled_(rope.enabled), layout_(rope.layout), head_dim_(head_dim), rope_dims_(rope.dims) {
   const int pairs = rope_dims_ / 2;
+  // YaRN's ramp runs over pair indices [low, high] (ggml floors and ceils them into [0, dims - 1]).
+  double low = 0, high = 0;
+  if (rope.scaling == RopeScaling::Yarn) {
+    low = std::max(0.0, std::floor(yarn_corr_dim(rope_dims_, rope.yarn_orig_ctx, rope.yarn_beta_fast, rope.base)));
+    high = std::min(double(rope_dims_ - 1),
+                    std::ceil(yarn_corr_dim(rope_dims_, rope.yarn_orig_ctx, rope.yarn_beta_slow, rope.base)));
+  }
   inv_freq_.resize(size_t(pairs));
   for (int i = 0; i < pairs; ++i) {
     double f = std::pow(double(rope.base), -2.0 * i / rope_dims_);
     if (rope.freq_factors && !freq_factors.empty()) f /= freq_factors[size_t(i)];
-    inv_freq_[size_t(i)] = f / rope.linear_factor;
+    if (rope.scaling == RopeScaling::Linear) f /= rope.factor;
+    if (rope.scaling == RopeScaling::Yarn) {
+      const double extrapolate = 1 - std::clamp((i - low) / std::max(0.001, high - low), 0.0, 1.0);
+      f *= (1 - extrapolate) / rope.factor + extrapolate;
+    }
+    inv_freq_[size_t(i)] = f;
   }
+  // YaRN's magnitude: 1 + 0.1 ln(factor), or with a log multiplier the ratio
+  // of that at 1 and at the multiplier (as Hugging Face and llama.cpp compute it).
+  auto magnitude = [&](double m) { return rope.factor <= 1 ? 1.0 : 0.1 * m * std::log(rope.factor) + 1.0; };
+  double m = 1.0;
+  if (rope.scaling == RopeScaling::Yarn)
+    m = rope.yarn_log_mul != 0 ? magnitude(1.0) / magnitude(rope.yarn_log_mul) : magnitude(1.0);
+  mscale_ = float(m * rope.attn_factor);
 }
 
 void Rope::apply(float* x, int n_heads, int pos) const {
@@ -23,7 +48,7 @@ void Rope::apply(float* x, int n_heads, int pos) const {
   const int offset = layout_ == RopeLayout::NeoX ? pairs : 1;
   for (int i = 0; i < pairs; ++i) {
     const double theta = pos * inv_freq_[size_t(i)];
-    const float c = float(std::cos(theta)), s = float(std::sin(theta));
+    const float c = float(std::cos(theta)) * mscale_, s = float(std::sin(theta)) * mscale_;
     for (int h = 0; h < n_heads; ++h) {
       float* p = x + h * head_dim_ + stride * i;
       const float a = p[0], b = p[offset];

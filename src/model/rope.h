@@ -1,12 +1,16 @@
 // Rotary position embedding (RoPE) in the two layouts GGUF models use, with
 // the angle adjustments files may ask for: per-pair frequency factors
-// (Llama 3.1/3.2's rope_freqs.weight) and linear position scaling.
+// (Llama 3.1/3.2's rope_freqs.weight), linear position scaling and YaRN.
 //
-// Pair i (i < rope_dims/2) of a head is rotated by
-//   pos / linear_factor * base^(-2i / rope_dims) / freq_factor[i]
-// where the pair is (x[2i], x[2i+1]) for the interleaved layout (llama) and
-// (x[i], x[i + rope_dims/2]) for NeoX (qwen2). Dimensions past rope_dims are
-// left alone.
+// Pair i (i < dims/2) of a head is rotated by pos * inv_freq[i], where
+//   inv_freq[i] = base^(-2i / dims) / freq_factor[i] * s[i]
+// and s[i] is 1 without scaling, 1/factor for linear scaling, and for YaRN
+// a ramp from 1/factor (pairs below its low correction dim: slow, interpolated)
+// to 1 (above its high one: fast, extrapolated). The pair is (x[2i], x[2i+1])
+// for the interleaved layout (llama) and (x[i], x[i + dims/2]) for NeoX
+// (qwen2). The rotated values are multiplied by mscale (YaRN's magnitude
+// correction times rope.scaling.attn_factor; 1 for most models). Dimensions
+// past dims are left alone.
 #pragma once
 
 #include <span>
@@ -26,10 +30,15 @@ class Rope {
   // RoPE that is not enabled leaves them alone.
   void apply(float* x, int n_heads, int pos) const;
 
+  // YaRN's correction dims for a rotation count: the pair index at which a
+  // pair turns `rotations` times over the original context (ggml's formula).
+  static double yarn_corr_dim(int dims, int orig_ctx, double rotations, double base);
+
  private:
   bool enabled_;
   RopeLayout layout_;
   int head_dim_, rope_dims_;
+  float mscale_ = 1.0f;
   std::vector<double> inv_freq_;  // per pair: the angle is pos * inv_freq_[i]
 };
 

@@ -125,6 +125,11 @@ void arch_keys(GgufWriter& w, const SyntheticModelSpec& s) {
     w.set(a + "residual_scale", Value::f32(0.22f));
     w.set(a + "attention.scale", Value::f32(0.0078125f));
     w.set(a + "logit_scale", Value::f32(8.0f));
+  } else if (s.arch == "mistral3") {  // Ministral 3's YaRN and query temperature
+    w.set(a + "rope.scaling.yarn_beta_fast", Value::f32(32.0f));
+    w.set(a + "rope.scaling.yarn_beta_slow", Value::f32(1.0f));
+    w.set(a + "rope.scaling.yarn_log_multiplier", Value::f32(1.0f));
+    w.set(a + "attention.temperature_scale", Value::f32(0.1f));
   } else if (s.arch == "gemma2") {
     w.set(a + "attn_logit_softcapping", Value::f32(50.0f));
     w.set(a + "final_logit_softcapping", Value::f32(30.0f));
@@ -167,6 +172,7 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
     w.set(a + "rope.scaling.type", Value::string(s.rope_scaling));
     w.set(a + "rope.scaling.factor", Value::f32(s.rope_scaling_factor));
   }
+  if (s.rope_orig_ctx > 0) w.set(a + "rope.scaling.original_context_length", Value::u32(uint32_t(s.rope_orig_ctx)));
   arch_keys(w, s);
 
   if (s.tokenizer == "llama") {

@@ -39,6 +39,7 @@ struct SyntheticModelSpec {
   bool rope_freq_factors = false;    // rope_freqs.weight, factors in [1, 8] like Llama 3.1's
   std::string rope_scaling;          // {arch}.rope.scaling.type; empty: not written
   float rope_scaling_factor = 1.0f;  // {arch}.rope.scaling.factor, written with rope_scaling
+  int rope_orig_ctx = 0;             // {arch}.rope.scaling.original_context_length when set (YaRN)
   std::string tokenizer = "llama";   // "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
 };
 

@@ -37,7 +37,7 @@ TEST(ModelConfig, LlamaIsInterleavedWithoutBiases) {
   EXPECT_EQ(m->config().arch, "llama");
   EXPECT_EQ(m->config().rope.layout, RopeLayout::Interleaved);
   EXPECT_FALSE(m->config().qkv_bias_required);
-  EXPECT_EQ(m->config().rope.linear_factor, 1.0f);
+  EXPECT_EQ(m->config().rope.factor, 1.0f);
   EXPECT_TRUE(m->weights().layers[0].bq.empty());
   EXPECT_TRUE(m->weights().rope_freq_factors.empty());
 }
@@ -114,23 +114,32 @@ TEST(ModelConfig, RopeScaling) {
   auto s = small();
   s.rope_scaling = "linear";
   s.rope_scaling_factor = 4;
-  EXPECT_EQ(config(synthetic_model(s)).rope.linear_factor, 4.0f);
+  EXPECT_EQ(config(synthetic_model(s)).rope.factor, 4.0f);
   s.rope_scaling = "none";
-  EXPECT_EQ(config(synthetic_model(s)).rope.linear_factor, 1.0f);
+  EXPECT_EQ(config(synthetic_model(s)).rope.factor, 1.0f);
 
   // The older key, and a factor without a type (llama.cpp reads both as linear).
   auto old_key = synthetic_model(small());
   old_key.set("llama.rope.scale_linear", Value::f32(2));
-  EXPECT_EQ(config(old_key).rope.linear_factor, 2.0f);
+  EXPECT_EQ(config(old_key).rope.factor, 2.0f);
   auto untyped = synthetic_model(small("qwen2"));
   untyped.set("qwen2.rope.scaling.factor", Value::f32(8));
-  EXPECT_EQ(config(untyped).rope.linear_factor, 8.0f);
+  EXPECT_EQ(config(untyped).rope.factor, 8.0f);
 
   s.rope_scaling = "linear";
   s.rope_scaling_factor = -1;
   EXPECT_THROW(config(synthetic_model(s)), FormatError);
 
-  for (const char* type : {"yarn", "longrope", "llama3"}) {
+  s.rope_scaling = "yarn";
+  s.rope_scaling_factor = 4;
+  s.rope_orig_ctx = 1024;
+  const ModelConfig yarn = config(synthetic_model(s));
+  EXPECT_EQ(yarn.rope.scaling, RopeScaling::Yarn);
+  EXPECT_EQ(yarn.rope.factor, 4.0f);
+  EXPECT_EQ(yarn.rope.yarn_orig_ctx, 1024);
+  EXPECT_EQ(yarn.layers[0].rope.scaling, RopeScaling::Yarn);
+
+  for (const char* type : {"longrope", "llama3"}) {
     s.rope_scaling = type;
     s.rope_scaling_factor = 4;
     try {

@@ -193,6 +193,9 @@ SyntheticModelSpec oracle_spec(const std::string& arch, int seed) {
   if (arch == "smollm3") s.n_layer = 4;
   if (arch == "olmo2") s.tied_embeddings = false, s.sliding_window = seed % 2 ? 16 : 0;  // with a window: OLMo 3
   if (arch == "phi3") s.fused_qkv = true;
+  // YaRN stretching a 16-token original context 16 times; the query temperature steps every 16 positions.
+  if (arch == "mistral3") s.rope_scaling = "yarn", s.rope_scaling_factor = 16, s.rope_orig_ctx = 16;
+  if (arch == "qwen3" && seed % 2 == 0) s.rope_scaling = "yarn", s.rope_scaling_factor = 4, s.rope_orig_ctx = 16;
   if (arch == "glm4") s.rope_dims = 32, s.qkv_bias = true;
   return s;
 }
@@ -288,7 +291,7 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<const char*, Fty
 
 INSTANTIATE_TEST_SUITE_P(Types, LlamaCppMatches,
                          ::testing::Combine(::testing::Values("llama", "qwen2", "qwen3", "gemma2", "gemma3", "granite",
-                                                              "smollm3", "olmo2", "phi3", "glm4"),
+                                                              "smollm3", "olmo2", "mistral3", "phi3", "glm4"),
                                             ::testing::ValuesIn(kFtypes)),
                          case_name);
 
@@ -344,9 +347,11 @@ TEST(LlamaCppOracleNegative, BrokenModelsFail) {
 
 // The same for what the newer architectures add, each subtle enough to hide
 // in a short prompt: gemma3 read without its 16-position window, smollm3
-// without its NoPE layer (read as llama), olmo2 (OLMo 3) without its window.
+// without its NoPE layer (read as llama), olmo2 (OLMo 3) without its window,
+// mistral3's YaRN read as linear scaling.
 // F32 with the F32 tolerances. Measured worst difference / tolerance: 133x
-// (gemma3, 0.30 nats), 1,550x (smollm3, 0.23), 22,600x (OLMo 3, 3.2).
+// (gemma3, 0.30 nats), 1,550x (smollm3, 0.23), 22,600x (OLMo 3, 3.2), 4,400x
+// (mistral3, 0.64).
 TEST(LlamaCppOracleNegative, ArchitectureFeaturesMatter) {
   REQUIRE_LLAMA_CPP();
   const OracleDir dir;
@@ -359,6 +364,10 @@ TEST(LlamaCppOracleNegative, ArchitectureFeaturesMatter) {
     s.sliding_window = 0;
     return s;
   };
+  auto linear = [](SyntheticModelSpec s) {
+    s.rope_scaling = "linear";
+    return s;
+  };
   auto as_llama = [](SyntheticModelSpec s) {
     s.arch = "llama";
     return s;
@@ -367,6 +376,7 @@ TEST(LlamaCppOracleNegative, ArchitectureFeaturesMatter) {
       {"gemma3_no_window", oracle_spec("gemma3", 2), without_window(oracle_spec("gemma3", 2)), testing::kF32GeluTol},
       {"smollm3_no_nope", oracle_spec("smollm3", 2), as_llama(oracle_spec("smollm3", 2)), kF32Tol},
       {"olmo3_no_window", oracle_spec("olmo2", 1), without_window(oracle_spec("olmo2", 1)), kF32Tol},
+      {"mistral3_yarn_as_linear", oracle_spec("mistral3", 2), linear(oracle_spec("mistral3", 2)), kF32Tol},
   };
   for (const Broken& b : cases) {
     const std::string good = make_file(dir, b.right, kFtypes[0], std::string(b.what) + "-good");

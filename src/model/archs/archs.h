@@ -45,6 +45,7 @@ void declare_gemma3(const GgufFile& f, ModelConfig& c);
 void declare_granite(const GgufFile& f, ModelConfig& c);
 void declare_smollm3(const GgufFile& f, ModelConfig& c);
 void declare_olmo2(const GgufFile& f, ModelConfig& c);
+void declare_mistral3(const GgufFile& f, ModelConfig& c);
 void declare_phi3(const GgufFile& f, ModelConfig& c);
 void declare_glm4(const GgufFile& f, ModelConfig& c);
 

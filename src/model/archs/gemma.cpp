@@ -62,7 +62,7 @@ void declare_gemma3(const GgufFile& f, ModelConfig& c) {
     if (local[l]) {
       c.layers[l].window = window;
       c.layers[l].rope.base = local_base;
-      c.layers[l].rope.linear_factor = 1.0f;  // linear scaling is for the global layers only
+      c.layers[l].rope.scaling = RopeScaling::None;  // scaling is for the global layers only
     }
 }
 

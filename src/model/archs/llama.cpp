@@ -33,4 +33,19 @@ void declare_smollm3(const GgufFile&, ModelConfig& c) {
   for (int l = 0; l < c.n_layer; ++l) c.layers[size_t(l)].rope.enabled = (l + 1) % 4 != 0;
 }
 
+// Mistral 3 (Ministral): llama with YaRN read the way its converter writes
+// it (betas, a log multiplier), and the query temperature by position.
+void declare_mistral3(const GgufFile& f, ModelConfig& c) {
+  declare_llama(f, c);
+  auto yarn = [&](RopeSpec& r) {
+    r.yarn_beta_fast = float(read_f64(f, c, "rope.scaling.yarn_beta_fast", r.yarn_beta_fast));
+    r.yarn_beta_slow = float(read_f64(f, c, "rope.scaling.yarn_beta_slow", r.yarn_beta_slow));
+    r.yarn_log_mul = float(read_f64(f, c, "rope.scaling.yarn_log_multiplier", r.yarn_log_mul));
+  };
+  yarn(c.rope);
+  for (LayerSpec& l : c.layers) yarn(l.rope);
+  c.q_temperature = float(read_f64(f, c, "attention.temperature_scale", 0.0));
+  c.q_temperature_floor = c.rope.yarn_orig_ctx;
+}
+
 }  // namespace pagoda

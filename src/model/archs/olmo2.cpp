@@ -16,7 +16,8 @@ void declare_olmo2(const GgufFile& f, ModelConfig& c) {
     if (local[l]) {
       c.layers[l].window = int(window);
       c.layers[l].rope.base = local_base;
-      c.layers[l].rope.linear_factor = 1.0f;
+      c.layers[l].rope.scaling = RopeScaling::None;  // OLMo 3 rotates its local layers unscaled
+      c.layers[l].rope.attn_factor = 1.0f;
     }
 }
 

@@ -13,6 +13,7 @@ constexpr Arch kArchs[] = {
     {"granite", RopeLayout::Interleaved, declare_granite},
     {"smollm3", RopeLayout::Interleaved, declare_smollm3},
     {"olmo2", RopeLayout::NeoX, declare_olmo2},
+    {"mistral3", RopeLayout::Interleaved, declare_mistral3},
     {"phi3", RopeLayout::NeoX, declare_phi3},
     {"glm4", RopeLayout::Interleaved, declare_glm4},
 };
