@@ -76,7 +76,8 @@ ModelConfig read_common(const GgufFile& f, const Arch& arch) {
   if (!(c.rms_eps > 0) || !(c.rope.base > 0))
     fail<FormatError>("{}: epsilon and RoPE base must be positive", f.source());
   read_rope_scaling(f, a, c.n_ctx_train, c.rope);
-  c.rope.freq_factors = f.find_tensor("rope_freqs.weight") != nullptr;
+  // Per-pair factors: Llama 3.1's rope_freqs, or LongRoPE's long/short pair (weights.h picks one).
+  c.rope.freq_factors = f.find_tensor("rope_freqs.weight") || f.find_tensor("rope_factors_long.weight");
   return c;
 }
 

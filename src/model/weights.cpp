@@ -139,6 +139,13 @@ LlamaWeights LlamaWeights::load(const GgufFile& f, ModelConfig& cfg) {
   w.tied_embeddings = !r.has("output.weight");
   w.output = w.tied_embeddings ? w.token_embd : r.matrix("output.weight", cfg.n_vocab, E);
   w.rope_freq_factors = r.optional_vector("rope_freqs.weight", cfg.rope.dims / 2);
+  // LongRoPE: llama.cpp takes the long factors when the context exceeds the
+  // original one, the short ones otherwise; Pagoda serves the whole trained context.
+  if (r.has("rope_factors_long.weight")) {
+    auto long_factors = r.vector("rope_factors_long.weight", cfg.rope.dims / 2);
+    auto short_factors = r.vector("rope_factors_short.weight", cfg.rope.dims / 2);
+    w.rope_freq_factors = cfg.n_ctx_train > cfg.rope.yarn_orig_ctx ? long_factors : short_factors;
+  }
   for (float v : w.rope_freq_factors)
     if (!(v > 0) || !std::isfinite(v)) fail<FormatError>("{}: rope_freqs.weight has a factor {}", f.source(), v);
   const bool pre = cfg.norms != NormPlacement::Post, post = cfg.norms != NormPlacement::Pre;

@@ -58,7 +58,8 @@ struct LlamaWeights {
   std::vector<float> output_norm;
   Matrix output;  // n_vocab x n_embd; token_embd when the file ties them
   bool tied_embeddings = false;
-  // rope_freqs.weight (Llama 3.1/3.2 long-context scaling): rope_dims/2
+  // rope_freqs.weight (Llama 3.1/3.2 long-context scaling), or LongRoPE's
+  // long or short factors (Phi-3 128k, Phi-4-mini): rope_dims/2
   // factors, each dividing the angle of its pair. Empty when absent.
   std::vector<float> rope_freq_factors;
   std::vector<LayerWeights> layers;

@@ -231,9 +231,13 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
     if (post) add_norm(w, fill, p + "post_ffw_norm.weight", E);
   }
   // Last, so that models without them draw the same weights as before.
-  if (s.rope_freq_factors) {
-    const int pairs = (s.rope_dims > 0 ? s.rope_dims : hd) / 2;
+  const int pairs = (s.rope_dims > 0 ? s.rope_dims : hd) / 2;
+  if (s.rope_freq_factors)
     w.add_f32_tensor("rope_freqs.weight", {uint64_t(pairs)}, fill.values(size_t(pairs), 4.5f, 3.5f));
+  if (s.longrope) {
+    w.add_f32_tensor("rope_factors_long.weight", {uint64_t(pairs)}, fill.values(size_t(pairs), 8.0f, 7.0f));
+    w.add_f32_tensor("rope_factors_short.weight", {uint64_t(pairs)}, fill.values(size_t(pairs), 1.5f, 0.5f));
+    w.set(a + "rope.scaling.attn_factor", Value::f32(1.19f));
   }
   return w;
 }

@@ -37,6 +37,7 @@ struct SyntheticModelSpec {
   int sliding_pattern = 0;           // {arch}.attention.sliding_window_pattern (a period) when set
   float rope_freq_base_swa = 0;      // {arch}.rope.freq_base_swa when set
   bool rope_freq_factors = false;    // rope_freqs.weight, factors in [1, 8] like Llama 3.1's
+  bool longrope = false;             // rope_factors_long/short.weight and rope.scaling.attn_factor, like Phi-3 128k's
   std::string rope_scaling;          // {arch}.rope.scaling.type; empty: not written
   float rope_scaling_factor = 1.0f;  // {arch}.rope.scaling.factor, written with rope_scaling
   int rope_orig_ctx = 0;             // {arch}.rope.scaling.original_context_length when set (YaRN)

@@ -192,7 +192,8 @@ SyntheticModelSpec oracle_spec(const std::string& arch, int seed) {
     s.sliding_window = 16, s.sliding_pattern = 2, s.rope_freq_base = 1e6, s.rope_freq_base_swa = 1e4;
   if (arch == "smollm3") s.n_layer = 4;
   if (arch == "olmo2") s.tied_embeddings = false, s.sliding_window = seed % 2 ? 16 : 0;  // with a window: OLMo 3
-  if (arch == "phi3") s.fused_qkv = true;
+  // Phi-3 128k's LongRoPE on odd seeds: the long factors (llama.cpp's context exceeds the 16-token original one).
+  if (arch == "phi3") s.fused_qkv = true, s.longrope = seed % 2 == 1, s.rope_orig_ctx = seed % 2 == 1 ? 16 : 0;
   // YaRN stretching a 16-token original context 16 times; the query temperature steps every 16 positions.
   if (arch == "mistral3") s.rope_scaling = "yarn", s.rope_scaling_factor = 16, s.rope_orig_ctx = 16;
   if (arch == "qwen3" && seed % 2 == 0) s.rope_scaling = "yarn", s.rope_scaling_factor = 4, s.rope_orig_ctx = 16;
@@ -348,10 +349,10 @@ TEST(LlamaCppOracleNegative, BrokenModelsFail) {
 // The same for what the newer architectures add, each subtle enough to hide
 // in a short prompt: gemma3 read without its 16-position window, smollm3
 // without its NoPE layer (read as llama), olmo2 (OLMo 3) without its window,
-// mistral3's YaRN read as linear scaling.
+// mistral3's YaRN read as linear scaling, phi3's LongRoPE with the short factors.
 // F32 with the F32 tolerances. Measured worst difference / tolerance: 133x
 // (gemma3, 0.30 nats), 1,550x (smollm3, 0.23), 22,600x (OLMo 3, 3.2), 4,400x
-// (mistral3, 0.64).
+// (mistral3, 0.64), 29,900x (phi3, 23 nats).
 TEST(LlamaCppOracleNegative, ArchitectureFeaturesMatter) {
   REQUIRE_LLAMA_CPP();
   const OracleDir dir;
@@ -368,6 +369,10 @@ TEST(LlamaCppOracleNegative, ArchitectureFeaturesMatter) {
     s.rope_scaling = "linear";
     return s;
   };
+  auto short_factors = [](SyntheticModelSpec s) {  // an original context as long as the trained one
+    s.rope_orig_ctx = s.n_ctx;
+    return s;
+  };
   auto as_llama = [](SyntheticModelSpec s) {
     s.arch = "llama";
     return s;
@@ -377,6 +382,7 @@ TEST(LlamaCppOracleNegative, ArchitectureFeaturesMatter) {
       {"smollm3_no_nope", oracle_spec("smollm3", 2), as_llama(oracle_spec("smollm3", 2)), kF32Tol},
       {"olmo3_no_window", oracle_spec("olmo2", 1), without_window(oracle_spec("olmo2", 1)), kF32Tol},
       {"mistral3_yarn_as_linear", oracle_spec("mistral3", 2), linear(oracle_spec("mistral3", 2)), kF32Tol},
+      {"phi3_short_factors", oracle_spec("phi3", 1), short_factors(oracle_spec("phi3", 1)), kF32Tol},
   };
   for (const Broken& b : cases) {
     const std::string good = make_file(dir, b.right, kFtypes[0], std::string(b.what) + "-good");
