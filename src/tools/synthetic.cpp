@@ -1,5 +1,6 @@
 #include "tools/synthetic.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -60,8 +61,29 @@ std::string byte_level(uint8_t b) {
   return {char(0xC0 | (cp >> 6)), char(0x80 | (cp & 0x3F))};
 }
 
+// The spec's special tokens (a chat template's markers) in place of the last
+// filler pieces, as control tokens; merges that made those pieces are dropped.
+// The EOS id, where the spec names its token.
+void add_special_tokens(const SyntheticModelSpec& s, std::vector<std::string>& tokens, std::vector<int32_t>& types,
+                        std::vector<std::string>* merges, GgufWriter& w) {
+  const size_t n = s.special_tokens.size();
+  if (n + 300 > tokens.size()) fail<InvalidArgument>("synthetic model: no room for {} special tokens", n);
+  for (size_t i = 0; i < n; ++i) {
+    tokens[tokens.size() - n + i] = s.special_tokens[i];
+    types[types.size() - n + i] = 3;
+  }
+  if (merges) merges->resize(merges->size() - std::min(n, merges->size()));
+  if (s.eos_token.empty()) return;
+  const auto it = std::find(tokens.begin(), tokens.end(), s.eos_token);
+  if (it == tokens.end())
+    fail<InvalidArgument>("synthetic model: EOS token '{}' is not in the vocabulary", s.eos_token);
+  w.set("tokenizer.ggml.eos_token_id", Value::u32(uint32_t(it - tokens.begin())));
+}
+
 // <unk>, <s>, </s>, the byte tokens, then filler pieces.
-void spm_vocab(GgufWriter& w, int n_vocab, const std::string& arch) {
+void spm_vocab(GgufWriter& w, const SyntheticModelSpec& s) {
+  const int n_vocab = s.n_vocab;
+  const std::string& arch = s.arch;
   std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
   std::vector<int32_t> types = {2, 3, 3};
   for (int b = 0; b < 256 && int(tokens.size()) < n_vocab; ++b) {
@@ -86,11 +108,15 @@ void spm_vocab(GgufWriter& w, int n_vocab, const std::string& arch) {
   w.set("tokenizer.ggml.bos_token_id", Value::u32(1));
   w.set("tokenizer.ggml.eos_token_id", Value::u32(2));
   w.set("tokenizer.ggml.unknown_token_id", Value::u32(0));
+  add_special_tokens(s, tokens, types, nullptr, w);
+  w.set("tokenizer.ggml.tokens", Value::strings(tokens));
+  w.set("tokenizer.ggml.token_type", Value::i32s(types));
 }
 
 // The 256 byte symbols, <|endoftext|>, then pieces merged from them: a space
 // or a letter followed by a letter (" a", " b", ..., "aa", "ab", ...).
-void gpt2_vocab(GgufWriter& w, int n_vocab, const std::string& pre) {
+void gpt2_vocab(GgufWriter& w, const SyntheticModelSpec& s, const std::string& pre) {
+  const int n_vocab = s.n_vocab;
   std::vector<std::string> tokens, merges;
   std::vector<int32_t> types;
   for (int b = 0; b < 256; ++b) {
@@ -114,6 +140,10 @@ void gpt2_vocab(GgufWriter& w, int n_vocab, const std::string& pre) {
   w.set("tokenizer.ggml.merges", Value::strings(merges));
   w.set("tokenizer.ggml.bos_token_id", Value::u32(256));
   w.set("tokenizer.ggml.eos_token_id", Value::u32(256));
+  add_special_tokens(s, tokens, types, &merges, w);
+  w.set("tokenizer.ggml.tokens", Value::strings(tokens));
+  w.set("tokenizer.ggml.token_type", Value::i32s(types));
+  w.set("tokenizer.ggml.merges", Value::strings(merges));
 }
 
 // The keys an architecture's files carry beyond the shared ones, at values
@@ -174,12 +204,13 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
   }
   if (s.rope_orig_ctx > 0) w.set(a + "rope.scaling.original_context_length", Value::u32(uint32_t(s.rope_orig_ctx)));
   arch_keys(w, s);
+  if (!s.chat_template.empty()) w.set("tokenizer.chat_template", Value::string(s.chat_template));
 
   if (s.tokenizer == "llama") {
-    spm_vocab(w, s.n_vocab, s.arch);
+    spm_vocab(w, s);
   } else if (s.tokenizer == "gpt2") {
     if (s.n_vocab < 257) fail<InvalidArgument>("synthetic model: a gpt2 vocabulary needs 257 tokens");
-    gpt2_vocab(w, s.n_vocab, s.arch.starts_with("qwen") ? "qwen2" : "llama-bpe");
+    gpt2_vocab(w, s, s.arch.starts_with("qwen") ? "qwen2" : "llama-bpe");
   } else {
     fail<InvalidArgument>("synthetic model: unknown tokenizer '{}'", s.tokenizer);
   }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gguf/types.h"
 #include "gguf/writer.h"
@@ -42,6 +43,9 @@ struct SyntheticModelSpec {
   float rope_scaling_factor = 1.0f;  // {arch}.rope.scaling.factor, written with rope_scaling
   int rope_orig_ctx = 0;             // {arch}.rope.scaling.original_context_length when set (YaRN)
   std::string tokenizer = "llama";   // "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
+  std::vector<std::string> special_tokens;  // control tokens in place of the last pieces (a template's markers)
+  std::string eos_token;                    // the EOS token, when not the vocabulary's default
+  std::string chat_template;                // tokenizer.chat_template, when set
 };
 
 // A writer holding the whole model: metadata, a small vocabulary and random

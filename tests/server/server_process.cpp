@@ -1,3 +1,4 @@
+#include <algorithm>
 #include "testing/build_paths.h"
 #include "server/server_process.h"
 
@@ -79,8 +80,11 @@ ServerProcess::ServerProcess(const std::vector<std::string>& args, bool wait_hea
 void ServerProcess::start(const std::vector<std::string>& args, bool wait_healthy) {
   out_path_ = temp_path("out");
   err_path_ = temp_path("err");
-  std::vector<std::string> argv = {pagoda_binary(),  "serve", "-m", stories_model(), "--port", "0",
-                                   "--log-interval", "0"};
+  std::vector<std::string> argv = {pagoda_binary(), "serve", "--port", "0", "--log-interval", "0"};
+  // stories260K unless the arguments name another model.
+  if (std::find(args.begin(), args.end(), "-m") == args.end() &&
+      std::find(args.begin(), args.end(), "--model") == args.end())
+    argv.insert(argv.end(), {"-m", stories_model()});
   argv.insert(argv.end(), args.begin(), args.end());
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);

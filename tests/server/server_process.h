@@ -21,7 +21,8 @@ std::string stories_model();
 
 class ServerProcess {
  public:
-  // `pagoda serve -m stories260K --port 0 --log-interval 0 <args>`. Waits
+  // `pagoda serve -m stories260K --port 0 --log-interval 0 <args>` (args may
+  // name another model with -m). Waits
   // (bounded) until it listens and, if wait_healthy, until /health is 200.
   explicit ServerProcess(const std::vector<std::string>& args = {}, bool wait_healthy = true);
   ~ServerProcess();  // kills it if still running
