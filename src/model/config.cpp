@@ -10,6 +10,8 @@
 namespace pagoda {
 namespace {
 
+constexpr int kMaxLayers = 4096;
+
 const Arch& find_arch(const GgufFile& f, const std::string& name) {
   for (const Arch& a : architectures())
     if (a.name == name) return a;
@@ -56,6 +58,8 @@ ModelConfig read_common(const GgufFile& f, const Arch& arch) {
   const std::string a = c.arch + ".";
   c.n_embd = positive_int(f, a + "embedding_length");
   c.n_layer = positive_int(f, a + "block_count");
+  if (c.n_layer > kMaxLayers)  // the largest models have ~130; a bound for what is allocated per layer
+    fail<FormatError>("{}: {} = {} is more than {} layers", f.source(), a + "block_count", c.n_layer, kMaxLayers);
   c.n_ff = positive_int(f, a + "feed_forward_length");
   c.n_head = positive_int(f, a + "attention.head_count");
   c.n_head_kv = positive_int(f, a + "attention.head_count_kv", uint64_t(c.n_head));

@@ -64,10 +64,10 @@ std::string byte_level(uint8_t b) {
 // The spec's special tokens (a chat template's markers) in place of the last
 // filler pieces, as control tokens; merges that made those pieces are dropped.
 // The EOS id, where the spec names its token.
-void add_special_tokens(const SyntheticModelSpec& s, std::vector<std::string>& tokens, std::vector<int32_t>& types,
-                        std::vector<std::string>* merges, GgufWriter& w) {
+void add_special_tokens(const SyntheticModelSpec& s, size_t first_filler, std::vector<std::string>& tokens,
+                        std::vector<int32_t>& types, std::vector<std::string>* merges, GgufWriter& w) {
   const size_t n = s.special_tokens.size();
-  if (n + 300 > tokens.size()) fail<InvalidArgument>("synthetic model: no room for {} special tokens", n);
+  if (first_filler + n > tokens.size()) fail<InvalidArgument>("synthetic model: no room for {} special tokens", n);
   for (size_t i = 0; i < n; ++i) {
     tokens[tokens.size() - n + i] = s.special_tokens[i];
     types[types.size() - n + i] = 3;
@@ -108,7 +108,7 @@ void spm_vocab(GgufWriter& w, const SyntheticModelSpec& s) {
   w.set("tokenizer.ggml.bos_token_id", Value::u32(1));
   w.set("tokenizer.ggml.eos_token_id", Value::u32(2));
   w.set("tokenizer.ggml.unknown_token_id", Value::u32(0));
-  add_special_tokens(s, tokens, types, nullptr, w);
+  add_special_tokens(s, 259, tokens, types, nullptr, w);
   w.set("tokenizer.ggml.tokens", Value::strings(tokens));
   w.set("tokenizer.ggml.token_type", Value::i32s(types));
 }
@@ -140,7 +140,7 @@ void gpt2_vocab(GgufWriter& w, const SyntheticModelSpec& s, const std::string& p
   w.set("tokenizer.ggml.merges", Value::strings(merges));
   w.set("tokenizer.ggml.bos_token_id", Value::u32(256));
   w.set("tokenizer.ggml.eos_token_id", Value::u32(256));
-  add_special_tokens(s, tokens, types, &merges, w);
+  add_special_tokens(s, 257, tokens, types, &merges, w);
   w.set("tokenizer.ggml.tokens", Value::strings(tokens));
   w.set("tokenizer.ggml.token_type", Value::i32s(types));
   w.set("tokenizer.ggml.merges", Value::strings(merges));

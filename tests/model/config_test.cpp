@@ -3,7 +3,11 @@
 // does not.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <set>
+
 #include "gguf/file.h"
+#include "testing/build_paths.h"
 #include "model/config.h"
 #include "model/llama.h"
 #include "tools/synthetic.h"
@@ -149,6 +153,59 @@ TEST(ModelConfig, RopeScaling) {
       EXPECT_NE(std::string(e.what()).find(type), std::string::npos) << e.what();
     }
   }
+}
+
+// The fuzz target's seeds (fuzz/corpus/model_config): one tiny file per
+// architecture, each must describe and load a model, so the fuzzer starts
+// from inputs that reach every declaration.
+TEST(ModelConfig, EveryFuzzSeedLoads) {
+  const std::filesystem::path dir = std::filesystem::path(PAGODA_SOURCE_DIR) / "fuzz/corpus/model_config";
+  std::set<std::string> archs;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::vector<uint8_t> bytes;
+    const auto file = GgufFile::open(e.path().string());
+    const std::string arch = file.get_string("general.architecture");
+    archs.insert(arch);
+    EXPECT_NO_THROW(LlamaModel(std::make_shared<const GgufFile>(GgufFile::open(e.path().string())))) << e.path();
+  }
+  std::set<std::string> supported;
+  for (size_t at = 0, next; at < supported_architectures().size(); at = next + 2) {
+    next = std::min(supported_architectures().find(", ", at), supported_architectures().size());
+    supported.insert(supported_architectures().substr(at, next - at));
+  }
+  EXPECT_EQ(archs, supported) << "one seed per supported architecture";
+}
+
+// Files whose metadata and tensors disagree are refused, naming what.
+TEST(ModelConfig, ContradictionsAreRefusedByName) {
+  auto expect_error = [](const GgufWriter& w, const std::string& named) {
+    std::vector<uint8_t> bytes;
+    try {
+      load(w, bytes);
+      ADD_FAILURE() << "loaded; expected an error naming " << named;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
+  };
+  SyntheticModelSpec g = small("gemma3");
+  g.n_layer = 2;
+  g.sliding_window = 8;
+  auto pattern = synthetic_model(g);
+  pattern.set("gemma3.attention.sliding_window_pattern",
+              Value::array(ValueType::BOOL, {Value::boolean(true), Value::boolean(false), Value::boolean(true)}));
+  expect_error(pattern, "gemma3.attention.sliding_window_pattern");
+  auto norm = synthetic_model(small("qwen3"));
+  norm.add_f32_tensor("blk.0.attn_output.bias", {32}, std::vector<float>(32, 0.0f));  // width is 64
+  expect_error(norm, "blk.0.attn_output.bias");
+  auto stray = synthetic_model(small("qwen3"));
+  stray.add_f32_tensor("blk.0.attn_sinks.weight", {4}, std::vector<float>(4, 0.0f));
+  expect_error(stray, "blk.0.attn_sinks.weight");  // a feature Pagoda lacks: refused, not ignored
+  auto layers = synthetic_model(small());
+  layers.set("llama.block_count", Value::u32(100000));
+  expect_error(layers, "llama.block_count");
+  auto nextn = synthetic_model(small("glm4"));
+  nextn.set("glm4.nextn_predict_layers", Value::u32(1));
+  expect_error(nextn, "glm4.nextn_predict_layers");
 }
 
 }  // namespace

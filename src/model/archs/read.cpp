@@ -29,8 +29,7 @@ std::vector<bool> sliding_layers(const GgufFile& f, const ModelConfig& c, uint64
     for (size_t l = 0; l < items.size(); ++l) sliding[l] = items[l].as_bool(key);
     return sliding;
   }
-  const uint64_t period = v ? v->as_u64(key) : default_period;
-  if (period > uint64_t(c.n_layer) * 2 + 1) fail<FormatError>("{}: {} = {} is out of range", f.source(), key, period);
+  const uint64_t period = v ? v->as_u64(key) : default_period;  // any period is meaningful: no range to check
   // llama.cpp's rule: a period of 0 makes every layer sliding; else the last of each period is global.
   for (size_t l = 0; l < sliding.size(); ++l) sliding[l] = period == 0 || l % period < period - 1;
   return sliding;
