@@ -1,6 +1,7 @@
 #include "testing/llama_oracle.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <mutex>
@@ -125,6 +126,53 @@ std::vector<LlamaOracle::Step> LlamaOracle::greedy(const std::string& gguf_path,
     input.assign(1, steps.back().token);
   }
   return steps;
+}
+
+LlamaOracle::Speed LlamaOracle::speed(const std::string& gguf_path, int threads, int n_prompt, int n_gen) {
+  take_log();
+  ModelParams mp = model_default_params_();
+  mp.n_gpu_layers = 0;
+  std::unique_ptr<Model, void (*)(Model*)> model(model_load_(gguf_path.c_str(), mp), model_free_);
+  if (!model) throw std::runtime_error("llama.cpp cannot load " + gguf_path + ":\n" + take_log());
+  const int32_t n_vocab = vocab_n_tokens_(model_get_vocab_(model.get()));
+  auto context = [&] {
+    ContextParams cp = context_default_params_();
+    cp.n_ctx = uint32_t(n_prompt + n_gen + 1);
+    cp.n_threads = cp.n_threads_batch = threads;
+    cp.no_perf = true;
+    std::unique_ptr<Context, void (*)(Context*)> ctx(init_from_model_(model.get(), cp), free_);
+    if (!ctx) throw std::runtime_error("llama.cpp cannot make a context for " + gguf_path + ":\n" + take_log());
+    return ctx;
+  };
+  auto decode = [&](Context* ctx, std::vector<Token>& tokens) {
+    if (const int32_t rc = decode_(ctx, batch_get_one_(tokens.data(), int32_t(tokens.size()))); rc != 0)
+      throw std::runtime_error("llama_decode returned " + std::to_string(rc) + ":\n" + take_log());
+  };
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  std::vector<Token> prompt(static_cast<size_t>(n_prompt));
+  for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = Token(3 + i * 7919 % size_t(n_vocab - 3));
+  Speed out;
+  {
+    auto warm = context();  // untimed: the first pass builds and allocates what later ones reuse
+    decode(warm.get(), prompt);
+  }
+  {
+    auto ctx = context();
+    const auto t0 = Clock::now();
+    decode(ctx.get(), prompt);
+    out.prefill_tok_s = n_prompt / seconds(t0);
+  }
+  auto ctx = context();
+  std::vector<Token> one = {prompt[0]};
+  decode(ctx.get(), one);  // untimed: the first step allocates
+  const auto t0 = Clock::now();
+  for (int i = 0; i < n_gen; ++i) {
+    one[0] = prompt[size_t(i + 1) % prompt.size()];
+    decode(ctx.get(), one);
+  }
+  out.decode_tok_s = n_gen / seconds(t0);
+  return out;
 }
 
 void LlamaOracle::quantize(const std::string& in, const std::string& out, LlamaFtype ftype, bool pure) {

@@ -49,6 +49,16 @@ class LlamaOracle {
   // `pure`. Throws std::runtime_error when it fails.
   void quantize(const std::string& in, const std::string& out, LlamaFtype ftype, bool pure = false);
 
+  // llama-bench's two figures on `threads` threads, with llama.cpp's own
+  // defaults (mapped weights repacked for its fastest kernels, flash attention
+  // where it chooses it, an F16 cache): prefill tok/s of one n_prompt-token
+  // batch, and decode tok/s of n_gen single-token steps after one untimed
+  // step, each on a fresh context. For benchmarks (bench/), not tests.
+  struct Speed {
+    double prefill_tok_s = 0, decode_tok_s = 0;
+  };
+  Speed speed(const std::string& gguf_path, int threads, int n_prompt, int n_gen);
+
   // The documented defaults, for the layout test of testing/llama_api.h.
   llama_api::ModelParams model_defaults() const { return model_default_params_(); }
   llama_api::ContextParams context_defaults() const { return context_default_params_(); }
