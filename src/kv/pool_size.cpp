@@ -85,7 +85,7 @@ KvPoolSize size_kv_pool(const KvPoolOptions& o) {
   } else {
     const auto sliding = std::count_if(groups.windows.begin(), groups.windows.end(), [](int32_t w) { return w > 0; });
     r.summary = fmt::format(
-        "KV cache: {} blocks x {} tokens in {} groups ({} sliding) = {} tokens of every layer, a {}-token context "
+        "KV cache: {} blocks x {} tokens in {} groups ({} sliding) = {} tokens of every layer, one {}-token context "
         "holds {} blocks, {:.1f} MiB ({})",
         r.num_blocks, o.block_size, num_groups, sliding, blocks / num_groups * o.block_size, o.context_len,
         groups.pages_at_rest(o.context_len, o.block_size), double(r.bytes) / (1 << 20), source);
