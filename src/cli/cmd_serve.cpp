@@ -35,7 +35,7 @@ struct ServeOpts {
   std::string kv_events;  // --kv-events-config JSON
   std::string kv_type = "f32";
   std::string max_step_ms = "auto";
-  bool no_paged = false, no_prefix = false;
+  bool no_paged = false, no_prefix = false, no_hybrid = false;
   bool api_key_given = false;
   bool no_dashboard = false;
   double kv_mem_mib = 0;
@@ -75,6 +75,7 @@ int run_serve(ServeOpts& o) {
   EngineConfig cfg = o.engine;
   cfg.kv_type = kv_type_from_name(o.kv_type);
   cfg.paged = !o.no_paged;
+  cfg.hybrid_kv_cache = !o.no_hybrid;
   cfg.prefix_caching = !o.no_prefix;
   o.server.dashboard = !o.no_dashboard;
   cfg.snapshot_interval_s = o.server.dashboard ? 0.25 : 0;  // the dashboard's pace (snapshot.h)
@@ -181,6 +182,8 @@ Command add_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--no-paged-attn", o->no_paged, "Reserve whole contexts instead of paging the KV cache");
   cmd->add_flag("--no-prefix-caching", o->no_prefix, "Do not reuse KV blocks across requests");
+  cmd->add_flag("--disable-hybrid-kv-cache-manager", o->no_hybrid,
+                "Keep every block in every layer (sliding-window layers give nothing back)");
   cmd->add_option("--max-model-len", e.max_model_len, "Most tokens per sequence (0: the model's context)")
       ->capture_default_str();
   cmd->add_option("--request-timeout", e.request_timeout_s, "Seconds a request may take in all")->capture_default_str();

@@ -18,7 +18,11 @@ struct EngineConfig {
   int32_t block_size = 16;
   KvType kv_type = KvType::F32;
   bool prefix_caching = true;
-  bool paged = true;           // false: --no-paged-attn (reserve whole contexts)
+  bool paged = true;  // false: --no-paged-attn (reserve whole contexts)
+  // Sliding-window layers in KV groups of their own that give back what their
+  // window left behind (vLLM's hybrid KV cache manager); false:
+  // --disable-hybrid-kv-cache-manager, every layer keeps every block.
+  bool hybrid_kv_cache = true;
   int32_t max_model_len = 0;   // 0: min(model context, pool tokens)
   SchedulerConfig sched;       // --max-num-seqs, --max-batched-tokens, --max-bypass
   int32_t max_waiting = 1024;  // beyond it, submit() throws Overloaded

@@ -20,8 +20,8 @@
 namespace pagoda {
 namespace {
 
-// The KV pool size for a model under `config`.
-int32_t engine_pool_blocks(const EngineConfig& config, const ModelConfig& model) {
+// The KV pool size for a model under `config`, its layers in `groups`.
+int32_t engine_pool_blocks(const EngineConfig& config, const ModelConfig& model, const KvGroups& groups) {
   KvPoolOptions o;
   o.cache_tokens = config.kv_cache_tokens;
   o.cache_mem_mib = config.kv_cache_mem_mib;
@@ -30,6 +30,7 @@ int32_t engine_pool_blocks(const EngineConfig& config, const ModelConfig& model)
   o.block_size = config.block_size;
   o.kv_bytes_per_token =
       kv_bytes_per_token(model.n_layer, model.n_head_kv, model.head_dim, int32_t(kv_type_bytes(config.kv_type)));
+  o.group_windows = groups.windows;
   const KvPoolSize size = size_kv_pool(o);
   spdlog::info("{}", size.summary);
   return size.num_blocks;
@@ -138,8 +139,10 @@ std::unique_ptr<Engine> Engine::load(const std::string& model_path, const Engine
       spdlog::warn("{} is larger than the memory available: served from its map", model_path);
   }
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_gguf(model->file()));
-  const int32_t blocks = engine_pool_blocks(config, model->config());
-  auto runner = std::make_unique<LlamaRunner>(model, blocks, config.block_size, config.kv_type, config.threads);
+  KvGroups groups = config.hybrid_kv_cache ? kv_groups_of(model->config()) : KvGroups::single(model->config().n_layer);
+  const int32_t blocks = engine_pool_blocks(config, model->config(), groups);
+  auto runner = std::make_unique<LlamaRunner>(model, std::move(groups), blocks, config.block_size, config.kv_type,
+                                              config.threads);
   return std::make_unique<Engine>(config, std::move(runner), blocks, tokenizer);
 }
 

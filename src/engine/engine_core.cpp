@@ -21,11 +21,16 @@ EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<ModelRunner> 
       clock_(std::move(clock)),
       eog_ids_(std::move(eog_ids)),
       vocab_size_(runner_->vocab_size()),
-      blocks_(BlockManagerConfig{num_blocks, config.block_size, config.prefix_caching,
-                                 config.paged ? AllocPolicy::kPaged : AllocPolicy::kReserve}),
+      blocks_(BlockManagerConfig{.num_blocks = num_blocks,
+                                 .block_size = config.block_size,
+                                 .prefix_caching = config.prefix_caching,
+                                 .policy = config.paged ? AllocPolicy::kPaged : AllocPolicy::kReserve,
+                                 .group_windows = runner_->kv_group_windows()}),
       sched_(config.sched, blocks_, [this] { return faults_.fail_alloc(); }) {
   if (tokenizer_ && eog_ids_.empty()) eog_ids_ = tokenizer_->end_of_generation_ids();
-  const int64_t pool_tokens = int64_t(num_blocks) * config.block_size;
+  // The longest sequence whose every step fits the pool alone (with KV
+  // groups, sliding groups hold only a window and a chunk).
+  const int64_t pool_tokens = blocks_.max_sequence_tokens(config.sched.max_batched_tokens);
   const int64_t limit = std::min<int64_t>(runner_->context_length(), pool_tokens);
   if (config.max_model_len > limit)
     fail<InvalidArgument>("--max-model-len {} exceeds what the model ({}) and the KV pool ({} tokens) allow",
@@ -213,12 +218,16 @@ void EngineCore::build_batch(std::span<const ScheduledSeq> part, Batch& batch) c
   batch.tokens.clear();
   batch.block_tables.clear();
   batch.requests.clear();
+  batch.num_groups = blocks_.num_groups();
   batch.step = step_;
+  std::vector<std::span<const int32_t>> tables;
   for (const auto& sc : part) {
     const Sequence& seq = *sc.seq;
     auto it = seqs_.find(seq.id);
     const SeqRun* run = it != seqs_.end() ? it->second.get() : nullptr;
-    const int s = batch.add_sequence(blocks_.block_table(seq.id), run ? run->req->id : 0);
+    tables.clear();
+    for (int32_t g = 0; g < batch.num_groups; ++g) tables.push_back(blocks_.block_table(seq.id, g));
+    const int s = batch.add_sequence(tables, run ? run->req->id : 0);
     const auto [plp_first, plp_count] = prompt_logprob_span(run, sc);
     for (int32_t i = 0; i < sc.num_tokens; ++i) {
       const int32_t pos = seq.num_computed + i;

@@ -21,6 +21,7 @@ class FaultyRunner : public ModelRunner {
 
   int32_t vocab_size() const override { return inner_->vocab_size(); }
   int32_t context_length() const override { return inner_->context_length(); }
+  std::vector<int32_t> kv_group_windows() const override { return inner_->kv_group_windows(); }
   void copy_blocks(std::span<const BlockCopy> copies) override { inner_->copy_blocks(copies); }
   void forward(const Batch& batch, std::vector<float>& logits) override;
   ThreadPool* host_pool() override { return inner_->host_pool(); }

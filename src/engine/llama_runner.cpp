@@ -7,7 +7,13 @@
 namespace pagoda {
 
 LlamaRunner::LlamaRunner(std::shared_ptr<LlamaModel> model, int num_blocks, int block_size, KvType kv_type, int threads)
-    : model_(std::move(model)), kv_(model_->config(), num_blocks, block_size, kv_type), pool_(threads) {}
+    : LlamaRunner(model, kv_groups_of(model->config()), num_blocks, block_size, kv_type, threads) {}
+
+LlamaRunner::LlamaRunner(std::shared_ptr<LlamaModel> model, KvGroups groups, int num_blocks, int block_size,
+                         KvType kv_type, int threads)
+    : model_(std::move(model)),
+      kv_(model_->config(), std::move(groups), num_blocks, block_size, kv_type),
+      pool_(threads) {}
 
 void LlamaRunner::copy_blocks(std::span<const BlockCopy> copies) {
   for (const auto& c : copies) kv_.copy_block(c.src, c.dst);

@@ -1,5 +1,7 @@
-// The CPU backend: a LlamaModel (llama, qwen2) over its own paged K/V
-// storage and thread pool.
+// The CPU backend: a LlamaModel over its own paged K/V storage and thread
+// pool. Its storage is laid out in KV groups (kv/kv_groups.h): by default the
+// model's (sliding-window layers give back what their window left behind),
+// or one group of every layer.
 #pragma once
 
 #include <memory>
@@ -14,9 +16,12 @@ namespace pagoda {
 class LlamaRunner : public ModelRunner {
  public:
   LlamaRunner(std::shared_ptr<LlamaModel> model, int num_blocks, int block_size, KvType kv_type, int threads);
+  LlamaRunner(std::shared_ptr<LlamaModel> model, KvGroups groups, int num_blocks, int block_size, KvType kv_type,
+              int threads);
 
   int32_t vocab_size() const override { return model_->config().n_vocab; }
   int32_t context_length() const override { return model_->config().n_ctx_train; }
+  std::vector<int32_t> kv_group_windows() const override { return kv_.groups().windows; }
   void copy_blocks(std::span<const BlockCopy> copies) override;
   void forward(const Batch& batch, std::vector<float>& logits) override;
   ThreadPool* host_pool() override { return &pool_; }

@@ -20,6 +20,10 @@ class ModelRunner {
   virtual ~ModelRunner() = default;
   virtual int32_t vocab_size() const = 0;
   virtual int32_t context_length() const = 0;
+  // The window of each KV group its storage is laid out in (kv/kv_groups.h):
+  // the engine's block manager keeps one table per group. {0}: one group of
+  // every layer, full attention.
+  virtual std::vector<int32_t> kv_group_windows() const { return {0}; }
   // Duplicates blocks' K/V (copy on write), before the forward pass.
   virtual void copy_blocks(std::span<const BlockCopy> copies) = 0;
   // Runs the batch; logits: one row of vocab_size() per token with logits set.

@@ -64,12 +64,15 @@ std::vector<BlockView> snapshot_blocks(const BlockManager& blocks, std::span<con
   }
   for (const SeqInfo& si : seqs) {
     if (!blocks.contains(si.seq->id)) continue;
-    const auto table = blocks.block_table(si.seq->id);
     const int32_t filled = std::min(si.seq->num_tokens(), blocks.num_tokens(si.seq->id));
-    for (size_t i = 0; i < table.size(); ++i) {
-      BlockView& v = out[size_t(table[i])];
-      v.owners.push_back(si.request);
-      v.tokens = std::max(v.tokens, std::clamp(filled - int32_t(i) * bs, 0, bs));
+    for (int32_t g = 0; g < blocks.num_groups(); ++g) {
+      const auto table = blocks.block_table(si.seq->id, g);
+      for (size_t i = 0; i < table.size(); ++i) {
+        if (table[i] == kNoBlock) continue;  // behind a sliding window: given back
+        BlockView& v = out[size_t(table[i])];
+        v.owners.push_back(si.request);
+        v.tokens = std::max(v.tokens, std::clamp(filled - int32_t(i) * bs, 0, bs));
+      }
     }
   }
   for (BlockView& v : out) {
@@ -99,7 +102,7 @@ std::vector<RequestView> snapshot_requests(const BlockManager& blocks, std::span
       r.computed_tokens = q.num_computed;
       r.cached_tokens = q.num_cached;
       r.generated_tokens = q.num_output();
-      r.blocks = blocks.contains(q.id) ? int32_t(blocks.block_table(q.id).size()) : 0;
+      r.blocks = blocks.contains(q.id) ? blocks.num_held_blocks(q.id) : 0;
       r.preemptions = q.preemptions;
       r.arrival = it->arrival;
       r.deadline = it->deadline;

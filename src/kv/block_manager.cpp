@@ -1,23 +1,10 @@
-// Block manager operations: lookup, allocate, commit, fork, free, reset.
-//
-// Prefix-cache keys. A hashed block's key is (parent, token ids, extra key),
-// where the parent is named by block id *and generation*. The hash index only
-// finds candidates; a hit must match the key exactly, and its parent must be
-// the block matched one level up, still in the generation it had when the
-// child was cached. By induction a hit reproduces the whole prefix, even when
-// an ancestor's hash collided with another prompt's or its block was evicted
-// and reused. (LRU order never evicts a parent before its child, so the
-// generation is a second line of defence; a test forces the other order.)
-// Several blocks may hold the same key (two requests computed the same prompt
-// at once); they all stay cached and lookup follows every chain.
-//
-// The index updates of a step (evictions, insertions) are random accesses;
-// they are prefetched together so that on large pools their misses overlap.
+// Block manager operations on tables: allocate, fork, free, and the capacity
+// rules the scheduler plans with. The prefix cache (lookup, commit, events)
+// is in block_manager_prefix.cpp, audit() in block_manager_audit.cpp.
 #include "kv/block_manager.h"
 
 #include <algorithm>
 
-#include "kv/block_hash.h"
 #include "util/error.h"
 
 namespace pagoda {
@@ -30,13 +17,25 @@ const BlockManagerConfig& validated(const BlockManagerConfig& config) {
   if (int64_t(config.num_blocks) * config.block_size > INT32_MAX) {
     fail<InvalidArgument>("KV cache of {} blocks x {} tokens is too large", config.num_blocks, config.block_size);
   }
+  if (config.group_windows.size() > 255)
+    fail<InvalidArgument>("{} KV groups are more than the 255 supported", config.group_windows.size());
+  for (int32_t w : config.group_windows)
+    if (w < 0) fail<InvalidArgument>("a KV group's window must be >= 0, got {}", w);
   return config;
+}
+
+// Under kReserve a reservation never changes: no group gives blocks back.
+std::vector<int32_t> applied_windows(const BlockManagerConfig& config) {
+  if (config.group_windows.empty()) return {0};
+  if (config.policy == AllocPolicy::kReserve) return std::vector<int32_t>(config.group_windows.size(), 0);
+  return config.group_windows;
 }
 
 }  // namespace
 
 BlockManager::BlockManager(const BlockManagerConfig& config)
     : config_(validated(config)),
+      windows_(applied_windows(config)),
       blocks_(size_t(config.num_blocks)),
       key_tokens_(size_t(config.num_blocks) * size_t(config.block_size)),
       free_(config.num_blocks),
@@ -54,7 +53,19 @@ const BlockManager::Seq& BlockManager::seq_at(SeqId seq) const {
   return it->second;
 }
 
-std::span<const BlockId> BlockManager::block_table(SeqId seq) const { return seq_at(seq).table; }
+std::span<const BlockId> BlockManager::block_table(SeqId seq, int32_t group) const {
+  const Seq& s = seq_at(seq);
+  if (group < 0 || group >= num_groups()) fail<InvalidArgument>("KV group {} of {}", group, num_groups());
+  return s.tables[size_t(group)];
+}
+
+int32_t BlockManager::num_held_blocks(SeqId seq) const {
+  int32_t n = 0;
+  for (const auto& t : seq_at(seq).tables)
+    n += int32_t(std::count_if(t.begin(), t.end(), [](BlockId b) { return b != kNoBlock; }));
+  return n;
+}
+
 int32_t BlockManager::num_tokens(SeqId seq) const { return seq_at(seq).num_tokens; }
 int32_t BlockManager::num_computed_tokens(SeqId seq) const { return seq_at(seq).num_computed; }
 
@@ -83,90 +94,84 @@ KvStats BlockManager::stats() const {
   return s;
 }
 
-bool BlockManager::key_tokens_equal(BlockId b, std::span<const TokenId> tokens) const {
-  const TokenId* key = key_tokens_.data() + size_t(b) * size_t(config_.block_size);
-  return std::equal(tokens.begin(), tokens.end(), key);
+int32_t BlockManager::blocks_to_grow(int32_t from_tokens, int32_t to_tokens) const {
+  if (config_.policy == AllocPolicy::kReserve || to_tokens <= from_tokens) return 0;
+  int32_t n = 0;
+  for (int32_t g = 0; g < num_groups(); ++g)
+    n += (blocks_for(to_tokens) - behind(g, to_tokens)) - (blocks_for(from_tokens) - behind(g, from_tokens));
+  return std::max(n, 0);
 }
 
-CachedPrefix BlockManager::lookup_prefix(std::span<const TokenId> prompt, std::string_view extra_key,
-                                         Admission admission) const {
-  CachedPrefix r;
-  r.extra_key = std::string(extra_key);
-  r.admission = admission;
-  r.num_prompt_tokens = int32_t(prompt.size());
-  if (!config_.prefix_caching || prompt.empty()) return r;
-  std::optional<uint32_t> extra_id = extra_keys_.find(extra_key);
-  if (!extra_id) return r;  // no cached block carries this key
-  const uint64_t extra_hash = extra_keys_.hash(*extra_id);
-  const int32_t bs = config_.block_size;
-  const size_t max_blocks = (prompt.size() - 1) / size_t(bs);  // the last token is always computed
+int32_t BlockManager::growth_blocks(int32_t blocks) const {
+  int32_t n = 0;
+  for (int32_t w : windows_) n += w == 0 ? blocks : std::min(blocks, 1);
+  return n;
+}
 
-  // frontier: every cached block that matches the prompt up to this level.
-  std::vector<BlockId> frontier, next;
-  BlockHash parent_hash = kRootBlockHash;
-  size_t depth = 0;
-  for (size_t i = 0; i < max_blocks; ++i) {
-    std::span<const TokenId> tokens = prompt.subspan(i * size_t(bs), size_t(bs));
-    BlockHash h = hash_block_tokens(parent_hash, tokens, extra_hash) & config_.hash_mask;
-    next.clear();
-    cached_.for_each(h, [&](BlockId b) {
-      const Block& blk = blocks_[b];
-      if (blk.extra_id != *extra_id || !key_tokens_equal(b, tokens)) return;
-      bool linked = i == 0 ? blk.parent == kNoBlock : std::any_of(frontier.begin(), frontier.end(), [&](BlockId f) {
-        return f == blk.parent && blocks_[f].generation == blk.parent_generation;
-      });
-      if (linked) next.push_back(b);
-    });
-    if (next.empty()) break;
-    std::swap(frontier, next);
-    parent_hash = h;
-    depth = i + 1;
+int64_t BlockManager::max_sequence_tokens(int32_t chunk) const {
+  KvGroups groups;
+  groups.windows = windows_;
+  return groups.max_tokens(num_blocks(), chunk, config_.block_size);
+}
+
+void BlockManager::check_prefix(SeqId seq, const CachedPrefix& prefix, Plan& p) const {
+  const int32_t bs = config_.block_size, G = num_groups();
+  const size_t n = prefix.blocks.size();
+  if (n && !config_.prefix_caching)
+    fail<InvalidArgument>("sequence {}: cached prefix given but prefix caching is off", seq);
+  const int32_t levels = prefix.num_tokens / bs;
+  if (prefix.generations.size() != n || prefix.num_tokens != levels * bs || n != size_t(levels) * size_t(G)) {
+    fail<InvalidArgument>("sequence {}: malformed cached prefix ({} blocks, {} generations, {} tokens, {} groups)", seq,
+                          n, prefix.generations.size(), prefix.num_tokens, G);
   }
-  // Any block of the deepest level leads back to the root along checked links.
-  r.blocks.resize(depth);
-  r.generations.resize(depth);
-  BlockId b = depth ? frontier.front() : kNoBlock;
-  for (size_t i = depth; i-- > 0;) {
-    r.blocks[i] = b;
-    r.generations[i] = blocks_[b].generation;
-    b = blocks_[b].parent;
+  for (int32_t g = 0; g < G; ++g) {
+    // The anchor lists its whole chain; another sliding group only its window.
+    const int32_t first = g == 0 ? 0 : behind(g, prefix.num_tokens);
+    for (int32_t i = 0; i < levels; ++i) {
+      const size_t at = size_t(g) * size_t(levels) + size_t(i);
+      const BlockId b = prefix.blocks[at];
+      if (i < first) {
+        if (b != kNoBlock) fail<InvalidArgument>("sequence {}: group {} given block {} behind its window", seq, g, b);
+        continue;
+      }
+      // The anchor's chain links each block to the one before; another
+      // group's block links to the anchor's block at its index.
+      const BlockId parent = g > 0 ? prefix.blocks[size_t(i)] : i == 0 ? kNoBlock : prefix.blocks[size_t(i) - 1];
+      if (b < 0 || b >= num_blocks() || !blocks_[b].hashed || blocks_[b].generation != prefix.generations[at] ||
+          blocks_[b].group != g || blocks_[b].parent != parent ||
+          (g > 0 && blocks_[b].parent_generation != blocks_[parent].generation)) {
+        fail<InvalidArgument>(
+            "sequence {}: stale cached prefix (block {} at index {} of group {} changed since lookup)", seq, b, i, g);
+      }
+      if (blocks_[b].ref_count == 0 && i >= behind(g, prefix.num_tokens)) ++p.from_free;
+    }
   }
-  r.num_tokens = int32_t(depth) * bs;
-  return r;
+}
+
+bool BlockManager::needs_cow(const Seq& s, const std::vector<BlockId>& table, int32_t total_tokens) const {
+  // The step writes from position num_tokens on: into the last block if it is
+  // partial. A partial block shared after fork() must be copied first.
+  return total_tokens > s.num_tokens && s.num_tokens % config_.block_size != 0 && !table.empty() &&
+         table.back() != kNoBlock && blocks_[table.back()].ref_count > 1;
 }
 
 BlockManager::Plan BlockManager::plan(SeqId seq, int32_t total_tokens, const CachedPrefix& prefix,
                                       int32_t reserve_tokens) const {
   Plan p;
   if (total_tokens < 1) fail<InvalidArgument>("sequence {}: allocate for {} tokens", seq, total_tokens);
+  const int32_t G = num_groups();
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) {
     // Admission: validate the prefix against the pool as it is now.
-    const size_t n = prefix.blocks.size();
-    if (n && !config_.prefix_caching)
-      fail<InvalidArgument>("sequence {}: cached prefix given but prefix caching is off", seq);
-    if (prefix.generations.size() != n || prefix.num_tokens != int32_t(n) * config_.block_size) {
-      fail<InvalidArgument>("sequence {}: malformed cached prefix ({} blocks, {} generations, {} tokens)", seq, n,
-                            prefix.generations.size(), prefix.num_tokens);
-    }
+    check_prefix(seq, prefix, p);
     if (prefix.num_tokens >= total_tokens) {
       fail<InvalidArgument>("sequence {}: cached prefix of {} tokens leaves nothing to compute of {}", seq,
                             prefix.num_tokens, total_tokens);
     }
-    for (size_t i = 0; i < n; ++i) {
-      const BlockId b = prefix.blocks[i];
-      const BlockId parent = i == 0 ? kNoBlock : prefix.blocks[i - 1];
-      if (b < 0 || b >= num_blocks() || !blocks_[b].hashed || blocks_[b].generation != prefix.generations[i] ||
-          blocks_[b].parent != parent) {
-        fail<InvalidArgument>("sequence {}: stale cached prefix (block {} at index {} changed since lookup)", seq, b,
-                              i);
-      }
-      if (blocks_[b].ref_count == 0) ++p.from_free;
-    }
     p.target_blocks = blocks_for(total_tokens);
     if (config_.policy == AllocPolicy::kReserve)
       p.target_blocks = std::max(p.target_blocks, blocks_for(reserve_tokens));
-    p.fresh = p.target_blocks - int32_t(n);
+    p.fresh = G * (p.target_blocks - prefix.num_tokens / config_.block_size);
     return p;
   }
   const Seq& s = it->second;
@@ -176,19 +181,15 @@ BlockManager::Plan BlockManager::plan(SeqId seq, int32_t total_tokens, const Cac
                           s.num_tokens);
   }
   p.target_blocks = blocks_for(total_tokens);
+  const int32_t size = int32_t(s.tables[0].size());
   if (config_.policy == AllocPolicy::kReserve) {
-    if (p.target_blocks > int32_t(s.table.size())) {
-      fail<InvalidArgument>("sequence {}: {} tokens exceed its reservation of {} blocks", seq, total_tokens,
-                            s.table.size());
+    if (p.target_blocks > size) {
+      fail<InvalidArgument>("sequence {}: {} tokens exceed its reservation of {} blocks", seq, total_tokens, size);
     }
     return p;  // within its reservation: nothing to take
   }
-  p.fresh = p.target_blocks - int32_t(s.table.size());
-  // The step writes from position num_tokens on: into the last block if it is
-  // partial. A partial block shared after fork() must be copied first.
-  p.cow =
-      total_tokens > s.num_tokens && s.num_tokens % config_.block_size != 0 && blocks_[s.table.back()].ref_count > 1;
-  p.fresh += p.cow;
+  p.fresh = G * std::max(0, p.target_blocks - size);
+  for (const auto& table : s.tables) p.fresh += needs_cow(s, table, total_tokens);
   return p;
 }
 
@@ -241,19 +242,6 @@ void BlockManager::release_block(BlockId b) {
   }
 }
 
-void BlockManager::unhash(BlockId b) {
-  Block& blk = blocks_[b];
-  if (!cached_.erase(blk.hash, b)) fail("hashed block {} missing from the prefix cache index", b);
-  if (record_events_ && !hash_cached(blk.hash)) events_.push_back({KvCacheEvent::Kind::kRemoved, blk.hash, {}, {}});
-  extra_keys_.release(blk.extra_id);
-  blk.hashed = false;
-  blk.hash = 0;
-  blk.parent = kNoBlock;
-  blk.parent_generation = 0;
-  blk.extra_id = 0;
-  ++blk.generation;  // children cached under this block no longer link to it
-}
-
 AllocResult BlockManager::allocate(SeqId seq, int32_t total_tokens, const CachedPrefix& prefix,
                                    int32_t reserve_tokens) {
   const Plan p = plan(seq, total_tokens, prefix, reserve_tokens);
@@ -264,20 +252,34 @@ AllocResult BlockManager::allocate(SeqId seq, int32_t total_tokens, const Cached
     return r;
   }
   prefetch_evictions(p.fresh);
+  const size_t G = size_t(num_groups());
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) {
     Seq s;
     s.extra_id = extra_keys_.acquire(prefix.extra_key);
-    s.table.reserve(size_t(p.target_blocks));
-    // Prefix blocks first, so taking fresh blocks cannot evict them.
-    for (BlockId b : prefix.blocks) {
-      take_cached_block(b);
-      s.table.push_back(b);
+    s.tables.resize(G);
+    const size_t levels = size_t(prefix.num_tokens / config_.block_size);
+    if (levels > 0) {  // the chain goes on from the anchor's last block
+      s.tail = prefix.blocks[levels - 1];
+      s.tail_generation = blocks_[s.tail].generation;
+      s.tail_hash = blocks_[s.tail].hash;
     }
-    for (int32_t i = 0; i < p.fresh; ++i) s.table.push_back(take_free_block());
+    // Prefix blocks first, so taking fresh blocks cannot evict them; a
+    // sliding group's entries behind its window stay empty.
+    for (size_t g = 0; g < G; ++g) {
+      s.tables[g].reserve(size_t(p.target_blocks));
+      const size_t first = size_t(behind(int32_t(g), prefix.num_tokens));
+      for (size_t i = 0; i < levels; ++i) {
+        const BlockId b = i < first ? kNoBlock : prefix.blocks[g * levels + i];
+        if (b != kNoBlock) take_cached_block(b);
+        s.tables[g].push_back(b);
+      }
+    }
+    for (auto& table : s.tables)
+      while (int32_t(table.size()) < p.target_blocks) table.push_back(take_free_block());
     s.num_tokens = total_tokens;
     s.num_computed = prefix.num_tokens;
-    s.num_hashed = int32_t(prefix.blocks.size());
+    s.num_hashed = int32_t(levels);
     s.reserved_blocks = config_.policy == AllocPolicy::kReserve ? p.target_blocks : 0;
     seqs_.emplace(seq, std::move(s));
     if (config_.prefix_caching) {
@@ -289,71 +291,30 @@ AllocResult BlockManager::allocate(SeqId seq, int32_t total_tokens, const Cached
     return r;
   }
   Seq& s = it->second;
-  if (p.cow) {
-    const BlockId src = s.table.back();
+  for (auto& table : s.tables) {
+    if (!needs_cow(s, table, total_tokens)) continue;
+    const BlockId src = table.back();
     const BlockId dst = take_free_block();
     release_block(src);  // stays >= 1: another table still holds it
-    s.table.back() = dst;
+    table.back() = dst;
     ++s.cow_count;
     r.copies.push_back({src, dst});
   }
-  for (int32_t i = int32_t(s.table.size()); i < p.target_blocks; ++i) s.table.push_back(take_free_block());
-  s.num_tokens = total_tokens;
+  for (auto& table : s.tables)
+    while (int32_t(table.size()) < p.target_blocks) table.push_back(take_free_block());
+  s.num_tokens = std::max(s.num_tokens, total_tokens);
   return r;
 }
 
-void BlockManager::commit(SeqId seq, std::span<const TokenId> tokens, int32_t num_computed_tokens) {
-  auto it = seqs_.find(seq);
-  if (it == seqs_.end()) fail<InvalidArgument>("commit of unknown sequence {}", seq);
-  Seq& s = it->second;
-  if (num_computed_tokens < s.num_computed || num_computed_tokens > s.num_tokens) {
-    fail<InvalidArgument>("sequence {}: commit of {} computed tokens, but {} were committed and {} allocated", seq,
-                          num_computed_tokens, s.num_computed, s.num_tokens);
-  }
-  if (int64_t(tokens.size()) < num_computed_tokens) {
-    fail<InvalidArgument>("sequence {}: commit of {} computed tokens with only {} token ids", seq, num_computed_tokens,
-                          tokens.size());
-  }
-  s.num_computed = num_computed_tokens;
-  if (!config_.prefix_caching) return;
-  const int32_t bs = config_.block_size;
-  const uint64_t extra_hash = extra_keys_.hash(s.extra_id);
-  const int32_t full = num_computed_tokens / bs;
-  // Hash first (a chain: each needs its parent's), prefetching each block's
-  // index slot, then insert: the index's cache misses overlap.
-  const int32_t first = s.num_hashed;
-  std::vector<BlockHash> hashes;
-  hashes.reserve(size_t(std::max(0, full - first)));
-  BlockHash parent_hash = first == 0 ? kRootBlockHash : blocks_[s.table[size_t(first) - 1]].hash;
-  for (int32_t i = first; i < full; ++i) {
-    parent_hash = hash_block_tokens(parent_hash, tokens.subspan(size_t(i) * size_t(bs), size_t(bs)), extra_hash) &
-                  config_.hash_mask;
-    hashes.push_back(parent_hash);
-    cached_.prefetch(parent_hash);
-  }
-  for (int32_t i = first; i < full; ++i) {
-    std::span<const TokenId> block_tokens = tokens.subspan(size_t(i) * size_t(bs), size_t(bs));
-    const BlockId parent = i == 0 ? kNoBlock : s.table[size_t(i) - 1];
-    const BlockHash h = hashes[size_t(i - first)];
-    const BlockId b = s.table[size_t(i)];
-    Block& blk = blocks_[b];
-    if (blk.hashed) {
-      // Shared with a sequence that committed it first (fork): same key or a bug.
-      if (blk.hash != h || blk.extra_id != s.extra_id || !key_tokens_equal(b, block_tokens)) {
-        fail<InvalidArgument>("sequence {}: block {} (index {}) was cached with other tokens", seq, b, i);
-      }
-    } else {
-      blk.hashed = true;
-      blk.hash = h;
-      blk.parent = parent;
-      blk.parent_generation = parent == kNoBlock ? 0 : blocks_[parent].generation;
-      blk.extra_id = s.extra_id;
-      extra_keys_.retain(s.extra_id);
-      std::copy(block_tokens.begin(), block_tokens.end(), key_tokens_.begin() + ptrdiff_t(b) * bs);
-      if (record_events_ && !hash_cached(h)) events_.push_back(stored_event(b));
-      cached_.insert(h, b);
+void BlockManager::release_behind_windows(Seq& s, int32_t old_computed) {
+  for (int32_t g = 0; g < num_groups(); ++g) {
+    auto& table = s.tables[size_t(g)];
+    const int32_t to = std::min(behind(g, s.num_computed), int32_t(table.size()));
+    // Oldest first: the free queue evicts them before the window's later blocks.
+    for (int32_t i = behind(g, old_computed); i < to; ++i) {
+      release_block(table[size_t(i)]);
+      table[size_t(i)] = kNoBlock;
     }
-    s.num_hashed = i + 1;
   }
 }
 
@@ -366,20 +327,27 @@ AllocResult BlockManager::fork(SeqId parent, SeqId child) {
   Seq c = p;
   c.cow_count = 0;
   if (config_.policy == AllocPolicy::kPaged) {
-    for (BlockId b : c.table) ++blocks_[b].ref_count;  // held by the parent: never in the free queue
+    // Held by the parent: never in the free queue.
+    for (const auto& table : c.tables)
+      for (BlockId b : table)
+        if (b != kNoBlock) ++blocks_[b].ref_count;
   } else {
     // The child writes its own reservation: share only the full written blocks.
     const int32_t shared = p.num_tokens / config_.block_size;
-    const int32_t fresh = int32_t(p.table.size()) - shared;
+    const int32_t fresh = num_groups() * (int32_t(p.tables[0].size()) - shared);
     if (fresh > free_.size()) {
       r.ok = false;
       r.missing_blocks = fresh - free_.size();
       return r;
     }
-    c.table.resize(size_t(shared));
-    for (BlockId b : c.table) ++blocks_[b].ref_count;
-    for (int32_t i = 0; i < fresh; ++i) c.table.push_back(take_free_block());
-    if (p.num_tokens % config_.block_size != 0) r.copies.push_back({p.table[size_t(shared)], c.table[size_t(shared)]});
+    for (size_t g = 0; g < c.tables.size(); ++g) {
+      auto& table = c.tables[g];
+      table.resize(size_t(shared));
+      for (BlockId b : table) ++blocks_[b].ref_count;
+      while (table.size() < p.tables[g].size()) table.push_back(take_free_block());
+      if (p.num_tokens % config_.block_size != 0)
+        r.copies.push_back({p.tables[g][size_t(shared)], table[size_t(shared)]});
+    }
   }
   extra_keys_.retain(c.extra_id);
   seqs_.emplace(child, std::move(c));
@@ -390,7 +358,11 @@ void BlockManager::free(SeqId seq) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return;
   const Seq& s = it->second;
-  for (auto b = s.table.rbegin(); b != s.table.rend(); ++b) release_block(*b);
+  // Last index first, every group's block of an index together (the anchor's
+  // last), so a prefix's later blocks are evicted before its earlier ones.
+  for (size_t i = s.tables[0].size(); i-- > 0;)
+    for (size_t g = s.tables.size(); g-- > 0;)
+      if (s.tables[g][i] != kNoBlock) release_block(s.tables[g][i]);
   extra_keys_.release(s.extra_id);
   seqs_.erase(it);
   seen_.erase(seq);
@@ -407,63 +379,6 @@ bool BlockManager::reset_prefix_cache() {
   record_events_ = recording;
   if (recording) events_.push_back({KvCacheEvent::Kind::kAllCleared, 0, {}, {}});
   return true;
-}
-
-void BlockManager::record_events(bool on) {
-  record_events_ = on;
-  if (!on) events_.clear();
-}
-
-bool BlockManager::hash_cached(BlockHash h) const {
-  bool found = false;
-  cached_.for_each(h, [&](BlockId) { found = true; });
-  return found;
-}
-
-KvCacheEvent BlockManager::stored_event(BlockId b) const {
-  const Block& blk = blocks_[b];
-  KvCacheEvent e{KvCacheEvent::Kind::kStored, blk.hash, {}, {}};
-  // The parent is held by the committing sequence; in a full-set resync it
-  // may have been evicted since, and its hash is gone with it (nil then).
-  if (blk.parent != kNoBlock && blocks_[blk.parent].hashed && blocks_[blk.parent].generation == blk.parent_generation)
-    e.parent = blocks_[blk.parent].hash;
-  const auto first = key_tokens_.begin() + ptrdiff_t(b) * config_.block_size;
-  e.tokens.assign(first, first + config_.block_size);
-  return e;
-}
-
-// How many cached blocks precede b in its chain (parents still holding their hash).
-int32_t BlockManager::depth_of(BlockId b) const {
-  int32_t depth = 0;
-  for (BlockId p = blocks_[b].parent, child = b;
-       p != kNoBlock && blocks_[p].hashed && blocks_[p].generation == blocks_[child].parent_generation;
-       child = p, p = blocks_[p].parent)
-    ++depth;
-  return depth;
-}
-
-std::vector<KvCacheEvent> BlockManager::cached_as_events() const {
-  // Parents before children: a block's depth is its parent's plus one.
-  std::vector<std::pair<int32_t, BlockId>> order;
-  std::unordered_map<BlockHash, bool> seen;
-  for (BlockId b = 0; b < num_blocks(); ++b) {
-    if (!blocks_[b].hashed || !seen.emplace(blocks_[b].hash, true).second) continue;
-    order.emplace_back(depth_of(b), b);
-  }
-  std::sort(order.begin(), order.end());
-  std::vector<KvCacheEvent> out;
-  out.reserve(order.size());
-  for (const auto& [depth, b] : order) out.push_back(stored_event(b));
-  return out;
-}
-
-std::vector<BlockHash> BlockManager::cached_hashes() const {
-  std::vector<BlockHash> out;
-  for (BlockId b = 0; b < num_blocks(); ++b)
-    if (blocks_[b].hashed) out.push_back(blocks_[b].hash);
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
 }
 
 }  // namespace pagoda

@@ -19,6 +19,14 @@
 // Two allocation policies share all of this: kPaged grows tables block by
 // block; kReserve (--no-paged-attn) takes a sequence's whole reservation at
 // admission, so it never needs a block mid-generation and is never preempted.
+//
+// KV groups (kv_groups.h): a sequence holds one table per group, all sized
+// for its tokens, all taken or none. Under kPaged a sliding group's table
+// gives back, at each commit, the blocks wholly before the window of the next
+// query (num_computed - window + 1): their entries become kNoBlock, hashed
+// blocks stay cached. A prefix hit is the longest prefix every group can
+// serve: full groups all its blocks, sliding groups the blocks of its last
+// window. kReserve keeps every block (a reservation never changes).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +41,7 @@
 #include "kv/extra_keys.h"
 #include "kv/free_block_queue.h"
 #include "kv/kv_cache_event.h"
+#include "kv/kv_groups.h"
 #include "kv/types.h"
 
 namespace pagoda {
@@ -51,6 +60,9 @@ struct BlockManagerConfig {
   // Every block hash is ANDed with this. Tests narrow it to force collisions,
   // which must cost hits at most, never serve another prompt's KV.
   BlockHash hash_mask = ~BlockHash{0};
+  // Per KV group (KvGroups::windows): 0 full attention, else a sliding
+  // window. Empty: one full-attention group. num_blocks counts pages of all groups.
+  std::vector<int32_t> group_windows;
 };
 
 // The longest run of cached full blocks that starts a prompt, as found by
@@ -58,10 +70,13 @@ struct BlockManagerConfig {
 // other allocation (another allocation may evict these blocks; allocate()
 // rejects a stale prefix). It also carries the sequence's extra key: to admit
 // a salted request without a lookup, pass CachedPrefix{.extra_key = salt}.
+// With several KV groups, `blocks` holds num_tokens / block_size entries per
+// group, group after group: the anchor's whole chain, then each other group's
+// blocks, kNoBlock where a sliding group's window does not reach.
 struct CachedPrefix {
-  std::vector<BlockId> blocks;        // cached blocks, in prompt order
+  std::vector<BlockId> blocks;        // cached blocks, in prompt order (per group, group 0 first)
   std::vector<uint32_t> generations;  // their generations at lookup time
-  int32_t num_tokens = 0;             // blocks.size() * block_size: tokens not recomputed
+  int32_t num_tokens = 0;             // prefix blocks * block_size: tokens not recomputed
   int32_t num_prompt_tokens = 0;      // tokens looked up (prefix-cache queries)
   std::string extra_key;              // cache salt; part of every block's key
   Admission admission = Admission::kFresh;
@@ -100,6 +115,7 @@ enum class Invariant {
   kFreeQueue,     // the free queue is well linked; a block is in it iff refcount 0
   kBlockCount,    // free + in use = N; the manager's counters agree with the blocks
   kTableSize,     // a table covers exactly its tokens (or its reservation)
+  kWindow,        // a sliding table lacks exactly the blocks behind its window; others lack none
   kHash,          // every hashed block is full and mapped under its hash, and back
   kExtraKeys,     // extra-key reference counts match their holders
   kGrowOnly,      // tables only grow until freed, except copy-on-write of the last entry
@@ -176,10 +192,27 @@ class BlockManager {
   std::vector<BlockHash> cached_hashes() const;
 
   bool contains(SeqId seq) const { return seqs_.count(seq) != 0; }
-  std::span<const BlockId> block_table(SeqId seq) const;  // valid until seq's next change
+  // One group's table (kNoBlock: behind the window); valid until seq's next change.
+  std::span<const BlockId> block_table(SeqId seq, int32_t group = 0) const;
+  int32_t num_held_blocks(SeqId seq) const;  // over every group, kNoBlock entries not counted
   int32_t num_tokens(SeqId seq) const;
   int32_t num_computed_tokens(SeqId seq) const;
   size_t num_seqs() const { return seqs_.size(); }
+
+  int32_t num_groups() const { return int32_t(windows_.size()); }
+  // A group's window as this manager applies it: 0 under kReserve.
+  int32_t window(int32_t group) const { return windows_[size_t(group)]; }
+
+  // Capacity rules for the scheduler, in blocks of all groups. Blocks a
+  // running paged sequence takes, between steps, to grow from `from` to `to`
+  // computed tokens (0 under kReserve: its reservation holds them).
+  int32_t blocks_to_grow(int32_t from_tokens, int32_t to_tokens) const;
+  // Blocks a running sequence may take over `blocks` blocks of growth: that
+  // many per full group, at most one per sliding group (it gives back as it grows).
+  int32_t growth_blocks(int32_t blocks) const;
+  // The longest sequence that fits the pool alone, computing at most `chunk`
+  // tokens a step.
+  int64_t max_sequence_tokens(int32_t chunk) const;
 
   int32_t num_free_blocks() const { return free_.size(); }
   bool can_allocate(int32_t num_blocks) const { return num_blocks <= free_.size(); }
@@ -198,6 +231,7 @@ class BlockManager {
   std::optional<AuditViolation> audit_tables() const;
   std::optional<AuditViolation> audit_free_queue() const;
   std::optional<AuditViolation> audit_table_sizes() const;
+  std::optional<AuditViolation> audit_windows() const;
   std::optional<AuditViolation> audit_hashes() const;
   std::optional<AuditViolation> audit_extra_keys() const;
   std::optional<AuditViolation> audit_growth() const;
@@ -206,32 +240,52 @@ class BlockManager {
   struct Block {
     BlockHash hash = 0;
     int32_t ref_count = 0;
-    uint32_t generation = 0;    // bumped each time the block loses its hash
-    BlockId parent = kNoBlock;  // key: the cached block this one extends (kNoBlock: first)
+    uint32_t generation = 0;  // bumped each time the block loses its hash
+    // Key: the cached block this one extends (kNoBlock: first), for the
+    // anchor group; for another group, the anchor's block at the same index.
+    BlockId parent = kNoBlock;
     uint32_t parent_generation = 0;
     uint32_t extra_id = 0;  // key: interned extra key
     bool hashed = false;
+    uint8_t group = 0;  // key: the group whose table hashed it
   };
 
   struct Seq {
-    std::vector<BlockId> table;
-    int32_t num_tokens = 0;       // tokens the table is sized for
-    int32_t num_computed = 0;     // tokens whose K/V a committed step wrote
-    int32_t num_hashed = 0;       // leading blocks in the prefix cache
-    int32_t reserved_blocks = 0;  // kReserve: blocks taken at admission
+    std::vector<std::vector<BlockId>> tables;  // per group; kNoBlock: behind a sliding window
+    int32_t num_tokens = 0;                    // tokens the tables are sized for
+    int32_t num_computed = 0;                  // tokens whose K/V a committed step wrote
+    int32_t num_hashed = 0;                    // leading blocks in the prefix cache
+    int32_t reserved_blocks = 0;               // kReserve: blocks per group taken at admission
     uint32_t extra_id = 0;
     uint32_t cow_count = 0;  // copy-on-write replacements (for audit)
+    // The anchor's last hashed block, which the next one extends: kept here
+    // since a sliding anchor may have given its entry back.
+    BlockId tail = kNoBlock;
+    uint32_t tail_generation = 0;
+    BlockHash tail_hash = 0;
   };
 
   struct Plan {
     int32_t fresh = 0;      // blocks to pop from the free queue
     int32_t from_free = 0;  // prefix blocks to pull out of the free queue
-    bool cow = false;
     int32_t target_blocks = 0;
   };
 
   const Seq& seq_at(SeqId seq) const;
   Plan plan(SeqId seq, int32_t total_tokens, const CachedPrefix& prefix, int32_t reserve_tokens) const;
+  void check_prefix(SeqId seq, const CachedPrefix& prefix, Plan& p) const;
+  // The step writes into a shared partial last block of this table: copy it first.
+  bool needs_cow(const Seq& s, const std::vector<BlockId>& table, int32_t total_tokens) const;
+  void release_behind_windows(Seq& s, int32_t old_computed);
+  int32_t behind(int32_t group, int64_t computed) const {
+    return blocks_behind_window(windows_[size_t(group)], computed, config_.block_size);
+  }
+  // The prefix-cache key of group g's block whose anchor chain hash is h.
+  BlockHash group_hash(BlockHash h, int32_t g) const;
+  // The longest prefix of an anchor chain every group serves (found: each
+  // group's blocks, chain.size() per group).
+  int32_t longest_hit(std::span<const TokenId> prompt, uint32_t extra_id, const std::vector<BlockHash>& hashes,
+                      const std::vector<BlockId>& chain, std::vector<BlockId>& found) const;
   void prefetch_evictions(int32_t count) const;
   BlockId take_free_block();
   void take_cached_block(BlockId b);
@@ -244,6 +298,7 @@ class BlockManager {
   int32_t blocks_for(int64_t tokens) const;
 
   BlockManagerConfig config_;
+  std::vector<int32_t> windows_;  // per group, as applied (all 0 under kReserve)
   std::vector<Block> blocks_;
   std::vector<TokenId> key_tokens_;  // block_size token ids per block: key of hashed blocks
   FreeBlockQueue free_;
@@ -257,7 +312,7 @@ class BlockManager {
   std::vector<KvCacheEvent> events_;  // since the last take_events()
 
   struct Seen {
-    std::vector<BlockId> table;
+    std::vector<std::vector<BlockId>> tables;
     uint32_t cow_count = 0;
   };
   std::unordered_map<SeqId, Seen> seen_;  // audit's last view of each table

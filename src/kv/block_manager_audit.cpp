@@ -15,6 +15,7 @@ const char* invariant_name(Invariant invariant) {
     case Invariant::kFreeQueue: return "free queue";
     case Invariant::kBlockCount: return "block count";
     case Invariant::kTableSize: return "table size";
+    case Invariant::kWindow: return "window";
     case Invariant::kHash: return "hash";
     case Invariant::kExtraKeys: return "extra keys";
     case Invariant::kGrowOnly: return "grow only";
@@ -36,33 +37,51 @@ std::optional<AuditViolation> violation(Invariant inv, std::string message) {
 
 std::optional<AuditViolation> BlockManager::audit() {
   for (auto part : {&BlockManager::audit_tables, &BlockManager::audit_free_queue, &BlockManager::audit_table_sizes,
-                    &BlockManager::audit_hashes, &BlockManager::audit_extra_keys, &BlockManager::audit_growth})
+                    &BlockManager::audit_windows, &BlockManager::audit_hashes, &BlockManager::audit_extra_keys,
+                    &BlockManager::audit_growth})
     if (auto v = (this->*part)()) return v;
-  for (const auto& [id, s] : seqs_) seen_[id] = Seen{s.table, s.cow_count};
+  for (const auto& [id, s] : seqs_) seen_[id] = Seen{s.tables, s.cow_count};
   return std::nullopt;
 }
 
-// Table entries: valid ids, no block twice in one table; refcounts equal
-// the number of tables holding each block.
+// Table entries: valid ids (kNoBlock only where audit_windows allows it), no
+// block twice in one sequence, no block in two groups' tables; refcounts
+// equal the number of tables holding each block.
 std::optional<AuditViolation> BlockManager::audit_tables() const {
   const int32_t n = num_blocks();
   std::vector<int32_t> holders(size_t(n), 0);
+  std::vector<int32_t> group(size_t(n), -1);
   std::vector<uint64_t> stamp(size_t(n), 0);
   uint64_t ordinal = 0;
   for (const auto& [id, s] : seqs_) {
     ++ordinal;
-    for (size_t i = 0; i < s.table.size(); ++i) {
-      const BlockId b = s.table[i];
-      if (b < 0 || b >= n) {
-        return violation(Invariant::kTableEntries,
-                         fmt::format("sequence {} holds block id {} at index {}, outside the pool of {}", id, b, i, n));
+    if (int32_t(s.tables.size()) != num_groups()) {
+      return violation(Invariant::kTableEntries,
+                       fmt::format("sequence {} has {} tables for {} KV groups", id, s.tables.size(), num_groups()));
+    }
+    for (int32_t g = 0; g < num_groups(); ++g) {
+      const auto& table = s.tables[size_t(g)];
+      for (size_t i = 0; i < table.size(); ++i) {
+        const BlockId b = table[i];
+        if (b == kNoBlock) continue;
+        if (b < 0 || b >= n) {
+          return violation(Invariant::kTableEntries,
+                           fmt::format("sequence {} holds block id {} at index {} of group {}, outside the pool of {}",
+                                       id, b, i, g, n));
+        }
+        if (stamp[b] == ordinal) {
+          return violation(
+              Invariant::kTableEntries,
+              fmt::format("sequence {} holds block {} twice (again at index {} of group {})", id, b, i, g));
+        }
+        if (group[b] >= 0 && group[b] != g) {
+          return violation(Invariant::kTableEntries,
+                           fmt::format("block {} is in tables of groups {} and {}", b, group[b], g));
+        }
+        stamp[b] = ordinal;
+        group[b] = g;
+        ++holders[b];
       }
-      if (stamp[b] == ordinal) {
-        return violation(Invariant::kTableEntries,
-                         fmt::format("sequence {} holds block {} twice (again at index {})", id, b, i));
-      }
-      stamp[b] = ordinal;
-      ++holders[b];
     }
   }
   for (BlockId b = 0; b < n; ++b) {
@@ -112,15 +131,37 @@ std::optional<AuditViolation> BlockManager::audit_table_sizes() const {
   const int32_t bs = config_.block_size;
   for (const auto& [id, s] : seqs_) {
     const int32_t want = std::max((s.num_tokens + bs - 1) / bs, s.reserved_blocks);
-    if (int32_t(s.table.size()) != want) {
-      return violation(Invariant::kTableSize,
-                       fmt::format("sequence {} has {} tokens ({} reserved blocks) but {} blocks", id, s.num_tokens,
-                                   s.reserved_blocks, s.table.size()));
+    for (size_t g = 0; g < s.tables.size(); ++g) {
+      if (int32_t(s.tables[g].size()) != want) {
+        return violation(Invariant::kTableSize,
+                         fmt::format("sequence {} has {} tokens ({} reserved blocks) but {} blocks in group {}", id,
+                                     s.num_tokens, s.reserved_blocks, s.tables[g].size(), g));
+      }
     }
     if (s.num_hashed < 0 || s.num_hashed * bs > s.num_computed || s.num_computed > s.num_tokens) {
       return violation(Invariant::kTableSize,
                        fmt::format("sequence {}: {} hashed blocks, {} computed and {} allocated tokens do not nest", id,
                                    s.num_hashed, s.num_computed, s.num_tokens));
+    }
+  }
+  return std::nullopt;
+}
+
+// Windows: a sliding group's table lacks exactly the blocks wholly behind the
+// window of its next query (num_computed - window + 1); a full group's lacks none.
+std::optional<AuditViolation> BlockManager::audit_windows() const {
+  for (const auto& [id, s] : seqs_) {
+    for (int32_t g = 0; g < num_groups(); ++g) {
+      const auto& table = s.tables[size_t(g)];
+      const int32_t gone = std::min(behind(g, s.num_computed), int32_t(table.size()));
+      for (int32_t i = 0; i < int32_t(table.size()); ++i) {
+        if ((table[size_t(i)] == kNoBlock) != (i < gone)) {
+          return violation(Invariant::kWindow,
+                           fmt::format("sequence {} with {} computed tokens: index {} of group {} (window {}) {}", id,
+                                       s.num_computed, i, g, window(g),
+                                       i < gone ? "still holds a block behind the window" : "lacks its block"));
+        }
+      }
     }
   }
   return std::nullopt;
@@ -157,16 +198,25 @@ std::optional<AuditViolation> BlockManager::audit_hashes() const {
     }
   }
   for (const auto& [id, s] : seqs_) {
-    for (size_t i = 0; i < s.table.size(); ++i) {
-      const Block& blk = blocks_[s.table[i]];
-      if (blk.hashed && int64_t(i + 1) * bs > s.num_tokens) {
-        return violation(Invariant::kHash,
-                         fmt::format("block {} is hashed but not full: index {} of sequence {} with {} tokens",
-                                     s.table[i], i, id, s.num_tokens));
-      }
-      if (int32_t(i) < s.num_hashed && !blk.hashed) {
-        return violation(Invariant::kHash,
-                         fmt::format("committed block {} (index {} of sequence {}) is not hashed", s.table[i], i, id));
+    for (size_t g = 0; g < s.tables.size(); ++g) {
+      const auto& table = s.tables[g];
+      for (size_t i = 0; i < table.size(); ++i) {
+        if (table[i] == kNoBlock) continue;
+        const Block& blk = blocks_[table[i]];
+        if (blk.hashed && int64_t(i + 1) * bs > s.num_tokens) {
+          return violation(Invariant::kHash,
+                           fmt::format("block {} is hashed but not full: index {} of sequence {} with {} tokens",
+                                       table[i], i, id, s.num_tokens));
+        }
+        if (int32_t(i) < s.num_hashed && !blk.hashed) {
+          return violation(Invariant::kHash, fmt::format("committed block {} (index {} of group {} of sequence {}) is "
+                                                         "not hashed",
+                                                         table[i], i, g, id));
+        }
+        if (blk.hashed && blk.group != g) {
+          return violation(Invariant::kHash,
+                           fmt::format("block {} in group {}'s table is keyed for group {}", table[i], g, blk.group));
+        }
       }
     }
   }
@@ -200,22 +250,28 @@ std::optional<AuditViolation> BlockManager::audit_extra_keys() const {
 }
 
 // Tables only grow, against what the previous audit saw; an entry changes
-// only by copy-on-write of the last block.
+// only by copy-on-write of the last block, or by leaving a sliding window
+// (a block becomes kNoBlock, for good).
 std::optional<AuditViolation> BlockManager::audit_growth() const {
   for (const auto& [id, s] : seqs_) {
     auto it = seen_.find(id);
     if (it == seen_.end()) continue;
     const Seen& old = it->second;
-    if (s.table.size() < old.table.size()) {
-      return violation(Invariant::kGrowOnly, fmt::format("sequence {}: table shrank from {} to {} blocks", id,
-                                                         old.table.size(), s.table.size()));
-    }
-    for (size_t i = 0; i < old.table.size(); ++i) {
-      if (s.table[i] == old.table[i]) continue;
-      const bool cow = i + 1 == old.table.size() && s.cow_count != old.cow_count;
-      if (!cow) {
-        return violation(Invariant::kGrowOnly, fmt::format("sequence {}: entry {} changed from block {} to {}", id, i,
-                                                           old.table[i], s.table[i]));
+    for (size_t g = 0; g < s.tables.size() && g < old.tables.size(); ++g) {
+      const auto &now = s.tables[g], &was = old.tables[g];
+      if (now.size() < was.size()) {
+        return violation(Invariant::kGrowOnly, fmt::format("sequence {}: table of group {} shrank from {} to {} blocks",
+                                                           id, g, was.size(), now.size()));
+      }
+      for (size_t i = 0; i < was.size(); ++i) {
+        if (now[i] == was[i]) continue;
+        const bool cow = i + 1 == was.size() && s.cow_count != old.cow_count && was[i] != kNoBlock;
+        const bool left_window = now[i] == kNoBlock && window(int32_t(g)) > 0;
+        if (!cow && !left_window) {
+          return violation(Invariant::kGrowOnly, fmt::format("sequence {}: entry {} of group {} changed from block {} "
+                                                             "to {}",
+                                                             id, i, g, was[i], now[i]));
+        }
       }
     }
   }

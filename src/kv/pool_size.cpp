@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "kv/kv_groups.h"
 #include "util/error.h"
 
 namespace pagoda {
@@ -35,11 +36,16 @@ KvPoolSize size_kv_pool(const KvPoolOptions& o) {
   if (o.cache_tokens > 0 && o.cache_mem_mib > 0) {
     fail<InvalidArgument>("--kv-cache-tokens and --kv-cache-mem are exclusive; give one");
   }
-  const int64_t block_bytes = o.kv_bytes_per_token * o.block_size;
+  KvGroups groups;
+  groups.windows = o.group_windows.empty() ? std::vector<int32_t>{0} : o.group_windows;
+  const int64_t num_groups = groups.num_groups();
+  // A page holds one group's share of the layers.
+  const int64_t block_bytes = o.kv_bytes_per_token * o.block_size / num_groups;
+  if (block_bytes < 1) fail<InvalidArgument>("a KV page of {} groups holds no bytes", num_groups);
   int64_t blocks = 0;
   std::string source;
   if (o.cache_tokens > 0) {
-    blocks = (o.cache_tokens + o.block_size - 1) / o.block_size;
+    blocks = (o.cache_tokens + o.block_size - 1) / o.block_size * num_groups;
     source = fmt::format("--kv-cache-tokens {}", o.cache_tokens);
   } else if (o.cache_mem_mib > 0) {
     if (o.cache_mem_mib > INT64_MAX / (1 << 20))
@@ -50,8 +56,9 @@ KvPoolSize size_kv_pool(const KvPoolOptions& o) {
       fail<InvalidArgument>("--kv-cache-mem {} MiB holds no KV block of {} bytes", o.cache_mem_mib, block_bytes);
     }
   } else {
-    const int64_t want_tokens = int64_t(o.max_num_seqs) * o.context_len;
-    blocks = (want_tokens + o.block_size - 1) / o.block_size;
+    // One group: the tokens of all contexts in whole blocks, as before groups.
+    blocks = num_groups == 1 ? (int64_t(o.max_num_seqs) * o.context_len + o.block_size - 1) / o.block_size
+                             : int64_t(o.max_num_seqs) * groups.pages_at_rest(o.context_len, o.block_size);
     source = fmt::format("default: {} seqs x {} tokens", o.max_num_seqs, o.context_len);
     const int64_t phys = o.physical_mem_bytes > 0 ? o.physical_mem_bytes : physical_memory_bytes();
     if (phys > 0) {
@@ -65,15 +72,24 @@ KvPoolSize size_kv_pool(const KvPoolOptions& o) {
   if (blocks > INT32_MAX / o.block_size) fail<InvalidArgument>("KV cache of {} blocks is too large", blocks);
   // A pool smaller than one context is allowed (tests and small machines use
   // one): the engine then lowers the maximum model length to the pool's size.
-  if (blocks * o.block_size < 2)
-    fail<InvalidArgument>("KV cache of {} tokens ({}) is too small", blocks * o.block_size, source);
-  if (blocks * o.block_size < o.context_len)
+  if (blocks / num_groups * o.block_size < 2)
+    fail<InvalidArgument>("KV cache of {} tokens ({}) is too small", blocks / num_groups * o.block_size, source);
+  if (blocks < groups.pages_at_rest(o.context_len, o.block_size))
     source += fmt::format("; smaller than one {}-token context, so it limits the model length", o.context_len);
   KvPoolSize r;
   r.num_blocks = int32_t(blocks);
   r.bytes = blocks * block_bytes;
-  r.summary = fmt::format("KV cache: {} blocks x {} tokens = {} tokens, {:.1f} MiB ({})", r.num_blocks, o.block_size,
-                          blocks * o.block_size, double(r.bytes) / (1 << 20), source);
+  if (num_groups == 1) {
+    r.summary = fmt::format("KV cache: {} blocks x {} tokens = {} tokens, {:.1f} MiB ({})", r.num_blocks, o.block_size,
+                            blocks * o.block_size, double(r.bytes) / (1 << 20), source);
+  } else {
+    const auto sliding = std::count_if(groups.windows.begin(), groups.windows.end(), [](int32_t w) { return w > 0; });
+    r.summary = fmt::format(
+        "KV cache: {} blocks x {} tokens in {} groups ({} sliding) = {} tokens of every layer, one {}-token context "
+        "holds {} blocks, {:.1f} MiB ({})",
+        r.num_blocks, o.block_size, num_groups, sliding, blocks / num_groups * o.block_size, o.context_len,
+        groups.pages_at_rest(o.context_len, o.block_size), double(r.bytes) / (1 << 20), source);
+  }
   return r;
 }
 

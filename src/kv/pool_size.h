@@ -2,10 +2,16 @@
 // budget (--kv-cache-mem, MiB), or by default enough for --max-num-seqs
 // full-context sequences, capped at a quarter of physical memory. A pure
 // function (physical memory can be passed in), so every rule is testable.
+//
+// With KV groups (kv_groups.h) a block is a page of one group's layers:
+// --kv-cache-tokens N buys the memory of N tokens of every layer (N / block
+// size pages per group), and a default context counts the pages it holds at
+// rest (its window's only, in a sliding group).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace pagoda {
 
@@ -15,14 +21,15 @@ struct KvPoolOptions {
   int32_t max_num_seqs = 1;
   int32_t context_len = 0;  // tokens of one full context
   int32_t block_size = 16;
-  int64_t kv_bytes_per_token = 0;  // see kv_bytes_per_token()
-  int64_t physical_mem_bytes = 0;  // 0 = ask the system
+  int64_t kv_bytes_per_token = 0;      // see kv_bytes_per_token(): every layer's
+  int64_t physical_mem_bytes = 0;      // 0 = ask the system
+  std::vector<int32_t> group_windows;  // KvGroups::windows; empty: one full-attention group
 };
 
 struct KvPoolSize {
-  int32_t num_blocks = 0;
-  int64_t bytes = 0;    // K/V storage the model side will allocate
-  std::string summary;  // one line for the startup log
+  int32_t num_blocks = 0;  // pages, with KV groups
+  int64_t bytes = 0;       // K/V storage the model side will allocate
+  std::string summary;     // one line for the startup log
 };
 
 // 2 (K and V) * layers * KV heads * head dim * bytes per value (4 for F32).

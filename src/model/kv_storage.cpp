@@ -2,16 +2,41 @@
 
 #include <algorithm>
 #include <new>
+#include <utility>
 
 #include "util/error.h"
 #include "util/half.h"
 
 namespace pagoda {
 
+KvGroups kv_groups_of(const ModelConfig& cfg) {
+  std::vector<int32_t> windows;
+  for (const LayerSpec& l : cfg.layers) windows.push_back(l.window);
+  return KvGroups::of_layers(windows);
+}
+
 KvStorage::KvStorage(const ModelConfig& cfg, int num_blocks, int block_size, KvType type)
-    : n_layer_(cfg.n_layer), num_blocks_(num_blocks), block_size_(block_size), kv_dim_(cfg.kv_dim()), type_(type) {
+    : KvStorage(cfg, KvGroups::single(cfg.n_layer), num_blocks, block_size, type) {}
+
+KvStorage::KvStorage(const ModelConfig& cfg, KvGroups groups, int num_blocks, int block_size, KvType type)
+    : groups_(std::move(groups)),
+      slots_(groups_.layers_per_group),
+      num_blocks_(num_blocks),
+      block_size_(block_size),
+      kv_dim_(cfg.kv_dim()),
+      type_(type) {
   if (num_blocks <= 0 || block_size <= 0) fail<InvalidArgument>("KV cache needs at least one block of one token");
-  const size_t n = size_t(n_layer_) * num_blocks_ * block_size_ * kv_dim_;
+  if (groups_.num_layers() != cfg.n_layer)
+    fail<InvalidArgument>("KV groups of {} layers for a model of {}", groups_.num_layers(), cfg.n_layer);
+  // A group's window must cover each of its layers' (0, full, covers any).
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    const int w = groups_.windows[size_t(group_of(l))];
+    if (w == 0) continue;
+    const int want = size_t(l) < cfg.layers.size() ? cfg.layers[size_t(l)].window : 0;
+    if (want == 0 || want > w)
+      fail<InvalidArgument>("layer {} attends over {} positions but its KV group keeps {}", l, want, w);
+  }
+  const size_t n = size_t(slots_) * num_blocks_ * block_size_ * kv_dim_;
   try {
     if (type == KvType::F32) {
       k32_ = ZeroPages<float>(n);
@@ -45,7 +70,11 @@ void KvStorage::copy_block(int src, int dst) {
   const size_t len = size_t(block_size_) * kv_dim_;
   auto copy = [&](auto& buf) {
     if (buf.empty()) return;
-    for (int l = 0; l < n_layer_; ++l) std::copy_n(buf.data() + offset(l, src, 0), len, buf.data() + offset(l, dst, 0));
+    for (int i = 0; i < slots_; ++i) {
+      const size_t layer_base = size_t(i) * num_blocks_;
+      std::copy_n(buf.data() + ((layer_base + size_t(src)) * block_size_) * kv_dim_, len,
+                  buf.data() + ((layer_base + size_t(dst)) * block_size_) * kv_dim_);
+    }
   };
   copy(k32_);
   copy(v32_);

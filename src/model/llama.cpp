@@ -1,6 +1,7 @@
 #include "model/llama.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <type_traits>
 
@@ -34,19 +35,42 @@ bool LlamaModel::move_into_memory(WeightMover::Options options) {
 }
 
 void LlamaModel::check(const Batch& batch, const KvStorage& kv) const {
-  if (kv.kv_dim() != cfg_.kv_dim()) fail<InvalidArgument>("KV storage was made for another model");
+  if (kv.kv_dim() != cfg_.kv_dim() || kv.groups().num_layers() != cfg_.n_layer)
+    fail<InvalidArgument>("KV storage was made for another model");
+  if (batch.num_groups != kv.num_groups())
+    fail<InvalidArgument>("batch of {} KV groups for a storage of {}", batch.num_groups, kv.num_groups());
+  const int bs = kv.block_size();
+  if (batch.block_tables.size() != size_t(batch.num_sequences()) * size_t(batch.num_groups))
+    fail<InvalidArgument>("batch holds {} block tables for {} sequences", batch.block_tables.size(),
+                          batch.num_sequences());
   for (const auto& table : batch.block_tables)
     for (int32_t b : table)
-      if (b < 0 || b >= kv.num_blocks())
+      if (b != kNoBlock && (b < 0 || b >= kv.num_blocks()))
         fail<InvalidArgument>("block id {} outside the KV pool of {} blocks", b, kv.num_blocks());
+  // Per sequence, the positions its tokens write and read: [first read, last].
+  std::vector<std::pair<int, int>> span(size_t(batch.num_sequences()), {INT32_MAX, -1});
   for (const auto& t : batch.tokens) {
     if (t.token < 0 || t.token >= cfg_.n_vocab)
       fail<InvalidArgument>("token id {} outside the vocabulary of {}", t.token, cfg_.n_vocab);
-    if (t.seq < 0 || size_t(t.seq) >= batch.block_tables.size())
-      fail<InvalidArgument>("batch token names sequence {} of {}", t.seq, batch.block_tables.size());
-    if (t.pos < 0 || size_t(t.pos / kv.block_size()) >= batch.block_tables[size_t(t.seq)].size())
-      fail<InvalidArgument>("position {} of sequence {} is outside its {} blocks", t.pos, t.seq,
-                            batch.block_tables[size_t(t.seq)].size());
+    if (t.seq < 0 || t.seq >= batch.num_sequences())
+      fail<InvalidArgument>("batch token names sequence {} of {}", t.seq, batch.num_sequences());
+    if (t.pos < 0) fail<InvalidArgument>("position {} of sequence {}", t.pos, t.seq);
+    auto& [lo, hi] = span[size_t(t.seq)];
+    lo = std::min(lo, t.pos);
+    hi = std::max(hi, t.pos);
+  }
+  for (int s = 0; s < batch.num_sequences(); ++s) {
+    const auto [lo, hi] = span[size_t(s)];
+    for (int g = 0; g < batch.num_groups && hi >= 0; ++g) {
+      const auto table = batch.table(s, g);
+      if (size_t(hi / bs) >= table.size())
+        fail<InvalidArgument>("position {} of sequence {} is outside its {} blocks", hi, s, table.size());
+      // A sliding group may have given back what its window no longer reaches.
+      const int w = kv.groups().windows[size_t(g)];
+      for (int i = (w > 0 ? std::max(0, lo - w + 1) : 0) / bs; i <= hi / bs; ++i)
+        if (table[size_t(i)] == kNoBlock)
+          fail<InvalidArgument>("block {} of sequence {} (group {}) is gone but position {} reads it", i, s, g, lo);
+    }
   }
 }
 
@@ -173,7 +197,7 @@ void LlamaModel::attention(const Batch& batch, int layer, const KvStorage& kv, T
           const size_t t = i / size_t(n_kv);
           const int g = int(i % size_t(n_kv));
           const BatchToken& tok = batch.tokens[t];
-          const auto table = batch.block_tables[size_t(tok.seq)];
+          const auto table = batch.table(tok.seq, kv.group_of(layer));
           const size_t first = t * size_t(cfg_.q_dim()) + size_t(g) * group * hd;
           if (kv.type() == KvType::F16)
             attend_heads<uint16_t>(kv, layer, table, tok.pos, g * hd, hd, group, q_.data() + first, att_.data() + first,
@@ -253,7 +277,7 @@ void LlamaModel::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, st
             1.0f + cfg_.q_temperature * std::log(std::floor(float(tok.pos) / float(cfg_.q_temperature_floor)) + 1.0f);
         for (int i = 0; i < Q; ++i) q[i] *= t;
       }
-      const int block = batch.block_tables[size_t(tok.seq)][tok.pos / bs];
+      const int block = batch.table(tok.seq, kv.group_of(l))[size_t(tok.pos / bs)];
       kv.write(l, block, tok.pos % bs, k, v);
     });
     attention(batch, l, kv, pool);

@@ -128,7 +128,7 @@ int32_t Scheduler::admission_headroom(int32_t running_after) const {
   // Reserved sequences never grow past their reservation: nothing to keep back.
   if (blocks_.config().policy == AllocPolicy::kReserve) return 0;
   const auto watermark = int32_t(std::ceil(config_.kv_watermark * double(blocks_.num_blocks())));
-  return watermark + config_.kv_headroom_per_seq * running_after;
+  return watermark + blocks_.growth_blocks(config_.kv_headroom_per_seq) * running_after;
 }
 
 bool Scheduler::try_admit(Sequence* seq, StepPlan& plan, StepBudget& budget, bool whole_only) {
@@ -144,8 +144,12 @@ bool Scheduler::try_admit(Sequence* seq, StepPlan& plan, StepBudget& budget, boo
   const int32_t want = seq->num_tokens() - prefix.num_tokens;
   const int32_t n = want == 1 ? std::min(1, budget.tokens) : budget.grant(prefix.num_tokens, want);
   if (n <= 0 || (whole_only && n < want)) return false;
-  // A resumed sequence waits until its whole context fits, so it cannot thrash.
-  if (resumed && blocks_.blocks_needed(seq->id, seq->num_tokens(), prefix, seq->max_len) > blocks_.num_free_blocks())
+  // A resumed sequence waits until its whole context fits, so it cannot
+  // thrash: this step's blocks, then what it holds at its whole length
+  // (with sliding windows, less than computing it all in one step would take).
+  if (resumed && blocks_.blocks_needed(seq->id, prefix.num_tokens + n, prefix, seq->max_len) +
+                         blocks_.blocks_to_grow(prefix.num_tokens + n, seq->num_tokens()) >
+                     blocks_.num_free_blocks())
     return false;
   if (!running_.empty() && blocks_.blocks_needed(seq->id, prefix.num_tokens + n, prefix, seq->max_len) +
                                    admission_headroom(int32_t(running_.size()) + 1) >

@@ -20,6 +20,10 @@
 //     watermark (kv_watermark of the pool) plus kv_headroom_per_seq blocks
 //     per running sequence (the new one included). With nothing running the
 //     look-ahead is waived, so any sequence that fits the pool can start.
+//     With KV groups every count is in blocks of all groups: a running
+//     sequence's headroom is kv_headroom_per_seq blocks per full group and
+//     one per sliding group (it gives back as it grows), and a resumed
+//     sequence's context counts only its windows in sliding groups.
 //  4. A waiting head that does not fit does not stall the queue: later
 //     requests may pass it, but each pass counts, and after max_bypass passes
 //     nothing passes it until it is admitted (aging: it is never starved).

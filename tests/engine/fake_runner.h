@@ -2,8 +2,10 @@
 // It keeps, per KV slot, the token written there, and for every token it is
 // asked logits for it first checks that the sequence's whole past is present
 // through the block table (so a wrong block table, a missed copy-on-write or
-// a bad prefix-cache hit is caught at once); then it "predicts"
-// next_token(past), a hash of every token so far.
+// a bad prefix-cache hit is caught at once), and, with KV groups, that every
+// other group holds the same tokens over what its window reads (so a block
+// given back too early is caught); then it "predicts" next_token(past), a
+// hash of every token so far.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,8 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <algorithm>
 #include <vector>
 
 #include "engine/model_runner.h"
@@ -26,11 +30,20 @@ inline int32_t fake_next_token(const std::vector<int32_t>& past, int32_t vocab) 
 
 class FakeRunner : public ModelRunner {
  public:
-  FakeRunner(int32_t vocab, int32_t num_blocks, int32_t block_size, int32_t context)
-      : vocab_(vocab), block_size_(block_size), context_(context), slots_(size_t(num_blocks) * block_size, -1) {}
+  // windows: the KV groups' (kv/kv_groups.h); group 0 must attend to
+  // everything, as the fake predicts from the whole past.
+  FakeRunner(int32_t vocab, int32_t num_blocks, int32_t block_size, int32_t context, std::vector<int32_t> windows = {0})
+      : vocab_(vocab),
+        block_size_(block_size),
+        context_(context),
+        windows_(std::move(windows)),
+        slots_(size_t(num_blocks) * block_size, -1) {
+    if (windows_.empty() || windows_[0] != 0) throw std::logic_error("fake model: group 0 must attend to everything");
+  }
 
   int32_t vocab_size() const override { return vocab_; }
   int32_t context_length() const override { return context_; }
+  std::vector<int32_t> kv_group_windows() const override { return windows_; }
   void copy_blocks(std::span<const BlockCopy> copies) override {
     copies_made += int64_t(copies.size());
     for (const auto& c : copies)
@@ -39,20 +52,30 @@ class FakeRunner : public ModelRunner {
   }
   void forward(const Batch& batch, std::vector<float>& logits) override {
     ++calls;
-    for (const auto& t : batch.tokens) slot(batch, t.seq, t.pos) = t.token;
+    if (batch.num_groups != int32_t(windows_.size())) throw std::logic_error("fake model: wrong number of KV groups");
+    for (const auto& t : batch.tokens)
+      for (int32_t g = 0; g < batch.num_groups; ++g) slot(batch, t.seq, g, t.pos) = t.token;
     // Failures come after the writes, as a real pass may die halfway.
     if (fail_calls.count(calls)) throw std::runtime_error("fake model: call " + std::to_string(calls) + " failed");
-    for (int32_t s = 0; s < int32_t(batch.block_tables.size()); ++s)
-      if (fail_for_token >= 0 && slot(batch, s, 0) == fail_for_token)
+    for (int32_t s = 0; s < batch.num_sequences(); ++s)
+      if (fail_for_token >= 0 && slot(batch, s, 0, 0) == fail_for_token)
         throw std::runtime_error("fake model: cannot run token " + std::to_string(fail_for_token));
     logits.clear();
     for (const auto& t : batch.tokens) {
       if (!t.logits) continue;
       std::vector<int32_t> past;
       for (int32_t p = 0; p <= t.pos; ++p) {
-        const int32_t v = slot(batch, t.seq, p);
+        const int32_t v = slot(batch, t.seq, 0, p);
         if (v < 0) throw std::logic_error("fake model: position " + std::to_string(p) + " was never written");
         past.push_back(v);
+      }
+      // Every other group serves what its window reads, the same tokens.
+      for (int32_t g = 1; g < batch.num_groups; ++g) {
+        const int32_t w = windows_[size_t(g)];
+        for (int32_t p = w > 0 ? std::max(0, t.pos - w + 1) : 0; p <= t.pos; ++p)
+          if (slot(batch, t.seq, g, p) != past[size_t(p)])
+            throw std::logic_error("fake model: group " + std::to_string(g) + " holds the wrong K/V at position " +
+                                   std::to_string(p));
       }
       std::vector<float> row(size_t(vocab_), 0.0f);
       row[size_t(fake_next_token(past, vocab_))] = 10.0f;
@@ -67,12 +90,17 @@ class FakeRunner : public ModelRunner {
   std::set<int64_t> fail_calls;  // these calls (1 = the first) throw
 
  private:
-  int32_t& slot(const Batch& b, int32_t seq, int32_t pos) {
-    const auto table = b.block_tables[size_t(seq)];
+  int32_t& slot(const Batch& b, int32_t seq, int32_t group, int32_t pos) {
+    const auto table = b.table(seq, group);
     if (size_t(pos / block_size_) >= table.size()) throw std::logic_error("fake model: position outside the table");
-    return slots_[size_t(table[size_t(pos / block_size_)]) * block_size_ + size_t(pos % block_size_)];
+    const int32_t block = table[size_t(pos / block_size_)];
+    if (block < 0)
+      throw std::logic_error("fake model: position " + std::to_string(pos) + " of group " + std::to_string(group) +
+                             " was given back");
+    return slots_[size_t(block) * block_size_ + size_t(pos % block_size_)];
   }
   int32_t vocab_, block_size_, context_;
+  std::vector<int32_t> windows_;
   std::vector<int32_t> slots_;
 };
 

@@ -14,6 +14,10 @@
 // none ends with `stop` before min_tokens, and one ends with `stop` only where
 // the model's next token would end it. Some ask for prompt logprobs: each
 // choice gets them once, whole, whatever preemption and the prefix cache do.
+// A windowed model runs the same workload over KV groups (a full-attention
+// group and sliding ones, kv/kv_groups.h): sliding groups give blocks back as
+// their windows move, and the fake model checks at every token that each
+// group still serves what its window reads.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -90,6 +94,7 @@ struct CostedRunner : ModelRunner {
   }
   int32_t vocab_size() const override { return inner->vocab_size(); }
   int32_t context_length() const override { return inner->context_length(); }
+  std::vector<int32_t> kv_group_windows() const override { return inner->kv_group_windows(); }
   void copy_blocks(std::span<const BlockCopy> copies) override { inner->copy_blocks(copies); }
   void forward(const Batch& batch, std::vector<float>& logits) override {
     StepShape shape;
@@ -133,7 +138,10 @@ struct MirrorSink : KvEventSink {
 };
 
 struct Sim {
-  Sim(uint64_t seed, bool paged, double max_step_ms) : rng(uint32_t(seed)) {
+  // windows: the KV groups' (empty: one group of every layer); the pool
+  // then has as many blocks a group as the one-group pool's 24 allow for
+  // sequences at rest.
+  Sim(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t> windows = {}) : rng(uint32_t(seed)) {
     cfg.paged = paged;
     cfg.block_size = 4;
     cfg.sched.max_num_seqs = 6;
@@ -149,10 +157,12 @@ struct Sim {
     cfg.audit_every_step = true;
     cfg.log_interval_s = 0;
     clock = std::make_shared<ManualClock>();
-    auto costed =
-        std::make_unique<CostedRunner>(std::make_unique<testing::FakeRunner>(kVocab, 24, 4, 80), clock, seed + 100);
+    const int32_t pool = windows.empty() ? 24 : 48;
+    if (windows.empty()) windows = {0};
+    auto costed = std::make_unique<CostedRunner>(std::make_unique<testing::FakeRunner>(kVocab, pool, 4, 80, windows),
+                                                 clock, seed + 100);
     runner = costed.get();
-    core = std::make_unique<EngineCore>(cfg, std::move(costed), 24, nullptr, clock, std::vector<TokenId>{2});
+    core = std::make_unique<EngineCore>(cfg, std::move(costed), pool, nullptr, clock, std::vector<TokenId>{2});
     events->rng = &rng;
     core->set_kv_event_sink(events);
     for (int i = 0; i < 3; ++i) {
@@ -301,6 +311,12 @@ struct Sim {
       ASSERT_TRUE(seen.insert(s).second) << "sequence twice in the queues";
       ASSERT_TRUE(s->is_running()) << to_string(s->state);
       ASSERT_TRUE(core->blocks().contains(s->id));
+      for (int32_t g = 1; g < core->blocks().num_groups(); ++g) {
+        const auto table = core->blocks().block_table(s->id, g);
+        blocks_given_back += std::count(table.begin(), table.end(), kNoBlock);
+      }
+      // A hit longer than the smallest window: its sliding groups served only their windows.
+      sliding_hits += core->blocks().num_groups() > 1 && s->num_cached > 8;
     }
     for (const Sequence* s : core->scheduler().waiting()) {
       ASSERT_TRUE(seen.insert(s).second) << "sequence twice in the queues";
@@ -339,6 +355,7 @@ struct Sim {
   uint64_t next_id = 1;
   int64_t progress = 0, terminal_events = 0;
   int64_t masked_picks = 0, stop_id_stops = 0, prompt_logprobs_checked = 0;  // min_tokens and stop_token_ids at work
+  int64_t blocks_given_back = 0, sliding_hits = 0;  // KV groups at work (entries seen, summed over steps)
 };
 
 // Every constrained output that finished with `stop` is in its language (an
@@ -374,10 +391,11 @@ void check_constrained_outputs(Sim& sim) {
 // number, or 0.
 class EngineSimulation : public ::testing::TestWithParam<std::tuple<uint64_t, bool, double>> {};
 
-TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
+void simulate(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t> windows = {}) {
+  using ::testing::Test;
   spdlog::set_level(spdlog::level::err);
-  const auto [seed, paged, max_step_ms] = GetParam();
-  Sim sim(seed, paged, max_step_ms);
+  const bool grouped = !windows.empty();
+  Sim sim(seed, paged, max_step_ms, std::move(windows));
   int64_t last_progress = 0, stalled = 0, capped = 0;
   for (int step = 0; step < 20000; ++step) {
     if (step == 7000 || step == 14000) sim.runner->change();  // the machine changes under the engine
@@ -391,7 +409,7 @@ TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
     sim.clock->advance(0.05);
     sim.core->step();
     sim.check_invariants();
-    if (HasFatalFailure() || HasFailure()) return;
+    if (Test::HasFatalFailure() || Test::HasFailure()) return;
     if (sim.core->stats().step_target_s > 0) ++capped;
     // Some sequence makes progress within a bounded number of steps.
     if (sim.core->num_requests() == 0 || sim.progress != last_progress) {
@@ -441,6 +459,18 @@ TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
   EXPECT_GT(sim.masked_picks, 0) << "min_tokens never masked an ending token";
   EXPECT_GT(sim.stop_id_stops, 0) << "no request ended on a stop token id";
   EXPECT_GT(sim.prompt_logprobs_checked, 0) << "no prompt logprobs were delivered";
+  if (getenv("SIM_VERBOSE"))
+    printf("preemptions %ld prefix hits %ld given back %ld sliding hits %ld finished %ld\n", long(st.preemptions),
+           long(st.prefix_hits), long(sim.blocks_given_back), long(sim.sliding_hits), long(st.finished_length));
+  if (grouped && paged) {  // reserve mode keeps every block of a reservation
+    EXPECT_GT(sim.blocks_given_back, 1000) << "sliding groups never gave a block back";
+    EXPECT_GT(sim.sliding_hits, 0) << "no prefix hit needed a sliding group's blocks";
+  }
+}
+
+TEST_P(EngineSimulation, InvariantsHoldAndEverythingDrains) {
+  const auto [seed, paged, max_step_ms] = GetParam();
+  simulate(seed, paged, max_step_ms);
 }
 
 std::string sim_name(const ::testing::TestParamInfo<EngineSimulation::ParamType>& info) {
@@ -460,6 +490,23 @@ INSTANTIATE_TEST_SUITE_P(TokenBudget, EngineSimulation,
 INSTANTIATE_TEST_SUITE_P(FixedTarget, EngineSimulation,
                          ::testing::Combine(::testing::Values(4), ::testing::Values(true), ::testing::Values(8.0)),
                          sim_name);
+
+// A windowed model: a full-attention group and two sliding ones, windows of
+// 2 blocks and of 1.5 (a window edge mid-block); (seed, paged).
+class EngineSimulationWindows : public ::testing::TestWithParam<std::tuple<uint64_t, bool>> {};
+
+TEST_P(EngineSimulationWindows, InvariantsHoldAndEverythingDrains) {
+  const auto [seed, paged] = GetParam();
+  simulate(seed, paged, SchedulerConfig::kAutoStepMs, {0, 8, 6});
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, EngineSimulationWindows,
+                         ::testing::Values(std::tuple<uint64_t, bool>{5, true}, std::tuple<uint64_t, bool>{6, true},
+                                           std::tuple<uint64_t, bool>{7, false}),
+                         [](const auto& info) {
+                           return fmt::format("seed{}_{}", std::get<0>(info.param),
+                                              std::get<1>(info.param) ? "paged" : "reserve");
+                         });
 
 }  // namespace
 }  // namespace pagoda

@@ -114,6 +114,39 @@ TEST(PoolSize, APoolSmallerThanOneContextIsAllowedAndLogged) {
   EXPECT_THROW(size_kv_pool(o), InvalidArgument);
 }
 
+// A Gemma 3 1B shape: 26 layers (one 256-wide KV head), 2 full and 11
+// sliding groups of 2 layers, window 512: a page is 2 layers' worth.
+KvPoolOptions gemma3() {
+  KvPoolOptions o = base();
+  o.context_len = 8192;
+  o.kv_bytes_per_token = kv_bytes_per_token(26, 1, 256);
+  o.group_windows = {0, 0};
+  o.group_windows.resize(13, 512);
+  return o;
+}
+
+TEST(PoolSize, GroupsCountPagesOfTheirShareOfTheLayers) {
+  KvPoolOptions o = gemma3();
+  o.cache_mem_mib = 1024;
+  KvPoolSize s = size_kv_pool(o);
+  EXPECT_EQ(s.num_blocks, kGiB / (2 * 2 * 256 * 4 * 16));  // 16384 pages of 64 KiB
+  EXPECT_EQ(s.bytes, kGiB);
+  EXPECT_NE(s.summary.find("13 groups (11 sliding)"), std::string::npos) << s.summary;
+  // --kv-cache-tokens buys what that many tokens of every layer take.
+  o.cache_mem_mib = 0;
+  o.cache_tokens = 8192;
+  EXPECT_EQ(size_kv_pool(o).num_blocks, 512 * 13);
+  EXPECT_EQ(size_kv_pool(o).bytes, 8192 * kv_bytes_per_token(26, 1, 256));
+}
+
+TEST(PoolSize, AWindowedContextHoldsItsWindowsPagesByDefault) {
+  KvPoolSize s = size_kv_pool(gemma3());
+  EXPECT_EQ(s.num_blocks, 4 * (2 * 512 + 11 * 32));  // 4 contexts of 8192 tokens at rest
+  KvPoolOptions o = gemma3();
+  o.cache_mem_mib = 1;  // 16 pages: less than one context
+  EXPECT_NE(size_kv_pool(o).summary.find("limits the model length"), std::string::npos);
+}
+
 TEST(PoolSize, ReadsPhysicalMemory) {
   EXPECT_GT(physical_memory_bytes(), 64 * kMiB);
   KvPoolOptions o = base();

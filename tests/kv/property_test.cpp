@@ -11,6 +11,8 @@
 //    a lookup never hits more than the model, and hits exactly the model's
 //    length when nothing was evicted since the model last saw those blocks.
 // Prompts come from a few shared documents, so hits are common.
+// With KV groups (a full-attention group and sliding ones), each group's table
+// is checked: a sliding group must serve every position its window reads.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,11 +33,13 @@ struct RunConfig {
   BlockHash hash_mask = ~BlockHash{0};
   bool caching = true;
   int ops = 20000;
+  std::vector<int32_t> windows;  // KV groups (BlockManagerConfig::group_windows); empty: one
+  int32_t blocks = 32;
 };
 
 class Driver {
  public:
-  explicit Driver(const RunConfig& rc) : rc_(rc), rng_(rc.seed), m_(config(rc)) {
+  explicit Driver(const RunConfig& rc) : rc_(rc), rng_(rc.seed), m_(config(rc)), kBlocks(rc.blocks) {
     kv_.assign(size_t(kBlocks) * kBlockSize, 0);
     for (int d = 0; d < 3; ++d) {
       std::vector<TokenId> doc;
@@ -61,7 +65,7 @@ class Driver {
   KvStats stats() const { return m_.stats(); }
 
  private:
-  static constexpr int32_t kBlocks = 32, kBlockSize = 4, kMaxLen = 10 * kBlockSize, kMaxLive = 8;
+  static constexpr int32_t kBlockSize = 4, kMaxLen = 10 * kBlockSize, kMaxLive = 8;
 
   struct Sim {
     SeqId id = 0;
@@ -74,11 +78,12 @@ class Driver {
 
   static BlockManagerConfig config(const RunConfig& rc) {
     BlockManagerConfig c;
-    c.num_blocks = kBlocks;
     c.block_size = kBlockSize;
     c.policy = rc.policy;
     c.hash_mask = rc.hash_mask;
     c.prefix_caching = rc.caching;
+    c.group_windows = rc.windows;
+    c.num_blocks = rc.blocks;
     return c;
   }
 
@@ -108,30 +113,67 @@ class Driver {
     return size_t(table[size_t(pos / kBlockSize)]) * kBlockSize + size_t(pos % kBlockSize);
   }
 
-  // The model saw the sequence's first `blocks` full blocks cached just now.
-  void confirm(const Sim& s, int32_t blocks) {
+  // The model saw the sequence's blocks of the first `blocks` levels cached
+  // just now, in every group where `held` (the sequence's tables) has them;
+  // and which prefixes the sequence alone could serve just now.
+  void confirm(const Sim& s, int32_t blocks, const std::vector<std::vector<BlockId>>& held) {
     if (!rc_.caching) return;
-    for (int32_t j = 1; j <= blocks; ++j) model_[model_key(s.salt, s.tokens, size_t(j) * kBlockSize)] = evictions();
+    for (int32_t j = 1; j <= blocks; ++j) {
+      const auto key = model_key(s.salt, s.tokens, size_t(j) * kBlockSize);
+      auto& seen = model_[key];
+      seen.resize(held.size(), -1);
+      for (size_t g = 0; g < held.size(); ++g)
+        if (held[g][size_t(j) - 1] != kNoBlock) seen[g] = evictions();
+      bool whole = true;
+      for (int32_t g = 0; g < int32_t(held.size()); ++g)
+        for (int32_t i = first_needed(g, j); i < j; ++i) whole = whole && held[size_t(g)][size_t(i)] != kNoBlock;
+      if (whole) servable_[key] = evictions();
+    }
   }
 
+  std::vector<std::vector<BlockId>> tables(SeqId id) const {
+    std::vector<std::vector<BlockId>> t;
+    for (int32_t g = 0; g < m_.num_groups(); ++g) {
+      const auto table = m_.block_table(id, g);
+      t.emplace_back(table.begin(), table.end());
+    }
+    return t;
+  }
+
+  // The levels a hit of `hit` blocks needs from group g: all of them, but
+  // for a sliding group other than the anchor only its last window's.
+  int32_t first_needed(int32_t g, int32_t hit) const {
+    const int32_t w = m_.window(g);
+    if (g == 0 || w == 0 || hit * kBlockSize - w + 1 <= 0) return 0;
+    return (hit * kBlockSize - w + 1) / kBlockSize;
+  }
+
+  // Two bounds, equal with one group: a hit never exceeds what every group's
+  // blocks ever held allows, and never falls short of a prefix one sequence
+  // could serve with no eviction since.
   void check_lookup(const Sim& s, const CachedPrefix& p) {
     ++lookups;
-    const int32_t hit = int32_t(p.blocks.size());
+    const int32_t hit = p.num_tokens / kBlockSize;
     lookups_with_hits += hit > 0;
-    int32_t model_hit = 0;
-    int64_t oldest = evictions();
+    int32_t model_hit = 0, fresh_hit = 0;
     const int32_t max_blocks = (int32_t(s.tokens.size()) - 1) / kBlockSize;
-    for (int32_t j = 1; j <= max_blocks; ++j) {
-      auto it = model_.find(model_key(s.salt, s.tokens, size_t(j) * kBlockSize));
-      if (it == model_.end()) break;
-      model_hit = j;
-      oldest = std::min(oldest, it->second);
+    for (int32_t h = max_blocks; h > 0 && model_hit == 0; --h) {
+      bool ok = true;
+      for (int32_t g = 0; g < m_.num_groups() && ok; ++g) {
+        for (int32_t j = first_needed(g, h) + 1; j <= h && ok; ++j) {
+          auto it = model_.find(model_key(s.salt, s.tokens, size_t(j) * kBlockSize));
+          ok = it != model_.end() && it->second.size() > size_t(g) && it->second[size_t(g)] >= 0;
+        }
+      }
+      if (ok) model_hit = h;
+    }
+    for (int32_t h = max_blocks; h > 0 && fresh_hit == 0; --h) {
+      auto it = servable_.find(model_key(s.salt, s.tokens, size_t(h) * kBlockSize));
+      if (it != servable_.end() && it->second == evictions()) fresh_hit = h;
     }
     ASSERT_LE(hit, model_hit) << "a hit on blocks never committed";
-    if (oldest == evictions()) {
-      exact_checks += model_hit > 0;
-      ASSERT_EQ(hit, model_hit) << "cached blocks went missing without an eviction";
-    }
+    ASSERT_GE(hit, fresh_hit) << "cached blocks went missing without an eviction";
+    exact_checks += fresh_hit > 0 && fresh_hit == model_hit;
   }
 
   // One forward pass of `s` up to `total` tokens: copies first, then reads of
@@ -142,17 +184,23 @@ class Driver {
       std::copy_n(kv_.begin() + ptrdiff_t(c.src) * kBlockSize, kBlockSize, kv_.begin() + ptrdiff_t(c.dst) * kBlockSize);
       ++block_copies;
     }
-    const auto table = m_.block_table(s.id);
-    ASSERT_GE(int32_t(table.size()) * kBlockSize, total);
     const auto f = fingerprints(s);
-    for (int32_t p = 0; p < s.computed; ++p) {
-      ASSERT_EQ(kv_[slot(table, p)], f[size_t(p)]) << "sequence " << s.id << " reads wrong K/V at position " << p;
-    }
-    for (int32_t p = s.computed; p < total; ++p) {
-      const BlockId b = table[size_t(p / kBlockSize)];
-      ASSERT_EQ(m_.ref_count(b), 1) << "sequence " << s.id << " writes into shared block " << b;
-      ASSERT_FALSE(m_.block_hash(b).has_value()) << "a write into cached block " << b;
-      kv_[slot(table, p)] = f[size_t(p)];
+    for (int32_t g = 0; g < m_.num_groups(); ++g) {
+      const auto table = m_.block_table(s.id, g);
+      ASSERT_GE(int32_t(table.size()) * kBlockSize, total);
+      // The step's first query reads from here on (all of the past without a window).
+      const int32_t w = m_.window(g);
+      for (int32_t p = w > 0 ? std::max(0, s.computed - w + 1) : 0; p < s.computed; ++p) {
+        ASSERT_NE(table[size_t(p / kBlockSize)], kNoBlock) << "group " << g << " gave back position " << p;
+        ASSERT_EQ(kv_[slot(table, p)], f[size_t(p)])
+            << "sequence " << s.id << " reads wrong K/V at position " << p << " of group " << g;
+      }
+      for (int32_t p = s.computed; p < total; ++p) {
+        const BlockId b = table[size_t(p / kBlockSize)];
+        ASSERT_EQ(m_.ref_count(b), 1) << "sequence " << s.id << " writes into shared block " << b;
+        ASSERT_FALSE(m_.block_hash(b).has_value()) << "a write into cached block " << b;
+        kv_[slot(table, p)] = f[size_t(p)];
+      }
     }
     if (chance(0.02)) {  // the step failed: never committed, the engine aborts the request
       ++failed_steps;
@@ -160,9 +208,10 @@ class Driver {
       live_.erase(s.id);
       return;
     }
+    const auto held = tables(s.id);  // before the commit gives back what left a window
     m_.commit(s.id, s.tokens, total);
     s.computed = total;
-    confirm(s, total / kBlockSize);
+    confirm(s, total / kBlockSize, held);
   }
 
   void admit(Sim s) {
@@ -174,7 +223,7 @@ class Driver {
     const auto queue_before = m_.free_queue();
     const KvStats stats_before = m_.stats();
     std::vector<int32_t> refs_before;
-    for (BlockId b : p.blocks) refs_before.push_back(m_.ref_count(b));
+    for (BlockId b : p.blocks) refs_before.push_back(b == kNoBlock ? 0 : m_.ref_count(b));
     const AllocResult r = m_.allocate(s.id, total, p, s.limit);
     if (!r) {
       ++failed_admissions;
@@ -184,11 +233,12 @@ class Driver {
       ASSERT_EQ(m_.stats().evictions, stats_before.evictions);
       ASSERT_EQ(m_.stats().fresh.requests + m_.stats().resumed.requests,
                 stats_before.fresh.requests + stats_before.resumed.requests);
-      for (size_t i = 0; i < p.blocks.size(); ++i) ASSERT_EQ(m_.ref_count(p.blocks[i]), refs_before[i]);
+      for (size_t i = 0; i < p.blocks.size(); ++i)
+        if (p.blocks[i] != kNoBlock) ASSERT_EQ(m_.ref_count(p.blocks[i]), refs_before[i]);
       waiting_.push_back(std::move(s));
       return;
     }
-    confirm(s, int32_t(p.blocks.size()));
+    confirm(s, p.num_tokens / kBlockSize, tables(s.id));
     s.computed = p.num_tokens;
     Sim& live = live_[s.id] = std::move(s);
     forward(live, total, r.copies);
@@ -305,6 +355,7 @@ class Driver {
         ASSERT_TRUE(m_.reset_prefix_cache());
         ASSERT_EQ(m_.stats().hashed_blocks, 0);
         model_.clear();
+        servable_.clear();
         ++resets;
       }
     }
@@ -314,13 +365,16 @@ class Driver {
   RunConfig rc_;
   std::mt19937_64 rng_;
   BlockManager m_;
+  const int32_t kBlocks;
   std::map<SeqId, Sim> live_;
   std::vector<Sim> waiting_;
   SeqId next_id_ = 0;
   TokenId unique_token_ = 1000;
   std::vector<uint64_t> kv_;
   std::vector<std::vector<TokenId>> docs_;
-  std::map<std::vector<TokenId>, int64_t> model_;  // full-block prefix -> evictions when last confirmed
+  // full-block prefix -> per group, evictions when last confirmed (-1: never)
+  std::map<std::vector<TokenId>, std::vector<int64_t>> model_;
+  std::map<std::vector<TokenId>, int64_t> servable_;  // prefix -> evictions when one sequence could serve it
 };
 
 void run_and_check(const RunConfig& rc) {
@@ -344,8 +398,10 @@ void run_and_check(const RunConfig& rc) {
     EXPECT_GT(d.preemptions, 50);
   }
   if (rc.caching) {
-    EXPECT_GT(d.lookups_with_hits * 3, d.lookups) << "hits should be common";
-    EXPECT_GT(d.exact_checks, 300);
+    // Sliding groups give blocks back as they go, so their pools churn more.
+    const bool windows = !rc.windows.empty();
+    EXPECT_GT(d.lookups_with_hits * (windows ? 5 : 3), d.lookups) << "hits should be common";
+    EXPECT_GT(d.exact_checks, windows ? 150 : 300);
     EXPECT_GT(d.evictions(), 500);
     if (rc.policy == AllocPolicy::kPaged) {
       EXPECT_GT(d.stats().resumed.requests, 50);  // counted apart
@@ -366,6 +422,22 @@ TEST(KvProperty, PagedWithForcedHashCollisions) {
 TEST(KvProperty, ReservePolicy) { run_and_check({.seed = 3, .policy = AllocPolicy::kReserve}); }
 
 TEST(KvProperty, PagedWithoutPrefixCaching) { run_and_check({.seed = 4, .caching = false}); }
+
+// KV groups: a full-attention group and two sliding ones (windows of 2 and 5
+// blocks, and one of 3 tokens: less than a block), in a pool of as many pages
+// per group as above.
+TEST(KvProperty, SlidingWindowGroups) { run_and_check({.seed = 5, .windows = {0, 8, 3, 20}, .blocks = 104}); }
+
+TEST(KvProperty, SlidingWindowGroupsWithForcedHashCollisions) {
+  run_and_check({.seed = 6, .hash_mask = 0, .windows = {0, 0, 8}, .blocks = 96});
+}
+
+// No full group (Mistral-style): the sliding anchor proves prefixes alone.
+TEST(KvProperty, OnlySlidingGroups) { run_and_check({.seed = 7, .windows = {6, 12}, .blocks = 36}); }
+
+TEST(KvProperty, SlidingWindowGroupsReserved) {
+  run_and_check({.seed = 8, .policy = AllocPolicy::kReserve, .windows = {0, 8}, .blocks = 64});
+}
 
 }  // namespace
 }  // namespace pagoda

@@ -12,10 +12,10 @@ struct BlockManagerTestPeer {
   // (refcount and token count follow, so nothing else is off).
   static void duplicate_first_entry(BlockManager& m, SeqId id) {
     auto& s = m.seqs_.at(id);
-    const BlockId b = s.table.front();
-    s.table.push_back(b);
+    const BlockId b = s.tables[0].front();
+    s.tables[0].push_back(b);
     ++m.blocks_[b].ref_count;
-    s.num_tokens = int32_t(s.table.size() - 1) * m.block_size() + 1;
+    s.num_tokens = int32_t(s.tables[0].size() - 1) * m.block_size() + 1;
   }
 
   // kRefcount.
@@ -52,11 +52,12 @@ struct BlockManagerTestPeer {
   // parent and extra key, as if it were full.
   static void hash_partial_last_block(BlockManager& m, SeqId id) {
     auto& s = m.seqs_.at(id);
-    const BlockId b = s.table.back();
+    const auto& table = s.tables[0];
+    const BlockId b = table.back();
     auto& blk = m.blocks_[b];
     blk.hashed = true;
     blk.hash = 0x1234;
-    blk.parent = s.table.size() > 1 ? s.table[s.table.size() - 2] : kNoBlock;
+    blk.parent = table.size() > 1 ? table[table.size() - 2] : kNoBlock;
     blk.extra_id = s.extra_id;
     m.extra_keys_.retain(s.extra_id);
     m.cached_.insert(blk.hash, b);
@@ -65,12 +66,36 @@ struct BlockManagerTestPeer {
   // kExtraKeys.
   static void leak_extra_key(BlockManager& m, SeqId id) { m.extra_keys_.retain(m.seqs_.at(id).extra_id); }
 
-  // kGrowOnly: entry `index` is swapped for a fresh block, refcounts kept right.
-  static void replace_entry(BlockManager& m, SeqId id, size_t index) {
-    auto& s = m.seqs_.at(id);
+  // kGrowOnly: entry `index` of a group's table is swapped for a fresh
+  // block, refcounts kept right.
+  static void replace_entry(BlockManager& m, SeqId id, size_t index, int32_t group = 0) {
+    auto& table = m.seqs_.at(id).tables[size_t(group)];
     const BlockId fresh = m.take_free_block();
-    m.release_block(s.table[index]);
-    s.table[index] = fresh;
+    m.release_block(table[index]);
+    table[index] = fresh;
+  }
+
+  // kWindow: a sliding group keeps entry `index`, behind its window, by
+  // taking a fresh block for it (refcounts kept right).
+  static void refill_behind_window(BlockManager& m, SeqId id, int32_t group, size_t index) {
+    m.seqs_.at(id).tables[size_t(group)][index] = m.take_free_block();
+  }
+
+  // kWindow: a full group's entry is given back as if behind a window.
+  static void drop_entry(BlockManager& m, SeqId id, int32_t group, size_t index) {
+    auto& table = m.seqs_.at(id).tables[size_t(group)];
+    m.release_block(table[index]);
+    table[index] = kNoBlock;
+  }
+
+  // kTableEntries: a block of one group's table also enters another group's
+  // table of the same index (a page holds one group's layers only).
+  static void share_across_groups(BlockManager& m, SeqId id, int32_t from, int32_t to, size_t index) {
+    auto& s = m.seqs_.at(id);
+    const BlockId b = s.tables[size_t(from)][index];
+    m.release_block(s.tables[size_t(to)][index]);
+    s.tables[size_t(to)][index] = b;
+    ++m.blocks_[b].ref_count;
   }
 
   // Not an invariant break: reorders the free queue so `b` is taken next.
