@@ -20,7 +20,8 @@ constexpr std::array kKnown = {
     Known{TensorType::Q8_1, {"Q8_1", 32, 36}},   Known{TensorType::Q2_K, {"Q2_K", 256, 84}},
     Known{TensorType::Q3_K, {"Q3_K", 256, 110}}, Known{TensorType::Q4_K, {"Q4_K", 256, 144}},
     Known{TensorType::Q5_K, {"Q5_K", 256, 176}}, Known{TensorType::Q6_K, {"Q6_K", 256, 210}},
-    Known{TensorType::Q8_K, {"Q8_K", 256, 292}},
+    Known{TensorType::Q8_K, {"Q8_K", 256, 292}}, Known{TensorType::IQ4_NL, {"IQ4_NL", 32, 18}},
+    Known{TensorType::IQ4_XS, {"IQ4_XS", 256, 136}},
 };
 
 }  // namespace

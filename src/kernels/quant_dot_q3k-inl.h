@@ -1,0 +1,87 @@
+// Q3_K and Q2_K for the decoded kernels (quant_dot_decoded-inl.h): 16
+// sub-blocks of 16, codes from 2-bit planes (per 128 elements, 32 bytes of
+// qs hold 4 elements each, 32 apart), Q3_K's third bit from hmask.
+//
+// Not a normal header: kernels/quant_dot_decoded.cpp includes it inside its
+// per-target namespace (every target; Decode only where the generic kernels
+// run), so it has no include guard and no includes.
+
+#if HWY_TARGET != HWY_SCALAR
+// Codes of the 2-bit planes: elements 128 n + 32 s + l from bits 2s of byte
+// 32 n + l of qs; with hmask, bit 4 n + s of hmask[l] adds 4.
+template <bool kHigh>
+HWY_INLINE void DecodeTwoBitPlanes(const uint8_t* qs, const uint8_t* hmask, uint8_t* codes) {
+  const DC8 d;
+  const size_t N = hn::Lanes(d);
+  const auto three = hn::Set(d, 3), four = hn::Set(d, 4);
+  for (size_t n = 0; n < 2; ++n)
+    for (size_t l = 0; l < 32; l += N) {
+      const auto q = hn::LoadU(d, qs + 32 * n + l);
+      hn::Vec<DC8> c[4] = {hn::And(q, three), hn::And(hn::ShiftRight<2>(q), three),
+                           hn::And(hn::ShiftRight<4>(q), three), hn::ShiftRight<6>(q)};
+      if constexpr (kHigh) {
+        const auto hm = hn::LoadU(d, hmask + l);
+        for (size_t s = 0; s < 4; ++s)
+          c[s] = hn::Or(c[s], hn::IfThenElseZero(hn::TestBit(hm, hn::Set(d, uint8_t(1u << (4 * n + s)))), four));
+      }
+      for (size_t s = 0; s < 4; ++s) hn::Store(c[s], d, codes + 128 * n + 32 * s + l);
+    }
+}
+#endif
+
+// Q3_K: codes 0..7 (value + 4), signed six-bit scales.
+struct FormatQ3K {
+  using Block = BlockQ3_K;
+  using XBlock = BlockQ8_K;
+  static constexpr size_t kElems = kQKK, kSub = 16;
+  static constexpr bool kSigned = false, kMins = false;
+  static constexpr int kCodeOffset = 4;
+  static constexpr Terms kTerms = Terms::kQ6K;
+  static int32_t ScalarSums(const Block& w, const XBlock& x, int32_t& /*mins*/) { return block_dot_q3_k(w, x); }
+  static void BlockScales(const Block& w, float& d, float& dmin) {
+    d = HalfToFloat(reinterpret_cast<const uint8_t*>(&w.d));
+    dmin = 0;
+  }
+  static void Scales(const Block* w, size_t nb, ChunkSums* out) {
+    HalfScales(reinterpret_cast<const uint8_t*>(w) + offsetof(Block, d), sizeof(Block), nb, out->w_d);
+  }
+#if HWY_TARGET != HWY_SCALAR
+  static HWY_INLINE void Decode(const Block& w, Decoded<kElems>& dec) {
+    DecodeTwoBitPlanes<true>(w.qs, w.hmask, dec.codes);
+    for (int j = 0; j < 16; ++j) dec.scales[j] = int16_t(q3_k_scale(w.scales, j));
+  }
+#endif
+};
+
+// Q2_K: codes 0..3, a four-bit scale and min per sub-block.
+struct FormatQ2K {
+  using Block = BlockQ2_K;
+  using XBlock = BlockQ8_K;
+  static constexpr size_t kElems = kQKK, kSub = 16;
+  static constexpr bool kSigned = false, kMins = true;
+  static constexpr int kCodeOffset = 0;
+  static constexpr Terms kTerms = Terms::kQ4K;
+  static int32_t ScalarSums(const Block& w, const XBlock& x, int32_t& mins) {
+    int32_t scaled;
+    block_dot_q2_k(w, x, scaled, mins);
+    return scaled;
+  }
+  static void BlockScales(const Block& w, float& d, float& dmin) {
+    d = HalfToFloat(reinterpret_cast<const uint8_t*>(&w.d));
+    dmin = HalfToFloat(reinterpret_cast<const uint8_t*>(&w.dmin));
+  }
+  static void Scales(const Block* w, size_t nb, ChunkSums* out) {
+    const auto* wb = reinterpret_cast<const uint8_t*>(w);
+    HalfScales(wb + offsetof(Block, d), sizeof(Block), nb, out->w_d);
+    HalfScales(wb + offsetof(Block, dmin), sizeof(Block), nb, out->w_dmin);
+  }
+#if HWY_TARGET != HWY_SCALAR
+  static HWY_INLINE void Decode(const Block& w, Decoded<kElems>& dec) {
+    DecodeTwoBitPlanes<false>(w.qs, nullptr, dec.codes);
+    for (int j = 0; j < 16; ++j) {
+      dec.scales[j] = int16_t(w.scales[j] & 0xF);
+      dec.mins[j] = int16_t(w.scales[j] >> 4);
+    }
+  }
+#endif
+};
