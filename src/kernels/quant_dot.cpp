@@ -275,8 +275,8 @@ float activation_scale(const BlockQ8_K& x) { return x.d; }
 // activation rows in groups the kernels take (kMaxGroup: 8 or 4; then 4 and
 // the rest).
 template <class Block, class XBlock, int kMaxGroup = 8, class RowDots = OneRowManyTokensFn>
-void dot_tile(RowDots row_dots, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride,
-              int n_x, size_t nb, float* out, size_t out_stride) {
+void dot_tile(RowDots row_dots, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride, int n_x,
+              size_t nb, float* out, size_t out_stride) {
   alignas(32) float acc[kDotRowsMax][kDotTokensMax] = {};  // [weight row][activation row]
   alignas(32) float xd[kChunkBlocks][dot_tables::kXdStride];
   const uint8_t* wb = static_cast<const uint8_t*>(w);

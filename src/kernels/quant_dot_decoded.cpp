@@ -62,10 +62,10 @@ void DecodedSums(const typename F::Block* w, const uint8_t* x, size_t x_stride, 
 }
 #endif
 
-#define PAGODA_DECODED_SUMS(Name, F)                                                        \
-  template <int K>                                                                          \
+#define PAGODA_DECODED_SUMS(Name, F)                                                    \
+  template <int K>                                                                      \
   void Name(const F::Block* w, const uint8_t* x, size_t s, size_t nb, ChunkSums* out) { \
-    DecodedSums<F, K>(w, x, s, nb, out);                                                    \
+    DecodedSums<F, K>(w, x, s, nb, out);                                                \
   }
 PAGODA_DECODED_SUMS(Q5_1Sums, FormatQ5_1)
 PAGODA_DECODED_SUMS(IQ4NLSums, FormatIQ4NL)
@@ -83,8 +83,8 @@ PAGODA_DOT_ENTRY(OneRowManyTokensQ5K, Q5KSums, BlockQ5_K, FormatQ5K::kTerms, 8)
 PAGODA_DOT_ENTRY(OneRowManyTokensIQ4XS, IQ4XSSums, BlockIQ4_XS, FormatIQ4XS::kTerms, 8)
 #undef PAGODA_DOT_ENTRY
 
-void DecodedRowDots(TensorType t, const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb,
-                    const float* xd, float* acc) {
+void DecodedRowDots(TensorType t, const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, const float* xd,
+                    float* acc) {
   switch (t) {
     case TensorType::Q5_1: return OneRowManyTokensQ5_1(w, x, x_stride, n_x, nb, xd, acc);
     case TensorType::IQ4_NL: return OneRowManyTokensIQ4NL(w, x, x_stride, n_x, nb, xd, acc);

@@ -23,12 +23,10 @@ void decoded_row_dots(TensorType t, const void* w, const uint8_t* x, size_t x_st
                       const float* xd, float* acc);
 
 // token_group_dot for those types (arguments checked by the caller).
-void decoded_token_group_dot(TensorType t, const void* w, size_t w_stride, int n_rows, const TokenGroup& g,
-                             float* out);
+void decoded_token_group_dot(TensorType t, const void* w, size_t w_stride, int n_rows, const TokenGroup& g, float* out);
 
 // token_group_dot by the scalar kernels, token by token: the fallback where
 // the SIMD target lacks AVX-512 VNNI.
-void token_group_dot_scalar(TensorType t, const void* w, size_t w_stride, int n_rows, const TokenGroup& g,
-                            float* out);
+void token_group_dot_scalar(TensorType t, const void* w, size_t w_stride, int n_rows, const TokenGroup& g, float* out);
 
 }  // namespace pagoda

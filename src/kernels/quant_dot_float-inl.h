@@ -99,4 +99,3 @@ void AddTerms(const ChunkSums& c, size_t nb, const float* xd, float* acc) {
         }                                                                                                        \
     }                                                                                                            \
   }
-

@@ -59,8 +59,7 @@ static_assert(sizeof(BlockQ5_1) == 24);
 
 // The 16 values a nibble of IQ4_NL and IQ4_XS stands for (a fact of the
 // format: a fixed non-linear grid, denser near zero).
-inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                            1,    13,   25,  38,  53,  69,  89,  113};
+inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 struct BlockIQ4_NL {
   static constexpr int kElems = kQK;
@@ -108,10 +107,10 @@ static_assert(sizeof(BlockQ5_K) == 176);
 
 struct BlockIQ4_XS {
   static constexpr int kElems = kQKK;
-  uint16_t d;                // F16 super-block scale
-  uint16_t scales_h;         // top two bits of sub-block j's scale at bits 2j, 2j+1
+  uint16_t d;                   // F16 super-block scale
+  uint16_t scales_h;            // top two bits of sub-block j's scale at bits 2j, 2j+1
   uint8_t scales_l[kQKK / 64];  // low four bits: sub-block 2i in the low nibble of byte i, 2i+1 in the high
-  uint8_t qs[kQKK / 2];      // per 32 elements, 16 bytes of table indices laid out as Q4_0's
+  uint8_t qs[kQKK / 2];         // per 32 elements, 16 bytes of table indices laid out as Q4_0's
 };
 static_assert(sizeof(BlockIQ4_XS) == 136);
 

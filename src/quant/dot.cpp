@@ -253,8 +253,7 @@ float vec_dot_q5_1_q8_0(const BlockQ5_1* w, const BlockQ8_0* x, size_t nb) {
 
 float vec_dot_iq4_nl_q8_0(const BlockIQ4_NL* w, const BlockQ8_0* x, size_t nb) {
   float sum = 0;
-  for (size_t b = 0; b < nb; ++b)
-    sum += f16_to_f32(w[b].d) * f16_to_f32(x[b].d) * float(block_dot_iq4_nl(w[b], x[b]));
+  for (size_t b = 0; b < nb; ++b) sum += f16_to_f32(w[b].d) * f16_to_f32(x[b].d) * float(block_dot_iq4_nl(w[b], x[b]));
   return sum;
 }
 

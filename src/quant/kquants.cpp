@@ -66,9 +66,8 @@ void quantize_row_q4_k(const float* x, BlockQ4_K* y, size_t n) {
   for (size_t b = 0; b < n / kQKK; ++b, x += kQKK) {
     BlockQ4_K& out = y[b];
     std::memset(out.qs, 0, sizeof out.qs);
-    quantize_k_scale_min(x, out, 15, [&](int j, int l, int q) {
-      out.qs[32 * (j / 2) + l] |= uint8_t(j % 2 == 0 ? q : q << 4);
-    });
+    quantize_k_scale_min(x, out, 15,
+                         [&](int j, int l, int q) { out.qs[32 * (j / 2) + l] |= uint8_t(j % 2 == 0 ? q : q << 4); });
   }
 }
 

@@ -18,9 +18,9 @@
 namespace pagoda {
 namespace {
 
-const TensorType kTypes[] = {TensorType::Q8_0, TensorType::Q4_0,   TensorType::Q5_0, TensorType::Q5_1,
-                             TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K,
-                             TensorType::Q5_K, TensorType::Q6_K, TensorType::IQ4_XS};
+const TensorType kTypes[] = {TensorType::Q8_0,   TensorType::Q4_0, TensorType::Q5_0,  TensorType::Q5_1,
+                             TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K,  TensorType::Q4_K,
+                             TensorType::Q5_K,   TensorType::Q6_K, TensorType::IQ4_XS};
 
 float scalar_dot(TensorType t, const void* w, const void* x, size_t n) { return vec_dot_scalar(t, w, x, n); }
 

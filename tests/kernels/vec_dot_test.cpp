@@ -44,9 +44,9 @@ std::vector<float> gaussian(size_t n, std::mt19937& rng, float sigma) {
   return v;
 }
 
-const TensorType kTypes[] = {TensorType::Q8_0, TensorType::Q4_0,   TensorType::Q5_0, TensorType::Q5_1,
-                             TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K, TensorType::Q4_K,
-                             TensorType::Q5_K, TensorType::Q6_K, TensorType::IQ4_XS};
+const TensorType kTypes[] = {TensorType::Q8_0,   TensorType::Q4_0, TensorType::Q5_0,  TensorType::Q5_1,
+                             TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K,  TensorType::Q4_K,
+                             TensorType::Q5_K,   TensorType::Q6_K, TensorType::IQ4_XS};
 
 // Lengths that are and are not multiples of common SIMD widths (in blocks).
 std::vector<size_t> lengths(TensorType t) {

@@ -187,17 +187,10 @@ TEST(QuantizeError, GaussianRowsWithinBounds) {
   const struct {
     TensorType t;
     double bound;
-  } cases[] = {{TensorType::Q8_0, 0.0065},
-               {TensorType::Q5_0, 0.052},
-               {TensorType::Q4_0, 0.105},
-               {TensorType::Q6_K, 0.022},
-               {TensorType::Q4_K, 0.088},
-               {TensorType::Q5_1, 0.046},
-               {TensorType::IQ4_NL, 0.09},
-               {TensorType::Q2_K, 0.33},
-               {TensorType::Q3_K, 0.18},
-               {TensorType::Q5_K, 0.045},
-               {TensorType::IQ4_XS, 0.091}};
+  } cases[] = {{TensorType::Q8_0, 0.0065}, {TensorType::Q5_0, 0.052},  {TensorType::Q4_0, 0.105},
+               {TensorType::Q6_K, 0.022},  {TensorType::Q4_K, 0.088},  {TensorType::Q5_1, 0.046},
+               {TensorType::IQ4_NL, 0.09}, {TensorType::Q2_K, 0.33},   {TensorType::Q3_K, 0.18},
+               {TensorType::Q5_K, 0.045},  {TensorType::IQ4_XS, 0.091}};
   for (const auto& c : cases) {
     const auto x = gaussian(256 * 64, 17, 0.02f);
     const double e = rms_error(c.t, x);
@@ -226,9 +219,9 @@ TEST(QuantizeError, HardRowsStayBounded) {
   std::fill(x.begin() + 256, x.begin() + 512, 0.0f);    // a zero super-block
   std::fill(x.begin() + 512, x.begin() + 768, -0.75f);  // a constant one
   x[1000] = 50.0f;                                      // an outlier
-  for (TensorType t : {TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_0, TensorType::Q6_K, TensorType::Q4_K,
-                       TensorType::Q5_1, TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K, TensorType::Q5_K,
-                       TensorType::IQ4_XS}) {
+  for (TensorType t :
+       {TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_0, TensorType::Q6_K, TensorType::Q4_K, TensorType::Q5_1,
+        TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K, TensorType::Q5_K, TensorType::IQ4_XS}) {
     const auto q = quantize(t, x.data(), x.size());
     std::vector<float> y(x.size());
     dequantize_row(t, q.data(), y.data(), y.size());
@@ -242,7 +235,7 @@ TEST(QuantizeError, HardRowsStayBounded) {
         lo = std::min(lo, x[i]);
         hi = std::max(hi, x[i]);
       }
-      const float levels = t == TensorType::Q8_0                                ? 254
+      const float levels = t == TensorType::Q8_0                            ? 254
                            : t == TensorType::Q5_0 || t == TensorType::Q5_1 ? 31
                            : t == TensorType::Q4_0                          ? 15
                                                                             : 0;
@@ -266,9 +259,9 @@ TEST(QuantizeError, DegenerateInputsAreSafe) {
   x[300] = INFINITY;
   x[301] = -INFINITY;
   x[302] = NAN;
-  for (TensorType t :
-       {TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_0, TensorType::Q6_K, TensorType::Q4_K, TensorType::Q8_K,
-        TensorType::Q5_1, TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K, TensorType::Q5_K, TensorType::IQ4_XS}) {
+  for (TensorType t : {TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_0, TensorType::Q6_K, TensorType::Q4_K,
+                       TensorType::Q8_K, TensorType::Q5_1, TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K,
+                       TensorType::Q5_K, TensorType::IQ4_XS}) {
     const auto q = quantize(t, x.data(), x.size());
     std::vector<float> y(x.size());
     dequantize_row(t, q.data(), y.data(), y.size());

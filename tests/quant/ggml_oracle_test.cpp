@@ -163,7 +163,7 @@ TEST(GgmlOracle, QuantizedBlocksRoundTripBothWays) {
   constexpr size_t kCols = 1024;
   std::vector<float> x(kRows * kCols);
   for (auto& v : x) v = gauss(rng) * 0.02f;
-  for (size_t i = 0; i < kCols; i += 97) x[i] = 1.5f;      // outliers in row 0
+  for (size_t i = 0; i < kCols; i += 97) x[i] = 1.5f;       // outliers in row 0
   for (size_t i = 0; i < kCols; ++i) x[kCols + i] = 0.25f;  // a constant row
   for (const Format& f : formats()) {
     SCOPED_TRACE(tensor_type_name(f.type));
