@@ -205,6 +205,45 @@ BENCHMARK_CAPTURE(BM_PanelStreamsL2, q8_0, TensorType::Q8_0);
 BENCHMARK_CAPTURE(BM_PanelStreamsL2, q4_0, TensorType::Q4_0);
 BENCHMARK_CAPTURE(BM_PanelStreamsL2, q4_k, TensorType::Q4_K);
 BENCHMARK_CAPTURE(BM_PanelStreamsL2, q6_k, TensorType::Q6_K);
+BENCHMARK_CAPTURE(BM_PanelStreamsL2, q5_0, TensorType::Q5_0);
+BENCHMARK_CAPTURE(BM_PanelStreamsL2, q5_1, TensorType::Q5_1);
+BENCHMARK_CAPTURE(BM_PanelStreamsL2, iq4_nl, TensorType::IQ4_NL);
+BENCHMARK_CAPTURE(BM_PanelStreamsL2, q2_k, TensorType::Q2_K);
+BENCHMARK_CAPTURE(BM_PanelStreamsL2, q3_k, TensorType::Q3_K);
+BENCHMARK_CAPTURE(BM_PanelStreamsL2, q5_k, TensorType::Q5_K);
+BENCHMARK_CAPTURE(BM_PanelStreamsL2, iq4_xs, TensorType::IQ4_XS);
+
+// One thread, kPanelTokensMax tokens against kL2Rows rows of panels kept in
+// L2 (prefill's kernel): GFLOP/s, which bounds prefill's tokens per second.
+void BM_PanelPrefillL2(benchmark::State& state, TensorType t) {
+  if (!prefers_panels(t)) return state.SkipWithError("no panel kernels on this CPU");
+  auto w = random_weights(t, kL2Rows, kCols);
+  const size_t rb = row_bytes(t, kCols);
+  pack_panels(t, w.data(), rb, int(kL2Rows));
+  const TensorType xt = activation_type(t);
+  const size_t xb = row_bytes(xt, kCols);
+  const auto x = random_floats(kCols);
+  std::vector<uint8_t> xq(kPanelTokensMax * xb);
+  for (int k = 0; k < kPanelTokensMax; ++k) quantize_activations(xt, x.data(), xq.data() + k * xb, kCols);
+  PanelActivations a;
+  prepare_panel_activations(t, xq.data(), xb, kPanelTokensMax, kCols / size_t(block_elems(t)), a);
+  float y[kPanelTokensMax * kL2Rows];
+  for (auto _ : state)
+    for (size_t r = 0; r < kL2Rows; r += kPanelRows) {
+      panel_dot(t, w.data() + r * rb, a, 0, kPanelTokensMax, y + r, kL2Rows);
+      benchmark::DoNotOptimize(y);
+    }
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      double(state.iterations()) * 2.0 * kL2Rows * kCols * kPanelTokensMax / 1e9, benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_PanelPrefillL2, q4_k, TensorType::Q4_K);
+BENCHMARK_CAPTURE(BM_PanelPrefillL2, q6_k, TensorType::Q6_K);
+BENCHMARK_CAPTURE(BM_PanelPrefillL2, q5_1, TensorType::Q5_1);
+BENCHMARK_CAPTURE(BM_PanelPrefillL2, iq4_nl, TensorType::IQ4_NL);
+BENCHMARK_CAPTURE(BM_PanelPrefillL2, q2_k, TensorType::Q2_K);
+BENCHMARK_CAPTURE(BM_PanelPrefillL2, q3_k, TensorType::Q3_K);
+BENCHMARK_CAPTURE(BM_PanelPrefillL2, q5_k, TensorType::Q5_K);
+BENCHMARK_CAPTURE(BM_PanelPrefillL2, iq4_xs, TensorType::IQ4_XS);
 
 // Reads 640 MB on 2 threads (64-bit loads summed in 8 independent chains,
 // which the compiler vectorizes): the DRAM bandwidth decode competes for.

@@ -4,6 +4,7 @@
 // (their own search: valid blocks, error close to llama.cpp's); the decoders
 // compute ggml's float expressions, so they equal its to_float bit for bit.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -14,11 +15,20 @@
 namespace pagoda {
 namespace {
 
-// The table index whose value is nearest v (v in table units): the table is
-// sorted, so the first midpoint above v decides.
+// The midpoints between neighbouring table values.
+constexpr auto kIQ4Midpoints = [] {
+  std::array<float, 15> m{};
+  for (int i = 0; i < 15; ++i) m[size_t(i)] = 0.5f * float(kIQ4NLValues[i] + kIQ4NLValues[i + 1]);
+  return m;
+}();
+
+// The table index whose value is nearest v (v in table units): how many
+// midpoints lie below v, by binary search (the encoders call this for every
+// element of every candidate scale). NaN gives 0.
 int nearest_iq4_index(float v) {
   int i = 0;
-  while (i < 15 && v > 0.5f * float(kIQ4NLValues[i] + kIQ4NLValues[i + 1])) ++i;
+  for (int step = 8; step > 0; step /= 2)
+    if (v > kIQ4Midpoints[size_t(i + step - 1)]) i += step;
   return i;
 }
 
@@ -48,8 +58,8 @@ float fit_iq4_scale(const float* x, int n) {
   if (amax == 0) return 0;
   uint8_t q[32];
   float best = max / -127.0f, best_err = iq4_assign(x, n, best, q);
-  for (int step = -6; step <= 6; ++step) {
-    const float s = max / (-127.0f + 4.0f * float(step));
+  for (int step = -4; step <= 4; ++step) {
+    const float s = max / (-127.0f + 5.0f * float(step));
     iq4_assign(x, n, s, q);
     float sxv = 0, svv = 0;
     for (int i = 0; i < n; ++i) {

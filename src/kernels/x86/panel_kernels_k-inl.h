@@ -80,7 +80,7 @@ struct Q5K {
 // Q3_K and Q2_K: per 128 elements n and quad q, one load of rows x 4 qs
 // bytes holds 2-bit codes of 4 quads (elements 128 n + 32 s + 4 q.., s =
 // 0..3), Q3_K's third bits in the hmask load of quad q (bit 4 n + s); quads
-// 4 part .. 4 part + 3 make sub-blocks 8 n + 2 s + part. Q3_K: codes 0..7
+// 4 part .. 4 part + 3 of shift s make sub-block 8 n + 2 s + part. Q3_K: codes 0..7
 // (value + 4), its sums less 4 x the activations' (a.terms) times the signed
 // scale; Q2_K: codes 0..3 times the scale, mins against the activations'
 // sub-block sums as 16-bit pairs (a.terms).
@@ -91,7 +91,7 @@ struct LowBitK {
   static constexpr bool kQ3 = kType == TensorType::Q3_K;
   static constexpr size_t kBlockBytes = kPanelRows * (kQ3 ? sizeof(BlockQ3_K) : sizeof(BlockQ2_K));
   static constexpr size_t kQs = kQ3 ? 512 : 256, kScales = kQ3 ? 1536 : 0, kD = kQ3 ? 1728 : 1280;
-  static constexpr int kMaxTokens = V::kVnni ? 4 : 2;
+  static constexpr int kMaxTokens = V::kVnni ? 8 : 4;
   static constexpr size_t kPrefetchBlocks = 2;
   static constexpr bool kStreamsTogether = false;
 
@@ -132,37 +132,65 @@ struct LowBitK {
     }
     I scaled[K];
     for (int k = 0; k < K; ++k) scaled[k] = V::zero();
-#pragma GCC unroll(V::kVnni ? 2 : 1)
-    for (int n = 0; n < 2; ++n)
-#pragma GCC unroll 2
-      for (int part = 0; part < 2; ++part) {
-        I s[4][K];
-        for (auto& sub : s)
-          for (auto& v : sub) v = V::zero();
-#pragma GCC unroll 4
-        for (int q = 4 * part; q < 4 * part + 4; ++q) {
-          const I v = V::load_reg(lanes + kQs + 64 * (8 * n + q));
-          [[maybe_unused]] const I hm = kQ3 ? V::load_reg(lanes + 64 * q) : V::zero();
-#pragma GCC unroll 4
-          for (int sh = 0; sh < 4; ++sh) {
-            I c = V::and_(sh == 0 ? v : V::srli16(v, 2 * sh), three);
-            if constexpr (kQ3) c = V::or_(c, bit_to(hm, 4 * n + sh, 2));
-            for (int k = 0; k < K; ++k)
-              s[sh][k] = V::dot_u8s8(s[sh][k], c, V::bcast_quad(x[k]->qs + 128 * n + 32 * sh + 4 * q));
-          }
-        }
-#pragma GCC unroll 4
-        for (int sh = 0; sh < 4; ++sh) {
-          const int j = 8 * n + 2 * sh + part;
-          I scale = byte_u32(sc[j / 4], j % 4);
-          if constexpr (kQ3) scale = V::sub32(scale, V::set32(32));
-          for (int k = 0; k < K; ++k) {
-            I sum = s[sh][k];
-            if constexpr (kQ3) sum = V::sub32(sum, V::set32(a.terms[(size_t(first + k) * a.nb + b) * 16 + size_t(j)]));
-            scaled[k] = V::add32(scaled[k], V::mullo32(sum, scale));
-          }
-        }
+    // sum_j scale_j * (sub-block j's sum, Q3_K less its term), token k.
+    auto add_scaled = [&](int j, const I* sums) PAGODA_PANEL_TARGET {
+      I scale = byte_u32(sc[j / 4], j % 4);
+      if constexpr (kQ3) scale = V::sub32(scale, V::set32(32));
+      for (int k = 0; k < K; ++k) {
+        I sum = sums[k];
+        if constexpr (kQ3) sum = V::sub32(sum, V::set32(a.terms[(size_t(first + k) * a.nb + b) * 16 + size_t(j)]));
+        scaled[k] = V::add32(scaled[k], V::mullo32(sum, scale));
       }
+    };
+    // The codes of shift sh from a load of quad q of half n.
+    auto codes = [&](I v, int n, int q, int sh) PAGODA_PANEL_TARGET {
+      I c = V::and_(sh == 0 ? v : V::srli16(v, 2 * sh), three);
+      if constexpr (kQ3) c = V::or_(c, bit_to(V::load(lanes + 64 * q), 4 * n + sh, 2));
+      return c;
+    };
+    if constexpr (K <= 2) {
+      // Few tokens (decode): each load's 4 shifts at once, 4 sub-blocks' sums.
+#pragma GCC unroll(V::kVnni ? 2 : 1)
+      for (int n = 0; n < 2; ++n)
+#pragma GCC unroll 2
+        for (int part = 0; part < 2; ++part) {
+          I s[4][K];
+          for (auto& sub : s)
+            for (auto& v : sub) v = V::zero();
+#pragma GCC unroll 4
+          for (int q = 4 * part; q < 4 * part + 4; ++q) {
+            const I v = V::load_reg(lanes + kQs + 64 * (8 * n + q));
+#pragma GCC unroll 4
+            for (int sh = 0; sh < 4; ++sh) {
+              const I c = codes(v, n, q, sh);
+              for (int k = 0; k < K; ++k)
+                s[sh][k] = V::dot_u8s8(s[sh][k], c, V::bcast_quad(x[k]->qs + 128 * n + 32 * sh + 4 * q));
+            }
+          }
+#pragma GCC unroll 4
+          for (int sh = 0; sh < 4; ++sh) add_scaled(8 * n + 2 * sh + part, s[sh]);
+        }
+    } else {
+      // Many tokens: sub-block by sub-block, each of its 4 quads' codes taken
+      // from its load (read again per sub-block, from L1), one accumulator
+      // per token, so a block's codes serve 8 tokens in AVX-512's registers.
+#pragma GCC unroll(V::kVnni ? 2 : 1)
+      for (int n = 0; n < 2; ++n)
+#pragma GCC unroll(V::kVnni ? 4 : 1)
+        for (int sh = 0; sh < 4; ++sh)
+#pragma GCC unroll(V::kVnni ? 2 : 1)
+          for (int part = 0; part < 2; ++part) {
+            I s[K];
+            for (int k = 0; k < K; ++k) s[k] = V::zero();
+#pragma GCC unroll 4
+            for (int q = 4 * part; q < 4 * part + 4; ++q) {
+              const I c = codes(V::load(lanes + kQs + 64 * (8 * n + q)), n, q, sh);
+              for (int k = 0; k < K; ++k)
+                s[k] = V::dot_u8s8(s[k], c, V::bcast_quad(x[k]->qs + 128 * n + 32 * sh + 4 * q));
+            }
+            add_scaled(8 * n + 2 * sh + part, s);
+          }
+    }
     const F wd = block_scales(blocks[0] + kD, half);
     for (int k = 0; k < K; ++k) {
       const F xd = V::set1f(a.scales[size_t(first + k) * a.nb + b]);
@@ -183,7 +211,7 @@ struct LowBitK {
 // bits). Layout: d[16] | scales_h[16] | scales_l [row][4] | qs [sub 8][quad 4][row][4].
 struct IQ4XS {
   static constexpr size_t kBlockBytes = kPanelRows * sizeof(BlockIQ4_XS);
-  static constexpr int kMaxTokens = V::kVnni ? 4 : 2;
+  static constexpr int kMaxTokens = V::kVnni ? 8 : 4;
   static constexpr size_t kPrefetchBlocks = 2;
   static constexpr bool kStreamsTogether = false;
 
@@ -200,22 +228,25 @@ struct IQ4XS {
     for (int k = 0; k < K; ++k) scaled[k] = V::zero();
 #pragma GCC unroll(V::kVnni ? 8 : 1)
     for (int j = 0; j < 8; ++j) {
-      I s[2][K];  // two chains: the low and the high nibbles
-      for (int k = 0; k < K; ++k) s[0][k] = s[1][k] = V::zero();
+      constexpr int kChains = K <= 2 ? 2 : 1;  // few tokens: the low and high nibbles in two chains
+      I s[kChains][K];
+      for (auto& chain : s)
+        for (auto& v : chain) v = V::zero();
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) {
         const I v = V::load_reg(lanes + 128 + 64 * (4 * j + q));
         const I lo = V::shuffle8(table, V::and_(v, low4)), hi = V::shuffle8(table, V::and_(V::srli16(v, 4), low4));
         for (int k = 0; k < K; ++k) {
           s[0][k] = V::dot_q8_0(s[0][k], lo, V::bcast_quad(x[k]->qs + 32 * j + 4 * q));
-          s[1][k] = V::dot_q8_0(s[1][k], hi, V::bcast_quad(x[k]->qs + 32 * j + 16 + 4 * q));
+          s[kChains - 1][k] = V::dot_q8_0(s[kChains - 1][k], hi, V::bcast_quad(x[k]->qs + 32 * j + 16 + 4 * q));
         }
       }
       const I ls = V::or_(V::and_(V::srli32(byte_u32(low, j / 2), 4 * (j % 2)), V::set32(0xF)),
                           V::slli32(V::and_(V::srli32(high, 2 * j), V::set32(3)), 4));
       const I scale = V::sub32(ls, V::set32(32));
       for (int k = 0; k < K; ++k) {
-        I sum = V::add32(s[0][k], s[1][k]);
+        I sum = s[0][k];
+        if constexpr (kChains == 2) sum = V::add32(sum, s[1][k]);
         if constexpr (V::kQ8_0Offset) sum = V::sub32(sum, V::set32(a.terms[(size_t(first + k) * a.nb + b) * 8 + j]));
         scaled[k] = V::add32(scaled[k], V::mullo32(sum, scale));
       }
