@@ -26,28 +26,31 @@ constexpr auto kIQ4Midpoints = [] {
 // midpoints lie below v, by binary search (the encoders call this for every
 // element of every candidate scale). NaN gives 0.
 int nearest_iq4_index(float v) {
-  int i = 0;
-  for (int step = 8; step > 0; step /= 2)
-    if (v > kIQ4Midpoints[size_t(i + step - 1)]) i += step;
+  int i = 0;  // without branches: v's comparisons are unpredictable
+  for (int step = 8; step > 0; step /= 2) i += step * int(v > kIQ4Midpoints[size_t(i + step - 1)]);
   return i;
 }
 
 // Indices of x (n elements) against scale s, and the squared error; s = 0
-// codes every element as the value nearest zero.
-float iq4_assign(const float* x, int n, float s, uint8_t* q) {
+// codes every element as the value nearest zero. Also the least-squares
+// scale for those indices (s where there is none).
+float iq4_assign(const float* x, int n, float s, uint8_t* q, float* refit = nullptr) {
   const float inv = s != 0 ? 1.0f / s : 0.0f;
-  float err = 0;
+  float err = 0, sxv = 0, svv = 0;
   for (int i = 0; i < n; ++i) {
     q[i] = uint8_t(nearest_iq4_index(x[i] * inv));
-    const float e = s * float(kIQ4NLValues[q[i]]) - x[i];
+    const float v = float(kIQ4NLValues[q[i]]), e = s * v - x[i];
     err += e * e;
+    sxv += x[i] * v;
+    svv += v * v;
   }
+  if (refit) *refit = svv > 0 ? sxv / svv : s;
   return err;
 }
 
-// The scale of 32 elements: starts around max / -127 (the element of largest
-// magnitude on the table's wider end), each refined once by least squares on
-// its indices; the best by squared error.
+// The scale of 32 elements: 9 starts around max / -127 (the element of
+// largest magnitude on the table's wider end), then the least-squares refit
+// of the best start's indices; whichever codes x with less squared error.
 float fit_iq4_scale(const float* x, int n) {
   float amax = 0, max = 0;
   for (int i = 0; i < n; ++i)
@@ -57,24 +60,18 @@ float fit_iq4_scale(const float* x, int n) {
     }
   if (amax == 0) return 0;
   uint8_t q[32];
-  float best = max / -127.0f, best_err = iq4_assign(x, n, best, q);
+  float best = 0, best_err = 0, best_refit = 0;
   for (int step = -4; step <= 4; ++step) {
     const float s = max / (-127.0f + 5.0f * float(step));
-    iq4_assign(x, n, s, q);
-    float sxv = 0, svv = 0;
-    for (int i = 0; i < n; ++i) {
-      sxv += x[i] * float(kIQ4NLValues[q[i]]);
-      svv += float(kIQ4NLValues[q[i]]) * float(kIQ4NLValues[q[i]]);
-    }
-    for (const float cand : {s, svv > 0 ? sxv / svv : s}) {
-      const float err = iq4_assign(x, n, cand, q);
-      if (err < best_err) {
-        best_err = err;
-        best = cand;
-      }
+    float refit;
+    const float err = iq4_assign(x, n, s, q, &refit);
+    if (step == -4 || err < best_err) {
+      best_err = err;
+      best = s;
+      best_refit = refit;
     }
   }
-  return best;
+  return iq4_assign(x, n, best_refit, q) < best_err ? best_refit : best;
 }
 
 // 32 indices as 16 bytes: element j in the low nibble of byte j, j + 16 in the high one.
