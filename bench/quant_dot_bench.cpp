@@ -61,27 +61,7 @@ void BM_VecDot(benchmark::State& state, TensorType t, bool simd, int n_w, int n_
       if (simd) {
         vec_dot_tile(t, wr, wb, n_w, xq.data(), xb, n_x, kCols, out, size_t(n_w));
       } else {
-        switch (t) {
-          case TensorType::Q4_0:
-            out[0] = vec_dot_q4_0_q8_0(reinterpret_cast<const BlockQ4_0*>(wr),
-                                       reinterpret_cast<const BlockQ8_0*>(xq.data()), kCols / kQK);
-            break;
-          case TensorType::Q5_0:
-            out[0] = vec_dot_q5_0_q8_0(reinterpret_cast<const BlockQ5_0*>(wr),
-                                       reinterpret_cast<const BlockQ8_0*>(xq.data()), kCols / kQK);
-            break;
-          case TensorType::Q8_0:
-            out[0] = vec_dot_q8_0_q8_0(reinterpret_cast<const BlockQ8_0*>(wr),
-                                       reinterpret_cast<const BlockQ8_0*>(xq.data()), kCols / kQK);
-            break;
-          case TensorType::Q4_K:
-            out[0] = vec_dot_q4_k_q8_k(reinterpret_cast<const BlockQ4_K*>(wr),
-                                       reinterpret_cast<const BlockQ8_K*>(xq.data()), kCols / kQKK);
-            break;
-          default:
-            out[0] = vec_dot_q6_k_q8_k(reinterpret_cast<const BlockQ6_K*>(wr),
-                                       reinterpret_cast<const BlockQ8_K*>(xq.data()), kCols / kQKK);
-        }
+        out[0] = vec_dot_scalar(t, wr, xq.data(), kCols);
       }
       benchmark::DoNotOptimize(out[0]);
     }
@@ -299,6 +279,15 @@ BENCHMARK_CAPTURE(BM_VecDot, q4_k_simd_4x4, TensorType::Q4_K, true, 4, 4);
 BENCHMARK_CAPTURE(BM_VecDot, q4_k_simd_4x8, TensorType::Q4_K, true, 4, 8);
 BENCHMARK_CAPTURE(BM_VecDot, q6_k_scalar, TensorType::Q6_K, false, 1, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd, TensorType::Q6_K, true, 1, 1);
+// The decoded formats (quant_dot_decoded.cpp): decode's 4 rows x 1 token, prefill's tiles.
+BENCHMARK_CAPTURE(BM_VecDot, q5_1_simd_4x1, TensorType::Q5_1, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, iq4_nl_simd_4x1, TensorType::IQ4_NL, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q2_k_simd_4x1, TensorType::Q2_K, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q3_k_simd_4x1, TensorType::Q3_K, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q5_k_simd_4x1, TensorType::Q5_K, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, iq4_xs_simd_4x1, TensorType::IQ4_XS, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q5_k_simd_4x8, TensorType::Q5_K, true, 4, 8);
+BENCHMARK_CAPTURE(BM_VecDot, iq4_nl_simd_4x8, TensorType::IQ4_NL, true, 4, 8);
 BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd_4x1, TensorType::Q6_K, true, 4, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd_4x4, TensorType::Q6_K, true, 4, 4);
 BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd_4x8, TensorType::Q6_K, true, 4, 8);

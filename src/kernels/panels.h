@@ -80,8 +80,9 @@ void panel_dot_streams(TensorType t, const uint8_t* const* panels, int n, const 
 // How many panels decode reads side by side for t: the count measured best
 // (1B decode, steps alternating between counts; figures in
 // docs/performance.md, appendix "Kernel tuning"). AVX-512 VNNI: 2, but 1 for
-// Q6_K, whose kernel does the most arithmetic a byte. AVX2: 2 for the legacy
-// formats, 1 for the K-quants.
+// Q6_K, whose kernel does the most arithmetic a byte. AVX2: 2 for the
+// 32-element formats, 1 for the 256-element ones. (The formats added later,
+// Q5_1 to IQ4_XS, follow their kin's counts, not measured one by one.)
 int panel_decode_streams(TensorType t);
 // The scalar kernel behind it: the reference, and the fallback on other CPUs.
 void panel_dot_reference(TensorType t, const uint8_t* panel, const PanelActivations& a, int first, int n_tokens,

@@ -1,7 +1,9 @@
 // SIMD kernels behind vec_dot_tile (kernels/quant_dot.h). Highway compiles the
 // part between HWY_BEFORE_NAMESPACE and HWY_AFTER_NAMESPACE once per target
 // (AVX2, AVX-512, AVX-512 VNNI, scalar fallback); the rest picks the target
-// at run time and splits a tile into weight rows and chunks of blocks.
+// at run time and splits a tile into weight rows and chunks of blocks. The
+// kernels of Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K and IQ4_XS are in their own TU
+// (quant_dot_decoded.cpp); vec_dot_tile and token_group_dot call them here.
 //
 // A kernel has two halves. The integer half computes every block's exact
 // int32 sums for one weight row against 1-8 activation rows (exact in any

@@ -19,6 +19,20 @@ using DC16 = hn::Repartition<int16_t, DC8>;
 using DC32 = hn::Repartition<int32_t, DC8>;
 using D16B = hn::CappedTag<uint8_t, 16>;  // one 16-byte run of nibbles
 
+// Bit kFrom of every byte of v at bit kTo, the others cleared (shifts: a
+// bit test and masked move per byte ran at half the speed).
+template <int kFrom, int kTo, class V>
+HWY_INLINE V BitTo(V v) {
+  const auto moved = [&] {
+    if constexpr (kFrom >= kTo) {
+      return hn::ShiftRight<kFrom - kTo>(v);
+    } else {
+      return hn::ShiftLeft<kTo - kFrom>(v);
+    }
+  }();
+  return hn::And(moved, hn::Set(hn::DFromV<V>(), uint8_t(1u << kTo)));
+}
+
 template <size_t kElems>
 struct Decoded {
   alignas(32) uint8_t codes[kElems];  // unsigned codes, or int8 values (kSigned)
@@ -43,10 +57,11 @@ HWY_INLINE hn::Vec<DC16> CodePairs(hn::Vec<DC8> codes, hn::Vec<DCI8> x) {
 // The sums of block b (decoded as dec) against activation rows xs[k]:
 // scaled[k] = sum_j sc_j <value, x_k>_j (values are codes less kCodeOffset),
 // mins[k] = sum_j m_j (sum of x_k)_j; 32-element formats (Q8_0 activations,
-// one scale of 1) give <value, x_k> and, with kMins, the activations' sum.
+// one scale of 1, codes from F::Codes, not dec) give <value, x_k> and, with
+// kMins, the activations' sum.
 template <class F, int K>
-HWY_INLINE void DecodedDot(const Decoded<F::kElems>& dec, const typename F::XBlock* const* xs, size_t b,
-                           hn::Vec<DC32>* scaled, hn::Vec<DC32>* mins) {
+HWY_INLINE void DecodedDot(const typename F::Block& w, const Decoded<F::kElems>& dec,
+                           const typename F::XBlock* const* xs, size_t b, hn::Vec<DC32>* scaled, hn::Vec<DC32>* mins) {
   const DC8 du8;
   const DCI8 di8;
   const DC16 d16;
@@ -59,7 +74,7 @@ HWY_INLINE void DecodedDot(const Decoded<F::kElems>& dec, const typename F::XBlo
     hn::Vec<DC32> m[K], m2[K];
     for (int k = 0; k < K; ++k) m[k] = m2[k] = hn::Zero(d32);
     for (size_t o = 0; o < size_t(kQK); o += N) {
-      const auto codes = hn::Load(du8, dec.codes + o);
+      const auto codes = F::Codes(w, o);  // in registers: a 32-byte reload of two 16-byte stores would stall
       for (int k = 0; k < K; ++k) {
         const auto xv = hn::LoadU(di8, xs[k][b].qs + o);
         acc[k] = MulAddWide(d32, CodePairs<F::kSigned>(codes, xv), ones, acc[k], acc2[k]);
@@ -114,9 +129,9 @@ void DecodedSums(const typename F::Block* w, const uint8_t* x, size_t x_stride, 
   constexpr size_t kSlots = dot_tables::sum_slots(F::kMins ? 2 * K : K);
   ForBlockGroups<kSlots>(nb, out->sums, [&](size_t b, hn::Vec<DI32>* slot) HWY_ATTR {
     Decoded<F::kElems> dec;
-    F::Decode(w[b], dec);
+    if constexpr (F::kElems != size_t(kQK)) F::Decode(w[b], dec);
     hn::Vec<DC32> scaled[K], mins[K];
-    DecodedDot<F, K>(dec, xs, b, scaled, mins);
+    DecodedDot<F, K>(w[b], dec, xs, b, scaled, mins);
     for (int k = 0; k < K; ++k) {
       slot[k] = Widen(scaled[k]);
       if constexpr (F::kMins) slot[K + k] = Widen(mins[k]);

@@ -7,13 +7,26 @@
 // run), so it has no include guard and no includes.
 
 #if HWY_TARGET != HWY_SCALAR
-// 16 bytes of nibbles: values of the low nibbles at out, of the high ones at out + 16.
+// The table values of elements o .. o + N - 1 of 32 (N: DC8's lanes, 32 on
+// x86, else 16) from their 16 bytes of nibbles: the low nibbles elements
+// 0..15, the high ones 16..31; one byte shuffle (the table in every 128-bit
+// block).
+HWY_INLINE hn::Vec<DC8> IQ4Values(const uint8_t* qs, size_t o) {
+  const DC8 d;
+  const auto table = hn::LoadDup128(d, reinterpret_cast<const uint8_t*>(kIQ4NLValues));
+  if constexpr (hn::MaxLanes(DC8()) == 32) {
+    const hn::Half<DC8> dh;
+    const auto q = hn::LoadU(dh, qs);
+    return hn::TableLookupBytes(table, hn::Combine(d, hn::ShiftRight<4>(q), LowNibbles(q)));
+  } else {
+    const auto q = hn::LoadU(d, qs + o % 16);
+    return hn::TableLookupBytes(table, o < 16 ? LowNibbles(q) : hn::ShiftRight<4>(q));
+  }
+}
+
+// 32 elements' values at out (whole vectors: read back by vectors of the same size).
 HWY_INLINE void DecodeIQ4Nibbles(const uint8_t* qs, uint8_t* out) {
-  const D16B d;
-  const auto table = hn::LoadU(d, reinterpret_cast<const uint8_t*>(kIQ4NLValues));
-  const auto q = hn::LoadU(d, qs);
-  hn::Store(hn::TableLookupBytes(table, LowNibbles(q)), d, out);
-  hn::Store(hn::TableLookupBytes(table, hn::ShiftRight<4>(q)), d, out + 16);
+  for (size_t o = 0; o < 32; o += hn::Lanes(DC8())) hn::Store(IQ4Values(qs, o), DC8(), out + o);
 }
 #endif
 
@@ -33,6 +46,7 @@ struct FormatIQ4NL {
     HalfScales(reinterpret_cast<const uint8_t*>(w), sizeof(Block), nb, out->w_d);
   }
 #if HWY_TARGET != HWY_SCALAR
+  static HWY_INLINE hn::Vec<DC8> Codes(const Block& w, size_t o) { return IQ4Values(w.qs, o); }
   static HWY_INLINE void Decode(const Block& w, Decoded<kElems>& dec) { DecodeIQ4Nibbles(w.qs, dec.codes); }
 #endif
 };

@@ -9,23 +9,29 @@
 #if HWY_TARGET != HWY_SCALAR
 // Codes of the 2-bit planes: elements 128 n + 32 s + l from bits 2s of byte
 // 32 n + l of qs; with hmask, bit 4 n + s of hmask[l] adds 4.
+template <bool kHigh, int kHalf>
+HWY_INLINE void DecodeTwoBitPlanesHalf(const uint8_t* qs, const uint8_t* hmask, uint8_t* codes) {
+  const DC8 d;
+  const auto three = hn::Set(d, 3);
+  for (size_t l = 0; l < 32; l += hn::Lanes(d)) {
+    const auto q = hn::LoadU(d, qs + 32 * kHalf + l);
+    hn::Vec<DC8> c[4] = {hn::And(q, three), hn::And(hn::ShiftRight<2>(q), three), hn::And(hn::ShiftRight<4>(q), three),
+                         hn::ShiftRight<6>(q)};
+    if constexpr (kHigh) {
+      const auto hm = hn::LoadU(d, hmask + l);
+      c[0] = hn::Or(c[0], BitTo<4 * kHalf, 2>(hm));
+      c[1] = hn::Or(c[1], BitTo<4 * kHalf + 1, 2>(hm));
+      c[2] = hn::Or(c[2], BitTo<4 * kHalf + 2, 2>(hm));
+      c[3] = hn::Or(c[3], BitTo<4 * kHalf + 3, 2>(hm));
+    }
+    for (size_t s = 0; s < 4; ++s) hn::Store(c[s], d, codes + 128 * kHalf + 32 * s + l);
+  }
+}
+
 template <bool kHigh>
 HWY_INLINE void DecodeTwoBitPlanes(const uint8_t* qs, const uint8_t* hmask, uint8_t* codes) {
-  const DC8 d;
-  const size_t N = hn::Lanes(d);
-  const auto three = hn::Set(d, 3), four = hn::Set(d, 4);
-  for (size_t n = 0; n < 2; ++n)
-    for (size_t l = 0; l < 32; l += N) {
-      const auto q = hn::LoadU(d, qs + 32 * n + l);
-      hn::Vec<DC8> c[4] = {hn::And(q, three), hn::And(hn::ShiftRight<2>(q), three),
-                           hn::And(hn::ShiftRight<4>(q), three), hn::ShiftRight<6>(q)};
-      if constexpr (kHigh) {
-        const auto hm = hn::LoadU(d, hmask + l);
-        for (size_t s = 0; s < 4; ++s)
-          c[s] = hn::Or(c[s], hn::IfThenElseZero(hn::TestBit(hm, hn::Set(d, uint8_t(1u << (4 * n + s)))), four));
-      }
-      for (size_t s = 0; s < 4; ++s) hn::Store(c[s], d, codes + 128 * n + 32 * s + l);
-    }
+  DecodeTwoBitPlanesHalf<kHigh, 0>(qs, hmask, codes);
+  DecodeTwoBitPlanesHalf<kHigh, 1>(qs, hmask, codes);
 }
 #endif
 

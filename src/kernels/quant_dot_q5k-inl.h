@@ -31,18 +31,20 @@ struct FormatQ5K {
 #if HWY_TARGET != HWY_SCALAR
   // Per 64 elements c: 32 bytes of nibbles (low: sub-block 2c, high: 2c + 1),
   // and bits 2c, 2c + 1 of qh's 32 bytes the fifth bits.
-  static HWY_INLINE void Decode(const Block& w, Decoded<kElems>& dec) {
+  template <int kChunk>
+  static HWY_INLINE void DecodeChunk(const Block& w, uint8_t* codes) {
     const DC8 d;
-    const size_t N = hn::Lanes(d);
-    const auto sixteen = hn::Set(d, 16);
-    for (size_t c = 0; c < 4; ++c)
-      for (size_t l = 0; l < 32; l += N) {
-        const auto q = hn::LoadU(d, w.qs + 32 * c + l), qh = hn::LoadU(d, w.qh + l);
-        const auto lo = hn::IfThenElseZero(hn::TestBit(qh, hn::Set(d, uint8_t(1u << (2 * c)))), sixteen);
-        const auto hi = hn::IfThenElseZero(hn::TestBit(qh, hn::Set(d, uint8_t(2u << (2 * c)))), sixteen);
-        hn::Store(hn::Or(LowNibbles(q), lo), d, dec.codes + 64 * c + l);
-        hn::Store(hn::Or(hn::ShiftRight<4>(q), hi), d, dec.codes + 64 * c + 32 + l);
-      }
+    for (size_t l = 0; l < 32; l += hn::Lanes(d)) {
+      const auto q = hn::LoadU(d, w.qs + 32 * kChunk + l), qh = hn::LoadU(d, w.qh + l);
+      hn::Store(hn::Or(LowNibbles(q), BitTo<2 * kChunk, 4>(qh)), d, codes + 64 * kChunk + l);
+      hn::Store(hn::Or(hn::ShiftRight<4>(q), BitTo<2 * kChunk + 1, 4>(qh)), d, codes + 64 * kChunk + 32 + l);
+    }
+  }
+  static HWY_INLINE void Decode(const Block& w, Decoded<kElems>& dec) {
+    DecodeChunk<0>(w, dec.codes);
+    DecodeChunk<1>(w, dec.codes);
+    DecodeChunk<2>(w, dec.codes);
+    DecodeChunk<3>(w, dec.codes);
     for (int j = 0; j < 8; ++j) {
       int sc, m;
       unpack_q4_k_scale(w.scales, j, sc, m);
@@ -76,13 +78,23 @@ struct FormatQ5_1 {
     for (size_t b = 0; b < nb; ++b) BlockScales(w[b], out->w_d[b], out->w_dmin[b]);
   }
 #if HWY_TARGET != HWY_SCALAR
-  // Low nibbles elements 0..15, high ones 16..31, each ored with its fifth bit.
+  // Codes of elements o .. o + N - 1 (N: DC8's lanes, 32 on x86, else 16):
+  // low nibbles elements 0..15, high ones 16..31, each ored with its fifth bit.
+  static HWY_INLINE hn::Vec<DC8> Codes(const Block& w, size_t o) {
+    const DC8 d;
+    hn::Vec<DC8> nibbles;
+    if constexpr (hn::MaxLanes(DC8()) == 32) {
+      const hn::Half<DC8> dh;
+      const auto q = hn::LoadU(dh, w.qs);
+      nibbles = hn::Combine(d, hn::ShiftRight<4>(q), LowNibbles(q));
+    } else {
+      const auto q = hn::LoadU(d, w.qs + o % 16);
+      nibbles = o < 16 ? LowNibbles(q) : hn::ShiftRight<4>(q);
+    }
+    return hn::Or(nibbles, hn::IfThenElseZero(hn::LoadMaskBits(d, w.qh + o / 8), hn::Set(d, 16)));
+  }
   static HWY_INLINE void Decode(const Block& w, Decoded<kElems>& dec) {
-    const D16B d;
-    const auto q = hn::LoadU(d, w.qs), sixteen = hn::Set(d, 16);
-    hn::Store(hn::Or(LowNibbles(q), hn::IfThenElseZero(hn::LoadMaskBits(d, w.qh), sixteen)), d, dec.codes);
-    hn::Store(hn::Or(hn::ShiftRight<4>(q), hn::IfThenElseZero(hn::LoadMaskBits(d, w.qh + 2), sixteen)), d,
-              dec.codes + 16);
+    for (size_t o = 0; o < kElems; o += hn::Lanes(DC8())) hn::Store(Codes(w, o), DC8(), dec.codes + o);
   }
 #endif
 };
