@@ -40,6 +40,17 @@ struct Decoded {
   alignas(16) int16_t mins[16];       // sub-block j's integer min (kMins formats with sub-blocks)
 };
 
+// 16 bytes as int16 at out (sub-block scales and mins for the kernels'
+// 16-bit multiplies), less `offset`.
+HWY_INLINE void WidenBytes(const uint8_t* bytes, int16_t offset, int16_t* out) {
+  const hn::CappedTag<int16_t, 8> d16;
+  const hn::Rebind<uint8_t, decltype(d16)> d8;
+  for (size_t i = 0; i < 16; i += hn::Lanes(d16))
+    hn::Store(hn::Sub(hn::BitCast(d16, hn::PromoteTo(hn::RebindToUnsigned<decltype(d16)>(), hn::LoadU(d8, bytes + i))),
+                      hn::Set(d16, offset)),
+              d16, out + i);
+}
+
 // a[i] * b[i] summed in adjacent pairs as int16: unsigned codes directly;
 // int8 values (|v| <= 127) as |v| times b with v's sign, so a pair stays
 // within int16 (vpmaddubsw saturates).

@@ -54,7 +54,18 @@ struct FormatQ3K {
 #if HWY_TARGET != HWY_SCALAR
   static HWY_INLINE void Decode(const Block& w, Decoded<kElems>& dec) {
     DecodeTwoBitPlanes<true>(w.qs, w.hmask, dec.codes);
-    for (int j = 0; j < 16; ++j) dec.scales[j] = int16_t(q3_k_scale(w.scales, j));
+    // The 16 six-bit scales four at a time in 32-bit words (see q3_k_scale):
+    // low nibbles from words 0 and 1, top two bits from word 2.
+    uint32_t w0, w1, w2;
+    std::memcpy(&w0, w.scales, 4);
+    std::memcpy(&w1, w.scales + 4, 4);
+    std::memcpy(&w2, w.scales + 8, 4);
+    const uint32_t nib = 0x0F0F0F0F, two = 0x03030303;
+    const uint32_t words[4] = {(w0 & nib) | (w2 & two) << 4, (w1 & nib) | ((w2 >> 2) & two) << 4,
+                               ((w0 >> 4) & nib) | ((w2 >> 4) & two) << 4, ((w1 >> 4) & nib) | ((w2 >> 6) & two) << 4};
+    alignas(16) uint8_t bytes[16];
+    std::memcpy(bytes, words, 16);
+    WidenBytes(bytes, 32, dec.scales);
   }
 #endif
 };

@@ -45,12 +45,12 @@ struct FormatQ5K {
     DecodeChunk<1>(w, dec.codes);
     DecodeChunk<2>(w, dec.codes);
     DecodeChunk<3>(w, dec.codes);
-    for (int j = 0; j < 8; ++j) {
-      int sc, m;
-      unpack_q4_k_scale(w.scales, j, sc, m);
-      dec.scales[j] = int16_t(sc);
-      dec.mins[j] = int16_t(m);
-    }
+    alignas(16) uint8_t bytes[16];  // scales 0-7, then mins 0-7 (Q4_K's packing)
+    UnpackQ4KScaleBytes(w.scales, bytes);
+    alignas(16) int16_t wide[16];
+    WidenBytes(bytes, 0, wide);
+    std::memcpy(dec.scales, wide, 16);
+    std::memcpy(dec.mins, wide + 8, 16);
   }
 #endif
 };
