@@ -61,27 +61,7 @@ void BM_VecDot(benchmark::State& state, TensorType t, bool simd, int n_w, int n_
       if (simd) {
         vec_dot_tile(t, wr, wb, n_w, xq.data(), xb, n_x, kCols, out, size_t(n_w));
       } else {
-        switch (t) {
-          case TensorType::Q4_0:
-            out[0] = vec_dot_q4_0_q8_0(reinterpret_cast<const BlockQ4_0*>(wr),
-                                       reinterpret_cast<const BlockQ8_0*>(xq.data()), kCols / kQK);
-            break;
-          case TensorType::Q5_0:
-            out[0] = vec_dot_q5_0_q8_0(reinterpret_cast<const BlockQ5_0*>(wr),
-                                       reinterpret_cast<const BlockQ8_0*>(xq.data()), kCols / kQK);
-            break;
-          case TensorType::Q8_0:
-            out[0] = vec_dot_q8_0_q8_0(reinterpret_cast<const BlockQ8_0*>(wr),
-                                       reinterpret_cast<const BlockQ8_0*>(xq.data()), kCols / kQK);
-            break;
-          case TensorType::Q4_K:
-            out[0] = vec_dot_q4_k_q8_k(reinterpret_cast<const BlockQ4_K*>(wr),
-                                       reinterpret_cast<const BlockQ8_K*>(xq.data()), kCols / kQKK);
-            break;
-          default:
-            out[0] = vec_dot_q6_k_q8_k(reinterpret_cast<const BlockQ6_K*>(wr),
-                                       reinterpret_cast<const BlockQ8_K*>(xq.data()), kCols / kQKK);
-        }
+        out[0] = vec_dot_scalar(t, wr, xq.data(), kCols);
       }
       benchmark::DoNotOptimize(out[0]);
     }
@@ -205,6 +185,45 @@ BENCHMARK_CAPTURE(BM_PanelStreamsL2, q8_0, TensorType::Q8_0);
 BENCHMARK_CAPTURE(BM_PanelStreamsL2, q4_0, TensorType::Q4_0);
 BENCHMARK_CAPTURE(BM_PanelStreamsL2, q4_k, TensorType::Q4_K);
 BENCHMARK_CAPTURE(BM_PanelStreamsL2, q6_k, TensorType::Q6_K);
+BENCHMARK_CAPTURE(BM_PanelStreamsL2, q5_0, TensorType::Q5_0);
+BENCHMARK_CAPTURE(BM_PanelStreamsL2, q5_1, TensorType::Q5_1);
+BENCHMARK_CAPTURE(BM_PanelStreamsL2, iq4_nl, TensorType::IQ4_NL);
+BENCHMARK_CAPTURE(BM_PanelStreamsL2, q2_k, TensorType::Q2_K);
+BENCHMARK_CAPTURE(BM_PanelStreamsL2, q3_k, TensorType::Q3_K);
+BENCHMARK_CAPTURE(BM_PanelStreamsL2, q5_k, TensorType::Q5_K);
+BENCHMARK_CAPTURE(BM_PanelStreamsL2, iq4_xs, TensorType::IQ4_XS);
+
+// One thread, kPanelTokensMax tokens against kL2Rows rows of panels kept in
+// L2 (prefill's kernel): GFLOP/s, which bounds prefill's tokens per second.
+void BM_PanelPrefillL2(benchmark::State& state, TensorType t) {
+  if (!prefers_panels(t)) return state.SkipWithError("no panel kernels on this CPU");
+  auto w = random_weights(t, kL2Rows, kCols);
+  const size_t rb = row_bytes(t, kCols);
+  pack_panels(t, w.data(), rb, int(kL2Rows));
+  const TensorType xt = activation_type(t);
+  const size_t xb = row_bytes(xt, kCols);
+  const auto x = random_floats(kCols);
+  std::vector<uint8_t> xq(kPanelTokensMax * xb);
+  for (int k = 0; k < kPanelTokensMax; ++k) quantize_activations(xt, x.data(), xq.data() + k * xb, kCols);
+  PanelActivations a;
+  prepare_panel_activations(t, xq.data(), xb, kPanelTokensMax, kCols / size_t(block_elems(t)), a);
+  float y[kPanelTokensMax * kL2Rows];
+  for (auto _ : state)
+    for (size_t r = 0; r < kL2Rows; r += kPanelRows) {
+      panel_dot(t, w.data() + r * rb, a, 0, kPanelTokensMax, y + r, kL2Rows);
+      benchmark::DoNotOptimize(y);
+    }
+  state.counters["GFLOP/s"] = benchmark::Counter(
+      double(state.iterations()) * 2.0 * kL2Rows * kCols * kPanelTokensMax / 1e9, benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_PanelPrefillL2, q4_k, TensorType::Q4_K);
+BENCHMARK_CAPTURE(BM_PanelPrefillL2, q6_k, TensorType::Q6_K);
+BENCHMARK_CAPTURE(BM_PanelPrefillL2, q5_1, TensorType::Q5_1);
+BENCHMARK_CAPTURE(BM_PanelPrefillL2, iq4_nl, TensorType::IQ4_NL);
+BENCHMARK_CAPTURE(BM_PanelPrefillL2, q2_k, TensorType::Q2_K);
+BENCHMARK_CAPTURE(BM_PanelPrefillL2, q3_k, TensorType::Q3_K);
+BENCHMARK_CAPTURE(BM_PanelPrefillL2, q5_k, TensorType::Q5_K);
+BENCHMARK_CAPTURE(BM_PanelPrefillL2, iq4_xs, TensorType::IQ4_XS);
 
 // Reads 640 MB on 2 threads (64-bit loads summed in 8 independent chains,
 // which the compiler vectorizes): the DRAM bandwidth decode competes for.
@@ -260,6 +279,15 @@ BENCHMARK_CAPTURE(BM_VecDot, q4_k_simd_4x4, TensorType::Q4_K, true, 4, 4);
 BENCHMARK_CAPTURE(BM_VecDot, q4_k_simd_4x8, TensorType::Q4_K, true, 4, 8);
 BENCHMARK_CAPTURE(BM_VecDot, q6_k_scalar, TensorType::Q6_K, false, 1, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd, TensorType::Q6_K, true, 1, 1);
+// The decoded formats (quant_dot_decoded.cpp): decode's 4 rows x 1 token, prefill's tiles.
+BENCHMARK_CAPTURE(BM_VecDot, q5_1_simd_4x1, TensorType::Q5_1, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, iq4_nl_simd_4x1, TensorType::IQ4_NL, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q2_k_simd_4x1, TensorType::Q2_K, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q3_k_simd_4x1, TensorType::Q3_K, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q5_k_simd_4x1, TensorType::Q5_K, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, iq4_xs_simd_4x1, TensorType::IQ4_XS, true, 4, 1);
+BENCHMARK_CAPTURE(BM_VecDot, q5_k_simd_4x8, TensorType::Q5_K, true, 4, 8);
+BENCHMARK_CAPTURE(BM_VecDot, iq4_nl_simd_4x8, TensorType::IQ4_NL, true, 4, 8);
 BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd_4x1, TensorType::Q6_K, true, 4, 1);
 BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd_4x4, TensorType::Q6_K, true, 4, 4);
 BENCHMARK_CAPTURE(BM_VecDot, q6_k_simd_4x8, TensorType::Q6_K, true, 4, 8);

@@ -6,6 +6,7 @@
 #include "kernels/panels.h"
 #include "kernels/quant_dot.h"
 #include "kernels/x86/panel_kernels.h"
+#include "quant/dot.h"
 #include "util/error.h"
 
 namespace pagoda {
@@ -47,7 +48,7 @@ int panel_decode_streams(TensorType t) {
   if (simd_target_is_avx512_vnni()) return t == TensorType::Q6_K ? 1 : 2;
   // The AVX2 kernels have 16 registers (figures: docs/performance.md,
   // appendix "Kernel tuning").
-  return t == TensorType::Q4_K || t == TensorType::Q6_K ? 1 : 2;
+  return activation_type(t) == TensorType::Q8_K ? 1 : 2;
 }
 
 }  // namespace pagoda

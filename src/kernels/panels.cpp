@@ -69,6 +69,37 @@ size_t q6_k_offset(int r, size_t i) {
   return 3328 + 2 * size_t(r) + (i - 208);
 }
 
+// Q5_1 (24): d[16] | m[16] | qh [row][4] | qs as Q4_0's.
+size_t q5_1_offset(int r, size_t i) {
+  if (i < 4) return (i < 2 ? 0 : 32) + 2 * size_t(r) + i % 2;
+  if (i < 8) return lanes(64, 0, r, i - 4);
+  return lanes(128, (i - 8) / 4, r, (i - 8) % 4);
+}
+
+// Q5_K (176): Q4_K's d, dmin and scales | qh [quad 8][row][4] | qs as Q4_K's
+// (qh byte 4q + j holds the fifth bits of elements 32k + 4q + j, bit k).
+size_t q5_k_offset(int r, size_t i) {
+  if (i < 16) return q4_k_offset(r, i);
+  if (i < 48) return lanes(256, (i - 16) / 4, r, (i - 16) % 4);
+  return lanes(768, (i - 48) / 4, r, (i - 48) % 4);
+}
+
+// Q2_K (84): scales [4][row][4] | qs [half 2][quad 8][row][4] | d[16] | dmin[16].
+// qs byte 32h + 4q + j holds elements 128h + 32s + 4q + j at bits 2s.
+size_t q2_k_offset(int r, size_t i) {
+  if (i < 80) return lanes(0, i / 4, r, i % 4);  // scales then qs: 20 groups
+  return 1280 + (i < 82 ? 0 : 32) + 2 * size_t(r) + i % 2;
+}
+
+// Q3_K (110): hmask [quad 8][row][4] | qs as Q2_K's | scales [3][row][4] | d[16].
+size_t q3_k_offset(int r, size_t i) {
+  if (i < 108) return lanes(0, i / 4, r, i % 4);  // hmask, qs, scales: 27 groups
+  return 1728 + 2 * size_t(r) + (i - 108);
+}
+
+// IQ4_XS (136): d[16] | scales_h[16] | scales_l [row][4] | qs [sub 8][quad 4][row][4].
+size_t iq4_xs_offset(int r, size_t i) { return q5_1_offset(r, i); }  // the same shape up to byte 8, then groups
+
 struct Layout {
   size_t block_bytes;  // of one row's block
   size_t (*offset)(int r, size_t i);
@@ -83,6 +114,12 @@ Layout layout(TensorType t) {
     case TensorType::Q5_0: return {sizeof(BlockQ5_0), q5_0_offset, 0, 0};
     case TensorType::Q4_K: return {sizeof(BlockQ4_K), q4_k_offset, 0, 0};
     case TensorType::Q6_K: return {sizeof(BlockQ6_K), q6_k_offset, 0, 0};
+    case TensorType::Q5_1: return {sizeof(BlockQ5_1), q5_1_offset, 0, 0};
+    case TensorType::IQ4_NL: return {sizeof(BlockIQ4_NL), q4_0_offset, 0, 0};
+    case TensorType::Q2_K: return {sizeof(BlockQ2_K), q2_k_offset, 0, 0};
+    case TensorType::Q3_K: return {sizeof(BlockQ3_K), q3_k_offset, 0, 0};
+    case TensorType::Q5_K: return {sizeof(BlockQ5_K), q5_k_offset, 0, 0};
+    case TensorType::IQ4_XS: return {sizeof(BlockIQ4_XS), iq4_xs_offset, 0, 0};
     default: fail<Unsupported>("no row panels for {}", tensor_type_name(t));
   }
 }
@@ -98,10 +135,7 @@ std::vector<uint16_t> offsets(const Layout& l) {
 
 }  // namespace
 
-bool has_panels(TensorType t) {
-  return t == TensorType::Q8_0 || t == TensorType::Q4_0 || t == TensorType::Q5_0 || t == TensorType::Q4_K ||
-         t == TensorType::Q6_K;
-}
+bool has_panels(TensorType t) { return has_quantized_dot(t); }
 
 int pack_panels(TensorType t, uint8_t* data, size_t row_bytes, int rows) {
   const Layout l = layout(t);
@@ -143,10 +177,16 @@ void prepare_panel_activations(TensorType t, const void* x, size_t x_stride, int
   a.n_tokens = n_tokens;
   a.rows = static_cast<const uint8_t*>(x);
   a.row_stride = x_stride;
-  const bool legacy = activation_type(t) == TensorType::Q8_0;  // Q8_0, Q4_0, Q5_0
-  a.terms_per_block = legacy ? 1 : t == TensorType::Q4_K ? 4 : 16;
-  // Q8_0, Q4_0, Q5_0: the stored codes are unsigned, value = code - offset.
-  const int32_t offset = t == TensorType::Q8_0 ? 128 : t == TensorType::Q5_0 ? 16 : 8;
+  const bool legacy = activation_type(t) == TensorType::Q8_0;  // Q8_0, Q4_0, Q5_0, Q5_1, IQ4_NL
+  const bool q4_k = t == TensorType::Q4_K || t == TensorType::Q5_K;
+  const bool eight = t == TensorType::Q2_K || t == TensorType::IQ4_XS;
+  a.terms_per_block = legacy ? 1 : q4_k ? 4 : eight ? 8 : 16;
+  // The 32-element formats: the stored codes are unsigned, value = code -
+  // offset; Q5_1's term is the plain sum (its min's factor).
+  const int32_t offset = t == TensorType::Q8_0 || t == TensorType::IQ4_NL ? 128
+                         : t == TensorType::Q5_0                          ? 16
+                         : t == TensorType::Q5_1                          ? 1
+                                                                          : 8;
   a.scales.resize(size_t(n_tokens) * nb);
   a.terms.resize(size_t(n_tokens) * nb * a.terms_per_block);
   for (int k = 0; k < n_tokens; ++k) {
@@ -164,7 +204,7 @@ void prepare_panel_activations(TensorType t, const void* x, size_t x_stride, int
       }
       const BlockQ8_K& x_b = reinterpret_cast<const BlockQ8_K*>(row)[b];
       a.scales[i] = x_b.d;
-      if (t == TensorType::Q4_K) {
+      if (q4_k) {
         // The sums of the 8 sub-blocks of 32, as 16-bit pairs (0, 2), (1, 3),
         // (4, 6), (5, 7): the min-weighted sum is 4 vpdpwssd against the mins.
         int32_t s[8];
@@ -172,8 +212,22 @@ void prepare_panel_activations(TensorType t, const void* x, size_t x_stride, int
         const int pairs[4][2] = {{0, 2}, {1, 3}, {4, 6}, {5, 7}};
         for (int p = 0; p < 4; ++p)
           terms[p] = int32_t(uint32_t(uint16_t(s[pairs[p][0]])) | uint32_t(uint16_t(s[pairs[p][1]])) << 16);
+      } else if (t == TensorType::Q2_K) {
+        // The 16 sub-block sums as 16-bit pairs (4g, 4g + 2), (4g + 1, 4g + 3),
+        // against the mins by vpdpwssd as Q4_K's.
+        auto pair = [&](int lo, int hi) {
+          return int32_t(uint32_t(uint16_t(x_b.bsums[lo])) | uint32_t(uint16_t(x_b.bsums[hi])) << 16);
+        };
+        for (int g = 0; g < 4; ++g) {
+          terms[2 * g] = pair(4 * g, 4 * g + 2);
+          terms[2 * g + 1] = pair(4 * g + 1, 4 * g + 3);
+        }
+      } else if (t == TensorType::IQ4_XS) {  // the stored values' offset 128, per 32
+        for (int j = 0; j < 8; ++j) terms[j] = 128 * (int32_t(x_b.bsums[2 * j]) + x_b.bsums[2 * j + 1]);
       } else {
-        for (int j = 0; j < 16; ++j) terms[j] = 32 * int32_t(x_b.bsums[j]);  // Q6_K's code offset, per 16
+        // The code offset's share per 16: Q6_K's 32, Q3_K's 4.
+        const int32_t code_offset = t == TensorType::Q3_K ? 4 : 32;
+        for (int j = 0; j < 16; ++j) terms[j] = code_offset * int32_t(x_b.bsums[j]);
       }
     }
   }

@@ -15,8 +15,7 @@
 //   uint8_t  codes[8][16][4]   quad q (columns 4q..4q+3) of row r: code + 128
 // (Q8_0 codes are stored offset to unsigned: vpdpbusd multiplies unsigned by
 // signed bytes; the offset times the activations' sum is subtracted per
-// block.) Q4_0, Q5_0, Q4_K and Q6_K keep their bytes, regrouped alike
-// (panels.cpp).
+// block.) The other formats keep their bytes, regrouped alike (panels.cpp).
 //
 // Results are bit-identical to vec_dot of quant/dot.h on the original rows:
 // the same exact integer block sums, the same float expression in block order.
@@ -33,7 +32,8 @@ namespace pagoda {
 inline constexpr int kPanelRows = 16;
 inline constexpr int kPanelTokensMax = 8;  // tokens per panel_dot call
 
-// Whether a panel layout exists for weights of type t (Q8_0, Q4_0, Q5_0, Q4_K, Q6_K).
+// Whether a panel layout exists for weights of type t (every quantized
+// weight type: has_quantized_dot).
 bool has_panels(TensorType t);
 // Whether this CPU runs panels of t fast (AVX-512 VNNI, or AVX2): only then
 // are matrices packed.
@@ -80,8 +80,9 @@ void panel_dot_streams(TensorType t, const uint8_t* const* panels, int n, const 
 // How many panels decode reads side by side for t: the count measured best
 // (1B decode, steps alternating between counts; figures in
 // docs/performance.md, appendix "Kernel tuning"). AVX-512 VNNI: 2, but 1 for
-// Q6_K, whose kernel does the most arithmetic a byte. AVX2: 2 for the legacy
-// formats, 1 for the K-quants.
+// Q6_K, whose kernel does the most arithmetic a byte. AVX2: 2 for the
+// 32-element formats, 1 for the 256-element ones. (The formats added later,
+// Q5_1 to IQ4_XS, follow their kin's counts, not measured one by one.)
 int panel_decode_streams(TensorType t);
 // The scalar kernel behind it: the reference, and the fallback on other CPUs.
 void panel_dot_reference(TensorType t, const uint8_t* panel, const PanelActivations& a, int first, int n_tokens,

@@ -1,7 +1,9 @@
 // SIMD kernels behind vec_dot_tile (kernels/quant_dot.h). Highway compiles the
 // part between HWY_BEFORE_NAMESPACE and HWY_AFTER_NAMESPACE once per target
 // (AVX2, AVX-512, AVX-512 VNNI, scalar fallback); the rest picks the target
-// at run time and splits a tile into weight rows and chunks of blocks.
+// at run time and splits a tile into weight rows and chunks of blocks. The
+// kernels of Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K and IQ4_XS are in their own TU
+// (quant_dot_decoded.cpp); vec_dot_tile and token_group_dot call them here.
 //
 // A kernel has two halves. The integer half computes every block's exact
 // int32 sums for one weight row against 1-8 activation rows (exact in any
@@ -27,6 +29,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/quant_dot_decoded.h"
 #include "kernels/quant_dot_tables.h"
 #include "quant/blocks.h"
 #include "quant/dot.h"
@@ -49,35 +52,7 @@ using dot_tables::ChunkSums;
 using dot_tables::kChunkBlocks;
 using dot_tables::kPad;
 
-// v, hidden from the optimizer: an empty asm that might have changed it.
-template <class V>
-HWY_INLINE V Opaque(V v) {
-#if HWY_ARCH_X86 && HWY_TARGET != HWY_EMU128
-  asm("" : "+x"(v.raw));
-#else
-  asm volatile("" : : "r"(&v) : "memory");
-#endif
-  return v;
-}
-
-// An F16 scale as a float (one vcvtph2ps where the CPU has F16C).
-// A software prefetch into L2 (prefetcht1): for decode's streams of weight
-// rows, measured ~5% faster than into L1 (docs/performance.md appendix).
-HWY_INLINE void PrefetchL2(const void* p) { __builtin_prefetch(p, 0, 2); }
-
-HWY_INLINE float HalfToFloat(const uint8_t* p) {
-  const hn::CappedTag<float, 1> df;
-  const hn::Rebind<uint16_t, decltype(df)> du;
-  const hn::Rebind<hwy::float16_t, decltype(df)> dh;
-  uint16_t bits;
-  std::memcpy(&bits, p, 2);
-  return hn::GetLane(hn::PromoteTo(df, hn::BitCast(dh, hn::Set(du, bits))));
-}
-
-// out[i] = the F16 scale at base + i * stride (bytes), as a float, i < n.
-HWY_INLINE void HalfScales(const uint8_t* base, size_t stride, size_t n, float* out) {
-  for (size_t i = 0; i < n; ++i) out[i] = HalfToFloat(base + i * stride);
-}
+#include "kernels/quant_dot_float-inl.h"
 
 #if HWY_TARGET == HWY_SCALAR
 // Single-lane vectors: the scalar kernels' per-block sums, block by block.
@@ -124,69 +99,7 @@ void IntSumsQ4K(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_
 #undef PAGODA_DOT_WIDE
 #endif  // HWY_TARGET == HWY_SCALAR
 
-// ------------------------------------------------------------ float side
-//
-// acc[k] += each block's float term in block order, with the scalar kernels'
-// exact expressions (see dot.cpp): the activation rows are vector lanes, each
-// lane one independent running sum. xd[kXdStride b + k] is row k's scale of
-// block b.
-// The compiler may not fuse a multiply with the add or subtract after it (GCC
-// contracts by default in C++, and these targets have FMA, the baseline the
-// scalar kernels are compiled for does not), hence Opaque; the tests compare
-// with the scalar kernels bit for bit on every target.
-
-enum class Terms { kLegacy, kQ4K, kQ6K };
-
-template <Terms kTerms, int K>
-void AddTerms(const ChunkSums& c, size_t nb, const float* xd, float* acc) {
-  const hn::CappedTag<float, dot_tables::sum_slots(K)> df;  // xd is zero in lanes past K
-  const hn::RebindToSigned<decltype(df)> di;
-  constexpr size_t kSlots = dot_tables::sum_slots(kTerms == Terms::kQ4K ? 2 * K : K);
-  for (size_t k0 = 0; k0 < size_t(K); k0 += hn::Lanes(df)) {
-    auto a = hn::LoadU(df, acc + k0);
-    for (size_t b = 0; b < nb; ++b) {
-      const auto x = hn::LoadU(df, xd + dot_tables::kXdStride * b + k0);
-      const auto s = hn::ConvertTo(df, hn::LoadU(di, c.sums + b * kSlots + k0));
-      const auto wd = hn::Set(df, c.w_d[b]);
-      if constexpr (kTerms == Terms::kLegacy) {  // d_w * d_x * s
-        a = hn::Add(a, Opaque(hn::Mul(hn::Mul(wd, x), s)));
-      } else if constexpr (kTerms == Terms::kQ6K) {  // d_x * d_w * s
-        a = hn::Add(a, Opaque(hn::Mul(hn::Mul(x, wd), s)));
-      } else {  // d_x * (d_w * scaled - dmin_w * mins)
-        const auto m = hn::ConvertTo(df, hn::LoadU(di, c.sums + b * kSlots + K + k0));
-        const auto diff = hn::Sub(Opaque(hn::Mul(wd, s)), Opaque(hn::Mul(hn::Set(df, c.w_dmin[b]), m)));
-        a = hn::Add(a, Opaque(hn::Mul(x, diff)));
-      }
-    }
-    hn::StoreU(a, df, acc + k0);
-  }
-}
-
 // ------------------------------------------------------------ entry points
-
-// One weight row against n_x activation rows over nb blocks (at most
-// kChunkBlocks): acc[k] += the row pair's block terms. n_x (1-4 or 8) is
-// dispatched to a template parameter so the per-row accumulators live in
-// registers.
-#define PAGODA_DOT_ENTRY(Name, Kernel, Block, kTerms, kMaxK)                                                     \
-  void Name(const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb, const float* xd, float* acc) { \
-    ChunkSums c;                                                                                                 \
-    switch (n_x) {                                                                                               \
-      case 1: Kernel<1>(static_cast<const Block*>(w), x, x_stride, nb, &c);                                      \
-          return AddTerms<kTerms, 1>(c, nb, xd, acc);                                                            \
-      case 2: Kernel<2>(static_cast<const Block*>(w), x, x_stride, nb, &c);                                      \
-          return AddTerms<kTerms, 2>(c, nb, xd, acc);                                                            \
-      case 3: Kernel<3>(static_cast<const Block*>(w), x, x_stride, nb, &c);                                      \
-          return AddTerms<kTerms, 3>(c, nb, xd, acc);                                                            \
-      case 4: Kernel<4>(static_cast<const Block*>(w), x, x_stride, nb, &c);                                      \
-          return AddTerms<kTerms, 4>(c, nb, xd, acc);                                                            \
-      default:                                                                                                   \
-        if constexpr (kMaxK == 8) {                                                                              \
-          Kernel<8>(static_cast<const Block*>(w), x, x_stride, nb, &c);                                          \
-          return AddTerms<kTerms, 8>(c, nb, xd, acc);                                                            \
-        }                                                                                                        \
-    }                                                                                                            \
-  }
 
 #if HWY_TARGET == HWY_SCALAR
 template <int K>
@@ -311,45 +224,9 @@ void TokenGroupDot(TensorType t, const void* w, size_t w_stride, int n_rows, con
 }
 bool IsAvx512Vnni() { return true; }
 #else
-// Elsewhere the scalar kernels, token by token, on the group's activation
-// rows put back together (correct, for the tests; matmul takes the tiles
-// instead, see prefers_token_groups).
-void TokenGroupDot(TensorType t, const void* w_rows, size_t w_stride, int n_rows, const TokenGroup& g,
-                   float* out_rows) {
-  const size_t elems = g.type == TensorType::Q8_K ? kQKK : kQK, quads = elems / 4;
-  std::vector<int8_t> qs(g.nb * elems);
-  std::vector<BlockQ8_0> x0(g.type == TensorType::Q8_0 ? g.nb : 0);
-  std::vector<BlockQ8_K> xk(g.type == TensorType::Q8_K ? g.nb : 0);
-  for (int k = 0; k < kGroupTokens; ++k) {
-    for (size_t b = 0; b < g.nb; ++b)
-      for (size_t q = 0; q < quads; ++q)
-        std::memcpy(&qs[b * elems + 4 * q], g.codes.data() + ((b * quads + q) * kGroupTokens + size_t(k)) * 4, 4);
-    const float* scales = g.scales.data() + k;  // block b's at scales[kGroupTokens * b]
-    for (size_t b = 0; b < x0.size(); ++b) {
-      x0[b].d = f32_to_f16(scales[kGroupTokens * b]);  // an F16 value: exact both ways
-      std::memcpy(x0[b].qs, &qs[b * kQK], kQK);
-    }
-    for (size_t b = 0; b < xk.size(); ++b) {
-      xk[b].d = scales[kGroupTokens * b];
-      std::memcpy(xk[b].qs, &qs[b * kQKK], kQKK);
-      for (int i = 0; i < kQKK / 16; ++i) {
-        int sum = 0;
-        for (int e = 0; e < 16; ++e) sum += xk[b].qs[16 * i + e];
-        xk[b].bsums[i] = int16_t(sum);
-      }
-    }
-    for (int r = 0; r < n_rows; ++r) {
-      const void* w = static_cast<const uint8_t*>(w_rows) + size_t(r) * w_stride;
-      float* out = out_rows + kGroupTokens * r;
-      switch (t) {
-        case TensorType::Q4_0: out[k] = vec_dot_q4_0_q8_0(static_cast<const BlockQ4_0*>(w), x0.data(), g.nb); break;
-        case TensorType::Q5_0: out[k] = vec_dot_q5_0_q8_0(static_cast<const BlockQ5_0*>(w), x0.data(), g.nb); break;
-        case TensorType::Q4_K: out[k] = vec_dot_q4_k_q8_k(static_cast<const BlockQ4_K*>(w), xk.data(), g.nb); break;
-        case TensorType::Q6_K: out[k] = vec_dot_q6_k_q8_k(static_cast<const BlockQ6_K*>(w), xk.data(), g.nb); break;
-        default: out[k] = vec_dot_q8_0_q8_0(static_cast<const BlockQ8_0*>(w), x0.data(), g.nb);
-      }
-    }
-  }
+// Elsewhere the scalar kernels, token by token (token_group_dot_scalar).
+void TokenGroupDot(TensorType t, const void* w, size_t w_stride, int n_rows, const TokenGroup& g, float* out) {
+  token_group_dot_scalar(t, w, w_stride, n_rows, g, out);
 }
 bool IsAvx512Vnni() { return false; }
 #endif
@@ -399,9 +276,9 @@ float activation_scale(const BlockQ8_K& x) { return x.d; }
 // same for every weight row), then each weight row's running sums, for the
 // activation rows in groups the kernels take (kMaxGroup: 8 or 4; then 4 and
 // the rest).
-template <class Block, class XBlock, int kMaxGroup = 8>
-void dot_tile(OneRowManyTokensFn row_dots, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride,
-              int n_x, size_t nb, float* out, size_t out_stride) {
+template <class Block, class XBlock, int kMaxGroup = 8, class RowDots = OneRowManyTokensFn>
+void dot_tile(RowDots row_dots, const void* w, size_t w_stride, int n_w, const void* x, size_t x_stride, int n_x,
+              size_t nb, float* out, size_t out_stride) {
   alignas(32) float acc[kDotRowsMax][kDotTokensMax] = {};  // [weight row][activation row]
   alignas(32) float xd[kChunkBlocks][dot_tables::kXdStride];
   const uint8_t* wb = static_cast<const uint8_t*>(w);
@@ -486,6 +363,26 @@ void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const v
                                               out);
       return dot_tile<BlockQ6_K, BlockQ8_K, 4>(HWY_DYNAMIC_DISPATCH(OneRowManyTokensQ6K), w, w_stride, n_w, x, x_stride,
                                                n_x, n / kQKK, out, out_stride);
+    default: break;
+  }
+  // The formats decoded to bytes block by block: tiles for every shape (a
+  // tile of one token serves decode; their blocks' sums are reduced several
+  // blocks at a time, so no shape of its own pays).
+  auto decoded = [t](const void* w_row, const uint8_t* x_rows, size_t stride, int n_rows, size_t nb, const float* xd,
+                     float* acc) { decoded_row_dots(t, w_row, x_rows, stride, n_rows, nb, xd, acc); };
+  switch (t) {
+    case TensorType::Q5_1:
+      return dot_tile<BlockQ5_1, BlockQ8_0>(decoded, w, w_stride, n_w, x, x_stride, n_x, n / kQK, out, out_stride);
+    case TensorType::IQ4_NL:
+      return dot_tile<BlockIQ4_NL, BlockQ8_0>(decoded, w, w_stride, n_w, x, x_stride, n_x, n / kQK, out, out_stride);
+    case TensorType::Q2_K:
+      return dot_tile<BlockQ2_K, BlockQ8_K>(decoded, w, w_stride, n_w, x, x_stride, n_x, n / kQKK, out, out_stride);
+    case TensorType::Q3_K:
+      return dot_tile<BlockQ3_K, BlockQ8_K>(decoded, w, w_stride, n_w, x, x_stride, n_x, n / kQKK, out, out_stride);
+    case TensorType::Q5_K:
+      return dot_tile<BlockQ5_K, BlockQ8_K>(decoded, w, w_stride, n_w, x, x_stride, n_x, n / kQKK, out, out_stride);
+    case TensorType::IQ4_XS:
+      return dot_tile<BlockIQ4_XS, BlockQ8_K>(decoded, w, w_stride, n_w, x, x_stride, n_x, n / kQKK, out, out_stride);
     default: fail<Unsupported>("no quantized dot product for {}", tensor_type_name(t));
   }
 }
@@ -539,11 +436,42 @@ void prepare_token_group(TensorType xt, const void* x, size_t x_stride, int n_to
   }
 }
 
-namespace {
-bool has_token_group_dot(TensorType t) {
-  return t == TensorType::Q4_0 || t == TensorType::Q5_0 || t == TensorType::Q8_0 || t == TensorType::Q4_K ||
-         t == TensorType::Q6_K;
+// The group's activation rows put back together, then the scalar kernel per
+// row and token (correct, for the tests and other CPUs; matmul takes the
+// tiles there instead, see prefers_token_groups).
+void token_group_dot_scalar(TensorType t, const void* w_rows, size_t w_stride, int n_rows, const TokenGroup& g,
+                            float* out_rows) {
+  const size_t elems = g.type == TensorType::Q8_K ? kQKK : kQK, quads = elems / 4;
+  std::vector<int8_t> qs(g.nb * elems);
+  std::vector<BlockQ8_0> x0(g.type == TensorType::Q8_0 ? g.nb : 0);
+  std::vector<BlockQ8_K> xk(g.type == TensorType::Q8_K ? g.nb : 0);
+  for (int k = 0; k < kGroupTokens; ++k) {
+    for (size_t b = 0; b < g.nb; ++b)
+      for (size_t q = 0; q < quads; ++q)
+        std::memcpy(&qs[b * elems + 4 * q], g.codes.data() + ((b * quads + q) * kGroupTokens + size_t(k)) * 4, 4);
+    const float* scales = g.scales.data() + k;  // block b's at scales[kGroupTokens * b]
+    for (size_t b = 0; b < x0.size(); ++b) {
+      x0[b].d = f32_to_f16(scales[kGroupTokens * b]);  // an F16 value: exact both ways
+      std::memcpy(x0[b].qs, &qs[b * kQK], kQK);
+    }
+    for (size_t b = 0; b < xk.size(); ++b) {
+      xk[b].d = scales[kGroupTokens * b];
+      std::memcpy(xk[b].qs, &qs[b * kQKK], kQKK);
+      for (int i = 0; i < kQKK / 16; ++i) {
+        int sum = 0;
+        for (int e = 0; e < 16; ++e) sum += xk[b].qs[16 * i + e];
+        xk[b].bsums[i] = int16_t(sum);
+      }
+    }
+    const void* x = x0.empty() ? static_cast<const void*>(xk.data()) : static_cast<const void*>(x0.data());
+    for (int r = 0; r < n_rows; ++r)
+      out_rows[kGroupTokens * r + k] =
+          vec_dot_scalar(t, static_cast<const uint8_t*>(w_rows) + size_t(r) * w_stride, x, g.nb * elems);
+  }
 }
+
+namespace {
+bool has_token_group_dot(TensorType t) { return has_quantized_dot(t); }
 }  // namespace
 
 void token_group_dot(TensorType t, const void* w, size_t w_stride, int n_rows, const TokenGroup& g, float* out) {
@@ -553,6 +481,7 @@ void token_group_dot(TensorType t, const void* w, size_t w_stride, int n_rows, c
   if (g.type != activation_type(t))
     fail<InvalidArgument>("{} weights take {} activations, not {}", tensor_type_name(t),
                           tensor_type_name(activation_type(t)), tensor_type_name(g.type));
+  if (is_decoded_dot_type(t)) return decoded_token_group_dot(t, w, w_stride, n_rows, g, out);
   HWY_DYNAMIC_DISPATCH(TokenGroupDot)(t, w, w_stride, n_rows, g, out);
 }
 

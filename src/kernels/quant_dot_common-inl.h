@@ -123,3 +123,57 @@ template <class V>
 HWY_INLINE V LowNibbles(V v) {
   return hn::And(v, hn::Set(hn::DFromV<V>(), 0xF));
 }
+
+// The six-bit scales (bytes 0..7) and mins (bytes 8..15) of a Q4_K (or Q5_K) block.
+// Scalar on purpose: the vector ports are the kernels' bottleneck, the
+// integer ones are idle.
+HWY_INLINE void UnpackQ4KScaleBytes(const uint8_t* s, uint8_t* bytes) {
+  uint32_t w0, w1, w2;
+  std::memcpy(&w0, s, 4);
+  std::memcpy(&w1, s + 4, 4);
+  std::memcpy(&w2, s + 8, 4);
+  // See unpack_q4_k_scale: bytes 0-3 of each word are sub-blocks 0-3 / 4-7.
+  const uint32_t sc_lo = w0 & 0x3F3F3F3F, m_lo = w1 & 0x3F3F3F3F;
+  const uint32_t sc_hi = (w2 & 0x0F0F0F0F) | ((w0 >> 6) & 0x03030303) << 4;
+  const uint32_t m_hi = ((w2 >> 4) & 0x0F0F0F0F) | ((w1 >> 6) & 0x03030303) << 4;
+  // Two 8-byte stores, read back by 8-byte loads: store forwarding works
+  // only when a load takes its bytes from a single store.
+  const uint64_t sc = sc_lo | uint64_t(sc_hi) << 32, m = m_lo | uint64_t(m_hi) << 32;
+  std::memcpy(bytes, &sc, 8);
+  std::memcpy(bytes + 8, &m, 8);
+}
+
+#if PAGODA_X86_VNNI512
+// The 4 weight rows' running sums of a token group, 16 token lanes each: each
+// block's term added in block order, as the scalar kernels' `sum +=`.
+struct GroupSums {
+  hn::Vec512<float> sum[kDotRowsMax];
+  GroupSums() {
+    for (auto& s : sum) s = hn::Zero(hn::Full512<float>());
+  }
+  HWY_INLINE void Add(int r, hn::Vec512<float> term) { sum[r] = hn::Add(sum[r], Opaque(term)); }
+  void Store(float* out) const {
+    for (int r = 0; r < kDotRowsMax; ++r) hn::StoreU(sum[r], hn::Full512<float>(), out + kGroupTokens * r);
+  }
+};
+
+// The token groups' inner loop: acc[r] += the products of kQuads 4-code quads
+// of row r's unsigned codes (at codes + r * row_stride) with the 16 tokens'
+// quads at x (64 bytes each), every quad broadcast (a load) against one load
+// of the tokens' quads shared by the R rows.
+template <size_t kQuads, int R>
+HWY_INLINE void QuadDots(const uint8_t* codes, size_t row_stride, const int8_t* x, hn::Vec512<int32_t>* acc) {
+  const hn::Full512<int32_t> d32;
+  const hn::Full512<uint8_t> du8;
+  const hn::Full512<int8_t> di8;
+#pragma GCC unroll 8
+  for (size_t q = 0; q < kQuads; ++q) {
+    const auto xv = hn::LoadU(di8, x + 64 * q);
+    for (int r = 0; r < R; ++r) {
+      int32_t quad;
+      std::memcpy(&quad, codes + size_t(r) * row_stride + 4 * q, 4);
+      acc[r] = MulAddQuads(acc[r], hn::BitCast(du8, hn::Set(d32, quad)), xv);
+    }
+  }
+}
+#endif  // PAGODA_X86_VNNI512

@@ -127,39 +127,6 @@ void LegacyTileSums(const Block* w, const uint8_t* x, size_t x_stride, size_t nb
   HalfScales(reinterpret_cast<const uint8_t*>(w), sizeof(Block), nb, out->w_d);
 }
 
-// The 4 weight rows' running sums of a token group, 16 token lanes each: each
-// block's term added in block order, as the scalar kernels' `sum +=`.
-struct GroupSums {
-  hn::Vec512<float> sum[kDotRowsMax];
-  GroupSums() {
-    for (auto& s : sum) s = hn::Zero(hn::Full512<float>());
-  }
-  HWY_INLINE void Add(int r, hn::Vec512<float> term) { sum[r] = hn::Add(sum[r], Opaque(term)); }
-  void Store(float* out) const {
-    for (int r = 0; r < kDotRowsMax; ++r) hn::StoreU(sum[r], hn::Full512<float>(), out + kGroupTokens * r);
-  }
-};
-
-// The token groups' inner loop: acc[r] += the products of kQuads 4-code quads
-// of row r's unsigned codes (at codes + r * row_stride) with the 16 tokens'
-// quads at x (64 bytes each), every quad broadcast (a load) against one load
-// of the tokens' quads shared by the R rows.
-template <size_t kQuads, int R>
-HWY_INLINE void QuadDots(const uint8_t* codes, size_t row_stride, const int8_t* x, hn::Vec512<int32_t>* acc) {
-  const hn::Full512<int32_t> d32;
-  const hn::Full512<uint8_t> du8;
-  const hn::Full512<int8_t> di8;
-#pragma GCC unroll 8
-  for (size_t q = 0; q < kQuads; ++q) {
-    const auto xv = hn::LoadU(di8, x + 64 * q);
-    for (int r = 0; r < R; ++r) {
-      int32_t quad;
-      std::memcpy(&quad, codes + size_t(r) * row_stride + 4 * q, 4);
-      acc[r] = MulAddQuads(acc[r], hn::BitCast(du8, hn::Set(d32, quad)), xv);
-    }
-  }
-}
-
 // token_group_dot's kernel: per block, each of 4 weight rows' unsigned codes
 // in a stack buffer, each 4-code quad broadcast (a load) against the 16
 // tokens' quads (one load for the 4 rows), offset * (the tokens' code sums)

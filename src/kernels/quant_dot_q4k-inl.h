@@ -7,25 +7,6 @@
 // quant_dot_common-inl.h; so it has no include guard and no includes.
 // ------------------------------------------------------------------- Q4_K
 
-// The six-bit scales (bytes 0..7) and mins (bytes 8..15) of a Q4_K block.
-// Scalar on purpose: the vector ports are the kernels' bottleneck, the
-// integer ones are idle.
-HWY_INLINE void UnpackQ4KScaleBytes(const uint8_t* s, uint8_t* bytes) {
-  uint32_t w0, w1, w2;
-  std::memcpy(&w0, s, 4);
-  std::memcpy(&w1, s + 4, 4);
-  std::memcpy(&w2, s + 8, 4);
-  // See unpack_q4_k_scale: bytes 0-3 of each word are sub-blocks 0-3 / 4-7.
-  const uint32_t sc_lo = w0 & 0x3F3F3F3F, m_lo = w1 & 0x3F3F3F3F;
-  const uint32_t sc_hi = (w2 & 0x0F0F0F0F) | ((w0 >> 6) & 0x03030303) << 4;
-  const uint32_t m_hi = ((w2 >> 4) & 0x0F0F0F0F) | ((w1 >> 6) & 0x03030303) << 4;
-  // Two 8-byte stores, read back by 8-byte loads: store forwarding works
-  // only when a load takes its bytes from a single store.
-  const uint64_t sc = sc_lo | uint64_t(sc_hi) << 32, m = m_lo | uint64_t(m_hi) << 32;
-  std::memcpy(bytes, &sc, 8);
-  std::memcpy(bytes + 8, &m, 8);
-}
-
 #if PAGODA_DOT_X86
 // x86, every target: 32-byte vectors. A 32-byte load of codes holds one
 // sub-block in its low nibbles and the next in its high nibbles, in the

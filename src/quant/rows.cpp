@@ -52,7 +52,13 @@ void dequantize_row(TensorType t, const void* src, float* dst, size_t n) {
     case TensorType::Q8_0: return dequantize_row_q8_0(static_cast<const BlockQ8_0*>(src), dst, n);
     case TensorType::Q4_0: return dequantize_row_q4_0(static_cast<const BlockQ4_0*>(src), dst, n);
     case TensorType::Q5_0: return dequantize_row_q5_0(static_cast<const BlockQ5_0*>(src), dst, n);
+    case TensorType::Q5_1: return dequantize_row_q5_1(static_cast<const BlockQ5_1*>(src), dst, n);
+    case TensorType::IQ4_NL: return dequantize_row_iq4_nl(static_cast<const BlockIQ4_NL*>(src), dst, n);
+    case TensorType::Q2_K: return dequantize_row_q2_k(static_cast<const BlockQ2_K*>(src), dst, n);
+    case TensorType::Q3_K: return dequantize_row_q3_k(static_cast<const BlockQ3_K*>(src), dst, n);
     case TensorType::Q4_K: return dequantize_row_q4_k(static_cast<const BlockQ4_K*>(src), dst, n);
+    case TensorType::Q5_K: return dequantize_row_q5_k(static_cast<const BlockQ5_K*>(src), dst, n);
+    case TensorType::IQ4_XS: return dequantize_row_iq4_xs(static_cast<const BlockIQ4_XS*>(src), dst, n);
     case TensorType::Q6_K: return dequantize_row_q6_k(static_cast<const BlockQ6_K*>(src), dst, n);
     case TensorType::Q8_K: return dequantize_row_q8_k(static_cast<const BlockQ8_K*>(src), dst, n);
     default: fail<Unsupported>("unsupported tensor type {}", tensor_type_name(t));
@@ -75,8 +81,14 @@ void quantize_row(TensorType t, const float* src, void* dst, size_t n) {
     case TensorType::Q8_0:
     case TensorType::Q4_0:
     case TensorType::Q5_0:
+    case TensorType::Q5_1:
+    case TensorType::IQ4_NL:
+    case TensorType::Q2_K:
+    case TensorType::Q3_K:
     case TensorType::Q4_K:
+    case TensorType::Q5_K:
     case TensorType::Q6_K:
+    case TensorType::IQ4_XS:
     case TensorType::Q8_K: break;
     default: fail<Unsupported>("cannot quantize to {}", tensor_type_name(t));
   }
@@ -85,7 +97,13 @@ void quantize_row(TensorType t, const float* src, void* dst, size_t n) {
     case TensorType::Q8_0: return quantize_row_q8_0(src, static_cast<BlockQ8_0*>(dst), n);
     case TensorType::Q4_0: return quantize_row_q4_0(src, static_cast<BlockQ4_0*>(dst), n);
     case TensorType::Q5_0: return quantize_row_q5_0(src, static_cast<BlockQ5_0*>(dst), n);
+    case TensorType::Q5_1: return quantize_row_q5_1(src, static_cast<BlockQ5_1*>(dst), n);
+    case TensorType::IQ4_NL: return quantize_row_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), n);
+    case TensorType::Q2_K: return quantize_row_q2_k(src, static_cast<BlockQ2_K*>(dst), n);
+    case TensorType::Q3_K: return quantize_row_q3_k(src, static_cast<BlockQ3_K*>(dst), n);
     case TensorType::Q4_K: return quantize_row_q4_k(src, static_cast<BlockQ4_K*>(dst), n);
+    case TensorType::Q5_K: return quantize_row_q5_k(src, static_cast<BlockQ5_K*>(dst), n);
+    case TensorType::IQ4_XS: return quantize_row_iq4_xs(src, static_cast<BlockIQ4_XS*>(dst), n);
     case TensorType::Q6_K: return quantize_row_q6_k(src, static_cast<BlockQ6_K*>(dst), n);
     default: return quantize_row_q8_k(src, static_cast<BlockQ8_K*>(dst), n);
   }

@@ -62,6 +62,12 @@ std::optional<QuantizeTarget> quantize_target_from_name(std::string_view name) {
   if (upper == "Q8_0") return QuantizeTarget::Q8_0;
   if (upper == "Q4_0") return QuantizeTarget::Q4_0;
   if (upper == "Q4_K" || upper == "Q4_K_M") return QuantizeTarget::Q4_K_M;
+  if (upper == "Q5_1") return QuantizeTarget::Q5_1;
+  if (upper == "IQ4_NL") return QuantizeTarget::IQ4_NL;
+  if (upper == "Q2_K") return QuantizeTarget::Q2_K;
+  if (upper == "Q3_K") return QuantizeTarget::Q3_K;
+  if (upper == "Q5_K") return QuantizeTarget::Q5_K;
+  if (upper == "IQ4_XS") return QuantizeTarget::IQ4_XS;
   return std::nullopt;
 }
 
@@ -70,6 +76,12 @@ uint32_t quantize_target_file_type(QuantizeTarget t) {
     case QuantizeTarget::Q8_0: return 7;     // LLAMA_FTYPE_MOSTLY_Q8_0
     case QuantizeTarget::Q4_0: return 2;     // LLAMA_FTYPE_MOSTLY_Q4_0
     case QuantizeTarget::Q4_K_M: return 15;  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+    case QuantizeTarget::Q5_1: return 9;     // LLAMA_FTYPE_MOSTLY_Q5_1
+    case QuantizeTarget::IQ4_NL: return 25;  // LLAMA_FTYPE_MOSTLY_IQ4_NL
+    case QuantizeTarget::Q2_K: return 10;    // LLAMA_FTYPE_MOSTLY_Q2_K
+    case QuantizeTarget::Q3_K: return 11;    // LLAMA_FTYPE_MOSTLY_Q3_K_S (uniform Q3_K)
+    case QuantizeTarget::Q5_K: return 16;    // LLAMA_FTYPE_MOSTLY_Q5_K_S (uniform Q5_K)
+    case QuantizeTarget::IQ4_XS: return 30;  // LLAMA_FTYPE_MOSTLY_IQ4_XS
   }
   return 0;
 }
@@ -99,10 +111,17 @@ TensorType quantized_type(QuantizeTarget target, const std::string& name, const 
         type = TensorType::Q4_K;
       break;
     }
+    case QuantizeTarget::Q5_1: type = TensorType::Q5_1; break;
+    case QuantizeTarget::IQ4_NL: type = TensorType::IQ4_NL; break;
+    case QuantizeTarget::Q2_K: type = TensorType::Q2_K; break;
+    case QuantizeTarget::Q3_K: type = TensorType::Q3_K; break;
+    case QuantizeTarget::Q5_K: type = TensorType::Q5_K; break;
+    case QuantizeTarget::IQ4_XS: type = TensorType::IQ4_XS; break;
   }
   if (cols % block_elems(type) != 0) {
-    if (type == TensorType::Q4_K) type = TensorType::Q5_0;
-    if (type == TensorType::Q6_K) type = TensorType::Q8_0;
+    if (type == TensorType::Q4_K || type == TensorType::Q5_K) type = TensorType::Q5_0;
+    if (type == TensorType::Q6_K || type == TensorType::Q3_K || type == TensorType::Q2_K) type = TensorType::Q8_0;
+    if (type == TensorType::IQ4_XS) type = TensorType::IQ4_NL;
     if (cols % block_elems(type) != 0) type = TensorType::F16;
   }
   return type;

@@ -10,8 +10,12 @@
 //     ties them), Q8_0 instead if its rows are not a multiple of 256;
 //   * attn_v.weight and ffn_down.weight of layer i when use_more_bits(i, n):
 //     the first and last eighth of the layers and every third one between.
+// - Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K, IQ4_XS: every such matrix in that one
+//   type (no mix: a uniform file per format, for tests and benchmarks;
+//   general.file_type says the nearest llama.cpp mix: 9, 25, 10, 11, 16, 30).
 // - Where a row length is not a multiple of the chosen type's block: Q4_K
-//   falls back to Q5_0 and Q6_K to Q8_0 (as llama.cpp, e.g. Qwen2.5-0.5B's
+//   and Q5_K fall back to Q5_0, Q6_K, Q3_K and Q2_K to Q8_0, IQ4_XS to
+//   IQ4_NL (as llama.cpp, e.g. Qwen2.5-0.5B's
 //   896-wide rows), and any type that still does not fit to F16 (llama.cpp
 //   refuses such a file for Q8_0/Q4_0; stories260K's 172-wide ffn_down needs it).
 #pragma once
@@ -31,11 +35,12 @@ namespace pagoda {
 class GgufFile;
 class ThreadPool;
 
-enum class QuantizeTarget { Q8_0, Q4_0, Q4_K_M };
+enum class QuantizeTarget { Q8_0, Q4_0, Q4_K_M, Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K, IQ4_XS };
 
-// "Q8_0", "Q4_0", "Q4_K" or "Q4_K_M" (any case); nullopt otherwise.
+// "Q8_0", "Q4_0", "Q4_K" or "Q4_K_M", or a uniform type's name ("Q5_K",
+// "IQ4_XS", ...; any case); nullopt otherwise.
 std::optional<QuantizeTarget> quantize_target_from_name(std::string_view name);
-// llama.cpp's llama_ftype for general.file_type: 7, 2, 15.
+// llama.cpp's llama_ftype for general.file_type: 7, 2, 15, ...
 uint32_t quantize_target_file_type(QuantizeTarget t);
 
 // llama.cpp's layer selection for the extra bits of Q4_K_M.

@@ -78,13 +78,13 @@ TEST_F(CliArchitecture, InfoSaysWhatIsNotSupported) {
       << p.err;
 
   GgufWriter q = synthetic_model(s);
-  q.add_tensor("extra.weight", TensorType::Q5_K, {256}, std::vector<uint8_t>(176));  // one Q5_K block
-  const std::string type = (dir_ / "q5k.gguf").string();
+  q.add_tensor("extra.weight", TensorType::Q4_1, {32}, std::vector<uint8_t>(20));  // one Q4_1 block
+  const std::string type = (dir_ / "q4_1.gguf").string();
   q.write(type);
   p = testing::run_process({PAGODA_BINARY, "info", "-m", type});
   EXPECT_EQ(p.exit_code, 1) << p.out << p.err;
-  EXPECT_NE(p.out.find("Q5_K x1"), std::string::npos) << p.out;
-  EXPECT_NE(p.err.find("tensor types Q5_K are not supported (supported: F32, F16, "), std::string::npos) << p.err;
+  EXPECT_NE(p.out.find("Q4_1 x1"), std::string::npos) << p.out;
+  EXPECT_NE(p.err.find("tensor types Q4_1 are not supported (supported: F32, F16, "), std::string::npos) << p.err;
 }
 
 }  // namespace

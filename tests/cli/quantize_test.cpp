@@ -68,6 +68,9 @@ TEST(CliQuantize, WritesLoadableFilesOfEachType) {
       {"Q8_0", "weight types:    F16 x5, F32 x11, Q8_0 x32", 7},
       {"q4_0", "weight types:    F16 x5, F32 x11, Q4_0 x32", 2},
       {"Q4_K", "weight types:    F16 x5, F32 x11, Q5_0 x29, Q8_0 x3", 15},
+      {"Q5_1", "weight types:    F16 x5, F32 x11, Q5_1 x32", 9},
+      {"iq4_nl", "weight types:    F16 x5, F32 x11, IQ4_NL x32", 25},
+      {"Q3_K", "weight types:    F16 x5, F32 x11, Q8_0 x32", 11},  // 64-wide rows: Q3_K falls back to Q8_0
   };
   for (const auto& c : cases) {
     const std::string out = dir.file(std::string(c.type) + ".gguf");
@@ -103,7 +106,7 @@ TEST(CliQuantize, OneLineErrors) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {{model(), dir.file("x.gguf"), "Q3_K"}, "unknown quantization type 'Q3_K'"},
+      {{model(), dir.file("x.gguf"), "Q4_1"}, "unknown quantization type 'Q4_1'"},
       {{"/no/such/model.gguf", dir.file("x.gguf"), "Q8_0"}, "cannot open /no/such/model.gguf"},
       {{q8, dir.file("x.gguf"), "Q4_0"}, "already quantized"},
       {{model(), model(), "Q8_0"}, "is the input file"},

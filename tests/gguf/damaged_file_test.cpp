@@ -277,6 +277,22 @@ TEST(GgufDamaged, BadDimensions) {
   EXPECT_FORMAT_ERROR(one_tensor({31, 2}, 0, 128, TensorType::Q8_0), "not a multiple");
 }
 
+// The block types added with their kernels (Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K,
+// IQ4_XS): a whole block parses with its size; a row that is not whole
+// blocks, or data one block short, is refused with a FormatError.
+TEST(GgufDamaged, NewBlockTypesCheckTheirSizes) {
+  for (TensorType t : {TensorType::Q5_1, TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K, TensorType::Q5_K,
+                       TensorType::IQ4_XS}) {
+    SCOPED_TRACE(std::string(tensor_type_name(t)));
+    const auto info = *tensor_type_info(uint32_t(t));
+    const size_t bytes = (2 * info.block_bytes + 31) / 32 * 32;
+    const GgufFile f = parse_copy(one_tensor({info.block_elems, 2}, 0, bytes, t));
+    EXPECT_EQ(f.tensors()[0].n_bytes, 2u * info.block_bytes);
+    EXPECT_FORMAT_ERROR(one_tensor({info.block_elems + 16, 2}, 0, 2 * bytes, t), "not a multiple");
+    EXPECT_FORMAT_ERROR(one_tensor({info.block_elems, 2}, 0, info.block_bytes, t), "runs past the end");
+  }
+}
+
 TEST(GgufDamaged, DimensionProductsThatOverflow) {
   const uint64_t k2p32 = uint64_t(1) << 32;
   for (const auto& dims : std::vector<std::vector<uint64_t>>{

@@ -35,7 +35,9 @@ std::vector<uint8_t> activations(TensorType xt, size_t n, int n_tokens, std::mt1
   return out;
 }
 
-const TensorType kTypes[] = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K};
+const TensorType kTypes[] = {TensorType::Q8_0,   TensorType::Q4_0, TensorType::Q5_0,  TensorType::Q5_1,
+                             TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K,  TensorType::Q4_K,
+                             TensorType::Q5_K,   TensorType::Q6_K, TensorType::IQ4_XS};
 
 TEST(Panels, PackKeepsEveryByteAndLeavesTheTailRowMajor) {
   std::mt19937 rng(1);

@@ -18,21 +18,11 @@
 namespace pagoda {
 namespace {
 
-const TensorType kTypes[] = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K};
+const TensorType kTypes[] = {TensorType::Q8_0,   TensorType::Q4_0, TensorType::Q5_0,  TensorType::Q5_1,
+                             TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K,  TensorType::Q4_K,
+                             TensorType::Q5_K,   TensorType::Q6_K, TensorType::IQ4_XS};
 
-float scalar_dot(TensorType t, const void* w, const void* x, size_t n) {
-  switch (t) {
-    case TensorType::Q8_0:
-      return vec_dot_q8_0_q8_0(static_cast<const BlockQ8_0*>(w), static_cast<const BlockQ8_0*>(x), n / kQK);
-    case TensorType::Q4_0:
-      return vec_dot_q4_0_q8_0(static_cast<const BlockQ4_0*>(w), static_cast<const BlockQ8_0*>(x), n / kQK);
-    case TensorType::Q5_0:
-      return vec_dot_q5_0_q8_0(static_cast<const BlockQ5_0*>(w), static_cast<const BlockQ8_0*>(x), n / kQK);
-    case TensorType::Q4_K:
-      return vec_dot_q4_k_q8_k(static_cast<const BlockQ4_K*>(w), static_cast<const BlockQ8_K*>(x), n / kQKK);
-    default: return vec_dot_q6_k_q8_k(static_cast<const BlockQ6_K*>(w), static_cast<const BlockQ8_K*>(x), n / kQKK);
-  }
-}
+float scalar_dot(TensorType t, const void* w, const void* x, size_t n) { return vec_dot_scalar(t, w, x, n); }
 
 // kDotTokensMax activation rows of n elements quantized to xt, one after another.
 std::vector<uint8_t> random_activations(TensorType xt, size_t n, std::mt19937& rng, bool extreme) {
@@ -128,14 +118,13 @@ TEST(DotSimd, MatchesScalarOnExtremeBlocks) {
         const size_t n = 4 * kQKK;
         std::vector<uint8_t> wq = testing::random_blocks(t, n, rng);
         const size_t nb = n / block_elems(t), bb = row_bytes(t, block_elems(t));
+        const auto halves = testing::half_fields(t);
         for (size_t b = 0; b < nb; ++b) {
           uint8_t* blk = wq.data() + b * bb;
-          if (t == TensorType::Q6_K) {
-            std::memset(blk, fill, offsetof(BlockQ6_K, d));  // codes and scales (-128 with 0x80)
-          } else {
-            const size_t header = t == TensorType::Q4_K ? 4 : 2;
-            std::memset(blk + header, fill, bb - header);
-          }
+          std::vector<uint8_t> keep;  // the F16 scales; every other byte (codes, scales, mins) is `fill`
+          for (size_t at : halves) keep.insert(keep.end(), blk + at, blk + at + 2);
+          std::memset(blk, fill, bb);
+          for (size_t i = 0; i < halves.size(); ++i) std::memcpy(blk + halves[i], &keep[2 * i], 2);
         }
         expect_matches_scalar(t, wq, random_activations(activation_type(t), n, rng, true), n);
       }
@@ -145,7 +134,7 @@ TEST(DotSimd, MatchesScalarOnExtremeBlocks) {
 TEST(DotSimd, TokenGroupsMatchScalar) {
   for_each_target([] {
     std::mt19937 rng{13};
-    for (TensorType t : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K})
+    for (TensorType t : kTypes)
       for (size_t n : lengths(t)) {
         const TensorType xt = activation_type(t);
         const auto wq = testing::random_blocks(t, kDotRowsMax * n, rng);

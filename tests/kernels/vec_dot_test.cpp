@@ -44,7 +44,9 @@ std::vector<float> gaussian(size_t n, std::mt19937& rng, float sigma) {
   return v;
 }
 
-const TensorType kTypes[] = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K};
+const TensorType kTypes[] = {TensorType::Q8_0,   TensorType::Q4_0, TensorType::Q5_0,  TensorType::Q5_1,
+                             TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K,  TensorType::Q4_K,
+                             TensorType::Q5_K,   TensorType::Q6_K, TensorType::IQ4_XS};
 
 // Lengths that are and are not multiples of common SIMD widths (in blocks).
 std::vector<size_t> lengths(TensorType t) {
@@ -58,6 +60,9 @@ TEST(QuantizedDot, ActivationTypes) {
   EXPECT_EQ(activation_type(TensorType::Q5_0), TensorType::Q8_0);
   EXPECT_EQ(activation_type(TensorType::Q4_K), TensorType::Q8_K);
   EXPECT_EQ(activation_type(TensorType::Q6_K), TensorType::Q8_K);
+  for (TensorType t : {TensorType::Q5_1, TensorType::IQ4_NL}) EXPECT_EQ(activation_type(t), TensorType::Q8_0);
+  for (TensorType t : {TensorType::Q2_K, TensorType::Q3_K, TensorType::Q5_K, TensorType::IQ4_XS})
+    EXPECT_EQ(activation_type(t), TensorType::Q8_K);
   EXPECT_FALSE(has_quantized_dot(TensorType::F16));
   EXPECT_THROW(activation_type(TensorType::F32), Unsupported);
 }
@@ -148,6 +153,22 @@ TEST(QuantizedDot, ExtremeBlocksDoNotOverflow) {
   }
   const float d8 = f16_to_f32(reinterpret_cast<const BlockQ8_0*>(xq8.data())->d);
   EXPECT_FLOAT_EQ(vec_dot(TensorType::Q8_0, q8.data(), xq8.data(), 256), 256.0f * 127 * 127 * d8);
+
+  BlockQ5_K q5;
+  std::memset(&q5, 0xFF, sizeof q5);  // codes 31, scales and mins 63
+  q5.d = f32_to_f16(1.0f);
+  q5.dmin = f32_to_f16(0.0f);
+  EXPECT_FLOAT_EQ(vec_dot(TensorType::Q5_K, &q5, xqk.data(), 256), -256.0f * 63 * 31);
+
+  BlockIQ4_XS iq4;
+  std::memset(&iq4, 0, sizeof iq4);  // every scale -32, every value -127
+  iq4.d = f32_to_f16(1.0f);
+  EXPECT_FLOAT_EQ(vec_dot(TensorType::IQ4_XS, &iq4, xqk.data(), 256), -256.0f * 32 * 127);
+
+  BlockQ3_K q3;
+  std::memset(&q3, 0, sizeof q3);  // every value -4, every scale -32
+  q3.d = f32_to_f16(1.0f);
+  EXPECT_FLOAT_EQ(vec_dot(TensorType::Q3_K, &q3, xqk.data(), 256), -256.0f * 4 * 32);
 }
 
 }  // namespace

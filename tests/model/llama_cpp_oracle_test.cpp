@@ -208,10 +208,9 @@ std::vector<int32_t> random_prompt(int n, int n_vocab, uint32_t seed) {
   return p;
 }
 
-// The file types libllama's quantizer writes that Pagoda reads, each with the
-// type its attn_q matrices get. Left out until Pagoda reads their types (being
-// added): Q5_1 and Q4_1; Q5_K_M (Q5_K); Q3_K_M (Q3_K, Q5_K); Q2_K (Q2_K, Q3_K);
-// IQ4_NL and IQ4_XS.
+// The file types libllama's quantizer writes that Pagoda reads (all the
+// common ones; Q4_1, which nobody ships, is not read), each with the type its
+// attn_q matrices get; the pure ones have every matrix in that type.
 struct FtypeCase {
   const char* name;
   std::optional<LlamaFtype> ftype;  // none: the F32 file as written
@@ -230,6 +229,13 @@ const FtypeCase kFtypes[] = {
     {"Q6_K", LlamaFtype::kQ6_K, kQuantTol, TensorType::Q6_K},
     {"Q4_K_M", LlamaFtype::kQ4_K_M, kQuantTol, TensorType::Q4_K},  // Q6_K output, layer 1's attn_v, ffn_down
     {"Q4_K_pure", LlamaFtype::kQ4_K_M, kQuantTol, TensorType::Q4_K, true},
+    {"Q5_K_M", LlamaFtype::kQ5_K_M, kQuantTol, TensorType::Q5_K},  // Q6_K output and some attn_v, ffn_down
+    {"Q3_K_M", LlamaFtype::kQ3_K_M, kQuantTol, TensorType::Q3_K},  // Q4_K/Q5_K attn_v and ffn_down, Q6_K output
+    {"Q2_K", LlamaFtype::kQ2_K, kQuantTol, TensorType::Q2_K},      // Q3_K/Q4_K for some, Q6_K output
+    {"IQ4_XS", LlamaFtype::kIQ4_XS, kQuantTol, TensorType::IQ4_XS},
+    {"IQ4_NL_pure", LlamaFtype::kIQ4_NL, kQuantTol, TensorType::IQ4_NL, true},
+    {"Q5_1_pure", LlamaFtype::kQ5_1, kQuantTol, TensorType::Q5_1, true},
+    {"Q5_0_pure", LlamaFtype::kQ5_0, kQuantTol, TensorType::Q5_0, true},
 };
 
 // The file llama.cpp and Pagoda both read: the synthetic F32 file, or

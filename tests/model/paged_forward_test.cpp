@@ -210,6 +210,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"q5_0_mha_tied", spec(TensorType::Q5_0, 4, 4, true, 96), kQuantTol},
                       Case{"q4_k_gqa_untied", spec(TensorType::Q4_K, 4, 2, false, 256, 256), kQuantTol},
                       Case{"q6_k_mha_tied", spec(TensorType::Q6_K, 4, 4, true, 256, 256), kQuantTol},
+                      Case{"q5_1_gqa_untied", spec(TensorType::Q5_1, 4, 2, false), kQuantTol},
+                      Case{"iq4_nl_mha_tied", spec(TensorType::IQ4_NL, 4, 4, true, 96), kQuantTol},
+                      Case{"q2_k_gqa_untied", spec(TensorType::Q2_K, 4, 2, false, 256, 256), kQuantTol},
+                      Case{"q3_k_mha_tied", spec(TensorType::Q3_K, 4, 4, true, 256, 256), kQuantTol},
+                      Case{"q5_k_gqa_untied", spec(TensorType::Q5_K, 4, 2, false, 256, 256), kQuantTol},
+                      Case{"iq4_xs_gqa_tied", spec(TensorType::IQ4_XS, 4, 2, true, 256, 256), kQuantTol},
                       // Q4_K_M rules on a 256-wide model with a 96-wide FFN: Q4_K, Q6_K
                       // (output, layer 1's attn_v), Q5_0 and Q8_0 (ffn_down fallbacks).
                       Case{"q4_k_m_mix", spec(TensorType::F32, 4, 2, false, 256, 96), kQuantTol,
@@ -483,8 +489,9 @@ TEST(LlamaCppOracle, ReadsQuantizedFilesAsPagodaDoes) {
   const OracleFiles dir;
   const std::filesystem::path& tmp = dir.path;
 
-  // stories260K (64 wide: Q8_0, Q4_0, Q5_0, F16) and a random 256-wide model
-  // whose Q4_K_M mix has Q4_K and Q6_K matrices too.
+  // stories260K (64 wide: Q8_0, Q4_0, Q5_0, Q5_1, IQ4_NL, F16) and a random
+  // 256-wide model whose Q4_K_M mix has Q4_K and Q6_K matrices too, and that
+  // the uniform Q2_K, Q3_K, Q5_K and IQ4_XS files fill with those types.
   SyntheticModelSpec wide = spec(TensorType::F32, 4, 2, false, 256, 512);
   const std::string wide_path = (tmp / "wide-f32.gguf").string();
   synthetic_model(wide).write(wide_path);
@@ -498,8 +505,18 @@ TEST(LlamaCppOracle, ReadsQuantizedFilesAsPagodaDoes) {
     const auto in = GgufFile::open(src.path);
     for (auto [target, name] : {std::pair{QuantizeTarget::Q8_0, "Q8_0"},
                                 {QuantizeTarget::Q4_0, "Q4_0"},
-                                {QuantizeTarget::Q4_K_M, "Q4_K_M"}}) {
-      if (src.name == "wide" && target != QuantizeTarget::Q4_K_M) continue;  // stories260K covers those
+                                {QuantizeTarget::Q4_K_M, "Q4_K_M"},
+                                {QuantizeTarget::Q5_1, "Q5_1"},
+                                {QuantizeTarget::IQ4_NL, "IQ4_NL"},
+                                {QuantizeTarget::Q2_K, "Q2_K"},
+                                {QuantizeTarget::Q3_K, "Q3_K"},
+                                {QuantizeTarget::Q5_K, "Q5_K"},
+                                {QuantizeTarget::IQ4_XS, "IQ4_XS"}}) {
+      // stories260K (64 wide) takes the 32-element formats and Q4_K_M's
+      // fallbacks, the 256-wide model the K-quants.
+      const bool k_quant = target != QuantizeTarget::Q8_0 && target != QuantizeTarget::Q4_0 &&
+                           target != QuantizeTarget::Q5_1 && target != QuantizeTarget::IQ4_NL;
+      if (src.name == "wide" ? !k_quant : k_quant && target != QuantizeTarget::Q4_K_M) continue;
       const std::string out = (tmp / (src.name + "-" + name + ".gguf")).string();
       quantize_model(in, target, pool).write(out);
       testing::expect_matches_llama_cpp(out, src.prompt, testing::kQuantTol, {.n_new = 8}, src.name + " " + name);

@@ -1,7 +1,7 @@
 // Random quantized weight blocks for the dot tests and benchmarks: arbitrary
 // bytes (every code, sub-block scale and min a format can hold) with each
-// block's F16 scales (d, and dmin for Q4_K) replaced by sane finite values,
-// since random F16 bits would often be Inf or NaN.
+// block's F16 scales (d, and dmin or m where the format has one) replaced by
+// sane finite values, since random F16 bits would often be Inf or NaN.
 #pragma once
 
 #include <cmath>
@@ -19,18 +19,29 @@
 
 namespace pagoda::testing {
 
-// n elements (a multiple of the block size) of type t (Q4_0, Q5_0, Q8_0,
-// Q4_K or Q6_K). Scales are positive, between 2^-7 / 1000 and 1.
-inline std::vector<uint8_t> random_blocks(TensorType t, size_t n, std::mt19937& rng) {
-  size_t d_offset = 0;  // where each block's F16 d lies; Q4_K's dmin follows it
+// Where the F16 fields of a block of t lie (its scale d first, then dmin or
+// Q5_1's m): every other byte may hold anything.
+inline std::vector<size_t> half_fields(TensorType t) {
   switch (t) {
     case TensorType::Q4_0:
     case TensorType::Q5_0:
     case TensorType::Q8_0:
-    case TensorType::Q4_K: break;
-    case TensorType::Q6_K: d_offset = offsetof(BlockQ6_K, d); break;
+    case TensorType::IQ4_NL:
+    case TensorType::IQ4_XS: return {0};
+    case TensorType::Q5_1: return {offsetof(BlockQ5_1, d), offsetof(BlockQ5_1, m)};
+    case TensorType::Q4_K: return {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)};
+    case TensorType::Q5_K: return {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)};
+    case TensorType::Q2_K: return {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)};
+    case TensorType::Q3_K: return {offsetof(BlockQ3_K, d)};
+    case TensorType::Q6_K: return {offsetof(BlockQ6_K, d)};
     default: fail<InvalidArgument>("random_blocks: no F16 scale layout for {}", tensor_type_name(t));
   }
+}
+
+// n elements (a multiple of the block size) of type t (a quantized weight
+// type). Scales are positive, between 2^-7 / 1000 and 1.
+inline std::vector<uint8_t> random_blocks(TensorType t, size_t n, std::mt19937& rng) {
+  const std::vector<size_t> halves = half_fields(t);
   std::vector<uint8_t> w(row_bytes(t, n));
   for (auto& b : w) b = uint8_t(rng());
   const size_t nb = n / block_elems(t), bb = row_bytes(t, block_elems(t));
@@ -38,9 +49,8 @@ inline std::vector<uint8_t> random_blocks(TensorType t, size_t n, std::mt19937& 
     uint8_t* blk = w.data() + b * bb;
     const auto scale = [&] { return f32_to_f16(std::ldexp(float(rng() % 1000 + 1) / 1000.0f, -int(rng() % 8))); };
     // Two draws per block whatever the type, so every type consumes the stream alike.
-    const uint16_t d = scale(), dmin = scale();
-    std::memcpy(blk + d_offset, &d, 2);
-    if (t == TensorType::Q4_K) std::memcpy(blk + offsetof(BlockQ4_K, dmin), &dmin, 2);
+    const uint16_t draws[2] = {scale(), scale()};
+    for (size_t i = 0; i < halves.size(); ++i) std::memcpy(blk + halves[i], &draws[i], 2);
   }
   return w;
 }

@@ -44,6 +44,16 @@ struct V {
     std::memcpy(&q, p, 4);
     return _mm256_set1_epi32(q);
   }
+  // The 16 bytes at p in both 128-bit halves (a byte-shuffle table).
+  PAGODA_OP I bcast16(const uint8_t* p) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  // 8 uint16 values at p, zero-extended into the 32-bit lanes.
+  PAGODA_OP I load_u16(const uint8_t* p) {
+    return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  // Byte i of each half = table's byte (idx's byte i) of that half (idx bytes < 16).
+  PAGODA_OP I shuffle8(I table, I idx) { return _mm256_shuffle_epi8(table, idx); }
   PAGODA_OP I and_(I a, I b) { return _mm256_and_si256(a, b); }
   PAGODA_OP I or_(I a, I b) { return _mm256_or_si256(a, b); }
   PAGODA_OP I srli16(I v, int n) { return _mm256_srli_epi16(v, n); }

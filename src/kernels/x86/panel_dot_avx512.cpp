@@ -51,6 +51,16 @@ struct V {
     std::memcpy(&q, p, 4);
     return _mm512_set1_epi32(q);
   }
+  // The 16 bytes at p in every 128-bit block (a byte-shuffle table).
+  PAGODA_OP I bcast16(const uint8_t* p) {
+    return _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  // 16 uint16 values at p, zero-extended into the 32-bit lanes.
+  PAGODA_OP I load_u16(const uint8_t* p) {
+    return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  // Byte i of each 128-bit block = table's byte (idx's byte i) of that block (idx bytes < 16).
+  PAGODA_OP I shuffle8(I table, I idx) { return _mm512_shuffle_epi8(table, idx); }
   PAGODA_OP I and_(I a, I b) { return _mm512_and_si512(a, b); }
   PAGODA_OP I or_(I a, I b) { return _mm512_or_si512(a, b); }
   PAGODA_OP I srli16(I v, int n) { return _mm512_srli_epi16(v, n); }

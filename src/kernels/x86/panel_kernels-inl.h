@@ -59,11 +59,21 @@ PAGODA_PANEL_INLINE void prefetch_ahead(const uint8_t* block) {
 // codes are unsigned, so the activations' term (the code offset's share of
 // the sum) goes after. Q8_0's codes are stored + 128 for vpdpbusd;
 // V::dot_q8_0 either keeps that offset (V::kQ8_0Offset, the term removes it)
-// or multiplies signed codes.
+// or multiplies signed codes. IQ4_NL is Q4_0's layout with each nibble
+// looked up (a byte shuffle) as its table value + 128, then multiplied as
+// Q8_0's stored codes. Q5_1 is Q5_0's layout after two F16 fields (d, m),
+// its codes unsigned with no offset; its float term adds m x the sum of the
+// activations (a.terms).
+// IQ4_NL's and IQ4_XS's table values + 128: Q8_0's stored codes.
+alignas(16) inline constexpr uint8_t kIQ4NLStored[16] = {1,   24,  45,  63,  79,  93,  106, 118,
+                                                         129, 141, 153, 166, 181, 197, 217, 241};
+static_assert(kIQ4NLStored[0] == kIQ4NLValues[0] + 128 && kIQ4NLStored[15] == kIQ4NLValues[15] + 128);
+
 template <TensorType kType>
 struct Legacy {
   static constexpr size_t kBlockBytes = kPanelRows * (kType == TensorType::Q8_0   ? sizeof(BlockQ8_0)
                                                       : kType == TensorType::Q5_0 ? sizeof(BlockQ5_0)
+                                                      : kType == TensorType::Q5_1 ? sizeof(BlockQ5_1)
                                                                                   : sizeof(BlockQ4_0));
   // As many as the accumulators leave registers for (32 on AVX-512, 16 on AVX2).
   static constexpr int kMaxTokens = V::kVnni ? 8 : 4;
@@ -73,9 +83,12 @@ struct Legacy {
   template <int K, int P>
   PAGODA_PANEL_INLINE static void block(const uint8_t* const* blocks, int half, const PanelActivations& a, int first,
                                         size_t b, F* acc, size_t acc_stride) {
-    constexpr bool kQ8 = kType == TensorType::Q8_0, kQ5 = kType == TensorType::Q5_0;
-    constexpr bool kTerm = !kQ8 || V::kQ8_0Offset;
-    constexpr size_t kCodes = kQ5 ? 96 : 32;  // after the scales (and Q5_0's fifth bits)
+    constexpr bool kQ51 = kType == TensorType::Q5_1, kNL = kType == TensorType::IQ4_NL;
+    constexpr bool kQ8 = kType == TensorType::Q8_0, kQ5 = kType == TensorType::Q5_0 || kQ51;
+    constexpr bool kStored = kQ8 || kNL;  // codes as Q8_0 stores them (value + 128)
+    constexpr bool kTerm = kQ51 ? false : !kStored || V::kQ8_0Offset;
+    constexpr size_t kFifth = kQ51 ? 64 : 32;              // Q5_0's and Q5_1's fifth bits
+    constexpr size_t kCodes = kQ51 ? 128 : kQ5 ? 96 : 32;  // after the scales (and the fifth bits)
     // With one or two tokens on AVX-512 a block's multiply-adds run as two
     // dependency chains per panel.
     constexpr int kChains = V::kVnni && K <= 2 ? 2 : 1;
@@ -90,7 +103,7 @@ struct Legacy {
         const I xq = V::bcast_quad(x[k]->qs + 4 * q);
         for (int p = 0; p < P; ++p) {
           I& sum = s[q % kChains][p][k];
-          sum = kQ8 ? V::dot_q8_0(sum, codes[p], xq) : V::dot_u8s8(sum, codes[p], xq);
+          sum = kStored ? V::dot_q8_0(sum, codes[p], xq) : V::dot_u8s8(sum, codes[p], xq);
         }
       }
     };
@@ -106,7 +119,8 @@ struct Legacy {
     } else {
       const I low4 = V::set8(0x0F);
       I h[P];
-      for (int p = 0; p < P; ++p) h[p] = kQ5 ? V::load(lanes[p] + 32) : V::zero();
+      for (int p = 0; p < P; ++p) h[p] = kQ5 ? V::load(lanes[p] + kFifth) : V::zero();
+      [[maybe_unused]] const I table = kNL ? V::bcast16(kIQ4NLStored) : V::zero();
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) {
         I lo[P], hi[P];
@@ -118,20 +132,32 @@ struct Legacy {
             lo[p] = V::or_(lo[p], fifth_bits(h[p], 4 * q));
             hi[p] = V::or_(hi[p], fifth_bits(h[p], 16 + 4 * q));
           }
+          if constexpr (kNL) {
+            lo[p] = V::shuffle8(table, lo[p]);
+            hi[p] = V::shuffle8(table, hi[p]);
+          }
         }
         multiply(q, lo);
         multiply(q + 4, hi);
       }
     }
-    // d_w * d_x * (sum - term), as vec_dot_q8_0_q8_0 and its kin.
+    // d_w * d_x * (sum - term), as vec_dot_q8_0_q8_0 and its kin; Q5_1
+    // d_x * (d_w * sum + m_w * term), as vec_dot_q5_1_q8_0.
     for (int p = 0; p < P; ++p) {
       const F wd = block_scales(blocks[p], half);
+      [[maybe_unused]] const F wm = kQ51 ? block_scales(blocks[p] + 32, half) : V::zerof();
       for (int k = 0; k < K; ++k) {
         const size_t i = size_t(first + k) * a.nb + b;
         I sum = s[0][p][k];
         if constexpr (kChains == 2) sum = V::add32(sum, s[1][p][k]);
         if constexpr (kTerm) sum = V::sub32(sum, V::set32(a.terms[i]));
-        const F prod = V::mul(V::mul(wd, V::set1f(a.scales[i])), V::cvt(sum));
+        F prod;
+        if constexpr (kQ51) {
+          const F min = V::opaque(V::mul(wm, V::set1f(float(a.terms[i]))));
+          prod = V::mul(V::set1f(a.scales[i]), V::opaque(V::add(V::opaque(V::mul(wd, V::cvt(sum))), min)));
+        } else {
+          prod = V::mul(V::mul(wd, V::set1f(a.scales[i])), V::cvt(sum));
+        }
         F& out = acc[size_t(p) * acc_stride + size_t(k)];
         out = V::add(out, V::opaque(prod));
       }
@@ -304,6 +330,8 @@ struct Q6K {
   }
 };
 
+#include "kernels/x86/panel_kernels_k-inl.h"
+
 // K tokens against one panel, block by block (each block's halves in turn).
 template <class Format, int K>
 PAGODA_PANEL_TARGET void PanelDot(const uint8_t* panel, const PanelActivations& a, int first, float* out,
@@ -372,8 +400,14 @@ inline const Kernels* kernels(TensorType t) {
     case TensorType::Q8_0: return &kKernels<Legacy<TensorType::Q8_0>>;
     case TensorType::Q4_0: return &kKernels<Legacy<TensorType::Q4_0>>;
     case TensorType::Q5_0: return &kKernels<Legacy<TensorType::Q5_0>>;
+    case TensorType::Q5_1: return &kKernels<Legacy<TensorType::Q5_1>>;
+    case TensorType::IQ4_NL: return &kKernels<Legacy<TensorType::IQ4_NL>>;
     case TensorType::Q4_K: return &kKernels<Q4K>;
     case TensorType::Q6_K: return &kKernels<Q6K>;
+    case TensorType::Q5_K: return &kKernels<Q5K>;
+    case TensorType::Q3_K: return &kKernels<LowBitK<TensorType::Q3_K>>;
+    case TensorType::Q2_K: return &kKernels<LowBitK<TensorType::Q2_K>>;
+    case TensorType::IQ4_XS: return &kKernels<IQ4XS>;
     default: return nullptr;
   }
 }

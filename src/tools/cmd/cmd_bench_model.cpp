@@ -18,6 +18,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -280,7 +281,10 @@ void remeasure_ceilings(Machine& m, ThreadPool& pool, std::vector<Result>& resul
 }
 
 std::string file_type_name(const std::string& type) {
-  return type == "q4_k" ? "Q4_K_M" : type == "q4_0" ? "Q4_0" : "Q8_0";
+  if (type == "q4_k") return "Q4_K_M";
+  std::string upper = type;
+  for (char& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return upper;  // Q4_0, Q8_0, or one type throughout (Q5_K, IQ4_XS, ...)
 }
 
 // Generates one model (F16), derives the quantized files, measures each type.
@@ -455,8 +459,9 @@ int run_bench_model(BenchModelOpts o) {
   if (!o.simd.empty()) force_simd_target(o.simd);
   for (const auto& m : o.models) model_spec(m);
   for (const auto& t : o.types)
-    if (t != "f16" && t != "q8_0" && t != "q4_k" && t != "q4_0")
-      fail<InvalidArgument>("bench-model: unknown type '{}' (f16, q8_0, q4_k, q4_0)", t);
+    if (t != "f16" && !quantize_target_from_name(t))
+      fail<InvalidArgument>(
+          "bench-model: unknown type '{}' (f16, q8_0, q4_k, q4_0, q5_1, iq4_nl, q2_k, q3_k, q5_k, iq4_xs)", t);
   if (o.batches.empty() || *std::min_element(o.batches.begin(), o.batches.end()) < 1 || o.prompt < 1 || o.context < 1 ||
       o.steps < 0)
     fail<InvalidArgument>("bench-model: batches, --prompt and --context must be positive");
@@ -531,7 +536,8 @@ Command add_bench_model(CLI::App& app) {
   cmd->add_flag("--quick", o->quick, "A ~10M model only, in seconds (CI)");
   cmd->add_option("--threads,-t", o->threads, "Threads (0 = one per hardware thread)")->capture_default_str();
   cmd->add_option("--models", o->models, "Models: 10m, 100m, 1b")->delimiter(',')->capture_default_str();
-  cmd->add_option("--types", o->types, "Weight types: f16, q8_0, q4_k (q4_0 on request)")
+  cmd->add_option("--types", o->types,
+                  "Weight types: f16, q8_0, q4_k (q4_0, q5_1, iq4_nl, q2_k, q3_k, q5_k, iq4_xs on request)")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--batches", o->batches, "Decode batch sizes")->delimiter(',')->capture_default_str();
