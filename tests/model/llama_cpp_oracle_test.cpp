@@ -28,6 +28,7 @@ namespace pagoda::llama_oracle_test {
 using testing::kBF16Tol;
 using testing::kF16Tol;
 using testing::kF32Tol;
+using testing::kLowBitTol;
 using testing::kQuantTol;
 using testing::LlamaFtype;
 using testing::LlamaOracle;
@@ -216,7 +217,8 @@ struct FtypeCase {
   std::optional<LlamaFtype> ftype;  // none: the F32 file as written
   OracleTolerance tol;
   TensorType attn_q;
-  bool pure = false;  // every matrix in the ftype's type (no Q6_K output, no mix)
+  bool pure = false;     // every matrix in the ftype's type (no Q6_K output, no mix)
+  bool low_bit = false;  // 2-4 bits a weight, k-quant mixes or IQ4: kLowBitTol
 };
 
 const FtypeCase kFtypes[] = {
@@ -230,10 +232,10 @@ const FtypeCase kFtypes[] = {
     {"Q4_K_M", LlamaFtype::kQ4_K_M, kQuantTol, TensorType::Q4_K},  // Q6_K output, layer 1's attn_v, ffn_down
     {"Q4_K_pure", LlamaFtype::kQ4_K_M, kQuantTol, TensorType::Q4_K, true},
     {"Q5_K_M", LlamaFtype::kQ5_K_M, kQuantTol, TensorType::Q5_K},  // Q6_K output and some attn_v, ffn_down
-    {"Q3_K_M", LlamaFtype::kQ3_K_M, kQuantTol, TensorType::Q3_K},  // Q4_K/Q5_K attn_v and ffn_down, Q6_K output
-    {"Q2_K", LlamaFtype::kQ2_K, kQuantTol, TensorType::Q2_K},      // Q3_K/Q4_K for some, Q6_K output
-    {"IQ4_XS", LlamaFtype::kIQ4_XS, kQuantTol, TensorType::IQ4_XS},
-    {"IQ4_NL_pure", LlamaFtype::kIQ4_NL, kQuantTol, TensorType::IQ4_NL, true},
+    {"Q3_K_M", LlamaFtype::kQ3_K_M, kLowBitTol, TensorType::Q3_K, false, true},  // Q4_K/Q5_K attn_v, ffn_down
+    {"Q2_K", LlamaFtype::kQ2_K, kLowBitTol, TensorType::Q2_K, false, true},      // Q3_K/Q4_K for some
+    {"IQ4_XS", LlamaFtype::kIQ4_XS, kLowBitTol, TensorType::IQ4_XS, false, true},
+    {"IQ4_NL_pure", LlamaFtype::kIQ4_NL, kLowBitTol, TensorType::IQ4_NL, true, true},
     {"Q5_1_pure", LlamaFtype::kQ5_1, kQuantTol, TensorType::Q5_1, true},
     {"Q5_0_pure", LlamaFtype::kQ5_0, kQuantTol, TensorType::Q5_0, true},
 };
@@ -281,15 +283,19 @@ TEST_P(LlamaCppMatches, GreedyTokensAndLogprobs) {
     const auto spec = oracle_spec(arch, seed);
     const std::string path = make_file(dir, spec, fc);
     const auto file = GgufFile::open(path);
+    // (A fused attn_qkv holds V's rows too, and gets V's type in the low-bit mixes.)
     const TensorInfo* q = file.find_tensor(spec.fused_qkv ? "blk.0.attn_qkv.weight" : "blk.0.attn_q.weight");
     ASSERT_NE(q, nullptr);
-    ASSERT_EQ(q->type, fc.attn_q) << "libllama wrote another type";
+    if (!spec.fused_qkv || !fc.low_bit) ASSERT_EQ(q->type, fc.attn_q) << "libllama wrote another type";
     const auto prompt = random_prompt(40, spec.n_vocab, uint32_t(seed));
     compared += testing::expect_matches_llama_cpp(path, prompt, tol, {.n_new = 16}, "seed " + std::to_string(seed))
                     .steps_compared;
   }
   // Near ties end a sequence early (oracle_compare.h), but not most of them.
-  EXPECT_GE(compared, 4 * 16 / 2);
+  // The low-bit files tie sooner: olmo2's Q3_K_M (post-norms, flat random
+  // logits) has top-two gaps under 0.1 nats within 0-3 positions on every seed,
+  // its differences at 7-9% of the tolerance: 2 positions a seed there.
+  EXPECT_GE(compared, fc.low_bit ? 4 * 2 : 4 * 16 / 2);
 }
 
 std::string case_name(const ::testing::TestParamInfo<std::tuple<const char*, FtypeCase>>& info) {
