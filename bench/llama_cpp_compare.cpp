@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "model/llama.h"
+#include "model/model.h"
 #include "testing/llama_cpp_libs.h"
 #include "testing/llama_oracle.h"
 #include "testing/npm_oracle.h"
@@ -52,11 +52,11 @@ SyntheticModelSpec spec_of(const std::string& arch, bool quick) {
   return s;
 }
 
-// Pagoda's forward pass, through LlamaModel directly: one n_prompt batch
+// Pagoda's forward pass, through Model directly: one n_prompt batch
 // (after an untimed one), then n_gen single-token steps after an untimed one,
 // each on empty KV.
 testing::LlamaOracle::Speed pagoda_speed(const std::string& path, int threads, int n_prompt, int n_gen) {
-  const auto model = LlamaModel::load(path, Residency::kInMemory);
+  const auto model = Model::load(path, Residency::kInMemory);
   ThreadPool pool(threads);
   constexpr int kBlock = 16;
   const int blocks = (n_prompt + n_gen + 1 + kBlock - 1) / kBlock;

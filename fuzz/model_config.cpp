@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const pagoda::GgufFile f = pagoda::GgufFile::parse(data, size, "fuzz");
     pagoda::ModelConfig c = pagoda::ModelConfig::from_gguf(f);
     if (c.layers.size() != size_t(c.n_layer) || !(c.attn_scale > 0)) __builtin_trap();
-    const pagoda::LlamaWeights w = pagoda::LlamaWeights::load(f, c);
+    const pagoda::ModelWeights w = pagoda::ModelWeights::load(f, c);
     check_inside(w.token_embd, data, size);
     check_inside(w.output, data, size);
     for (const auto& l : w.layers)

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "engine/engine_core.h"
-#include "engine/llama_runner.h"
+#include "engine/cpu_runner.h"
 #include "engine/step_estimate.h"
 #include "kv/pool_size.h"
 #include "tokenizer/tokenizer.h"
@@ -125,7 +125,7 @@ std::unique_ptr<Engine> Engine::load(const std::string& model_path, const Engine
   if (config.faults.load_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(config.faults.load_ms));
   // Served from the map at once; unless --mmap, the weights then move into
   // memory and row panels in the background (model/weight_mover.h).
-  auto model = std::shared_ptr<LlamaModel>(LlamaModel::load(model_path, Residency::kMapped, config.load_progress));
+  auto model = std::shared_ptr<Model>(Model::load(model_path, Residency::kMapped, config.load_progress));
   if (!config.mmap) {
     WeightMover::Options moving;
     moving.progress = config.load_progress;
@@ -141,8 +141,8 @@ std::unique_ptr<Engine> Engine::load(const std::string& model_path, const Engine
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_gguf(model->file()));
   KvGroups groups = config.hybrid_kv_cache ? kv_groups_of(model->config()) : KvGroups::single(model->config().n_layer);
   const int32_t blocks = engine_pool_blocks(config, model->config(), groups);
-  auto runner = std::make_unique<LlamaRunner>(model, std::move(groups), blocks, config.block_size, config.kv_type,
-                                              config.threads);
+  auto runner =
+      std::make_unique<CpuRunner>(model, std::move(groups), blocks, config.block_size, config.kv_type, config.threads);
   return std::make_unique<Engine>(config, std::move(runner), blocks, tokenizer);
 }
 

@@ -1,6 +1,6 @@
 // What the engine needs from a model backend: run a batch over the paged KV
 // storage and copy blocks for copy-on-write. Nothing of a model's insides is
-// here, so a backend (LlamaRunner on the CPU today) plugs in beside the
+// here, so a backend (CpuRunner on the CPU today) plugs in beside the
 // others without touching the engine; engine tests drive a deterministic fake.
 #pragma once
 

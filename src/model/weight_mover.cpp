@@ -26,7 +26,7 @@ size_t matrix_bytes(const Matrix& m) { return size_t(m.rows) * m.row_bytes; }
 
 // The layers' matrices in order (decode runs them first), then the output;
 // the embedding last (row lookups only, unless tied to the output).
-std::vector<Matrix*> all_matrices(LlamaWeights& w) {
+std::vector<Matrix*> all_matrices(ModelWeights& w) {
   std::vector<Matrix*> out;
   for (auto& l : w.layers)
     for (Matrix* m : l.matrices()) out.push_back(m);
@@ -37,15 +37,15 @@ std::vector<Matrix*> all_matrices(LlamaWeights& w) {
 
 }  // namespace
 
-size_t WeightMover::arena_bytes(const LlamaWeights& w) {
+size_t WeightMover::arena_bytes(const ModelWeights& w) {
   std::map<const uint8_t*, size_t> seen;
-  for (Matrix* m : all_matrices(const_cast<LlamaWeights&>(w))) seen.try_emplace(m->data, matrix_bytes(*m));
+  for (Matrix* m : all_matrices(const_cast<ModelWeights&>(w))) seen.try_emplace(m->data, matrix_bytes(*m));
   size_t total = 0;
   for (const auto& [p, n] : seen) total += (n + kAlign - 1) / kAlign * kAlign;
   return total;
 }
 
-WeightMover::WeightMover(LlamaWeights& w, std::shared_ptr<const GgufFile> file, Options options)
+WeightMover::WeightMover(ModelWeights& w, std::shared_ptr<const GgufFile> file, Options options)
     : file_(std::move(file)), options_(std::move(options)) {
   std::map<const uint8_t*, size_t> unit_of;  // matrices on the same bytes move once
   for (Matrix* m : all_matrices(w)) {

@@ -5,7 +5,7 @@
 // anonymous, huge-page-backed arena and packs it into row panels there where
 // the CPU runs them fast: the layout Residency::kInMemory and pack_panels
 // build before serving, built here while serving. The model adopts each
-// finished matrix between forward passes (adopt(), from LlamaModel::forward):
+// finished matrix between forward passes (adopt(), from Model::forward):
 // it takes only what is done and never waits. Outputs are bit-identical
 // before, during and after (kernels/panels.h: the panel kernels compute
 // exactly what the row kernels do). Once every matrix is adopted, the thread
@@ -51,10 +51,10 @@ class WeightMover {
 
   // The bytes an arena for w's matrices takes (what start() checks against
   // the memory available).
-  static size_t arena_bytes(const LlamaWeights& w);
+  static size_t arena_bytes(const ModelWeights& w);
   // Starts moving w's matrices (views into file's map). w and file outlive
   // the mover; w changes only in adopt().
-  WeightMover(LlamaWeights& w, std::shared_ptr<const GgufFile> file, Options options);
+  WeightMover(ModelWeights& w, std::shared_ptr<const GgufFile> file, Options options);
   ~WeightMover();  // stops the loader between chunks; the arena lives as long as this
   WeightMover(const WeightMover&) = delete;
   WeightMover& operator=(const WeightMover&) = delete;

@@ -129,9 +129,9 @@ void load_gate_up(TensorReader& r, const std::string& p, const ModelConfig& c, L
 
 }  // namespace
 
-LlamaWeights LlamaWeights::load(const GgufFile& f, ModelConfig& cfg) {
+ModelWeights ModelWeights::load(const GgufFile& f, ModelConfig& cfg) {
   TensorReader r(f);
-  LlamaWeights w;
+  ModelWeights w;
   const int E = cfg.n_embd;
   w.token_embd = r.matrix("token_embd.weight", -1, E);
   cfg.n_vocab = w.token_embd.rows;
@@ -193,7 +193,7 @@ bool packable(std::vector<const Matrix*> all) {
 
 }  // namespace
 
-void LlamaWeights::pack_panels(const GgufFile& f, const LoadProgress& progress) {
+void ModelWeights::pack_panels(const GgufFile& f, const LoadProgress& progress) {
   std::vector<Matrix*> matrices = {&output};  // token_embd only serves row lookups, unless tied
   for (auto& l : layers)
     for (Matrix* m : l.matrices()) matrices.push_back(m);

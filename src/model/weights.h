@@ -53,7 +53,7 @@ struct LayerWeights {
   std::array<const Matrix*, 7> matrices() const { return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}; }
 };
 
-struct LlamaWeights {
+struct ModelWeights {
   Matrix token_embd;  // n_vocab x n_embd
   std::vector<float> output_norm;
   Matrix output;  // n_vocab x n_embd; token_embd when the file ties them
@@ -65,7 +65,7 @@ struct LlamaWeights {
   std::vector<LayerWeights> layers;
 
   // Fills n_vocab in cfg from the embedding table.
-  static LlamaWeights load(const GgufFile& f, ModelConfig& cfg);
+  static ModelWeights load(const GgufFile& f, ModelConfig& cfg);
 
   // Where f lets its bytes be rearranged (GgufFile::edit, once per file) and
   // this CPU runs row panels fast (prefers_panels), packs every matrix of

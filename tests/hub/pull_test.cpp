@@ -10,7 +10,7 @@
 #include "hub/fake_hub.h"
 #include "hub/hub_fixture.h"
 #include "hub/model_cache.h"
-#include "model/llama.h"
+#include "model/model.h"
 #include "tools/synthetic.h"
 
 namespace pagoda::testing {
@@ -188,7 +188,7 @@ TEST_F(HubTest, ASplitModelIsPulledWhole) {
   EXPECT_EQ(fs::path(p.path).filename(), "m-Q8_0-00001-of-00003.gguf");
   const auto f = GgufFile::open(p.path);
   EXPECT_EQ(f.parts(), 3u);
-  auto model = LlamaModel::load(p.path);
+  auto model = Model::load(p.path);
   EXPECT_EQ(model->config().n_layer, spec.n_layer);
   // Offline, the same three files.
   auto o = options();

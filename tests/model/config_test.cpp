@@ -1,4 +1,4 @@
-// ModelConfig and LlamaWeights on the architecture table's rows (llama,
+// ModelConfig and ModelWeights on the architecture table's rows (llama,
 // qwen2) and on the RoPE options: what loads, and the clear error for what
 // does not.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include "gguf/file.h"
 #include "testing/build_paths.h"
 #include "model/config.h"
-#include "model/llama.h"
+#include "model/model.h"
 #include "tools/synthetic.h"
 #include "util/error.h"
 
@@ -25,9 +25,9 @@ SyntheticModelSpec small(const std::string& arch = "llama") {
 }
 
 // Loads the writer's model; `bytes` keeps the file alive.
-std::unique_ptr<LlamaModel> load(const GgufWriter& w, std::vector<uint8_t>& bytes) {
+std::unique_ptr<Model> load(const GgufWriter& w, std::vector<uint8_t>& bytes) {
   bytes = w.to_bytes();
-  return std::make_unique<LlamaModel>(std::make_shared<const GgufFile>(GgufFile::parse(bytes.data(), bytes.size())));
+  return std::make_unique<Model>(std::make_shared<const GgufFile>(GgufFile::parse(bytes.data(), bytes.size())));
 }
 
 ModelConfig config(const GgufWriter& w) {
@@ -166,7 +166,7 @@ TEST(ModelConfig, EveryFuzzSeedLoads) {
     const auto file = GgufFile::open(e.path().string());
     const std::string arch = file.get_string("general.architecture");
     archs.insert(arch);
-    EXPECT_NO_THROW(LlamaModel(std::make_shared<const GgufFile>(GgufFile::open(e.path().string())))) << e.path();
+    EXPECT_NO_THROW(Model(std::make_shared<const GgufFile>(GgufFile::open(e.path().string())))) << e.path();
   }
   std::set<std::string> supported;
   for (size_t at = 0, next; at < supported_architectures().size(); at = next + 2) {

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "model/llama.h"
+#include "model/model.h"
 #include "testing/llama_oracle.h"
 
 namespace pagoda::testing {
@@ -17,7 +17,7 @@ namespace {
 class PagodaGreedy {
  public:
   PagodaGreedy(const std::string& path, int max_tokens, int threads)
-      : model_(LlamaModel::load(path)),
+      : model_(Model::load(path)),
         kv_(model_->config(), (max_tokens + kBlock - 1) / kBlock, kBlock),
         pool_(threads),
         table_(size_t(kv_.num_blocks())) {
@@ -42,7 +42,7 @@ class PagodaGreedy {
 
  private:
   static constexpr int kBlock = 16;
-  std::unique_ptr<LlamaModel> model_;
+  std::unique_ptr<Model> model_;
   KvStorage kv_;  // F32, Pagoda's default, as the oracle's cache
   ThreadPool pool_;
   std::vector<int32_t> table_;

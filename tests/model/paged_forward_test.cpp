@@ -16,7 +16,7 @@
 
 #include "gguf/file.h"
 #include "kernels/panels.h"
-#include "model/llama.h"
+#include "model/model.h"
 #include "model/reference_llama.h"
 #include "model/oracle_compare.h"
 #include "testing/llama_cpp_libs.h"
@@ -31,15 +31,15 @@ namespace {
 
 // The synthetic model, optionally passed through `pagoda quantize`'s logic
 // (a mix of weight types in one model).
-std::unique_ptr<LlamaModel> make_model(const SyntheticModelSpec& spec, std::vector<uint8_t>& storage,
-                                       std::optional<QuantizeTarget> requantize = std::nullopt) {
+std::unique_ptr<Model> make_model(const SyntheticModelSpec& spec, std::vector<uint8_t>& storage,
+                                  std::optional<QuantizeTarget> requantize = std::nullopt) {
   storage = synthetic_model(spec).to_bytes();
   if (requantize) {
     ThreadPool pool(2);
     storage = quantize_model(GgufFile::parse(storage.data(), storage.size()), *requantize, pool).to_bytes();
   }
   // Writable: the model packs its matrices into row panels where the CPU runs them (kernels/panels.h).
-  return std::make_unique<LlamaModel>(
+  return std::make_unique<Model>(
       std::make_shared<const GgufFile>(GgufFile::parse_writable(storage.data(), storage.size())));
 }
 
@@ -318,8 +318,8 @@ TEST(PagedForwardPanels, PackedModelGivesTheSameLogits) {
       quantize_model(GgufFile::parse(f32.data(), f32.size()), QuantizeTarget::Q4_K_M, quantize_pool).to_bytes();
   for (const auto* bytes : {&tied_q8_0, &untied_q4_0, &mix}) {
     std::vector<uint8_t> copy = *bytes;
-    LlamaModel rows(std::make_shared<const GgufFile>(GgufFile::parse(bytes->data(), bytes->size())));
-    LlamaModel panels(std::make_shared<const GgufFile>(GgufFile::parse_writable(copy.data(), copy.size())));
+    Model rows(std::make_shared<const GgufFile>(GgufFile::parse(bytes->data(), bytes->size())));
+    Model panels(std::make_shared<const GgufFile>(GgufFile::parse_writable(copy.data(), copy.size())));
     const auto& w = panels.weights();
     EXPECT_EQ(rows.weights().layers[0].wq.panel_rows, 0);
     if (prefers_panels(w.layers[0].wq.type)) {
@@ -332,7 +332,7 @@ TEST(PagedForwardPanels, PackedModelGivesTheSameLogits) {
     std::vector<int32_t> prompt(40);
     std::mt19937 rng(5);
     for (auto& t : prompt) t = int32_t(rng() % uint32_t(n_vocab));
-    auto run = [&](LlamaModel& model) {
+    auto run = [&](Model& model) {
       KvStorage kv(model.config(), 4, 16);
       ThreadPool pool(2);
       std::vector<int32_t> table = {3, 1, 0};
@@ -372,15 +372,15 @@ TEST(PagedForwardPanels, EmbeddingOnAPackedLayerMatrixReadsItsRows) {
   std::memcpy(bytes.data() + tensor_offset_field(bytes, "token_embd.weight"),
               bytes.data() + tensor_offset_field(bytes, "blk.0.attn_q.weight"), 8);
   std::vector<uint8_t> copy = bytes;
-  LlamaModel rows(std::make_shared<const GgufFile>(GgufFile::parse(bytes.data(), bytes.size())));
-  LlamaModel panels(std::make_shared<const GgufFile>(GgufFile::parse_writable(copy.data(), copy.size())));
+  Model rows(std::make_shared<const GgufFile>(GgufFile::parse(bytes.data(), bytes.size())));
+  Model panels(std::make_shared<const GgufFile>(GgufFile::parse_writable(copy.data(), copy.size())));
   const auto& w = panels.weights();
   ASSERT_EQ(w.token_embd.data, w.layers[0].wq.data);
   EXPECT_EQ(w.token_embd.panel_rows, w.layers[0].wq.panel_rows);
   if (prefers_panels(TensorType::Q8_0)) {
     EXPECT_EQ(w.token_embd.panel_rows, 320);
   }
-  auto run = [](LlamaModel& model) {
+  auto run = [](Model& model) {
     KvStorage kv(model.config(), 1, 16);
     ThreadPool pool(2);
     std::vector<int32_t> table = {0};
@@ -399,11 +399,11 @@ TEST(PagedForwardPanels, EmbeddingOnAPackedLayerMatrixReadsItsRows) {
 TEST(PagedForwardPanels, SecondModelOnARearrangedFileIsRefused) {
   auto bytes = synthetic_model(spec(TensorType::Q8_0, 4, 2, true)).to_bytes();
   auto file = std::make_shared<const GgufFile>(GgufFile::parse_writable(bytes.data(), bytes.size()));
-  LlamaModel first(file);
+  Model first(file);
   if (prefers_panels(TensorType::Q8_0))
-    EXPECT_THROW(LlamaModel second(file), InvalidArgument);
+    EXPECT_THROW(Model second(file), InvalidArgument);
   else
-    EXPECT_NO_THROW(LlamaModel second(file));
+    EXPECT_NO_THROW(Model second(file));
   // A read-only file is never rearranged: any number of models.
   auto read_only = std::make_shared<const GgufFile>(GgufFile::parse(bytes.data(), bytes.size()));
   EXPECT_FALSE(read_only->edit([] {}));

@@ -44,7 +44,7 @@ std::vector<float> file_vector(const GgufFile& f, const std::string& name) {
 
 }  // namespace
 
-ReferenceLlama::ReferenceLlama(const LlamaModel& model, const Options& options)
+ReferenceLlama::ReferenceLlama(const Model& model, const Options& options)
     : cfg_(model.config()), lw_(&model.weights()) {
   embd_ = decode(lw_->token_embd);
   output_ = decode(lw_->output);

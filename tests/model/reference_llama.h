@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "model/llama.h"
+#include "model/model.h"
 
 namespace pagoda::testing {
 
@@ -23,8 +23,8 @@ class ReferenceLlama {
     // the wrong one gives clearly different logits).
     std::optional<RopeLayout> rope_layout;
   };
-  explicit ReferenceLlama(const LlamaModel& model) : ReferenceLlama(model, Options{}) {}
-  ReferenceLlama(const LlamaModel& model, const Options& options);
+  explicit ReferenceLlama(const Model& model) : ReferenceLlama(model, Options{}) {}
+  ReferenceLlama(const Model& model, const Options& options);
   // Logits after each token of `tokens` (positions 0, 1, ...), one row each.
   std::vector<std::vector<float>> run(const std::vector<int32_t>& tokens) const;
 
@@ -38,7 +38,7 @@ class ReferenceLlama {
   static std::vector<float> matvec(const Dense& m, const std::vector<float>& x);
 
   ModelConfig cfg_;
-  const LlamaWeights* lw_;
+  const ModelWeights* lw_;
   Dense embd_, output_;
   std::vector<std::vector<Dense>> layers_;               // per layer: q, k, v, o, gate, up, down
   std::vector<std::vector<std::vector<float>>> biases_;  // per layer: q, k, v (each empty if absent)

@@ -11,7 +11,7 @@
 
 #include "gguf/file.h"
 #include "kv/block_manager.h"
-#include "model/llama.h"
+#include "model/model.h"
 #include "tools/synthetic.h"
 
 namespace pagoda {
@@ -33,7 +33,7 @@ struct WindowRun {
 
 // Sequences of random prompts, prefilled in random chunks then decoded, all
 // in shared steps; every step's logits in order.
-WindowRun run_steps(LlamaModel& model, TableMode mode, int pool_blocks, uint64_t seed) {
+WindowRun run_steps(Model& model, TableMode mode, int pool_blocks, uint64_t seed) {
   const ModelConfig& cfg = model.config();
   const KvGroups groups = mode == TableMode::kSingleGroup ? KvGroups::single(cfg.n_layer) : kv_groups_of(cfg);
   KvStorage kv(cfg, groups, pool_blocks, kBlockSize);
@@ -93,9 +93,9 @@ WindowRun run_steps(LlamaModel& model, TableMode mode, int pool_blocks, uint64_t
   return out;
 }
 
-std::unique_ptr<LlamaModel> make_windowed_model(const SyntheticModelSpec& spec, std::vector<uint8_t>& storage) {
+std::unique_ptr<Model> make_windowed_model(const SyntheticModelSpec& spec, std::vector<uint8_t>& storage) {
   storage = synthetic_model(spec).to_bytes();
-  return std::make_unique<LlamaModel>(
+  return std::make_unique<Model>(
       std::make_shared<const GgufFile>(GgufFile::parse_writable(storage.data(), storage.size())));
 }
 

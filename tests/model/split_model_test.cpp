@@ -10,7 +10,7 @@
 
 #include "gguf/file.h"
 #include "gguf/split.h"
-#include "model/llama.h"
+#include "model/model.h"
 #include "tools/synthetic.h"
 #include "util/error.h"
 
@@ -39,7 +39,7 @@ std::pair<std::string, std::string> write_both(const Dir& d, int parts) {
   return {whole, split_name((d.path / "model").string(), 1, parts)};
 }
 
-std::vector<float> logits_of(LlamaModel& m) {
+std::vector<float> logits_of(Model& m) {
   KvStorage kv(m.config(), 8, 16, KvType::F32);
   ThreadPool pool(2);
   Batch b;
@@ -78,7 +78,7 @@ TEST(SplitGguf, PartsLoadAsOneModelWithTheSameLogits) {
   }
   EXPECT_EQ(f.get_string("general.architecture"), "llama");
   for (auto residency : {Residency::kInMemory, Residency::kMapped}) {
-    auto a = LlamaModel::load(whole, residency), b = LlamaModel::load(first, residency);
+    auto a = Model::load(whole, residency), b = Model::load(first, residency);
     EXPECT_EQ(logits_of(*a), logits_of(*b));
   }
 }

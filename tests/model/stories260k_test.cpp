@@ -5,7 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "model/llama.h"
+#include "model/model.h"
 #include "testing/shared_data.h"
 
 namespace pagoda {
@@ -16,7 +16,7 @@ struct Greedy {
   std::vector<float> first_logits;
 };
 
-Greedy greedy(LlamaModel& model, const std::vector<int32_t>& prompt, int n, int block_size, KvType kv_type) {
+Greedy greedy(Model& model, const std::vector<int32_t>& prompt, int n, int block_size, KvType kv_type) {
   const int max_len = int(prompt.size()) + n;
   std::vector<int32_t> table;
   for (int b = 0; b * block_size < max_len; ++b) table.push_back(b * 3 % 97);  // scattered ids
@@ -41,7 +41,7 @@ Greedy greedy(LlamaModel& model, const std::vector<int32_t>& prompt, int n, int 
 }
 
 TEST(Stories260K, GreedyMatchesReference) {
-  auto model = LlamaModel::load(testing::shared_path("models/stories260K.gguf"));
+  auto model = Model::load(testing::shared_path("models/stories260K.gguf"));
   EXPECT_EQ(model->config().n_vocab, 512);
   EXPECT_EQ(model->config().n_head_kv, 4);
   const auto ref =

@@ -16,7 +16,7 @@
 
 #include "gguf/file.h"
 #include "kernels/panels.h"
-#include "model/llama.h"
+#include "model/model.h"
 #include "tools/synthetic.h"
 #include "util/error.h"
 
@@ -66,8 +66,8 @@ void generate_while_moving(const SyntheticModelSpec& spec, const char* name) {
   SCOPED_TRACE(name);
   const std::string path = write_model(spec, name);
   // The reference: read into memory and packed before its first pass.
-  auto ref = LlamaModel::load(path, Residency::kInMemory);
-  auto model = LlamaModel::load(path, Residency::kMapped);
+  auto ref = Model::load(path, Residency::kInMemory);
+  auto model = Model::load(path, Residency::kMapped);
   Gate gate;
   std::atomic<bool> done{false};
   WeightMover::Options o;
@@ -107,7 +107,7 @@ void generate_while_moving(const SyntheticModelSpec& spec, const char* name) {
   EXPECT_EQ(adopted_seen.back(), units);
   // Every matrix now reads the arena, packed as the reference's.
   EXPECT_TRUE(eventually([&] { return done.load(); }));
-  const LlamaWeights &w = model->weights(), &r = ref->weights();
+  const ModelWeights &w = model->weights(), &r = ref->weights();
   for (size_t l = 0; l < w.layers.size(); ++l) {
     EXPECT_NE(w.layers[l].w_down.data, model->file().find_tensor(w.layers[l].w_down.name)->data);
     EXPECT_EQ(w.layers[l].w_down.panel_rows, r.layers[l].w_down.panel_rows);
@@ -147,7 +147,7 @@ TEST(WeightMover, StopsWhenTheModelGoesMidMove) {
   spec.n_layer = 4;
   const std::string path = write_model(spec, "stop");
   for (int i = 0; i < 3; ++i) {
-    auto model = LlamaModel::load(path, Residency::kMapped);
+    auto model = Model::load(path, Residency::kMapped);
     ASSERT_TRUE(model->move_into_memory({}));
     if (i == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }  // each destructor stops and joins the loader (ASan: nothing read after free)
@@ -158,11 +158,11 @@ TEST(WeightMover, RefusesAModelAlreadyInPanelsOrAlreadyMoving) {
   SyntheticModelSpec spec;
   spec.type = TensorType::Q8_0;
   const std::string path = write_model(spec, "twice");
-  auto mapped = LlamaModel::load(path, Residency::kMapped);
+  auto mapped = Model::load(path, Residency::kMapped);
   ASSERT_TRUE(mapped->move_into_memory({}));
   EXPECT_THROW(mapped->move_into_memory({}), InvalidArgument);
   if (prefers_panels(TensorType::Q8_0)) {
-    auto packed = LlamaModel::load(path, Residency::kInMemory);
+    auto packed = Model::load(path, Residency::kInMemory);
     EXPECT_THROW(packed->move_into_memory({}), InvalidArgument);
   }
   std::filesystem::remove(path);

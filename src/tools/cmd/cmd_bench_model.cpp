@@ -2,7 +2,7 @@
 // ceilings. Writes synthetic Llama models (random weights run exactly as fast
 // as real ones) with the project's GGUF writer and quantizer into a temporary
 // folder, measures the machine's read bandwidth and peak FMA rate in the same
-// run, then times LlamaModel::forward directly (no engine, no scheduler):
+// run, then times Model::forward directly (no engine, no scheduler):
 // prefill of a prompt, and decode at several batch sizes and contexts.
 // Ratios relate the figures to the ceilings: batch-1 decode moves every weight
 // matrix once per token, so its bytes/s cannot exceed the read bandwidth;
@@ -28,7 +28,7 @@
 
 #include "tools/cmd/commands.h"
 #include "tools/machine_limits.h"
-#include "model/llama.h"
+#include "model/model.h"
 #include "tools/quantize_model.h"
 #include "tools/synthetic.h"
 #include "util/error.h"
@@ -88,7 +88,7 @@ struct WeightTotals {
   uint64_t layer_bytes = 0, layer_elems = 0, output_bytes = 0, output_elems = 0;
 };
 
-WeightTotals weight_totals(const LlamaWeights& w) {
+WeightTotals weight_totals(const ModelWeights& w) {
   WeightTotals t;
   auto add = [](const Matrix& m, uint64_t& bytes, uint64_t& elems) {
     bytes += uint64_t(m.rows) * m.row_bytes;
@@ -158,7 +158,7 @@ struct Machine {
 
 // A batch-1 step's weight reads in forward order: per layer Q, K, V, the
 // attention output, gate, up, down; then the output matrix.
-std::vector<ByteRange> step_reads(const LlamaWeights& w) {
+std::vector<ByteRange> step_reads(const ModelWeights& w) {
   std::vector<ByteRange> r;
   auto add = [&](const Matrix& m) { r.push_back({m.data, size_t(m.rows) * m.row_bytes}); };
   for (const auto& l : w.layers)
@@ -176,7 +176,7 @@ const DecodeFigure* find_decode(const Result& r, int batch, int context) {
 Result measure(const BenchModelOpts& o, const Machine& m, const std::string& model_name, const std::string& type,
                const std::string& path, ThreadPool& pool, CacheEvictor* evictor, ReadProbe* probe) {
   const int steps = o.steps > 0 ? o.steps : (o.quick ? 2 : 5);
-  auto model = LlamaModel::load(path, o.mmap ? Residency::kMapped : Residency::kInMemory);
+  auto model = Model::load(path, o.mmap ? Residency::kMapped : Residency::kInMemory);
   const ModelConfig& cfg = model->config();
   const WeightTotals w = weight_totals(model->weights());
   Result r;

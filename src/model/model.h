@@ -25,17 +25,17 @@
 
 namespace pagoda {
 
-class LlamaModel {
+class Model {
  public:
   // Reads the file into memory (or maps it, see Residency) and checks every
   // tensor. Throws FormatError / Unsupported.
   // progress: bytes read, then bytes repacked (util/progress.h).
-  static std::unique_ptr<LlamaModel> load(const std::string& path, Residency residency = Residency::kInMemory,
-                                          const LoadProgress& progress = {});
-  explicit LlamaModel(std::shared_ptr<const GgufFile> file, const LoadProgress& progress = {});
+  static std::unique_ptr<Model> load(const std::string& path, Residency residency = Residency::kInMemory,
+                                     const LoadProgress& progress = {});
+  explicit Model(std::shared_ptr<const GgufFile> file, const LoadProgress& progress = {});
 
   const ModelConfig& config() const { return cfg_; }
-  const LlamaWeights& weights() const { return w_; }
+  const ModelWeights& weights() const { return w_; }
   const GgufFile& file() const { return *file_; }
 
   // For a model loaded mapped: moves its weights into memory (and row
@@ -59,7 +59,7 @@ class LlamaModel {
 
   std::shared_ptr<const GgufFile> file_;
   ModelConfig cfg_;
-  LlamaWeights w_;
+  ModelWeights w_;
   std::vector<Rope> ropes_;  // per layer: layers may differ in base, scaling, or rotate not at all
   // Activations, reused across calls: x (residual), xb (normed), q, k, v,
   // att (attention output), hb/hb2 (FFN).

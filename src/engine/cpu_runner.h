@@ -1,4 +1,4 @@
-// The CPU backend: a LlamaModel over its own paged K/V storage and thread
+// The CPU backend: a Model over its own paged K/V storage and thread
 // pool. Its storage is laid out in KV groups (kv/kv_groups.h): by default the
 // model's (sliding-window layers give back what their window left behind),
 // or one group of every layer.
@@ -8,16 +8,15 @@
 
 #include "engine/model_runner.h"
 #include "model/kv_storage.h"
-#include "model/llama.h"
+#include "model/model.h"
 #include "util/thread_pool.h"
 
 namespace pagoda {
 
-class LlamaRunner : public ModelRunner {
+class CpuRunner : public ModelRunner {
  public:
-  LlamaRunner(std::shared_ptr<LlamaModel> model, int num_blocks, int block_size, KvType kv_type, int threads);
-  LlamaRunner(std::shared_ptr<LlamaModel> model, KvGroups groups, int num_blocks, int block_size, KvType kv_type,
-              int threads);
+  CpuRunner(std::shared_ptr<Model> model, int num_blocks, int block_size, KvType kv_type, int threads);
+  CpuRunner(std::shared_ptr<Model> model, KvGroups groups, int num_blocks, int block_size, KvType kv_type, int threads);
 
   int32_t vocab_size() const override { return model_->config().n_vocab; }
   int32_t context_length() const override { return model_->config().n_ctx_train; }
@@ -29,7 +28,7 @@ class LlamaRunner : public ModelRunner {
   const KvStorage& storage() const { return kv_; }
 
  private:
-  std::shared_ptr<LlamaModel> model_;
+  std::shared_ptr<Model> model_;
   KvStorage kv_;
   ThreadPool pool_;
 };

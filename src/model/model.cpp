@@ -1,4 +1,4 @@
-#include "model/llama.h"
+#include "model/model.h"
 
 #include <algorithm>
 #include <climits>
@@ -14,19 +14,17 @@
 
 namespace pagoda {
 
-std::unique_ptr<LlamaModel> LlamaModel::load(const std::string& path, Residency residency,
-                                             const LoadProgress& progress) {
-  return std::make_unique<LlamaModel>(std::make_shared<const GgufFile>(GgufFile::open(path, residency, progress)),
-                                      progress);
+std::unique_ptr<Model> Model::load(const std::string& path, Residency residency, const LoadProgress& progress) {
+  return std::make_unique<Model>(std::make_shared<const GgufFile>(GgufFile::open(path, residency, progress)), progress);
 }
 
-LlamaModel::LlamaModel(std::shared_ptr<const GgufFile> file, const LoadProgress& progress)
-    : file_(std::move(file)), cfg_(ModelConfig::from_gguf(*file_)), w_(LlamaWeights::load(*file_, cfg_)) {
+Model::Model(std::shared_ptr<const GgufFile> file, const LoadProgress& progress)
+    : file_(std::move(file)), cfg_(ModelConfig::from_gguf(*file_)), w_(ModelWeights::load(*file_, cfg_)) {
   for (const LayerSpec& l : cfg_.layers) ropes_.emplace_back(l.rope, cfg_.head_dim, w_.rope_freq_factors);
   w_.pack_panels(*file_, progress);
 }
 
-bool LlamaModel::move_into_memory(WeightMover::Options options) {
+bool Model::move_into_memory(WeightMover::Options options) {
   if (mover_) fail<InvalidArgument>("the model's weights are already moving into memory");
   const size_t available = available_memory_bytes();
   if (available != 0 && WeightMover::arena_bytes(w_) + (size_t(256) << 20) > available) return false;
@@ -34,7 +32,7 @@ bool LlamaModel::move_into_memory(WeightMover::Options options) {
   return true;
 }
 
-void LlamaModel::check(const Batch& batch, const KvStorage& kv) const {
+void Model::check(const Batch& batch, const KvStorage& kv) const {
   if (kv.kv_dim() != cfg_.kv_dim() || kv.groups().num_layers() != cfg_.n_layer)
     fail<InvalidArgument>("KV storage was made for another model");
   if (batch.num_groups != kv.num_groups())
@@ -180,7 +178,7 @@ void attend_heads(const KvStorage& kv, int layer, std::span<const int32_t> table
 
 }  // namespace
 
-void LlamaModel::attention(const Batch& batch, int layer, const KvStorage& kv, ThreadPool& pool) {
+void Model::attention(const Batch& batch, int layer, const KvStorage& kv, ThreadPool& pool) {
   const int hd = cfg_.head_dim, n_head = cfg_.n_head, n_kv = cfg_.n_head_kv, group = n_head / n_kv;
   const int window = cfg_.layers[size_t(layer)].window;
   const AttendOptions options{cfg_.attn_scale, cfg_.attn_softcap, window};
@@ -210,7 +208,7 @@ void LlamaModel::attention(const Batch& batch, int layer, const KvStorage& kv, T
       1, work);
 }
 
-void LlamaModel::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::vector<float>& logits) {
+void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::vector<float>& logits) {
   check(batch, kv);
   if (mover_ && !moved_) moved_ = mover_->adopt();
   const int T = int(batch.tokens.size());

@@ -1,0 +1,30 @@
+#include "engine/cpu_runner.h"
+
+#include <new>
+
+#include "util/error.h"
+
+namespace pagoda {
+
+CpuRunner::CpuRunner(std::shared_ptr<Model> model, int num_blocks, int block_size, KvType kv_type, int threads)
+    : CpuRunner(model, kv_groups_of(model->config()), num_blocks, block_size, kv_type, threads) {}
+
+CpuRunner::CpuRunner(std::shared_ptr<Model> model, KvGroups groups, int num_blocks, int block_size, KvType kv_type,
+                     int threads)
+    : model_(std::move(model)),
+      kv_(model_->config(), std::move(groups), num_blocks, block_size, kv_type),
+      pool_(threads) {}
+
+void CpuRunner::copy_blocks(std::span<const BlockCopy> copies) {
+  for (const auto& c : copies) kv_.copy_block(c.src, c.dst);
+}
+
+void CpuRunner::forward(const Batch& batch, std::vector<float>& logits) {
+  try {
+    model_->forward(batch, kv_, pool_, logits);
+  } catch (const std::bad_alloc&) {
+    fail<ResourceExhausted>("out of memory in the forward pass of {} tokens", batch.tokens.size());
+  }
+}
+
+}  // namespace pagoda
