@@ -59,8 +59,12 @@ Command add_info(CLI::App& app) {
           fmt::print("architecture:    {}{}\n", c.arch, c.name.empty() ? "" : " (" + c.name + ")");
           fmt::print("layers:          {}\nwidth:           {}\nffn width:       {}\n", c.n_layer, c.n_embd, c.n_ff);
           fmt::print("heads:           {} query, {} key/value, head size {}\n", c.n_head, c.n_head_kv, c.head_dim);
-          fmt::print("context:         {} tokens\nrope:            {}, base {}, {} dims\nrms epsilon:     {}\n",
-                     c.n_ctx_train, rope_layout_name(c.rope.layout), c.rope.base, c.rope.dims, c.rms_eps);
+          fmt::print(
+              "context:         {} tokens\nrope:            {}, base {}, {} dims, scaling {}{}\n"
+              "rms epsilon:     {}\n",
+              c.n_ctx_train, rope_layout_name(c.rope.layout), c.rope.base, c.rope.dims,
+              rope_scaling_name(c.rope.scaling),
+              c.rope.scaling == RopeScaling::None ? "" : fmt::format(" x{}", c.rope.factor), c.rms_eps);
           fmt::print("block:           {} norms{}{}\n", norm_placement_name(c.norms),
                      c.qk_norm == QkNorm::None ? "" : ", Q/K norm",
                      c.act == Activation::GeluTanh ? ", GeGLU" : ", SwiGLU");

@@ -98,15 +98,6 @@ void check_declared(const GgufFile& f, const ModelConfig& c) {
 
 }  // namespace
 
-int ModelConfig::max_window() const {
-  int w = 0;
-  for (const LayerSpec& l : layers) {
-    if (l.window == 0) return 0;
-    w = std::max(w, l.window);
-  }
-  return w;
-}
-
 const char* rope_layout_name(RopeLayout layout) { return layout == RopeLayout::NeoX ? "neox" : "interleaved"; }
 
 const char* rope_scaling_name(RopeScaling scaling) {

@@ -111,13 +111,12 @@ struct ModelConfig {
   int kv_dim() const { return n_head_kv * head_dim; }
   // Bytes of K and V for one token over all layers, in F32.
   size_t kv_bytes_per_token() const { return size_t(2) * n_layer * kv_dim() * sizeof(float); }
-  // The largest attention window of any layer; 0 when some layer attends to everything.
-  int max_window() const;
 
   static ModelConfig from_gguf(const GgufFile& f);  // Unsupported / FormatError
 };
 
 const char* rope_layout_name(RopeLayout layout);           // "interleaved", "neox"
+const char* rope_scaling_name(RopeScaling scaling);        // "none", "linear", "yarn"
 const char* norm_placement_name(NormPlacement placement);  // "pre", "post", "sandwich"
 
 // The architectures Pagoda runs, comma-separated (for messages that refuse a file).
