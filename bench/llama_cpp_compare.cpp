@@ -1,16 +1,18 @@
 // Pagoda against llama.cpp v0.5.0 on the same files: 1B-shaped synthetic
 // llama, qwen3 and gemma3 models (random weights; equal matrix shapes, so
-// equal weight bytes), quantized to Q4_K_M by llama.cpp's own quantizer, and
-// timed in turns, llama-bench's way: prefill tok/s of one prompt batch
-// (pp512) and decode tok/s of single-token steps (tg128), on the same threads.
-// llama.cpp is its prebuilt CPU libraries from npm (tests/testing/llama_cpp),
-// loaded with dlopen (testing/llama_oracle.h), with its own defaults.
+// equal weight bytes) and a Qwen3-30B-A3B-shaped qwen3moe (--models
+// qwen3moe), quantized to Q4_K_M by llama.cpp's own quantizer, and timed in
+// turns, llama-bench's way: prefill tok/s of one prompt batch (pp512) and
+// decode tok/s of single-token steps (tg128), on the same threads. llama.cpp
+// is its prebuilt CPU libraries from npm (tests/testing/llama_cpp), loaded
+// with dlopen (testing/llama_oracle.h), with its own defaults.
 //
 //   build/bench_llama_cpp_compare [--threads N] [--rounds R] [--models a,b] [--ftypes Q4_K_M,Q5_K_M] [--dir D]
 // Prints each round, then the medians and the ratios: Pagoda / llama.cpp per
-// case, and each case / the first for Pagoda (for the architectures, the cost
-// of their pieces at equal weight bytes; for the formats, against Q4_K_M). CI runs it with --benchmark_min_time (as
-// every bench_* binary): then 10M-shaped models, one round, a short prompt, so it never rots.
+// case, and each case / the first for Pagoda (for the architectures, the
+// cost of their pieces at equal weight bytes; for the formats, against
+// Q4_K_M). CI runs it with --benchmark_min_time (as every bench_* binary):
+// then 10M-shaped models, one round, a short prompt, so it never rots.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -49,6 +51,12 @@ SyntheticModelSpec spec_of(const std::string& arch, bool quick) {
   else
     s.n_vocab = 32000, s.n_embd = 2048, s.n_ff = 5632, s.n_layer = 22, s.n_head = 32, s.n_head_kv = 4;
   if (arch == "gemma3") s.sliding_window = 512, s.sliding_pattern = 6;  // Gemma 3 1B's window and pattern
+  // Qwen3-30B-A3B's layers (128 experts of 768, 8 a token; 32 heads of 128
+  // over 4 KV heads), 8 of its 48, with the 32k vocabulary of the others: a
+  // token reads ~0.5B weights, of 4.9B.
+  if (arch == "qwen3moe" && !quick)
+    s.n_layer = 8, s.head_dim = 128, s.n_expert = 128, s.n_expert_used = 8, s.n_ff_expert = 768, s.n_ff = 6144;
+  if (arch == "qwen3moe" && quick) s.n_expert = 16, s.n_expert_used = 4, s.n_ff_expert = 256;
   return s;
 }
 

@@ -68,6 +68,11 @@ Command add_info(CLI::App& app) {
           fmt::print("block:           {} norms{}{}\n", norm_placement_name(c.norms),
                      c.qk_norm == QkNorm::None ? "" : ", Q/K norm",
                      c.act == Activation::GeluTanh ? ", GeGLU" : ", SwiGLU");
+          if (c.moe.n_expert > 0)
+            fmt::print("experts:         {} of {} a token, each {} wide, routing {}{}{}\n", c.moe.n_used,
+                       c.moe.n_expert, c.moe.n_ff, expert_gating_name(c.moe.gating),
+                       c.moe.normalize ? ", weights normalised" : "",
+                       c.moe.scale == 1.0f ? "" : fmt::format(", scaled x{}", c.moe.scale));
           if (const int sliding =
                   int(std::count_if(c.layers.begin(), c.layers.end(), [](const LayerSpec& l) { return l.window > 0; })))
             fmt::print("sliding window:  {} of {} layers, {} positions\n", sliding, c.n_layer,

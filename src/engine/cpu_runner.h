@@ -23,6 +23,7 @@ class CpuRunner : public ModelRunner {
   std::vector<int32_t> kv_group_windows() const override { return kv_.groups().windows; }
   void copy_blocks(std::span<const BlockCopy> copies) override;
   void forward(const Batch& batch, std::vector<float>& logits) override;
+  int experts_run() const override { return model_->experts_run(); }
   ThreadPool* host_pool() override { return &pool_; }
 
   const KvStorage& storage() const { return kv_; }

@@ -252,6 +252,8 @@ void EngineCore::forward(std::span<const ScheduledSeq> part) {
   const double t0 = clock_->now();
   runner_->forward(batch, logits_);
   stats_.time_in_forward += clock_->now() - t0;
+  stats_.last_step_experts = runner_->experts_run();
+  stats_.experts_run += stats_.last_step_experts;
   stats_.tokens_processed += int64_t(batch.tokens.size());
 }
 

@@ -24,6 +24,7 @@ class FaultyRunner : public ModelRunner {
   std::vector<int32_t> kv_group_windows() const override { return inner_->kv_group_windows(); }
   void copy_blocks(std::span<const BlockCopy> copies) override { inner_->copy_blocks(copies); }
   void forward(const Batch& batch, std::vector<float>& logits) override;
+  int experts_run() const override { return inner_->experts_run(); }
   ThreadPool* host_pool() override { return inner_->host_pool(); }
 
  private:

@@ -29,6 +29,9 @@ class ModelRunner {
   // Runs the batch; logits: one row of vocab_size() per token with logits set.
   // Throws on failure; ResourceExhausted means "out of memory, try less".
   virtual void forward(const Batch& batch, std::vector<float>& logits) = 0;
+  // The experts the last forward pass ran, summed over its layers (a mixture
+  // of experts: how much of the model a step read); 0 for a dense model.
+  virtual int experts_run() const { return 0; }
   // The backend's host threads, idle between passes: the engine borrows them
   // (from its own thread only) for per-sequence work such as grammar masks.
   // Null: none, that work runs on the engine thread.

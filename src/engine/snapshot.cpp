@@ -33,6 +33,7 @@ SnapshotCounters snapshot_counters(const EngineStats& s) {
   c.running = s.running;
   c.waiting = s.waiting;
   c.last_step_tokens = s.last_step_tokens;
+  c.last_step_experts = s.last_step_experts;
   c.kv_used = s.kv_blocks_used;
   c.kv_cached = s.kv_blocks_cached;
   c.kv_free = s.kv_blocks_free;

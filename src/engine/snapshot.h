@@ -81,7 +81,7 @@ struct SnapshotCounters {
   int64_t steps = 0, preemptions = 0, tokens_processed = 0, prompt_tokens = 0, generation_tokens = 0;
   int64_t cached_tokens = 0, requests_received = 0, requests_finished = 0;
   int64_t aborted = 0, timed_out = 0, errored = 0, step_failures = 0, idle_check_failures = 0;
-  int32_t running = 0, waiting = 0, last_step_tokens = 0;
+  int32_t running = 0, waiting = 0, last_step_tokens = 0, last_step_experts = 0;
   int32_t kv_used = 0, kv_cached = 0, kv_free = 0;
   double last_step_seconds = 0, last_step_end = 0, step_predicted_s = 0;
   std::array<int64_t, kLatencyBounds.size() + 1> ttft{}, itl{};  // bucket counts, not cumulative

@@ -22,6 +22,10 @@ struct EngineStats {
   double last_step_end = 0;  // heartbeat: clock time the last step finished
   double last_step_seconds = 0;
   int32_t last_step_tokens = 0;
+  // Mixtures of experts: experts the last forward pass ran (summed over its
+  // layers), and all passes' (0 for a dense model).
+  int32_t last_step_experts = 0;
+  int64_t experts_run = 0;
   bool step_in_progress = false;
   double step_started_at = 0;       // clock time the step in progress began
   double step_predicted_s = 0;      // how long it should take (StepEstimate); 0: unknown

@@ -11,6 +11,7 @@ namespace pagoda {
 namespace {
 
 constexpr int kMaxLayers = 4096;
+constexpr int kMaxExperts = 512;  // llama.cpp's bound too; the largest models route over 384
 
 const Arch& find_arch(const GgufFile& f, const std::string& name) {
   for (const Arch& a : architectures())
@@ -80,6 +81,13 @@ ModelConfig read_common(const GgufFile& f, const Arch& arch) {
   if (!(c.rms_eps > 0) || !(c.rope.base > 0))
     fail<FormatError>("{}: epsilon and RoPE base must be positive", f.source());
   read_rope_scaling(f, a, c.n_ctx_train, c.rope);
+  // Experts: any architecture may have them (Mixtral is a llama); a declaration adjusts the routing.
+  if (const uint64_t n = f.get_u64(a + "expert_count", uint64_t(0)); n > 0) {
+    if (n > kMaxExperts) fail<FormatError>("{}: {}expert_count = {} is more than {}", f.source(), a, n, kMaxExperts);
+    c.moe.n_expert = int(n);
+    c.moe.n_used = positive_int(f, a + "expert_used_count");
+    c.moe.n_ff = positive_int(f, a + "expert_feed_forward_length", uint64_t(c.n_ff));
+  }
   // Per-pair factors: Llama 3.1's rope_freqs, or LongRoPE's long/short pair (weights.h picks one).
   c.rope.freq_factors = f.find_tensor("rope_freqs.weight") || f.find_tensor("rope_factors_long.weight");
   return c;
@@ -91,6 +99,11 @@ void check_declared(const GgufFile& f, const ModelConfig& c) {
   if (!(c.attn_scale > 0) || !std::isfinite(c.attn_scale) || c.attn_softcap < 0 || c.final_softcap < 0 ||
       !(c.embed_scale > 0) || !(c.residual_scale > 0) || !(c.logit_scale > 0))
     fail<FormatError>("{}: the scales and soft-caps must be positive", f.source());
+  if (c.moe.n_expert > 0 && c.moe.n_used > c.moe.n_expert)
+    fail<FormatError>("{}: {}.expert_used_count = {} is more than the {} experts", f.source(), c.arch, c.moe.n_used,
+                      c.moe.n_expert);
+  if (c.moe.n_expert > 0 && (c.moe.n_ff <= 0 || !(c.moe.scale > 0) || !std::isfinite(c.moe.scale)))
+    fail<FormatError>("{}: the experts' width and weight scale must be positive", f.source());
   for (const LayerSpec& l : c.layers)
     if (l.window < 0 || !(l.rope.base > 0))
       fail<FormatError>("{}: a layer's window or RoPE base is invalid", f.source());
@@ -113,6 +126,10 @@ const char* norm_placement_name(NormPlacement placement) {
   return "?";
 }
 
+const char* expert_gating_name(ExpertGating gating) {
+  return gating == ExpertGating::TopKSoftmax ? "top-k, softmax" : "softmax, top-k";
+}
+
 std::string supported_architectures() {
   std::string names;
   for (const Arch& a : architectures()) names += (names.empty() ? "" : ", ") + std::string(a.name);
@@ -124,6 +141,8 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
   const Arch& declaration = find_arch(f, arch);
   ModelConfig c = read_common(f, declaration);
   c.layers.assign(size_t(c.n_layer), LayerSpec{.window = 0, .rope = c.rope});
+  if (c.moe.n_expert > 0 && !declaration.experts)
+    fail<Unsupported>("{}: '{}' with experts (a mixture of experts) is not supported", f.source(), c.arch);
   declaration.declare(f, c);
   if (c.attn_scale == 0) c.attn_scale = 1.0f / std::sqrt(float(c.head_dim));
   check_declared(f, c);

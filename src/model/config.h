@@ -67,6 +67,24 @@ enum class Activation {
   GeluTanh,  // GeGLU, GELU's tanh approximation: gemma
 };
 
+// How a mixture of experts' router turns its logits into the chosen experts' weights.
+enum class ExpertGating {
+  SoftmaxTopK,  // softmax over every expert, then the k most probable (qwen3moe, Mixtral)
+  TopKSoftmax,  // the k largest logits, then a softmax over those k (gpt-oss)
+};
+
+// A mixture of experts in place of the dense FFN: a router (ffn_gate_inp)
+// scores n_expert gated experts, each n_ff wide, and a token passes through
+// the n_used best, its output their weighted sum. Ties go to the lower index.
+struct MoeSpec {
+  int n_expert = 0;  // {arch}.expert_count; 0: the FFN is dense
+  int n_used = 0;    // {arch}.expert_used_count: k
+  int n_ff = 0;      // {arch}.expert_feed_forward_length: each expert's hidden width
+  ExpertGating gating = ExpertGating::SoftmaxTopK;
+  bool normalize = true;  // the k weights divided by their sum (Qwen3's norm_topk_prob)
+  float scale = 1.0f;     // then multiplied by this
+};
+
 // What may differ from one layer to the next.
 struct LayerSpec {
   int window = 0;  // 0: full attention; else a query attends to the last `window` positions, itself included
@@ -104,6 +122,8 @@ struct ModelConfig {
   float q_temperature = 0.0f;
   int q_temperature_floor = 0;  // n
 
+  MoeSpec moe;  // every layer's FFN, when moe.n_expert > 0
+
   RopeSpec rope;                  // as the file states it; a layer's own may differ (layers[l].rope)
   std::vector<LayerSpec> layers;  // n_layer entries
 
@@ -118,6 +138,7 @@ struct ModelConfig {
 const char* rope_layout_name(RopeLayout layout);           // "interleaved", "neox"
 const char* rope_scaling_name(RopeScaling scaling);        // "none", "linear", "yarn"
 const char* norm_placement_name(NormPlacement placement);  // "pre", "post", "sandwich"
+const char* expert_gating_name(ExpertGating gating);       // "softmax, top-k", "top-k, softmax"
 
 // The architectures Pagoda runs, comma-separated (for messages that refuse a file).
 std::string supported_architectures();

@@ -211,6 +211,7 @@ void Model::attention(const Batch& batch, int layer, const KvStorage& kv, Thread
 void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::vector<float>& logits) {
   check(batch, kv);
   if (mover_ && !moved_) moved_ = mover_->adopt();
+  experts_run_ = 0;
   const int T = int(batch.tokens.size());
   const int E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff, hd = cfg_.head_dim;
   const int bs = kv.block_size();
@@ -285,8 +286,16 @@ void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::ve
       add_residual(t, lw.attn_post_norm);
     });
 
-    // FFN: x += down(act(gate(h)) * up(h)), h = norm(x) (or x).
+    // FFN: x += down(act(gate(h)) * up(h)), h = norm(x) (or x); or the experts' weighted sum.
     if (pre) per_token([&](int t) { rmsnorm(row(x_, t, E), lw.ffn_norm.data(), E, eps, row(xb_, t, E)); });
+    if (cfg_.moe.n_expert > 0) {
+      moe_out_.resize(size_t(T) * E);
+      moe_.forward(lw, cfg_, pre ? xb_.data() : x_.data(), T, moe_out_.data(), pool);
+      experts_run_ += moe_.experts_run();
+      std::copy(moe_out_.begin(), moe_out_.end(), xb_.begin());
+      per_token([&](int t) { add_residual(t, lw.ffn_post_norm); });
+      continue;
+    }
     matmul({{lw.w_gate, hb_.data()}, {lw.w_up, hb2_.data()}}, pre ? xb_.data() : x_.data(), T, pool);
     per_token([&](int t) {
       float *gate = row(hb_, t, F), *up = row(hb2_, t, F);

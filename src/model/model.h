@@ -1,5 +1,5 @@
 // A decoder-only transformer of any architecture model/config.h describes
-// (llama, qwen2/3, gemma2/3, phi3, granite, smollm3, olmo2, glm4) and its
+// (llama, qwen2/3, qwen3moe, gemma2/3, phi3, granite, smollm3, olmo2, glm4) and its
 // forward pass over a batch of tokens and a paged KV cache.
 //
 // One forward call: embed every token; per layer, project all tokens at once
@@ -17,6 +17,7 @@
 #include "kv/batch.h"
 #include "model/config.h"
 #include "model/kv_storage.h"
+#include "model/moe.h"
 #include "model/ops.h"
 #include "model/rope.h"
 #include "model/weight_mover.h"
@@ -53,6 +54,9 @@ class Model {
   // id outside the storage) before touching the cache.
   void forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::vector<float>& logits);
 
+  // The experts the last forward pass ran, summed over its layers (0 for a dense model).
+  int experts_run() const { return experts_run_; }
+
  private:
   void check(const Batch& batch, const KvStorage& kv) const;
   void attention(const Batch& batch, int layer, const KvStorage& kv, ThreadPool& pool);
@@ -64,8 +68,11 @@ class Model {
   // Activations, reused across calls: x (residual), xb (normed), q, k, v,
   // att (attention output), hb/hb2 (FFN).
   AlignedFloats x_, xb_, q_, k_, v_, att_, hb_, hb2_;  // 64-byte aligned rows for the kernels
-  std::unique_ptr<WeightMover> mover_;                 // after w_: stops before the weights go
-  bool moved_ = false;                                 // every matrix adopted from mover_
+  MoeFfn moe_;                                         // a mixture of experts' buffers
+  AlignedFloats moe_out_;                              // its output, T x n_embd
+  int experts_run_ = 0;
+  std::unique_ptr<WeightMover> mover_;  // after w_: stops before the weights go
+  bool moved_ = false;                  // every matrix adopted from mover_
 };
 
 }  // namespace pagoda

@@ -295,8 +295,9 @@ void matmul(const Matrix& w, const float* x, int n_tokens, float* y, ThreadPool&
       kRowTile, work);
 }
 
-void matmul(std::initializer_list<MatmulOut> outs, const float* x, int n_tokens, ThreadPool& pool) {
-  const Matrix& w0 = outs.begin()->w;
+void matmul(std::span<const MatmulOut> outs, const float* x, int n_tokens, ThreadPool& pool) {
+  if (outs.empty()) return;
+  const Matrix& w0 = outs.front().w;
   // Matrices in panels whose types quantize the input alike (the kernels
   // differ per panel; the activations' scales and terms are made per type).
   const bool together = std::all_of(outs.begin(), outs.end(), [&](const MatmulOut& o) {
@@ -307,8 +308,7 @@ void matmul(std::initializer_list<MatmulOut> outs, const float* x, int n_tokens,
     return;
   }
   const auto xq = quantize_input(w0, x, n_tokens, pool);
-  matmul_panels({outs.begin(), outs.size()}, xq.data(), row_bytes(activation_type(w0.type), size_t(w0.cols)), n_tokens,
-                pool);
+  matmul_panels(outs, xq.data(), row_bytes(activation_type(w0.type), size_t(w0.cols)), n_tokens, pool);
 }
 
 void read_row(const Matrix& w, int r, float* out) {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <initializer_list>
 #include <new>
+#include <span>
 #include <vector>
 
 #include "model/weights.h"
@@ -47,7 +48,10 @@ struct MatmulOut {
   const Matrix& w;
   float* y;
 };
-void matmul(std::initializer_list<MatmulOut> outs, const float* x, int n_tokens, ThreadPool& pool);
+void matmul(std::span<const MatmulOut> outs, const float* x, int n_tokens, ThreadPool& pool);
+inline void matmul(std::initializer_list<MatmulOut> outs, const float* x, int n_tokens, ThreadPool& pool) {
+  matmul(std::span<const MatmulOut>(outs.begin(), outs.size()), x, n_tokens, pool);
+}
 
 // Decodes row r of w (an embedding lookup).
 void read_row(const Matrix& w, int r, float* out);

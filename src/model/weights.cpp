@@ -48,6 +48,27 @@ class TensorReader {
     return m;
   }
 
+  // A 3-D tensor of n matrices (GGUF shape [cols, rows, n]), as one view per matrix.
+  std::vector<Matrix> matrices(const std::string& name, int n, int rows, int cols) {
+    const TensorInfo& t = tensor(name);
+    check_supported_type(f_, name, t);
+    if (t.shape.size() != 3 || t.shape[0] != uint64_t(cols) || t.shape[1] != uint64_t(rows) ||
+        t.shape[2] != uint64_t(n))
+      fail<FormatError>("{}: tensor '{}' has shape [{}], expected [{}, {}, {}]", f_.source(), name,
+                        fmt::join(t.shape, ", "), cols, rows, n);
+    std::vector<Matrix> out(static_cast<size_t>(n));
+    for (int e = 0; e < n; ++e) {
+      Matrix& m = out[size_t(e)];
+      m.name = fmt::format("{}[{}]", name, e);
+      m.type = t.type;
+      m.rows = rows;
+      m.cols = cols;
+      m.row_bytes = row_bytes(t.type, size_t(cols));
+      m.data = t.data + size_t(e) * size_t(rows) * m.row_bytes;
+    }
+    return out;
+  }
+
   std::vector<float> vector(const std::string& name, int n) {
     const TensorInfo& t = tensor(name);
     if (t.shape.size() != 1 || t.shape[0] != uint64_t(n))
@@ -127,7 +148,30 @@ void load_gate_up(TensorReader& r, const std::string& p, const ModelConfig& c, L
   l.b_up = r.optional_vector(p + "ffn_up.bias", F);
 }
 
+// The router and the experts' 3-D tensors, in place of the dense FFN.
+void load_experts(TensorReader& r, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  const int E = c.n_embd, F = c.moe.n_ff, n = c.moe.n_expert;
+  l.router = r.matrix(p + "ffn_gate_inp.weight", n, E);
+  l.gate_exps = r.matrices(p + "ffn_gate_exps.weight", n, F, E);
+  l.up_exps = r.matrices(p + "ffn_up_exps.weight", n, F, E);
+  l.down_exps = r.matrices(p + "ffn_down_exps.weight", n, E, F);
+}
+
 }  // namespace
+
+std::vector<Matrix*> LayerWeights::matrices() {
+  std::vector<Matrix*> all;
+  for (Matrix* m : {&wq, &wk, &wv, &wo, &router, &w_gate, &w_up, &w_down})
+    if (m->rows > 0) all.push_back(m);
+  for (size_t e = 0; e < gate_exps.size(); ++e)
+    for (auto* experts : {&gate_exps, &up_exps, &down_exps}) all.push_back(&(*experts)[e]);
+  return all;
+}
+
+std::vector<const Matrix*> LayerWeights::matrices() const {
+  const auto all = const_cast<LayerWeights*>(this)->matrices();
+  return {all.begin(), all.end()};
+}
 
 ModelWeights ModelWeights::load(const GgufFile& f, ModelConfig& cfg) {
   TensorReader r(f);
@@ -164,9 +208,13 @@ ModelWeights ModelWeights::load(const GgufFile& f, ModelConfig& cfg) {
     l.bo = r.optional_vector(p + "attn_output.bias", E);
     if (post) l.attn_post_norm = r.vector(p + "post_attention_norm.weight", E);
     if (pre) l.ffn_norm = r.vector(p + "ffn_norm.weight", E);
-    load_gate_up(r, p, cfg, l);
-    l.w_down = r.matrix(p + "ffn_down.weight", E, cfg.n_ff);
-    l.b_down = r.optional_vector(p + "ffn_down.bias", E);
+    if (cfg.moe.n_expert > 0) {
+      load_experts(r, p, cfg, l);
+    } else {
+      load_gate_up(r, p, cfg, l);
+      l.w_down = r.matrix(p + "ffn_down.weight", E, cfg.n_ff);
+      l.b_down = r.optional_vector(p + "ffn_down.bias", E);
+    }
     if (post) l.ffn_post_norm = r.vector(p + "post_ffw_norm.weight", E);
     w.layers.push_back(std::move(l));
   }

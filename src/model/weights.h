@@ -7,7 +7,6 @@
 // views of their row ranges, so the forward pass never sees the fusion.
 #pragma once
 
-#include <array>
 #include <string>
 #include <vector>
 
@@ -44,13 +43,18 @@ struct LayerWeights {
   std::vector<float> q_norm, k_norm;        // head_dim each (QkNorm::PerHead), q_dim and kv_dim (Whole); else empty
   std::vector<float> attn_post_norm;        // n_embd, under Post and Sandwich placement; else empty
   std::vector<float> ffn_norm;              // n_embd; empty under Post
-  Matrix w_gate, w_up, w_down;              // n_ff x n_embd (x2), n_embd x n_ff
+  Matrix w_gate, w_up, w_down;              // n_ff x n_embd (x2), n_embd x n_ff; none (0 rows) under experts
   std::vector<float> b_gate, b_up, b_down;  // n_ff, n_ff, n_embd; empty when the file has none
   std::vector<float> ffn_post_norm;         // n_embd, under Post and Sandwich; else empty
+  // A mixture of experts (config.moe), in place of the dense FFN. Each expert
+  // is a view of its slice of the file's 3-D ffn_{gate,up,down}_exps tensor.
+  Matrix router;                                      // n_expert x n_embd (ffn_gate_inp)
+  std::vector<Matrix> gate_exps, up_exps, down_exps;  // per expert: moe.n_ff x n_embd (x2), n_embd x moe.n_ff
 
-  // The seven matrices, in the order a token passes them (a fused tensor's views each count).
-  std::array<Matrix*, 7> matrices() { return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}; }
-  std::array<const Matrix*, 7> matrices() const { return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down}; }
+  // Every matrix the layer has, in the order a token passes them (a fused
+  // tensor's views and each expert count once each).
+  std::vector<Matrix*> matrices();
+  std::vector<const Matrix*> matrices() const;
 };
 
 struct ModelWeights {

@@ -65,6 +65,7 @@ json counters_json(const SnapshotCounters& c) {
           {"running", c.running},
           {"waiting", c.waiting},
           {"last_step_tokens", c.last_step_tokens},
+          {"last_step_experts", c.last_step_experts},
           {"kv_used", c.kv_used},
           {"kv_cached", c.kv_cached},
           {"kv_free", c.kv_free},

@@ -45,6 +45,10 @@ std::string render_metrics(const EngineStats& s, const ServerFigures& f) {
   counter(out, "pagoda_prefix_cache_queries_total", s.prefix_queries, "Prompt tokens looked up in the prefix cache.");
   counter(out, "pagoda_prefix_cache_hits_total", s.prefix_hits, "Prompt tokens served by the prefix cache.");
   counter(out, "pagoda_num_preemptions_total", s.preemptions, "Sequences preempted (recomputed later).");
+  gauge(out, "pagoda_moe_last_step_experts", s.last_step_experts,
+        "Mixture of experts: experts the last forward pass ran, summed over its layers (0: a dense model).");
+  counter(out, "pagoda_moe_experts_run_total", s.experts_run,
+          "Mixture of experts: experts run by all forward passes, summed over their layers.");
   counter(out, "pagoda_prompt_tokens_total", s.prompt_tokens, "Prompt tokens of the requests received.");
   counter(out, "pagoda_generation_tokens_total", s.generation_tokens, "Tokens generated.");
   counter(out, "pagoda_requests_received_total", s.requests_received + f.rejected,

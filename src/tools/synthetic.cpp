@@ -43,6 +43,12 @@ void add_matrix(GgufWriter& w, Filler& fill, const std::string& name, int rows, 
   w.add_tensor(name, type, {uint64_t(cols), uint64_t(rows)}, quantize(type, values.data(), values.size()));
 }
 
+// n matrices of rows x cols as one 3-D tensor (the experts' layout).
+void add_matrices(GgufWriter& w, Filler& fill, const std::string& name, int n, int rows, int cols, TensorType type) {
+  const auto values = fill.values(size_t(n) * rows * cols, 0.0f, std::sqrt(3.0f / float(cols)));
+  w.add_tensor(name, type, {uint64_t(cols), uint64_t(rows), uint64_t(n)}, quantize(type, values.data(), values.size()));
+}
+
 void add_norm(GgufWriter& w, Filler& fill, const std::string& name, int n) {
   w.add_f32_tensor(name, {uint64_t(n)}, fill.values(size_t(n), 1.0f, 0.2f));
 }
@@ -164,6 +170,11 @@ void arch_keys(GgufWriter& w, const SyntheticModelSpec& s) {
     w.set(a + "attn_logit_softcapping", Value::f32(50.0f));
     w.set(a + "final_logit_softcapping", Value::f32(30.0f));
   }
+  if (s.n_expert > 0) {
+    w.set(a + "expert_count", Value::u32(uint32_t(s.n_expert)));
+    w.set(a + "expert_used_count", Value::u32(uint32_t(s.n_expert_used)));
+  }
+  if (s.n_ff_expert > 0) w.set(a + "expert_feed_forward_length", Value::u32(uint32_t(s.n_ff_expert)));
   if (s.sliding_window > 0) w.set(a + "attention.sliding_window", Value::u32(uint32_t(s.sliding_window)));
   if (s.sliding_pattern > 0) w.set(a + "attention.sliding_window_pattern", Value::u32(uint32_t(s.sliding_pattern)));
   if (s.rope_freq_base_swa > 0) w.set(a + "rope.freq_base_swa", Value::f32(s.rope_freq_base_swa));
@@ -252,13 +263,19 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
     add_matrix(w, fill, p + "attn_output.weight", E, q, s.type);
     if (post) add_norm(w, fill, p + "post_attention_norm.weight", E);
     if (pre) add_norm(w, fill, p + "ffn_norm.weight", E);
-    if (c.fused_gate_up) {
+    if (c.moe.n_expert > 0) {
+      // The router as llama.cpp's quantizer leaves it: F32.
+      add_matrix(w, fill, p + "ffn_gate_inp.weight", c.moe.n_expert, E, TensorType::F32);
+      add_matrices(w, fill, p + "ffn_gate_exps.weight", c.moe.n_expert, c.moe.n_ff, E, s.type);
+      add_matrices(w, fill, p + "ffn_up_exps.weight", c.moe.n_expert, c.moe.n_ff, E, s.type);
+      add_matrices(w, fill, p + "ffn_down_exps.weight", c.moe.n_expert, E, c.moe.n_ff, s.type);
+    } else if (c.fused_gate_up) {
       add_matrix(w, fill, p + "ffn_up.weight", 2 * F, E, s.type);
     } else {
       add_matrix(w, fill, p + "ffn_gate.weight", F, E, s.type);
       add_matrix(w, fill, p + "ffn_up.weight", F, E, s.type);
     }
-    add_matrix(w, fill, p + "ffn_down.weight", E, F, s.type);
+    if (c.moe.n_expert == 0) add_matrix(w, fill, p + "ffn_down.weight", E, F, s.type);
     if (post) add_norm(w, fill, p + "post_ffw_norm.weight", E);
   }
   // Last, so that models without them draw the same weights as before.

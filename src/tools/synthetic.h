@@ -42,6 +42,9 @@ struct SyntheticModelSpec {
   std::string rope_scaling;          // {arch}.rope.scaling.type; empty: not written
   float rope_scaling_factor = 1.0f;  // {arch}.rope.scaling.factor, written with rope_scaling
   int rope_orig_ctx = 0;             // {arch}.rope.scaling.original_context_length when set (YaRN)
+  int n_expert = 0;                  // {arch}.expert_count: a mixture of experts in every layer when set
+  int n_expert_used = 0;             // {arch}.expert_used_count
+  int n_ff_expert = 0;               // {arch}.expert_feed_forward_length when set
   std::string tokenizer = "llama";   // "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
   std::vector<std::string> special_tokens;  // control tokens in place of the last pieces (a template's markers)
   std::string eos_token;                    // the EOS token, when not the vocabulary's default

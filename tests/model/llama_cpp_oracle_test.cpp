@@ -171,7 +171,7 @@ TEST(LlamaOracle, FileThatDoesNotLoadThrowsWithLlamaCppsReason) {
 // 2 layers, 4 heads of 64, 512 tokens: ~6 MB in F32.
 SyntheticModelSpec oracle_spec(const std::string& arch, int seed) {
   SyntheticModelSpec s;
-  s.arch = arch;
+  s.arch = arch == "mixtral" ? "llama" : arch;  // Mixtral: a llama with experts
   s.seed = uint64_t(seed);
   s.n_vocab = 512;
   s.n_embd = 256;
@@ -199,6 +199,12 @@ SyntheticModelSpec oracle_spec(const std::string& arch, int seed) {
   if (arch == "mistral3") s.rope_scaling = "yarn", s.rope_scaling_factor = 16, s.rope_orig_ctx = 16;
   if (arch == "qwen3" && seed % 2 == 0) s.rope_scaling = "yarn", s.rope_scaling_factor = 4, s.rope_orig_ctx = 16;
   if (arch == "glm4") s.rope_dims = 32, s.qkv_bias = true;
+  // 8 experts, 2 a token (the width 256 from the key, or on odd seeds from
+  // llama.cpp's default: the FFN length over the experts used); Mixtral's 4
+  // experts as wide as the FFN.
+  if (arch == "qwen3moe")
+    s.head_dim = 128, s.tokenizer = "gpt2", s.n_expert = 8, s.n_expert_used = 2, s.n_ff_expert = seed % 2 ? 0 : 256;
+  if (arch == "mixtral") s.n_expert = 4, s.n_expert_used = 2;
   return s;
 }
 
@@ -304,7 +310,8 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<const char*, Fty
 
 INSTANTIATE_TEST_SUITE_P(Types, LlamaCppMatches,
                          ::testing::Combine(::testing::Values("llama", "qwen2", "qwen3", "gemma2", "gemma3", "granite",
-                                                              "smollm3", "olmo2", "mistral3", "phi3", "glm4"),
+                                                              "smollm3", "olmo2", "mistral3", "phi3", "glm4",
+                                                              "qwen3moe", "mixtral"),
                                             ::testing::ValuesIn(kFtypes)),
                          case_name);
 

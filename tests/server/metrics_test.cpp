@@ -27,6 +27,8 @@ TEST(ServerMetrics, PrometheusTextWithEveryNamedMetric) {
       {"pagoda_prefix_cache_queries_total", "counter"},
       {"pagoda_prefix_cache_hits_total", "counter"},
       {"pagoda_num_preemptions_total", "counter"},
+      {"pagoda_moe_last_step_experts", "gauge"},
+      {"pagoda_moe_experts_run_total", "counter"},
       {"pagoda_prompt_tokens_total", "counter"},
       {"pagoda_generation_tokens_total", "counter"},
       {"pagoda_requests_received_total", "counter"},

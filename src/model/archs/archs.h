@@ -20,6 +20,7 @@ struct Arch {
   RopeLayout rope_layout;
   // Adjusts c (already holding the shared fields and uniform layers) to the architecture.
   void (*declare)(const GgufFile& f, ModelConfig& c);
+  bool experts = false;  // whether its files may hold a mixture of experts ({arch}.expert_count)
 };
 
 // Every supported architecture, in the order messages list them.
@@ -40,6 +41,7 @@ std::vector<bool> sliding_layers(const GgufFile& f, const ModelConfig& c, uint64
 void declare_llama(const GgufFile& f, ModelConfig& c);
 void declare_qwen2(const GgufFile& f, ModelConfig& c);
 void declare_qwen3(const GgufFile& f, ModelConfig& c);
+void declare_qwen3moe(const GgufFile& f, ModelConfig& c);
 void declare_gemma2(const GgufFile& f, ModelConfig& c);
 void declare_gemma3(const GgufFile& f, ModelConfig& c);
 void declare_granite(const GgufFile& f, ModelConfig& c);

@@ -5,13 +5,9 @@
 
 namespace pagoda {
 
-// The block every default in config.h describes. Mixtral-style files carry
-// experts under this name: refused by name rather than run as a dense model.
-void declare_llama(const GgufFile& f, ModelConfig& c) {
-  if (read_u64(f, c, "expert_count", 0) > 0)
-    fail<Unsupported>("{}: '{}' with experts (a mixture of experts, like Mixtral) is not supported yet", f.source(),
-                      c.arch);
-}
+// The block every default in config.h describes; Mixtral's files carry
+// experts under this name (config.h MoeSpec's defaults are its routing).
+void declare_llama(const GgufFile&, ModelConfig&) {}
 
 // Granite: llama with four scales (embedding, residual, attention, logits; 0 in a file means unset).
 void declare_granite(const GgufFile& f, ModelConfig& c) {

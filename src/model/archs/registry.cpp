@@ -5,9 +5,10 @@ namespace pagoda {
 namespace {
 // The RoPE layout is a property of the architecture, not a key (llama.cpp's rope-type table).
 constexpr Arch kArchs[] = {
-    {"llama", RopeLayout::Interleaved, declare_llama},  // also Mistral, TinyLlama, SmolLM 1/2
+    {"llama", RopeLayout::Interleaved, declare_llama, true},  // also Mistral, Mixtral, TinyLlama, SmolLM 1/2
     {"qwen2", RopeLayout::NeoX, declare_qwen2},
     {"qwen3", RopeLayout::NeoX, declare_qwen3},
+    {"qwen3moe", RopeLayout::NeoX, declare_qwen3moe, true},
     {"gemma2", RopeLayout::NeoX, declare_gemma2},
     {"gemma3", RopeLayout::NeoX, declare_gemma3},
     {"granite", RopeLayout::Interleaved, declare_granite},

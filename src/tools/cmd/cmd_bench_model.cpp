@@ -83,20 +83,29 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Every matrix a token passes through: all layer matrices and the output.
+// The matrices a token passes through: the layers' dense ones, the share of
+// the experts it is routed to (n_used of n_expert), and the output.
 struct WeightTotals {
   uint64_t layer_bytes = 0, layer_elems = 0, output_bytes = 0, output_elems = 0;
+  uint64_t expert_bytes = 0, expert_elems = 0;  // all experts'
+  double expert_share = 0;                      // of them, what a token reads
+  uint64_t active_bytes() const { return layer_bytes + uint64_t(double(expert_bytes) * expert_share); }
+  uint64_t active_elems() const { return layer_elems + uint64_t(double(expert_elems) * expert_share); }
 };
 
-WeightTotals weight_totals(const ModelWeights& w) {
+bool is_expert(const Matrix& m) { return m.name.find("_exps.weight[") != std::string::npos; }
+
+WeightTotals weight_totals(const ModelWeights& w, const ModelConfig& c) {
   WeightTotals t;
   auto add = [](const Matrix& m, uint64_t& bytes, uint64_t& elems) {
     bytes += uint64_t(m.rows) * m.row_bytes;
     elems += uint64_t(m.rows) * uint64_t(m.cols);
   };
   for (const auto& l : w.layers)
-    for (const Matrix* m : l.matrices()) add(*m, t.layer_bytes, t.layer_elems);
+    for (const Matrix* m : l.matrices())
+      is_expert(*m) ? add(*m, t.expert_bytes, t.expert_elems) : add(*m, t.layer_bytes, t.layer_elems);
   add(w.output, t.output_bytes, t.output_elems);
+  if (c.moe.n_expert > 0) t.expert_share = double(c.moe.n_used) / c.moe.n_expert;
   return t;
 }
 
@@ -157,12 +166,16 @@ struct Machine {
 };
 
 // A batch-1 step's weight reads in forward order: per layer Q, K, V, the
-// attention output, gate, up, down; then the output matrix.
-std::vector<ByteRange> step_reads(const ModelWeights& w) {
+// attention output, gate, up, down (or the router and n_used experts); then
+// the output matrix.
+std::vector<ByteRange> step_reads(const ModelWeights& w, const ModelConfig& c) {
   std::vector<ByteRange> r;
   auto add = [&](const Matrix& m) { r.push_back({m.data, size_t(m.rows) * m.row_bytes}); };
-  for (const auto& l : w.layers)
-    for (const Matrix* m : l.matrices()) add(*m);
+  for (const auto& l : w.layers) {
+    int experts = 0;  // matrices of experts taken: 3 per expert
+    for (const Matrix* m : l.matrices())
+      if (!is_expert(*m) || experts++ < 3 * c.moe.n_used) add(*m);
+  }
   add(w.output);
   return r;
 }
@@ -178,13 +191,13 @@ Result measure(const BenchModelOpts& o, const Machine& m, const std::string& mod
   const int steps = o.steps > 0 ? o.steps : (o.quick ? 2 : 5);
   auto model = Model::load(path, o.mmap ? Residency::kMapped : Residency::kInMemory);
   const ModelConfig& cfg = model->config();
-  const WeightTotals w = weight_totals(model->weights());
+  const WeightTotals w = weight_totals(model->weights(), cfg);
   Result r;
   r.model = model_name;
   r.type = type;
   r.file_bytes = fs::file_size(path);
-  r.params = w.layer_elems + w.output_elems + uint64_t(cfg.n_vocab) * uint64_t(cfg.n_embd);
-  r.weight_bytes_per_token = w.layer_bytes + w.output_bytes;
+  r.params = w.layer_elems + w.expert_elems + w.output_elems + uint64_t(cfg.n_vocab) * uint64_t(cfg.n_embd);
+  r.weight_bytes_per_token = w.active_bytes() + w.output_bytes;
 
   // The engine's KV layout: F32, blocks of 16 slots.
   const int block_size = 16;
@@ -209,15 +222,15 @@ Result measure(const BenchModelOpts& o, const Machine& m, const std::string& mod
   // Matrix multiply-adds of every prompt token, the output row of the last
   // one, and causal attention (Q.K and weights.V: 2 x (pos+1) x q_dim per layer).
   const double T = o.prompt;
-  r.prefill_flops =
-      2 * T * double(w.layer_elems) + 2 * double(w.output_elems) + 4.0 * cfg.n_layer * cfg.q_dim() * (T * (T + 1) / 2);
+  r.prefill_flops = 2 * T * double(w.active_elems()) + 2 * double(w.output_elems) +
+                    4.0 * cfg.n_layer * cfg.q_dim() * (T * (T + 1) / 2);
   r.fma_ratio = r.prefill_flops / r.prefill_s / m.fma.flops_per_s;
 
   for (int context : {0, o.context}) {
     for (int b : o.batches) {
       std::vector<double> times, now_ratios, read_ratios;
       const bool probed = probe && b == 1 && context == 0;
-      const std::vector<ByteRange> reads = probed ? step_reads(model->weights()) : std::vector<ByteRange>{};
+      const std::vector<ByteRange> reads = probed ? step_reads(model->weights(), cfg) : std::vector<ByteRange>{};
       for (int step = 0; step <= steps; ++step) {  // step 0 warms up
         const Batch batch = seqs.decode_batch(b, context + step, rng, cfg.n_vocab);
         const double bandwidth_now = probed ? probe->measure() : 0;
