@@ -65,9 +65,9 @@ Command add_info(CLI::App& app) {
               c.n_ctx_train, rope_layout_name(c.rope.layout), c.rope.base, c.rope.dims,
               rope_scaling_name(c.rope.scaling),
               c.rope.scaling == RopeScaling::None ? "" : fmt::format(" x{}", c.rope.factor), c.rms_eps);
-          fmt::print("block:           {} norms{}{}\n", norm_placement_name(c.norms),
-                     c.qk_norm == QkNorm::None ? "" : ", Q/K norm",
-                     c.act == Activation::GeluTanh ? ", GeGLU" : ", SwiGLU");
+          fmt::print("block:           {} norms{}{}, {}\n", norm_placement_name(c.norms),
+                     c.qk_norm == QkNorm::None ? "" : ", Q/K norm", c.attn_sinks ? ", attention sinks" : "",
+                     activation_name(c.act));
           if (c.moe.n_expert > 0)
             fmt::print("experts:         {} of {} a token, each {} wide, routing {}{}{}\n", c.moe.n_used,
                        c.moe.n_expert, c.moe.n_ff, expert_gating_name(c.moe.gating),

@@ -176,7 +176,7 @@ void AttendValues(const float* w, size_t ld_w, size_t n_q, const PagedRows& v, s
 // x[i] = exp(scale x[i] - max) / sum over i: three passes over x (in L1),
 // Highway's vector exp, and the sum as 16 partial sums reduced as in a dot
 // (so AVX2 and AVX-512 give the same bits).
-void SoftmaxScaled(float* x, size_t n, float scale) {
+void SoftmaxScaled(float* x, size_t n, float scale, float sink) {
   const DF d;
   const V vscale = hn::Set(d, scale);
   V vmax = hn::Set(d, -HUGE_VALF);
@@ -188,6 +188,8 @@ void SoftmaxScaled(float* x, size_t n, float scale) {
   }
   float max = hn::GetLane(hn::MaxOfLanes(d, vmax));
   for (; i < n; ++i) max = std::max(max, x[i] *= scale);
+  const bool has_sink = std::isfinite(sink);
+  if (has_sink) max = std::max(max, sink);
   const V vm = hn::Set(d, max);
   V acc[kV];
   for (size_t v = 0; v < kV; ++v) acc[v] = hn::Zero(d);
@@ -207,7 +209,7 @@ void SoftmaxScaled(float* x, size_t n, float scale) {
     }
     if (m < kDotLanes) std::memcpy(x + i, buf, m * sizeof(float));
   }
-  const V inv = hn::Set(d, 1.0f / ReduceLanes(acc));
+  const V inv = hn::Set(d, 1.0f / (has_sink ? ReduceLanes(acc) + std::exp(sink - max) : ReduceLanes(acc)));
   for (i = 0; i + kL <= n; i += kL) hn::StoreU(hn::Mul(hn::LoadU(d, x + i), inv), d, x + i);
   for (; i < n; ++i) x[i] *= hn::GetLane(inv);
 }
@@ -223,8 +225,8 @@ HWY_EXPORT(SoftmaxScaled);
 HWY_EXPORT(AttendScores);
 HWY_EXPORT(AttendValues);
 
-void softmax_scaled(float* x, size_t n, float scale) {
-  if (n > 0) HWY_DYNAMIC_DISPATCH(SoftmaxScaled)(x, n, scale);
+void softmax_scaled(float* x, size_t n, float scale, float sink) {
+  if (n > 0) HWY_DYNAMIC_DISPATCH(SoftmaxScaled)(x, n, scale, sink);
 }
 
 namespace {

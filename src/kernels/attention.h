@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <cmath>
+
 #include "gguf/types.h"
 #include "kernels/float_matmul.h"
 
@@ -15,7 +17,9 @@ namespace pagoda {
 
 // x = softmax(scale * x), in place: Highway's vector exp (within a few ULP
 // of std::exp) and a fixed summation order, the same on every FMA target.
-void softmax_scaled(float* x, size_t n, float scale);
+// A finite `sink` is a logit (not scaled) that joins only the denominator:
+// gpt-oss's attention sinks, a share of the weight given to no position.
+void softmax_scaled(float* x, size_t n, float scale, float sink = -INFINITY);
 
 // Decode attention over a paged KV cache: K or V rows of one KV head,
 // position p at blocks[p / block_size] + (p % block_size) * ld elements

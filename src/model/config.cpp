@@ -126,6 +126,10 @@ const char* norm_placement_name(NormPlacement placement) {
   return "?";
 }
 
+const char* activation_name(Activation act) {
+  return act == Activation::GeluTanh ? "GeGLU" : act == Activation::SwigluOai ? "clamped SwiGLU" : "SwiGLU";
+}
+
 const char* expert_gating_name(ExpertGating gating) {
   return gating == ExpertGating::TopKSoftmax ? "top-k, softmax" : "softmax, top-k";
 }

@@ -65,6 +65,9 @@ enum class QkNorm {
 enum class Activation {
   SiLU,      // SwiGLU
   GeluTanh,  // GeGLU, GELU's tanh approximation: gemma
+  // gpt-oss's clamped SwiGLU: g = min(gate, 7), u = clamp(up, -7, 7),
+  // g * sigmoid(1.702 g) * (u + 1).
+  SwigluOai,
 };
 
 // How a mixture of experts' router turns its logits into the chosen experts' weights.
@@ -112,6 +115,11 @@ struct ModelConfig {
   bool qkv_bias_required = false;  // the architecture always has Q/K/V biases (qwen2)
   float attn_scale = 0.0f;         // multiplies q.k before the softmax; set to 1/sqrt(head_dim) unless declared
   float attn_softcap = 0.0f;       // 0: none; else scores become c * tanh(scores / c) (gemma2)
+  // A learned logit per query head (attn_sinks.weight) that joins the
+  // softmax's denominator only: gpt-oss's attention sinks.
+  bool attn_sinks = false;
+  // The tensor of the RMSNorm before the FFN (gpt-oss names it post_attention_norm).
+  std::string ffn_norm_name = "ffn_norm";
 
   // Model-level scales (granite, gemma).
   float embed_scale = 1.0f;     // multiplies the token embeddings
@@ -139,6 +147,7 @@ const char* rope_layout_name(RopeLayout layout);           // "interleaved", "ne
 const char* rope_scaling_name(RopeScaling scaling);        // "none", "linear", "yarn"
 const char* norm_placement_name(NormPlacement placement);  // "pre", "post", "sandwich"
 const char* expert_gating_name(ExpertGating gating);       // "softmax, top-k", "top-k, softmax"
+const char* activation_name(Activation act);               // "SwiGLU", "GeGLU", "clamped SwiGLU"
 
 // The architectures Pagoda runs, comma-separated (for messages that refuse a file).
 std::string supported_architectures();

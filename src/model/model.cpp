@@ -86,6 +86,7 @@ struct AttendOptions {
   float scale;
   float softcap;
   int window;
+  const float* sinks;  // the group's query heads' sink logits; null: none
 };
 
 // Attention of the query heads q_in[0 .. n_q) (hd floats apart) that share one
@@ -156,7 +157,7 @@ void attend_heads(const KvStorage& kv, int layer, std::span<const int32_t> table
       scale = 1.0f;
     }
     std::fill_n(s, size_t(first - p_begin), -INFINITY);  // before the window: weight 0
-    softmax_scaled(s, n_pos, scale);
+    softmax_scaled(s, n_pos, scale, o.sinks ? o.sinks[i] : -INFINITY);
     if constexpr (f16)
       for (size_t p = 0; p < n_pos; ++p) s[p] = round_f16(s[p]);
   }
@@ -181,7 +182,8 @@ void attend_heads(const KvStorage& kv, int layer, std::span<const int32_t> table
 void Model::attention(const Batch& batch, int layer, const KvStorage& kv, ThreadPool& pool) {
   const int hd = cfg_.head_dim, n_head = cfg_.n_head, n_kv = cfg_.n_head_kv, group = n_head / n_kv;
   const int window = cfg_.layers[size_t(layer)].window;
-  const AttendOptions options{cfg_.attn_scale, cfg_.attn_softcap, window};
+  const std::vector<float>& sinks = w_.layers[size_t(layer)].attn_sinks;
+  const AttendOptions options{cfg_.attn_scale, cfg_.attn_softcap, window, sinks.empty() ? nullptr : sinks.data()};
   size_t work = 0;  // multiply-adds: two passes over each token's past (or window), per head
   for (const auto& t : batch.tokens)
     work += 2 * size_t(window > 0 ? std::min(t.pos + 1, window) : t.pos + 1) * size_t(hd) * size_t(n_head);
@@ -197,12 +199,14 @@ void Model::attention(const Batch& batch, int layer, const KvStorage& kv, Thread
           const BatchToken& tok = batch.tokens[t];
           const auto table = batch.table(tok.seq, kv.group_of(layer));
           const size_t first = t * size_t(cfg_.q_dim()) + size_t(g) * group * hd;
+          AttendOptions o = options;
+          if (o.sinks) o.sinks += g * group;
           if (kv.type() == KvType::F16)
             attend_heads<uint16_t>(kv, layer, table, tok.pos, g * hd, hd, group, q_.data() + first, att_.data() + first,
-                                   scores, options);
+                                   scores, o);
           else
             attend_heads<float>(kv, layer, table, tok.pos, g * hd, hd, group, q_.data() + first, att_.data() + first,
-                                scores, options);
+                                scores, o);
         }
       },
       1, work);
@@ -212,6 +216,7 @@ void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::ve
   check(batch, kv);
   if (mover_ && !moved_) moved_ = mover_->adopt();
   experts_run_ = 0;
+  router_margin_ = INFINITY;
   const int T = int(batch.tokens.size());
   const int E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff, hd = cfg_.head_dim;
   const int bs = kv.block_size();
@@ -292,6 +297,7 @@ void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::ve
       moe_out_.resize(size_t(T) * E);
       moe_.forward(lw, cfg_, pre ? xb_.data() : x_.data(), T, moe_out_.data(), pool);
       experts_run_ += moe_.experts_run();
+      router_margin_ = std::min(router_margin_, moe_.router_margin());
       std::copy(moe_out_.begin(), moe_out_.end(), xb_.begin());
       per_token([&](int t) { add_residual(t, lw.ffn_post_norm); });
       continue;
@@ -301,10 +307,7 @@ void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::ve
       float *gate = row(hb_, t, F), *up = row(hb2_, t, F);
       add_bias(gate, lw.b_gate);
       add_bias(up, lw.b_up);
-      if (cfg_.act == Activation::GeluTanh)
-        geglu_tanh(gate, up, F);
-      else
-        swiglu(gate, up, F);
+      gated_activation(cfg_.act, gate, up, F);
     });
     matmul(lw.w_down, hb_.data(), T, xb_.data(), pool);
     per_token([&](int t) {

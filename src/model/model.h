@@ -56,6 +56,8 @@ class Model {
 
   // The experts the last forward pass ran, summed over its layers (0 for a dense model).
   int experts_run() const { return experts_run_; }
+  // The smallest router margin (model/moe.h) of the last forward pass's layers; +inf for a dense model.
+  float router_margin() const { return router_margin_; }
 
  private:
   void check(const Batch& batch, const KvStorage& kv) const;
@@ -71,6 +73,7 @@ class Model {
   MoeFfn moe_;                                         // a mixture of experts' buffers
   AlignedFloats moe_out_;                              // its output, T x n_embd
   int experts_run_ = 0;
+  float router_margin_ = INFINITY;
   std::unique_ptr<WeightMover> mover_;  // after w_: stops before the weights go
   bool moved_ = false;                  // every matrix adopted from mover_
 };

@@ -58,21 +58,40 @@ void MoeFfn::forward(const LayerWeights& lw, const ModelConfig& c, const float* 
   const MoeSpec& moe = c.moe;
   const int E = c.n_embd, F = moe.n_ff, k = moe.n_used;
   const size_t T = size_t(n_tokens);
-  auto activate = [&](float* gate, const float* up) {
-    if (c.act == Activation::GeluTanh)
-      geglu_tanh(gate, up, F);
-    else
-      swiglu(gate, up, F);
+  // An expert's hidden row: its biases (gpt-oss), then the gated activation.
+  auto activate = [&](size_t e, float* gate, float* up) {
+    if (!lw.gate_exps_b.empty())
+      for (int i = 0; i < F; ++i) gate[i] += lw.gate_exps_b[e * F + i];
+    if (!lw.up_exps_b.empty())
+      for (int i = 0; i < F; ++i) up[i] += lw.up_exps_b[e * F + i];
+    gated_activation(c.act, gate, up, F);
+  };
+  auto add_down_bias = [&](size_t e, float* y) {
+    if (!lw.down_exps_b.empty())
+      for (int i = 0; i < E; ++i) y[i] += lw.down_exps_b[e * E + i];
   };
 
   logits_.resize(T * size_t(moe.n_expert));
   matmul(lw.router, x, n_tokens, logits_.data(), pool);
+  if (!lw.router_b.empty())
+    for (size_t t = 0; t < T; ++t)
+      for (int e = 0; e < moe.n_expert; ++e) logits_[t * moe.n_expert + e] += lw.router_b[size_t(e)];
   choices_.resize(T * size_t(k));
   route_tokens(moe, logits_.data(), n_tokens, choices_.data());
   users_.resize(size_t(moe.n_expert));
   for (auto& u : users_) u.clear();
   for (size_t i = 0; i < choices_.size(); ++i) users_[size_t(choices_[i].expert)].push_back(int(i));
   experts_run_ = int(std::count_if(users_.begin(), users_.end(), [](const auto& u) { return !u.empty(); }));
+  router_margin_ = INFINITY;
+  for (size_t t = 0; t < T && k < moe.n_expert; ++t) {
+    const float* z = &logits_[t * moe.n_expert];
+    float kth = INFINITY, next = -INFINITY;
+    for (int r = 0; r < k; ++r) kth = std::min(kth, z[choices_[t * k + size_t(r)].expert]);
+    for (int e = 0; e < moe.n_expert; ++e)
+      if (std::none_of(&choices_[t * k], &choices_[t * k] + k, [&](const ExpertChoice& c) { return c.expert == e; }))
+        next = std::max(next, z[e]);
+    router_margin_ = std::min(router_margin_, kth - next);
+  }
   slots_.resize(T * size_t(k) * size_t(E));
 
   if (n_tokens == 1) {
@@ -87,8 +106,10 @@ void MoeFfn::forward(const LayerWeights& lw, const ModelConfig& c, const float* 
     }
     matmul(outs, x, 1, pool);
     for (int r = 0; r < k; ++r) {
-      activate(&gate_[size_t(r) * F], &up_[size_t(r) * F]);
-      matmul(lw.down_exps[size_t(choices_[size_t(r)].expert)], &gate_[size_t(r) * F], 1, &slots_[size_t(r) * E], pool);
+      const size_t e = size_t(choices_[size_t(r)].expert);
+      activate(e, &gate_[size_t(r) * F], &up_[size_t(r) * F]);
+      matmul(lw.down_exps[e], &gate_[size_t(r) * F], 1, &slots_[size_t(r) * E], pool);
+      add_down_bias(e, &slots_[size_t(r) * E]);
     }
   } else {
     // Each chosen expert once, over the rows of the tokens that chose it.
@@ -101,10 +122,13 @@ void MoeFfn::forward(const LayerWeights& lw, const ModelConfig& c, const float* 
       gate_.resize(size_t(n) * F);
       up_.resize(size_t(n) * F);
       matmul({{lw.gate_exps[e], gate_.data()}, {lw.up_exps[e], up_.data()}}, xe_.data(), n, pool);
-      for (int i = 0; i < n; ++i) activate(&gate_[size_t(i) * F], &up_[size_t(i) * F]);
+      for (int i = 0; i < n; ++i) activate(e, &gate_[size_t(i) * F], &up_[size_t(i) * F]);
       ye_.resize(size_t(n) * E);
       matmul(lw.down_exps[e], gate_.data(), n, ye_.data(), pool);
-      for (int i = 0; i < n; ++i) std::copy_n(&ye_[size_t(i) * E], E, &slots_[size_t(slots[size_t(i)]) * E]);
+      for (int i = 0; i < n; ++i) {
+        add_down_bias(e, &ye_[size_t(i) * E]);
+        std::copy_n(&ye_[size_t(i) * E], E, &slots_[size_t(slots[size_t(i)]) * E]);
+      }
     }
   }
 

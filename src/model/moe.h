@@ -8,6 +8,7 @@
 // router ranked them, whatever other tokens chose.
 #pragma once
 
+#include <cmath>
 #include <vector>
 
 #include "model/config.h"
@@ -36,6 +37,11 @@ class MoeFfn {
 
   // Distinct experts the last forward ran (its layer's).
   int experts_run() const { return experts_run_; }
+  // The closest call of the last forward's routing: over its tokens, the
+  // smallest gap between the k-th chosen expert's router logit and the best
+  // unchosen one (+inf with every expert chosen). Two computations of a
+  // model may route a token differently where this is within their rounding.
+  float router_margin() const { return router_margin_; }
 
  private:
   std::vector<float> logits_;            // n_tokens x n_expert
@@ -44,6 +50,7 @@ class MoeFfn {
   AlignedFloats xe_, gate_, up_, ye_;    // one expert's tokens: inputs (n x n_embd), hidden (n x moe.n_ff) x2, outputs
   AlignedFloats slots_;                  // n_tokens x n_used x n_embd: each choice's output, weighted
   int experts_run_ = 0;
+  float router_margin_ = INFINITY;
 };
 
 }  // namespace pagoda

@@ -329,4 +329,19 @@ void rmsnorm(const float* x, const float* weight, int n, float eps, float* out) 
 void swiglu(float* gate, const float* up, int n) { swiglu_simd(gate, up, size_t(n)); }
 void geglu_tanh(float* gate, const float* up, int n) { geglu_tanh_simd(gate, up, size_t(n)); }
 
+void gated_activation(Activation act, float* gate, const float* up, int n) {
+  switch (act) {
+    case Activation::SiLU: return swiglu(gate, up, n);
+    case Activation::GeluTanh: return geglu_tanh(gate, up, n);
+    case Activation::SwigluOai: {
+      constexpr float kAlpha = 1.702f, kLimit = 7.0f;  // gpt-oss's constants (not in its files)
+      for (int i = 0; i < n; ++i) {
+        const float g = std::min(gate[i], kLimit), u = std::clamp(up[i], -kLimit, kLimit);
+        gate[i] = g / (1.0f + std::exp(-kAlpha * g)) * (u + 1.0f);
+      }
+      return;
+    }
+  }
+}
+
 }  // namespace pagoda

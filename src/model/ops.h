@@ -63,5 +63,7 @@ void rmsnorm(const float* x, const float* weight, int n, float eps, float* out);
 void swiglu(float* gate, const float* up, int n);
 // gate[i] = gelu_tanh(gate[i]) * up[i] (geglu_tanh_simd).
 void geglu_tanh(float* gate, const float* up, int n);
+// gate[i] = act(gate[i], up[i]) for the model's gated activation (config.h).
+void gated_activation(Activation act, float* gate, const float* up, int n);
 
 }  // namespace pagoda

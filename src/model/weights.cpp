@@ -80,6 +80,19 @@ class TensorReader {
     return v;
   }
 
+  // count vectors of n (GGUF shape [n, count], F32 or F16), one after another.
+  std::vector<float> vectors(const std::string& name, int n, int count) {
+    const TensorInfo& t = tensor(name);
+    if (t.shape.size() != 2 || t.shape[0] != uint64_t(n) || t.shape[1] != uint64_t(count))
+      fail<FormatError>("{}: tensor '{}' has shape [{}], expected [{}, {}]", f_.source(), name,
+                        fmt::join(t.shape, ", "), n, count);
+    check_supported_type(f_, name, t);
+    std::vector<float> v(size_t(n) * size_t(count));
+    for (int i = 0; i < count; ++i)
+      dequantize_row(t.type, t.data + size_t(i) * row_bytes(t.type, size_t(n)), v.data() + size_t(i) * n, size_t(n));
+    return v;
+  }
+
   // Empty when absent (unless required), checked when present.
   std::vector<float> optional_vector(const std::string& name, int n, bool required = false) {
     if (!required && !has(name)) return {};
@@ -155,6 +168,10 @@ void load_experts(TensorReader& r, const std::string& p, const ModelConfig& c, L
   l.gate_exps = r.matrices(p + "ffn_gate_exps.weight", n, F, E);
   l.up_exps = r.matrices(p + "ffn_up_exps.weight", n, F, E);
   l.down_exps = r.matrices(p + "ffn_down_exps.weight", n, E, F);
+  l.router_b = r.optional_vector(p + "ffn_gate_inp.bias", n);
+  if (r.has(p + "ffn_gate_exps.bias")) l.gate_exps_b = r.vectors(p + "ffn_gate_exps.bias", F, n);
+  if (r.has(p + "ffn_up_exps.bias")) l.up_exps_b = r.vectors(p + "ffn_up_exps.bias", F, n);
+  if (r.has(p + "ffn_down_exps.bias")) l.down_exps_b = r.vectors(p + "ffn_down_exps.bias", E, n);
 }
 
 }  // namespace
@@ -204,10 +221,11 @@ ModelWeights ModelWeights::load(const GgufFile& f, ModelConfig& cfg) {
       l.q_norm = r.vector(p + "attn_q_norm.weight", qn);
       l.k_norm = r.vector(p + "attn_k_norm.weight", kn);
     }
+    if (cfg.attn_sinks) l.attn_sinks = r.vector(p + "attn_sinks.weight", cfg.n_head);
     l.wo = r.matrix(p + "attn_output.weight", E, cfg.q_dim());
     l.bo = r.optional_vector(p + "attn_output.bias", E);
     if (post) l.attn_post_norm = r.vector(p + "post_attention_norm.weight", E);
-    if (pre) l.ffn_norm = r.vector(p + "ffn_norm.weight", E);
+    if (pre) l.ffn_norm = r.vector(p + cfg.ffn_norm_name + ".weight", E);
     if (cfg.moe.n_expert > 0) {
       load_experts(r, p, cfg, l);
     } else {

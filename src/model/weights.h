@@ -50,6 +50,10 @@ struct LayerWeights {
   // is a view of its slice of the file's 3-D ffn_{gate,up,down}_exps tensor.
   Matrix router;                                      // n_expert x n_embd (ffn_gate_inp)
   std::vector<Matrix> gate_exps, up_exps, down_exps;  // per expert: moe.n_ff x n_embd (x2), n_embd x moe.n_ff
+  std::vector<float> router_b;                        // n_expert; empty when the file has none
+  std::vector<float> gate_exps_b, up_exps_b;          // n_expert x moe.n_ff each; empty when none
+  std::vector<float> down_exps_b;                     // n_expert x n_embd; empty when none
+  std::vector<float> attn_sinks;                      // n_head (config.attn_sinks); else empty
 
   // Every matrix the layer has, in the order a token passes them (a fused
   // tensor's views and each expert count once each).

@@ -260,15 +260,25 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
       add_norm(w, fill, p + "attn_q_norm.weight", whole ? q : hd);
       add_norm(w, fill, p + "attn_k_norm.weight", whole ? kv : hd);
     }
+    if (c.attn_sinks)
+      w.add_f32_tensor(p + "attn_sinks.weight", {uint64_t(s.n_head)}, fill.values(size_t(s.n_head), 0.0f, 2.0f));
     add_matrix(w, fill, p + "attn_output.weight", E, q, s.type);
+    if (s.out_bias) bias(p + "attn_output.bias", E);
     if (post) add_norm(w, fill, p + "post_attention_norm.weight", E);
-    if (pre) add_norm(w, fill, p + "ffn_norm.weight", E);
+    if (pre) add_norm(w, fill, p + c.ffn_norm_name + ".weight", E);
     if (c.moe.n_expert > 0) {
       // The router as llama.cpp's quantizer leaves it: F32.
       add_matrix(w, fill, p + "ffn_gate_inp.weight", c.moe.n_expert, E, TensorType::F32);
       add_matrices(w, fill, p + "ffn_gate_exps.weight", c.moe.n_expert, c.moe.n_ff, E, s.type);
       add_matrices(w, fill, p + "ffn_up_exps.weight", c.moe.n_expert, c.moe.n_ff, E, s.type);
       add_matrices(w, fill, p + "ffn_down_exps.weight", c.moe.n_expert, E, c.moe.n_ff, s.type);
+      if (s.expert_bias) {
+        const uint64_t n = uint64_t(c.moe.n_expert), f = uint64_t(c.moe.n_ff);
+        bias(p + "ffn_gate_inp.bias", c.moe.n_expert);
+        w.add_f32_tensor(p + "ffn_gate_exps.bias", {f, n}, fill.values(f * n, 0.0f, 0.5f));
+        w.add_f32_tensor(p + "ffn_up_exps.bias", {f, n}, fill.values(f * n, 0.0f, 0.5f));
+        w.add_f32_tensor(p + "ffn_down_exps.bias", {uint64_t(E), n}, fill.values(uint64_t(E) * n, 0.0f, 0.5f));
+      }
     } else if (c.fused_gate_up) {
       add_matrix(w, fill, p + "ffn_up.weight", 2 * F, E, s.type);
     } else {

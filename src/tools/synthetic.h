@@ -33,6 +33,8 @@ struct SyntheticModelSpec {
   int head_dim = 0;                  // {arch}.attention.key_length/value_length when set; else n_embd / n_head
   int rope_dims = 0;                 // {arch}.rope.dimension_count when set (partial rotary); else the head size
   bool qkv_bias = false;             // blk.N.attn_{q,k,v}.bias (qwen2 files need them)
+  bool out_bias = false;             // blk.N.attn_output.bias (gpt-oss)
+  bool expert_bias = false;          // blk.N.ffn_gate_inp.bias and ffn_{gate,up,down}_exps.bias (gpt-oss)
   bool fused_qkv = false;            // one blk.N.attn_qkv tensor (phi3's layout) instead of three
   int sliding_window = 0;            // {arch}.attention.sliding_window when set (gemma2/3, olmo2)
   int sliding_pattern = 0;           // {arch}.attention.sliding_window_pattern (a period) when set

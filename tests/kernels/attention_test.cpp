@@ -21,6 +21,26 @@
 namespace pagoda {
 namespace {
 
+// A sink (gpt-oss) joins the denominator only: the weights sum to 1 less its share.
+TEST(SimdFloat, SoftmaxWithASinkGivesItsShareToNoPosition) {
+  testing::for_each_simd_target([&](int64_t) {
+    for (size_t n : lengths())
+      for (const float sink : {-3.0f, 0.5f, 40.0f}) {
+        auto x = random_floats(n, uint32_t(n) + 11, 4.0f);
+        const auto in = x;
+        softmax_scaled(x.data(), n, 0.5f, sink);
+        double max = sink, sum = 0;
+        for (float v : in) max = std::max(max, 0.5 * v);
+        for (float v : in) sum += std::exp(0.5 * v - max);
+        sum += std::exp(sink - max);
+        for (size_t i = 0; i < n; ++i) {
+          const double want = std::exp(0.5 * in[i] - max) / sum;
+          ASSERT_NEAR(x[i], want, want * 1e-5 + 1e-30) << n << " sink " << sink;
+        }
+      }
+  });
+}
+
 TEST(SimdFloat, SoftmaxMatchesDoublePrecisionAndIsTheSameOnEveryFmaTarget) {
   std::vector<std::vector<float>> fma_results;
   testing::for_each_simd_target([&](int64_t target) {

@@ -171,7 +171,8 @@ TEST(LlamaOracle, FileThatDoesNotLoadThrowsWithLlamaCppsReason) {
 // 2 layers, 4 heads of 64, 512 tokens: ~6 MB in F32.
 SyntheticModelSpec oracle_spec(const std::string& arch, int seed) {
   SyntheticModelSpec s;
-  s.arch = arch == "mixtral" ? "llama" : arch;  // Mixtral: a llama with experts
+  // Mixtral: a llama with experts; gpt_oss: gpt-oss (a test name holds no '-').
+  s.arch = arch == "mixtral" ? "llama" : arch == "gpt_oss" ? "gpt-oss" : arch;
   s.seed = uint64_t(seed);
   s.n_vocab = 512;
   s.n_embd = 256;
@@ -205,6 +206,13 @@ SyntheticModelSpec oracle_spec(const std::string& arch, int seed) {
   if (arch == "qwen3moe")
     s.head_dim = 128, s.tokenizer = "gpt2", s.n_expert = 8, s.n_expert_used = 2, s.n_ff_expert = seed % 2 ? 0 : 256;
   if (arch == "mixtral") s.n_expert = 4, s.n_expert_used = 2;
+  // gpt-oss: every bias, sinks, a 16-position window on alternate layers, YaRN on even seeds.
+  if (arch == "gpt_oss") {
+    s.head_dim = 64, s.tokenizer = "gpt2", s.tied_embeddings = false, s.sliding_window = 16;
+    s.qkv_bias = s.out_bias = s.expert_bias = true;
+    s.n_expert = 8, s.n_expert_used = 2, s.n_ff_expert = 256;
+    if (seed % 2 == 0) s.rope_scaling = "yarn", s.rope_scaling_factor = 8, s.rope_orig_ctx = 16;
+  }
   return s;
 }
 
@@ -311,7 +319,7 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<const char*, Fty
 INSTANTIATE_TEST_SUITE_P(Types, LlamaCppMatches,
                          ::testing::Combine(::testing::Values("llama", "qwen2", "qwen3", "gemma2", "gemma3", "granite",
                                                               "smollm3", "olmo2", "mistral3", "phi3", "glm4",
-                                                              "qwen3moe", "mixtral"),
+                                                              "qwen3moe", "mixtral", "gpt_oss"),
                                             ::testing::ValuesIn(kFtypes)),
                          case_name);
 
@@ -368,7 +376,8 @@ TEST(LlamaCppOracleNegative, BrokenModelsFail) {
 // The same for what the newer architectures add, each subtle enough to hide
 // in a short prompt: gemma3 read without its 16-position window, smollm3
 // without its NoPE layer (read as llama), olmo2 (OLMo 3) without its window,
-// mistral3's YaRN read as linear scaling, phi3's LongRoPE with the short factors.
+// mistral3's YaRN read as linear scaling, phi3's LongRoPE with the short factors,
+// qwen3moe and gpt-oss routed to one expert instead of two, gpt-oss's sinks zeroed.
 // F32 with the F32 tolerances. Measured worst difference / tolerance: 133x
 // (gemma3, 0.30 nats), 1,550x (smollm3, 0.23), 22,600x (OLMo 3, 3.2), 4,400x
 // (mistral3, 0.64), 29,900x (phi3, 23 nats).
@@ -396,12 +405,18 @@ TEST(LlamaCppOracleNegative, ArchitectureFeaturesMatter) {
     s.arch = "llama";
     return s;
   };
+  auto top1 = [](SyntheticModelSpec s) {  // the same experts, one a token
+    s.n_expert_used = 1;
+    return s;
+  };
   const Broken cases[] = {
       {"gemma3_no_window", oracle_spec("gemma3", 2), without_window(oracle_spec("gemma3", 2)), testing::kF32GeluTol},
       {"smollm3_no_nope", oracle_spec("smollm3", 2), as_llama(oracle_spec("smollm3", 2)), kF32Tol},
       {"olmo3_no_window", oracle_spec("olmo2", 1), without_window(oracle_spec("olmo2", 1)), kF32Tol},
       {"mistral3_yarn_as_linear", oracle_spec("mistral3", 2), linear(oracle_spec("mistral3", 2)), kF32Tol},
       {"phi3_short_factors", oracle_spec("phi3", 1), short_factors(oracle_spec("phi3", 1)), kF32Tol},
+      {"qwen3moe_one_expert", oracle_spec("qwen3moe", 2), top1(oracle_spec("qwen3moe", 2)), kF32Tol},
+      {"gpt_oss_one_expert", oracle_spec("gpt_oss", 2), top1(oracle_spec("gpt_oss", 2)), kF32Tol},
   };
   for (const Broken& b : cases) {
     const std::string good = make_file(dir, b.right, kFtypes[0], std::string(b.what) + "-good");
@@ -413,6 +428,17 @@ TEST(LlamaCppOracleNegative, ArchitectureFeaturesMatter) {
                                     fmt::format("{:.3f} nats, {:.1f}x tolerance", r.worst_diff, r.worst_ratio));
     EXPECT_TRUE(testing::compare_with_llama_cpp(good, good, prompt, b.tol, {.n_new = 16}).failures.empty()) << b.what;
   }
+  // gpt-oss's attention sinks zeroed for Pagoda (a sink of 0 still takes its share).
+  const auto spec = oracle_spec("gpt_oss", 1);
+  const std::string good = make_file(dir, spec, kFtypes[0], "sinks-good");
+  auto bytes = synthetic_model(spec).to_bytes();
+  scale_tensors(bytes, "attn_sinks.weight", 0.0f);
+  write_bytes(dir.file("sinks-zero.gguf"), bytes);
+  const auto r = testing::compare_with_llama_cpp(good, dir.file("sinks-zero.gguf"), random_prompt(40, spec.n_vocab, 5),
+                                                 kF32Tol, {.n_new = 16});
+  EXPECT_FALSE(r.failures.empty()) << "gpt-oss without its sinks passed: worst " << r.worst_diff;
+  ::testing::Test::RecordProperty("broken gpt_oss_zero_sinks",
+                                  fmt::format("{:.3f} nats, {:.1f}x tolerance", r.worst_diff, r.worst_ratio));
 }
 
 // Re-measures the calibration above (16 models per case, 32 positions):

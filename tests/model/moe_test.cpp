@@ -243,5 +243,54 @@ TEST(MoeConfig, ContradictionsAreRefusedByName) {
   expect_error(dense_arch, "with experts");
 }
 
+SyntheticModelSpec gpt_oss_spec() {
+  SyntheticModelSpec s = moe_spec();
+  s.arch = "gpt-oss";
+  s.sliding_window = 8;
+  s.qkv_bias = s.out_bias = s.expert_bias = true;
+  s.tied_embeddings = false;
+  return s;
+}
+
+TEST(MoeConfig, GptOssIsDeclaredAndItsPiecesChecked) {
+  const Loaded l(synthetic_model(gpt_oss_spec()));
+  const ModelConfig& c = l.model->config();
+  EXPECT_EQ(c.moe.gating, ExpertGating::TopKSoftmax);
+  EXPECT_FALSE(c.moe.normalize);
+  EXPECT_EQ(c.act, Activation::SwigluOai);
+  EXPECT_EQ(c.layers[0].window, 8);  // alternate layers slide, the last of each pair is global
+  EXPECT_EQ(c.layers[1].window, 0);
+  const LayerWeights& lw = l.model->weights().layers[0];
+  EXPECT_EQ(lw.attn_sinks.size(), size_t(c.n_head));
+  EXPECT_EQ(lw.router_b.size(), 8u);
+  EXPECT_EQ(lw.gate_exps_b.size(), size_t(8 * c.moe.n_ff));
+  EXPECT_EQ(lw.down_exps_b.size(), size_t(8 * c.n_embd));
+  EXPECT_FALSE(lw.ffn_norm.empty());  // read from post_attention_norm.weight
+
+  auto expect_error = [](const GgufWriter& w, const std::string& named) {
+    try {
+      Loaded bad(w);
+      ADD_FAILURE() << "loaded; expected an error naming " << named;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
+  };
+  auto window = synthetic_model(gpt_oss_spec());
+  window.set("gpt-oss.attention.sliding_window", Value::u32(0));
+  expect_error(window, "gpt-oss.attention.sliding_window");
+}
+
+// gpt-oss's clamped SwiGLU, against its definition.
+TEST(MoeFfn, ClampedSwigluMatchesItsDefinition) {
+  const std::vector<float> gate = {-20.0f, -1.0f, 0.0f, 0.5f, 6.9f, 7.5f, 30.0f};
+  const std::vector<float> up = {3.0f, -9.0f, 0.25f, 1.0f, 8.0f, -0.5f, 2.0f};
+  std::vector<float> got = gate;
+  gated_activation(Activation::SwigluOai, got.data(), up.data(), int(got.size()));
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const double g = std::min(double(gate[i]), 7.0), u = std::clamp(double(up[i]), -7.0, 7.0);
+    EXPECT_NEAR(got[i], g / (1 + std::exp(-1.702 * g)) * (u + 1), 1e-5) << i;
+  }
+}
+
 }  // namespace
 }  // namespace pagoda

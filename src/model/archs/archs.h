@@ -50,5 +50,6 @@ void declare_olmo2(const GgufFile& f, ModelConfig& c);
 void declare_mistral3(const GgufFile& f, ModelConfig& c);
 void declare_phi3(const GgufFile& f, ModelConfig& c);
 void declare_glm4(const GgufFile& f, ModelConfig& c);
+void declare_gpt_oss(const GgufFile& f, ModelConfig& c);
 
 }  // namespace pagoda

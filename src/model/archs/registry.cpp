@@ -17,6 +17,7 @@ constexpr Arch kArchs[] = {
     {"mistral3", RopeLayout::Interleaved, declare_mistral3},
     {"phi3", RopeLayout::NeoX, declare_phi3},
     {"glm4", RopeLayout::Interleaved, declare_glm4},
+    {"gpt-oss", RopeLayout::NeoX, declare_gpt_oss, true},
 };
 }  // namespace
 
