@@ -95,10 +95,13 @@ MemoryPlan plan_memory(const MemoryPlanInput& in) {
       how = "served from the file's map (--mmap)";
     }
   }
+  // Known limits leave at least nothing: -1 would read as no limit at all.
+  p.left_bytes = std::max<int64_t>(0, p.left_bytes);
+  p.max_bytes = std::max<int64_t>(0, p.max_bytes);
   p.left_why = fmt::format("left after the weights ({}, {}) under {}", weights,
                            p.residency == Residency::kInMemory ? "in memory" : "mapped", p.limit);
-  p.summary = fmt::format("memory: the weights ({}) are {}; {} {} ({})", weights, how,
-                          format_bytes(std::max<int64_t>(0, p.left_bytes)), p.left_why, figures);
+  p.summary = fmt::format("memory: the weights ({}) are {}; {} {} ({})", weights, how, format_bytes(p.left_bytes),
+                          p.left_why, figures);
   return p;
 }
 

@@ -104,6 +104,24 @@ TEST(MemoryPlan, UnderRlimitDataOnlyTheCopyCounts) {
   EXPECT_EQ(p.limit, "RLIMIT_DATA");
 }
 
+// A limit the process has all but reached leaves nothing, never "no limit".
+TEST(MemoryPlan, ALimitBelowTheReserveLeavesNothing) {
+  MemoryPlanInput in = input(kMiB, kMiB);
+  in.limits.as_limit = 300 * kMiB;
+  in.limits.as_used = 60 * kMiB;
+  const MemoryPlan p = plan_memory(in);
+  EXPECT_EQ(p.residency, Residency::kMapped);
+  EXPECT_EQ(p.left_bytes, 0);
+  EXPECT_EQ(p.max_bytes, 0);
+  KvPoolOptions pool;
+  pool.context_len = 512;
+  pool.kv_bytes_per_token = 1280;
+  pool.mem_left_bytes = p.left_bytes;
+  EXPECT_THROW(size_kv_pool(pool), ResourceExhausted);
+  pool.cache_tokens = 1024;
+  EXPECT_THROW(size_kv_pool(pool), ResourceExhausted);
+}
+
 TEST(MemoryPlan, MmapNeverCopiesAndIsNoWarning) {
   MemoryPlanInput in = input(kGiB);
   in.may_copy = false;
