@@ -65,6 +65,12 @@ int64_t explicit_blocks(const KvPoolOptions& o, int64_t num_groups, int64_t bloc
   return o.cache_mem_mib * kMiB / block_bytes;
 }
 
+// The explicit size that would fit `bytes`, or what to do when nothing does.
+std::string at_most(int64_t bytes) {
+  if (bytes < kMiB) return "nothing is left for a KV cache: free memory, or raise the limit";
+  return fmt::format("give at most --kv-cache-mem {}", bytes / kMiB);
+}
+
 }  // namespace
 
 std::string format_bytes(int64_t bytes) {
@@ -97,23 +103,23 @@ KvPoolSize size_kv_pool(const KvPoolOptions& o) {
     blocks = explicit_blocks(o, num_groups, block_bytes);
     source = o.cache_tokens > 0 ? fmt::format("--kv-cache-tokens {}", o.cache_tokens)
                                 : fmt::format("--kv-cache-mem {} MiB", o.cache_mem_mib);
+    const int64_t bytes = blocks * block_bytes;
+    const std::string asked = o.cache_tokens > 0 ? fmt::format("{} ({})", source, format_bytes(bytes)) : source;
     if (blocks == 0) {
       fail<InvalidArgument>("--kv-cache-mem {} MiB holds no KV block of {} bytes", o.cache_mem_mib, block_bytes);
     }
-    const int64_t bytes = blocks * block_bytes;
     const int64_t max = o.mem_max_bytes >= 0 ? o.mem_max_bytes : o.mem_left_bytes;
     if (o.mem_left_bytes >= 0 && bytes > max) {
       const std::string evicting =
           max > o.mem_left_bytes ? fmt::format(" ({} if it evicts the mapped weights' page cache)", format_bytes(max))
                                  : "";
-      fail<ResourceExhausted>("{} ({}) does not fit the {}{}: give at most --kv-cache-mem {}", source,
-                              format_bytes(bytes), left, evicting, std::max<int64_t>(0, max) / kMiB);
+      fail<ResourceExhausted>("{} does not fit the {}{}: {}", asked, left, evicting, at_most(max));
     }
     if (o.mem_left_bytes >= 0 && bytes > o.mem_left_bytes)
       r.warning = fmt::format(
-          "{} ({}) is more than the {}: as it fills it evicts the mapped weights from the page cache, and steps "
-          "then read them from disk",
-          source, format_bytes(bytes), left);
+          "{} is more than the {}: as it fills it evicts the mapped weights from the page cache, and steps then "
+          "read them from disk",
+          asked, left);
     if (o.mem_left_bytes >= 0) source += "; " + left;
   } else {
     // One group: the tokens of all contexts in whole blocks, as before groups.
@@ -141,10 +147,14 @@ KvPoolSize size_kv_pool(const KvPoolOptions& o) {
         if (blocks < context_pages)
           fail<ResourceExhausted>(
               "not enough memory for the KV cache: {:.0f}% of the {} holds {} tokens, less than one {}-token "
-              "context ({}); lower --max-model-len, or give --kv-cache-mem MIB (at most {}; a pool smaller than a "
-              "context limits the model length)",
+              "context ({}); {}",
               kDefaultKvShare * 100, left, blocks / num_groups * o.block_size, o.context_len,
-              format_bytes(context_pages * block_bytes), std::max<int64_t>(0, o.mem_left_bytes) / kMiB);
+              format_bytes(context_pages * block_bytes),
+              o.mem_left_bytes < kMiB
+                  ? at_most(o.mem_left_bytes)
+                  : fmt::format("lower --max-model-len, or give --kv-cache-mem MIB (at most {}; a pool smaller "
+                                "than a context limits the model length)",
+                                o.mem_left_bytes / kMiB));
       }
     }
   }

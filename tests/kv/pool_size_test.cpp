@@ -196,7 +196,14 @@ TEST(PoolSize, DefaultRefusesLessThanOneContextOfWhatIsLeft) {
   o.mem_left_bytes = 36 * kMiB;  // 90%: 32.4 MiB, 129 blocks
   EXPECT_EQ(size_kv_pool(o).num_blocks, 129);
   o.mem_left_bytes = 0;
-  EXPECT_THROW(size_kv_pool(o), ResourceExhausted);
+  try {
+    size_kv_pool(o);
+    FAIL() << "accepted";
+  } catch (const ResourceExhausted& e) {
+    EXPECT_NE(std::string(e.what()).find("nothing is left for a KV cache: free memory, or raise the limit"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // vLLM refuses a KV cache larger than the memory there is; so does an
@@ -214,18 +221,27 @@ TEST(PoolSize, ExplicitSizesAboveWhatIsLeftAreRefused) {
     FAIL() << "accepted";
   } catch (const ResourceExhausted& e) {
     EXPECT_STREQ(e.what(),
-                 "--kv-cache-mem 101 MiB (101.0 MiB) does not fit the 100.0 MiB left after the weights (1.0 GiB, in "
-                 "memory) under MemAvailable: give at most --kv-cache-mem 100");
+                 "--kv-cache-mem 101 MiB does not fit the 100.0 MiB left after the weights (1.0 GiB, in memory) under "
+                 "MemAvailable: give at most --kv-cache-mem 100");
   }
   o.cache_mem_mib = 0;
   o.cache_tokens = 8192;  // 128 MiB
   EXPECT_THROW(size_kv_pool(o), ResourceExhausted);
+  o.mem_left_why = "left after the weights (1.0 GiB, mapped) under MemAvailable";
   o.mem_max_bytes = 200 * kMiB;  // mapped weights whose page cache the pool may take
   const KvPoolSize s = size_kv_pool(o);
   EXPECT_EQ(s.bytes, 128 * kMiB);
   EXPECT_NE(s.warning.find("evicts the mapped weights from the page cache"), std::string::npos) << s.warning;
   o.cache_tokens = 16384;  // 256 MiB: beyond even that
-  EXPECT_THROW(size_kv_pool(o), ResourceExhausted);
+  try {
+    size_kv_pool(o);
+    FAIL() << "accepted";
+  } catch (const ResourceExhausted& e) {
+    EXPECT_STREQ(e.what(),
+                 "--kv-cache-tokens 16384 (256.0 MiB) does not fit the 100.0 MiB left after the weights (1.0 GiB, "
+                 "mapped) under MemAvailable (200.0 MiB if it evicts the mapped weights' page cache): give at most "
+                 "--kv-cache-mem 200");
+  }
 }
 
 TEST(PoolSize, NeedsAContextOrTheExplicitSize) {
