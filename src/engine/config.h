@@ -12,7 +12,8 @@ namespace pagoda {
 
 struct EngineConfig {
   // KV pool: --kv-cache-tokens, or --kv-cache-mem (MiB), or enough for
-  // max_num_seqs full contexts capped at a quarter of physical memory.
+  // max_num_seqs full contexts capped at a quarter of physical memory and at
+  // 90% of what is left after the weights (memory_plan.h).
   int64_t kv_cache_tokens = 0;
   int64_t kv_cache_mem_mib = 0;
   int32_t block_size = 16;

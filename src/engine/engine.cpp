@@ -12,16 +12,18 @@
 
 #include "engine/engine_core.h"
 #include "engine/cpu_runner.h"
+#include "engine/memory_plan.h"
 #include "engine/step_estimate.h"
 #include "kv/pool_size.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/memory_limits.h"
 
 namespace pagoda {
 namespace {
 
-// The KV pool size for a model under `config`, its layers in `groups`.
-int32_t engine_pool_blocks(const EngineConfig& config, const ModelConfig& model, const KvGroups& groups) {
+// The KV pool options for a model under `config`, its layers in `groups`.
+KvPoolOptions pool_options(const EngineConfig& config, const ModelConfig& model, const KvGroups& groups) {
   KvPoolOptions o;
   o.cache_tokens = config.kv_cache_tokens;
   o.cache_mem_mib = config.kv_cache_mem_mib;
@@ -31,9 +33,25 @@ int32_t engine_pool_blocks(const EngineConfig& config, const ModelConfig& model,
   o.kv_bytes_per_token =
       kv_bytes_per_token(model.n_layer, model.n_head_kv, model.head_dim, int32_t(kv_type_bytes(config.kv_type)));
   o.group_windows = groups.windows;
-  const KvPoolSize size = size_kv_pool(o);
-  spdlog::info("{}", size.summary);
-  return size.num_blocks;
+  return o;
+}
+
+// Where the weights live and what is left for the KV pool, from the limits
+// on this process's memory (memory_plan.h), logged in one line.
+MemoryPlan plan_model_memory(const EngineConfig& config, const Model& model, const KvPoolOptions& pool) {
+  MemoryPlanInput in;
+  in.limits = read_memory_limits();
+  in.weight_bytes = int64_t(WeightMover::arena_bytes(model.weights()));
+  in.may_copy = !config.mmap;
+  const int threads = config.threads > 0 ? config.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  in.reserve_bytes = process_reserve_bytes(threads);
+  in.kv_needs_bytes = kv_pool_needs_bytes(pool);
+  MemoryPlan plan = plan_memory(in);
+  if (plan.warn)
+    spdlog::warn("{}", plan.summary);
+  else
+    spdlog::info("{}", plan.summary);
+  return plan;
 }
 
 }  // namespace
@@ -123,10 +141,19 @@ Engine::Impl::Impl(const EngineConfig& config, std::unique_ptr<ModelRunner> runn
 
 std::unique_ptr<Engine> Engine::load(const std::string& model_path, const EngineConfig& config) {
   if (config.faults.load_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(config.faults.load_ms));
-  // Served from the map at once; unless --mmap, the weights then move into
-  // memory and row panels in the background (model/weight_mover.h).
+  // Served from the map at once; where the memory plan says so, the weights
+  // then move into memory and row panels in the background (model/weight_mover.h).
   auto model = std::shared_ptr<Model>(Model::load(model_path, Residency::kMapped, config.load_progress));
-  if (!config.mmap) {
+  KvGroups groups = config.hybrid_kv_cache ? kv_groups_of(model->config()) : KvGroups::single(model->config().n_layer);
+  KvPoolOptions pool = pool_options(config, model->config(), groups);
+  const MemoryPlan plan = plan_model_memory(config, *model, pool);
+  pool.mem_left_bytes = plan.left_bytes;
+  pool.mem_max_bytes = plan.max_bytes;
+  pool.mem_left_why = plan.left_why;
+  const KvPoolSize size = size_kv_pool(pool);  // before the move starts: a refusal leaves nothing running
+  spdlog::info("{}", size.summary);
+  if (!size.warning.empty()) spdlog::warn("{}", size.warning);
+  if (plan.residency == Residency::kInMemory) {
     WeightMover::Options moving;
     moving.progress = config.load_progress;
     moving.on_done = [](double s) {
@@ -139,8 +166,7 @@ std::unique_ptr<Engine> Engine::load(const std::string& model_path, const Engine
       spdlog::warn("{} is larger than the memory available: served from its map", model_path);
   }
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_gguf(model->file()));
-  KvGroups groups = config.hybrid_kv_cache ? kv_groups_of(model->config()) : KvGroups::single(model->config().n_layer);
-  const int32_t blocks = engine_pool_blocks(config, model->config(), groups);
+  const int32_t blocks = size.num_blocks;
   auto runner =
       std::make_unique<CpuRunner>(model, std::move(groups), blocks, config.block_size, config.kv_type, config.threads);
   return std::make_unique<Engine>(config, std::move(runner), blocks, tokenizer);

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
+#include <cstdlib>
 
 #include "kv/kv_groups.h"
 #include "util/error.h"
@@ -26,7 +28,11 @@ int64_t physical_memory_bytes() {
   return int64_t(pages) * int64_t(page_size);
 }
 
-KvPoolSize size_kv_pool(const KvPoolOptions& o) {
+namespace {
+
+constexpr int64_t kMiB = int64_t(1) << 20;
+
+void check_options(const KvPoolOptions& o) {
   if (o.block_size < 1) fail<InvalidArgument>("KV block size must be >= 1, got {}", o.block_size);
   if (o.max_num_seqs < 1) fail<InvalidArgument>("--max-num-seqs must be >= 1, got {}", o.max_num_seqs);
   if (o.context_len < 1) fail<InvalidArgument>("context length must be >= 1, got {}", o.context_len);
@@ -36,29 +42,89 @@ KvPoolSize size_kv_pool(const KvPoolOptions& o) {
   if (o.cache_tokens > 0 && o.cache_mem_mib > 0) {
     fail<InvalidArgument>("--kv-cache-tokens and --kv-cache-mem are exclusive; give one");
   }
+  if (o.cache_mem_mib > INT64_MAX / kMiB) fail<InvalidArgument>("--kv-cache-mem {} MiB is too large", o.cache_mem_mib);
+  if (o.cache_tokens > INT64_MAX / 2 - o.block_size)
+    fail<InvalidArgument>("--kv-cache-tokens {} is too large", o.cache_tokens);
+}
+
+KvGroups groups_of(const KvPoolOptions& o) {
   KvGroups groups;
   groups.windows = o.group_windows.empty() ? std::vector<int32_t>{0} : o.group_windows;
+  return groups;
+}
+
+// A page holds one group's share of the layers.
+int64_t page_bytes(const KvPoolOptions& o, int64_t num_groups) {
+  const int64_t bytes = o.kv_bytes_per_token * o.block_size / num_groups;
+  if (bytes < 1) fail<InvalidArgument>("a KV page of {} groups holds no bytes", num_groups);
+  return bytes;
+}
+
+int64_t explicit_blocks(const KvPoolOptions& o, int64_t num_groups, int64_t block_bytes) {
+  if (o.cache_tokens > 0) return (o.cache_tokens + o.block_size - 1) / o.block_size * num_groups;
+  return o.cache_mem_mib * kMiB / block_bytes;
+}
+
+// The explicit size that would fit `bytes`, or what to do when nothing does.
+std::string at_most(int64_t bytes) {
+  if (bytes < kMiB) return "nothing is left for a KV cache: free memory, or raise the limit";
+  return fmt::format("give at most --kv-cache-mem {}", bytes / kMiB);
+}
+
+}  // namespace
+
+std::string format_bytes(int64_t bytes) {
+  if (std::abs(bytes) >= (int64_t(1) << 30)) return fmt::format("{:.1f} GiB", double(bytes) / double(1 << 30));
+  return fmt::format("{:.1f} MiB", double(bytes) / double(kMiB));
+}
+
+int64_t kv_pool_needs_bytes(const KvPoolOptions& o) {
+  check_options(o);
+  const KvGroups groups = groups_of(o);
+  const int64_t block_bytes = page_bytes(o, groups.num_groups());
+  if (o.cache_tokens > 0 || o.cache_mem_mib > 0)
+    return explicit_blocks(o, groups.num_groups(), block_bytes) * block_bytes;
+  const double context_bytes = double(groups.pages_at_rest(o.context_len, o.block_size) * block_bytes);
+  return int64_t(std::ceil(context_bytes / kDefaultKvShare));
+}
+
+KvPoolSize size_kv_pool(const KvPoolOptions& o) {
+  check_options(o);
+  const KvGroups groups = groups_of(o);
   const int64_t num_groups = groups.num_groups();
-  // A page holds one group's share of the layers.
-  const int64_t block_bytes = o.kv_bytes_per_token * o.block_size / num_groups;
-  if (block_bytes < 1) fail<InvalidArgument>("a KV page of {} groups holds no bytes", num_groups);
+  const int64_t block_bytes = page_bytes(o, num_groups);
+  const int64_t context_pages = groups.pages_at_rest(o.context_len, o.block_size);
+  const std::string left =
+      o.mem_left_bytes < 0 ? "" : format_bytes(std::max<int64_t>(0, o.mem_left_bytes)) + " " + o.mem_left_why;
+  KvPoolSize r;
   int64_t blocks = 0;
   std::string source;
-  if (o.cache_tokens > 0) {
-    blocks = (o.cache_tokens + o.block_size - 1) / o.block_size * num_groups;
-    source = fmt::format("--kv-cache-tokens {}", o.cache_tokens);
-  } else if (o.cache_mem_mib > 0) {
-    if (o.cache_mem_mib > INT64_MAX / (1 << 20))
-      fail<InvalidArgument>("--kv-cache-mem {} MiB is too large", o.cache_mem_mib);
-    blocks = o.cache_mem_mib * (1 << 20) / block_bytes;
-    source = fmt::format("--kv-cache-mem {} MiB", o.cache_mem_mib);
+  if (o.cache_tokens > 0 || o.cache_mem_mib > 0) {
+    blocks = explicit_blocks(o, num_groups, block_bytes);
+    source = o.cache_tokens > 0 ? fmt::format("--kv-cache-tokens {}", o.cache_tokens)
+                                : fmt::format("--kv-cache-mem {} MiB", o.cache_mem_mib);
+    const int64_t bytes = blocks * block_bytes;
+    const std::string asked = o.cache_tokens > 0 ? fmt::format("{} ({})", source, format_bytes(bytes)) : source;
     if (blocks == 0) {
       fail<InvalidArgument>("--kv-cache-mem {} MiB holds no KV block of {} bytes", o.cache_mem_mib, block_bytes);
     }
+    const int64_t max = o.mem_max_bytes >= 0 ? o.mem_max_bytes : o.mem_left_bytes;
+    if (o.mem_left_bytes >= 0 && bytes > max) {
+      const std::string evicting =
+          max > o.mem_left_bytes ? fmt::format(" ({} if it evicts the mapped weights' page cache)", format_bytes(max))
+                                 : "";
+      fail<ResourceExhausted>("{} does not fit the {}{}: {}", asked, left, evicting, at_most(max));
+    }
+    if (o.mem_left_bytes >= 0 && bytes > o.mem_left_bytes)
+      r.warning = fmt::format(
+          "{} is more than the {}: as it fills it evicts the mapped weights from the page cache, and steps then "
+          "read them from disk",
+          asked, left);
+    if (o.mem_left_bytes >= 0) source += "; " + left;
   } else {
     // One group: the tokens of all contexts in whole blocks, as before groups.
     blocks = num_groups == 1 ? (int64_t(o.max_num_seqs) * o.context_len + o.block_size - 1) / o.block_size
-                             : int64_t(o.max_num_seqs) * groups.pages_at_rest(o.context_len, o.block_size);
+                             : int64_t(o.max_num_seqs) * context_pages;
     source = fmt::format("default: {} seqs x {} tokens", o.max_num_seqs, o.context_len);
     const int64_t phys = o.physical_mem_bytes > 0 ? o.physical_mem_bytes : physical_memory_bytes();
     if (phys > 0) {
@@ -68,27 +134,49 @@ KvPoolSize size_kv_pool(const KvPoolOptions& o) {
         source += fmt::format(", capped at 1/4 of {:.1f} GiB physical memory", double(phys) / (1 << 30));
       }
     }
+    if (o.mem_left_bytes >= 0) {
+      const int64_t share = int64_t(double(o.mem_left_bytes) * kDefaultKvShare) / block_bytes;
+      if (share >= blocks) {
+        source += "; " + left;
+      } else {
+        source =
+            fmt::format("{:.0f}% of the {}; the default, {} seqs x {} tokens, would take {}", kDefaultKvShare * 100,
+                        left, o.max_num_seqs, o.context_len, format_bytes(blocks * block_bytes));
+        blocks = std::max<int64_t>(0, share);
+        // Less than one context: no request of the model's length could run.
+        if (blocks < context_pages)
+          fail<ResourceExhausted>(
+              "not enough memory for the KV cache: {:.0f}% of the {} holds {} tokens, less than one {}-token "
+              "context ({}); {}",
+              kDefaultKvShare * 100, left, blocks / num_groups * o.block_size, o.context_len,
+              format_bytes(context_pages * block_bytes),
+              o.mem_left_bytes < kMiB
+                  ? at_most(o.mem_left_bytes)
+                  : fmt::format("lower --max-model-len, or give --kv-cache-mem MIB (at most {}; a pool smaller "
+                                "than a context limits the model length)",
+                                o.mem_left_bytes / kMiB));
+      }
+    }
   }
   if (blocks > INT32_MAX / o.block_size) fail<InvalidArgument>("KV cache of {} blocks is too large", blocks);
   // A pool smaller than one context is allowed (tests and small machines use
   // one): the engine then lowers the maximum model length to the pool's size.
   if (blocks / num_groups * o.block_size < 2)
     fail<InvalidArgument>("KV cache of {} tokens ({}) is too small", blocks / num_groups * o.block_size, source);
-  if (blocks < groups.pages_at_rest(o.context_len, o.block_size))
+  if (blocks < context_pages)
     source += fmt::format("; smaller than one {}-token context, so it limits the model length", o.context_len);
-  KvPoolSize r;
   r.num_blocks = int32_t(blocks);
   r.bytes = blocks * block_bytes;
   if (num_groups == 1) {
-    r.summary = fmt::format("KV cache: {} blocks x {} tokens = {} tokens, {:.1f} MiB ({})", r.num_blocks, o.block_size,
-                            blocks * o.block_size, double(r.bytes) / (1 << 20), source);
+    r.summary = fmt::format("KV cache: {} blocks x {} tokens = {} tokens, {} ({})", r.num_blocks, o.block_size,
+                            blocks * o.block_size, format_bytes(r.bytes), source);
   } else {
     const auto sliding = std::count_if(groups.windows.begin(), groups.windows.end(), [](int32_t w) { return w > 0; });
     r.summary = fmt::format(
         "KV cache: {} blocks x {} tokens in {} groups ({} sliding) = {} tokens of every layer, one {}-token context "
-        "holds {} blocks, {:.1f} MiB ({})",
+        "holds {} blocks, {} ({})",
         r.num_blocks, o.block_size, num_groups, sliding, blocks / num_groups * o.block_size, o.context_len,
-        groups.pages_at_rest(o.context_len, o.block_size), double(r.bytes) / (1 << 20), source);
+        context_pages, format_bytes(r.bytes), source);
   }
   return r;
 }

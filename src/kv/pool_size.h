@@ -1,7 +1,9 @@
 // Sizing the KV block pool at startup: from --kv-cache-tokens, from a memory
 // budget (--kv-cache-mem, MiB), or by default enough for --max-num-seqs
-// full-context sequences, capped at a quarter of physical memory. A pure
-// function (physical memory can be passed in), so every rule is testable.
+// full-context sequences, capped at a quarter of physical memory and at 90%
+// of the memory left after the weights (engine/memory_plan.h). A pure
+// function (physical memory and what is left are passed in), so every rule is
+// testable.
 //
 // With KV groups (kv_groups.h) a block is a page of one group's layers:
 // --kv-cache-tokens N buys the memory of N tokens of every layer (N / block
@@ -24,12 +26,29 @@ struct KvPoolOptions {
   int64_t kv_bytes_per_token = 0;      // see kv_bytes_per_token(): every layer's
   int64_t physical_mem_bytes = 0;      // 0 = ask the system
   std::vector<int32_t> group_windows;  // KvGroups::windows; empty: one full-attention group
+  // The memory left for the pool after the weights and the process's own
+  // (engine/memory_plan.h); -1: unknown, no bound. The default takes
+  // kDefaultKvShare of it.
+  int64_t mem_left_bytes = -1;
+  // The most an explicit size may take (-1: mem_left_bytes): above it the
+  // kernel would overcommit and kill the process later, so it is refused.
+  // Larger than mem_left_bytes where the pool may take the page cache that
+  // keeps mapped weights resident (slower steps, no OOM): then a warning.
+  int64_t mem_max_bytes = -1;
+  // What mem_left_bytes is, for the log and errors: "left after the weights
+  // (1.0 GiB, in memory) under RLIMIT_AS".
+  std::string mem_left_why;
 };
+
+// The default pool's share of the memory left: the rest absorbs what the
+// estimate of the process's own memory misses.
+inline constexpr double kDefaultKvShare = 0.9;
 
 struct KvPoolSize {
   int32_t num_blocks = 0;  // pages, with KV groups
   int64_t bytes = 0;       // K/V storage the model side will allocate
   std::string summary;     // one line for the startup log
+  std::string warning;     // a second line, for a warning, or empty
 };
 
 // 2 (K and V) * layers * KV heads * head dim * bytes per value (4 for F32).
@@ -37,8 +56,18 @@ int64_t kv_bytes_per_token(int32_t n_layers, int32_t n_kv_heads, int32_t head_di
 
 int64_t physical_memory_bytes();  // sysconf; 0 if unknown
 
+// "1.5 GiB" or "640.0 MiB": byte counts in the log.
+std::string format_bytes(int64_t bytes);
+
 // Throws InvalidArgument for contradictory or impossible options, including
-// a pool that cannot hold one full context (such requests would never run).
+// a pool that cannot hold two tokens; ResourceExhausted (naming the figures
+// and the flags that fix it) for an explicit pool above mem_max_bytes, or a
+// default whose share of it cannot hold one full context.
 KvPoolSize size_kv_pool(const KvPoolOptions& options);
+
+// The least memory the options need from mem_left_bytes: the explicit pool,
+// or the default's one full context (grossed up by its share), so the
+// weights' residency can leave room for it (engine/memory_plan.h).
+int64_t kv_pool_needs_bytes(const KvPoolOptions& options);
 
 }  // namespace pagoda

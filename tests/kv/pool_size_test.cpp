@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "util/error.h"
 
 namespace pagoda {
@@ -145,6 +147,113 @@ TEST(PoolSize, AWindowedContextHoldsItsWindowsPagesByDefault) {
   KvPoolOptions o = gemma3();
   o.cache_mem_mib = 1;  // 16 pages: less than one context
   EXPECT_NE(size_kv_pool(o).summary.find("limits the model length"), std::string::npos);
+}
+
+// What is left after the weights (engine/memory_plan.h) bounds the default:
+// 90% of it, never more than --max-num-seqs full contexts.
+TEST(PoolSize, DefaultTakesNinetyPercentOfWhatIsLeft) {
+  KvPoolOptions o = base();  // wants 4 x 2048 tokens x 16 KiB = 128 MiB
+  o.mem_left_bytes = 100 * kMiB;
+  o.mem_left_why = "left after the weights (1.0 GiB, in memory) under RLIMIT_AS";
+  KvPoolSize s = size_kv_pool(o);
+  EXPECT_EQ(s.num_blocks, 90 * kMiB / (16 * 1024 * 16));
+  EXPECT_TRUE(s.warning.empty());
+  EXPECT_NE(s.summary.find("90% of the 100.0 MiB left after the weights (1.0 GiB, in memory) under RLIMIT_AS; the "
+                           "default, 4 seqs x 2048 tokens, would take 128.0 MiB"),
+            std::string::npos)
+      << s.summary;
+  o.mem_left_bytes = kGiB;  // room for the whole default: as without a limit, and the figures said
+  s = size_kv_pool(o);
+  EXPECT_EQ(s.num_blocks, 4 * 2048 / 16);
+  EXPECT_NE(s.summary.find("default: 4 seqs x 2048 tokens; 1.0 GiB left after the weights"), std::string::npos)
+      << s.summary;
+}
+
+TEST(PoolSize, DefaultStillCappedAtAQuarterOfPhysicalMemory) {
+  KvPoolOptions o = base();
+  o.max_num_seqs = 256;  // 8 GiB wanted
+  o.physical_mem_bytes = 16 * kGiB;
+  o.mem_left_bytes = 12 * kGiB;  // 90% is 10.8 GiB: the quarter is smaller
+  EXPECT_EQ(size_kv_pool(o).bytes, 4 * kGiB);
+}
+
+// Less than one full context after the weights: refused at start, with the
+// figures and the flags that fix it, rather than started and OOM-killed.
+TEST(PoolSize, DefaultRefusesLessThanOneContextOfWhatIsLeft) {
+  KvPoolOptions o = base();      // one context: 128 blocks, 32 MiB
+  o.mem_left_bytes = 35 * kMiB;  // 90%: 31.5 MiB, 126 blocks
+  o.mem_left_why = "left after the weights (17.0 GiB, in memory) under MemAvailable";
+  try {
+    size_kv_pool(o);
+    FAIL() << "accepted";
+  } catch (const ResourceExhausted& e) {
+    EXPECT_STREQ(e.what(),
+                 "not enough memory for the KV cache: 90% of the 35.0 MiB left after the weights (17.0 GiB, in memory) "
+                 "under MemAvailable holds 2016 tokens, less than one 2048-token context (32.0 MiB); lower "
+                 "--max-model-len, or give --kv-cache-mem MIB (at most 35; a pool smaller than a context limits the "
+                 "model length)");
+  }
+  o.mem_left_bytes = 36 * kMiB;  // 90%: 32.4 MiB, 129 blocks
+  EXPECT_EQ(size_kv_pool(o).num_blocks, 129);
+  o.mem_left_bytes = 0;
+  try {
+    size_kv_pool(o);
+    FAIL() << "accepted";
+  } catch (const ResourceExhausted& e) {
+    EXPECT_NE(std::string(e.what()).find("nothing is left for a KV cache: free memory, or raise the limit"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// vLLM refuses a KV cache larger than the memory there is; so does an
+// explicit size here. One the limit allows only by evicting the mapped
+// weights' page cache is served, with a warning.
+TEST(PoolSize, ExplicitSizesAboveWhatIsLeftAreRefused) {
+  KvPoolOptions o = base();
+  o.mem_left_bytes = 100 * kMiB;
+  o.mem_left_why = "left after the weights (1.0 GiB, in memory) under MemAvailable";
+  o.cache_mem_mib = 100;
+  EXPECT_EQ(size_kv_pool(o).bytes, 100 * kMiB);  // all of it: the flag is the user's word
+  o.cache_mem_mib = 101;
+  try {
+    size_kv_pool(o);
+    FAIL() << "accepted";
+  } catch (const ResourceExhausted& e) {
+    EXPECT_STREQ(e.what(),
+                 "--kv-cache-mem 101 MiB does not fit the 100.0 MiB left after the weights (1.0 GiB, in memory) under "
+                 "MemAvailable: give at most --kv-cache-mem 100");
+  }
+  o.cache_mem_mib = 0;
+  o.cache_tokens = 8192;  // 128 MiB
+  EXPECT_THROW(size_kv_pool(o), ResourceExhausted);
+  o.mem_left_why = "left after the weights (1.0 GiB, mapped) under MemAvailable";
+  o.mem_max_bytes = 200 * kMiB;  // mapped weights whose page cache the pool may take
+  const KvPoolSize s = size_kv_pool(o);
+  EXPECT_EQ(s.bytes, 128 * kMiB);
+  EXPECT_NE(s.warning.find("evicts the mapped weights from the page cache"), std::string::npos) << s.warning;
+  o.cache_tokens = 16384;  // 256 MiB: beyond even that
+  try {
+    size_kv_pool(o);
+    FAIL() << "accepted";
+  } catch (const ResourceExhausted& e) {
+    EXPECT_STREQ(e.what(),
+                 "--kv-cache-tokens 16384 (256.0 MiB) does not fit the 100.0 MiB left after the weights (1.0 GiB, "
+                 "mapped) under MemAvailable (200.0 MiB if it evicts the mapped weights' page cache): give at most "
+                 "--kv-cache-mem 200");
+  }
+}
+
+TEST(PoolSize, NeedsAContextOrTheExplicitSize) {
+  KvPoolOptions o = base();
+  EXPECT_EQ(kv_pool_needs_bytes(o), int64_t(std::ceil(32.0 * kMiB / kDefaultKvShare)));
+  o.cache_mem_mib = 64;
+  EXPECT_EQ(kv_pool_needs_bytes(o), 64 * kMiB);
+  o.cache_mem_mib = 0;
+  o.cache_tokens = 10001;  // whole blocks: 626
+  EXPECT_EQ(kv_pool_needs_bytes(o), 626 * 16 * 16 * 1024);
+  o = gemma3();  // one 8192-token context holds 2 x 512 + 11 x 32 pages of 64 KiB
+  EXPECT_EQ(kv_pool_needs_bytes(o), int64_t(std::ceil((2 * 512 + 11 * 32) * 64.0 * 1024 / kDefaultKvShare)));
 }
 
 TEST(PoolSize, ReadsPhysicalMemory) {

@@ -68,16 +68,18 @@ int scaled(int n, int minimum) { return std::max(minimum, int(double(n) * test_s
 std::string pagoda_binary() { return PAGODA_BINARY; }
 std::string stories_model() { return shared_path("models/stories260K.gguf"); }
 
-ServerProcess::ServerProcess(const std::vector<std::string>& args, bool wait_healthy) {
+ServerProcess::ServerProcess(const std::vector<std::string>& args, bool wait_healthy,
+                             const std::vector<std::string>& launcher) {
   try {
-    start(args, wait_healthy);
+    start(args, wait_healthy, launcher);
   } catch (...) {
     cleanup();  // a constructor that throws gets no destructor call
     throw;
   }
 }
 
-void ServerProcess::start(const std::vector<std::string>& args, bool wait_healthy) {
+void ServerProcess::start(const std::vector<std::string>& args, bool wait_healthy,
+                          const std::vector<std::string>& launcher) {
   out_path_ = temp_path("out");
   err_path_ = temp_path("err");
   std::vector<std::string> argv = {pagoda_binary(), "serve", "--port", "0", "--log-interval", "0"};
@@ -86,6 +88,7 @@ void ServerProcess::start(const std::vector<std::string>& args, bool wait_health
       std::find(args.begin(), args.end(), "--model") == args.end())
     argv.insert(argv.end(), {"-m", stories_model()});
   argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.begin(), launcher.begin(), launcher.end());
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_addopen(&actions, 1, out_path_.c_str(), O_WRONLY | O_TRUNC, 0);

@@ -24,7 +24,9 @@ class ServerProcess {
   // `pagoda serve -m stories260K --port 0 --log-interval 0 <args>` (args may
   // name another model with -m). Waits
   // (bounded) until it listens and, if wait_healthy, until /health is 200.
-  explicit ServerProcess(const std::vector<std::string>& args = {}, bool wait_healthy = true);
+  // launcher: a command that runs it (`prlimit --as=N`), its path first.
+  explicit ServerProcess(const std::vector<std::string>& args = {}, bool wait_healthy = true,
+                         const std::vector<std::string>& launcher = {});
   ~ServerProcess();  // kills it if still running
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
@@ -40,7 +42,7 @@ class ServerProcess {
   int num_threads() const;  // threads of the process now, from /proc
 
  private:
-  void start(const std::vector<std::string>& args, bool wait_healthy);
+  void start(const std::vector<std::string>& args, bool wait_healthy, const std::vector<std::string>& launcher);
   void cleanup();
   pid_t pid_ = -1;
   uint16_t port_ = 0;
