@@ -39,23 +39,13 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// TinyLlama-1.1B's shape for every architecture (--quick: the 10M one); what differs is the block.
+// TinyLlama-1.1B's shape for every architecture (--quick: the 10M one);
+// what differs is the block. qwen3moe: Qwen3-30B-A3B's layers (benchmark_shape).
 SyntheticModelSpec spec_of(const std::string& arch, bool quick) {
-  SyntheticModelSpec s;
+  SyntheticModelSpec s = benchmark_shape(arch == "qwen3moe" && !quick ? "30b-a3b" : quick ? "10m" : "1b");
   s.arch = arch;
-  s.tied_embeddings = false;
-  s.n_ctx = 4096;
   s.type = TensorType::F16;
-  if (quick)
-    s.n_vocab = 10240, s.n_embd = 256, s.n_ff = 768, s.n_layer = 6, s.n_head = 4, s.n_head_kv = 2;
-  else
-    s.n_vocab = 32000, s.n_embd = 2048, s.n_ff = 5632, s.n_layer = 22, s.n_head = 32, s.n_head_kv = 4;
   if (arch == "gemma3") s.sliding_window = 512, s.sliding_pattern = 6;  // Gemma 3 1B's window and pattern
-  // Qwen3-30B-A3B's layers (128 experts of 768, 8 a token; 32 heads of 128
-  // over 4 KV heads), 8 of its 48, with the 32k vocabulary of the others: a
-  // token reads ~0.5B weights, of 4.9B.
-  if (arch == "qwen3moe" && !quick)
-    s.n_layer = 8, s.head_dim = 128, s.n_expert = 128, s.n_expert_used = 8, s.n_ff_expert = 768, s.n_ff = 6144;
   if (arch == "qwen3moe" && quick) s.n_expert = 16, s.n_expert_used = 4, s.n_ff_expert = 256;
   return s;
 }

@@ -93,7 +93,9 @@ bool use_more_bits(int layer, int n_layers) {
 TensorType quantized_type(QuantizeTarget target, const std::string& name, const std::vector<uint64_t>& shape,
                           TensorType stored, int n_layers, bool has_output) {
   if (shape.size() == 1) return TensorType::F32;
-  if (shape.size() != 2 || !ends_with(name, ".weight")) return stored;
+  // Matrices, and the experts' stacks of them; the router keeps its type, as llama.cpp's quantizer leaves it.
+  if ((shape.size() != 2 && shape.size() != 3) || !ends_with(name, ".weight") || contains(name, "ffn_gate_inp"))
+    return stored;
   const uint64_t cols = shape[0];
   TensorType type = TensorType::Q8_0;
   switch (target) {

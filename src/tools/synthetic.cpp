@@ -188,6 +188,27 @@ ModelConfig declared(const GgufWriter& w) {
 
 }  // namespace
 
+SyntheticModelSpec benchmark_shape(const std::string& name) {
+  SyntheticModelSpec s;
+  s.tied_embeddings = false;
+  s.n_ctx = 4096;
+  s.n_vocab = 32000;
+  if (name == "10m") {
+    s.n_vocab = 10240, s.n_embd = 256, s.n_ff = 768, s.n_layer = 6, s.n_head = 4, s.n_head_kv = 2;
+  } else if (name == "100m") {
+    s.n_embd = 768, s.n_ff = 2048, s.n_layer = 12, s.n_head = 12, s.n_head_kv = 4;
+  } else if (name == "1b") {
+    s.n_embd = 2048, s.n_ff = 5632, s.n_layer = 22, s.n_head = 32, s.n_head_kv = 4;
+  } else if (name == "30b-a3b") {
+    s.arch = "qwen3moe", s.tokenizer = "gpt2";
+    s.n_embd = 2048, s.n_ff = 6144, s.n_layer = 8, s.n_head = 32, s.n_head_kv = 4, s.head_dim = 128;
+    s.n_expert = 128, s.n_expert_used = 8, s.n_ff_expert = 768;
+  } else {
+    fail<InvalidArgument>("unknown model shape '{}' (10m, 100m, 1b, 30b-a3b)", name);
+  }
+  return s;
+}
+
 GgufWriter synthetic_model(const SyntheticModelSpec& s) {
   if (s.n_vocab < 3 || s.n_head % s.n_head_kv != 0 || (s.head_dim == 0 && s.n_embd % s.n_head != 0))
     fail<InvalidArgument>("synthetic model: inconsistent shape");

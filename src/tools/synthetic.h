@@ -59,4 +59,11 @@ struct SyntheticModelSpec {
 // <|endoftext|> (BOS and EOS), then merged pieces (n_vocab >= 257).
 GgufWriter synthetic_model(const SyntheticModelSpec& spec);
 
+// The benchmarks' shapes (untied, a 32k vocabulary but for 10m): "10m" (the
+// quick one), "100m" (GPT-2-small's width), "1b" (TinyLlama-1.1B), and
+// "30b-a3b": Qwen3-30B-A3B's layers (128 experts of 768, 8 a token; 32 heads
+// of 128 over 4 KV heads), 8 of its 48, so a token reads ~0.5B of 4.9B
+// weights. InvalidArgument for another name.
+SyntheticModelSpec benchmark_shape(const std::string& name);
+
 }  // namespace pagoda

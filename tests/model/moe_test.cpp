@@ -14,6 +14,7 @@
 #include "model/model.h"
 #include "model/moe.h"
 #include "quant/rows.h"
+#include "tools/quantize_model.h"
 #include "tools/synthetic.h"
 #include "util/error.h"
 
@@ -241,6 +242,20 @@ TEST(MoeConfig, ContradictionsAreRefusedByName) {
   dense_arch.set("gemma3.expert_count", Value::u32(4));
   dense_arch.set("gemma3.expert_used_count", Value::u32(2));
   expect_error(dense_arch, "with experts");
+}
+
+// `pagoda quantize` takes the experts' 3-D stacks like matrices and leaves
+// the router as it is (as llama.cpp's quantizer does).
+TEST(MoeConfig, QuantizeTakesTheExpertsAndKeepsTheRouter) {
+  const auto f32 = synthetic_model(moe_spec()).to_bytes();
+  ThreadPool pool(2);
+  const auto q8 = quantize_model(GgufFile::parse(f32.data(), f32.size()), QuantizeTarget::Q8_0, pool).to_bytes();
+  const auto file = GgufFile::parse(q8.data(), q8.size());
+  EXPECT_EQ(file.find_tensor("blk.0.ffn_gate_exps.weight")->type, TensorType::Q8_0);
+  EXPECT_EQ(file.find_tensor("blk.1.ffn_down_exps.weight")->type, TensorType::Q8_0);
+  EXPECT_EQ(file.find_tensor("blk.0.ffn_gate_inp.weight")->type, TensorType::F32);
+  const Model model(std::make_shared<const GgufFile>(GgufFile::parse(q8.data(), q8.size())));
+  EXPECT_EQ(model.weights().layers[1].up_exps[7].type, TensorType::Q8_0);
 }
 
 SyntheticModelSpec gpt_oss_spec() {

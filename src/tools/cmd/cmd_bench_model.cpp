@@ -58,24 +58,6 @@ struct BenchModelOpts {
   std::string simd;       // a Highway target to run as if the CPU had no wider one, e.g. AVX2
 };
 
-// The model shapes. 100m: GPT-2-small-like width, 100M weights read per
-// token (125M with the embedding). 1b: TinyLlama-1.1B. 10m: the --quick one.
-SyntheticModelSpec model_spec(const std::string& name) {
-  SyntheticModelSpec s;
-  s.tied_embeddings = false;
-  s.n_ctx = 2048;
-  if (name == "10m") {
-    s.n_vocab = 10240, s.n_embd = 256, s.n_ff = 768, s.n_layer = 6, s.n_head = 4, s.n_head_kv = 2;
-  } else if (name == "100m") {
-    s.n_vocab = 32000, s.n_embd = 768, s.n_ff = 2048, s.n_layer = 12, s.n_head = 12, s.n_head_kv = 4;
-  } else if (name == "1b") {
-    s.n_vocab = 32000, s.n_embd = 2048, s.n_ff = 5632, s.n_layer = 22, s.n_head = 32, s.n_head_kv = 4;
-  } else {
-    fail<InvalidArgument>("bench-model: unknown model '{}' (10m, 100m, 1b)", name);
-  }
-  return s;
-}
-
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 double median(std::vector<double> v) {
@@ -303,7 +285,7 @@ std::string file_type_name(const std::string& type) {
 // Generates one model (F16), derives the quantized files, measures each type.
 std::vector<Result> bench_model(const BenchModelOpts& o, const Machine& m, const std::string& name, const fs::path& dir,
                                 ThreadPool& pool, CacheEvictor* evictor, ReadProbe* probe, nlohmann::json& setup) {
-  SyntheticModelSpec spec = model_spec(name);
+  SyntheticModelSpec spec = benchmark_shape(name);
   spec.type = TensorType::F16;
   const fs::path f16 = dir / fmt::format("{}-f16.gguf", name);
   nlohmann::json& s = setup[name];
@@ -470,7 +452,7 @@ void force_simd_target(const std::string& name) {
 int run_bench_model(BenchModelOpts o) {
   if (o.quick) o.models = {"10m"};
   if (!o.simd.empty()) force_simd_target(o.simd);
-  for (const auto& m : o.models) model_spec(m);
+  for (const auto& m : o.models) benchmark_shape(m);
   for (const auto& t : o.types)
     if (t != "f16" && !quantize_target_from_name(t))
       fail<InvalidArgument>(
@@ -548,7 +530,7 @@ Command add_bench_model(CLI::App& app) {
                                  "read bandwidth and peak FMA rate");
   cmd->add_flag("--quick", o->quick, "A ~10M model only, in seconds (CI)");
   cmd->add_option("--threads,-t", o->threads, "Threads (0 = one per hardware thread)")->capture_default_str();
-  cmd->add_option("--models", o->models, "Models: 10m, 100m, 1b")->delimiter(',')->capture_default_str();
+  cmd->add_option("--models", o->models, "Models: 10m, 100m, 1b, 30b-a3b")->delimiter(',')->capture_default_str();
   cmd->add_option("--types", o->types,
                   "Weight types: f16, q8_0, q4_k (q4_0, q5_1, iq4_nl, q2_k, q3_k, q5_k, iq4_xs on request)")
       ->delimiter(',')
