@@ -200,7 +200,7 @@ SyntheticModelSpec benchmark_shape(const std::string& name) {
   } else if (name == "1b") {
     s.n_embd = 2048, s.n_ff = 5632, s.n_layer = 22, s.n_head = 32, s.n_head_kv = 4;
   } else if (name == "30b-a3b") {
-    s.arch = "qwen3moe", s.tokenizer = "gpt2";
+    s.arch = "qwen3moe";
     s.n_embd = 2048, s.n_ff = 6144, s.n_layer = 8, s.n_head = 32, s.n_head_kv = 4, s.head_dim = 128;
     s.n_expert = 128, s.n_expert_used = 8, s.n_ff_expert = 768;
   } else {
