@@ -52,6 +52,10 @@ struct V {
   PAGODA_OP I load_u16(const uint8_t* p) {
     return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
+  // 8 bytes at p, zero-extended into the 32-bit lanes.
+  PAGODA_OP I load_u8(const uint8_t* p) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  }
   // Byte i of each half = table's byte (idx's byte i) of that half (idx bytes < 16).
   PAGODA_OP I shuffle8(I table, I idx) { return _mm256_shuffle_epi8(table, idx); }
   PAGODA_OP I and_(I a, I b) { return _mm256_and_si256(a, b); }
@@ -84,6 +88,7 @@ struct V {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
   PAGODA_OP F cvt(I v) { return _mm256_cvtepi32_ps(v); }
+  PAGODA_OP F as_float(I v) { return _mm256_castsi256_ps(v); }  // the same bits
   PAGODA_OP F add(F a, F b) { return _mm256_add_ps(a, b); }
   PAGODA_OP F sub(F a, F b) { return _mm256_sub_ps(a, b); }
   PAGODA_OP F mul(F a, F b) { return _mm256_mul_ps(a, b); }
