@@ -87,7 +87,8 @@ struct V {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
   PAGODA_OP F cvt(I v) { return _mm512_cvtepi32_ps(v); }
-  PAGODA_OP F as_float(I v) { return _mm512_castsi512_ps(v); }  // the same bits
+  // 2^n for int32 lanes n (-149 .. 127: exact, subnormal below -126): vscalefps.
+  PAGODA_OP F pow2(I n) { return _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(n)); }
   PAGODA_OP F add(F a, F b) { return _mm512_add_ps(a, b); }
   PAGODA_OP F sub(F a, F b) { return _mm512_sub_ps(a, b); }
   PAGODA_OP F mul(F a, F b) { return _mm512_mul_ps(a, b); }

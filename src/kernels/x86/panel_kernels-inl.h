@@ -31,14 +31,9 @@ PAGODA_PANEL_INLINE const XBlock* token_row(const PanelActivations& a, int k) {
 PAGODA_PANEL_INLINE F block_scales(const uint8_t* p, int half) { return V::load_scales(p + 2 * V::kLanes * half); }
 
 // The E8M0 bytes of one block's rows in this half (1 byte a row) as
-// mxfp4_scale's floats, 2^(e - 128): the product of 2^(floor(e/2) - 64) and
-// 2^(ceil(e/2) - 64), both normal and built by shifts, is exact (subnormal
-// for e < 2) with no compare or blend.
+// mxfp4_scale's floats, 2^(e - 128), subnormal for e < 2 (V::pow2: exact).
 PAGODA_PANEL_INLINE F e8m0_scales(const uint8_t* p, int half) {
-  const I e = V::load_u8(p + V::kLanes * half);
-  const I lo = V::slli32(V::add32(V::srli32(e, 1), V::set32(63)), 23);
-  const I both = V::slli32(V::add32(e, V::set32(126)), 23);  // wraps past bit 31 for large e; the difference holds
-  return V::mul(V::as_float(lo), V::as_float(V::sub32(both, lo)));
+  return V::pow2(V::sub32(V::load_u8(p + V::kLanes * half), V::set32(128)));
 }
 
 // Bits e0 .. e0 + 3 of every 32-bit lane of h, as bit 4 of its 4 bytes (the
