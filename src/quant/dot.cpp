@@ -66,8 +66,9 @@ float vec_dot_scalar(TensorType t, const void* w, const void* x, size_t n) {
 
 // Each block: an exact int32 sum of code products, then one float multiply
 // by the two scales. (Largest sums: Q8_0 32*127*127 ~ 516k; MXFP4
-// 32*12*127 ~ 49k; Q4_K 8*63*32*15*127 ~ 31M; Q5_K 8*63*32*31*127 ~ 64M; Q6_K 16*128*16*32*127
-// ~ 133M; IQ4_XS 8*32*32*127*127 ~ 132M; all fit in int32.)
+// 32*12*127 ~ 49k; Q4_K 8*63*32*15*127 ~ 31M; Q5_K 8*63*32*31*127 ~ 64M;
+// Q6_K 16*128*16*32*127 ~ 133M; IQ4_XS 8*32*32*127*127 ~ 132M; all fit in
+// int32.)
 
 int32_t block_dot_q8_0(const BlockQ8_0& w, const BlockQ8_0& x) {
   int32_t s = 0;
@@ -174,8 +175,8 @@ float vec_dot_q6_k_q8_k(const BlockQ6_K* w, const BlockQ8_K* x, size_t nb) {
 
 // ------------------------------------------------ Q5_1, IQ4_NL, MXFP4, Q2_K, Q3_K, Q5_K, IQ4_XS
 // Float halves: Q5_1 is d_x * (d_w * codes + m_w * sum x) (the min against
-// the activations' sum), IQ4_NL and MXFP4 as Q4_0, Q2_K and Q5_K as Q4_K, Q3_K and
-// IQ4_XS as Q6_K.
+// the activations' sum), IQ4_NL and MXFP4 as Q4_0, Q2_K and Q5_K as Q4_K,
+// Q3_K and IQ4_XS as Q6_K.
 
 void block_dot_q5_1(const BlockQ5_1& w, const BlockQ8_0& x, int32_t& codes, int32_t& x_sum) {
   uint32_t qh;
