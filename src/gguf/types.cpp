@@ -21,7 +21,7 @@ constexpr std::array kKnown = {
     Known{TensorType::Q3_K, {"Q3_K", 256, 110}},     Known{TensorType::Q4_K, {"Q4_K", 256, 144}},
     Known{TensorType::Q5_K, {"Q5_K", 256, 176}},     Known{TensorType::Q6_K, {"Q6_K", 256, 210}},
     Known{TensorType::Q8_K, {"Q8_K", 256, 292}},     Known{TensorType::IQ4_NL, {"IQ4_NL", 32, 18}},
-    Known{TensorType::IQ4_XS, {"IQ4_XS", 256, 136}},
+    Known{TensorType::IQ4_XS, {"IQ4_XS", 256, 136}}, Known{TensorType::MXFP4, {"MXFP4", 32, 17}},
 };
 
 }  // namespace

@@ -76,6 +76,41 @@ struct RowQ8_0 {
   }
 };
 
+// MXFP4 (embedding lookups): a 32-element block per load; its 16 bytes of
+// nibbles looked up in the table by two byte shuffles, then value * scale as
+// in dequantize_row_mxfp4 (exact: a small integer times a power of two).
+struct RowMXFP4 {
+  static constexpr size_t kStep = kQK;
+  static constexpr size_t kPrefetchBlocks = 48;  // as RowQ8_0's distance in bytes
+  const BlockMXFP4* p;
+  HWY_INLINE void Load(size_t i, V* out) const {
+    const hn::RebindToSigned<DF> di;
+    const hn::Rebind<int8_t, DF> d8;
+    const BlockMXFP4& b = p[i / kQK];
+    __builtin_prefetch(&b + kPrefetchBlocks, 0, 2);  // into L2, see RowF16
+    alignas(32) int8_t values[kQK];
+#if HWY_TARGET == HWY_SCALAR
+    for (int j = 0; j < kQK / 2; ++j) {
+      values[j] = kMXFP4Values[b.qs[j] & 0xF];
+      values[j + kQK / 2] = kMXFP4Values[b.qs[j] >> 4];
+    }
+#else
+    const hn::Full128<uint8_t> d16;
+    const auto table = hn::LoadU(d16, reinterpret_cast<const uint8_t*>(kMXFP4Values));
+    const auto q = hn::LoadU(d16, b.qs);
+    auto* bytes = reinterpret_cast<uint8_t*>(values);
+    hn::Store(hn::TableLookupBytes(table, hn::And(q, hn::Set(d16, 0xF))), d16, bytes);
+    hn::Store(hn::TableLookupBytes(table, hn::ShiftRight<4>(q)), d16, bytes + 16);
+#endif
+    const V d = hn::Set(DF(), mxfp4_scale(b.e));
+    for (size_t v = 0; v < kQK / kL; ++v)
+      out[v] = hn::Mul(hn::ConvertTo(DF(), hn::PromoteTo(di, hn::Load(d8, values + v * kL))), d);
+  }
+  HWY_INLINE void LoadTail(size_t, size_t, V* out) const {
+    for (size_t v = 0; v < kQK / kL; ++v) out[v] = hn::Zero(DF());
+  }
+};
+
 // acc[r][t] += w[r] * x[t] for one step of 16 elements (w[r] + s * kV).
 template <int R, int T, size_t W>
 HWY_INLINE void Step(V (&acc)[R][T][kV], const V (&w)[R][W], size_t s, const float* x, size_t ldx, size_t i) {
@@ -301,6 +336,7 @@ void DequantizeRowSimd(TensorType t, const void* src, float* dst, size_t n) {
     case TensorType::F16: return Decode(RowF16{static_cast<const uint16_t*>(src)}, dst, n);
     case TensorType::BF16: return Decode(RowBF16{static_cast<const uint16_t*>(src)}, dst, n);
     case TensorType::Q8_0: return Decode(RowQ8_0{static_cast<const BlockQ8_0*>(src)}, dst, n);
+    case TensorType::MXFP4: return Decode(RowMXFP4{static_cast<const BlockMXFP4*>(src)}, dst, n);
     default: return dequantize_row(t, src, dst, n);
   }
 }

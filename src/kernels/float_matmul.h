@@ -28,7 +28,7 @@ inline constexpr size_t kDotLanes = 16;
 // the weight types of the float matmul path.
 bool simd_float_row_type(TensorType t);
 
-// dequantize_row for F16, BF16 and Q8_0, vectorized; the same values bit for
+// dequantize_row for F16, BF16, Q8_0 and MXFP4, vectorized; the same values bit for
 // bit. Other types go to dequantize_row.
 void dequantize_row_simd(TensorType t, const void* src, float* dst, size_t n);
 

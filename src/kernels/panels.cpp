@@ -97,6 +97,9 @@ size_t q3_k_offset(int r, size_t i) {
   return 1728 + 2 * size_t(r) + (i - 108);
 }
 
+// MXFP4 (17): e[16] (each row's E8M0 byte) | qs [quad 4][row][4], as Q4_0's.
+size_t mxfp4_offset(int r, size_t i) { return i == 0 ? size_t(r) : lanes(16, (i - 1) / 4, r, (i - 1) % 4); }
+
 // IQ4_XS (136): d[16] | scales_h[16] | scales_l [row][4] | qs [sub 8][quad 4][row][4].
 size_t iq4_xs_offset(int r, size_t i) { return q5_1_offset(r, i); }  // the same shape up to byte 8, then groups
 
@@ -116,6 +119,7 @@ Layout layout(TensorType t) {
     case TensorType::Q6_K: return {sizeof(BlockQ6_K), q6_k_offset, 0, 0};
     case TensorType::Q5_1: return {sizeof(BlockQ5_1), q5_1_offset, 0, 0};
     case TensorType::IQ4_NL: return {sizeof(BlockIQ4_NL), q4_0_offset, 0, 0};
+    case TensorType::MXFP4: return {sizeof(BlockMXFP4), mxfp4_offset, 0, 0};
     case TensorType::Q2_K: return {sizeof(BlockQ2_K), q2_k_offset, 0, 0};
     case TensorType::Q3_K: return {sizeof(BlockQ3_K), q3_k_offset, 0, 0};
     case TensorType::Q5_K: return {sizeof(BlockQ5_K), q5_k_offset, 0, 0};
@@ -177,16 +181,16 @@ void prepare_panel_activations(TensorType t, const void* x, size_t x_stride, int
   a.n_tokens = n_tokens;
   a.rows = static_cast<const uint8_t*>(x);
   a.row_stride = x_stride;
-  const bool legacy = activation_type(t) == TensorType::Q8_0;  // Q8_0, Q4_0, Q5_0, Q5_1, IQ4_NL
+  const bool legacy = activation_type(t) == TensorType::Q8_0;  // Q8_0, Q4_0, Q5_0, Q5_1, IQ4_NL, MXFP4
   const bool q4_k = t == TensorType::Q4_K || t == TensorType::Q5_K;
   const bool eight = t == TensorType::Q2_K || t == TensorType::IQ4_XS;
   a.terms_per_block = legacy ? 1 : q4_k ? 4 : eight ? 8 : 16;
   // The 32-element formats: the stored codes are unsigned, value = code -
   // offset; Q5_1's term is the plain sum (its min's factor).
-  const int32_t offset = t == TensorType::Q8_0 || t == TensorType::IQ4_NL ? 128
-                         : t == TensorType::Q5_0                          ? 16
-                         : t == TensorType::Q5_1                          ? 1
-                                                                          : 8;
+  const int32_t offset = t == TensorType::Q8_0 || t == TensorType::IQ4_NL || t == TensorType::MXFP4 ? 128
+                         : t == TensorType::Q5_0                                                    ? 16
+                         : t == TensorType::Q5_1                                                    ? 1
+                                                                                                    : 8;
   a.scales.resize(size_t(n_tokens) * nb);
   a.terms.resize(size_t(n_tokens) * nb * a.terms_per_block);
   for (int k = 0; k < n_tokens; ++k) {

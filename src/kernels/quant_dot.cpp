@@ -2,7 +2,7 @@
 // part between HWY_BEFORE_NAMESPACE and HWY_AFTER_NAMESPACE once per target
 // (AVX2, AVX-512, AVX-512 VNNI, scalar fallback); the rest picks the target
 // at run time and splits a tile into weight rows and chunks of blocks. The
-// kernels of Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K and IQ4_XS are in their own TU
+// kernels of Q5_1, IQ4_NL, MXFP4, Q2_K, Q3_K, Q5_K and IQ4_XS are in their own TU
 // (quant_dot_decoded.cpp); vec_dot_tile and token_group_dot call them here.
 //
 // A kernel has two halves. The integer half computes every block's exact
@@ -375,6 +375,8 @@ void vec_dot_tile(TensorType t, const void* w, size_t w_stride, int n_w, const v
       return dot_tile<BlockQ5_1, BlockQ8_0>(decoded, w, w_stride, n_w, x, x_stride, n_x, n / kQK, out, out_stride);
     case TensorType::IQ4_NL:
       return dot_tile<BlockIQ4_NL, BlockQ8_0>(decoded, w, w_stride, n_w, x, x_stride, n_x, n / kQK, out, out_stride);
+    case TensorType::MXFP4:
+      return dot_tile<BlockMXFP4, BlockQ8_0>(decoded, w, w_stride, n_w, x, x_stride, n_x, n / kQK, out, out_stride);
     case TensorType::Q2_K:
       return dot_tile<BlockQ2_K, BlockQ8_K>(decoded, w, w_stride, n_w, x, x_stride, n_x, n / kQKK, out, out_stride);
     case TensorType::Q3_K:

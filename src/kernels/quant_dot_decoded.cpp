@@ -1,5 +1,5 @@
-// The quantized dot kernels of Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K and IQ4_XS
-// (kernels/quant_dot_decoded.h; the interface is kernels/quant_dot.h). Each
+// The quantized dot kernels of Q5_1, IQ4_NL, MXFP4, Q2_K, Q3_K, Q5_K and
+// IQ4_XS (kernels/quant_dot_decoded.h; the interface is kernels/quant_dot.h). Each
 // block is decoded once into bytes (codes) and small integers (sub-block
 // scales, mins) by its format (quant_dot_q5k-inl.h, quant_dot_q3k-inl.h,
 // quant_dot_iq4-inl.h); generic Highway kernels multiply those with the
@@ -69,6 +69,7 @@ void DecodedSums(const typename F::Block* w, const uint8_t* x, size_t x_stride, 
   }
 PAGODA_DECODED_SUMS(Q5_1Sums, FormatQ5_1)
 PAGODA_DECODED_SUMS(IQ4NLSums, FormatIQ4NL)
+PAGODA_DECODED_SUMS(MXFP4Sums, FormatMXFP4)
 PAGODA_DECODED_SUMS(Q2KSums, FormatQ2K)
 PAGODA_DECODED_SUMS(Q3KSums, FormatQ3K)
 PAGODA_DECODED_SUMS(Q5KSums, FormatQ5K)
@@ -77,6 +78,7 @@ PAGODA_DECODED_SUMS(IQ4XSSums, FormatIQ4XS)
 
 PAGODA_DOT_ENTRY(OneRowManyTokensQ5_1, Q5_1Sums, BlockQ5_1, FormatQ5_1::kTerms, 8)
 PAGODA_DOT_ENTRY(OneRowManyTokensIQ4NL, IQ4NLSums, BlockIQ4_NL, FormatIQ4NL::kTerms, 8)
+PAGODA_DOT_ENTRY(OneRowManyTokensMXFP4, MXFP4Sums, BlockMXFP4, FormatMXFP4::kTerms, 8)
 PAGODA_DOT_ENTRY(OneRowManyTokensQ2K, Q2KSums, BlockQ2_K, FormatQ2K::kTerms, 8)
 PAGODA_DOT_ENTRY(OneRowManyTokensQ3K, Q3KSums, BlockQ3_K, FormatQ3K::kTerms, 8)
 PAGODA_DOT_ENTRY(OneRowManyTokensQ5K, Q5KSums, BlockQ5_K, FormatQ5K::kTerms, 8)
@@ -88,6 +90,7 @@ void DecodedRowDots(TensorType t, const void* w, const uint8_t* x, size_t x_stri
   switch (t) {
     case TensorType::Q5_1: return OneRowManyTokensQ5_1(w, x, x_stride, n_x, nb, xd, acc);
     case TensorType::IQ4_NL: return OneRowManyTokensIQ4NL(w, x, x_stride, n_x, nb, xd, acc);
+    case TensorType::MXFP4: return OneRowManyTokensMXFP4(w, x, x_stride, n_x, nb, xd, acc);
     case TensorType::Q2_K: return OneRowManyTokensQ2K(w, x, x_stride, n_x, nb, xd, acc);
     case TensorType::Q3_K: return OneRowManyTokensQ3K(w, x, x_stride, n_x, nb, xd, acc);
     case TensorType::Q5_K: return OneRowManyTokensQ5K(w, x, x_stride, n_x, nb, xd, acc);
@@ -109,6 +112,7 @@ void DecodedTokenGroup(TensorType t, const void* w, size_t w_stride, int n_rows,
   switch (t) {
     case TensorType::Q5_1: return GroupDot<FormatQ5_1>(w, w_stride, n_rows, g, out);
     case TensorType::IQ4_NL: return GroupDot<FormatIQ4NL>(w, w_stride, n_rows, g, out);
+    case TensorType::MXFP4: return GroupDot<FormatMXFP4>(w, w_stride, n_rows, g, out);
     case TensorType::Q2_K: return GroupDot<FormatQ2K>(w, w_stride, n_rows, g, out);
     case TensorType::Q3_K: return GroupDot<FormatQ3K>(w, w_stride, n_rows, g, out);
     case TensorType::Q5_K: return GroupDot<FormatQ5K>(w, w_stride, n_rows, g, out);
@@ -132,8 +136,8 @@ HWY_EXPORT(DecodedRowDots);
 HWY_EXPORT(DecodedTokenGroup);
 
 bool is_decoded_dot_type(TensorType t) {
-  return t == TensorType::Q5_1 || t == TensorType::IQ4_NL || t == TensorType::Q2_K || t == TensorType::Q3_K ||
-         t == TensorType::Q5_K || t == TensorType::IQ4_XS;
+  return t == TensorType::Q5_1 || t == TensorType::IQ4_NL || t == TensorType::MXFP4 || t == TensorType::Q2_K ||
+         t == TensorType::Q3_K || t == TensorType::Q5_K || t == TensorType::IQ4_XS;
 }
 
 void decoded_row_dots(TensorType t, const void* w, const uint8_t* x, size_t x_stride, int n_x, size_t nb,

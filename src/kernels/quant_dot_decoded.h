@@ -12,7 +12,7 @@
 
 namespace pagoda {
 
-// Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K, IQ4_XS: each block is decoded once into
+// Q5_1, IQ4_NL, MXFP4, Q2_K, Q3_K, Q5_K, IQ4_XS: each block is decoded once into
 // its codes as bytes and its sub-block scales (quant_dot_decoded-inl.h).
 bool is_decoded_dot_type(TensorType t);
 

@@ -8,6 +8,7 @@
 //   Q5_0  d, qh, qs[16]        d * (nibble(i) | bit i of qh << 4) - 16 * d
 //   Q5_1  d, m, qh, qs[16]     d * (nibble(i) | bit i of qh << 4) + m
 //   IQ4_NL d, qs[16]           d * kIQ4NLValues[nibble(i)], nibbles as Q4_0's
+//   MXFP4  e, qs[16]           mxfp4_scale(e) * kMXFP4Values[nibble(i)], nibbles as Q4_0's
 // 256-element super-blocks:
 //   Q2_K  16 sub-blocks of 16, 4-bit scale sc and min m each: d*sc*q - dmin*m, q in 0..3
 //   Q3_K  16 sub-blocks of 16, 6-bit scale sc each: d * (sc - 32) * q, q in -4..3
@@ -18,6 +19,7 @@
 //   Q8_K  activations only (never in files): d * qs[i], with sums of each 16 qs
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 
@@ -67,6 +69,25 @@ struct BlockIQ4_NL {
   uint8_t qs[kQK / 2];  // table indices, laid out as Q4_0's nibbles
 };
 static_assert(sizeof(BlockIQ4_NL) == 18);
+
+// The 16 values a nibble of MXFP4 stands for: the E2M1 floats (sign, two
+// exponent bits, one mantissa bit) doubled, so they are integers, as ggml
+// keeps them; mxfp4_scale halves the block scale to make up for it.
+inline constexpr int8_t kMXFP4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+struct BlockMXFP4 {
+  static constexpr int kElems = kQK;
+  uint8_t e;            // E8M0 scale: a bare exponent, the scale 2^(e - 127)
+  uint8_t qs[kQK / 2];  // table indices, laid out as Q4_0's nibbles
+};
+static_assert(sizeof(BlockMXFP4) == 17);
+
+// Half an MXFP4 block's scale, 2^(e - 128), as a float: the factor of the
+// doubled table values. ggml's bit patterns: subnormal for e < 2, and no
+// Inf or NaN (e = 255 is 2^127; the OCP format's NaN code is not special).
+constexpr float mxfp4_scale(uint8_t e) {
+  return std::bit_cast<float>(e < 2 ? 0x00200000u << e : uint32_t(e - 1) << 23);
+}
 
 struct BlockQ2_K {
   static constexpr int kElems = kQKK;

@@ -14,6 +14,7 @@ bool has_quantized_dot(TensorType t) {
     case TensorType::Q5_0:
     case TensorType::Q5_1:
     case TensorType::IQ4_NL:
+    case TensorType::MXFP4:
     case TensorType::Q2_K:
     case TensorType::Q3_K:
     case TensorType::Q4_K:
@@ -30,7 +31,8 @@ TensorType activation_type(TensorType t) {
     case TensorType::Q4_0:
     case TensorType::Q5_0:
     case TensorType::Q5_1:
-    case TensorType::IQ4_NL: return TensorType::Q8_0;
+    case TensorType::IQ4_NL:
+    case TensorType::MXFP4: return TensorType::Q8_0;
     case TensorType::Q2_K:
     case TensorType::Q3_K:
     case TensorType::Q4_K:
@@ -51,6 +53,7 @@ float vec_dot_scalar(TensorType t, const void* w, const void* x, size_t n) {
     case TensorType::Q5_0: return vec_dot_q5_0_q8_0(static_cast<const BlockQ5_0*>(w), x0, nb);
     case TensorType::Q5_1: return vec_dot_q5_1_q8_0(static_cast<const BlockQ5_1*>(w), x0, nb);
     case TensorType::IQ4_NL: return vec_dot_iq4_nl_q8_0(static_cast<const BlockIQ4_NL*>(w), x0, nb);
+    case TensorType::MXFP4: return vec_dot_mxfp4_q8_0(static_cast<const BlockMXFP4*>(w), x0, nb);
     case TensorType::Q2_K: return vec_dot_q2_k_q8_k(static_cast<const BlockQ2_K*>(w), xk, nbk);
     case TensorType::Q3_K: return vec_dot_q3_k_q8_k(static_cast<const BlockQ3_K*>(w), xk, nbk);
     case TensorType::Q4_K: return vec_dot_q4_k_q8_k(static_cast<const BlockQ4_K*>(w), xk, nbk);
@@ -62,9 +65,10 @@ float vec_dot_scalar(TensorType t, const void* w, const void* x, size_t n) {
 }
 
 // Each block: an exact int32 sum of code products, then one float multiply
-// by the two scales. (Largest sums: Q8_0 32*127*127 ~ 516k; Q4_K
-// 8*63*32*15*127 ~ 31M; Q5_K 8*63*32*31*127 ~ 64M; Q6_K 16*128*16*32*127
-// ~ 133M; IQ4_XS 8*32*32*127*127 ~ 132M; all fit in int32.)
+// by the two scales. (Largest sums: Q8_0 32*127*127 ~ 516k; MXFP4
+// 32*12*127 ~ 49k; Q4_K 8*63*32*15*127 ~ 31M; Q5_K 8*63*32*31*127 ~ 64M;
+// Q6_K 16*128*16*32*127 ~ 133M; IQ4_XS 8*32*32*127*127 ~ 132M; all fit in
+// int32.)
 
 int32_t block_dot_q8_0(const BlockQ8_0& w, const BlockQ8_0& x) {
   int32_t s = 0;
@@ -169,10 +173,10 @@ float vec_dot_q6_k_q8_k(const BlockQ6_K* w, const BlockQ8_K* x, size_t nb) {
   return sum;
 }
 
-// ------------------------------------------------ Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K, IQ4_XS
+// ------------------------------------------------ Q5_1, IQ4_NL, MXFP4, Q2_K, Q3_K, Q5_K, IQ4_XS
 // Float halves: Q5_1 is d_x * (d_w * codes + m_w * sum x) (the min against
-// the activations' sum), IQ4_NL as Q4_0, Q2_K and Q5_K as Q4_K, Q3_K and
-// IQ4_XS as Q6_K.
+// the activations' sum), IQ4_NL and MXFP4 as Q4_0, Q2_K and Q5_K as Q4_K,
+// Q3_K and IQ4_XS as Q6_K.
 
 void block_dot_q5_1(const BlockQ5_1& w, const BlockQ8_0& x, int32_t& codes, int32_t& x_sum) {
   uint32_t qh;
@@ -191,6 +195,13 @@ int32_t block_dot_iq4_nl(const BlockIQ4_NL& w, const BlockQ8_0& x) {
   int32_t s = 0;
   for (int i = 0; i < kQK / 2; ++i)
     s += kIQ4NLValues[w.qs[i] & 0xF] * int32_t(x.qs[i]) + kIQ4NLValues[w.qs[i] >> 4] * int32_t(x.qs[i + kQK / 2]);
+  return s;
+}
+
+int32_t block_dot_mxfp4(const BlockMXFP4& w, const BlockQ8_0& x) {
+  int32_t s = 0;
+  for (int i = 0; i < kQK / 2; ++i)
+    s += kMXFP4Values[w.qs[i] & 0xF] * int32_t(x.qs[i]) + kMXFP4Values[w.qs[i] >> 4] * int32_t(x.qs[i + kQK / 2]);
   return s;
 }
 
@@ -254,6 +265,13 @@ float vec_dot_q5_1_q8_0(const BlockQ5_1* w, const BlockQ8_0* x, size_t nb) {
 float vec_dot_iq4_nl_q8_0(const BlockIQ4_NL* w, const BlockQ8_0* x, size_t nb) {
   float sum = 0;
   for (size_t b = 0; b < nb; ++b) sum += f16_to_f32(w[b].d) * f16_to_f32(x[b].d) * float(block_dot_iq4_nl(w[b], x[b]));
+  return sum;
+}
+
+// ggml's expression: (d_x * d_w) * s, the scale halved as the values are doubled.
+float vec_dot_mxfp4_q8_0(const BlockMXFP4* w, const BlockQ8_0* x, size_t nb) {
+  float sum = 0;
+  for (size_t b = 0; b < nb; ++b) sum += mxfp4_scale(w[b].e) * f16_to_f32(x[b].d) * float(block_dot_mxfp4(w[b], x[b]));
   return sum;
 }
 

@@ -1,6 +1,6 @@
 // Dot products of a quantized weight row with an activation row quantized to
 // 8 bits, in integer arithmetic per block as the formats are designed for:
-// the 32-element formats (Q4_0, Q5_0, Q5_1, Q8_0, IQ4_NL) take Q8_0
+// the 32-element formats (Q4_0, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4) take Q8_0
 // activations, the 256-element ones (Q2_K to Q6_K, IQ4_XS) take Q8_K.
 // The kernels here are the scalar ones: the reference the SIMD versions
 // (kernels/quant_dot.h, vec_dot) are tested against, and the fallback where
@@ -38,6 +38,7 @@ float vec_dot_q4_k_q8_k(const BlockQ4_K* w, const BlockQ8_K* x, size_t nb);
 float vec_dot_q6_k_q8_k(const BlockQ6_K* w, const BlockQ8_K* x, size_t nb);
 float vec_dot_q5_1_q8_0(const BlockQ5_1* w, const BlockQ8_0* x, size_t nb);
 float vec_dot_iq4_nl_q8_0(const BlockIQ4_NL* w, const BlockQ8_0* x, size_t nb);
+float vec_dot_mxfp4_q8_0(const BlockMXFP4* w, const BlockQ8_0* x, size_t nb);
 float vec_dot_q2_k_q8_k(const BlockQ2_K* w, const BlockQ8_K* x, size_t nb);
 float vec_dot_q3_k_q8_k(const BlockQ3_K* w, const BlockQ8_K* x, size_t nb);
 float vec_dot_q5_k_q8_k(const BlockQ5_K* w, const BlockQ8_K* x, size_t nb);
@@ -53,6 +54,7 @@ void block_dot_q4_k(const BlockQ4_K& w, const BlockQ8_K& x, int32_t& scaled, int
 int32_t block_dot_q6_k(const BlockQ6_K& w, const BlockQ8_K& x);
 void block_dot_q5_1(const BlockQ5_1& w, const BlockQ8_0& x, int32_t& codes, int32_t& x_sum);
 int32_t block_dot_iq4_nl(const BlockIQ4_NL& w, const BlockQ8_0& x);
+int32_t block_dot_mxfp4(const BlockMXFP4& w, const BlockQ8_0& x);
 void block_dot_q2_k(const BlockQ2_K& w, const BlockQ8_K& x, int32_t& scaled, int32_t& mins);
 int32_t block_dot_q3_k(const BlockQ3_K& w, const BlockQ8_K& x);
 void block_dot_q5_k(const BlockQ5_K& w, const BlockQ8_K& x, int32_t& scaled, int32_t& mins);

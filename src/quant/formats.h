@@ -41,4 +41,9 @@ void quantize_row_iq4_xs(const float* x, BlockIQ4_XS* y, size_t n);
 void dequantize_row_iq4_nl(const BlockIQ4_NL* x, float* y, size_t n);
 void dequantize_row_iq4_xs(const BlockIQ4_XS* x, float* y, size_t n);
 
+// MXFP4 (mxfp4.cpp): ggml's power-of-two scale and nearest table value, so
+// the same bytes as its reference quantizer.
+void quantize_row_mxfp4(const float* x, BlockMXFP4* y, size_t n);
+void dequantize_row_mxfp4(const BlockMXFP4* x, float* y, size_t n);
+
 }  // namespace pagoda

@@ -54,6 +54,7 @@ void dequantize_row(TensorType t, const void* src, float* dst, size_t n) {
     case TensorType::Q5_0: return dequantize_row_q5_0(static_cast<const BlockQ5_0*>(src), dst, n);
     case TensorType::Q5_1: return dequantize_row_q5_1(static_cast<const BlockQ5_1*>(src), dst, n);
     case TensorType::IQ4_NL: return dequantize_row_iq4_nl(static_cast<const BlockIQ4_NL*>(src), dst, n);
+    case TensorType::MXFP4: return dequantize_row_mxfp4(static_cast<const BlockMXFP4*>(src), dst, n);
     case TensorType::Q2_K: return dequantize_row_q2_k(static_cast<const BlockQ2_K*>(src), dst, n);
     case TensorType::Q3_K: return dequantize_row_q3_k(static_cast<const BlockQ3_K*>(src), dst, n);
     case TensorType::Q4_K: return dequantize_row_q4_k(static_cast<const BlockQ4_K*>(src), dst, n);
@@ -83,6 +84,7 @@ void quantize_row(TensorType t, const float* src, void* dst, size_t n) {
     case TensorType::Q5_0:
     case TensorType::Q5_1:
     case TensorType::IQ4_NL:
+    case TensorType::MXFP4:
     case TensorType::Q2_K:
     case TensorType::Q3_K:
     case TensorType::Q4_K:
@@ -99,6 +101,7 @@ void quantize_row(TensorType t, const float* src, void* dst, size_t n) {
     case TensorType::Q5_0: return quantize_row_q5_0(src, static_cast<BlockQ5_0*>(dst), n);
     case TensorType::Q5_1: return quantize_row_q5_1(src, static_cast<BlockQ5_1*>(dst), n);
     case TensorType::IQ4_NL: return quantize_row_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), n);
+    case TensorType::MXFP4: return quantize_row_mxfp4(src, static_cast<BlockMXFP4*>(dst), n);
     case TensorType::Q2_K: return quantize_row_q2_k(src, static_cast<BlockQ2_K*>(dst), n);
     case TensorType::Q3_K: return quantize_row_q3_k(src, static_cast<BlockQ3_K*>(dst), n);
     case TensorType::Q4_K: return quantize_row_q4_k(src, static_cast<BlockQ4_K*>(dst), n);

@@ -1,6 +1,6 @@
 // Row conversions between F32 and the weight types Pagoda reads (F32, F16,
-// BF16, Q8_0, Q4_0, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS;
-// Q8_K for activations). They are the
+// BF16, Q8_0, Q4_0, Q5_0, Q5_1, IQ4_NL, MXFP4, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+// IQ4_XS; Q8_K for activations). They are the
 // slow, obviously correct references too: optimized kernels are tested
 // against them. Block layouts: quant/blocks.h; quantized dots: quant/dot.h.
 #pragma once
@@ -32,8 +32,8 @@ size_t row_bytes(TensorType t, size_t n);
 // Decodes n elements (a multiple of the block size) of a row stored as t.
 void dequantize_row(TensorType t, const void* src, float* dst, size_t n);
 
-// Encodes n floats as t. F16/BF16/Q8_0/Q4_0/Q5_0/Q5_1 round as llama.cpp
-// does; the K-quants and IQ4 formats search scales their own way (valid
+// Encodes n floats as t. F16/BF16/Q8_0/Q4_0/Q5_0/Q5_1/MXFP4 round as
+// llama.cpp does; the K-quants and IQ4 formats search scales their own way (valid
 // blocks, similar error).
 void quantize_row(TensorType t, const float* src, void* dst, size_t n);
 std::vector<uint8_t> quantize(TensorType t, const float* src, size_t n);

@@ -70,6 +70,7 @@ TEST(CliQuantize, WritesLoadableFilesOfEachType) {
       {"Q4_K", "weight types:    F16 x5, F32 x11, Q5_0 x29, Q8_0 x3", 15},
       {"Q5_1", "weight types:    F16 x5, F32 x11, Q5_1 x32", 9},
       {"iq4_nl", "weight types:    F16 x5, F32 x11, IQ4_NL x32", 25},
+      {"mxfp4", "weight types:    F16 x5, F32 x11, MXFP4 x32", 38},
       {"Q3_K", "weight types:    F16 x5, F32 x11, Q8_0 x32", 11},  // 64-wide rows: Q3_K falls back to Q8_0
   };
   for (const auto& c : cases) {

@@ -278,11 +278,12 @@ TEST(GgufDamaged, BadDimensions) {
 }
 
 // The block types added with their kernels (Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K,
-// IQ4_XS): a whole block parses with its size; a row that is not whole
-// blocks, or data one block short, is refused with a FormatError.
+// IQ4_XS, and MXFP4 with its odd 17-byte blocks): a whole block parses with
+// its size; a row that is not whole blocks, or data one block short, is
+// refused with a FormatError.
 TEST(GgufDamaged, NewBlockTypesCheckTheirSizes) {
   for (TensorType t : {TensorType::Q5_1, TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K, TensorType::Q5_K,
-                       TensorType::IQ4_XS}) {
+                       TensorType::IQ4_XS, TensorType::MXFP4}) {
     SCOPED_TRACE(std::string(tensor_type_name(t)));
     const auto info = *tensor_type_info(uint32_t(t));
     const size_t bytes = (2 * info.block_bytes + 31) / 32 * 32;

@@ -7,10 +7,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <vector>
 
 #include "float_test_data.h"
 #include "kernels/float_matmul.h"
+#include "quant/blocks.h"
 #include "quant/rows.h"
 #include "simd_targets.h"
 #include "util/half.h"
@@ -109,7 +111,7 @@ TEST(SimdFloat, AxpyRowsEqualsOneAxpyPerRow) {
 
 TEST(SimdFloat, DequantizeMatchesScalarBitForBit) {
   testing::for_each_simd_target([&](int64_t target) {
-    for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0}) {
+    for (TensorType t : {TensorType::F32, TensorType::F16, TensorType::BF16, TensorType::Q8_0, TensorType::MXFP4}) {
       for (size_t n : {size_t(32), size_t(64), size_t(96), size_t(2048), size_t(5632)}) {
         const auto src = random_floats(n, uint32_t(n) * 3, 3.0f);
         const auto q = quantize(t, src.data(), n);
@@ -118,6 +120,18 @@ TEST(SimdFloat, DequantizeMatchesScalarBitForBit) {
         dequantize_row_simd(t, q.data(), got.data(), n);
         ASSERT_EQ(std::memcmp(ref.data(), got.data(), n * 4), 0) << tensor_type_name(t) << " " << n;
       }
+    }
+    // MXFP4: every exponent byte (subnormal scales, products past the largest
+    // float) with random codes.
+    {
+      std::mt19937 rng(5);
+      std::vector<uint8_t> q(256 * sizeof(BlockMXFP4));
+      for (auto& b : q) b = uint8_t(rng());
+      for (size_t e = 0; e < 256; ++e) q[e * sizeof(BlockMXFP4)] = uint8_t(e);
+      std::vector<float> ref(256 * kQK), got(256 * kQK);
+      dequantize_row(TensorType::MXFP4, q.data(), ref.data(), ref.size());
+      dequantize_row_simd(TensorType::MXFP4, q.data(), got.data(), got.size());
+      ASSERT_EQ(std::memcmp(ref.data(), got.data(), got.size() * 4), 0) << "MXFP4 exponents";
     }
     // Odd lengths of the float types, and special F16 values (subnormals, inf).
     for (size_t n : lengths()) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -35,9 +36,9 @@ std::vector<uint8_t> activations(TensorType xt, size_t n, int n_tokens, std::mt1
   return out;
 }
 
-const TensorType kTypes[] = {TensorType::Q8_0,   TensorType::Q4_0, TensorType::Q5_0,  TensorType::Q5_1,
-                             TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K,  TensorType::Q4_K,
-                             TensorType::Q5_K,   TensorType::Q6_K, TensorType::IQ4_XS};
+const TensorType kTypes[] = {TensorType::Q8_0,   TensorType::Q4_0,  TensorType::Q5_0, TensorType::Q5_1,
+                             TensorType::IQ4_NL, TensorType::MXFP4, TensorType::Q2_K, TensorType::Q3_K,
+                             TensorType::Q4_K,   TensorType::Q5_K,  TensorType::Q6_K, TensorType::IQ4_XS};
 
 TEST(Panels, PackKeepsEveryByteAndLeavesTheTailRowMajor) {
   std::mt19937 rng(1);
@@ -101,6 +102,44 @@ TEST(Panels, KernelsMatchVecDotBitForBit) {
         for (const int first : {0, 3})
           for (int k = 1; k <= kPanelTokensMax; ++k) expect_panel_matches(t, rows, panel, x, a, first, k);
       }
+}
+
+// MXFP4's scales are rebuilt from the E8M0 bytes in the panel kernels:
+// rows of one block, one for every byte 0..255 (subnormal and near-overflow
+// scales included), against tokens whose scales run from 1e-8 to 1e3 so
+// that each exponent meets products that neither vanish nor overflow; equal
+// to vec_dot on the rows (or both NaN).
+TEST(Panels, Mxfp4EveryExponentMatchesVecDot) {
+  std::mt19937 rng(3);
+  const TensorType t = TensorType::MXFP4;
+  const size_t rb = sizeof(BlockMXFP4), xb = sizeof(BlockQ8_0);
+  auto rows = testing::random_blocks(t, 256 * kQK, rng);
+  for (size_t r = 0; r < 256; ++r) rows[r * rb] = uint8_t(r);
+  auto panels = rows;
+  pack_panels(t, panels.data(), rb, 256);
+  std::vector<uint8_t> x;
+  std::normal_distribution<float> g(0.0f, 1.0f);
+  for (int k = 0; k < kPanelTokensMax; ++k) {
+    std::vector<float> v(kQK);
+    for (auto& f : v) f = g(rng) * std::pow(10.0f, -8.0f + 1.6f * float(k));
+    const auto q = quantize(TensorType::Q8_0, v.data(), kQK);
+    x.insert(x.end(), q.begin(), q.end());
+  }
+  PanelActivations a;
+  prepare_panel_activations(t, x.data(), xb, kPanelTokensMax, 1, a);
+  testing::for_each_simd_target([&](int64_t) {
+    for (size_t p = 0; p < 256 / kPanelRows; ++p) {
+      float out[kPanelTokensMax * kPanelRows];
+      panel_dot(t, panels.data() + p * kPanelRows * rb, a, 0, kPanelTokensMax, out, kPanelRows);
+      for (int k = 0; k < kPanelTokensMax; ++k)
+        for (int r = 0; r < kPanelRows; ++r) {
+          const size_t row = p * kPanelRows + size_t(r);
+          const float got = out[k * kPanelRows + r], want = vec_dot(t, rows.data() + row * rb, x.data() + k * xb, kQK);
+          ASSERT_TRUE(got == want || (std::isnan(got) && std::isnan(want)))
+              << "exponent " << row << " token " << k << ": " << got << " vs " << want << " on " << dot_simd_target();
+        }
+    }
+  });
 }
 
 // Panels side by side (decode's read streams) give what panel_dot gives for

@@ -5,6 +5,7 @@
 // and 1..4 weight rows by 1..8 activation rows at once.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -18,11 +19,14 @@
 namespace pagoda {
 namespace {
 
-const TensorType kTypes[] = {TensorType::Q8_0,   TensorType::Q4_0, TensorType::Q5_0,  TensorType::Q5_1,
-                             TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K,  TensorType::Q4_K,
-                             TensorType::Q5_K,   TensorType::Q6_K, TensorType::IQ4_XS};
+const TensorType kTypes[] = {TensorType::Q8_0,   TensorType::Q4_0,  TensorType::Q5_0, TensorType::Q5_1,
+                             TensorType::IQ4_NL, TensorType::MXFP4, TensorType::Q2_K, TensorType::Q3_K,
+                             TensorType::Q4_K,   TensorType::Q5_K,  TensorType::Q6_K, TensorType::IQ4_XS};
 
 float scalar_dot(TensorType t, const void* w, const void* x, size_t n) { return vec_dot_scalar(t, w, x, n); }
+
+// Equal, or both NaN (MXFP4's largest exponents take sums to Inf - Inf).
+bool same(float a, float b) { return a == b || (std::isnan(a) && std::isnan(b)); }
 
 // kDotTokensMax activation rows of n elements quantized to xt, one after another.
 std::vector<uint8_t> random_activations(TensorType xt, size_t n, std::mt19937& rng, bool extreme) {
@@ -50,11 +54,12 @@ void expect_matches_scalar(TensorType t, const std::vector<uint8_t>& wq, const s
       for (int k = 0; k < n_x; ++k)
         for (int r = 0; r < n_w; ++r) {
           const float want = scalar_dot(t, wq.data() + r * w_stride, xq.data() + k * x_stride, n);
-          ASSERT_EQ(got[k * out_stride + r], want) << tensor_type_name(t) << " n=" << n << " tile " << n_w << "x" << n_x
-                                                   << " at " << r << "," << k << " on " << dot_simd_target();
+          ASSERT_PRED2(same, got[k * out_stride + r], want)
+              << tensor_type_name(t) << " n=" << n << " tile " << n_w << "x" << n_x << " at " << r << "," << k << " on "
+              << dot_simd_target();
         }
     }
-  EXPECT_EQ(vec_dot(t, wq.data(), xq.data(), n), scalar_dot(t, wq.data(), xq.data(), n));
+  EXPECT_PRED2(same, vec_dot(t, wq.data(), xq.data(), n), scalar_dot(t, wq.data(), xq.data(), n));
 }
 
 std::vector<size_t> lengths(TensorType t) {
@@ -118,13 +123,15 @@ TEST(DotSimd, MatchesScalarOnExtremeBlocks) {
         const size_t n = 4 * kQKK;
         std::vector<uint8_t> wq = testing::random_blocks(t, n, rng);
         const size_t nb = n / block_elems(t), bb = row_bytes(t, block_elems(t));
-        const auto halves = testing::half_fields(t);
+        const auto halves = testing::half_fields(t), exponents = testing::e8m0_fields(t);
         for (size_t b = 0; b < nb; ++b) {
           uint8_t* blk = wq.data() + b * bb;
-          std::vector<uint8_t> keep;  // the F16 scales; every other byte (codes, scales, mins) is `fill`
+          std::vector<uint8_t> keep;  // the F16 and E8M0 scales; every other byte (codes, scales, mins) is `fill`
           for (size_t at : halves) keep.insert(keep.end(), blk + at, blk + at + 2);
+          for (size_t at : exponents) keep.push_back(blk[at]);
           std::memset(blk, fill, bb);
           for (size_t i = 0; i < halves.size(); ++i) std::memcpy(blk + halves[i], &keep[2 * i], 2);
+          for (size_t i = 0; i < exponents.size(); ++i) blk[exponents[i]] = keep[2 * halves.size() + i];
         }
         expect_matches_scalar(t, wq, random_activations(activation_type(t), n, rng, true), n);
       }
@@ -152,13 +159,47 @@ TEST(DotSimd, TokenGroupsMatchScalar) {
             token_group_dot(t, wq.data(), w_stride, n_rows, g, got);
             for (int r = 0; r < n_rows; ++r)
               for (int k = 0; k < n_tokens; ++k)
-                ASSERT_EQ(got[kGroupTokens * r + k], scalar_dot(t, wq.data() + size_t(r) * w_stride,
-                                                                xq.data() + (first + size_t(k)) * x_stride, n))
+                ASSERT_PRED2(
+                    same, got[kGroupTokens * r + k],
+                    scalar_dot(t, wq.data() + size_t(r) * w_stride, xq.data() + (first + size_t(k)) * x_stride, n))
                     << tensor_type_name(t) << " n=" << n << " row " << r << " of " << n_rows << " token " << k << " of "
                     << n_tokens << " on " << dot_simd_target();
           }
         }
       }
+  });
+}
+
+// MXFP4 blocks of every exponent byte (subnormal scales at 0 and 1, 2^127
+// at 255), rows of one block so no other block hides a wrong scale, against
+// tokens whose scales run from 1e-8 to 1e3 (each exponent meets products
+// that neither vanish nor overflow), through the tiles and token groups.
+TEST(DotSimd, Mxfp4EveryExponentMatchesScalar) {
+  for_each_target([] {
+    std::mt19937 rng{19};
+    const TensorType t = TensorType::MXFP4;
+    const size_t rb = sizeof(BlockMXFP4), xb = sizeof(BlockQ8_0);
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    std::vector<uint8_t> xq;
+    for (int k = 0; k < kDotTokensMax; ++k) {
+      std::vector<float> v(kQK);
+      for (auto& f : v) f = g(rng) * std::pow(10.0f, -8.0f + 1.6f * float(k));
+      const auto q = quantize(TensorType::Q8_0, v.data(), kQK);
+      xq.insert(xq.end(), q.begin(), q.end());
+    }
+    TokenGroup group;
+    prepare_token_group(TensorType::Q8_0, xq.data(), xb, kDotTokensMax, 1, group);
+    for (int e0 = 0; e0 < 256; e0 += kDotRowsMax) {
+      auto wq = testing::random_blocks(t, kDotRowsMax * kQK, rng);
+      for (int r = 0; r < kDotRowsMax; ++r) wq[size_t(r) * rb] = uint8_t(e0 + r);
+      expect_matches_scalar(t, wq, xq, kQK);
+      float got[kDotRowsMax * kGroupTokens];
+      token_group_dot(t, wq.data(), rb, kDotRowsMax, group, got);
+      for (int r = 0; r < kDotRowsMax; ++r)
+        for (int k = 0; k < kDotTokensMax; ++k)
+          ASSERT_PRED2(same, got[kGroupTokens * r + k], scalar_dot(t, wq.data() + r * rb, xq.data() + k * xb, kQK))
+              << "exponent " << e0 + r << " token " << k << " on " << dot_simd_target();
+    }
   });
 }
 

@@ -44,9 +44,9 @@ std::vector<float> gaussian(size_t n, std::mt19937& rng, float sigma) {
   return v;
 }
 
-const TensorType kTypes[] = {TensorType::Q8_0,   TensorType::Q4_0, TensorType::Q5_0,  TensorType::Q5_1,
-                             TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K,  TensorType::Q4_K,
-                             TensorType::Q5_K,   TensorType::Q6_K, TensorType::IQ4_XS};
+const TensorType kTypes[] = {TensorType::Q8_0,   TensorType::Q4_0,  TensorType::Q5_0, TensorType::Q5_1,
+                             TensorType::IQ4_NL, TensorType::MXFP4, TensorType::Q2_K, TensorType::Q3_K,
+                             TensorType::Q4_K,   TensorType::Q5_K,  TensorType::Q6_K, TensorType::IQ4_XS};
 
 // Lengths that are and are not multiples of common SIMD widths (in blocks).
 std::vector<size_t> lengths(TensorType t) {
@@ -60,7 +60,8 @@ TEST(QuantizedDot, ActivationTypes) {
   EXPECT_EQ(activation_type(TensorType::Q5_0), TensorType::Q8_0);
   EXPECT_EQ(activation_type(TensorType::Q4_K), TensorType::Q8_K);
   EXPECT_EQ(activation_type(TensorType::Q6_K), TensorType::Q8_K);
-  for (TensorType t : {TensorType::Q5_1, TensorType::IQ4_NL}) EXPECT_EQ(activation_type(t), TensorType::Q8_0);
+  for (TensorType t : {TensorType::Q5_1, TensorType::IQ4_NL, TensorType::MXFP4})
+    EXPECT_EQ(activation_type(t), TensorType::Q8_0);
   for (TensorType t : {TensorType::Q2_K, TensorType::Q3_K, TensorType::Q5_K, TensorType::IQ4_XS})
     EXPECT_EQ(activation_type(t), TensorType::Q8_K);
   EXPECT_FALSE(has_quantized_dot(TensorType::F16));
@@ -153,6 +154,13 @@ TEST(QuantizedDot, ExtremeBlocksDoNotOverflow) {
   }
   const float d8 = f16_to_f32(reinterpret_cast<const BlockQ8_0*>(xq8.data())->d);
   EXPECT_FLOAT_EQ(vec_dot(TensorType::Q8_0, q8.data(), xq8.data(), 256), 256.0f * 127 * 127 * d8);
+
+  std::vector<BlockMXFP4> mx(8);
+  for (auto& b : mx) {
+    b.e = 128;                             // (halved) scale 1
+    std::memset(b.qs, 0x77, sizeof b.qs);  // every value 12 (E2M1's 6, doubled)
+  }
+  EXPECT_FLOAT_EQ(vec_dot(TensorType::MXFP4, mx.data(), xq8.data(), 256), -256.0f * 12 * 127 * d8);
 
   BlockQ5_K q5;
   std::memset(&q5, 0xFF, sizeof q5);  // codes 31, scales and mins 63

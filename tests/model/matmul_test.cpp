@@ -44,8 +44,8 @@ float one_dot(TensorType t, const uint8_t* row, const float* x, size_t cols) {
 }
 
 TEST(Matmul, EveryOutputEqualsItsOwnDotForEveryTypeShapeAndThreadCount) {
-  const TensorType types[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0,
-                              TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K};
+  const TensorType types[] = {TensorType::F32,  TensorType::F16,  TensorType::BF16, TensorType::Q8_0, TensorType::Q4_0,
+                              TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::MXFP4};
   const size_t cols = 512;
   for (const TensorType t : types) {
     for (const int rows : {1, 5, 37, 100, 259}) {
@@ -91,7 +91,7 @@ TEST(Matmul, EveryOutputEqualsItsOwnDotForEveryTypeShapeAndThreadCount) {
 TEST(Matmul, PackedMatricesOnEverySimdTarget) {
   const size_t cols = 256;
   for (const TensorType t :
-       {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K}) {
+       {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q5_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::MXFP4}) {
     const int rows = 7 * kPanelRows + 5;
     const auto values = random_floats(size_t(rows) * cols, 11);
     const size_t rb = row_bytes(t, cols);

@@ -212,6 +212,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"q6_k_mha_tied", spec(TensorType::Q6_K, 4, 4, true, 256, 256), kQuantTol},
                       Case{"q5_1_gqa_untied", spec(TensorType::Q5_1, 4, 2, false), kQuantTol},
                       Case{"iq4_nl_mha_tied", spec(TensorType::IQ4_NL, 4, 4, true, 96), kQuantTol},
+                      Case{"mxfp4_gqa_tied", spec(TensorType::MXFP4, 4, 2, true), kQuantTol},
                       Case{"q2_k_gqa_untied", spec(TensorType::Q2_K, 4, 2, false, 256, 256), kQuantTol},
                       Case{"q3_k_mha_tied", spec(TensorType::Q3_K, 4, 4, true, 256, 256), kQuantTol},
                       Case{"q5_k_gqa_untied", spec(TensorType::Q5_K, 4, 2, false, 256, 256), kQuantTol},
@@ -489,7 +490,7 @@ TEST(LlamaCppOracle, ReadsQuantizedFilesAsPagodaDoes) {
   const OracleFiles dir;
   const std::filesystem::path& tmp = dir.path;
 
-  // stories260K (64 wide: Q8_0, Q4_0, Q5_0, Q5_1, IQ4_NL, F16) and a random
+  // stories260K (64 wide: Q8_0, Q4_0, Q5_0, Q5_1, IQ4_NL, MXFP4, F16) and a random
   // 256-wide model whose Q4_K_M mix has Q4_K and Q6_K matrices too, and that
   // the uniform Q2_K, Q3_K, Q5_K and IQ4_XS files fill with those types.
   SyntheticModelSpec wide = spec(TensorType::F32, 4, 2, false, 256, 512);
@@ -511,11 +512,13 @@ TEST(LlamaCppOracle, ReadsQuantizedFilesAsPagodaDoes) {
                                 {QuantizeTarget::Q2_K, "Q2_K"},
                                 {QuantizeTarget::Q3_K, "Q3_K"},
                                 {QuantizeTarget::Q5_K, "Q5_K"},
-                                {QuantizeTarget::IQ4_XS, "IQ4_XS"}}) {
+                                {QuantizeTarget::IQ4_XS, "IQ4_XS"},
+                                {QuantizeTarget::MXFP4, "MXFP4"}}) {
       // stories260K (64 wide) takes the 32-element formats and Q4_K_M's
       // fallbacks, the 256-wide model the K-quants.
       const bool k_quant = target != QuantizeTarget::Q8_0 && target != QuantizeTarget::Q4_0 &&
-                           target != QuantizeTarget::Q5_1 && target != QuantizeTarget::IQ4_NL;
+                           target != QuantizeTarget::Q5_1 && target != QuantizeTarget::IQ4_NL &&
+                           target != QuantizeTarget::MXFP4;
       if (src.name == "wide" ? !k_quant : k_quant && target != QuantizeTarget::Q4_K_M) continue;
       const std::string out = (tmp / (src.name + "-" + name + ".gguf")).string();
       quantize_model(in, target, pool).write(out);

@@ -155,6 +155,67 @@ TEST(Q4_0, RoundsAsReference) {
   }
 }
 
+// An E2M1 code (sign, two exponent bits, one mantissa bit) as its value,
+// from the OCP format's definition: subnormal (0 or 0.5) at exponent 0.
+float e2m1(int code) {
+  const int exp = (code >> 1) & 3, man = code & 1;
+  const float v = exp == 0 ? 0.5f * float(man) : std::ldexp(1.0f + 0.5f * float(man), exp - 1);
+  return code & 8 ? -v : v;
+}
+
+// Every exponent byte with every code: E2M1 value x 2^(e - 127), computed
+// in float by ldexp (subnormal for the smallest e, Inf past the largest
+// float, as ggml's product gives).
+TEST(MXFP4, DecodesEveryExponentAndCode) {
+  for (int e = 0; e < 256; ++e) {
+    BlockMXFP4 b;
+    b.e = uint8_t(e);
+    // Element j < 16 gets code j, element j + 16 code 15 - j.
+    for (int j = 0; j < 16; ++j) b.qs[j] = uint8_t(j | ((15 - j) << 4));
+    const auto y = decode(TensorType::MXFP4, &b, 32);
+    for (int j = 0; j < 16; ++j) {
+      EXPECT_EQ(y[size_t(j)], std::ldexp(2.0f * e2m1(j), e - 128)) << e << " " << j;
+      EXPECT_EQ(y[size_t(j + 16)], std::ldexp(2.0f * e2m1(15 - j), e - 128)) << e << " " << j;
+    }
+  }
+}
+
+TEST(MXFP4, DecodesLiteralBytes) {
+  // e = 127: scale 1; first byte 0x9F: element 0 = code 15 (-6), element 16 = code 9 (-0.5).
+  uint8_t bytes[17] = {127, 0x9F, 0x07, 0x80};
+  const auto y = decode(TensorType::MXFP4, bytes, 32);
+  EXPECT_EQ(y[0], -6.0f);
+  EXPECT_EQ(y[16], -0.5f);
+  EXPECT_EQ(y[1], 6.0f);  // 0x07: code 7
+  EXPECT_EQ(y[17], 0.0f);
+  EXPECT_EQ(y[2], 0.0f);  // 0x80: code 0 low, code 8 (-0 in E2M1, 0 here) high
+  EXPECT_EQ(y[18], 0.0f);
+  EXPECT_FALSE(std::signbit(y[18]));
+}
+
+// ggml's rule: the exponent floor(log2 amax) - 2 + 127, then each element
+// to the nearest table value, the first in table order on a tie.
+TEST(MXFP4, RoundsAsReference) {
+  std::vector<float> x(32);
+  for (int i = 0; i < 16; ++i) x[size_t(i)] = 0.25f * e2m1(i);  // amax 1.5: e = 0 - 2 + 127, scale 2^-2
+  x[16] = 0.25f * 1.25f;                                        // halfway between codes 2 and 3 (1 and 1.5)
+  x[17] = -0.25f * 1.25f;                                       // between codes 10 and 11
+  x[18] = 0.25f * 7.0f;                                         // past 6, the largest value
+  x[19] = 0.25f * 0.2f;                                         // nearer 0 than 0.5
+  const auto q = quantize(TensorType::MXFP4, x.data(), 32);
+  BlockMXFP4 b;
+  std::memcpy(&b, q.data(), sizeof b);
+  EXPECT_EQ(b.e, 125);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(b.qs[i] & 0xF, i == 8 ? 0 : i) << i;  // -0 is code 0, the first zero
+  EXPECT_EQ(b.qs[0] >> 4, 2);
+  EXPECT_EQ(b.qs[1] >> 4, 10);
+  EXPECT_EQ(b.qs[2] >> 4, 7);
+  EXPECT_EQ(b.qs[3] >> 4, 0);
+  // A block of zeros takes exponent 0, as ggml's.
+  std::fill(x.begin(), x.end(), 0.0f);
+  EXPECT_EQ(quantize(TensorType::MXFP4, x.data(), 32)[0], 0);
+}
+
 std::vector<float> gaussian(size_t n, uint32_t seed, float sigma = 1.0f) {
   std::mt19937 rng{seed};
   std::normal_distribution<float> d(0.0f, sigma);
@@ -180,17 +241,18 @@ double rms_error(TensorType t, const std::vector<float>& x) {
 // quantizer with step s has RMS error s / sqrt(12); the bounds sit ~20% above
 // what each format gives (measured: Q8_0 0.0054, Q5_0 0.043, Q4_0 0.086,
 // Q6_K 0.018, Q4_K 0.073, Q5_1 0.038, IQ4_NL 0.075, Q2_K 0.270, Q3_K 0.147,
-// Q5_K 0.037, IQ4_XS 0.075; RecordProperty keeps the figures). Q4_K must beat
+// Q5_K 0.037, IQ4_XS 0.075, MXFP4 0.114: a power-of-two scale, and ggml's
+// exponent rule clips the largest elements; RecordProperty keeps the figures). Q4_K must beat
 // Q4_0 (same bits, plus a min per 32 elements), Q6_K Q5_0, Q5_K Q4_K, IQ4_NL
 // Q4_0 (the non-linear grid) and Q3_K Q2_K.
 TEST(QuantizeError, GaussianRowsWithinBounds) {
   const struct {
     TensorType t;
     double bound;
-  } cases[] = {{TensorType::Q8_0, 0.0065}, {TensorType::Q5_0, 0.052},  {TensorType::Q4_0, 0.105},
-               {TensorType::Q6_K, 0.022},  {TensorType::Q4_K, 0.088},  {TensorType::Q5_1, 0.046},
-               {TensorType::IQ4_NL, 0.09}, {TensorType::Q2_K, 0.33},   {TensorType::Q3_K, 0.18},
-               {TensorType::Q5_K, 0.045},  {TensorType::IQ4_XS, 0.091}};
+  } cases[] = {{TensorType::Q8_0, 0.0065}, {TensorType::Q5_0, 0.052},   {TensorType::Q4_0, 0.105},
+               {TensorType::Q6_K, 0.022},  {TensorType::Q4_K, 0.088},   {TensorType::Q5_1, 0.046},
+               {TensorType::IQ4_NL, 0.09}, {TensorType::Q2_K, 0.33},    {TensorType::Q3_K, 0.18},
+               {TensorType::Q5_K, 0.045},  {TensorType::IQ4_XS, 0.091}, {TensorType::MXFP4, 0.137}};
   for (const auto& c : cases) {
     const auto x = gaussian(256 * 64, 17, 0.02f);
     const double e = rms_error(c.t, x);
@@ -219,9 +281,9 @@ TEST(QuantizeError, HardRowsStayBounded) {
   std::fill(x.begin() + 256, x.begin() + 512, 0.0f);    // a zero super-block
   std::fill(x.begin() + 512, x.begin() + 768, -0.75f);  // a constant one
   x[1000] = 50.0f;                                      // an outlier
-  for (TensorType t :
-       {TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_0, TensorType::Q6_K, TensorType::Q4_K, TensorType::Q5_1,
-        TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K, TensorType::Q5_K, TensorType::IQ4_XS}) {
+  for (TensorType t : {TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_0, TensorType::Q6_K, TensorType::Q4_K,
+                       TensorType::Q5_1, TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K, TensorType::Q5_K,
+                       TensorType::IQ4_XS, TensorType::MXFP4}) {
     const auto q = quantize(t, x.data(), x.size());
     std::vector<float> y(x.size());
     dequantize_row(t, q.data(), y.data(), y.size());
@@ -245,8 +307,13 @@ TEST(QuantizeError, HardRowsStayBounded) {
             << tensor_type_name(t) << " " << i;
     }
     const double e = rms_error(t, x);
-    // Q2_K: 2-bit codes and 4-bit sub-block scales, twice the others' error.
-    EXPECT_LT(e, t == TensorType::Q8_0 ? 0.01 : t == TensorType::Q2_K ? 0.2 : 0.1) << tensor_type_name(t);
+    // Q2_K: 2-bit codes and 4-bit sub-block scales, twice the others' error;
+    // MXFP4 (0.111): power-of-two scales.
+    const double bound = t == TensorType::Q8_0    ? 0.01
+                         : t == TensorType::Q2_K  ? 0.2
+                         : t == TensorType::MXFP4 ? 0.13
+                                                  : 0.1;
+    EXPECT_LT(e, bound) << tensor_type_name(t);
   }
 }
 
@@ -261,7 +328,7 @@ TEST(QuantizeError, DegenerateInputsAreSafe) {
   x[302] = NAN;
   for (TensorType t : {TensorType::Q8_0, TensorType::Q5_0, TensorType::Q4_0, TensorType::Q6_K, TensorType::Q4_K,
                        TensorType::Q8_K, TensorType::Q5_1, TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K,
-                       TensorType::Q5_K, TensorType::IQ4_XS}) {
+                       TensorType::Q5_K, TensorType::IQ4_XS, TensorType::MXFP4}) {
     const auto q = quantize(t, x.data(), x.size());
     std::vector<float> y(x.size());
     dequantize_row(t, q.data(), y.data(), y.size());

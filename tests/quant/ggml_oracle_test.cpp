@@ -41,6 +41,7 @@ const std::vector<Format>& formats() {
       {TensorType::Q5_0, {offsetof(BlockQ5_0, d)}},
       {TensorType::Q5_1, {offsetof(BlockQ5_1, d), offsetof(BlockQ5_1, m)}},
       {TensorType::IQ4_NL, {offsetof(BlockIQ4_NL, d)}},
+      {TensorType::MXFP4, {}},  // its E8M0 scale byte is random too: every value is finite
       {TensorType::Q2_K, {offsetof(BlockQ2_K, d), offsetof(BlockQ2_K, dmin)}},
       {TensorType::Q3_K, {offsetof(BlockQ3_K, d)}},
       {TensorType::Q4_K, {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)}},
@@ -175,9 +176,12 @@ TEST(GgmlOracle, QuantizedBlocksRoundTripBothWays) {
     std::vector<uint8_t> ours(kRows * rb);
     for (int r = 0; r < kRows; ++r) quantize_row(f.type, x.data() + r * kCols, ours.data() + r * rb, kCols);
     expect_same_decoding(g, f, ours, "pagoda-quantized");
-    // The float formats and Q8_0, Q4_0, Q5_0, Q5_1 round as ggml's reference
-    // quantizers: the very same bytes (IQ4_NL and the K-quants search their own way).
-    if (block_elems(f.type) != 256 && f.type != TensorType::IQ4_NL) EXPECT_EQ(ours, theirs);
+    // The float formats and Q8_0, Q4_0, Q5_0, Q5_1, MXFP4 round as ggml's
+    // reference quantizers: the very same bytes (IQ4_NL and the K-quants
+    // search their own way).
+    if (block_elems(f.type) != 256 && f.type != TensorType::IQ4_NL) {
+      EXPECT_EQ(ours, theirs);
+    }
     // Our encoder's error stays near ggml's (same format, own search).
     std::vector<float> a(x.size()), b(x.size());
     dequantize_row(f.type, ours.data(), a.data(), x.size());
@@ -192,6 +196,37 @@ TEST(GgmlOracle, QuantizedBlocksRoundTripBothWays) {
       std::printf("%s rms error: ours %.3g, ggml %.3g\n", std::string(tensor_type_name(f.type)).c_str(),
                   std::sqrt(ea / double(x.size())), std::sqrt(eb / double(x.size())));
   }
+}
+
+// MXFP4's exponent is floor(log2 amax) - 2 + 127: blocks whose largest
+// element is a power of two, or a float either side of one, across the
+// exponent range ggml defines (amax >= 2^-125; below, its cast to a byte is
+// undefined), and blocks with zeros, subnormals and both signs, are ggml's
+// own bytes.
+TEST(GgmlOracle, Mxfp4ExponentEdgesAreGgmlsBytes) {
+  PAGODA_SKIP_UNDER_SANITIZERS();
+  PAGODA_REQUIRE_NPM(testing::kLlamaCppPrefix, testing::kLlamaCppPackage);
+  const Ggml g = open_ggml();
+  std::mt19937 rng(17);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::vector<float> x;
+  for (int k = -125; k <= 127; ++k)
+    for (float amax : {std::ldexp(1.0f, k), std::nextafter(std::ldexp(1.0f, k), 0.0f),
+                       std::nextafter(std::ldexp(1.0f, k), INFINITY)}) {
+      if (!(amax >= std::ldexp(1.0f, -125)) || std::isinf(amax)) continue;
+      const size_t at = x.size();
+      for (int i = 0; i < kQK; ++i) x.push_back(amax * unit(rng));
+      x[at + rng() % kQK] = rng() % 2 ? amax : -amax;
+      x[at + rng() % kQK] = 0.0f;
+      x[at + rng() % kQK] = std::ldexp(1.0f, -140);  // subnormal
+    }
+  const size_t n = x.size();
+  std::vector<uint8_t> theirs(row_bytes(TensorType::MXFP4, n));
+  ASSERT_EQ(g.quantize_chunk(ggml::Type(TensorType::MXFP4), x.data(), theirs.data(), 0, 1, int64_t(n), nullptr),
+            theirs.size());
+  EXPECT_EQ(quantize(TensorType::MXFP4, x.data(), n), theirs);
+  const Format f{TensorType::MXFP4, {}};
+  expect_same_decoding(g, f, theirs, "edge exponents");
 }
 
 }  // namespace

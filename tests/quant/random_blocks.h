@@ -1,7 +1,9 @@
 // Random quantized weight blocks for the dot tests and benchmarks: arbitrary
 // bytes (every code, sub-block scale and min a format can hold) with each
 // block's F16 scales (d, and dmin or m where the format has one) replaced by
-// sane finite values, since random F16 bits would often be Inf or NaN.
+// sane finite values, since random F16 bits would often be Inf or NaN, and
+// MXFP4's exponent byte by a moderate one (a random one would often take the
+// dot products past the largest float).
 #pragma once
 
 #include <cmath>
@@ -28,6 +30,7 @@ inline std::vector<size_t> half_fields(TensorType t) {
     case TensorType::Q8_0:
     case TensorType::IQ4_NL:
     case TensorType::IQ4_XS: return {0};
+    case TensorType::MXFP4: return {};
     case TensorType::Q5_1: return {offsetof(BlockQ5_1, d), offsetof(BlockQ5_1, m)};
     case TensorType::Q4_K: return {offsetof(BlockQ4_K, d), offsetof(BlockQ4_K, dmin)};
     case TensorType::Q5_K: return {offsetof(BlockQ5_K, d), offsetof(BlockQ5_K, dmin)};
@@ -38,8 +41,14 @@ inline std::vector<size_t> half_fields(TensorType t) {
   }
 }
 
+// Where a block of t keeps an E8M0 scale byte (MXFP4's e).
+inline std::vector<size_t> e8m0_fields(TensorType t) {
+  return t == TensorType::MXFP4 ? std::vector<size_t>{offsetof(BlockMXFP4, e)} : std::vector<size_t>{};
+}
+
 // n elements (a multiple of the block size) of type t (a quantized weight
-// type). Scales are positive, between 2^-7 / 1000 and 1.
+// type). Scales are positive, between 2^-7 / 1000 and 1 (MXFP4's halved
+// scale 2^(e - 128) between 2^-17 and 2^-1).
 inline std::vector<uint8_t> random_blocks(TensorType t, size_t n, std::mt19937& rng) {
   const std::vector<size_t> halves = half_fields(t);
   std::vector<uint8_t> w(row_bytes(t, n));
@@ -51,6 +60,7 @@ inline std::vector<uint8_t> random_blocks(TensorType t, size_t n, std::mt19937& 
     // Two draws per block whatever the type, so every type consumes the stream alike.
     const uint16_t draws[2] = {scale(), scale()};
     for (size_t i = 0; i < halves.size(); ++i) std::memcpy(blk + halves[i], &draws[i], 2);
+    for (size_t at : e8m0_fields(t)) blk[at] = uint8_t(127 - draws[0] % 17);
   }
   return w;
 }

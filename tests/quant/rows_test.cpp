@@ -67,12 +67,14 @@ TEST(Rows, UnsupportedTypesThrow) {
   EXPECT_THROW(quantize_row(TensorType::Q8_1, x, buf, 256), Unsupported);
   EXPECT_THROW(quantize_row(TensorType::Q3_K, x, buf, 224), InvalidArgument);
   EXPECT_THROW(row_bytes(TensorType::IQ4_NL, 48), InvalidArgument);
+  EXPECT_THROW(quantize_row(TensorType::MXFP4, x, buf, 48), InvalidArgument);
   EXPECT_THROW(quantize_row(TensorType::Q8_0, x, buf, 33), InvalidArgument);
   EXPECT_THROW(quantize_row(TensorType::Q4_K, x, buf, 224), InvalidArgument);
   EXPECT_THROW(row_bytes(TensorType::Q6_K, 255), InvalidArgument);
   EXPECT_FALSE(weight_type_supported(TensorType::Q4_1));
-  for (TensorType t : {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q5_1, TensorType::IQ4_NL, TensorType::Q2_K,
-                       TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::IQ4_XS})
+  for (TensorType t :
+       {TensorType::Q4_0, TensorType::Q5_0, TensorType::Q5_1, TensorType::IQ4_NL, TensorType::Q2_K, TensorType::Q3_K,
+        TensorType::Q4_K, TensorType::Q5_K, TensorType::Q6_K, TensorType::IQ4_XS, TensorType::MXFP4})
     EXPECT_TRUE(weight_type_supported(t)) << tensor_type_name(t);
 }
 

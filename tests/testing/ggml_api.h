@@ -35,4 +35,21 @@ using QuantizeChunk = size_t(Type type, const float* src, void* dst, int64_t sta
 // bool ggml_quantize_requires_imatrix(enum ggml_type type);
 using QuantizeRequiresImatrix = bool(Type type);
 
+// The CPU backend (a libggml-cpu-*.so): ggml_vec_dot_t, the dot product of a
+// weight row with an activation row of its vec_dot_type (nrc = 1: one row).
+using VecDot = void(int n, float* s, size_t bs, const void* x, size_t bx, const void* y, size_t by, int nrc);
+
+// struct ggml_type_traits_cpu, field for field.
+struct TypeTraitsCpu {
+  FromFloat* from_float;
+  VecDot* vec_dot;
+  Type vec_dot_type;
+  int64_t nrows;
+};
+
+// const struct ggml_type_traits_cpu * ggml_get_type_traits_cpu(enum ggml_type type);
+using GetTypeTraitsCpu = const TypeTraitsCpu*(Type type);
+// void ggml_cpu_init(void); (its F16 tables, which the dot products read)
+using CpuInit = void();
+
 }  // namespace pagoda::testing::ggml

@@ -52,6 +52,10 @@ struct V {
   PAGODA_OP I load_u16(const uint8_t* p) {
     return _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
+  // 8 bytes at p, zero-extended into the 32-bit lanes.
+  PAGODA_OP I load_u8(const uint8_t* p) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  }
   // Byte i of each half = table's byte (idx's byte i) of that half (idx bytes < 16).
   PAGODA_OP I shuffle8(I table, I idx) { return _mm256_shuffle_epi8(table, idx); }
   PAGODA_OP I and_(I a, I b) { return _mm256_and_si256(a, b); }
@@ -84,6 +88,15 @@ struct V {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
   PAGODA_OP F cvt(I v) { return _mm256_cvtepi32_ps(v); }
+  // 2^n for int32 lanes n (-252 .. 254; exact, subnormal below -126): the
+  // product of 2^(n >> 1) and 2^(n - (n >> 1)), both normal floats built by
+  // shifts (AVX2 has no vscalefps).
+  PAGODA_OP F pow2(I n) {
+    const I a = _mm256_srai_epi32(n, 1), b = _mm256_sub_epi32(n, a);
+    const I bias = _mm256_set1_epi32(127);
+    return _mm256_mul_ps(_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(a, bias), 23)),
+                         _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(b, bias), 23)));
+  }
   PAGODA_OP F add(F a, F b) { return _mm256_add_ps(a, b); }
   PAGODA_OP F sub(F a, F b) { return _mm256_sub_ps(a, b); }
   PAGODA_OP F mul(F a, F b) { return _mm256_mul_ps(a, b); }

@@ -59,6 +59,10 @@ struct V {
   PAGODA_OP I load_u16(const uint8_t* p) {
     return _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
+  // 16 bytes at p, zero-extended into the 32-bit lanes.
+  PAGODA_OP I load_u8(const uint8_t* p) {
+    return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
   // Byte i of each 128-bit block = table's byte (idx's byte i) of that block (idx bytes < 16).
   PAGODA_OP I shuffle8(I table, I idx) { return _mm512_shuffle_epi8(table, idx); }
   PAGODA_OP I and_(I a, I b) { return _mm512_and_si512(a, b); }
@@ -83,6 +87,8 @@ struct V {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
   PAGODA_OP F cvt(I v) { return _mm512_cvtepi32_ps(v); }
+  // 2^n for int32 lanes n (-149 .. 127: exact, subnormal below -126): vscalefps.
+  PAGODA_OP F pow2(I n) { return _mm512_scalef_ps(_mm512_set1_ps(1.0f), _mm512_cvtepi32_ps(n)); }
   PAGODA_OP F add(F a, F b) { return _mm512_add_ps(a, b); }
   PAGODA_OP F sub(F a, F b) { return _mm512_sub_ps(a, b); }
   PAGODA_OP F mul(F a, F b) { return _mm512_mul_ps(a, b); }

@@ -30,6 +30,12 @@ PAGODA_PANEL_INLINE const XBlock* token_row(const PanelActivations& a, int k) {
 // The F16 scales of one block's rows in this half, as floats (2 bytes a row).
 PAGODA_PANEL_INLINE F block_scales(const uint8_t* p, int half) { return V::load_scales(p + 2 * V::kLanes * half); }
 
+// The E8M0 bytes of one block's rows in this half (1 byte a row) as
+// mxfp4_scale's floats, 2^(e - 128), subnormal for e < 2 (V::pow2: exact).
+PAGODA_PANEL_INLINE F e8m0_scales(const uint8_t* p, int half) {
+  return V::pow2(V::sub32(V::load_u8(p + V::kLanes * half), V::set32(128)));
+}
+
 // Bits e0 .. e0 + 3 of every 32-bit lane of h, as bit 4 of its 4 bytes (the
 // fifth bits of Q5_0 elements e0 ..): a multiply spreads 4 bits 7 apart.
 PAGODA_PANEL_INLINE I fifth_bits(I h, int e0) {
@@ -61,20 +67,26 @@ PAGODA_PANEL_INLINE void prefetch_ahead(const uint8_t* block) {
 // V::dot_q8_0 either keeps that offset (V::kQ8_0Offset, the term removes it)
 // or multiplies signed codes. IQ4_NL is Q4_0's layout with each nibble
 // looked up (a byte shuffle) as its table value + 128, then multiplied as
-// Q8_0's stored codes. Q5_1 is Q5_0's layout after two F16 fields (d, m),
-// its codes unsigned with no offset; its float term adds m x the sum of the
-// activations (a.terms).
+// Q8_0's stored codes; MXFP4 the same with its table, after one E8M0 byte a
+// row instead of the F16 scales (e8m0_scales). Q5_1 is Q5_0's layout after
+// two F16 fields (d, m), its codes unsigned with no offset; its float term
+// adds m x the sum of the activations (a.terms).
 // IQ4_NL's and IQ4_XS's table values + 128: Q8_0's stored codes.
 alignas(16) inline constexpr uint8_t kIQ4NLStored[16] = {1,   24,  45,  63,  79,  93,  106, 118,
                                                          129, 141, 153, 166, 181, 197, 217, 241};
 static_assert(kIQ4NLStored[0] == kIQ4NLValues[0] + 128 && kIQ4NLStored[15] == kIQ4NLValues[15] + 128);
+// MXFP4's table values + 128.
+alignas(16) inline constexpr uint8_t kMXFP4Stored[16] = {128, 129, 130, 131, 132, 134, 136, 140,
+                                                         128, 127, 126, 125, 124, 122, 120, 116};
+static_assert(kMXFP4Stored[7] == kMXFP4Values[7] + 128 && kMXFP4Stored[15] == kMXFP4Values[15] + 128);
 
 template <TensorType kType>
 struct Legacy {
-  static constexpr size_t kBlockBytes = kPanelRows * (kType == TensorType::Q8_0   ? sizeof(BlockQ8_0)
-                                                      : kType == TensorType::Q5_0 ? sizeof(BlockQ5_0)
-                                                      : kType == TensorType::Q5_1 ? sizeof(BlockQ5_1)
-                                                                                  : sizeof(BlockQ4_0));
+  static constexpr size_t kBlockBytes = kPanelRows * (kType == TensorType::Q8_0    ? sizeof(BlockQ8_0)
+                                                      : kType == TensorType::Q5_0  ? sizeof(BlockQ5_0)
+                                                      : kType == TensorType::Q5_1  ? sizeof(BlockQ5_1)
+                                                      : kType == TensorType::MXFP4 ? sizeof(BlockMXFP4)
+                                                                                   : sizeof(BlockQ4_0));
   // As many as the accumulators leave registers for (32 on AVX-512, 16 on AVX2).
   static constexpr int kMaxTokens = V::kVnni ? 8 : 4;
   static constexpr size_t kPrefetchBlocks = 16;   // see prefetch_ahead
@@ -83,12 +95,13 @@ struct Legacy {
   template <int K, int P>
   PAGODA_PANEL_INLINE static void block(const uint8_t* const* blocks, int half, const PanelActivations& a, int first,
                                         size_t b, F* acc, size_t acc_stride) {
-    constexpr bool kQ51 = kType == TensorType::Q5_1, kNL = kType == TensorType::IQ4_NL;
+    constexpr bool kQ51 = kType == TensorType::Q5_1, kMX = kType == TensorType::MXFP4;
+    constexpr bool kNL = kType == TensorType::IQ4_NL || kMX;  // table lookups
     constexpr bool kQ8 = kType == TensorType::Q8_0, kQ5 = kType == TensorType::Q5_0 || kQ51;
     constexpr bool kStored = kQ8 || kNL;  // codes as Q8_0 stores them (value + 128)
     constexpr bool kTerm = kQ51 ? false : !kStored || V::kQ8_0Offset;
-    constexpr size_t kFifth = kQ51 ? 64 : 32;              // Q5_0's and Q5_1's fifth bits
-    constexpr size_t kCodes = kQ51 ? 128 : kQ5 ? 96 : 32;  // after the scales (and the fifth bits)
+    constexpr size_t kFifth = kQ51 ? 64 : 32;                         // Q5_0's and Q5_1's fifth bits
+    constexpr size_t kCodes = kQ51 ? 128 : kQ5 ? 96 : kMX ? 16 : 32;  // after the scales (and the fifth bits)
     // With one or two tokens on AVX-512 a block's multiply-adds run as two
     // dependency chains per panel.
     constexpr int kChains = V::kVnni && K <= 2 ? 2 : 1;
@@ -120,7 +133,7 @@ struct Legacy {
       const I low4 = V::set8(0x0F);
       I h[P];
       for (int p = 0; p < P; ++p) h[p] = kQ5 ? V::load(lanes[p] + kFifth) : V::zero();
-      [[maybe_unused]] const I table = kNL ? V::bcast16(kIQ4NLStored) : V::zero();
+      [[maybe_unused]] const I table = kNL ? V::bcast16(kMX ? kMXFP4Stored : kIQ4NLStored) : V::zero();
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) {
         I lo[P], hi[P];
@@ -144,7 +157,7 @@ struct Legacy {
     // d_w * d_x * (sum - term), as vec_dot_q8_0_q8_0 and its kin; Q5_1
     // d_x * (d_w * sum + m_w * term), as vec_dot_q5_1_q8_0.
     for (int p = 0; p < P; ++p) {
-      const F wd = block_scales(blocks[p], half);
+      const F wd = kMX ? e8m0_scales(blocks[p], half) : block_scales(blocks[p], half);
       [[maybe_unused]] const F wm = kQ51 ? block_scales(blocks[p] + 32, half) : V::zerof();
       for (int k = 0; k < K; ++k) {
         const size_t i = size_t(first + k) * a.nb + b;
@@ -402,6 +415,7 @@ inline const Kernels* kernels(TensorType t) {
     case TensorType::Q5_0: return &kKernels<Legacy<TensorType::Q5_0>>;
     case TensorType::Q5_1: return &kKernels<Legacy<TensorType::Q5_1>>;
     case TensorType::IQ4_NL: return &kKernels<Legacy<TensorType::IQ4_NL>>;
+    case TensorType::MXFP4: return &kKernels<Legacy<TensorType::MXFP4>>;
     case TensorType::Q4_K: return &kKernels<Q4K>;
     case TensorType::Q6_K: return &kKernels<Q6K>;
     case TensorType::Q5_K: return &kKernels<Q5K>;
