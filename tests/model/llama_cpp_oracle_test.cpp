@@ -301,6 +301,8 @@ TEST_P(LlamaCppMatches, GreedyTokensAndLogprobs) {
     const TensorInfo* q = file.find_tensor(spec.fused_qkv ? "blk.0.attn_qkv.weight" : "blk.0.attn_q.weight");
     ASSERT_NE(q, nullptr);
     if (!spec.fused_qkv || !fc.low_bit) ASSERT_EQ(q->type, fc.attn_q) << "libllama wrote another type";
+    if (fc.ftype == LlamaFtype::kMXFP4_MOE)
+      ASSERT_EQ(file.find_tensor("blk.0.ffn_up_exps.weight")->type, TensorType::MXFP4);
     const auto prompt = random_prompt(40, spec.n_vocab, uint32_t(seed));
     compared += testing::expect_matches_llama_cpp(path, prompt, tol, {.n_new = 16}, "seed " + std::to_string(seed))
                     .steps_compared;
@@ -315,6 +317,16 @@ TEST_P(LlamaCppMatches, GreedyTokensAndLogprobs) {
 std::string case_name(const ::testing::TestParamInfo<std::tuple<const char*, FtypeCase>>& info) {
   return std::string(std::get<0>(info.param)) + "_" + std::get<1>(info.param).name;
 }
+
+// gpt-oss's own file type: the experts in MXFP4, every other matrix in Q8_0.
+const FtypeCase kMxfp4Moe[] = {
+    {"MXFP4_MOE", LlamaFtype::kMXFP4_MOE, kLowBitTol, TensorType::Q8_0, false, true},
+};
+
+INSTANTIATE_TEST_SUITE_P(Experts, LlamaCppMatches,
+                         ::testing::Combine(::testing::Values("qwen3moe", "mixtral", "gpt_oss"),
+                                            ::testing::ValuesIn(kMxfp4Moe)),
+                         case_name);
 
 INSTANTIATE_TEST_SUITE_P(Types, LlamaCppMatches,
                          ::testing::Combine(::testing::Values("llama", "qwen2", "qwen3", "gemma2", "gemma3", "granite",

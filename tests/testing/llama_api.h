@@ -46,6 +46,7 @@ enum class Ftype : int32_t {
   kIQ4_NL = 25,
   kIQ4_XS = 30,
   kBF16 = 32,
+  kMXFP4_MOE = 38,  // experts MXFP4, other matrices Q8_0
 };
 
 // enum ggml_log_level.
