@@ -94,7 +94,7 @@ const std::map<std::string, testing::LlamaFtype> kFtypes = {
     {"Q4_K_M", testing::LlamaFtype::kQ4_K_M}, {"Q5_K_M", testing::LlamaFtype::kQ5_K_M},
     {"Q6_K", testing::LlamaFtype::kQ6_K},     {"IQ4_NL", testing::LlamaFtype::kIQ4_NL},
     {"IQ4_XS", testing::LlamaFtype::kIQ4_XS}, {"BF16", testing::LlamaFtype::kBF16},
-    {"F16", testing::LlamaFtype::kF16},
+    {"F16", testing::LlamaFtype::kF16},       {"MXFP4_MOE", testing::LlamaFtype::kMXFP4_MOE},
 };
 
 std::vector<std::string> split_list(const std::string& list) {
