@@ -213,10 +213,12 @@ struct HarmonyParser::State {
     return true;
   }
 
-  // The header's text so far was not one: it is content, from where it began.
+  // The header's text so far was not one: it is content, from where it
+  // began, and run on with what came before (no new message began).
   bool header_failed() {
     const std::string text = std::exchange(header, {});
     open_message({});
+    msg_wrote = true;
     write(text);
     return true;
   }

@@ -174,6 +174,8 @@ TEST(Harmony, TextThatIsNotHarmonyIsContent) {
   // A header holding a byte no header has, or a '<' that begins no marker.
   expect_parse("<|channel|>analysis\nthinking", {"", "<|channel|>analysis\nthinking", {}});
   expect_parse("<|channel|>final<b><|message|>x", {"", "<|channel|>final<b><|message|>x", {}});
+  // ... run on with the content before it: no new message began.
+  expect_parse("<|channel|>final<|message|>a<|end|><|channel|>x\ny", {"", "a<|channel|>x\ny", {}});
 }
 
 TEST(Harmony, LongHeaderIsContent) {
