@@ -52,8 +52,18 @@ std::optional<CallMarkup> call_markup(Format f) {
                         "\n```json\n",
                         "\n```" + std::string(detail::kDsCallEnd),
                         false};
-    case Format::pythonic:
-    case Format::harmony: return std::nullopt;
+    case Format::harmony:
+      // Its markers are control tokens, which the grammar spells out with
+      // ordinary ones: the text reads the same. A second call follows the
+      // first's <|call|> as a new assistant message.
+      return CallMarkup{"",
+                        "<|call|><|start|>assistant",
+                        "",
+                        "<|channel|>commentary to=functions.",
+                        " <|constrain|>json<|message|>",
+                        "",
+                        false};
+    case Format::pythonic: return std::nullopt;
   }
   return std::nullopt;
 }

@@ -119,8 +119,7 @@ void apply_deltas(std::vector<ToolCall>& calls, const std::vector<CallDelta>& de
 // How a format writes calls, to force them with a grammar: begin, then each
 // call as head_before + NAME + head_after, its arguments object, tail; calls
 // joined by separator; then end. NAME is a JSON string when quote_name.
-// nullopt: pythonic (its calls are not JSON) and harmony (the grammar cannot
-// write its markers, which are control tokens: a forced call takes the plain form).
+// nullopt: pythonic (its calls are not JSON).
 struct CallMarkup {
   std::string begin, separator, end;
   std::string head_before, head_after, tail;

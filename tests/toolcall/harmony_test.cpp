@@ -228,7 +228,11 @@ TEST(Harmony, NamedFormatAndDetection) {
   EXPECT_NE(format_names().find("openai"), std::string::npos);
   EXPECT_EQ(detect_format("{{- \"<|start|>assistant<|channel|>final<|message|>\" + message.content }}"),
             Format::harmony);
-  EXPECT_FALSE(call_markup(Format::harmony));  // forced calls take the plain form
+  // A forced call, as the grammar writes it, reads back as a call.
+  const CallMarkup m = *call_markup(Format::harmony);
+  const std::string forced = m.begin + m.head_before + "f" + m.head_after + "{\"a\":1}" + m.tail + m.separator +
+                             m.head_before + "g" + m.head_after + "{}" + m.tail + m.end;
+  expect_parse(forced, {"", "", {{"f", "{\"a\":1}"}, {"g", "{}"}}});
 }
 
 }  // namespace harmony_test
