@@ -220,7 +220,7 @@ Command add_serve(CLI::App& app) {
                   "Chat template: a Jinja file or a built-in name (default: the model file's)");
   cmd->add_option("--tool-call-parser", o->tool_call_parser,
                   "Tool-call format of the model's output: auto (from the chat template), hermes, llama3_json, "
-                  "pythonic, mistral or deepseek_v3")
+                  "pythonic, mistral, deepseek_v3 or openai (gpt-oss's harmony, reasoning apart)")
       ->capture_default_str();
   cmd->add_option("--threads,-t", e.threads, "Worker threads (0 = one per core)")->capture_default_str();
   cmd->add_flag("--mmap", e.mmap,

@@ -51,7 +51,7 @@ json tokenize_body(const json& j, std::string_view raw, const ServedModel& m) {
   std::vector<TokenId> ids;
   if (chat) {
     // As /v1/chat/completions tokenizes it, unless add_special_tokens says otherwise.
-    const RenderedPrompt r = render_chat_body(j, raw, m.chat, tok).prompt;
+    const RenderedPrompt r = render_chat_body(j, raw, m.chat, tok, m.limits.tool_parser).prompt;
     ids = tok.encode(r.text, r.add_bos && add_special.value_or(true), r.parse_special);
   } else {
     const auto prompt = opt_string(j, "prompt");
@@ -124,7 +124,7 @@ void Connection::apply_template(RequestReader::Request& req, std::string_view, s
   const ServedModel& m = loaded_model(*state_);
   answer_off_thread([&m, text = std::move(req.body())](Headers& h) {
     const json j = request_body(text, m, Endpoint::apply_template, h);
-    return json{{"prompt", render_chat_body(j, text, m.chat, m.tokenizer).prompt.text}};
+    return json{{"prompt", render_chat_body(j, text, m.chat, m.tokenizer, m.limits.tool_parser).prompt.text}};
   });
 }
 

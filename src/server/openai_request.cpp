@@ -208,6 +208,9 @@ GenerationRequest parse_chat_request(const json& body, const ModelLimits& model,
   parse_prompt_logprobs(body, g);
   ChatBody chat_body = render_chat_body(body, raw_body, chat, *model.tokenizer, model.tool_parser);
   g.tools = std::move(chat_body.tools);
+  // Harmony's markers are control tokens, which a decode skips by default:
+  // the reader needs them in the text (it hands the client only the fields).
+  if (g.tools.harmony) g.engine.sampling.skip_special_tokens = false;
   const RenderedPrompt& rendered = chat_body.prompt;
   g.prompt_text = rendered.text;
   g.engine.prompt = encode_prompt(rendered.text, rendered.add_bos, rendered.parse_special, model, "messages",

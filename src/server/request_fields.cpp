@@ -41,13 +41,14 @@ const Names kChatPrompt = {"messages",
                            "add_generation_prompt",
                            "continue_final_message",
                            "documents",
-                           "mm_processor_kwargs"};
+                           "mm_processor_kwargs",
+                           "reasoning_effort"};  // a template variable (gpt-oss's reads it)
 
 const Names kCompletionsOnly = {"prompt", "suffix", "echo", "logprobs", "prompt_embeds"};
 
-const Names kChatOnly = {"logprobs",  "top_logprobs",     "max_completion_tokens", "modalities",
-                         "audio",     "prediction",       "reasoning_effort",      "web_search_options",
-                         "verbosity", "prompt_cache_key", "safety_identifier",     "echo"};
+const Names kChatOnly = {
+    "logprobs",           "top_logprobs", "max_completion_tokens", "modalities",        "audio", "prediction",
+    "web_search_options", "verbosity",    "prompt_cache_key",      "safety_identifier", "echo"};
 
 const Names kTokenize = {"model", "prompt", "add_special_tokens", "return_token_strs"};
 const Names kDetokenize = {"model", "tokens"};

@@ -1,5 +1,7 @@
 #include "server/tool_constraint.h"
 
+#include <algorithm>
+
 #include "server/api_error.h"
 
 namespace pagoda::server {
@@ -42,10 +44,16 @@ ojson tagged_body(const ToolRequest& r, const toolcall::CallMarkup& m) {
 bool forced_in_model_format(const ToolRequest& r) {
   const auto m = r.parser ? toolcall::call_markup(*r.parser) : std::nullopt;
   if (!m) return false;
-  // A bare name (deepseek_v3) ends at a newline or markup: names that hold one keep the plain form.
+  // A bare name ends at a newline or markup (deepseek_v3), or at a space or
+  // anything but printable ASCII (harmony's header): names that hold one keep the plain form.
   if (!m->quote_name)
-    for (const auto& t : r.tools)
-      if (t["function"]["name"].get<std::string>().find_first_of("\n<{`") != std::string::npos) return false;
+    for (const auto& t : r.tools) {
+      const std::string& name = t["function"]["name"].get_ref<const std::string&>();
+      if (name.find_first_of("\n<{`") != std::string::npos) return false;
+      if (*r.parser == toolcall::Format::harmony &&
+          std::any_of(name.begin(), name.end(), [](char c) { return c <= 0x20 || c > 0x7e; }))
+        return false;
+    }
   return true;
 }
 

@@ -2,7 +2,7 @@
 // the output with the grammar library so it always parses as calls.
 //
 // In the model's own format (issue 21) when the request's tool-call format
-// is hermes, llama3_json, mistral or deepseek_v3: that format's markup
+// is hermes, llama3_json, mistral, deepseek_v3 or harmony: that format's markup
 // (toolcall's call_markup) around each call, the name one of the tools (or
 // the named one) and the arguments object matching that tool's `parameters`
 // schema (compact JSON); one call, or one or more joined the format's way

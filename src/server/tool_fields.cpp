@@ -58,7 +58,25 @@ void normalize_tool_calls(ojson& m, size_t i) {
   }
 }
 
-ojson template_messages(const ojson& body) {
+// gpt-oss's template reads an assistant turn's chain of thought from
+// `thinking` (llama.cpp and vLLM hand it over the same way); OpenAI clients
+// send it back as reasoning_content (or vLLM's newer `reasoning`). The
+// template refuses content beside thinking in a turn with calls, so there
+// the reasoning wins; a null content is left out (the template tests its text).
+void harmony_message(ojson& m) {
+  if (m["role"] != "assistant") return;
+  if (m.contains("content") && m["content"].is_null()) m.erase("content");
+  if (m.contains("thinking")) return;
+  for (const char* key : {"reasoning_content", "reasoning"}) {
+    const auto it = m.find(key);
+    if (it == m.end() || !it->is_string()) continue;
+    m["thinking"] = *it;
+    if (m.contains("tool_calls") && m["tool_calls"].is_array() && !m["tool_calls"].empty()) m.erase("content");
+    return;
+  }
+}
+
+ojson template_messages(const ojson& body, bool harmony) {
   const ojson* ms = ofield(body, "messages");
   if (!ms) bad_request("messages", "'messages' is required");
   if (!ms->is_array() || ms->empty()) bad_request("messages", "'messages' must be a non-empty array");
@@ -87,6 +105,7 @@ ojson template_messages(const ojson& body) {
     }
     if (role == "tool" && (!m.contains("tool_call_id") || !m["tool_call_id"].is_string()))
       bad_request("messages", "messages[{}]: a tool message needs a string tool_call_id", i);
+    if (harmony) harmony_message(m);
   }
   return out;
 }
@@ -135,12 +154,13 @@ ToolRequest parse_tool_request(const ojson& body, std::optional<toolcall::Format
     r.parallel = p->get<bool>();
   }
   if (r.choice != ToolChoice::none) r.parser = parser;
+  r.harmony = parser == toolcall::Format::harmony;
   return r;
 }
 
 ChatRenderRequest parse_render_request(const ojson& body, const ToolRequest& tools, bool& continue_final) {
   ChatRenderRequest r;
-  r.messages = template_messages(body);
+  r.messages = template_messages(body, tools.harmony);
   r.tools = tools.tools;
   if (const ojson* t = ofield(body, "chat_template")) {
     if (!t->is_string()) bad_request("chat_template", "'chat_template' must be a string");
@@ -149,6 +169,14 @@ ChatRenderRequest parse_render_request(const ojson& body, const ToolRequest& too
   if (const ojson* k = ofield(body, "chat_template_kwargs")) {
     if (!k->is_object()) bad_request("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     r.kwargs = *k;
+  }
+  // OpenAI's reasoning_effort, for the templates that read it (gpt-oss's
+  // writes "Reasoning: high" into its system message).
+  if (const ojson* e = ofield(body, "reasoning_effort")) {
+    if (!e->is_string() || (*e != "low" && *e != "medium" && *e != "high"))
+      bad_request("reasoning_effort", "'reasoning_effort' must be \"low\", \"medium\" or \"high\"");
+    if (r.kwargs.is_null()) r.kwargs = ojson::object();
+    if (!r.kwargs.contains("reasoning_effort")) r.kwargs["reasoning_effort"] = *e;
   }
   const ojson* agp = ofield(body, "add_generation_prompt");
   const ojson* cfm = ofield(body, "continue_final_message");

@@ -30,15 +30,22 @@ struct ToolRequest {
   // The parser for the output: set when tools are given, choice is not none
   // and the served model has a tool-call parser.
   std::optional<toolcall::Format> parser;
+  // The served model writes harmony (gpt-oss): its output is read into
+  // reasoning and content with or without tools, calls only when `parser`
+  // is set, and the template gets an assistant message's reasoning as
+  // `thinking`.
+  bool harmony = false;
 };
 
 // tools, tool_choice, parallel_tool_calls. `body`: the request in the
 // client's key order. tool_choice defaults to auto with tools, none without.
 ToolRequest parse_tool_request(const nlohmann::ordered_json& body, std::optional<toolcall::Format> parser);
 
-// messages, chat_template, chat_template_kwargs, add_generation_prompt and
-// continue_final_message as the renderer takes them; `continue_final`: the
-// render must leave the last message open (continue_final_message).
+// messages, chat_template, chat_template_kwargs, reasoning_effort (low,
+// medium or high: a template variable, unless chat_template_kwargs sets it),
+// add_generation_prompt and continue_final_message as the renderer takes
+// them; `continue_final`: the render must leave the last message open
+// (continue_final_message).
 ChatRenderRequest parse_render_request(const nlohmann::ordered_json& body, const ToolRequest& tools,
                                        bool& continue_final);
 

@@ -27,7 +27,9 @@ bool finishes_with_tool_calls(const ToolRequest& r, FinishReason finish) {
 
 }  // namespace
 
-bool tool_output_active(const ToolRequest& r) { return tool_choice_forced(r) || (r.parser && !r.tools.is_null()); }
+bool tool_output_active(const ToolRequest& r) {
+  return tool_choice_forced(r) || (r.parser && !r.tools.is_null()) || r.harmony;
+}
 
 bool tool_choice_forced(const ToolRequest& r) {
   return r.choice == ToolChoice::required || r.choice == ToolChoice::named;
@@ -46,6 +48,8 @@ ToolOutput::ToolOutput(const ToolRequest& r) : req_(r) {
     parser_ = std::make_unique<ToolCallParser>(ToolCallParser::for_function(ids, r.function));
   else if (r.choice == ToolChoice::required)
     parser_ = std::make_unique<ToolCallParser>(ToolCallParser::for_array(ids));
+  else if (r.harmony)  // no tools, or tool_choice none: reasoning apart, calls are content
+    parser_ = std::make_unique<ToolCallParser>(ToolCallParser::harmony(false));
 }
 
 // parallel_tool_calls false: the first call only, later ones dropped (as vLLM).
@@ -56,7 +60,9 @@ toolcall::ParseStep ToolOutput::first_call_only(toolcall::ParseStep step) const 
 
 toolcall::ParseStep ToolOutput::push(std::string_view text) {
   if (parser_) return first_call_only(parser_->push(text));
-  return {std::string(text), {}};
+  toolcall::ParseStep step;
+  step.content = text;
+  return step;
 }
 
 toolcall::ParseStep ToolOutput::finish() {
@@ -66,11 +72,19 @@ toolcall::ParseStep ToolOutput::finish() {
 
 void tool_message(const ToolRequest& r, const ChoiceState& c, json& message, json& finish) {
   ToolOutput out(r);
-  std::string content;
+  std::string content, reasoning;
   std::vector<toolcall::ToolCall> calls;
   for (auto step : {out.push(c.text), out.finish()}) {
     content += step.content;
+    reasoning += step.reasoning;
     toolcall::apply_deltas(calls, step.calls);
+  }
+  if (r.harmony) {
+    // As vLLM answers a reasoning model: null where the model said nothing.
+    message["content"] = content.empty() ? json(nullptr) : json(content);
+    const json thought = reasoning.empty() ? json(nullptr) : json(reasoning);
+    message["reasoning_content"] = thought;
+    message["reasoning"] = thought;
   }
   if (calls.empty()) return;
   message["content"] = content.empty() ? json(nullptr) : json(content);
@@ -87,6 +101,11 @@ std::vector<json> tool_stream_chunks(const ResponseIdentity& id, const Generatio
   if (!c.tool_output) c.tool_output = std::make_shared<ToolOutput>(req.tools);
   std::vector<json> chunks;
   auto send = [&](toolcall::ParseStep step) {
+    // Reasoning under both names vLLM has used: reasoning_content, and reasoning.
+    if (!step.reasoning.empty())
+      chunks.push_back(chat_chunk(id, req, index,
+                                  {{"reasoning_content", step.reasoning}, {"reasoning", step.reasoning}},
+                                  std::exchange(logprobs, nullptr), nullptr));
     if (!step.content.empty() || !logprobs.is_null())
       chunks.push_back(
           chat_chunk(id, req, index, {{"content", step.content}}, std::exchange(logprobs, nullptr), nullptr));

@@ -14,6 +14,12 @@
 // call's id and name once its head is read, then its arguments in pieces;
 // cut off by max_tokens a committed call stays a call with the arguments so
 // far. A forced choice that ended with "stop" is calls by construction.
+//
+// A model that writes harmony (gpt-oss) is read with or without tools: its
+// analysis channel becomes `reasoning_content` (and, beside it, vLLM's newer
+// name `reasoning`), streamed as deltas of its own; with calls off its call
+// messages are content. Its message has content, reasoning_content and
+// reasoning set, null where the model wrote none.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -143,6 +143,15 @@ void collect_eog(Vocab& v) {
   }
   std::sort(v.eog.begin(), v.eog.end());
   v.eog.erase(std::unique(v.eog.begin(), v.eog.end()), v.eog.end());
+  // Harmony (gpt-oss): <|end|> closes one message of a turn that goes on;
+  // <|return|> and <|call|> end it. GGUF cannot say so, and llama.cpp drops
+  // <|end|> when both of those end generation; so do we.
+  auto eog_id = [&](std::string_view marker) {
+    const int32_t id = v.find(marker);
+    return id >= 0 && std::binary_search(v.eog.begin(), v.eog.end(), id) ? id : -1;
+  };
+  if (const int32_t end = eog_id("<|end|>"); end >= 0 && eog_id("<|return|>") >= 0 && eog_id("<|call|>") >= 0)
+    v.eog.erase(std::lower_bound(v.eog.begin(), v.eog.end(), end));
 }
 
 }  // namespace

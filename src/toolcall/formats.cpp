@@ -248,6 +248,7 @@ const Spec& spec_for(Format f) {
     case Format::pythonic: return pythonic;
     case Format::mistral: return mistral;
     case Format::deepseek_v3: return deepseek;
+    case Format::harmony: break;  // read by HarmonyParser, never by this machine
   }
   return hermes;
 }

@@ -7,8 +7,8 @@
 namespace pagoda::toolcall {
 namespace {
 
-constexpr std::array kFormats{Format::hermes, Format::llama3_json, Format::pythonic, Format::mistral,
-                              Format::deepseek_v3};
+constexpr std::array kFormats{Format::hermes,  Format::llama3_json, Format::pythonic,
+                              Format::mistral, Format::deepseek_v3, Format::harmony};
 
 }  // namespace
 
@@ -19,6 +19,7 @@ std::string_view format_name(Format f) {
     case Format::pythonic: return "pythonic";
     case Format::mistral: return "mistral";
     case Format::deepseek_v3: return "deepseek_v3";
+    case Format::harmony: return "openai";  // vLLM's name for gpt-oss's parser
   }
   return "hermes";
 }
@@ -30,6 +31,7 @@ std::string format_names() {
 }
 
 std::optional<Format> format_from_name(std::string_view name) {
+  if (name == "harmony") return Format::harmony;  // the format's own name, beside vLLM's
   for (Format f : kFormats)
     if (format_name(f) == name) return f;
   return std::nullopt;
@@ -50,6 +52,17 @@ std::optional<CallMarkup> call_markup(Format f) {
                         "\n```json\n",
                         "\n```" + std::string(detail::kDsCallEnd),
                         false};
+    case Format::harmony:
+      // Its markers are control tokens, which the grammar spells out with
+      // ordinary ones: the text reads the same. A second call follows the
+      // first's <|call|> as a new assistant message.
+      return CallMarkup{"",
+                        "<|call|><|start|>assistant",
+                        "",
+                        "<|channel|>commentary to=functions.",
+                        " <|constrain|>json<|message|>",
+                        "",
+                        false};
     case Format::pythonic: return std::nullopt;
   }
   return std::nullopt;
@@ -57,7 +70,11 @@ std::optional<CallMarkup> call_markup(Format f) {
 
 std::optional<Format> detect_format(std::string_view t) {
   // The markers each family's template writes when it renders tool calls or
-  // tells the model how to call; checked most specific first.
+  // tells the model how to call; checked most specific first. Harmony's
+  // templates write every message with a channel, tools or not: gpt-oss's
+  // output is read (reasoning apart) even without tools.
+  if (t.find("<|channel|>") != std::string_view::npos && t.find("<|message|>") != std::string_view::npos)
+    return Format::harmony;
   if (t.find("tool▁calls▁begin") != std::string_view::npos) return Format::deepseek_v3;
   if (t.find("<tool_call>") != std::string_view::npos) return Format::hermes;
   if (t.find("[TOOL_CALLS]") != std::string_view::npos) return Format::mistral;

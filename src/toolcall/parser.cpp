@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "toolcall/formats.h"
+#include "toolcall/harmony.h"
 #include "toolcall/stream.h"
 
 namespace pagoda::toolcall {
@@ -234,14 +235,24 @@ struct ToolCallParser::State {
   }
 };
 
-ToolCallParser::ToolCallParser(Format format) : s_(std::make_unique<State>(format)) {}
+ToolCallParser::ToolCallParser(Format format) {
+  if (format == Format::harmony)
+    h_ = std::make_unique<HarmonyParser>(true);
+  else
+    s_ = std::make_unique<State>(format);
+}
+ToolCallParser ToolCallParser::harmony(bool calls) {
+  ToolCallParser p(Format::harmony);
+  p.h_ = std::make_unique<HarmonyParser>(calls);
+  return p;
+}
 ToolCallParser ToolCallParser::for_function(Format format, std::string name) {
-  ToolCallParser p(format);
+  ToolCallParser p(Format::hermes);
   p.s_ = std::make_unique<State>(format, detail::function_spec(), detail::function_stream_spec(), std::move(name));
   return p;
 }
 ToolCallParser ToolCallParser::for_array(Format format) {
-  ToolCallParser p(format);
+  ToolCallParser p(Format::hermes);
   p.s_ = std::make_unique<State>(format, detail::array_spec(), detail::array_stream_spec(), std::string());
   return p;
 }
@@ -251,6 +262,7 @@ ToolCallParser::ToolCallParser(ToolCallParser&&) noexcept = default;
 ToolCallParser& ToolCallParser::operator=(ToolCallParser&&) noexcept = default;
 
 ParseStep ToolCallParser::push(std::string_view piece) {
+  if (h_) return h_->push(piece);
   if (s_->mode == State::call) {
     s_->buf.append(piece);
     s_->dirty |= piece.find_first_of("<>[](){}|;") != std::string_view::npos;
@@ -260,9 +272,9 @@ ParseStep ToolCallParser::push(std::string_view piece) {
   return s_->run(false);
 }
 
-ParseStep ToolCallParser::finish() { return s_->run(true); }
+ParseStep ToolCallParser::finish() { return h_ ? h_->finish() : s_->run(true); }
 
-size_t ToolCallParser::calls() const { return s_->ncalls; }
+size_t ToolCallParser::calls() const { return h_ ? h_->calls() : s_->ncalls; }
 
 void apply_deltas(std::vector<ToolCall>& calls, const std::vector<CallDelta>& deltas) {
   for (const auto& d : deltas) {
@@ -279,6 +291,7 @@ ParsedOutput parse_all(Format format, std::string_view text) {
   ParsedOutput out;
   for (ParseStep s : {p.push(text), p.finish()}) {
     out.content += s.content;
+    out.reasoning += s.reasoning;
     apply_deltas(out.calls, s.calls);
   }
   return out;

@@ -221,7 +221,8 @@ const StreamSpec* stream_spec_for(Format f) {
     case Format::llama3_json: return &llama3;
     case Format::mistral: return &mistral;
     case Format::deepseek_v3: return &deepseek;
-    case Format::pythonic: return nullptr;
+    case Format::pythonic:
+    case Format::harmony: return nullptr;
   }
   return nullptr;
 }

@@ -10,6 +10,9 @@
 //                [TOOL_CALLS]N[ARGS]{..} (one per marker)
 //   deepseek_v3  <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>N
 //                \n```json\n{..}\n```<｜tool▁call▁end｜>..<｜tool▁calls▁end｜>
+//   openai       gpt-oss's harmony messages (harmony.h): <|channel|>analysis<|message|>..
+//                is reasoning, final is content, commentary to=functions.N
+//                <|constrain|>json<|message|>{..} a call; also named `harmony`
 //
 // Streaming: push() text pieces as they are generated, finish() at the end.
 // Each returns the content that is safe to show now (text that cannot be the
@@ -49,7 +52,7 @@ inline constexpr size_t kMaxCalls = 64;
 inline constexpr size_t kMaxCallBytes = 64 * 1024;
 inline constexpr int kMaxDepth = 64;
 
-enum class Format { hermes, llama3_json, pythonic, mistral, deepseek_v3 };
+enum class Format { hermes, llama3_json, pythonic, mistral, deepseek_v3, harmony };
 
 // One piece of one call: id and name only in a call's first delta.
 struct CallDelta {
@@ -61,6 +64,7 @@ struct CallDelta {
 
 struct ParseStep {
   std::string content;
+  std::string reasoning;  // the chain of thought apart (harmony's analysis channel); "" for the other formats
   std::vector<CallDelta> calls;
 };
 
@@ -71,9 +75,14 @@ struct ToolCall {
   std::string arguments;  // JSON text of an object
 };
 
+class HarmonyParser;  // harmony.h
+
 class ToolCallParser {
  public:
   explicit ToolCallParser(Format format);
+  // Format::harmony's parser; `calls` false: tool-call messages are content
+  // (a request without tools, or tool_choice none), reasoning stays apart.
+  static ToolCallParser harmony(bool calls);
   // tool_choice naming a function: the whole output is that function's
   // arguments object, committed at its '{' and streamed as it arrives (ids
   // as `format`'s). Output that does not begin with '{' is content.
@@ -94,11 +103,13 @@ class ToolCallParser {
  private:
   struct State;
   std::unique_ptr<State> s_;
+  std::unique_ptr<HarmonyParser> h_;  // Format::harmony: a machine of its own, s_ unused
 };
 
-// A whole output at once: its content and calls.
+// A whole output at once: its content, reasoning and calls.
 struct ParsedOutput {
   std::string content;
+  std::string reasoning;
   std::vector<ToolCall> calls;
 };
 ParsedOutput parse_all(Format format, std::string_view text);

@@ -39,7 +39,8 @@ std::string calls_text(Format f, const std::vector<std::pair<std::string, std::s
   return s + m.end;
 }
 
-const Format kMarkupFormats[] = {Format::hermes, Format::llama3_json, Format::mistral, Format::deepseek_v3};
+const Format kMarkupFormats[] = {Format::hermes, Format::llama3_json, Format::mistral, Format::deepseek_v3,
+                                 Format::harmony};
 
 TEST(ForcedGrammar, ModelFormatAcceptsExactlyWellFormedCalls) {
   using grammar::testing::full_match;
@@ -92,6 +93,12 @@ TEST(ForcedGrammar, PlainFormWhereNoFormatIsKnown) {
   ojson tools = kTools;
   tools[1]["function"]["name"] = "two\nlines";
   EXPECT_FALSE(
+      forced_in_model_format(parse_tool_request({{"tools", tools}, {"tool_choice", "required"}}, Format::deepseek_v3)));
+  // harmony's header ends a name at a space.
+  tools[1]["function"]["name"] = "two words";
+  EXPECT_FALSE(
+      forced_in_model_format(parse_tool_request({{"tools", tools}, {"tool_choice", "required"}}, Format::harmony)));
+  EXPECT_TRUE(
       forced_in_model_format(parse_tool_request({{"tools", tools}, {"tool_choice", "required"}}, Format::deepseek_v3)));
 }
 
@@ -160,7 +167,8 @@ TEST(ToolOutput, RequiredStreamsInPieces) {
       {std::nullopt, R"([{"name":"get_weather","parameters":)" + args + R"(},{"name":"ping","parameters":{}}])"},
       {Format::hermes, calls_text(Format::hermes, {{"get_weather", args}, {"ping", "{}"}})},
       {Format::mistral, calls_text(Format::mistral, {{"get_weather", args}, {"ping", "{}"}})},
-      {Format::deepseek_v3, calls_text(Format::deepseek_v3, {{"get_weather", args}, {"ping", "{}"}})}};
+      {Format::deepseek_v3, calls_text(Format::deepseek_v3, {{"get_weather", args}, {"ping", "{}"}})},
+      {Format::harmony, calls_text(Format::harmony, {{"get_weather", args}, {"ping", "{}"}})}};
   for (const auto& [f, text] : cases) {
     SCOPED_TRACE(text);
     GenerationRequest req;

@@ -183,6 +183,23 @@ TEST(Tokenizer, EndOfGenerationMarkers) {
   EXPECT_EQ(from_synthetic(sv).end_of_generation_ids(), (Ids{1, eot, eom}));
 }
 
+// Harmony's vocabulary (gpt-oss): <|end|> ends one message of a turn that
+// goes on, so it does not stop generation where <|return|> and <|call|> do.
+TEST(Tokenizer, HarmonyEndDoesNotStop) {
+  auto sv = testing::spm_base();
+  const int32_t end = testing::add_piece(sv, "<|end|>", 0, 3);
+  const int32_t ret = testing::add_piece(sv, "<|return|>", 0, 3);
+  const int32_t call = testing::add_piece(sv, "<|call|>", 0, 3);
+  const Tokenizer t = from_synthetic(sv);
+  EXPECT_FALSE(t.is_end_of_generation(end));
+  EXPECT_EQ(t.end_of_generation_ids(), (Ids{2, ret, call}));
+  // Without both of them <|end|> stops as before (Phi-3).
+  auto phi = testing::spm_base();
+  const int32_t phi_end = testing::add_piece(phi, "<|end|>", 0, 3);
+  testing::add_piece(phi, "<|return|>", 0, 3);
+  EXPECT_TRUE(from_synthetic(phi).is_end_of_generation(phi_end));
+}
+
 TEST(Tokenizer, TokenTextAndBytes) {
   const Tokenizer& t = llama_spm();
   EXPECT_EQ(t.vocab_size(), 32000u);
