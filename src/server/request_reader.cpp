@@ -48,6 +48,10 @@ size_t RequestReader::feed(std::string_view bytes) {
         fail(413, fmt::format("the request body exceeds the limit of {} bytes", limits_.body_bytes));
       } else if (ec) {
         fail(400, fmt::format("malformed HTTP request: {}", ec.message()));
+      } else if (!header_checked_ && consumed_ > limits_.header_bytes) {
+        // Beast checks its header limit per buffer it is given: a header fed
+        // in small pieces can pass it. Counted here, whatever the pieces.
+        fail(431, fmt::format("the request line and headers exceed {} bytes", limits_.header_bytes));
       } else if (!header_checked_ && parser_->is_header_done()) {
         header_size_ = consumed_;
         if (!check_header()) break;
