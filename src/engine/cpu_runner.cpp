@@ -10,10 +10,11 @@ CpuRunner::CpuRunner(std::shared_ptr<Model> model, int num_blocks, int block_siz
     : CpuRunner(model, kv_groups_of(model->config()), num_blocks, block_size, kv_type, threads) {}
 
 CpuRunner::CpuRunner(std::shared_ptr<Model> model, KvGroups groups, int num_blocks, int block_size, KvType kv_type,
-                     int threads)
+                     int threads, int state_slots)
     : model_(std::move(model)),
       kv_(model_->config(), std::move(groups), num_blocks, block_size, kv_type),
-      pool_(threads) {}
+      pool_(threads),
+      state_slots_(state_slots) {}
 
 void CpuRunner::copy_blocks(std::span<const BlockCopy> copies) {
   for (const auto& c : copies) kv_.copy_block(c.src, c.dst);

@@ -16,12 +16,16 @@ namespace pagoda {
 class CpuRunner : public ModelRunner {
  public:
   CpuRunner(std::shared_ptr<Model> model, int num_blocks, int block_size, KvType kv_type, int threads);
-  CpuRunner(std::shared_ptr<Model> model, KvGroups groups, int num_blocks, int block_size, KvType kv_type, int threads);
+  // state_slots: recurrent-state slots (kv/types.h) for a hybrid model; 0 for
+  // one without recurrent layers.
+  CpuRunner(std::shared_ptr<Model> model, KvGroups groups, int num_blocks, int block_size, KvType kv_type, int threads,
+            int state_slots = 0);
 
   int32_t vocab_size() const override { return model_->config().n_vocab; }
   int32_t context_length() const override { return model_->config().n_ctx_train; }
   std::vector<int32_t> kv_group_windows() const override { return kv_.groups().windows; }
   void copy_blocks(std::span<const BlockCopy> copies) override;
+  int32_t state_slots() const override { return state_slots_; }
   void forward(const Batch& batch, std::vector<float>& logits) override;
   int experts_run() const override { return model_->experts_run(); }
   ThreadPool* host_pool() override { return &pool_; }
@@ -32,6 +36,7 @@ class CpuRunner : public ModelRunner {
   std::shared_ptr<Model> model_;
   KvStorage kv_;
   ThreadPool pool_;
+  int32_t state_slots_ = 0;
 };
 
 }  // namespace pagoda

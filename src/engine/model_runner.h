@@ -10,6 +10,7 @@
 
 #include "kv/batch.h"
 #include "kv/types.h"
+#include "util/error.h"
 
 namespace pagoda {
 
@@ -26,6 +27,13 @@ class ModelRunner {
   virtual std::vector<int32_t> kv_group_windows() const { return {0}; }
   // Duplicates blocks' K/V (copy on write), before the forward pass.
   virtual void copy_blocks(std::span<const BlockCopy> copies) = 0;
+  // Recurrent-state slots the backend's storage holds (two buffers each,
+  // kv/types.h); 0 for a model without recurrent layers.
+  virtual int32_t state_slots() const { return 0; }
+  // Copies state buffers (a fork), before the forward pass.
+  virtual void copy_states(std::span<const StateCopy> copies) {
+    if (!copies.empty()) fail<InvalidArgument>("this model keeps no recurrent state to copy");
+  }
   // Runs the batch; logits: one row of vocab_size() per token with logits set.
   // Throws on failure; ResourceExhausted means "out of memory, try less".
   virtual void forward(const Batch& batch, std::vector<float>& logits) = 0;

@@ -9,6 +9,7 @@
 #include <span>
 #include <vector>
 
+#include "kv/types.h"
 #include "util/error.h"
 
 namespace pagoda {
@@ -34,6 +35,11 @@ struct Batch {
   // engine step (a step's retries share it).
   std::vector<uint64_t> requests;
   int64_t step = 0;
+  // Recurrent state (kv/types.h), per sequence: the buffer the pass starts
+  // from (kNoState: zeros) and the buffer it leaves the new state in, never
+  // the same. A sequence's tokens in the pass are then its next ones, in
+  // order. Empty for a model without recurrent layers.
+  std::vector<StateBuffer> state_in, state_out;
 
   int num_sequences() const { return int(requests.size()); }
   std::span<const int32_t> table(int32_t seq, int32_t group = 0) const {
@@ -51,6 +57,14 @@ struct Batch {
     block_tables.insert(block_tables.end(), tables.begin(), tables.end());
     requests.push_back(request);
     return num_sequences() - 1;
+  }
+  void set_state(int seq, StateBuffer in, StateBuffer out) {
+    if (state_in.size() < size_t(num_sequences())) {
+      state_in.resize(size_t(num_sequences()), kNoState);
+      state_out.resize(size_t(num_sequences()), kNoState);
+    }
+    state_in[size_t(seq)] = in;
+    state_out[size_t(seq)] = out;
   }
   void add(int32_t token, int32_t seq, int32_t pos, bool logits) { tokens.push_back({token, seq, pos, logits}); }
   int num_logits() const {

@@ -24,6 +24,23 @@ struct BlockCopy {
   bool operator==(const BlockCopy&) const = default;
 };
 
+// Recurrent state (hybrid models: Gated DeltaNet, Mamba-style layers). A
+// sequence holds one state slot for its life; each slot has two buffers, so a
+// pass reads the committed state from one and writes the next into the other:
+// a failed pass leaves the committed state as it was, and a retry starts over.
+// Buffer ids: slot s owns buffers 2s and 2s + 1. kNoState: read zeros (the
+// sequence's first token is in the pass).
+using StateBuffer = int32_t;
+inline constexpr StateBuffer kNoState = -1;
+
+// Copy one state buffer into another before the forward pass (a fork: the
+// child starts from its parent's committed state).
+struct StateCopy {
+  StateBuffer src = kNoState;
+  StateBuffer dst = kNoState;
+  bool operator==(const StateCopy&) const = default;
+};
+
 // F32 (the default) or F16: half the memory (--kv-type).
 enum class KvType { F32, F16 };
 KvType kv_type_from_name(std::string_view name);  // "f32" | "f16", InvalidArgument otherwise

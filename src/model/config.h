@@ -88,10 +88,28 @@ struct MoeSpec {
   float scale = 1.0f;     // then multiplied by this
 };
 
+// Gated DeltaNet linear attention (Qwen3.5/3.6, Qwen3-Next), for the layers
+// marked recurrent: per sequence, a short causal convolution's last
+// conv_kernel - 1 inputs and a head_v_dim x head_k_dim matrix per value head
+// stand in for K/V. Value head h reads key head h % n_k_heads (the GGUF's
+// "tiled" head order).
+struct DeltaNetSpec {
+  int conv_kernel = 0;  // {arch}.ssm.conv_kernel
+  int n_k_heads = 0;    // {arch}.ssm.group_count
+  int n_v_heads = 0;    // {arch}.ssm.time_step_rank
+  int head_k_dim = 0;   // {arch}.ssm.state_size
+  int head_v_dim = 0;   // {arch}.ssm.inner_size / n_v_heads
+  // Channels of the convolution: q, k (n_k_heads x head_k_dim each), v.
+  int conv_channels() const { return 2 * n_k_heads * head_k_dim + n_v_heads * head_v_dim; }
+  int64_t conv_state_floats() const { return int64_t(conv_kernel - 1) * conv_channels(); }
+  int64_t matrix_state_floats() const { return int64_t(n_v_heads) * head_v_dim * head_k_dim; }
+};
+
 // What may differ from one layer to the next.
 struct LayerSpec {
   int window = 0;  // 0: full attention; else a query attends to the last `window` positions, itself included
   RopeSpec rope;
+  bool recurrent = false;  // a Gated DeltaNet layer (ModelConfig::delta_net): no K/V, a state
 };
 
 struct ModelConfig {
@@ -131,6 +149,7 @@ struct ModelConfig {
   int q_temperature_floor = 0;  // n
 
   MoeSpec moe;  // every layer's FFN, when moe.n_expert > 0
+  DeltaNetSpec delta_net;  // the recurrent layers' shape, when any layer is recurrent
 
   RopeSpec rope;                  // as the file states it; a layer's own may differ (layers[l].rope)
   std::vector<LayerSpec> layers;  // n_layer entries
@@ -139,6 +158,18 @@ struct ModelConfig {
   int kv_dim() const { return n_head_kv * head_dim; }
   // Bytes of K and V for one token over all layers, in F32.
   size_t kv_bytes_per_token() const { return size_t(2) * n_layer * kv_dim() * sizeof(float); }
+
+  int n_recurrent_layers() const {
+    int n = 0;
+    for (const auto& l : layers) n += l.recurrent;
+    return n;
+  }
+  // Bytes of one recurrent-state buffer (kv/types.h): every recurrent layer's
+  // convolution and matrix states, F32. 0: no recurrent layers.
+  int64_t state_bytes() const {
+    return int64_t(n_recurrent_layers()) * (delta_net.conv_state_floats() + delta_net.matrix_state_floats()) *
+           int64_t(sizeof(float));
+  }
 
   static ModelConfig from_gguf(const GgufFile& f);  // Unsupported / FormatError
 };
