@@ -13,8 +13,18 @@ CpuRunner::CpuRunner(std::shared_ptr<Model> model, KvGroups groups, int num_bloc
                      int threads, int state_slots)
     : model_(std::move(model)),
       kv_(model_->config(), std::move(groups), num_blocks, block_size, kv_type),
-      pool_(threads),
-      state_slots_(state_slots) {}
+      pool_(threads) {
+  const bool recurrent = model_->config().n_recurrent_layers() > 0;
+  if (recurrent != (state_slots > 0))
+    fail<InvalidArgument>("{} recurrent-state slots for a model with {} recurrent layers", state_slots,
+                          model_->config().n_recurrent_layers());
+  if (recurrent) states_ = std::make_unique<StateStorage>(model_->config(), state_slots);
+}
+
+void CpuRunner::copy_states(std::span<const StateCopy> copies) {
+  if (!states_ && !copies.empty()) fail<InvalidArgument>("this model keeps no recurrent state to copy");
+  for (const auto& c : copies) states_->copy(c.src, c.dst);
+}
 
 void CpuRunner::copy_blocks(std::span<const BlockCopy> copies) {
   for (const auto& c : copies) kv_.copy_block(c.src, c.dst);
@@ -22,7 +32,7 @@ void CpuRunner::copy_blocks(std::span<const BlockCopy> copies) {
 
 void CpuRunner::forward(const Batch& batch, std::vector<float>& logits) {
   try {
-    model_->forward(batch, kv_, pool_, logits);
+    model_->forward(batch, kv_, pool_, logits, states_.get());
   } catch (const std::bad_alloc&) {
     fail<ResourceExhausted>("out of memory in the forward pass of {} tokens", batch.tokens.size());
   }

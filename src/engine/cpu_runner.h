@@ -9,6 +9,7 @@
 #include "engine/model_runner.h"
 #include "model/kv_storage.h"
 #include "model/model.h"
+#include "model/state_storage.h"
 #include "util/thread_pool.h"
 
 namespace pagoda {
@@ -25,7 +26,8 @@ class CpuRunner : public ModelRunner {
   int32_t context_length() const override { return model_->config().n_ctx_train; }
   std::vector<int32_t> kv_group_windows() const override { return kv_.groups().windows; }
   void copy_blocks(std::span<const BlockCopy> copies) override;
-  int32_t state_slots() const override { return state_slots_; }
+  int32_t state_slots() const override { return states_ ? states_->num_slots() : 0; }
+  void copy_states(std::span<const StateCopy> copies) override;
   void forward(const Batch& batch, std::vector<float>& logits) override;
   int experts_run() const override { return model_->experts_run(); }
   ThreadPool* host_pool() override { return &pool_; }
@@ -36,7 +38,7 @@ class CpuRunner : public ModelRunner {
   std::shared_ptr<Model> model_;
   KvStorage kv_;
   ThreadPool pool_;
-  int32_t state_slots_ = 0;
+  std::unique_ptr<StateStorage> states_;  // a hybrid model's recurrent states; null without
 };
 
 }  // namespace pagoda

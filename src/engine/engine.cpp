@@ -30,8 +30,8 @@ KvPoolOptions pool_options(const EngineConfig& config, const ModelConfig& model,
   o.max_num_seqs = config.sched.max_num_seqs;
   o.context_len = config.max_model_len > 0 ? std::min(config.max_model_len, model.n_ctx_train) : model.n_ctx_train;
   o.block_size = config.block_size;
-  o.kv_bytes_per_token =
-      kv_bytes_per_token(model.n_layer, model.n_head_kv, model.head_dim, int32_t(kv_type_bytes(config.kv_type)));
+  o.kv_bytes_per_token = kv_bytes_per_token(model.n_layer - model.n_recurrent_layers(), model.n_head_kv, model.head_dim,
+                                            int32_t(kv_type_bytes(config.kv_type)));
   o.group_windows = groups.windows;
   return o;
 }
@@ -144,7 +144,7 @@ std::unique_ptr<Engine> Engine::load(const std::string& model_path, const Engine
   // Served from the map at once; where the memory plan says so, the weights
   // then move into memory and row panels in the background (model/weight_mover.h).
   auto model = std::shared_ptr<Model>(Model::load(model_path, Residency::kMapped, config.load_progress));
-  KvGroups groups = config.hybrid_kv_cache ? kv_groups_of(model->config()) : KvGroups::single(model->config().n_layer);
+  KvGroups groups = kv_groups_of(model->config(), config.hybrid_kv_cache);
   KvPoolOptions pool = pool_options(config, model->config(), groups);
   const MemoryPlan plan = plan_model_memory(config, *model, pool);
   pool.mem_left_bytes = plan.left_bytes;

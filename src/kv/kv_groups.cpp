@@ -14,14 +14,15 @@ KvGroups KvGroups::of_layers(std::span<const int32_t> layer_windows) {
   if (layer_windows.empty()) fail<InvalidArgument>("KV groups need at least one layer");
   std::map<int32_t, std::vector<int32_t>> classes;  // window -> its layers; full (0) first
   for (size_t l = 0; l < layer_windows.size(); ++l) {
-    if (layer_windows[l] < 0) fail<InvalidArgument>("layer {} has window {}", l, layer_windows[l]);
-    classes[layer_windows[l]].push_back(int32_t(l));
+    if (layer_windows[l] < kNoKv) fail<InvalidArgument>("layer {} has window {}", l, layer_windows[l]);
+    if (layer_windows[l] != kNoKv) classes[layer_windows[l]].push_back(int32_t(l));
   }
+  if (classes.empty()) fail<InvalidArgument>("KV groups need at least one layer that keeps K/V");
   KvGroups g;
   for (const auto& [window, layers] : classes)
     g.layers_per_group = std::gcd(g.layers_per_group, int32_t(layers.size()));
-  g.group_of.resize(layer_windows.size());
-  g.slot_of.resize(layer_windows.size());
+  g.group_of.assign(layer_windows.size(), kNoKv);
+  g.slot_of.assign(layer_windows.size(), kNoKv);
   for (const auto& [window, layers] : classes) {
     for (size_t i = 0; i < layers.size(); ++i) {
       if (i % size_t(g.layers_per_group) == 0) g.windows.push_back(window);

@@ -29,13 +29,17 @@ inline int32_t blocks_behind_window(int32_t window, int64_t computed, int32_t bl
   return int32_t((computed - window + 1) / block_size);
 }
 
+// A layer that keeps no K/V (a recurrent layer of a hybrid model): its
+// "window" in of_layers(), and its group and slot.
+inline constexpr int32_t kNoKv = -1;
+
 struct KvGroups {
   int32_t layers_per_group = 0;   // G: the layers one page holds
   std::vector<int32_t> windows;   // per group: 0 = full attention, else its window
-  std::vector<int32_t> group_of;  // per layer: its group
-  std::vector<int32_t> slot_of;   // per layer: its place among its group's G layers
+  std::vector<int32_t> group_of;  // per layer: its group (kNoKv: the layer keeps no K/V)
+  std::vector<int32_t> slot_of;   // per layer: its place among its group's G layers (kNoKv: none)
 
-  // The grouping rule above, from each layer's window (0 = full).
+  // The grouping rule above, from each layer's window (0 = full, kNoKv: none).
   static KvGroups of_layers(std::span<const int32_t> layer_windows);
   // One full-attention group of every layer: a window-blind pool (every
   // layer keeps every block; --disable-hybrid-kv-cache-manager).

@@ -86,6 +86,9 @@ struct MoeSpec {
   ExpertGating gating = ExpertGating::SoftmaxTopK;
   bool normalize = true;  // the k weights divided by their sum (Qwen3's norm_topk_prob)
   float scale = 1.0f;     // then multiplied by this
+  // A shared SwiGLU expert of this width that every token passes as well, its
+  // output gated by sigmoid(ffn_gate_inp_shexp . x) (qwen35moe); 0: none.
+  int n_ff_shared = 0;
 };
 
 // Gated DeltaNet linear attention (Qwen3.5/3.6, Qwen3-Next), for the layers
@@ -136,6 +139,9 @@ struct ModelConfig {
   // A learned logit per query head (attn_sinks.weight) that joins the
   // softmax's denominator only: gpt-oss's attention sinks.
   bool attn_sinks = false;
+  // attn_q holds, per head, the query then a gate: the attention output is
+  // multiplied by sigmoid(gate) before attn_output (qwen35).
+  bool attn_output_gate = false;
   // The tensor of the RMSNorm before the FFN (gpt-oss names it post_attention_norm).
   std::string ffn_norm_name = "ffn_norm";
 
@@ -148,7 +154,7 @@ struct ModelConfig {
   float q_temperature = 0.0f;
   int q_temperature_floor = 0;  // n
 
-  MoeSpec moe;  // every layer's FFN, when moe.n_expert > 0
+  MoeSpec moe;             // every layer's FFN, when moe.n_expert > 0
   DeltaNetSpec delta_net;  // the recurrent layers' shape, when any layer is recurrent
 
   RopeSpec rope;                  // as the file states it; a layer's own may differ (layers[l].rope)

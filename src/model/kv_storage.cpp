@@ -9,14 +9,14 @@
 
 namespace pagoda {
 
-KvGroups kv_groups_of(const ModelConfig& cfg) {
+KvGroups kv_groups_of(const ModelConfig& cfg, bool by_window) {
   std::vector<int32_t> windows;
-  for (const LayerSpec& l : cfg.layers) windows.push_back(l.window);
+  for (const LayerSpec& l : cfg.layers) windows.push_back(l.recurrent ? kNoKv : by_window ? l.window : 0);
   return KvGroups::of_layers(windows);
 }
 
 KvStorage::KvStorage(const ModelConfig& cfg, int num_blocks, int block_size, KvType type)
-    : KvStorage(cfg, KvGroups::single(cfg.n_layer), num_blocks, block_size, type) {}
+    : KvStorage(cfg, kv_groups_of(cfg, false), num_blocks, block_size, type) {}
 
 KvStorage::KvStorage(const ModelConfig& cfg, KvGroups groups, int num_blocks, int block_size, KvType type)
     : groups_(std::move(groups)),
@@ -30,6 +30,10 @@ KvStorage::KvStorage(const ModelConfig& cfg, KvGroups groups, int num_blocks, in
     fail<InvalidArgument>("KV groups of {} layers for a model of {}", groups_.num_layers(), cfg.n_layer);
   // A group's window must cover each of its layers' (0, full, covers any).
   for (int l = 0; l < cfg.n_layer; ++l) {
+    const bool recurrent = size_t(l) < cfg.layers.size() && cfg.layers[size_t(l)].recurrent;
+    if (recurrent != (group_of(l) == kNoKv))
+      fail<InvalidArgument>("layer {} is {}recurrent but its KV groups say otherwise", l, recurrent ? "" : "not ");
+    if (recurrent) continue;
     const int w = groups_.windows[size_t(group_of(l))];
     if (w == 0) continue;
     const int want = size_t(l) < cfg.layers.size() ? cfg.layers[size_t(l)].window : 0;

@@ -21,8 +21,9 @@
 
 namespace pagoda {
 
-// The model's layers grouped by their attention windows (kv_groups.h).
-KvGroups kv_groups_of(const ModelConfig& cfg);
+// The model's attention layers grouped by their windows (kv_groups.h), or
+// (by_window false) in one full-attention group; recurrent layers keep no K/V.
+KvGroups kv_groups_of(const ModelConfig& cfg, bool by_window = true);
 
 class KvStorage {
  public:

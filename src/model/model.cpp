@@ -32,9 +32,12 @@ bool Model::move_into_memory(WeightMover::Options options) {
   return true;
 }
 
-void Model::check(const Batch& batch, const KvStorage& kv) const {
+void Model::check(const Batch& batch, const KvStorage& kv, const StateStorage* states) {
   if (kv.kv_dim() != cfg_.kv_dim() || kv.groups().num_layers() != cfg_.n_layer)
     fail<InvalidArgument>("KV storage was made for another model");
+  for (int l = 0; l < cfg_.n_layer; ++l)
+    if (cfg_.layers[size_t(l)].recurrent != (kv.group_of(l) == kNoKv))
+      fail<InvalidArgument>("KV storage was made for another model (layer {})", l);
   if (batch.num_groups != kv.num_groups())
     fail<InvalidArgument>("batch of {} KV groups for a storage of {}", batch.num_groups, kv.num_groups());
   const int bs = kv.block_size();
@@ -69,6 +72,34 @@ void Model::check(const Batch& batch, const KvStorage& kv) const {
         if (table[size_t(i)] == kNoBlock)
           fail<InvalidArgument>("block {} of sequence {} (group {}) is gone but position {} reads it", i, s, g, lo);
     }
+  }
+  if (cfg_.n_recurrent_layers() > 0) check_states(batch, states);
+}
+
+// A recurrent layer folds a sequence's tokens into its state in order: the
+// batch must bring each sequence's next tokens, consecutive, with a state to
+// start from (none only at position 0) and another buffer to leave it in.
+void Model::check_states(const Batch& batch, const StateStorage* states) {
+  if (!states) fail<InvalidArgument>("a {} model needs recurrent state storage", cfg_.arch);
+  const int n = batch.num_sequences();
+  if (batch.state_in.size() != size_t(n) || batch.state_out.size() != size_t(n))
+    fail<InvalidArgument>("batch of {} sequences names state buffers for {}", n, batch.state_out.size());
+  seq_tokens_.assign(size_t(n), {});
+  for (int t = 0; t < int(batch.tokens.size()); ++t) seq_tokens_[size_t(batch.tokens[size_t(t)].seq)].push_back(t);
+  for (int s = 0; s < n; ++s) {
+    auto& toks = seq_tokens_[size_t(s)];
+    std::stable_sort(toks.begin(), toks.end(),
+                     [&](int a, int b) { return batch.tokens[size_t(a)].pos < batch.tokens[size_t(b)].pos; });
+    for (size_t i = 1; i < toks.size(); ++i)
+      if (batch.tokens[size_t(toks[i])].pos != batch.tokens[size_t(toks[i - 1])].pos + 1)
+        fail<InvalidArgument>("sequence {} brings positions {} and {}: a recurrent state needs them consecutive", s,
+                              batch.tokens[size_t(toks[i - 1])].pos, batch.tokens[size_t(toks[i])].pos);
+    const StateBuffer in = batch.state_in[size_t(s)], out = batch.state_out[size_t(s)];
+    if (out < 0 || out >= states->num_buffers() || in < kNoState || in >= states->num_buffers() || in == out)
+      fail<InvalidArgument>("sequence {} reads state buffer {} and writes {} of {}", s, in, out, states->num_buffers());
+    if (!toks.empty() && (in == kNoState) != (batch.tokens[size_t(toks[0])].pos == 0))
+      fail<InvalidArgument>("sequence {} starts at position {} {} a state", s, batch.tokens[size_t(toks[0])].pos,
+                            in == kNoState ? "without" : "with");
   }
 }
 
@@ -212,14 +243,68 @@ void Model::attention(const Batch& batch, int layer, const KvStorage& kv, Thread
       1, work);
 }
 
-void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::vector<float>& logits) {
-  check(batch, kv);
+// Q, K, V from the layer's input; per token biases, Q/K norms, RoPE, the
+// query temperature and the K/V write; attention; the gate; wo into xb_.
+void Model::attention_block(const Batch& batch, int l, const float* in, KvStorage& kv, ThreadPool& pool) {
+  const LayerWeights& lw = w_.layers[size_t(l)];
+  const Rope& rope = ropes_[size_t(l)];
+  const int T = int(batch.tokens.size()), Q = cfg_.q_dim(), KV = cfg_.kv_dim(), hd = cfg_.head_dim;
+  const int bs = kv.block_size();
+  const float eps = cfg_.rms_eps;
+  const bool gated = cfg_.attn_output_gate;
+  if (gated) {
+    qg_.resize(size_t(T) * 2 * Q);
+    gate_.resize(size_t(T) * Q);
+  }
+  matmul({{lw.wq, gated ? qg_.data() : q_.data()}, {lw.wk, k_.data()}, {lw.wv, v_.data()}}, in, T, pool);
+  pool.parallel_for(
+      size_t(T),
+      [&](size_t b, size_t e) {
+        for (size_t t = b; t < e; ++t) {
+          const BatchToken& tok = batch.tokens[t];
+          float *q = &q_[t * Q], *k = &k_[t * KV], *v = &v_[t * KV];
+          if (gated)  // per head: hd query values, then hd gate values
+            for (int h = 0; h < cfg_.n_head; ++h) {
+              const float* src = &qg_[t * 2 * Q + size_t(h) * 2 * hd];
+              std::copy_n(src, hd, q + h * hd);
+              std::copy_n(src + hd, hd, &gate_[t * Q + size_t(h) * hd]);
+            }
+          add_bias(q, lw.bq);
+          add_bias(k, lw.bk);
+          add_bias(v, lw.bv);
+          if (cfg_.qk_norm == QkNorm::Whole) {
+            rmsnorm(q, lw.q_norm.data(), Q, eps, q);
+            rmsnorm(k, lw.k_norm.data(), KV, eps, k);
+          } else if (cfg_.qk_norm == QkNorm::PerHead) {
+            for (int h = 0; h < cfg_.n_head; ++h) rmsnorm(q + h * hd, lw.q_norm.data(), hd, eps, q + h * hd);
+            for (int h = 0; h < cfg_.n_head_kv; ++h) rmsnorm(k + h * hd, lw.k_norm.data(), hd, eps, k + h * hd);
+          }
+          rope.apply(q, cfg_.n_head, tok.pos);
+          rope.apply(k, cfg_.n_head_kv, tok.pos);
+          if (cfg_.q_temperature != 0) {
+            const float temp = 1.0f + cfg_.q_temperature *
+                                          std::log(std::floor(float(tok.pos) / float(cfg_.q_temperature_floor)) + 1.0f);
+            for (int i = 0; i < Q; ++i) q[i] *= temp;
+          }
+          const int block = batch.table(tok.seq, kv.group_of(l))[size_t(tok.pos / bs)];
+          kv.write(l, block, tok.pos % bs, k, v);
+        }
+      },
+      1, size_t(T) * size_t(Q) * 8);
+  attention(batch, l, kv, pool);
+  if (gated)
+    for (size_t i = 0; i < size_t(T) * Q; ++i) att_[i] /= 1.0f + std::exp(-gate_[i]);  // times sigmoid(gate)
+  matmul(lw.wo, att_.data(), T, xb_.data(), pool);
+}
+
+void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::vector<float>& logits,
+                    StateStorage* states) {
+  check(batch, kv, states);
   if (mover_ && !moved_) moved_ = mover_->adopt();
   experts_run_ = 0;
   router_margin_ = INFINITY;
   const int T = int(batch.tokens.size());
-  const int E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff, hd = cfg_.head_dim;
-  const int bs = kv.block_size();
+  const int E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff;
   const float eps = cfg_.rms_eps, rs = cfg_.residual_scale;
   const bool pre = cfg_.norms != NormPlacement::Post, post = cfg_.norms != NormPlacement::Pre;
   x_.resize(size_t(T) * E);
@@ -257,35 +342,13 @@ void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::ve
 
   for (int l = 0; l < cfg_.n_layer; ++l) {
     const LayerWeights& lw = w_.layers[size_t(l)];
-    const Rope& rope = ropes_[size_t(l)];
-    // Attention: x += attn(norm(x)), with the norms where the model puts them.
+    // Attention (or a recurrent layer's mixer): x += mix(norm(x)), with the norms where the model puts them.
     if (pre) per_token([&](int t) { rmsnorm(row(x_, t, E), lw.attn_norm.data(), E, eps, row(xb_, t, E)); });
-    matmul({{lw.wq, q_.data()}, {lw.wk, k_.data()}, {lw.wv, v_.data()}}, pre ? xb_.data() : x_.data(), T, pool);
-    per_token([&](int t) {
-      const BatchToken& tok = batch.tokens[t];
-      float *q = row(q_, t, Q), *k = row(k_, t, KV), *v = row(v_, t, KV);
-      add_bias(q, lw.bq);
-      add_bias(k, lw.bk);
-      add_bias(v, lw.bv);
-      if (cfg_.qk_norm == QkNorm::Whole) {
-        rmsnorm(q, lw.q_norm.data(), Q, eps, q);
-        rmsnorm(k, lw.k_norm.data(), KV, eps, k);
-      } else if (cfg_.qk_norm == QkNorm::PerHead) {
-        for (int h = 0; h < cfg_.n_head; ++h) rmsnorm(q + h * hd, lw.q_norm.data(), hd, eps, q + h * hd);
-        for (int h = 0; h < cfg_.n_head_kv; ++h) rmsnorm(k + h * hd, lw.k_norm.data(), hd, eps, k + h * hd);
-      }
-      rope.apply(q, cfg_.n_head, tok.pos);
-      rope.apply(k, cfg_.n_head_kv, tok.pos);
-      if (cfg_.q_temperature != 0) {
-        const float t =
-            1.0f + cfg_.q_temperature * std::log(std::floor(float(tok.pos) / float(cfg_.q_temperature_floor)) + 1.0f);
-        for (int i = 0; i < Q; ++i) q[i] *= t;
-      }
-      const int block = batch.table(tok.seq, kv.group_of(l))[size_t(tok.pos / bs)];
-      kv.write(l, block, tok.pos % bs, k, v);
-    });
-    attention(batch, l, kv, pool);
-    matmul(lw.wo, att_.data(), T, xb_.data(), pool);
+    const float* in = pre ? xb_.data() : x_.data();
+    if (cfg_.layers[size_t(l)].recurrent)
+      delta_.forward(batch, seq_tokens_, lw.delta, cfg_, l, *states, in, xb_.data(), pool);
+    else
+      attention_block(batch, l, in, kv, pool);
     per_token([&](int t) {
       add_bias(row(xb_, t, E), lw.bo);
       add_residual(t, lw.attn_post_norm);

@@ -1,6 +1,7 @@
 // A decoder-only transformer of any architecture model/config.h describes
-// (llama, qwen2/3, qwen3moe, gemma2/3, phi3, granite, smollm3, olmo2, glm4) and its
-// forward pass over a batch of tokens and a paged KV cache.
+// (llama, qwen2/3, qwen3moe, gemma2/3, phi3, granite, smollm3, olmo2, glm4,
+// gpt-oss, and the qwen35 hybrids) and its forward pass over a batch of
+// tokens, a paged KV cache and, for recurrent layers, per-sequence states.
 //
 // One forward call: embed every token; per layer, project all tokens at once
 // (each weight matrix is read once per call), rotate Q/K by position, write
@@ -16,10 +17,12 @@
 #include "gguf/file.h"
 #include "kv/batch.h"
 #include "model/config.h"
+#include "model/delta_net.h"
 #include "model/kv_storage.h"
 #include "model/moe.h"
 #include "model/ops.h"
 #include "model/rope.h"
+#include "model/state_storage.h"
 #include "model/weight_mover.h"
 #include "model/weights.h"
 #include "util/thread_pool.h"
@@ -51,8 +54,10 @@ class Model {
   // Runs the batch. `logits` receives num_logits() rows of n_vocab floats, in
   // the order of the batch's tokens with logits set. Throws InvalidArgument for
   // a malformed batch (bad token id, position outside the block table, block
-  // id outside the storage) before touching the cache.
-  void forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::vector<float>& logits);
+  // id outside the storage) before touching the cache. A model with recurrent
+  // layers needs `states` and the batch's state buffers (kv/batch.h).
+  void forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::vector<float>& logits,
+               StateStorage* states = nullptr);
 
   // The experts the last forward pass ran, summed over its layers (0 for a dense model).
   int experts_run() const { return experts_run_; }
@@ -60,7 +65,10 @@ class Model {
   float router_margin() const { return router_margin_; }
 
  private:
-  void check(const Batch& batch, const KvStorage& kv) const;
+  void check(const Batch& batch, const KvStorage& kv, const StateStorage* states);
+  void check_states(const Batch& batch, const StateStorage* states);
+  // The attention sub-block of layer `layer`: xb_ = wo(attn(in)), in T x n_embd.
+  void attention_block(const Batch& batch, int layer, const float* in, KvStorage& kv, ThreadPool& pool);
   void attention(const Batch& batch, int layer, const KvStorage& kv, ThreadPool& pool);
 
   std::shared_ptr<const GgufFile> file_;
@@ -70,8 +78,11 @@ class Model {
   // Activations, reused across calls: x (residual), xb (normed), q, k, v,
   // att (attention output), hb/hb2 (FFN).
   AlignedFloats x_, xb_, q_, k_, v_, att_, hb_, hb2_;  // 64-byte aligned rows for the kernels
-  MoeFfn moe_;                                         // a mixture of experts' buffers
-  AlignedFloats moe_out_;                              // its output, T x n_embd
+  AlignedFloats qg_, gate_;                   // attn_output_gate: the query-and-gate rows, then the gates (T x q_dim)
+  DeltaNet delta_;                            // the recurrent layers' buffers
+  std::vector<std::vector<int>> seq_tokens_;  // per sequence: its token indices, in position order
+  MoeFfn moe_;                                // a mixture of experts' buffers
+  AlignedFloats moe_out_;                     // its output, T x n_embd
   int experts_run_ = 0;
   float router_margin_ = INFINITY;
   std::unique_ptr<WeightMover> mover_;  // after w_: stops before the weights go

@@ -142,6 +142,25 @@ void MoeFfn::forward(const LayerWeights& lw, const ModelConfig& c, const float* 
       for (int i = 0; i < E; ++i) o[i] += w * y[i];
     }
   }
+  if (moe.n_ff_shared > 0) add_shared_expert(lw, c, x, n_tokens, out, pool);
+}
+
+// out += sigmoid(shexp_gate . x) * down(silu(gate(x)) * up(x)), per token.
+void MoeFfn::add_shared_expert(const LayerWeights& lw, const ModelConfig& c, const float* x, int n_tokens, float* out,
+                               ThreadPool& pool) {
+  const size_t T = size_t(n_tokens), E = size_t(c.n_embd), S = size_t(c.moe.n_ff_shared);
+  gate_.resize(T * S);
+  up_.resize(T * S);
+  ye_.resize(T * E);
+  matmul({{lw.gate_shexp, gate_.data()}, {lw.up_shexp, up_.data()}}, x, n_tokens, pool);
+  for (size_t t = 0; t < T; ++t) swiglu(&gate_[t * S], &up_[t * S], int(S));
+  matmul(lw.down_shexp, gate_.data(), n_tokens, ye_.data(), pool);
+  for (size_t t = 0; t < T; ++t) {
+    double dot = 0;
+    for (size_t i = 0; i < E; ++i) dot += double(lw.shexp_gate[i]) * x[t * E + i];
+    const float g = 1.0f / (1.0f + std::exp(-float(dot)));
+    for (size_t i = 0; i < E; ++i) out[t * E + i] += g * ye_[t * E + i];
+  }
 }
 
 }  // namespace pagoda

@@ -44,6 +44,9 @@ class MoeFfn {
   float router_margin() const { return router_margin_; }
 
  private:
+  void add_shared_expert(const LayerWeights& lw, const ModelConfig& c, const float* x, int n_tokens, float* out,
+                         ThreadPool& pool);
+
   std::vector<float> logits_;            // n_tokens x n_expert
   std::vector<ExpertChoice> choices_;    // n_tokens x n_used
   std::vector<std::vector<int>> users_;  // per expert: the (token * n_used + rank) slots that chose it

@@ -125,7 +125,7 @@ class TensorReader {
 
 // Q, K and V: three tensors, or one attn_qkv whose rows are Q's, K's then V's.
 void load_qkv(TensorReader& r, const std::string& p, const ModelConfig& c, LayerWeights& l) {
-  const int q = c.q_dim(), kv = c.kv_dim(), E = c.n_embd;
+  const int q = c.q_dim() * (c.attn_output_gate ? 2 : 1), kv = c.kv_dim(), E = c.n_embd;
   if (r.has(p + "attn_qkv.weight")) {
     l.wq = r.matrix(p + "attn_qkv.weight", q + 2 * kv, E, 0, q);
     l.wk = r.matrix(p + "attn_qkv.weight", q + 2 * kv, E, q, kv);
@@ -172,13 +172,38 @@ void load_experts(TensorReader& r, const std::string& p, const ModelConfig& c, L
   if (r.has(p + "ffn_gate_exps.bias")) l.gate_exps_b = r.vectors(p + "ffn_gate_exps.bias", F, n);
   if (r.has(p + "ffn_up_exps.bias")) l.up_exps_b = r.vectors(p + "ffn_up_exps.bias", F, n);
   if (r.has(p + "ffn_down_exps.bias")) l.down_exps_b = r.vectors(p + "ffn_down_exps.bias", E, n);
+  if (const int S = c.moe.n_ff_shared; S > 0) {
+    l.gate_shexp = r.matrix(p + "ffn_gate_shexp.weight", S, E);
+    l.up_shexp = r.matrix(p + "ffn_up_shexp.weight", S, E);
+    l.down_shexp = r.matrix(p + "ffn_down_shexp.weight", E, S);
+    l.shexp_gate = r.vector(p + "ffn_gate_inp_shexp.weight", E);
+  }
+}
+
+// A Gated DeltaNet layer's tensors (llama.cpp's names for Qwen3.5's).
+void load_delta_net(TensorReader& r, const std::string& p, const ModelConfig& c, DeltaNetWeights& d) {
+  const DeltaNetSpec& s = c.delta_net;
+  const int E = c.n_embd, C = s.conv_channels(), H = s.n_v_heads, V = s.n_v_heads * s.head_v_dim, K = s.conv_kernel;
+  d.qkv = r.matrix(p + "attn_qkv.weight", C, E);
+  d.gate = r.matrix(p + "attn_gate.weight", V, E);
+  d.beta = r.matrix(p + "ssm_beta.weight", H, E);
+  d.alpha = r.matrix(p + "ssm_alpha.weight", H, E);
+  const std::vector<float> conv = r.vectors(p + "ssm_conv1d.weight", K, C);  // channel by channel
+  d.conv.resize(conv.size());
+  for (int ch = 0; ch < C; ++ch)
+    for (int i = 0; i < K; ++i) d.conv[size_t(i) * C + size_t(ch)] = conv[size_t(ch) * K + size_t(i)];
+  d.dt_bias = r.vector(p + "ssm_dt.bias", H);
+  d.a = r.vector(p + "ssm_a", H);
+  d.norm = r.vector(p + "ssm_norm.weight", s.head_v_dim);
+  d.out = r.matrix(p + "ssm_out.weight", E, V);
 }
 
 }  // namespace
 
 std::vector<Matrix*> LayerWeights::matrices() {
   std::vector<Matrix*> all;
-  for (Matrix* m : {&wq, &wk, &wv, &wo, &router, &w_gate, &w_up, &w_down})
+  for (Matrix* m : {&wq, &wk, &wv, &delta.qkv, &delta.gate, &delta.beta, &delta.alpha, &delta.out, &wo, &router,
+                    &w_gate, &w_up, &w_down, &gate_shexp, &up_shexp, &down_shexp})
     if (m->rows > 0) all.push_back(m);
   for (size_t e = 0; e < gate_exps.size(); ++e)
     for (auto* experts : {&gate_exps, &up_exps, &down_exps}) all.push_back(&(*experts)[e]);
@@ -216,14 +241,18 @@ ModelWeights ModelWeights::load(const GgufFile& f, ModelConfig& cfg) {
     const std::string p = fmt::format("blk.{}.", i);
     LayerWeights l;
     if (pre) l.attn_norm = r.vector(p + "attn_norm.weight", E);
-    load_qkv(r, p, cfg, l);
-    if (cfg.qk_norm != QkNorm::None) {
-      l.q_norm = r.vector(p + "attn_q_norm.weight", qn);
-      l.k_norm = r.vector(p + "attn_k_norm.weight", kn);
+    if (cfg.layers[size_t(i)].recurrent) {
+      load_delta_net(r, p, cfg, l.delta);
+    } else {
+      load_qkv(r, p, cfg, l);
+      if (cfg.qk_norm != QkNorm::None) {
+        l.q_norm = r.vector(p + "attn_q_norm.weight", qn);
+        l.k_norm = r.vector(p + "attn_k_norm.weight", kn);
+      }
+      if (cfg.attn_sinks) l.attn_sinks = r.vector(p + "attn_sinks.weight", cfg.n_head);
+      l.wo = r.matrix(p + "attn_output.weight", E, cfg.q_dim());
+      l.bo = r.optional_vector(p + "attn_output.bias", E);
     }
-    if (cfg.attn_sinks) l.attn_sinks = r.vector(p + "attn_sinks.weight", cfg.n_head);
-    l.wo = r.matrix(p + "attn_output.weight", E, cfg.q_dim());
-    l.bo = r.optional_vector(p + "attn_output.bias", E);
     if (post) l.attn_post_norm = r.vector(p + "post_attention_norm.weight", E);
     if (pre) l.ffn_norm = r.vector(p + cfg.ffn_norm_name + ".weight", E);
     if (cfg.moe.n_expert > 0) {

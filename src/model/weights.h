@@ -36,9 +36,23 @@ struct Matrix {
   const uint8_t* panel(int r) const { return row(r / kPanelRows * kPanelRows); }
 };
 
+// A Gated DeltaNet layer's weights (config.delta_net: C conv channels, H_v
+// value heads of dv, value_dim = H_v dv), in place of attention's.
+struct DeltaNetWeights {
+  Matrix qkv;                     // C x n_embd (attn_qkv): q, k, v before the convolution
+  Matrix gate;                    // value_dim x n_embd (attn_gate): z, the output's gate
+  Matrix beta, alpha;             // H_v x n_embd each (ssm_beta, ssm_alpha): learning rate and decay per head
+  std::vector<float> conv;        // conv_kernel x C (ssm_conv1d, transposed: tap i of every channel together)
+  std::vector<float> dt_bias, a;  // H_v each (ssm_dt.bias; ssm_a = -exp(A_log))
+  std::vector<float> norm;        // dv (ssm_norm): the gated RMSNorm of each head's output
+  Matrix out;                     // n_embd x value_dim (ssm_out)
+};
+
 struct LayerWeights {
-  std::vector<float> attn_norm;             // n_embd; empty under NormPlacement::Post
-  Matrix wq, wk, wv, wo;                    // q_dim x n_embd, kv_dim x n_embd (x2), n_embd x q_dim
+  std::vector<float> attn_norm;  // n_embd; empty under NormPlacement::Post
+  // q_dim x n_embd (2 q_dim with attn_output_gate: per head, query rows then
+  // gate rows), kv_dim x n_embd (x2), n_embd x q_dim. None on a recurrent layer.
+  Matrix wq, wk, wv, wo;
   std::vector<float> bq, bk, bv, bo;        // q_dim, kv_dim, kv_dim, n_embd; empty when the file has none
   std::vector<float> q_norm, k_norm;        // head_dim each (QkNorm::PerHead), q_dim and kv_dim (Whole); else empty
   std::vector<float> attn_post_norm;        // n_embd, under Post and Sandwich placement; else empty
@@ -53,7 +67,10 @@ struct LayerWeights {
   std::vector<float> router_b;                        // n_expert; empty when the file has none
   std::vector<float> gate_exps_b, up_exps_b;          // n_expert x moe.n_ff each; empty when none
   std::vector<float> down_exps_b;                     // n_expert x n_embd; empty when none
+  Matrix gate_shexp, up_shexp, down_shexp;            // the shared expert (moe.n_ff_shared wide); else none
+  std::vector<float> shexp_gate;                      // n_embd (ffn_gate_inp_shexp); else empty
   std::vector<float> attn_sinks;                      // n_head (config.attn_sinks); else empty
+  DeltaNetWeights delta;                              // a recurrent layer's (LayerSpec::recurrent)
 
   // Every matrix the layer has, in the order a token passes them (a fused
   // tensor's views and each expert count once each).

@@ -170,6 +170,18 @@ void arch_keys(GgufWriter& w, const SyntheticModelSpec& s) {
     w.set(a + "attn_logit_softcapping", Value::f32(50.0f));
     w.set(a + "final_logit_softcapping", Value::f32(30.0f));
   }
+  if (s.arch.starts_with("qwen35")) {
+    w.set(a + "ssm.conv_kernel", Value::u32(uint32_t(s.ssm_conv_kernel)));
+    w.set(a + "ssm.state_size", Value::u32(uint32_t(s.ssm_state)));
+    w.set(a + "ssm.group_count", Value::u32(uint32_t(s.ssm_k_heads)));
+    w.set(a + "ssm.time_step_rank", Value::u32(uint32_t(s.ssm_v_heads)));
+    w.set(a + "ssm.inner_size", Value::u32(uint32_t(s.ssm_v_heads * s.ssm_state)));
+    w.set(a + "full_attention_interval", Value::u32(uint32_t(s.full_attention_interval)));
+    // Interleaved M-RoPE's sections split the rotated pairs as Qwen3.5's [11, 11, 10, 0] split 32.
+    const int hd = s.head_dim > 0 ? s.head_dim : s.n_embd / s.n_head;
+    const int pairs = (s.rope_dims > 0 ? s.rope_dims : hd) / 2;
+    w.set(a + "rope.dimension_sections", Value::i32s({(pairs + 2) / 3, (pairs + 1) / 3, pairs / 3, 0}));
+  }
   if (s.n_expert > 0) {
     w.set(a + "expert_count", Value::u32(uint32_t(s.n_expert)));
     w.set(a + "expert_used_count", Value::u32(uint32_t(s.n_expert_used)));
@@ -178,6 +190,23 @@ void arch_keys(GgufWriter& w, const SyntheticModelSpec& s) {
   if (s.sliding_window > 0) w.set(a + "attention.sliding_window", Value::u32(uint32_t(s.sliding_window)));
   if (s.sliding_pattern > 0) w.set(a + "attention.sliding_window_pattern", Value::u32(uint32_t(s.sliding_pattern)));
   if (s.rope_freq_base_swa > 0) w.set(a + "rope.freq_base_swa", Value::f32(s.rope_freq_base_swa));
+}
+
+// A Gated DeltaNet layer's tensors, at values like trained ones: decays
+// exp(a softplus(.)) mostly in (0.3, 1), learning rates around a half.
+void add_delta_net(GgufWriter& w, Filler& fill, const std::string& p, const ModelConfig& c, TensorType type) {
+  const DeltaNetSpec& d = c.delta_net;
+  const int E = c.n_embd, C = d.conv_channels(), H = d.n_v_heads, V = H * d.head_v_dim, K = d.conv_kernel;
+  add_matrix(w, fill, p + "attn_qkv.weight", C, E, type);
+  add_matrix(w, fill, p + "attn_gate.weight", V, E, type);
+  w.add_f32_tensor(p + "ssm_conv1d.weight", {uint64_t(K), uint64_t(C)},
+                   fill.values(size_t(K) * C, 0.0f, std::sqrt(3.0f / float(K))));
+  w.add_f32_tensor(p + "ssm_dt.bias", {uint64_t(H)}, fill.values(size_t(H), 0.0f, 1.0f));
+  w.add_f32_tensor(p + "ssm_a", {uint64_t(H)}, fill.values(size_t(H), -0.6f, 0.5f));
+  add_matrix(w, fill, p + "ssm_beta.weight", H, E, type);
+  add_matrix(w, fill, p + "ssm_alpha.weight", H, E, type);
+  add_norm(w, fill, p + "ssm_norm.weight", d.head_v_dim);
+  add_matrix(w, fill, p + "ssm_out.weight", E, V, type);
 }
 
 // The model's own reading of the metadata written so far: which tensors it has.
@@ -263,11 +292,13 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
   for (int l = 0; l < c.n_layer; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
     if (pre) add_norm(w, fill, p + "attn_norm.weight", E);
-    if (s.fused_qkv) {
+    if (c.layers[size_t(l)].recurrent) {
+      add_delta_net(w, fill, p, c, s.type);
+    } else if (s.fused_qkv) {
       add_matrix(w, fill, p + "attn_qkv.weight", q + 2 * kv, E, s.type);
       if (s.qkv_bias) bias(p + "attn_qkv.bias", q + 2 * kv);
     } else {
-      add_matrix(w, fill, p + "attn_q.weight", q, E, s.type);
+      add_matrix(w, fill, p + "attn_q.weight", c.attn_output_gate ? 2 * q : q, E, s.type);
       add_matrix(w, fill, p + "attn_k.weight", kv, E, s.type);
       add_matrix(w, fill, p + "attn_v.weight", kv, E, s.type);
       if (s.qkv_bias) {
@@ -276,14 +307,14 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
         bias(p + "attn_v.bias", kv);
       }
     }
-    if (c.qk_norm != QkNorm::None) {
+    if (c.qk_norm != QkNorm::None && !c.layers[size_t(l)].recurrent) {
       const bool whole = c.qk_norm == QkNorm::Whole;
       add_norm(w, fill, p + "attn_q_norm.weight", whole ? q : hd);
       add_norm(w, fill, p + "attn_k_norm.weight", whole ? kv : hd);
     }
     if (c.attn_sinks)
       w.add_f32_tensor(p + "attn_sinks.weight", {uint64_t(s.n_head)}, fill.values(size_t(s.n_head), 0.0f, 2.0f));
-    add_matrix(w, fill, p + "attn_output.weight", E, q, s.type);
+    if (!c.layers[size_t(l)].recurrent) add_matrix(w, fill, p + "attn_output.weight", E, q, s.type);
     if (s.out_bias) bias(p + "attn_output.bias", E);
     if (post) add_norm(w, fill, p + "post_attention_norm.weight", E);
     if (pre) add_norm(w, fill, p + c.ffn_norm_name + ".weight", E);
@@ -293,6 +324,13 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
       add_matrices(w, fill, p + "ffn_gate_exps.weight", c.moe.n_expert, c.moe.n_ff, E, s.type);
       add_matrices(w, fill, p + "ffn_up_exps.weight", c.moe.n_expert, c.moe.n_ff, E, s.type);
       add_matrices(w, fill, p + "ffn_down_exps.weight", c.moe.n_expert, E, c.moe.n_ff, s.type);
+      if (const int S = c.moe.n_ff_shared; S > 0) {
+        w.add_f32_tensor(p + "ffn_gate_inp_shexp.weight", {uint64_t(E)},
+                         fill.values(size_t(E), 0.0f, std::sqrt(3.0f / float(E))));
+        add_matrix(w, fill, p + "ffn_gate_shexp.weight", S, E, s.type);
+        add_matrix(w, fill, p + "ffn_up_shexp.weight", S, E, s.type);
+        add_matrix(w, fill, p + "ffn_down_shexp.weight", E, S, s.type);
+      }
       if (s.expert_bias) {
         const uint64_t n = uint64_t(c.moe.n_expert), f = uint64_t(c.moe.n_ff);
         bias(p + "ffn_gate_inp.bias", c.moe.n_expert);

@@ -47,7 +47,14 @@ struct SyntheticModelSpec {
   int n_expert = 0;                  // {arch}.expert_count: a mixture of experts in every layer when set
   int n_expert_used = 0;             // {arch}.expert_used_count
   int n_ff_expert = 0;               // {arch}.expert_feed_forward_length when set
-  std::string tokenizer = "llama";   // "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
+  // Gated DeltaNet layers (qwen35, qwen35moe): {arch}.ssm.* keys; value heads
+  // of ssm_state too, as the real models (llama.cpp needs them equal).
+  int ssm_conv_kernel = 4;
+  int ssm_state = 16;   // key (and value) head size
+  int ssm_k_heads = 2;  // ssm.group_count
+  int ssm_v_heads = 4;  // ssm.time_step_rank
+  int full_attention_interval = 4;
+  std::string tokenizer = "llama";          // "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
   std::vector<std::string> special_tokens;  // control tokens in place of the last pieces (a template's markers)
   std::string eos_token;                    // the EOS token, when not the vocabulary's default
   std::string chat_template;                // tokenizer.chat_template, when set

@@ -22,6 +22,7 @@ class PagodaGreedy {
         pool_(threads),
         table_(size_t(kv_.num_blocks())) {
     for (size_t i = 0; i < table_.size(); ++i) table_[i] = int32_t(table_.size() - 1 - i);  // not the identity
+    if (model_->config().n_recurrent_layers() > 0) states_ = std::make_unique<StateStorage>(model_->config(), 1);
   }
 
   // Feeds `tokens` at the next positions; returns the logprobs after the last.
@@ -29,7 +30,11 @@ class PagodaGreedy {
     Batch b;
     const int s = b.add_sequence(table_);
     for (size_t i = 0; i < tokens.size(); ++i) b.add(tokens[i], s, pos_ + int(i), i + 1 == tokens.size());
-    model_->forward(b, kv_, pool_, logits_);
+    if (states_) {  // the slot's two buffers in turn, as the engine commits them
+      b.set_state(s, pos_ == 0 ? kNoState : current_, pos_ == 0 ? 0 : 1 - current_);
+      current_ = b.state_out[0];
+    }
+    model_->forward(b, kv_, pool_, logits_, states_.get());
     pos_ += int(tokens.size());
     router_margin_ = std::min(router_margin_, double(model_->router_margin()));
     const double mx = *std::max_element(logits_.begin(), logits_.end());
@@ -46,7 +51,9 @@ class PagodaGreedy {
  private:
   static constexpr int kBlock = 16;
   std::unique_ptr<Model> model_;
-  KvStorage kv_;  // F32, Pagoda's default, as the oracle's cache
+  KvStorage kv_;                          // F32, Pagoda's default, as the oracle's cache
+  std::unique_ptr<StateStorage> states_;  // a hybrid model's: one slot
+  StateBuffer current_ = kNoState;
   ThreadPool pool_;
   std::vector<int32_t> table_;
   int pos_ = 0;
@@ -110,7 +117,9 @@ OracleReport expect_matches_llama_cpp(const std::string& path, std::span<const i
                                       OracleOptions opt, const std::string& label) {
   OracleReport r = compare_with_llama_cpp(path, path, prompt, tol, opt);
   for (const auto& f : r.failures) ADD_FAILURE() << label << ": " << f;
-  EXPECT_GE(r.steps_compared, 1) << label;
+  // A near tie at the first position (rules 3 and 4) leaves nothing to
+  // compare; the architecture tests bound the positions compared over all seeds.
+  if (r.tie_at != 0) EXPECT_GE(r.steps_compared, 1) << label;
   ::testing::Test::RecordProperty(
       "oracle_worst_diff " + label,
       fmt::format("{:.6f} ({:.0f}% of tolerance, {} positions{})", r.worst_diff, 100 * r.worst_ratio, r.steps_compared,

@@ -64,6 +64,12 @@ inline constexpr OracleTolerance kQuantTol{0.1, 0.05};
 // formats decode as ggml's to_float, bit for bit), so the gap is the
 // activations' rounding, amplified.
 inline constexpr OracleTolerance kLowBitTol{0.2, 0.08};
+// Quantized files of hybrid models (qwen35, qwen35moe): Gated DeltaNet layers
+// carry the activations' 8-bit rounding on through their state (and
+// L2-normalize it). Measured worst 1.33 nats at -27 (qwen35 Q5_1 pure, tied
+// seed 3): 1.24x kQuantTol, 0.59x this; F32 stays at 2-12% of kF32Tol. The
+// absolute part stays kQuantTol's: it is also rule 4's routing near-tie bound.
+inline constexpr OracleTolerance kRecurrentQuantTol{0.1, 0.08};
 
 struct OracleReport {
   std::vector<std::string> failures;  // empty: the two match

@@ -51,5 +51,7 @@ void declare_mistral3(const GgufFile& f, ModelConfig& c);
 void declare_phi3(const GgufFile& f, ModelConfig& c);
 void declare_glm4(const GgufFile& f, ModelConfig& c);
 void declare_gpt_oss(const GgufFile& f, ModelConfig& c);
+void declare_qwen35(const GgufFile& f, ModelConfig& c);
+void declare_qwen35moe(const GgufFile& f, ModelConfig& c);
 
 }  // namespace pagoda

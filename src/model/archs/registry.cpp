@@ -18,6 +18,8 @@ constexpr Arch kArchs[] = {
     {"phi3", RopeLayout::NeoX, declare_phi3},
     {"glm4", RopeLayout::Interleaved, declare_glm4},
     {"gpt-oss", RopeLayout::NeoX, declare_gpt_oss, true},
+    {"qwen35", RopeLayout::NeoX, declare_qwen35},
+    {"qwen35moe", RopeLayout::NeoX, declare_qwen35moe, true},
 };
 }  // namespace
 
