@@ -362,6 +362,9 @@ TEST_P(EngineCoreModes, ThirtyRequestsIntoATinyPoolAllEnd) {
   ASSERT_EQ(c.core->num_requests(), 0u) << "no drain after " << steps << " steps";
   EXPECT_EQ(c.used(), 0);
   if (Core::state_slots > 0) EXPECT_LE(most_running, 3);  // the slots bound the running set
+  EXPECT_EQ(c.core->stats().state_slots_total, Core::state_slots);
+  EXPECT_EQ(c.core->stats().state_slots_used, 0);
+  EXPECT_EQ(c.core->stats().prefix_caching, Core::state_slots == 0);
   int length = 0;
   for (uint64_t id : ids) length += c.finish[id] == FinishReason::length;
   EXPECT_GE(length, 25);  // failed passes cost retries; a request ends only if it fails alone
