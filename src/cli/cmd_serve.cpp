@@ -161,6 +161,9 @@ Command add_serve(CLI::App& app) {
   cmd->add_option("--kv-cache-tokens", e.kv_cache_tokens, "KV pool size in tokens (default: sized from memory)");
   cmd->add_option("--kv-cache-mem", o->kv_mem_mib, "KV pool size in MiB");
   cmd->add_option("--block-size", e.block_size, "KV cache block size in tokens")->capture_default_str();
+  cmd->add_option("--state-slots", e.state_slots,
+                  "Recurrent-state slots of a hybrid model (Qwen3.5): most sequences running at once "
+                  "(default: --max-num-seqs, within the memory left)");
   cmd->add_option("--kv-type", o->kv_type, "KV cache element type: f32 or f16")->capture_default_str();
   cmd->add_option("--max-num-seqs", e.sched.max_num_seqs, "Most sequences in a batch")->capture_default_str();
   cmd->add_option("--max-batched-tokens", e.sched.max_batched_tokens, "Most tokens in a step")->capture_default_str();

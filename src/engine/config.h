@@ -17,6 +17,9 @@ struct EngineConfig {
   int64_t kv_cache_tokens = 0;
   int64_t kv_cache_mem_mib = 0;
   int32_t block_size = 16;
+  // Recurrent-state slots of a hybrid model (--state-slots); 0: one per
+  // --max-num-seqs, within the memory left after the weights (kv/pool_size.h).
+  int64_t state_slots = 0;
   KvType kv_type = KvType::F32;
   bool prefix_caching = true;
   bool paged = true;  // false: --no-paged-attn (reserve whole contexts)

@@ -38,20 +38,46 @@ KvPoolOptions pool_options(const EngineConfig& config, const ModelConfig& model,
 
 // Where the weights live and what is left for the KV pool, from the limits
 // on this process's memory (memory_plan.h), logged in one line.
-MemoryPlan plan_model_memory(const EngineConfig& config, const Model& model, const KvPoolOptions& pool) {
+MemoryPlan plan_model_memory(const EngineConfig& config, const Model& model, const KvPoolOptions& pool,
+                             const StatePoolOptions& state) {
   MemoryPlanInput in;
   in.limits = read_memory_limits();
   in.weight_bytes = int64_t(WeightMover::arena_bytes(model.weights()));
   in.may_copy = !config.mmap;
   const int threads = config.threads > 0 ? config.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   in.reserve_bytes = process_reserve_bytes(threads);
-  in.kv_needs_bytes = kv_pool_needs_bytes(pool);
+  in.kv_needs_bytes = kv_pool_needs_bytes(pool) + state_pool_needs_bytes(state);
   MemoryPlan plan = plan_memory(in);
   if (plan.warn)
     spdlog::warn("{}", plan.summary);
   else
     spdlog::info("{}", plan.summary);
   return plan;
+}
+
+// A hybrid model's state slots decide two settings, each said in one line:
+// prefix caching goes off (a cached prefix is of no use without the
+// recurrent state at its end, which is not checkpointed), and the running set
+// cannot outgrow the slots.
+void apply_state_slots(EngineConfig& cfg, const ModelConfig& model, const StatePoolSize& slots) {
+  const std::string name = model.name.empty() ? model.arch : model.name;
+  if (slots.num_slots == 0) {
+    if (cfg.state_slots > 0)
+      spdlog::warn("--state-slots {} ignored: {} keeps no recurrent state", cfg.state_slots, name);
+    return;
+  }
+  spdlog::info("{}", slots.summary);
+  if (cfg.prefix_caching) {
+    spdlog::info(
+        "prefix caching is off: {} keeps recurrent state in {} of {} layers, and a cached prefix is of no use "
+        "without the state at its end",
+        name, model.n_recurrent_layers(), model.n_layer);
+    cfg.prefix_caching = false;
+  }
+  if (cfg.sched.max_num_seqs > slots.num_slots) {
+    spdlog::info("--max-num-seqs {} lowered to the {} recurrent-state slots", cfg.sched.max_num_seqs, slots.num_slots);
+    cfg.sched.max_num_seqs = slots.num_slots;
+  }
 }
 
 }  // namespace
@@ -146,10 +172,21 @@ std::unique_ptr<Engine> Engine::load(const std::string& model_path, const Engine
   auto model = std::shared_ptr<Model>(Model::load(model_path, Residency::kMapped, config.load_progress));
   KvGroups groups = kv_groups_of(model->config(), config.hybrid_kv_cache);
   KvPoolOptions pool = pool_options(config, model->config(), groups);
-  const MemoryPlan plan = plan_model_memory(config, *model, pool);
-  pool.mem_left_bytes = plan.left_bytes;
-  pool.mem_max_bytes = plan.max_bytes;
-  pool.mem_left_why = plan.left_why;
+  StatePoolOptions state{.state_slots = config.state_slots,
+                         .max_num_seqs = config.sched.max_num_seqs,
+                         .state_bytes = model->config().state_bytes()};
+  const MemoryPlan plan = plan_model_memory(config, *model, pool, state);
+  // Recurrent-state slots first; the KV pool takes its share of the rest.
+  state.mem_left_bytes = plan.left_bytes;
+  state.mem_left_why = plan.left_why;
+  const StatePoolSize slots = size_state_pool(state);  // before the move starts, as the KV pool
+  EngineConfig cfg = config;
+  apply_state_slots(cfg, model->config(), slots);
+  pool.mem_left_bytes = plan.left_bytes < 0 ? -1 : std::max<int64_t>(0, plan.left_bytes - slots.bytes);
+  pool.mem_max_bytes = plan.max_bytes < 0 ? -1 : std::max<int64_t>(0, plan.max_bytes - slots.bytes);
+  pool.mem_left_why = slots.bytes > 0
+                          ? fmt::format("{}, less {} of recurrent state", plan.left_why, format_bytes(slots.bytes))
+                          : plan.left_why;
   const KvPoolSize size = size_kv_pool(pool);  // before the move starts: a refusal leaves nothing running
   spdlog::info("{}", size.summary);
   if (!size.warning.empty()) spdlog::warn("{}", size.warning);
@@ -167,9 +204,9 @@ std::unique_ptr<Engine> Engine::load(const std::string& model_path, const Engine
   }
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_gguf(model->file()));
   const int32_t blocks = size.num_blocks;
-  auto runner =
-      std::make_unique<CpuRunner>(model, std::move(groups), blocks, config.block_size, config.kv_type, config.threads);
-  return std::make_unique<Engine>(config, std::move(runner), blocks, tokenizer);
+  auto runner = std::make_unique<CpuRunner>(model, std::move(groups), blocks, config.block_size, config.kv_type,
+                                            config.threads, slots.num_slots);
+  return std::make_unique<Engine>(cfg, std::move(runner), blocks, tokenizer);
 }
 
 Engine::~Engine() {

@@ -11,6 +11,17 @@
 
 namespace pagoda {
 
+namespace {
+
+// A running set larger than the state pool cannot exist (each running
+// sequence holds a slot): the scheduler's limit says so.
+SchedulerConfig capped_by_slots(SchedulerConfig sched, int32_t slots) {
+  if (slots > 0) sched.max_num_seqs = std::min(sched.max_num_seqs, slots);
+  return sched;
+}
+
+}  // namespace
+
 EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<ModelRunner> runner, int32_t num_blocks,
                        std::shared_ptr<const Tokenizer> tokenizer, std::shared_ptr<const Clock> clock,
                        std::vector<TokenId> eog_ids)
@@ -23,10 +34,15 @@ EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<ModelRunner> 
       vocab_size_(runner_->vocab_size()),
       blocks_(BlockManagerConfig{.num_blocks = num_blocks,
                                  .block_size = config.block_size,
-                                 .prefix_caching = config.prefix_caching,
+                                 // A cached prefix is of no use without the recurrent state at its end.
+                                 .prefix_caching = config.prefix_caching && runner_->state_slots() == 0,
                                  .policy = config.paged ? AllocPolicy::kPaged : AllocPolicy::kReserve,
-                                 .group_windows = runner_->kv_group_windows()}),
-      sched_(config.sched, blocks_, [this] { return faults_.fail_alloc(); }) {
+                                 .group_windows = runner_->kv_group_windows(),
+                                 .num_state_slots = runner_->state_slots()}),
+      sched_(capped_by_slots(config.sched, runner_->state_slots()), blocks_, [this] { return faults_.fail_alloc(); }) {
+  // What applies, as the stats and the dashboard report it.
+  config_.prefix_caching = blocks_.config().prefix_caching;
+  config_.sched = sched_.config();
   if (tokenizer_ && eog_ids_.empty()) eog_ids_ = tokenizer_->end_of_generation_ids();
   // The longest sequence whose every step fits the pool alone (with KV
   // groups, sliding groups hold only a window and a chunk).
@@ -218,6 +234,8 @@ void EngineCore::build_batch(std::span<const ScheduledSeq> part, Batch& batch) c
   batch.tokens.clear();
   batch.block_tables.clear();
   batch.requests.clear();
+  batch.state_in.clear();
+  batch.state_out.clear();
   batch.num_groups = blocks_.num_groups();
   batch.step = step_;
   std::vector<std::span<const int32_t>> tables;
@@ -228,6 +246,10 @@ void EngineCore::build_batch(std::span<const ScheduledSeq> part, Batch& batch) c
     tables.clear();
     for (int32_t g = 0; g < batch.num_groups; ++g) tables.push_back(blocks_.block_table(seq.id, g));
     const int s = batch.add_sequence(tables, run ? run->req->id : 0);
+    if (blocks_.num_state_slots() > 0) {
+      const StateIo io = blocks_.state_io(seq.id);
+      batch.set_state(s, io.in, io.out);
+    }
     const auto [plp_first, plp_count] = prompt_logprob_span(run, sc);
     for (int32_t i = 0; i < sc.num_tokens; ++i) {
       const int32_t pos = seq.num_computed + i;
@@ -417,14 +439,15 @@ bool EngineCore::reset_prefix_cache() {
 // SGLang's idle self-check: with no request left, no KV block may be in use.
 void EngineCore::check_idle() {
   if (!requests_.empty()) return;
-  const int32_t used = blocks_.stats().used_blocks;
-  if (used == 0) {
+  const KvStats kv = blocks_.stats();
+  if (kv.used_blocks == 0 && kv.state_slots_used == 0) {
     idle_leak_reported_ = false;
     return;
   }
   ++stats_.idle_check_failures;
   if (!idle_leak_reported_)
-    spdlog::error("idle self-check: no request is left but {} KV blocks are still in use (a leak)", used);
+    spdlog::error("idle self-check: no request is left but {} KV blocks and {} state slots are still in use (a leak)",
+                  kv.used_blocks, kv.state_slots_used);
   idle_leak_reported_ = true;
 }
 
@@ -441,6 +464,9 @@ void EngineCore::publish() {
   stats_.kv_usage = kv.usage;
   stats_.prefix_queries = kv.fresh.queries;
   stats_.prefix_hits = kv.fresh.hits;
+  stats_.prefix_caching = blocks_.config().prefix_caching;
+  stats_.state_slots_total = kv.state_slots;
+  stats_.state_slots_used = kv.state_slots_used;
   stats_.cached_tokens = kv.fresh.hits + kv.resumed.hits;
   stats_.preemptions = sched_.total_preemptions();
   stats_.faults = faults_.counts();

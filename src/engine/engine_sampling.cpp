@@ -106,9 +106,20 @@ std::vector<EngineCore::SeqRun*> EngineCore::fork_choices(SeqRun& parent) {
     Sequence* seq = &s->seq;
     children.push_back(s.get());
     seqs_.emplace(seq->id, std::move(s));
-    if (AllocResult r = blocks_.fork(parent.seq.id, seq->id)) {
-      // Reserve mode gives the child its own copy of the partial block now.
-      runner_->copy_blocks(r.copies);
+    AllocResult r = blocks_.fork(parent.seq.id, seq->id);
+    if (r) {
+      try {
+        // Reserve mode gives the child its own copy of the partial block now,
+        // and a hybrid model its copy of the parent's recurrent state.
+        runner_->copy_blocks(r.copies);
+        runner_->copy_states(r.state_copies);
+      } catch (const std::exception& e) {
+        spdlog::warn("request {}: copying choice {}'s fork failed ({}); it recomputes the prompt", req.id, c, e.what());
+        blocks_.free(seq->id);
+        r.ok = false;
+      }
+    }
+    if (r) {
       seq->state = SeqState::decode;
       sched_.add_running(seq);
     } else {

@@ -23,6 +23,8 @@ class FaultyRunner : public ModelRunner {
   int32_t context_length() const override { return inner_->context_length(); }
   std::vector<int32_t> kv_group_windows() const override { return inner_->kv_group_windows(); }
   void copy_blocks(std::span<const BlockCopy> copies) override { inner_->copy_blocks(copies); }
+  int32_t state_slots() const override { return inner_->state_slots(); }
+  void copy_states(std::span<const StateCopy> copies) override { inner_->copy_states(copies); }
   void forward(const Batch& batch, std::vector<float>& logits) override;
   int experts_run() const override { return inner_->experts_run(); }
   ThreadPool* host_pool() override { return inner_->host_pool(); }

@@ -21,6 +21,9 @@ const BlockManagerConfig& validated(const BlockManagerConfig& config) {
     fail<InvalidArgument>("{} KV groups are more than the 255 supported", config.group_windows.size());
   for (int32_t w : config.group_windows)
     if (w < 0) fail<InvalidArgument>("a KV group's window must be >= 0, got {}", w);
+  // A cached prefix would need the recurrent state at its end, which is not kept.
+  if (config.num_state_slots > 0 && config.prefix_caching)
+    fail<InvalidArgument>("prefix caching cannot serve a model that keeps recurrent state");
   return config;
 }
 
@@ -39,7 +42,8 @@ BlockManager::BlockManager(const BlockManagerConfig& config)
       blocks_(size_t(config.num_blocks)),
       key_tokens_(size_t(config.num_blocks) * size_t(config.block_size)),
       free_(config.num_blocks),
-      cached_(config.prefix_caching ? config.num_blocks : 0) {
+      cached_(config.prefix_caching ? config.num_blocks : 0),
+      slots_(config.num_state_slots) {
   static_assert(sizeof(Block) <= 32, "one cache line holds two block records");
 }
 
@@ -67,6 +71,14 @@ int32_t BlockManager::num_held_blocks(SeqId seq) const {
 }
 
 int32_t BlockManager::num_tokens(SeqId seq) const { return seq_at(seq).num_tokens; }
+
+StateIo BlockManager::state_io(SeqId seq) const {
+  const Seq& s = seq_at(seq);
+  if (s.slot == kNoSlot) return {};
+  return {s.state, next_buffer(s.slot, s.state)};
+}
+
+StateSlot BlockManager::state_slot(SeqId seq) const { return seq_at(seq).slot; }
 int32_t BlockManager::num_computed_tokens(SeqId seq) const { return seq_at(seq).num_computed; }
 
 int32_t BlockManager::ref_count(BlockId block) const {
@@ -91,6 +103,8 @@ KvStats BlockManager::stats() const {
   s.evictions = evictions_;
   s.fresh = fresh_;
   s.resumed = resumed_;
+  s.state_slots = slots_.size();
+  s.state_slots_used = slots_.num_used();
   return s;
 }
 
@@ -246,9 +260,11 @@ AllocResult BlockManager::allocate(SeqId seq, int32_t total_tokens, const Cached
                                    int32_t reserve_tokens) {
   const Plan p = plan(seq, total_tokens, prefix, reserve_tokens);
   AllocResult r;
-  if (p.fresh + p.from_free > free_.size()) {
+  const int32_t slots = slots_needed(seq);
+  if (p.fresh + p.from_free > free_.size() || slots > slots_.num_free()) {
     r.ok = false;
-    r.missing_blocks = p.fresh + p.from_free - free_.size();
+    r.missing_blocks = std::max(0, p.fresh + p.from_free - free_.size());
+    r.missing_slots = std::max(0, slots - slots_.num_free());
     return r;
   }
   prefetch_evictions(p.fresh);
@@ -281,6 +297,7 @@ AllocResult BlockManager::allocate(SeqId seq, int32_t total_tokens, const Cached
     s.num_computed = prefix.num_tokens;
     s.num_hashed = int32_t(levels);
     s.reserved_blocks = config_.policy == AllocPolicy::kReserve ? p.target_blocks : 0;
+    if (slots > 0) s.slot = slots_.take();  // checked above: one is free
     seqs_.emplace(seq, std::move(s));
     if (config_.prefix_caching) {
       PrefixCacheStats& st = prefix.admission == Admission::kResumed ? resumed_ : fresh_;
@@ -324,8 +341,19 @@ AllocResult BlockManager::fork(SeqId parent, SeqId child) {
   if (seqs_.count(child)) fail<InvalidArgument>("fork: sequence {} already exists", child);
   const Seq& p = pit->second;
   AllocResult r;
+  if (slots_needed(child) > slots_.num_free()) {  // before any block moves: all or nothing
+    r.ok = false;
+    r.missing_slots = 1;
+    if (config_.policy == AllocPolicy::kReserve) {
+      const int32_t fresh = num_groups() * (int32_t(p.tables[0].size()) - p.num_tokens / config_.block_size);
+      r.missing_blocks = std::max(0, fresh - free_.size());
+    }
+    return r;
+  }
   Seq c = p;
   c.cow_count = 0;
+  c.slot = kNoSlot;
+  c.state = kNoState;
   if (config_.policy == AllocPolicy::kPaged) {
     // Held by the parent: never in the free queue.
     for (const auto& table : c.tables)
@@ -349,6 +377,14 @@ AllocResult BlockManager::fork(SeqId parent, SeqId child) {
         r.copies.push_back({p.tables[g][size_t(shared)], table[size_t(shared)]});
     }
   }
+  if (slots_.size() > 0) {
+    c.slot = slots_.take();
+    // The child goes on from the parent's committed state, in a buffer of its own.
+    if (p.state != kNoState) {
+      c.state = state_buffer(c.slot, 0);
+      r.state_copies.push_back({p.state, c.state});
+    }
+  }
   extra_keys_.retain(c.extra_id);
   seqs_.emplace(child, std::move(c));
   return r;
@@ -364,6 +400,7 @@ void BlockManager::free(SeqId seq) {
     for (size_t g = s.tables.size(); g-- > 0;)
       if (s.tables[g][i] != kNoBlock) release_block(s.tables[g][i]);
   extra_keys_.release(s.extra_id);
+  if (s.slot != kNoSlot) slots_.give(s.slot);
   seqs_.erase(it);
   seen_.erase(seq);
 }

@@ -27,6 +27,14 @@
 // blocks stay cached. A prefix hit is the longest prefix every group can
 // serve: full groups all its blocks, sliding groups the blocks of its last
 // window. kReserve keeps every block (a reservation never changes).
+//
+// Recurrent state (hybrid models, num_state_slots > 0): a new sequence's
+// first allocate() also takes a state slot (state_slots.h), all or nothing
+// with its blocks; fork() gives the child a slot of its own and lists the
+// copy of the parent's committed state; commit() makes the buffer the pass
+// wrote the committed one; free() gives the slot back. state_io() names the
+// buffers a pass reads and writes. Prefix caching must be off: a cached
+// prefix is of no use without the recurrent state at its end.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +50,7 @@
 #include "kv/free_block_queue.h"
 #include "kv/kv_cache_event.h"
 #include "kv/kv_groups.h"
+#include "kv/state_slots.h"
 #include "kv/types.h"
 
 namespace pagoda {
@@ -63,6 +72,8 @@ struct BlockManagerConfig {
   // Per KV group (KvGroups::windows): 0 full attention, else a sliding
   // window. Empty: one full-attention group. num_blocks counts pages of all groups.
   std::vector<int32_t> group_windows;
+  // Recurrent-state slots (kv/state_slots.h); 0: the model keeps no state.
+  int32_t num_state_slots = 0;
 };
 
 // The longest run of cached full blocks that starts a prompt, as found by
@@ -84,8 +95,10 @@ struct CachedPrefix {
 
 struct AllocResult {
   bool ok = true;
-  int32_t missing_blocks = 0;     // when !ok: free blocks short of what the step needs
-  std::vector<BlockCopy> copies;  // copy-on-write: do these before the forward pass
+  int32_t missing_blocks = 0;           // when !ok: free blocks short of what the step needs
+  int32_t missing_slots = 0;            // when !ok: free state slots short (0 or 1)
+  std::vector<BlockCopy> copies;        // copy-on-write: do these before the forward pass
+  std::vector<StateCopy> state_copies;  // fork: the child's state, before its next pass
   explicit operator bool() const { return ok; }
 };
 
@@ -98,14 +111,22 @@ struct PrefixCacheStats {
 
 struct KvStats {
   int32_t num_blocks = 0;
-  int32_t free_blocks = 0;    // in the free queue (never used, or refcount 0)
-  int32_t used_blocks = 0;    // refcount > 0
-  int32_t cached_blocks = 0;  // free but still hashed: reusable by a prefix hit
-  int32_t hashed_blocks = 0;  // in the prefix cache, used or not
-  double usage = 0;           // used_blocks / num_blocks
-  int64_t evictions = 0;      // cached blocks whose hash was dropped for reuse
-  PrefixCacheStats fresh;     // admissions of new requests
-  PrefixCacheStats resumed;   // re-admissions of preempted requests
+  int32_t free_blocks = 0;       // in the free queue (never used, or refcount 0)
+  int32_t used_blocks = 0;       // refcount > 0
+  int32_t cached_blocks = 0;     // free but still hashed: reusable by a prefix hit
+  int32_t hashed_blocks = 0;     // in the prefix cache, used or not
+  double usage = 0;              // used_blocks / num_blocks
+  int64_t evictions = 0;         // cached blocks whose hash was dropped for reuse
+  PrefixCacheStats fresh;        // admissions of new requests
+  PrefixCacheStats resumed;      // re-admissions of preempted requests
+  int32_t state_slots = 0;       // recurrent-state slots; 0: the model keeps no state
+  int32_t state_slots_used = 0;  // held by live sequences
+};
+
+// The state buffers of a sequence's next pass (Batch::set_state).
+struct StateIo {
+  StateBuffer in = kNoState;   // the committed state; kNoState: zeros (nothing computed yet)
+  StateBuffer out = kNoState;  // where the pass leaves the new state
 };
 
 // The invariants audit() checks, in the order it checks them.
@@ -119,6 +140,7 @@ enum class Invariant {
   kHash,          // every hashed block is full and mapped under its hash, and back
   kExtraKeys,     // extra-key reference counts match their holders
   kGrowOnly,      // tables only grow until freed, except copy-on-write of the last entry
+  kStateSlots,    // slots used = slots held by live sequences, each once; a computed sequence's state is in its slot
 };
 const char* invariant_name(Invariant invariant);
 
@@ -168,6 +190,16 @@ class BlockManager {
   // child gets its own reservation, sharing only the full written blocks, and
   // the parent's partial block is copied now (see copies). Fails like allocate.
   [[nodiscard]] AllocResult fork(SeqId parent, SeqId child);
+
+  // The state buffers of `seq`'s next pass; both kNoState without state slots.
+  StateIo state_io(SeqId seq) const;
+  // The sequence's state slot (kNoSlot: none, or no state slots).
+  StateSlot state_slot(SeqId seq) const;
+  int32_t num_state_slots() const { return slots_.size(); }
+  int32_t num_free_slots() const { return slots_.num_free(); }
+  // Slots allocate() would take for `seq`: 1 for a new sequence when the
+  // model keeps state, else 0. It succeeds only if this is <= num_free_slots().
+  int32_t slots_needed(SeqId seq) const { return slots_.size() > 0 && !contains(seq) ? 1 : 0; }
 
   // Returns every block of `seq`, last block first, so a prefix's later blocks
   // are evicted before its earlier ones. Hashed blocks stay cached. Idempotent;
@@ -235,6 +267,7 @@ class BlockManager {
   std::optional<AuditViolation> audit_hashes() const;
   std::optional<AuditViolation> audit_extra_keys() const;
   std::optional<AuditViolation> audit_growth() const;
+  std::optional<AuditViolation> audit_state_slots() const;
   friend struct BlockManagerTestPeer;
 
   struct Block {
@@ -263,6 +296,8 @@ class BlockManager {
     BlockId tail = kNoBlock;
     uint32_t tail_generation = 0;
     BlockHash tail_hash = 0;
+    StateSlot slot = kNoSlot;      // its recurrent-state slot, for its life
+    StateBuffer state = kNoState;  // the committed state's buffer; kNoState until a pass is committed
   };
 
   struct Plan {
@@ -304,6 +339,7 @@ class BlockManager {
   FreeBlockQueue free_;
   BlockHashIndex cached_;  // hash -> hashed blocks
   ExtraKeyTable extra_keys_;
+  StateSlotPool slots_;
   std::unordered_map<SeqId, Seq> seqs_;
   int32_t num_cached_free_ = 0;
   int64_t evictions_ = 0;

@@ -19,6 +19,7 @@ const char* invariant_name(Invariant invariant) {
     case Invariant::kHash: return "hash";
     case Invariant::kExtraKeys: return "extra keys";
     case Invariant::kGrowOnly: return "grow only";
+    case Invariant::kStateSlots: return "state slots";
   }
   return "?";
 }
@@ -38,7 +39,7 @@ std::optional<AuditViolation> violation(Invariant inv, std::string message) {
 std::optional<AuditViolation> BlockManager::audit() {
   for (auto part : {&BlockManager::audit_tables, &BlockManager::audit_free_queue, &BlockManager::audit_table_sizes,
                     &BlockManager::audit_windows, &BlockManager::audit_hashes, &BlockManager::audit_extra_keys,
-                    &BlockManager::audit_growth})
+                    &BlockManager::audit_growth, &BlockManager::audit_state_slots})
     if (auto v = (this->*part)()) return v;
   for (const auto& [id, s] : seqs_) seen_[id] = Seen{s.tables, s.cow_count};
   return std::nullopt;
@@ -275,6 +276,45 @@ std::optional<AuditViolation> BlockManager::audit_growth() const {
       }
     }
   }
+  return std::nullopt;
+}
+
+// State slots: the pool's free list is sound, every slot it counts as taken
+// is held by exactly one live sequence and the other way round, and a
+// sequence's committed state is in its own slot exactly when it has computed
+// tokens (with none, its first pass must start from zeros).
+std::optional<AuditViolation> BlockManager::audit_state_slots() const {
+  if (auto broken = slots_.check()) return violation(Invariant::kStateSlots, *broken);
+  std::vector<SeqId> owner(size_t(slots_.size()), 0);
+  std::vector<uint8_t> owned(size_t(slots_.size()), 0);
+  int32_t held = 0;
+  for (const auto& [id, s] : seqs_) {
+    if (slots_.size() == 0) {
+      if (s.slot != kNoSlot || s.state != kNoState)
+        return violation(Invariant::kStateSlots,
+                         fmt::format("sequence {} holds state slot {} but the model keeps no state", id, s.slot));
+      continue;
+    }
+    if (s.slot < 0 || s.slot >= slots_.size())
+      return violation(Invariant::kStateSlots, fmt::format("sequence {} holds state slot {}, outside the pool of {}",
+                                                           id, s.slot, slots_.size()));
+    if (owned[size_t(s.slot)])
+      return violation(Invariant::kStateSlots,
+                       fmt::format("state slot {} is held by sequences {} and {}", s.slot, owner[size_t(s.slot)], id));
+    if (!slots_.taken(s.slot))
+      return violation(Invariant::kStateSlots,
+                       fmt::format("sequence {} holds state slot {}, which the pool counts as free", id, s.slot));
+    owned[size_t(s.slot)] = 1;
+    owner[size_t(s.slot)] = id;
+    ++held;
+    if ((s.num_computed > 0) != (s.state != kNoState) || (s.state != kNoState && slot_of(s.state) != s.slot))
+      return violation(Invariant::kStateSlots,
+                       fmt::format("sequence {} with {} computed tokens has its state in buffer {}, slot {} its own",
+                                   id, s.num_computed, s.state, s.slot));
+  }
+  if (held != slots_.num_used())
+    return violation(Invariant::kStateSlots,
+                     fmt::format("{} state slots are taken but live sequences hold {}", slots_.num_used(), held));
   return std::nullopt;
 }
 

@@ -166,6 +166,8 @@ void BlockManager::commit(SeqId seq, std::span<const TokenId> tokens, int32_t nu
   }
   const int32_t old_computed = s.num_computed;
   s.num_computed = num_computed_tokens;
+  // The pass that computed these tokens left their state in the other buffer.
+  if (s.slot != kNoSlot && num_computed_tokens > old_computed) s.state = next_buffer(s.slot, s.state);
   if (config_.prefix_caching) {
     const int32_t bs = config_.block_size;
     const uint64_t extra_hash = extra_keys_.hash(s.extra_id);

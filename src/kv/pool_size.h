@@ -65,6 +65,33 @@ std::string format_bytes(int64_t bytes);
 // default whose share of it cannot hold one full context.
 KvPoolSize size_kv_pool(const KvPoolOptions& options);
 
+// Recurrent-state slots (a hybrid model, kv/state_slots.h), sized before the
+// KV pool: their memory comes out of what is left after the weights, and the
+// KV pool's default share is taken of the rest. The default is one slot per
+// running sequence (--max-num-seqs, vLLM's), capped at what kDefaultKvShare
+// of the memory left holds; --state-slots N asks for exactly N.
+struct StatePoolOptions {
+  int64_t state_slots = 0;  // --state-slots; 0 = not given
+  int32_t max_num_seqs = 1;
+  int64_t state_bytes = 0;      // one buffer (ModelConfig::state_bytes()); 0: the model keeps no state
+  int64_t mem_left_bytes = -1;  // as KvPoolOptions: -1 unknown
+  std::string mem_left_why;
+};
+
+struct StatePoolSize {
+  int32_t num_slots = 0;  // 0: the model keeps no state
+  int64_t bytes = 0;      // two buffers a slot
+  std::string summary;    // one line for the startup log; empty without state
+};
+
+// InvalidArgument for a negative count; ResourceExhausted, naming the
+// figures, when --state-slots N, or even one default slot, does not fit.
+StatePoolSize size_state_pool(const StatePoolOptions& options);
+
+// The least memory the state pool needs from mem_left_bytes: the explicit
+// count, or one default slot per --max-num-seqs.
+int64_t state_pool_needs_bytes(const StatePoolOptions& options);
+
 // The least memory the options need from mem_left_bytes: the explicit pool,
 // or the default's one full context (grossed up by its share), so the
 // weights' residency can leave room for it (engine/memory_plan.h).

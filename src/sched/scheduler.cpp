@@ -132,6 +132,7 @@ int32_t Scheduler::admission_headroom(int32_t running_after) const {
 }
 
 bool Scheduler::try_admit(Sequence* seq, StepPlan& plan, StepBudget& budget, bool whole_only) {
+  if (blocks_.slots_needed(seq->id) > blocks_.num_free_slots()) return false;  // rule 7
   const bool resumed = seq->state == SeqState::preempted;
   const Admission admission = resumed ? Admission::kResumed : Admission::kFresh;
   CachedPrefix prefix;  // nothing cached, unless the prefix cache has it
@@ -175,6 +176,8 @@ void Scheduler::admit_waiting(int64_t step, StepPlan& plan, StepBudget& budget, 
   Sequence* blocked_head = nullptr;  // the first request that did not fit
   for (Sequence* seq : queue) {
     if (budget.exhausted() || int32_t(running_.size()) >= config_.max_num_seqs) break;
+    // Rule 7: every waiting sequence needs a state slot; none is free.
+    if (blocks_.slots_needed(seq->id) > blocks_.num_free_slots()) break;
     if (seq->preempted_at_step == step) continue;
     if (whole_only && !try_admit(seq, plan, budget, true)) break;  // the queue's head stays the head
     if (whole_only) {

@@ -64,6 +64,12 @@
 //     (rule 1), a higher-priority running prefill that needs a block under
 //     KV pressure can only preempt sequences not yet planned; it waits for
 //     decodes to end or for other victims (with 0, it goes first as before).
+//  7. Recurrent state (a hybrid model: the block manager has state slots).
+//     A sequence takes a slot at admission, with its first blocks, and keeps
+//     it while it runs; so a waiting sequence is admitted only while a slot
+//     is free, and a running one never needs another: a tight slot pool
+//     queues new work and never preempts. A preempted sequence gives its
+//     slot back and recomputes from position 0 in a fresh one.
 #pragma once
 
 #include <cstdint>

@@ -344,7 +344,7 @@ void Connection::metrics(RequestReader::Request&, std::string_view, std::string_
   f.stalled = state_->stall.check(s, now).stalled;
   f.stalls = state_->stall.stalls();
   std::string body = render_metrics(s, f);
-  render_vllm_metrics(body, s, f, {m->name, m->engine->config().block_size, m->engine->config().prefix_caching});
+  render_vllm_metrics(body, s, f, {m->name, m->engine->config().block_size, s.prefix_caching});
   if (m->extra_metrics) m->extra_metrics(body);
   respond(200, "text/plain; version=0.0.4; charset=utf-8", body);
 }

@@ -44,6 +44,11 @@ std::string render_metrics(const EngineStats& s, const ServerFigures& f) {
   gauge(out, "pagoda_kv_cache_usage_perc", s.kv_usage, "KV cache usage, a fraction from 0 to 1.");
   counter(out, "pagoda_prefix_cache_queries_total", s.prefix_queries, "Prompt tokens looked up in the prefix cache.");
   counter(out, "pagoda_prefix_cache_hits_total", s.prefix_hits, "Prompt tokens served by the prefix cache.");
+  gauge(out, "pagoda_prefix_caching_enabled", s.prefix_caching ? 1 : 0,
+        "1 when prefix caching is on; 0 when off by --no-prefix-caching or for a model that keeps recurrent state.");
+  gauge(out, "pagoda_state_slots_total", s.state_slots_total,
+        "Recurrent-state slots of a hybrid model, one per running sequence at most (0: the model keeps no state).");
+  gauge(out, "pagoda_state_slots_used", s.state_slots_used, "Recurrent-state slots held by live requests.");
   counter(out, "pagoda_num_preemptions_total", s.preemptions, "Sequences preempted (recomputed later).");
   gauge(out, "pagoda_moe_last_step_experts", s.last_step_experts,
         "Mixture of experts: experts the last forward pass ran, summed over its layers (0: a dense model).");

@@ -1,5 +1,7 @@
 // EngineCore, stepped by hand with the fake model: cancellation in every
-// state, deadlines on the virtual clock, rejections, step failures.
+// state, deadlines on the virtual clock, rejections, step failures. Each
+// scenario runs on a dense model and on a hybrid one (recurrent-state slots,
+// fake_runner.h), which must end with every slot back as well as every block.
 #include "engine/engine_core.h"
 
 #include <gtest/gtest.h>
@@ -16,16 +18,26 @@ namespace {
 constexpr int32_t kVocab = 50;
 
 struct Core {
+  // State slots of the fake model the next Core gets (0: dense); the
+  // parameterized tests set it.
+  inline static int32_t state_slots = 0;
+
   explicit Core(EngineConfig cfg = {}, int32_t blocks = 16, int32_t block_size = 4, int32_t nan_for_token = -1) {
     spdlog::set_level(spdlog::level::err);
     cfg.block_size = block_size;
     cfg.audit_every_step = true;
     cfg.log_interval_s = 0;
     clock = std::make_shared<ManualClock>();
-    auto runner = std::make_unique<testing::FakeRunner>(kVocab, blocks, block_size, 1024);
+    auto runner =
+        std::make_unique<testing::FakeRunner>(kVocab, blocks, block_size, 1024, std::vector<int32_t>{0}, state_slots);
     runner->nan_for_token = nan_for_token;
     fake = runner.get();
     core = std::make_unique<EngineCore>(cfg, std::move(runner), blocks, nullptr, clock, std::vector<TokenId>{});
+  }
+  ~Core() {
+    if (fake) {
+      EXPECT_EQ(fake->state_errors, 0) << "the fake model was handed a wrong recurrent state";
+    }
   }
   uint64_t add(int32_t prompt_len, int32_t max_tokens, std::optional<double> timeout = {}, int32_t first = 3,
                int32_t n = 1) {
@@ -57,7 +69,11 @@ struct Core {
     for (const Sequence* s : core->scheduler().waiting()) return s;
     return nullptr;
   }
-  int32_t used() const { return core->blocks().num_blocks() - core->blocks().num_free_blocks(); }
+  // Blocks and state slots in use: every end path must bring both to 0.
+  int32_t used() const {
+    const auto& b = core->blocks();
+    return b.num_blocks() - b.num_free_blocks() + b.num_state_slots() - b.num_free_slots();
+  }
 
   std::shared_ptr<ManualClock> clock;
   std::unique_ptr<EngineCore> core;
@@ -69,7 +85,15 @@ struct Core {
   uint64_t next_id = 1;
 };
 
-TEST(EngineCore, CancelInEveryStateReturnsBlocksAtOnce) {
+// The parameter: the fake model's state slots (0: a dense model; else
+// plenty, so that only the tests that shrink them feel them).
+class EngineCoreModes : public ::testing::TestWithParam<int32_t> {
+ protected:
+  void SetUp() override { Core::state_slots = GetParam(); }
+  void TearDown() override { Core::state_slots = 0; }
+};
+
+TEST_P(EngineCoreModes, CancelInEveryStateReturnsBlocksAtOnce) {
   EngineConfig cfg;
   cfg.sched.max_batched_tokens = 4;  // a 10-token prompt takes three steps
   // waiting
@@ -133,7 +157,7 @@ TEST(EngineCore, CancelInEveryStateReturnsBlocksAtOnce) {
   }
 }
 
-TEST(EngineCore, DeadlinesExpireWhereverTheRequestIs) {
+TEST_P(EngineCoreModes, DeadlinesExpireWhereverTheRequestIs) {
   EngineConfig cfg;
   cfg.sched.max_num_seqs = 1;
   Core c(cfg);
@@ -171,7 +195,7 @@ TEST(EngineCore, RejectsBadRequestsWithoutChangingAnything) {
   EXPECT_EQ(c.core->stats().requests_received, 0);
 }
 
-TEST(EngineCore, FailedStepEndsItsSequencesAndRollsBack) {
+TEST_P(EngineCoreModes, FailedStepEndsItsSequencesAndRollsBack) {
   EngineConfig cfg;
   cfg.faults.at_step = 2;
   Core c(cfg);
@@ -182,14 +206,15 @@ TEST(EngineCore, FailedStepEndsItsSequencesAndRollsBack) {
   EXPECT_EQ(c.finish[a], FinishReason::error);
   EXPECT_EQ(c.finish[b], FinishReason::error);
   EXPECT_EQ(c.used(), 0);
-  EXPECT_EQ(c.core->blocks().stats().hashed_blocks, 1);  // only a's committed full block from step 1
+  // Only a's committed full block from step 1 (a hybrid model caches none).
+  EXPECT_EQ(c.core->blocks().stats().hashed_blocks, Core::state_slots > 0 ? 0 : 1);
   const uint64_t d = c.add(5, 3);
   for (int i = 0; i < 5; ++i) c.core->step();
   EXPECT_EQ(c.finish[d], FinishReason::length);
   EXPECT_EQ(c.core->stats().step_failures, 1);
 }
 
-TEST(EngineCore, NonFiniteLogitsEndOnlyThatSequence) {
+TEST_P(EngineCoreModes, NonFiniteLogitsEndOnlyThatSequence) {
   Core c({}, 16, 4, /*nan_for_token=*/2);  // a prompt of just token 2 gets NaN logits
   const uint64_t bad = c.add(1, 5, {}, 2);
   const uint64_t good = c.add(3, 5, {}, 5);
@@ -199,7 +224,7 @@ TEST(EngineCore, NonFiniteLogitsEndOnlyThatSequence) {
   EXPECT_EQ(c.used(), 0);
 }
 
-TEST(EngineCore, OutOfMemoryShrinksTheBatchBeforeFailingAnyone) {
+TEST_P(EngineCoreModes, OutOfMemoryShrinksTheBatchBeforeFailingAnyone) {
   EngineConfig cfg;
   cfg.faults.oom = 0.5;
   cfg.faults.seed = 3;
@@ -215,7 +240,7 @@ TEST(EngineCore, OutOfMemoryShrinksTheBatchBeforeFailingAnyone) {
   EXPECT_GT(ok, 0);
 }
 
-TEST(EngineCore, PoisonedRequestsFailAloneAndTheRestComplete) {
+TEST_P(EngineCoreModes, PoisonedRequestsFailAloneAndTheRestComplete) {
   EngineConfig cfg;
   cfg.sched.max_num_seqs = 16;
   cfg.faults = FaultSpec{.poison = 0.1, .seed = 5};
@@ -240,7 +265,7 @@ TEST(EngineCore, PoisonedRequestsFailAloneAndTheRestComplete) {
   EXPECT_GT(c.core->stats().forward_retries, 0);
 }
 
-TEST(EngineCore, TransientForwardFailuresCostTimeNotRequests) {
+TEST_P(EngineCoreModes, TransientForwardFailuresCostTimeNotRequests) {
   EngineConfig cfg;
   cfg.sched.max_num_seqs = 32;
   cfg.faults = FaultSpec{.forward = 0.05, .seed = 11};
@@ -255,7 +280,7 @@ TEST(EngineCore, TransientForwardFailuresCostTimeNotRequests) {
   EXPECT_EQ(st.finished_length + st.errored, kRequests);
 }
 
-TEST(EngineCore, ADeterministicFailureEndsOnlyThatSequence) {
+TEST_P(EngineCoreModes, ADeterministicFailureEndsOnlyThatSequence) {
   EngineConfig cfg;
   Core c(cfg, 64);
   c.fake->fail_for_token = 7;
@@ -277,7 +302,7 @@ TEST(EngineCore, ADeterministicFailureEndsOnlyThatSequence) {
   EXPECT_EQ(c.core->stats().step_failures, 1);
 }
 
-TEST(EngineCore, ARetriedStepMakesItsCopiesOnceAndSamplesTheSame) {
+TEST_P(EngineCoreModes, ARetriedStepMakesItsCopiesOnceAndSamplesTheSame) {
   // n = 3 shares the prompt's partial block; the first decode step copies it
   // for two of the choices. Failing that step's first pass must change nothing.
   auto run = [](std::set<int64_t> fail_calls) {
@@ -299,7 +324,7 @@ TEST(EngineCore, ARetriedStepMakesItsCopiesOnceAndSamplesTheSame) {
   }
 }
 
-TEST(EngineCore, EveryPassOfAStepFailingStillEndsSomeoneAndDefersTheRest) {
+TEST_P(EngineCoreModes, EveryPassOfAStepFailingStillEndsSomeoneAndDefersTheRest) {
   EngineConfig cfg;
   cfg.faults.at_step = 2;  // every pass of step 2 fails
   cfg.sched.max_num_seqs = 32;
@@ -315,6 +340,74 @@ TEST(EngineCore, EveryPassOfAStepFailingStillEndsSomeoneAndDefersTheRest) {
   c.drain();
   EXPECT_EQ(c.core->stats().finished_length + ended, 32);
 }
+
+// Seed 002 on a tiny pool: 30 requests (some with n = 2) into 12 blocks of 4
+// tokens and, on the hybrid model, 3 state slots, with failing passes and
+// out-of-memory steps. Everything ends within a bounded number of steps, and
+// nothing stays held.
+TEST_P(EngineCoreModes, ThirtyRequestsIntoATinyPoolAllEnd) {
+  if (GetParam() > 0) Core::state_slots = 3;
+  EngineConfig cfg;
+  cfg.sched.max_num_seqs = 8;
+  cfg.faults = FaultSpec{.forward = 0.05, .oom = 0.05, .seed = 7};
+  Core c(cfg, 12, 4);
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 30; ++i) ids.push_back(c.add(5 + i % 9, 6 + i % 5, {}, 3 + i % 11, i % 5 == 0 ? 2 : 1));
+  int steps = 0;
+  int32_t most_running = 0;
+  for (; steps < 5000 && c.core->num_requests() > 0; ++steps) {
+    c.core->step();
+    most_running = std::max(most_running, int32_t(c.core->scheduler().running().size()));
+  }
+  ASSERT_EQ(c.core->num_requests(), 0u) << "no drain after " << steps << " steps";
+  EXPECT_EQ(c.used(), 0);
+  if (Core::state_slots > 0) EXPECT_LE(most_running, 3);  // the slots bound the running set
+  EXPECT_EQ(c.core->stats().state_slots_total, Core::state_slots);
+  EXPECT_EQ(c.core->stats().state_slots_used, 0);
+  EXPECT_EQ(c.core->stats().prefix_caching, Core::state_slots == 0);
+  int length = 0;
+  for (uint64_t id : ids) length += c.finish[id] == FinishReason::length;
+  EXPECT_GE(length, 25);  // failed passes cost retries; a request ends only if it fails alone
+  EXPECT_EQ(c.core->stats().requests_finished(), 30);
+}
+
+// Seed 001 on a slot-bound pool: a request that waits for a state slot (the
+// blocks would fit) and is aborted or times out there frees everything.
+TEST_P(EngineCoreModes, AbortAndTimeoutWhileWaitingForASlot) {
+  if (GetParam() > 0) Core::state_slots = 1;
+  EngineConfig cfg;
+  cfg.sched.max_num_seqs = 4;
+  Core c(cfg, 64, 4);
+  const uint64_t running = c.add(6, 20);
+  const uint64_t cancelled = c.add(6, 20);
+  const uint64_t expiring = c.add(6, 20, 0.5);
+  c.core->step();
+  if (Core::state_slots > 0) EXPECT_EQ(c.core->scheduler().waiting().size(), 2u);  // blocks to spare, no slot
+  c.core->cancel(cancelled);
+  EXPECT_EQ(c.finish[cancelled], FinishReason::abort);
+  c.clock->advance(1.0);
+  c.core->step();
+  EXPECT_EQ(c.finish[expiring], FinishReason::timeout);
+  c.drain();
+  EXPECT_EQ(c.finish[running], FinishReason::length);
+  EXPECT_EQ(c.tokens[running][0].size(), 20u);
+}
+
+// A forked choice with no slot left recomputes the prompt in a slot of its
+// own later, and still gets the model's tokens.
+TEST_P(EngineCoreModes, ForkWithoutASlotRecomputes) {
+  if (GetParam() > 0) Core::state_slots = 2;
+  EngineConfig cfg;
+  Core c(cfg, 64, 4);
+  const uint64_t id = c.add(7, 5, {}, 3, /*n=*/3);
+  c.drain();
+  EXPECT_EQ(c.finish[id], FinishReason::length);
+  ASSERT_EQ(c.tokens[id].size(), 3u);
+  for (const auto& [choice, toks] : c.tokens[id]) EXPECT_EQ(toks, c.tokens[id][0]) << "choice " << choice;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, EngineCoreModes, ::testing::Values(0, 64),
+                         [](const auto& info) { return std::string(info.param > 0 ? "hybrid" : "dense"); });
 
 }  // namespace
 }  // namespace pagoda

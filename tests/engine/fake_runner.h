@@ -6,6 +6,15 @@
 // other group holds the same tokens over what its window reads (so a block
 // given back too early is caught); then it "predicts" next_token(past), a
 // hash of every token so far.
+//
+// Recurrent mode (state_slots > 0, a hybrid model): the fake also keeps a
+// state per buffer, a hash of the tokens folded into it and their count. A
+// pass starts each sequence from state_in (nothing: kNoState), folds the
+// sequence's tokens in, in order, and leaves the result in state_out; the
+// logits then come from the state, the same hash fake_next_token() takes of
+// the past. So a token applied twice after a failed pass, a state not reset
+// for a new or resumed sequence, a fork without its copy or a stale buffer
+// all give wrong tokens, and are counted in state_errors as they happen.
 #pragma once
 
 #include <cstdint>
@@ -21,23 +30,31 @@
 
 namespace pagoda::testing {
 
+inline constexpr uint64_t kFakeStateZero = 1469598103934665603ull;
+inline uint64_t fake_fold(uint64_t h, int32_t token) { return (h ^ uint64_t(token)) * 1099511628211ull; }
+inline int32_t fake_token_of(uint64_t h, int32_t vocab) { return int32_t(h % uint64_t(vocab)); }
+
 inline int32_t fake_next_token(const std::vector<int32_t>& past, int32_t vocab) {
-  uint64_t h = 1469598103934665603ull;
-  for (int32_t t : past) h = (h ^ uint64_t(t)) * 1099511628211ull;
+  uint64_t h = kFakeStateZero;
+  for (int32_t t : past) h = fake_fold(h, t);
   // Avoid the end-of-generation id 2 most of the time, but not always.
-  return int32_t(h % uint64_t(vocab));
+  return fake_token_of(h, vocab);
 }
 
 class FakeRunner : public ModelRunner {
  public:
   // windows: the KV groups' (kv/kv_groups.h); group 0 must attend to
   // everything, as the fake predicts from the whole past.
-  FakeRunner(int32_t vocab, int32_t num_blocks, int32_t block_size, int32_t context, std::vector<int32_t> windows = {0})
+  // state_slots > 0: recurrent mode (see above).
+  FakeRunner(int32_t vocab, int32_t num_blocks, int32_t block_size, int32_t context, std::vector<int32_t> windows = {0},
+             int32_t state_slots = 0)
       : vocab_(vocab),
         block_size_(block_size),
         context_(context),
         windows_(std::move(windows)),
-        slots_(size_t(num_blocks) * block_size, -1) {
+        slots_(size_t(num_blocks) * block_size, -1),
+        state_slots_(state_slots),
+        states_(size_t(2 * state_slots), {kFakeStateZero, -1}) {
     if (windows_.empty() || windows_[0] != 0) throw std::logic_error("fake model: group 0 must attend to everything");
   }
 
@@ -50,11 +67,25 @@ class FakeRunner : public ModelRunner {
       for (int32_t i = 0; i < block_size_; ++i)
         slots_[size_t(c.dst) * block_size_ + i] = slots_[size_t(c.src) * block_size_ + i];
   }
+  int32_t state_slots() const override { return state_slots_; }
+  void copy_states(std::span<const StateCopy> copies) override {
+    for (const auto& c : copies) {
+      state_copies_made += 1;
+      if (!valid_buffer(c.src) || !valid_buffer(c.dst) || c.src == c.dst || states_[size_t(c.src)].len < 0) {
+        ++state_errors;
+        continue;
+      }
+      states_[size_t(c.dst)] = states_[size_t(c.src)];
+    }
+  }
   void forward(const Batch& batch, std::vector<float>& logits) override {
     ++calls;
     if (batch.num_groups != int32_t(windows_.size())) throw std::logic_error("fake model: wrong number of KV groups");
     for (const auto& t : batch.tokens)
       for (int32_t g = 0; g < batch.num_groups; ++g) slot(batch, t.seq, g, t.pos) = t.token;
+    // The state after each token, in batch order (for its logits).
+    std::vector<uint64_t> token_state(batch.tokens.size(), 0);
+    if (state_slots_ > 0) run_states(batch, token_state);
     // Failures come after the writes, as a real pass may die halfway.
     if (fail_calls.count(calls)) throw std::runtime_error("fake model: call " + std::to_string(calls) + " failed");
     for (int32_t s = 0; s < batch.num_sequences(); ++s)
@@ -78,18 +109,62 @@ class FakeRunner : public ModelRunner {
                                    std::to_string(p));
       }
       std::vector<float> row(size_t(vocab_), 0.0f);
-      row[size_t(fake_next_token(past, vocab_))] = 10.0f;
+      int32_t next = fake_next_token(past, vocab_);
+      if (state_slots_ > 0) {
+        // The recurrent layers decide: the state must hold the whole past.
+        const int32_t from_state = fake_token_of(token_state[size_t(&t - batch.tokens.data())], vocab_);
+        state_errors += from_state != next;
+        next = from_state;
+      }
+      row[size_t(next)] = 10.0f;
       if (t.pos == 0 && t.token == nan_for_token) row[0] = std::numeric_limits<float>::quiet_NaN();
       logits.insert(logits.end(), row.begin(), row.end());
     }
   }
   int64_t calls = 0;
-  int64_t copies_made = 0;       // blocks copied for copy-on-write
-  int32_t nan_for_token = -1;    // a sequence starting with this token gets NaN logits there
-  int32_t fail_for_token = -1;   // every pass carrying a sequence that starts with it throws
-  std::set<int64_t> fail_calls;  // these calls (1 = the first) throw
+  int64_t copies_made = 0;        // blocks copied for copy-on-write
+  int64_t state_copies_made = 0;  // state buffers copied for forks
+  int64_t state_errors = 0;       // recurrent mode: wrong buffers, tokens out of order, states off the past
+  int32_t nan_for_token = -1;     // a sequence starting with this token gets NaN logits there
+  int32_t fail_for_token = -1;    // every pass carrying a sequence that starts with it throws
+  std::set<int64_t> fail_calls;   // these calls (1 = the first) throw
 
  private:
+  struct State {
+    uint64_t hash = kFakeStateZero;
+    int32_t len = -1;  // tokens folded in; -1: never written
+  };
+  bool valid_buffer(StateBuffer b) const { return b >= 0 && b < 2 * state_slots_; }
+
+  void run_states(const Batch& batch, std::vector<uint64_t>& token_state) {
+    const int n = batch.num_sequences();
+    if (int(batch.state_in.size()) != n || int(batch.state_out.size()) != n) {
+      ++state_errors;
+      throw std::logic_error("fake model: the batch has no state buffers for every sequence");
+    }
+    std::vector<State> now(static_cast<size_t>(n));
+    std::vector<uint8_t> used(states_.size(), 0);
+    for (int s = 0; s < n; ++s) {
+      const StateBuffer in = batch.state_in[size_t(s)], out = batch.state_out[size_t(s)];
+      const bool bad_in = in != kNoState && (!valid_buffer(in) || states_[size_t(in)].len < 0);
+      if (bad_in || !valid_buffer(out) || in == out || used[size_t(out)]) {
+        ++state_errors;
+        throw std::logic_error("fake model: bad state buffers " + std::to_string(in) + " -> " + std::to_string(out));
+      }
+      used[size_t(out)] = 1;
+      now[size_t(s)] = in == kNoState ? State{kFakeStateZero, 0} : states_[size_t(in)];
+    }
+    for (size_t i = 0; i < batch.tokens.size(); ++i) {
+      const auto& t = batch.tokens[i];
+      State& st = now[size_t(t.seq)];
+      state_errors += t.pos != st.len;  // a token skipped or applied twice
+      st.hash = fake_fold(st.hash, t.token);
+      st.len = t.pos + 1;
+      token_state[i] = st.hash;
+    }
+    for (int s = 0; s < n; ++s) states_[size_t(batch.state_out[size_t(s)])] = now[size_t(s)];
+  }
+
   int32_t& slot(const Batch& b, int32_t seq, int32_t group, int32_t pos) {
     const auto table = b.table(seq, group);
     if (size_t(pos / block_size_) >= table.size()) throw std::logic_error("fake model: position outside the table");
@@ -102,6 +177,8 @@ class FakeRunner : public ModelRunner {
   int32_t vocab_, block_size_, context_;
   std::vector<int32_t> windows_;
   std::vector<int32_t> slots_;
+  int32_t state_slots_ = 0;
+  std::vector<State> states_;  // per state buffer: 2 per slot
 };
 
 }  // namespace pagoda::testing

@@ -17,7 +17,10 @@
 // A windowed model runs the same workload over KV groups (a full-attention
 // group and sliding ones, kv/kv_groups.h): sliding groups give blocks back as
 // their windows move, and the fake model checks at every token that each
-// group still serves what its window reads.
+// group still serves what its window reads. A hybrid model runs it with
+// recurrent-state slots (fewer than --max-num-seqs, so they bind): the fake
+// model's tokens then come from a state the engine must hand it right after
+// every failure, preemption and fork; every slot is back at the end.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -96,6 +99,8 @@ struct CostedRunner : ModelRunner {
   int32_t context_length() const override { return inner->context_length(); }
   std::vector<int32_t> kv_group_windows() const override { return inner->kv_group_windows(); }
   void copy_blocks(std::span<const BlockCopy> copies) override { inner->copy_blocks(copies); }
+  int32_t state_slots() const override { return inner->state_slots(); }
+  void copy_states(std::span<const StateCopy> copies) override { inner->copy_states(copies); }
   void forward(const Batch& batch, std::vector<float>& logits) override {
     StepShape shape;
     for (const auto& t : batch.tokens) shape.add_chunk(t.pos, 1);
@@ -140,8 +145,9 @@ struct MirrorSink : KvEventSink {
 struct Sim {
   // windows: the KV groups' (empty: one group of every layer); the pool
   // then has as many blocks a group as the one-group pool's 24 allow for
-  // sequences at rest.
-  Sim(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t> windows = {}) : rng(uint32_t(seed)) {
+  // sequences at rest. state_slots > 0: a hybrid model (fake_runner.h).
+  Sim(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t> windows = {}, int32_t state_slots = 0)
+      : rng(uint32_t(seed)) {
     cfg.paged = paged;
     cfg.block_size = 4;
     cfg.sched.max_num_seqs = 6;
@@ -159,8 +165,9 @@ struct Sim {
     clock = std::make_shared<ManualClock>();
     const int32_t pool = windows.empty() ? 24 : 48;
     if (windows.empty()) windows = {0};
-    auto costed = std::make_unique<CostedRunner>(std::make_unique<testing::FakeRunner>(kVocab, pool, 4, 80, windows),
-                                                 clock, seed + 100);
+    auto model = std::make_unique<testing::FakeRunner>(kVocab, pool, 4, 80, windows, state_slots);
+    fake = model.get();
+    auto costed = std::make_unique<CostedRunner>(std::move(model), clock, seed + 100);
     runner = costed.get();
     core = std::make_unique<EngineCore>(cfg, std::move(costed), pool, nullptr, clock, std::vector<TokenId>{2});
     events->rng = &rng;
@@ -307,10 +314,12 @@ struct Sim {
 
   void check_invariants() {
     std::set<const Sequence*> seen;
+    const bool hybrid = core->blocks().num_state_slots() > 0;
     for (const Sequence* s : core->scheduler().running()) {
       ASSERT_TRUE(seen.insert(s).second) << "sequence twice in the queues";
       ASSERT_TRUE(s->is_running()) << to_string(s->state);
       ASSERT_TRUE(core->blocks().contains(s->id));
+      ASSERT_EQ(core->blocks().state_slot(s->id) != kNoSlot, hybrid) << "a running sequence without its state slot";
       for (int32_t g = 1; g < core->blocks().num_groups(); ++g) {
         const auto table = core->blocks().block_table(s->id, g);
         blocks_given_back += std::count(table.begin(), table.end(), kNoBlock);
@@ -326,6 +335,9 @@ struct Sim {
     }
     ASSERT_EQ(seen.size(), core->num_sequences()) << "a live sequence is in no queue";
     ASSERT_EQ(core->blocks().num_seqs(), core->scheduler().running().size());
+    // Each running sequence holds one slot; nothing else does.
+    if (hybrid) ASSERT_EQ(size_t(core->blocks().stats().state_slots_used), core->scheduler().running().size());
+    ASSERT_EQ(fake->state_errors, 0) << "the fake model was handed a wrong recurrent state";
     const auto& st = core->stats();
     ASSERT_LE(st.step_budget_tokens, cfg.sched.max_batched_tokens);
     if (st.step_duration.count > 0) {
@@ -344,7 +356,8 @@ struct Sim {
   std::mt19937 rng;
   EngineConfig cfg;
   std::shared_ptr<ManualClock> clock;
-  CostedRunner* runner = nullptr;  // owned by core (inside a FaultyRunner)
+  CostedRunner* runner = nullptr;       // owned by core (inside a FaultyRunner)
+  testing::FakeRunner* fake = nullptr;  // inside runner
   std::unique_ptr<EngineCore> core;
   std::shared_ptr<MirrorSink> events = std::make_shared<MirrorSink>();
   std::vector<std::vector<TokenId>> prefixes;
@@ -391,11 +404,13 @@ void check_constrained_outputs(Sim& sim) {
 // number, or 0.
 class EngineSimulation : public ::testing::TestWithParam<std::tuple<uint64_t, bool, double>> {};
 
-void simulate(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t> windows = {}) {
+void simulate(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t> windows = {},
+              int32_t state_slots = 0) {
   using ::testing::Test;
   spdlog::set_level(spdlog::level::err);
   const bool grouped = !windows.empty();
-  Sim sim(seed, paged, max_step_ms, std::move(windows));
+  const bool hybrid = state_slots > 0;
+  Sim sim(seed, paged, max_step_ms, std::move(windows), state_slots);
   int64_t last_progress = 0, stalled = 0, capped = 0;
   for (int step = 0; step < 20000; ++step) {
     if (step == 7000 || step == 14000) sim.runner->change();  // the machine changes under the engine
@@ -427,7 +442,11 @@ void simulate(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t
   ASSERT_EQ(sim.core->num_requests(), 0u);
   EXPECT_EQ(sim.core->num_sequences(), 0u);
   EXPECT_EQ(sim.core->blocks().num_free_blocks(), sim.core->blocks().num_blocks());
+  EXPECT_EQ(sim.core->blocks().num_free_slots(), state_slots);
   const auto& st = sim.core->stats();
+  EXPECT_EQ(st.state_slots_used, 0);
+  EXPECT_EQ(st.prefix_caching, !hybrid);
+  EXPECT_EQ(sim.fake->state_errors, 0);
   EXPECT_EQ(st.requests_received, int64_t(sim.records.size()));
   EXPECT_EQ(st.requests_received, st.requests_finished());
   // Every request ended with a terminal event, unless its reader had left.
@@ -443,14 +462,21 @@ void simulate(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t
   EXPECT_GT(st.timed_out, 0);
   EXPECT_GT(st.errored, 0);
   EXPECT_GT(st.finished_length, 0);
-  EXPECT_GT(st.prefix_hits, 0);
+  if (hybrid) {
+    EXPECT_EQ(st.prefix_hits, 0);  // prefix caching is off for a model that keeps recurrent state
+    EXPECT_GT(sim.fake->state_copies_made, 0) << "no fork copied a state";
+  } else {
+    EXPECT_GT(st.prefix_hits, 0);
+  }
   // The time budget really capped steps (and never with --max-step-ms 0).
   if (max_step_ms != 0)
     EXPECT_GT(capped, 1000);
   else
     EXPECT_EQ(capped, 0);
-  EXPECT_GT(sim.events->refused, 0);
-  EXPECT_GT(sim.events->resyncs, 1);  // the first batch, then after refusals
+  if (!hybrid) {  // no prefix cache: no KV events to refuse
+    EXPECT_GT(sim.events->refused, 0);
+    EXPECT_GT(sim.events->resyncs, 1);  // the first batch, then after refusals
+  }
   // vLLM's per-request figures: one observation per finished request.
   EXPECT_EQ(st.per_request.e2e.count, st.requests_finished());
   EXPECT_EQ(st.per_request.request_generation_tokens.sum, double(st.generation_tokens));
@@ -503,6 +529,23 @@ TEST_P(EngineSimulationWindows, InvariantsHoldAndEverythingDrains) {
 INSTANTIATE_TEST_SUITE_P(Seeds, EngineSimulationWindows,
                          ::testing::Values(std::tuple<uint64_t, bool>{5, true}, std::tuple<uint64_t, bool>{6, true},
                                            std::tuple<uint64_t, bool>{7, false}),
+                         [](const auto& info) {
+                           return fmt::format("seed{}_{}", std::get<0>(info.param),
+                                              std::get<1>(info.param) ? "paged" : "reserve");
+                         });
+
+// A hybrid model: 4 state slots for --max-num-seqs 6, so the slot pool
+// binds as often as the KV pool; (seed, paged).
+class EngineSimulationHybrid : public ::testing::TestWithParam<std::tuple<uint64_t, bool>> {};
+
+TEST_P(EngineSimulationHybrid, InvariantsHoldAndEverySlotIsBack) {
+  const auto [seed, paged] = GetParam();
+  simulate(seed, paged, SchedulerConfig::kAutoStepMs, {}, /*state_slots=*/4);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, EngineSimulationHybrid,
+                         ::testing::Values(std::tuple<uint64_t, bool>{8, true}, std::tuple<uint64_t, bool>{9, true},
+                                           std::tuple<uint64_t, bool>{10, false}),
                          [](const auto& info) {
                            return fmt::format("seed{}_{}", std::get<0>(info.param),
                                               std::get<1>(info.param) ? "paged" : "reserve");

@@ -105,6 +105,20 @@ struct BlockManagerTestPeer {
   }
 
   static bool hashed(const BlockManager& m, BlockId b) { return m.blocks_[b].hashed; }
+
+  // kStateSlots: a slot leaves the pool with no sequence holding it (a leak).
+  static void leak_slot(BlockManager& m) { m.slots_.take(); }
+  // kStateSlots: `b` gives its slot back and holds `a`'s as well.
+  static void share_slot(BlockManager& m, SeqId a, SeqId b) {
+    auto& sb = m.seqs_.at(b);
+    m.slots_.give(sb.slot);
+    sb.slot = m.seqs_.at(a).slot;
+    sb.state = sb.state == kNoState ? kNoState : state_buffer(sb.slot, 0);
+  }
+  // kStateSlots: the committed state points into another slot's buffer.
+  static void point_state_at(BlockManager& m, SeqId id, StateBuffer buffer) { m.seqs_.at(id).state = buffer; }
+  // kStateSlots: a free slot is listed twice (the free count then lies too).
+  static void list_free_slot_twice(BlockManager& m) { m.slots_.free_.push_back(m.slots_.free_.back()); }
 };
 
 }  // namespace pagoda

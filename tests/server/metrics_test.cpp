@@ -26,6 +26,9 @@ TEST(ServerMetrics, PrometheusTextWithEveryNamedMetric) {
       {"pagoda_kv_cache_usage_perc", "gauge"},
       {"pagoda_prefix_cache_queries_total", "counter"},
       {"pagoda_prefix_cache_hits_total", "counter"},
+      {"pagoda_prefix_caching_enabled", "gauge"},
+      {"pagoda_state_slots_total", "gauge"},
+      {"pagoda_state_slots_used", "gauge"},
       {"pagoda_num_preemptions_total", "counter"},
       {"pagoda_moe_last_step_experts", "gauge"},
       {"pagoda_moe_experts_run_total", "counter"},
@@ -57,6 +60,10 @@ TEST(ServerMetrics, PrometheusTextWithEveryNamedMetric) {
     EXPECT_EQ(m.at(std::string("pagoda_request_success_total{finished_reason=\"") + reason + "\"}"), 0);
   for (const char* reason : {"abort", "timeout", "error", "rejected"}) EXPECT_EQ(failures(m, reason), 0);
   EXPECT_GT(m.at("pagoda_kv_blocks_total"), 0);
+  // A dense model: prefix caching on, no recurrent-state slots.
+  EXPECT_EQ(m.at("pagoda_prefix_caching_enabled"), 1);
+  EXPECT_EQ(m.at("pagoda_state_slots_total"), 0);
+  EXPECT_EQ(m.at("pagoda_state_slots_used"), 0);
   EXPECT_EQ(m.at("pagoda_time_to_first_token_seconds_count"), 0);
   EXPECT_EQ(s.stop(), 0);
 }
