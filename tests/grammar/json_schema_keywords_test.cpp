@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -11,6 +13,7 @@
 
 #include "grammar/frontends.h"
 #include "grammar_testing.h"
+#include "testing/build_paths.h"
 #include "util/error.h"
 
 namespace pagoda::grammar {
@@ -268,6 +271,35 @@ TEST(JsonSchemaFormats, ZodLookaheadPatternsAndLengths) {
   // allOf parts that disagree on a keyword cannot both hold.
   EXPECT_THROW(compile_json_schema(R"({"type":"string","allOf":[{"pattern":"a+"},{"pattern":"b+"}]})"),
                InvalidArgument);
+}
+
+// The fuzz seeds compile (or are refused by a named error) in both modes.
+TEST(JsonSchemaKeywords, FuzzSeedsCompile) {
+  const std::filesystem::path dir = std::filesystem::path(PAGODA_SOURCE_DIR) / "fuzz/corpus";
+  for (const char* target : {"grammar_json_schema", "grammar_tagged"})
+    for (const auto& f : std::filesystem::directory_iterator(dir / target)) {
+      std::ifstream in(f.path());
+      const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      for (bool strict : {true, false}) {
+        JsonSchemaOptions o;
+        o.strict = strict;
+        try {
+          if (std::string(target) == "grammar_tagged") {
+            compile_tagged(text, o);
+          } else {
+            compile_json_schema(text, o);
+          }
+        } catch (const InvalidArgument&) {
+        }
+      }
+    }
+  JsonSchemaOptions o;
+  EXPECT_NO_THROW(compile_json_schema(
+      [] {
+        std::ifstream in(std::filesystem::path(PAGODA_SOURCE_DIR) / "fuzz/corpus/grammar_json_schema/number_multiple");
+        return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      }(),
+      o));
 }
 
 }  // namespace
