@@ -7,15 +7,18 @@ namespace pagoda::grammar {
 
 namespace {
 
-// Whitespace between JSON tokens: nothing in compact mode, else at most 64
-// characters, so a model cannot stall in whitespace forever.
+// Whitespace between JSON tokens: nothing in compact mode, else one space or
+// one newline and an indent of at most 20 spaces / tabs (as llama.cpp's JSON
+// grammar), so a model cannot run to max_tokens inside whitespace.
 Expr ws(GrammarBuilder& b, bool any_whitespace) {
   if (!any_whitespace) return Expr::empty();
   const uint32_t r = b.rule("ws");
   if (!b.defined(r)) {
-    ByteSet s;
-    for (char c : {' ', '\t', '\n', '\r'}) s.set(uint8_t(c));
-    b.define(r, Expr::repeat(Expr::byte_set(s), 0, 64));
+    ByteSet indent;
+    for (char c : {' ', '\t'}) indent.set(uint8_t(c));
+    b.define(r,
+             Expr::optional(Expr::alt(
+                 {Expr::literal(" "), Expr::seq({Expr::literal("\n"), Expr::repeat(Expr::byte_set(indent), 0, 20)})})));
   }
   return Expr::ref(r);
 }

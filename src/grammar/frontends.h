@@ -18,8 +18,9 @@
 //               flags are InvalidArgument naming them.
 //   JSON Schema see json_schema.cpp's header comment for the keywords.
 //   JSON        the built-in grammar for response_format json_object: one
-//               JSON object, whitespace allowed between tokens (at most 64
-//               characters per gap, so output cannot stall in whitespace).
+//               JSON object; between tokens nothing, one space, or one
+//               newline and up to 20 spaces / tabs (so output cannot stall
+//               in whitespace). JSON Schema's any_whitespace uses the same.
 //   choice      exactly one of a list of strings (non-empty list).
 //   tagged      one or more JSON values, each inside literal markup (a
 //               model's own tool-call format): a JSON object

@@ -4,17 +4,26 @@
 // schema gives them), required, additionalProperties (false, true, or a
 // schema; ABSENT means false: outputs carry only declared properties), enum,
 // const, anyOf, oneOf (treated as anyOf: exclusivity is not enforced),
-// allOf (of object schemas, merged), items, prefixItems, minItems, maxItems,
-// minLength, maxLength, pattern (regex.cpp's dialect, matched against the
-// whole string), format (date, time, date-time, uuid, email, ipv4), integer
-// minimum/maximum/exclusiveMinimum/exclusiveMaximum, $ref to "#" or a JSON
-// pointer into the document ($defs, definitions; recursion allowed), nullable,
-// boolean schemas. Annotations (title, description, default, examples, ...)
-// are ignored silently. Any other keyword is InvalidArgument naming it in
-// strict mode, else ignored and listed in JsonSchemaGrammar::ignored.
+// allOf (of object schemas, merged; one keyword with two different values is
+// unsupported), items, prefixItems, minItems, maxItems, minLength, maxLength,
+// pattern (regex.cpp's dialect, matched against the whole string), format
+// (json_formats.h), minimum / maximum / exclusiveMinimum / exclusiveMaximum
+// (also draft 4's booleans) and multipleOf on integers and numbers, exact
+// (json_number.h; bounded numbers are written without exponents), $ref to
+// "#" or a JSON pointer into the document ($defs, definitions; recursion
+// allowed), nullable, boolean schemas. Annotations (title, description,
+// default, examples, ...) are ignored silently. Any other keyword, or one the
+// grammar cannot enforce in context, is InvalidArgument naming it in strict
+// mode, else ignored and listed in JsonSchemaGrammar::ignored.
+//
+// Strings: a pattern and a format together enforce the pattern (zod sends
+// both: its pattern is its definition of the format), except zod's own
+// lookahead spellings of hostname and duration, which stand for the format
+// (json_formats.h). minLength / maxLength beside a pattern or format hold only
+// when the regex's own lengths lie within them; otherwise they are unsupported.
 //
 // Whitespace: compact by default ({"a":1,"b":[2,3]}, no spaces at all); with
-// any_whitespace, up to 64 whitespace characters between tokens.
+// any_whitespace, the built-in JSON grammar's bounded gaps (frontends.h).
 #include <cmath>
 #include <deque>
 #include <functional>
@@ -22,8 +31,11 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "grammar/frontends.h"
+#include "grammar/json_formats.h"
+#include "grammar/json_number.h"
 #include "grammar/utf8_class.h"
 #include "util/error.h"
 
@@ -60,81 +72,61 @@ const std::set<std::string>& supported() {
                                           "maximum",
                                           "exclusiveMinimum",
                                           "exclusiveMaximum",
+                                          "multipleOf",
                                           "$ref",
                                           "nullable"};
   return s;
 }
 
-const char* format_regex(const std::string& f) {
-  static const std::map<std::string, const char*> m = {
-      {"date", R"([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01]))"},
-      {"time", R"(([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))"},
-      {"date-time",
-       R"([0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9]))"},
-      {"uuid", R"([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"},
-      {"email", R"([a-zA-Z0-9_%+-]+(\.[a-zA-Z0-9_%+-]+)*@[a-zA-Z0-9-]+(\.[a-zA-Z0-9-]+)*\.[a-zA-Z]{2,24})"},
-      {"ipv4", R"(((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9]))"},
-  };
-  const auto it = m.find(f);
-  return it == m.end() ? nullptr : it->second;
-}
-
 Expr lit(const std::string& s) { return Expr::literal(s); }
-Expr digit() { return Expr::byte_set(ByteSet::range('0', '9')); }
 
-// Decimal strings of the same length in [a, b].
-Expr digits_range(std::string_view a, std::string_view b) {
-  if (a.empty()) return Expr::empty();
-  if (a[0] == b[0]) return Expr::seq({lit(std::string(1, a[0])), digits_range(a.substr(1), b.substr(1))});
-  const size_t rest = a.size() - 1;
-  if (a.substr(1).find_first_not_of('0') == std::string_view::npos &&
-      b.substr(1).find_first_not_of('9') == std::string_view::npos)
-    return Expr::seq({Expr::byte_set(ByteSet::range(uint8_t(a[0]), uint8_t(b[0]))),
-                      Expr::repeat(digit(), uint32_t(rest), uint32_t(rest))});
-  std::vector<Expr> alts;
-  alts.push_back(Expr::seq({lit(std::string(1, a[0])), digits_range(a.substr(1), std::string(rest, '9'))}));
-  if (a[0] + 1 <= b[0] - 1)
-    alts.push_back(Expr::seq({Expr::byte_set(ByteSet::range(uint8_t(a[0] + 1), uint8_t(b[0] - 1))),
-                              Expr::repeat(digit(), uint32_t(rest), uint32_t(rest))}));
-  alts.push_back(Expr::seq({lit(std::string(1, b[0])), digits_range(std::string(rest, '0'), b.substr(1))}));
-  return Expr::alt(std::move(alts));
-}
-
-// Non-negative integers in [lo, hi] (hi absent: unbounded), no leading zeros.
-Expr nonneg_range(uint64_t lo, std::optional<uint64_t> hi) {
-  const std::string los = std::to_string(lo);
-  std::vector<Expr> alts;
-  if (!hi) {
-    alts.push_back(digits_range(los, std::string(los.size(), '9')));
-    alts.push_back(Expr::seq({Expr::byte_set(ByteSet::range('1', '9')),
-                              Expr::repeat(digit(), uint32_t(los.size()), uint32_t(los.size())), Expr::star(digit())}));
-    return Expr::alt(std::move(alts));
-  }
-  const std::string his = std::to_string(*hi);
-  for (size_t len = los.size(); len <= his.size(); ++len) {
-    std::string a = los;
-    if (len != los.size()) {  // the smallest number of `len` digits: 10...0
-      a.assign(len, '0');
-      a[0] = '1';
+// Byte lengths an expression can match: [min, max], max nullopt when unbounded
+// (a rule reference counts as unbounded: conservative).
+std::pair<uint64_t, std::optional<uint64_t>> byte_lengths(const Expr& e) {
+  switch (e.kind) {
+    case Expr::Kind::Bytes: return {1, 1};
+    case Expr::Kind::Ref: return {0, std::nullopt};
+    case Expr::Kind::Repeat: {
+      auto [lo, hi] = byte_lengths(e.kids[0]);
+      std::optional<uint64_t> max;
+      if (e.max != Expr::kUnbounded && hi) max = *hi * e.max;
+      return {lo * e.min, max};
     }
-    const std::string b = len == his.size() ? his : std::string(len, '9');
-    alts.push_back(digits_range(a, b));
+    case Expr::Kind::Seq: {
+      uint64_t lo = 0;
+      std::optional<uint64_t> hi = 0;
+      for (const auto& k : e.kids) {
+        auto [a, b] = byte_lengths(k);
+        lo += a;
+        hi = hi && b ? std::optional<uint64_t>(*hi + *b) : std::nullopt;
+      }
+      return {lo, hi};
+    }
+    case Expr::Kind::Alt: {
+      uint64_t lo = UINT64_MAX;
+      std::optional<uint64_t> hi = 0;
+      for (const auto& k : e.kids) {
+        auto [a, b] = byte_lengths(k);
+        lo = std::min(lo, a);
+        hi = hi && b ? std::optional<uint64_t>(std::max(*hi, *b)) : std::nullopt;
+      }
+      return {e.kids.empty() ? 0 : lo, hi};
+    }
   }
-  return Expr::alt(std::move(alts));
+  return {0, std::nullopt};
 }
 
-Expr integer_range(std::optional<int64_t> lo, std::optional<int64_t> hi) {
-  if (lo && hi && *lo > *hi) return Expr::byte_set(ByteSet{});  // no integer: an empty language
-  std::vector<Expr> alts;
-  if (!hi || *hi >= 0)
-    alts.push_back(
-        nonneg_range(lo && *lo > 0 ? uint64_t(*lo) : 0, hi ? std::optional<uint64_t>(uint64_t(*hi)) : std::nullopt));
-  if (!lo || *lo < 0) {
-    const uint64_t mlo = hi && *hi < 0 ? uint64_t(-*hi) : 1;
-    alts.push_back(
-        Expr::seq({lit("-"), nonneg_range(mlo, lo ? std::optional<uint64_t>(uint64_t(-*lo)) : std::nullopt)}));
+// Only printable ASCII other than '\\' (no escapes, no multi-byte characters): bytes are characters.
+bool plain_ascii(const Expr& e) {
+  if (e.kind == Expr::Kind::Ref) return false;
+  if (e.kind == Expr::Kind::Bytes) {
+    for (int c = 0; c < 256; ++c)
+      if (e.bytes.test(uint8_t(c)) && (c < 0x20 || c > 0x7e || c == '\\')) return false;
+    return true;
   }
-  return Expr::alt(std::move(alts));
+  for (const auto& k : e.kids)
+    if (!plain_ascii(k)) return false;
+  return true;
 }
 
 class SchemaCompiler {
@@ -168,9 +160,10 @@ class SchemaCompiler {
     fail<InvalidArgument>("JSON schema at '{}': {}", path.empty() ? "#" : path, what);
   }
 
-  void unsupported(const std::string& path, const std::string& key) {
-    if (o_.strict) error(path, "unsupported keyword '" + key + "'");
-    ignored_.push_back((path.empty() ? "#" : path) + "/" + key);
+  // A keyword the grammar cannot enforce: an error under strict, else listed (and logged by the caller).
+  void unsupported(const std::string& path, const std::string& key, const std::string& why = "") {
+    if (o_.strict) error(path, "unsupported keyword '" + key + "'" + (why.empty() ? "" : ": " + why));
+    ignored_.push_back((path.empty() ? "#" : path) + "/" + key + (why.empty() ? "" : " (" + why + ")"));
   }
 
   const json& resolve(const std::string& ref) {
@@ -194,18 +187,6 @@ class SchemaCompiler {
     refs_.emplace(target, rule);
     pending_.push_back({rule, target});
     return Expr::ref(rule);
-  }
-
-  std::optional<int64_t> int_bound(const std::string& path, const json& s, const char* key, bool lower) {
-    if (!s.contains(key)) return std::nullopt;
-    const json& v = s[key];
-    if (!v.is_number()) error(path, std::string(key) + " must be a number");
-    const double d = v.get<double>();
-    if (!(std::fabs(d) <= 1e18)) error(path, std::string(key) + " out of range");
-    const bool exclusive = std::string(key).starts_with("exclusive");
-    double r = lower ? std::ceil(d) : std::floor(d);
-    if (exclusive && r == d) r += lower ? 1 : -1;
-    return int64_t(r);
   }
 
   uint32_t count(const std::string& path, const json& s, const char* key, uint32_t dflt) {
@@ -278,6 +259,8 @@ class SchemaCompiler {
           error(path, "allOf with nested " + k + " is not supported");
         } else if (!merged.contains(k)) {
           merged[k] = v;
+        } else if (merged[k] != v && !annotations().count(k)) {
+          unsupported(path, "allOf/" + k, "two different values cannot both be enforced");
         }
       }
     }
@@ -295,18 +278,14 @@ class SchemaCompiler {
       type = "array";
     } else if (s.contains("pattern") || s.contains("format") || s.contains("minLength") || s.contains("maxLength")) {
       type = "string";
+    } else if (s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") ||
+               s.contains("exclusiveMaximum") || s.contains("multipleOf")) {
+      type = "number";  // numeric keywords constrain numbers only: writing a number keeps them
     } else {
       return json_rule("json-value");
     }
     if (type == "string") return string(s, path);
-    if (type == "integer")
-      return integer_range(int_bound(path, s, s.contains("exclusiveMinimum") ? "exclusiveMinimum" : "minimum", true),
-                           int_bound(path, s, s.contains("exclusiveMaximum") ? "exclusiveMaximum" : "maximum", false));
-    if (type == "number") {
-      for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"})
-        if (s.contains(k)) unsupported(path, std::string(k) + " (on a number)");
-      return json_rule("json-number");
-    }
+    if (type == "integer" || type == "number") return number(s, path, type == "integer");
     if (type == "boolean") return Expr::alt({lit("true"), lit("false")});
     if (type == "null") return lit("null");
     if (type == "object") return object(s, path, depth);
@@ -314,18 +293,80 @@ class SchemaCompiler {
     error(path, "unknown type '" + type + "'");
   }
 
+  Expr number(const json& s, const std::string& path, bool integer) {
+    NumberConstraint c;
+    c.integer = integer;
+    auto text = [&](const char* key) -> std::optional<std::string> {
+      if (!s.contains(key)) return std::nullopt;
+      if (!s[key].is_number()) error(path, std::string(key) + " must be a number");
+      return s[key].dump();
+    };
+    c.minimum = text("minimum");
+    c.maximum = text("maximum");
+    c.multiple_of = text("multipleOf");
+    // Draft 4's boolean exclusiveMinimum / exclusiveMaximum make minimum / maximum exclusive.
+    for (auto [key, incl, excl] : {std::tuple{"exclusiveMinimum", &c.minimum, &c.exclusive_minimum},
+                                   std::tuple{"exclusiveMaximum", &c.maximum, &c.exclusive_maximum}}) {
+      if (s.contains(key) && s[key].is_boolean()) {
+        if (s[key] == true) std::swap(*incl, *excl);
+      } else {
+        *excl = text(key);
+      }
+    }
+    if (!c.bounded() && !integer) return json_rule("json-number");
+    std::optional<Expr> e;
+    try {
+      e = number_expr(b_, c);
+    } catch (const NumberTooComplex& x) {
+      unsupported(path, "multipleOf", x.what());
+      c.multiple_of.reset();
+      e = number_expr(b_, c);
+    } catch (const InvalidArgument& x) {
+      error(path, x.what());
+    }
+    if (!e) return Expr::byte_set(ByteSet{});  // no number satisfies the bounds
+    if (integer || c.bounded()) return std::move(*e);
+    return json_rule("json-number");  // multipleOf was dropped and nothing else bounds it
+  }
+
   Expr string(const json& s, const std::string& path) {
+    std::optional<std::string> pattern, format;
     if (s.contains("pattern")) {
       if (!s["pattern"].is_string()) error(path, "pattern must be a string");
-      return Expr::seq({lit("\""), regex_expr(b_, s["pattern"].get<std::string>(), true), lit("\"")});
+      pattern = s["pattern"].get<std::string>();
     }
+    const char* format_re = nullptr;
     if (s.contains("format")) {
-      const std::string f = s["format"].is_string() ? s["format"].get<std::string>() : "";
-      if (const char* re = format_regex(f)) return Expr::seq({lit("\""), regex_expr(b_, re, true), lit("\"")});
-      unsupported(path, "format '" + f + "'");
+      format = s["format"].is_string() ? s["format"].get<std::string>() : s["format"].dump();
+      format_re = format_regex(*format);
+      if (!format_re && !pattern) unsupported(path, "format", "'" + *format + "' is not a supported format");
+    }
+    std::optional<Expr> body;  // the string's content, when a pattern or format gives it
+    if (pattern && format_re && pattern_is_format(*format, *pattern)) {
+      body = regex_expr(b_, format_re, true);  // the generator's lookahead spelling of the same format
+    } else if (pattern) {
+      try {
+        body = regex_expr(b_, *pattern, true);  // beside a format, the pattern is what is enforced
+      } catch (const InvalidArgument& x) {
+        if (!format_re) error(path, x.what());
+        unsupported(path, "pattern", std::string(x.what()) + "; format '" + *format + "' enforced instead");
+        body = regex_expr(b_, format_re, true);
+      }
+    } else if (format_re) {
+      body = regex_expr(b_, format_re, true);
     }
     const uint32_t min = count(path, s, "minLength", 0);
     const uint32_t max = s.contains("maxLength") ? count(path, s, "maxLength", 0) : Expr::kUnbounded;
+    if (body) {
+      // Lengths cannot be intersected with a regex; they hold when the regex's own lengths lie within them
+      // (counted in bytes: a character is at least one; outside plain ASCII, at most six: \uXXXX).
+      const auto [lo, hi] = byte_lengths(*body);
+      const uint64_t min_chars = plain_ascii(*body) ? lo : (lo + 5) / 6;
+      if (max != Expr::kUnbounded && !(hi && *hi <= max))
+        unsupported(path, "maxLength", "with a pattern or format that can be longer");
+      if (min > 0 && min_chars < min) unsupported(path, "minLength", "with a pattern or format that can be shorter");
+      return Expr::seq({lit("\""), std::move(*body), lit("\"")});
+    }
     if (min == 0 && max == Expr::kUnbounded) return json_rule("json-string");
     add_json_value_rules(b_, o_.any_whitespace);
     return Expr::seq({lit("\""), Expr::repeat(Expr::ref(b_.rule("json-char")), min, max), lit("\"")});

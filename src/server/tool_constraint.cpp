@@ -1,7 +1,11 @@
 #include "server/tool_constraint.h"
 
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 
+#include "grammar/cache.h"
 #include "server/api_error.h"
 
 namespace pagoda::server {
@@ -73,9 +77,29 @@ ojson forced_tool_schema(const ToolRequest& r) {
   return schema;
 }
 
+namespace {
+
+// A tool with "strict": true gets every keyword of its parameters enforced or a 400 naming the one that cannot be.
+void check_strict_tools(const ToolRequest& r, grammar::GrammarCache& cache) {
+  for (const auto& t : forced_tools(r)) {
+    const ojson& f = t["function"];
+    if (!f.contains("strict") || f["strict"] != true) continue;
+    try {
+      cache.compile({grammar::ConstraintSpec::Kind::json_schema, parameters_of(t).dump(), true, false});
+    } catch (const Error& e) {
+      bad_request("tools", "the strict tool '{}': its 'parameters' cannot be enforced: {}",
+                  f["name"].get<std::string>(), e.what());
+    }
+  }
+}
+
+}  // namespace
+
 grammar::ConstraintSpec forced_tool_spec(const ToolRequest& r) {
   grammar::ConstraintSpec spec;
-  spec.strict = false;  // unsupported keywords in a tool's schema are ignored, as for guided_json
+  // The combined grammar is lenient: strict tools were checked one by one (check_strict_tools);
+  // what a non-strict tool's schema cannot enforce is ignored and logged, as for guided_json.
+  spec.strict = false;
   if (forced_in_model_format(r)) {
     spec.kind = grammar::ConstraintSpec::Kind::tagged;
     spec.body = tagged_body(r, *toolcall::call_markup(*r.parser)).dump();
@@ -90,12 +114,17 @@ std::shared_ptr<const grammar::MaskTables> forced_tool_constraint(const ToolRequ
   if (r.choice != ToolChoice::required && r.choice != ToolChoice::named) return nullptr;
   if (!support.cache || !support.vocab)
     bad_request("tool_choice", "a forced 'tool_choice' needs constrained decoding, which this model lacks");
+  check_strict_tools(r, *support.cache);
   const grammar::ConstraintSpec spec = forced_tool_spec(r);
+  std::shared_ptr<const grammar::MaskTables> tables;
   try {
-    return support.cache->tables(spec, support.vocab);
+    tables = support.cache->tables(spec, support.vocab);
   } catch (const Error& e) {
     bad_request("tools", "a tool's 'parameters' is not a usable JSON Schema: {}", e.what());
   }
+  if (const auto& ignored = tables->compiled().ignored_keywords; !ignored.empty())
+    spdlog::info("tools: ignored unsupported JSON Schema keywords (tool not strict): {}", fmt::join(ignored, ", "));
+  return tables;
 }
 
 }  // namespace pagoda::server

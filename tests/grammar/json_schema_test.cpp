@@ -129,7 +129,8 @@ TEST(JsonSchema, RandomOutputsValidate) {
         ASSERT_TRUE(valid(json::parse(s), schema, schema)) << s;
         // Compact, properties in schema order (escapes aside: dump() writes its own).
         const std::string dumped = nlohmann::ordered_json::parse(s).dump();
-        if (!ws && s.find('\\') == std::string::npos && dumped.find("e+") == std::string::npos) {
+        if (!ws && s.find('\\') == std::string::npos && !std::regex_search(s, std::regex("[0-9][eE]")) &&
+            dumped.find("e+") == std::string::npos) {
           ASSERT_EQ(dumped, s);
         }
       }

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "grammar/grammar_testing.h"
+#include "server/api_error.h"
 #include "server/tool_constraint.h"
 #include "server/tool_output.h"
 
@@ -224,6 +225,34 @@ TEST(ToolOutput, RequiredStreamsInPieces) {
     EXPECT_EQ(calls[0]["function"]["arguments"], args);
     EXPECT_GT(pieces[0], 1u);  // the arguments came as the model wrote them, 5 bytes at a time
   }
+}
+
+// Tool parameters keep number bounds; a strict tool with a keyword that cannot be enforced is a 400 naming it.
+TEST(ForcedGrammar, ToolParametersKeepBoundsAndStrictNamesTheRest) {
+  const ojson tools = ojson::parse(R"([{"type": "function", "function": {"name": "rate", "strict": true,
+    "parameters": {"type": "object", "properties": {"stars": {"type": "number", "minimum": 1, "maximum": 5}},
+    "required": ["stars"]}}}])");
+  const ojson named = {{"type", "function"}, {"function", {{"name", "rate"}}}};
+  const auto g = forced_grammar(parse_tool_request({{"tools", tools}, {"tool_choice", named}}, std::nullopt));
+  EXPECT_TRUE(grammar::testing::full_match(g, R"({"stars":4.5})"));
+  EXPECT_FALSE(grammar::testing::full_match(g, R"({"stars":95.5})"));
+
+  grammar::GrammarCache cache;
+  auto vocab =
+      std::make_shared<const grammar::TokenVocab>(std::vector<std::string>{"", "{", "}"}, std::vector<int32_t>{0});
+  const GrammarSupport support{&cache, vocab};
+  ojson bad = tools;
+  bad[0]["function"]["parameters"]["patternProperties"] = ojson::object();
+  try {
+    forced_tool_constraint(parse_tool_request({{"tools", bad}, {"tool_choice", named}}, std::nullopt), support);
+    ADD_FAILURE() << "a strict tool's unsupported keyword was accepted";
+  } catch (const ApiError& e) {
+    EXPECT_NE(std::string(e.what()).find("patternProperties"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'rate'"), std::string::npos) << e.what();
+  }
+  bad[0]["function"]["strict"] = false;  // not strict: ignored (and logged)
+  EXPECT_NE(forced_tool_constraint(parse_tool_request({{"tools", bad}, {"tool_choice", named}}, std::nullopt), support),
+            nullptr);
 }
 
 }  // namespace

@@ -18,7 +18,8 @@ if (!baseURL) {
   process.exit(2);
 }
 const client = new OpenAI({ baseURL, apiKey: 'unused', maxRetries: 0, timeout: 60_000 });
-const ajv = new Ajv({ strict: false, allErrors: true });
+// multipleOfPrecision: ajv divides in floating point (12.3456 / 0.0001 is not an integer there).
+const ajv = new Ajv({ strict: false, allErrors: true, multipleOfPrecision: 9 });
 addFormats(ajv);
 
 function check(cond, what, got) {
@@ -58,6 +59,29 @@ const schemas = [
   },
   { type: ['string', 'null'], maxLength: 6 },
   { type: 'object', properties: { p: { type: 'string', enum: ['x', 'y'] }, q: { type: 'array', items: { const: 1 }, maxItems: 2 } }, required: ['p', 'q'] },
+  // Number bounds and multipleOf (issue 37): zod's .min(1).max(5), .positive(), cents.
+  {
+    type: 'object',
+    properties: {
+      rating: { type: 'number', minimum: 1, maximum: 5 },
+      score: { type: 'number', exclusiveMinimum: -0.5, exclusiveMaximum: 0.75 },
+      price: { type: 'number', exclusiveMinimum: 0, maximum: 100, multipleOf: 0.01 },
+      n: { type: 'integer', minimum: -20, exclusiveMaximum: 40, multipleOf: 3 },
+    },
+    required: ['rating', 'score', 'price', 'n'],
+  },
+  // String formats, and zod 4's hostname with its lookahead pattern.
+  {
+    type: 'object',
+    properties: {
+      host: { type: 'string', format: 'hostname', pattern: '^(?=.{1,253}\\.?$)[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\\.[a-zA-Z0-9](?:[-0-9a-zA-Z]{0,61}[0-9a-zA-Z])?)*\\.?$' },
+      dur: { type: 'string', format: 'duration' },
+      ip6: { type: 'string', format: 'ipv6' },
+      at: { type: 'string', format: 'date-time' },
+      mail: { type: 'string', format: 'email' },
+    },
+    required: ['host', 'dur', 'ip6', 'at', 'mail'],
+  },
 ];
 
 const models = [];
@@ -121,6 +145,9 @@ for (let i = 0; i < schemas.length; ++i) {
 {
   const [o] = await run('chat', { max_tokens: 60, temperature: 1, seed: 7, logprobs: true, top_logprobs: 3, response_format: { type: 'json_object' } });
   if (o.finish === 'stop') check(typeof JSON.parse(o.text) === 'object', 'json_object output', o.text);
+  // Bounded whitespace: a gap is one space, or one newline and at most 20 spaces / tabs.
+  const gaps = o.text.replace(/"(?:[^"\\]|\\.)*"/g, '""').match(/[ \t\n\r]+/g) ?? [];
+  if (o.finish === 'stop') check(gaps.every((g) => /^( |\n[ \t]{0,20})$/.test(g)), 'json_object whitespace gaps', o.text);
   const lps = o.c.logprobs.content;
   check(lps.length > 0 && lps.every((t) => Number.isFinite(t.logprob) && t.top_logprobs.every((x) => Number.isFinite(x.logprob))), 'finite logprobs', lps);
 }
