@@ -206,7 +206,8 @@ GenerationRequest parse_chat_request(const json& body, const ModelLimits& model,
   if (top && !logprobs) bad_request("top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
   if (logprobs) g.engine.sampling.logprobs = top.value_or(0);
   parse_prompt_logprobs(body, g);
-  ChatBody chat_body = render_chat_body(body, raw_body, chat, *model.tokenizer, model.tool_parser);
+  ChatBody chat_body =
+      render_chat_body(body, raw_body, chat, *model.tokenizer, model.tool_parser, model.reasoning_parser);
   g.tools = std::move(chat_body.tools);
   // Harmony's markers are control tokens, which a decode skips by default:
   // the reader needs them in the text (it hands the client only the fields).
