@@ -9,7 +9,23 @@
 
 namespace pagoda {
 
+bool SeqConstraint::observe(std::string_view text) {
+  window += text;
+  const size_t at = window.find(after);
+  if (at == std::string::npos) {
+    // Only a tail shorter than the trigger can still be its beginning.
+    if (window.size() >= after.size()) window.erase(0, window.size() - (after.size() - 1));
+    return true;
+  }
+  std::string rest = window.substr(at + after.size());
+  after.clear();
+  window.clear();
+  const size_t b = rest.find_first_not_of(" \t\r\n");
+  return b == std::string::npos || matcher.accept_bytes(std::string_view(rest).substr(b));
+}
+
 bool SeqConstraint::finished() const {
+  if (!active()) return false;
   // Only the empty stack is left: the grammar ended and no byte may follow.
   const auto& st = matcher.state();
   return !matcher.is_terminated() && st.size() == 1 && st.stack(0).empty();

@@ -14,6 +14,9 @@
 //     distribution); false when the grammar allows no token at all.
 //   - finished() is true when the output is complete and nothing may follow:
 //     the sequence stops there without waiting for an end-of-generation token.
+//   - A lazy constraint (Request::constraint_after) is inactive until
+//     observe() has seen its trigger text in the output: no mask, no
+//     accepting, never finished; then it is an ordinary one.
 #pragma once
 
 #include <cstdint>
@@ -28,14 +31,21 @@ namespace pagoda {
 class ThreadPool;
 
 struct SeqConstraint {
-  explicit SeqConstraint(std::shared_ptr<const grammar::MaskTables> tables)
-      : matcher(std::move(tables), /*max_rollback=*/0) {}
+  explicit SeqConstraint(std::shared_ptr<const grammar::MaskTables> tables, std::string after = {})
+      : matcher(std::move(tables), /*max_rollback=*/0), after(std::move(after)) {}
 
   grammar::GrammarMatcher matcher;
   std::vector<uint32_t> mask;  // matcher.mask_words() words: bit i = token i allowed
   std::string error;           // why the last fill failed ("" = it did not)
+  std::string after;           // the trigger text still awaited; "" once active
+  std::string window;          // inactive: the output's tail, which may hold the trigger's beginning
 
+  bool active() const { return after.empty(); }
   bool finished() const;
+  // Inactive: takes the next output text; once it completes the trigger, the
+  // constraint is active and the text after it (leading whitespace dropped)
+  // is accepted. False when the grammar refuses that text.
+  bool observe(std::string_view text);
 };
 
 // Fills the masks of `cs`, on `pool` (null: this thread) when there are several.
