@@ -124,7 +124,7 @@ std::vector<EngineCore::SeqRun*> EngineCore::fork_choices(SeqRun& parent) {
 void EngineCore::fill_step_masks(std::span<const std::pair<SeqRun*, size_t>> rows) {
   std::vector<SeqConstraint*> cs;
   for (auto [s, r] : rows)
-    if (s->constraint && s->constraint->active()) cs.push_back(&*s->constraint);
+    if (s->constraint && !s->constraint->waiting()) cs.push_back(&*s->constraint);
   if (cs.empty()) return;
   const double t0 = clock_->now();
   fill_masks(cs, runner_->host_pool());
@@ -141,7 +141,9 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
     deliver(req, s.choice, std::move(plp));
   }
   const bool constrained = s.constraint && s.constraint->active();  // a lazy one waits for its trigger
-  if (constrained) {
+  const bool gating = s.constraint && s.constraint->gating();
+  const bool waiting = s.constraint && s.constraint->waiting();
+  if (constrained || gating) {
     // The grammar's mask, as -inf logits, before the sampler's pipeline.
     SeqConstraint& c = *s.constraint;
     if (!c.error.empty()) return finish(s, FinishReason::error, "the output grammar failed: " + c.error);
@@ -173,6 +175,15 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
     }
     if (!accepted)
       return finish(s, FinishReason::error, fmt::format("the sampled token {} is outside the output grammar", id));
+  } else if (gating) {
+    bool accepted = false;
+    try {
+      accepted = s.constraint->gate_step(id);
+    } catch (const std::exception& e) {
+      return finish(s, FinishReason::error, std::string("the output grammar failed: ") + e.what());
+    }
+    if (!accepted)
+      return finish(s, FinishReason::error, fmt::format("the sampled token {} is outside the output grammar", id));
   }
   const double now = clock_->now();
   if (req.first_token_time < 0) {
@@ -193,13 +204,14 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
     lp.logprob = token_logprob(logits, id);
     lp.top = top_logprobs(logits, *sp.logprobs);
     // Tokens the grammar or min_tokens forbids have probability 0: not listed among the likely ones.
-    if (constrained || adjusted) std::erase_if(lp.top, [](const TokenLogprob& t) { return std::isinf(t.logprob); });
+    if (constrained || gating || adjusted)
+      std::erase_if(lp.top, [](const TokenLogprob& t) { return std::isinf(t.logprob); });
     out.logprobs.push_back(std::move(lp));
   }
   const int64_t n_generated = s.seq.num_output() + 1;
   FinishReason reason = finish_reason(id, n_generated, sp, eog_ids_);
   // The grammar took an end-of-generation token: the output is complete, even with ignore_eos.
-  if (constrained && s.constraint->matcher.is_terminated()) reason = FinishReason::stop;
+  if (s.constraint && s.constraint->active() && s.constraint->matcher.is_terminated()) reason = FinishReason::stop;
   if (reason == FinishReason::stop) {  // end-of-generation token: not part of the output
     if (!out.logprobs.empty()) out.logprobs.clear();
     if (std::find(sp.stop_token_ids.begin(), sp.stop_token_ids.end(), id) != sp.stop_token_ids.end()) s.stop_token = id;
@@ -214,12 +226,12 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
   if (s.decoder) {
     std::string piece = s.decoder->push(id);
     // A lazy constraint watches the text for its trigger; what follows it in this token must fit the grammar.
-    if (s.constraint && !constrained && !s.constraint->observe(piece))
+    if (waiting && !s.constraint->observe(piece))
       return finish(s, FinishReason::error, "the output after the constraint's trigger is outside the output grammar");
     auto step = s.stops->push(std::move(piece), n_generated >= sp.min_tokens);
     out.text = std::move(step.text);
     if (step.stopped) reason = FinishReason::stop;
-  } else if (s.constraint && !constrained &&
+  } else if (waiting &&
              !s.constraint->observe(s.constraint->matcher.tables().vocab().bytes(id))) {  // no tokenizer: the bytes
     return finish(s, FinishReason::error, "the output after the constraint's trigger is outside the output grammar");
   }

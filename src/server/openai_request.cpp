@@ -233,8 +233,12 @@ GenerationRequest parse_chat_request(const json& body, const ModelLimits& model,
   }
   // A thinking model's grammar starts after its reasoning (as vLLM's structured
   // outputs with a reasoning parser): the chain of thought is free text.
-  if (g.engine.constraint && g.tools.reasoning && g.tools.think_start != toolcall::ThinkStart::closed)
+  if (g.engine.constraint && g.tools.reasoning && g.tools.think_start != toolcall::ThinkStart::closed) {
     g.engine.constraint_after = "</think>";
+    // qwen3 may answer without thinking: then the grammar holds from the first token.
+    if (*g.tools.reasoning == toolcall::ReasoningFormat::qwen3 && g.tools.think_start == toolcall::ThinkStart::maybe)
+      g.engine.constraint_gate = "<think>";
+  }
   return g;
 }
 

@@ -41,7 +41,8 @@ struct Outcome {
 };
 
 Outcome generate(const grammar::ConstraintSpec& spec, int32_t n, std::optional<int32_t> logprobs = {},
-                 int32_t max_tokens = 20, std::string after = {}, std::vector<std::pair<int32_t, float>> bias = {}) {
+                 int32_t max_tokens = 20, std::string after = {}, std::vector<std::pair<int32_t, float>> bias = {},
+                 std::string gate = {}) {
   spdlog::set_level(spdlog::level::err);
   EngineConfig cfg;
   cfg.block_size = 4;
@@ -60,6 +61,7 @@ Outcome generate(const grammar::ConstraintSpec& spec, int32_t n, std::optional<i
   r.n = n;
   r.constraint = cache.tables(spec, toy_vocab());
   r.constraint_after = std::move(after);
+  r.constraint_gate = std::move(gate);
   r.sampling.logit_bias = std::move(bias);
   core.validate(r);
   Outcome run;
@@ -168,6 +170,24 @@ TEST(EngineConstraint, ALazyConstraintStartsAfterItsTrigger) {
   const Outcome free = generate({grammar::ConstraintSpec::Kind::choice, R"(["q"])"}, 1, {}, 6, "zz", {{5, 30.0f}});
   EXPECT_EQ(free.finish.at(0), FinishReason::length) << free.error.at(0);
   EXPECT_EQ(text_of(free.tokens.at(0)), "xxxxxx");
+}
+
+TEST(EngineConstraint, AGatedConstraintWaitsOnlyWhenTheOutputOpens) {
+  const grammar::ConstraintSpec spec{grammar::ConstraintSpec::Kind::choice, R"(["c", "q"])"};
+  // "ab" (the gate, like "<think>") favoured: the output opens, then is free until "x".
+  const Outcome opened = generate(spec, 1, {}, 5, "x", {{4, 30.0f}}, "ab");
+  EXPECT_EQ(opened.finish.at(0), FinishReason::length) << opened.error.at(0);
+  EXPECT_EQ(text_of(opened.tokens.at(0)), "ababababab");
+  // "q" favoured: a token of the grammar's first, so the grammar holds from there.
+  const Outcome answered = generate(spec, 1, {}, 5, "x", {{7, 30.0f}}, "ab");
+  EXPECT_EQ(answered.finish.at(0), FinishReason::stop) << answered.error.at(0);
+  EXPECT_EQ(text_of(answered.tokens.at(0)), "q");
+  // "x" favoured but neither the grammar's nor an opening: never sampled first.
+  const Outcome masked = generate(spec, 3, {}, 5, "x", {{5, 30.0f}}, "ab");
+  for (const auto& [c, why] : masked.finish) {
+    const std::string t = text_of(masked.tokens.at(c));
+    EXPECT_TRUE(t == "c" || t == "q" || t.starts_with("a")) << t;
+  }
 }
 
 TEST(EngineConstraint, ObserveFindsTheTriggerAcrossPiecesAndFeedsWhatFollows) {
