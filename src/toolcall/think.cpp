@@ -1,6 +1,7 @@
 #include "toolcall/think.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace pagoda::toolcall {
 namespace {
