@@ -95,7 +95,10 @@ Command add_info(CLI::App& app) {
         const SelectedChatTemplate chat = select_chat_template(f);
         fmt::print("chat template:   {}{}\n", chat.source, tmpl.empty() ? "" : fmt::format(", {} bytes", tmpl.size()));
         if (!chat.error.empty()) fmt::print("                 unusable: {}\n", chat.error);
-        fmt::print("tool parser:     {}\n", server::choose_tool_parser("auto", path, std::nullopt).how);
+        const auto tool = server::choose_tool_parser("auto", path, std::nullopt);
+        fmt::print("tool parser:     {}\n", tool.how);
+        fmt::print("reasoning:       {}\n",
+                   server::choose_reasoning_parser("auto", path, std::nullopt, tool.format).how);
         if (!tmpl.empty()) fmt::print("{}\n", tmpl);
         if (o->metadata)
           for (const auto& [k, v] : f.metadata()) fmt::print("  {} = {}\n", k, v.to_display());

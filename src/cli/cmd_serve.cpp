@@ -31,6 +31,7 @@ struct ServeOpts {
   std::string allowed_origins;
   std::string chat_template;
   std::string tool_call_parser = "auto";
+  std::string reasoning_parser = "auto";
   std::string faults;
   std::string kv_events;  // --kv-events-config JSON
   std::string kv_type = "f32";
@@ -105,6 +106,9 @@ int run_serve(ServeOpts& o) {
   if (!chat.error().empty()) spdlog::error("chat template unusable, chat requests will be refused: {}", chat.error());
   const server::ToolParserChoice tool_parser = server::choose_tool_parser(o.tool_call_parser, o.model, tmpl);
   spdlog::info("tool-call parser: {}", tool_parser.how);
+  const server::ReasoningParserChoice reasoning =
+      server::choose_reasoning_parser(o.reasoning_parser, o.model, tmpl, tool_parser.format);
+  spdlog::info("reasoning parser: {}", reasoning.how);
 
   // KV events: an endpoint that cannot bind fails here, before listening.
   std::shared_ptr<events::ZmqKvEventPublisher> kv_events;
@@ -126,6 +130,7 @@ int run_serve(ServeOpts& o) {
     auto m = std::make_unique<server::ServedModel>(Engine::load(o.model, cfg), name, chat);
     m->names = o.served_names;
     m->limits.tool_parser = tool_parser.format;
+    m->limits.reasoning_parser = reasoning.format;
     if (kv_events) {
       m->engine->set_kv_event_sink(kv_events);
       m->extra_metrics = [kv_events](std::string& out) { kv_events->render_metrics(out); };
@@ -224,6 +229,10 @@ Command add_serve(CLI::App& app) {
   cmd->add_option("--tool-call-parser", o->tool_call_parser,
                   "Tool-call format of the model's output: auto (from the chat template), hermes, llama3_json, "
                   "pythonic, mistral, deepseek_v3 or openai (gpt-oss's harmony, reasoning apart)")
+      ->capture_default_str();
+  cmd->add_option("--reasoning-parser", o->reasoning_parser,
+                  "Reasoning in <think> tags, returned apart as reasoning_content: auto (from the chat template), "
+                  "qwen3, deepseek_r1 or none")
       ->capture_default_str();
   cmd->add_option("--threads,-t", e.threads, "Worker threads (0 = one per core)")->capture_default_str();
   cmd->add_flag("--mmap", e.mmap,

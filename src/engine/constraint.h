@@ -14,6 +14,14 @@
 //     distribution); false when the grammar allows no token at all.
 //   - finished() is true when the output is complete and nothing may follow:
 //     the sequence stops there without waiting for an end-of-generation token.
+//   - A lazy constraint (Request::constraint_after) is inactive until
+//     observe() has seen its trigger text in the output: no mask, no
+//     accepting, never finished; then it is an ordinary one.
+//   - A gated one (Request::constraint_gate, a qwen3 model that may or may
+//     not open "<think>") first masks to the grammar's tokens plus those
+//     that keep the output a possible opening of the gate text; gate_step()
+//     then waits for the trigger once the gate opened, or activates the
+//     grammar at once on a token of the grammar's.
 #pragma once
 
 #include <cstdint>
@@ -28,14 +36,29 @@ namespace pagoda {
 class ThreadPool;
 
 struct SeqConstraint {
-  explicit SeqConstraint(std::shared_ptr<const grammar::MaskTables> tables)
-      : matcher(std::move(tables), /*max_rollback=*/0) {}
+  explicit SeqConstraint(std::shared_ptr<const grammar::MaskTables> tables, std::string after = {},
+                         std::string gate = {})
+      : matcher(std::move(tables), /*max_rollback=*/0), after(std::move(after)), gate(std::move(gate)) {
+    if (this->after.empty()) this->gate.clear();  // a gate leads only to a trigger
+  }
 
   grammar::GrammarMatcher matcher;
   std::vector<uint32_t> mask;  // matcher.mask_words() words: bit i = token i allowed
   std::string error;           // why the last fill failed ("" = it did not)
+  std::string after;           // the trigger text still awaited; "" once active
+  std::string window;          // inactive: the output's tail, which may hold the trigger's beginning
+  std::string gate;            // the opening text still undecided; "" once decided
 
+  bool active() const { return after.empty(); }
+  bool gating() const { return !gate.empty(); }
+  bool waiting() const { return gate.empty() && !after.empty(); }
   bool finished() const;
+  // Gating: the sampled token, from the mask. False when the grammar refuses it.
+  bool gate_step(int32_t token);
+  // Inactive: takes the next output text; once it completes the trigger, the
+  // constraint is active and the text after it (leading whitespace dropped)
+  // is accepted. False when the grammar refuses that text.
+  bool observe(std::string_view text);
 };
 
 // Fills the masks of `cs`, on `pool` (null: this thread) when there are several.

@@ -111,7 +111,8 @@ void EngineCore::add(uint64_t id, Request r, OutputSink sink) {
   s->history = TokenHistory(s->seq.tokens);
   if (tokenizer_) s->decoder.emplace(*tokenizer_, false, !sp.skip_special_tokens);
   s->stops.emplace(sp.stop, sp.include_stop_str_in_output);
-  if (req->request.constraint) s->constraint.emplace(req->request.constraint);
+  if (req->request.constraint)
+    s->constraint.emplace(req->request.constraint, req->request.constraint_after, req->request.constraint_gate);
   s->want_prompt_logprobs = s->seq.skip_prefix_cache = req->request.prompt_logprobs.has_value();
   req->choices[0] = s->seq.id;
   sched_.add(&s->seq);

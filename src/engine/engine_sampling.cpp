@@ -135,7 +135,7 @@ std::vector<EngineCore::SeqRun*> EngineCore::fork_choices(SeqRun& parent) {
 void EngineCore::fill_step_masks(std::span<const std::pair<SeqRun*, size_t>> rows) {
   std::vector<SeqConstraint*> cs;
   for (auto [s, r] : rows)
-    if (s->constraint) cs.push_back(&*s->constraint);
+    if (s->constraint && !s->constraint->waiting()) cs.push_back(&*s->constraint);
   if (cs.empty()) return;
   const double t0 = clock_->now();
   fill_masks(cs, runner_->host_pool());
@@ -151,7 +151,10 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
     plp.prompt_logprobs = req.prompt_logprobs;
     deliver(req, s.choice, std::move(plp));
   }
-  if (s.constraint) {
+  const bool constrained = s.constraint && s.constraint->active();  // a lazy one waits for its trigger
+  const bool gating = s.constraint && s.constraint->gating();
+  const bool waiting = s.constraint && s.constraint->waiting();
+  if (constrained || gating) {
     // The grammar's mask, as -inf logits, before the sampler's pipeline.
     SeqConstraint& c = *s.constraint;
     if (!c.error.empty()) return finish(s, FinishReason::error, "the output grammar failed: " + c.error);
@@ -174,11 +177,20 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
     finish(s, FinishReason::error, e.what());
     return;
   }
-  if (s.constraint) {
+  if (constrained) {
     bool accepted = false;
     try {
       accepted = s.constraint->matcher.accept(id);
     } catch (const std::exception& e) {  // a grammar too costly to match: this request's fault
+      return finish(s, FinishReason::error, std::string("the output grammar failed: ") + e.what());
+    }
+    if (!accepted)
+      return finish(s, FinishReason::error, fmt::format("the sampled token {} is outside the output grammar", id));
+  } else if (gating) {
+    bool accepted = false;
+    try {
+      accepted = s.constraint->gate_step(id);
+    } catch (const std::exception& e) {
       return finish(s, FinishReason::error, std::string("the output grammar failed: ") + e.what());
     }
     if (!accepted)
@@ -203,13 +215,14 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
     lp.logprob = token_logprob(logits, id);
     lp.top = top_logprobs(logits, *sp.logprobs);
     // Tokens the grammar or min_tokens forbids have probability 0: not listed among the likely ones.
-    if (s.constraint || adjusted) std::erase_if(lp.top, [](const TokenLogprob& t) { return std::isinf(t.logprob); });
+    if (constrained || gating || adjusted)
+      std::erase_if(lp.top, [](const TokenLogprob& t) { return std::isinf(t.logprob); });
     out.logprobs.push_back(std::move(lp));
   }
   const int64_t n_generated = s.seq.num_output() + 1;
   FinishReason reason = finish_reason(id, n_generated, sp, eog_ids_);
   // The grammar took an end-of-generation token: the output is complete, even with ignore_eos.
-  if (s.constraint && s.constraint->matcher.is_terminated()) reason = FinishReason::stop;
+  if (s.constraint && s.constraint->active() && s.constraint->matcher.is_terminated()) reason = FinishReason::stop;
   if (reason == FinishReason::stop) {  // end-of-generation token: not part of the output
     if (!out.logprobs.empty()) out.logprobs.clear();
     if (std::find(sp.stop_token_ids.begin(), sp.stop_token_ids.end(), id) != sp.stop_token_ids.end()) s.stop_token = id;
@@ -222,9 +235,16 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
   ++req.generated;
   out.tokens.push_back(id);
   if (s.decoder) {
-    auto step = s.stops->push(s.decoder->push(id), n_generated >= sp.min_tokens);
+    std::string piece = s.decoder->push(id);
+    // A lazy constraint watches the text for its trigger; what follows it in this token must fit the grammar.
+    if (waiting && !s.constraint->observe(piece))
+      return finish(s, FinishReason::error, "the output after the constraint's trigger is outside the output grammar");
+    auto step = s.stops->push(std::move(piece), n_generated >= sp.min_tokens);
     out.text = std::move(step.text);
     if (step.stopped) reason = FinishReason::stop;
+  } else if (waiting &&
+             !s.constraint->observe(s.constraint->matcher.tables().vocab().bytes(id))) {  // no tokenizer: the bytes
+    return finish(s, FinishReason::error, "the output after the constraint's trigger is outside the output grammar");
   }
   if (s.constraint && s.constraint->finished()) reason = FinishReason::stop;  // nothing may follow
   if (reason == FinishReason::none && s.seq.num_tokens() >= s.seq.max_len) reason = FinishReason::length;

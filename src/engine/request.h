@@ -35,6 +35,16 @@ struct Request {
   // that ends with `stop` on an end-of-generation token or the grammar's own
   // end is in it.
   std::shared_ptr<const grammar::MaskTables> constraint;
+  // A lazy constraint (llama.cpp's grammar trigger): when set, the output is
+  // free until its decoded text holds this text (a reasoning model's
+  // "</think>"), and the grammar applies to what follows, from the text
+  // after it in the same token (leading whitespace dropped).
+  std::string constraint_after;
+  // With constraint_after: the model may open with this text first (qwen3's
+  // "<think>"); until the output shows whether it does, the grammar's tokens
+  // and those that keep it a possible opening are allowed. Not opened: the
+  // grammar applies from the first token; opened: it waits for the trigger.
+  std::string constraint_gate;
   // The logprob of every prompt token after the first, with this many most
   // likely tokens ([0, 20]), under the plain log-softmax (vLLM's
   // prompt_logprobs). Such a request skips the prefix cache: a cached prefix

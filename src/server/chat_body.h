@@ -27,10 +27,11 @@ namespace pagoda::server {
 
 struct ChatBody {
   RenderedPrompt prompt;
-  ToolRequest tools;  // what the response parses (parser set only when `parser` was given)
+  ToolRequest tools;  // what the response parses (parser set only when `parser` was given; reasoning likewise)
 };
 
 ChatBody render_chat_body(const nlohmann::json& body, std::string_view raw_body, const ChatPrompt& chat,
-                          const Tokenizer& tok, std::optional<toolcall::Format> parser = std::nullopt);
+                          const Tokenizer& tok, std::optional<toolcall::Format> parser = std::nullopt,
+                          std::optional<toolcall::ReasoningFormat> reasoning = std::nullopt);
 
 }  // namespace pagoda::server

@@ -206,11 +206,18 @@ GenerationRequest parse_chat_request(const json& body, const ModelLimits& model,
   if (top && !logprobs) bad_request("top_logprobs", "'top_logprobs' requires 'logprobs' to be true");
   if (logprobs) g.engine.sampling.logprobs = top.value_or(0);
   parse_prompt_logprobs(body, g);
-  ChatBody chat_body = render_chat_body(body, raw_body, chat, *model.tokenizer, model.tool_parser);
+  ChatBody chat_body =
+      render_chat_body(body, raw_body, chat, *model.tokenizer, model.tool_parser, model.reasoning_parser);
   g.tools = std::move(chat_body.tools);
   // Harmony's markers are control tokens, which a decode skips by default:
   // the reader needs them in the text (it hands the client only the fields).
   if (g.tools.harmony) g.engine.sampling.skip_special_tokens = false;
+  // Likewise a vocabulary that made </think> a control token (most make it a user-defined one, decoded as text).
+  if (g.tools.reasoning) {
+    const int32_t end = model.tokenizer->find_token("</think>");
+    if (end >= 0 && model.tokenizer->token_type(end) == TokenType::Control)
+      g.engine.sampling.skip_special_tokens = false;
+  }
   const RenderedPrompt& rendered = chat_body.prompt;
   g.prompt_text = rendered.text;
   g.engine.prompt = encode_prompt(rendered.text, rendered.add_bos, rendered.parse_special, model, "messages",
@@ -223,6 +230,14 @@ GenerationRequest parse_chat_request(const json& body, const ModelLimits& model,
     if (g.engine.constraint)
       bad_request("tool_choice", "a forced 'tool_choice' cannot be combined with another output constraint");
     g.engine.constraint = std::move(forced);
+  }
+  // A thinking model's grammar starts after its reasoning (as vLLM's structured
+  // outputs with a reasoning parser): the chain of thought is free text.
+  if (g.engine.constraint && g.tools.reasoning && g.tools.think_start != toolcall::ThinkStart::closed) {
+    g.engine.constraint_after = "</think>";
+    // qwen3 may answer without thinking: then the grammar holds from the first token.
+    if (*g.tools.reasoning == toolcall::ReasoningFormat::qwen3 && g.tools.think_start == toolcall::ThinkStart::maybe)
+      g.engine.constraint_gate = "<think>";
   }
   return g;
 }

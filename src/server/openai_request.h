@@ -61,8 +61,9 @@ struct ModelLimits {
   const Tokenizer* tokenizer = nullptr;
   int32_t max_model_len = 0;  // prompt + generated tokens
   int32_t max_n = 16;
-  GrammarSupport grammar;                       // constrained decoding (constraint_fields.h)
-  std::optional<toolcall::Format> tool_parser;  // --tool-call-parser (tool_parser_choice.h)
+  GrammarSupport grammar;                                     // constrained decoding (constraint_fields.h)
+  std::optional<toolcall::Format> tool_parser;                // --tool-call-parser (tool_parser_choice.h)
+  std::optional<toolcall::ReasoningFormat> reasoning_parser;  // --reasoning-parser (tool_parser_choice.h)
 };
 
 // POST /v1/completions. max_tokens defaults to 16 as in OpenAI's API.

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "server/chat_prompt.h"
+#include "toolcall/think.h"
 #include "toolcall/tool_call_parser.h"
 
 namespace pagoda::server {
@@ -35,6 +36,11 @@ struct ToolRequest {
   // is set, and the template gets an assistant message's reasoning as
   // `thinking`.
   bool harmony = false;
+  // The served model thinks in <think> tags (toolcall/think.h): its output
+  // is split into reasoning and content first, and only the content is read
+  // for calls; `think_start` is where the rendered prompt left the output.
+  std::optional<toolcall::ReasoningFormat> reasoning;
+  toolcall::ThinkStart think_start = toolcall::ThinkStart::maybe;
 };
 
 // tools, tool_choice, parallel_tool_calls. `body`: the request in the

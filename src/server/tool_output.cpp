@@ -28,7 +28,7 @@ bool finishes_with_tool_calls(const ToolRequest& r, FinishReason finish) {
 }  // namespace
 
 bool tool_output_active(const ToolRequest& r) {
-  return tool_choice_forced(r) || (r.parser && !r.tools.is_null()) || r.harmony;
+  return tool_choice_forced(r) || (r.parser && !r.tools.is_null()) || r.harmony || r.reasoning;
 }
 
 bool tool_choice_forced(const ToolRequest& r) {
@@ -37,6 +37,7 @@ bool tool_choice_forced(const ToolRequest& r) {
 
 ToolOutput::ToolOutput(const ToolRequest& r) : req_(r) {
   using toolcall::ToolCallParser;
+  if (r.reasoning) think_ = std::make_unique<toolcall::ThinkSplitter>(*r.reasoning, r.think_start);
   // Forced in the model's format, or auto: the format's own parser. Forced
   // in the plain form: the arguments object or the array of calls, streamed
   // as they arrive (as vLLM streams them); cut off by max_tokens a committed
@@ -58,16 +59,36 @@ toolcall::ParseStep ToolOutput::first_call_only(toolcall::ParseStep step) const 
   return step;
 }
 
+toolcall::ParseStep ToolOutput::content(std::string_view text, bool last) {
+  if (!parser_) {
+    toolcall::ParseStep step;
+    step.content = text;
+    return step;
+  }
+  toolcall::ParseStep step = parser_->push(text);
+  if (last) {
+    toolcall::ParseStep tail = parser_->finish();
+    step.content += tail.content;
+    step.reasoning += tail.reasoning;
+    step.calls.insert(step.calls.end(), tail.calls.begin(), tail.calls.end());
+  }
+  return first_call_only(std::move(step));
+}
+
 toolcall::ParseStep ToolOutput::push(std::string_view text) {
-  if (parser_) return first_call_only(parser_->push(text));
-  toolcall::ParseStep step;
-  step.content = text;
+  if (!think_) return content(text, false);
+  toolcall::SplitStep split = think_->push(text);
+  toolcall::ParseStep step = content(split.content, false);
+  step.reasoning.insert(0, split.reasoning);
   return step;
 }
 
 toolcall::ParseStep ToolOutput::finish() {
-  if (parser_) return first_call_only(parser_->finish());
-  return {};
+  if (!think_) return parser_ ? first_call_only(parser_->finish()) : toolcall::ParseStep{};
+  toolcall::SplitStep split = think_->finish();
+  toolcall::ParseStep step = content(split.content, true);
+  step.reasoning.insert(0, split.reasoning);
+  return step;
 }
 
 void tool_message(const ToolRequest& r, const ChoiceState& c, json& message, json& finish) {
@@ -79,7 +100,7 @@ void tool_message(const ToolRequest& r, const ChoiceState& c, json& message, jso
     reasoning += step.reasoning;
     toolcall::apply_deltas(calls, step.calls);
   }
-  if (r.harmony) {
+  if (r.harmony || r.reasoning) {
     // As vLLM answers a reasoning model: null where the model said nothing.
     message["content"] = content.empty() ? json(nullptr) : json(content);
     const json thought = reasoning.empty() ? json(nullptr) : json(reasoning);

@@ -20,6 +20,11 @@
 // name `reasoning`), streamed as deltas of its own; with calls off its call
 // messages are content. Its message has content, reasoning_content and
 // reasoning set, null where the model wrote none.
+//
+// A model that thinks in <think> tags (a reasoning parser, toolcall/think.h)
+// is split first: the reasoning goes out as harmony's does, and only the
+// content after </think> reaches the tool-call parser (a call written while
+// thinking is thought, not a call).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -46,8 +51,10 @@ class ToolOutput {
 
  private:
   toolcall::ParseStep first_call_only(toolcall::ParseStep step) const;
+  toolcall::ParseStep content(std::string_view text, bool last);  // the part after the reasoning
 
   const ToolRequest& req_;
+  std::unique_ptr<toolcall::ThinkSplitter> think_;    // null: no <think> reasoning
   std::unique_ptr<toolcall::ToolCallParser> parser_;  // null: the output is content
 };
 

@@ -1,6 +1,7 @@
 // Constrained decoding in EngineCore with the fake model: the grammar's own
 // end finishes with stop, forks share the grammar state, logprobs are of the
-// masked distribution, and the batch's masks are filled on a thread pool.
+// masked distribution, the batch's masks are filled on a thread pool, and a
+// lazy constraint waits for its trigger text.
 #include "engine/constraint.h"
 
 #include <gtest/gtest.h>
@@ -40,7 +41,8 @@ struct Outcome {
 };
 
 Outcome generate(const grammar::ConstraintSpec& spec, int32_t n, std::optional<int32_t> logprobs = {},
-                 int32_t max_tokens = 20) {
+                 int32_t max_tokens = 20, std::string after = {}, std::vector<std::pair<int32_t, float>> bias = {},
+                 std::string gate = {}) {
   spdlog::set_level(spdlog::level::err);
   EngineConfig cfg;
   cfg.block_size = 4;
@@ -58,6 +60,9 @@ Outcome generate(const grammar::ConstraintSpec& spec, int32_t n, std::optional<i
   r.sampling.logprobs = logprobs;
   r.n = n;
   r.constraint = cache.tables(spec, toy_vocab());
+  r.constraint_after = std::move(after);
+  r.constraint_gate = std::move(gate);
+  r.sampling.logit_bias = std::move(bias);
   core.validate(r);
   Outcome run;
   core.add(1, std::move(r), [&](RequestOutput&& o) {
@@ -149,6 +154,56 @@ TEST(EngineConstraint, MasksOnAPoolEqualMasksInline) {
     EXPECT_EQ(a[i].mask, b[i].mask) << i;
     EXPECT_NE(a[i].mask, std::vector<uint32_t>(a[i].mask.size(), 0u)) << i;
   }
+}
+
+TEST(EngineConstraint, ALazyConstraintStartsAfterItsTrigger) {
+  // "x" is favoured everywhere: free, the model writes it at once (the
+  // trigger); then the grammar, which has no "x", decides the rest.
+  const Outcome run =
+      generate({grammar::ConstraintSpec::Kind::choice, R"(["abc", "q"])"}, 2, {}, 20, "x", {{5, 30.0f}});
+  for (const auto& [c, why] : run.finish) {
+    EXPECT_EQ(why, FinishReason::stop) << run.error.at(c);
+    const std::string t = text_of(run.tokens.at(c));
+    EXPECT_TRUE(t == "xabc" || t == "xq") << t;
+  }
+  // A trigger that never comes: the output is free to the end.
+  const Outcome free = generate({grammar::ConstraintSpec::Kind::choice, R"(["q"])"}, 1, {}, 6, "zz", {{5, 30.0f}});
+  EXPECT_EQ(free.finish.at(0), FinishReason::length) << free.error.at(0);
+  EXPECT_EQ(text_of(free.tokens.at(0)), "xxxxxx");
+}
+
+TEST(EngineConstraint, AGatedConstraintWaitsOnlyWhenTheOutputOpens) {
+  const grammar::ConstraintSpec spec{grammar::ConstraintSpec::Kind::choice, R"(["c", "q"])"};
+  // "ab" (the gate, like "<think>") favoured: the output opens, then is free until "x".
+  const Outcome opened = generate(spec, 1, {}, 5, "x", {{4, 30.0f}}, "ab");
+  EXPECT_EQ(opened.finish.at(0), FinishReason::length) << opened.error.at(0);
+  EXPECT_EQ(text_of(opened.tokens.at(0)), "ababababab");
+  // "q" favoured: a token of the grammar's first, so the grammar holds from there.
+  const Outcome answered = generate(spec, 1, {}, 5, "x", {{7, 30.0f}}, "ab");
+  EXPECT_EQ(answered.finish.at(0), FinishReason::stop) << answered.error.at(0);
+  EXPECT_EQ(text_of(answered.tokens.at(0)), "q");
+  // "x" favoured but neither the grammar's nor an opening: never sampled first.
+  const Outcome masked = generate(spec, 3, {}, 5, "x", {{5, 30.0f}}, "ab");
+  for (const auto& [c, why] : masked.finish) {
+    const std::string t = text_of(masked.tokens.at(c));
+    EXPECT_TRUE(t == "c" || t == "q" || t.starts_with("a")) << t;
+  }
+}
+
+TEST(EngineConstraint, ObserveFindsTheTriggerAcrossPiecesAndFeedsWhatFollows) {
+  auto tables = grammar::GrammarCache().tables({grammar::ConstraintSpec::Kind::regex, "abc"}, toy_vocab());
+  SeqConstraint c(tables, "</think>");
+  EXPECT_FALSE(c.active());
+  EXPECT_FALSE(c.finished());
+  EXPECT_TRUE(c.observe("<think>think abc </th"));
+  EXPECT_TRUE(c.observe("ink"));
+  EXPECT_FALSE(c.active());
+  EXPECT_TRUE(c.observe(">\n\na"));  // the trigger's end, whitespace dropped, then the grammar's first byte
+  EXPECT_TRUE(c.active());
+  EXPECT_TRUE(c.matcher.accept(6));  // "bc"
+  EXPECT_TRUE(c.matcher.can_end());
+  SeqConstraint d(tables, "</think>");
+  EXPECT_FALSE(d.observe("</think>q"));  // the grammar refuses what follows
 }
 
 }  // namespace

@@ -1,0 +1,166 @@
+#include "toolcall/think.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace pagoda::toolcall {
+namespace {
+
+constexpr std::string_view kOpen = "<think>", kClose = "</think>";
+
+bool space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+size_t leading_space(std::string_view s) {
+  size_t n = 0;
+  while (n < s.size() && space(s[n])) ++n;
+  return n;
+}
+
+size_t trailing_space(std::string_view s) {
+  size_t n = 0;
+  while (n < s.size() && space(s[s.size() - 1 - n])) ++n;
+  return n;
+}
+
+// The longest suffix of s that is a proper prefix of tag: it may become the tag.
+size_t partial_tag(std::string_view s, std::string_view tag) {
+  for (size_t k = std::min(s.size(), tag.size() - 1); k > 0; --k)
+    if (s.ends_with(tag.substr(0, k))) return k;
+  return 0;
+}
+
+}  // namespace
+
+ThinkStart think_start_of(std::string_view prompt) {
+  prompt.remove_suffix(trailing_space(prompt));
+  if (prompt.ends_with(kOpen)) return ThinkStart::inside;
+  if (prompt.ends_with(kClose)) return ThinkStart::closed;
+  return ThinkStart::maybe;
+}
+
+ThinkSplitter::ThinkSplitter(ReasoningFormat format, ThinkStart start) {
+  if (start == ThinkStart::closed)
+    state_ = State::content;  // thinking is off: nothing to read
+  else if (start == ThinkStart::maybe && format == ReasoningFormat::qwen3)
+    state_ = State::open;
+  else
+    state_ = State::reason_lead;  // R1 starts thinking with or without the tag
+}
+
+void ThinkSplitter::run(SplitStep& out) {
+  for (;;) {
+    switch (state_) {
+      case State::open: {
+        const size_t ws = leading_space(buf_);
+        const std::string_view rest = std::string_view(buf_).substr(ws);
+        if (ws < kMaxThinkSpace && rest.starts_with(kOpen)) {
+          buf_.erase(0, ws + kOpen.size());
+          state_ = State::reason_lead;
+          tag_allowed_ = false;
+          continue;
+        }
+        if (ws < kMaxThinkSpace && kOpen.starts_with(rest)) return;  // undecided yet
+        state_ = State::content;                                     // not thinking: all of it is content
+        continue;
+      }
+      case State::reason_lead: {
+        buf_.erase(0, leading_space(buf_));
+        if (buf_.empty()) return;
+        if (tag_allowed_ && std::string_view(buf_).starts_with(kOpen)) {
+          buf_.erase(0, kOpen.size());
+          tag_allowed_ = false;
+          continue;
+        }
+        if (tag_allowed_ && kOpen.starts_with(buf_)) return;
+        state_ = State::reason;
+        continue;
+      }
+      case State::reason: {
+        const size_t at = buf_.find(kClose);
+        if (at != std::string::npos) {
+          const std::string_view before = std::string_view(buf_).substr(0, at);
+          const size_t t = trailing_space(before);
+          const size_t total = t == before.size() ? run_ + t : t;
+          if (total > kMaxThinkSpace) {  // too long to be the gap before the tag: text
+            out.reasoning += space_;
+            out.reasoning += before;
+          } else if (t < before.size()) {
+            out.reasoning += space_;
+            out.reasoning += before.substr(0, before.size() - t);
+          }
+          space_.clear();
+          run_ = 0;
+          buf_.erase(0, at + kClose.size());
+          state_ = State::content_lead;
+          continue;
+        }
+        const size_t keep = partial_tag(buf_, kClose);
+        const std::string_view body = std::string_view(buf_).substr(0, buf_.size() - keep);
+        const size_t t = trailing_space(body);
+        if (t == body.size()) {
+          space_ += body;
+          run_ += t;
+        } else {
+          out.reasoning += space_;
+          out.reasoning += body.substr(0, body.size() - t);
+          space_ = body.substr(body.size() - t);
+          run_ = t;
+        }
+        if (run_ > kMaxThinkSpace) out.reasoning += std::exchange(space_, {});
+        buf_.erase(0, body.size());
+        return;
+      }
+      case State::content_lead:
+        buf_.erase(0, leading_space(buf_));
+        if (buf_.empty()) return;
+        state_ = State::content;
+        continue;
+      case State::content:
+        out.content += buf_;
+        buf_.clear();
+        return;
+    }
+  }
+}
+
+SplitStep ThinkSplitter::push(std::string_view piece) {
+  SplitStep out;
+  buf_ += piece;
+  run(out);
+  return out;
+}
+
+SplitStep ThinkSplitter::finish() {
+  SplitStep out;
+  run(out);
+  // Whitespace, or what may still open <think>: the model's answer as written.
+  if (state_ == State::open) out.content += buf_;
+  // Elsewhere what is held is a cut-off tag (markup) or the whitespace before it.
+  buf_.clear();
+  space_.clear();
+  return out;
+}
+
+std::string_view reasoning_format_name(ReasoningFormat f) {
+  return f == ReasoningFormat::qwen3 ? "qwen3" : "deepseek_r1";
+}
+
+std::string reasoning_format_names() { return "qwen3, deepseek_r1"; }
+
+std::optional<ReasoningFormat> reasoning_format_from_name(std::string_view name) {
+  if (name == "qwen3") return ReasoningFormat::qwen3;
+  if (name == "deepseek_r1") return ReasoningFormat::deepseek_r1;
+  return std::nullopt;
+}
+
+std::optional<ReasoningFormat> detect_reasoning_format(std::string_view t) {
+  if (t.find(kClose) == std::string_view::npos) return std::nullopt;
+  if (t.find("<\xEF\xBD\x9C"
+             "Assistant\xEF\xBD\x9C>") != std::string_view::npos)  // <｜Assistant｜>
+    return ReasoningFormat::deepseek_r1;
+  if (t.find(kOpen) != std::string_view::npos && t.find("<|im_start|>") != std::string_view::npos)
+    return ReasoningFormat::qwen3;
+  return std::nullopt;
+}
+
+}  // namespace pagoda::toolcall
