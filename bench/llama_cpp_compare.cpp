@@ -1,13 +1,13 @@
 // Pagoda against llama.cpp v0.5.0 on the same files: 1B-shaped synthetic
 // llama, qwen3 and gemma3 models (random weights; equal matrix shapes, so
-// equal weight bytes) and a Qwen3-30B-A3B-shaped qwen3moe (--models
-// qwen3moe), quantized to Q4_K_M by llama.cpp's own quantizer, and timed in
-// turns, llama-bench's way: prefill tok/s of one prompt batch (pp512) and
-// decode tok/s of single-token steps (tg128), on the same threads. llama.cpp
-// is its prebuilt CPU libraries from npm (tests/testing/llama_cpp), loaded
-// with dlopen (testing/llama_oracle.h), with its own defaults.
+// equal weight bytes), a Qwen3-30B-A3B-shaped qwen3moe (--models
+// qwen3moe) and Qwen3.5-9B- / 35B-A3B-shaped hybrids (qwen35, qwen35moe), quantized to Q4_K_M by llama.cpp's own
+// quantizer, and timed in turns, llama-bench's way: prefill tok/s of one prompt batch (pp512) and decode tok/s of
+// single-token steps (tg128), on the same threads. llama.cpp is its prebuilt CPU libraries from npm
+// (tests/testing/llama_cpp), loaded with dlopen (testing/llama_oracle.h), with its own defaults.
 //
 //   build/bench_llama_cpp_compare [--threads N] [--rounds R] [--models a,b] [--ftypes Q4_K_M,Q5_K_M] [--dir D]
+//                                 [--prompt 512]
 // Prints each round, then the medians and the ratios: Pagoda / llama.cpp per
 // case, and each case / the first for Pagoda (for the architectures, the
 // cost of their pieces at equal weight bytes; for the formats, against
@@ -42,11 +42,14 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 // TinyLlama-1.1B's shape for every architecture (--quick: the 10M one);
 // what differs is the block. qwen3moe: Qwen3-30B-A3B's layers (benchmark_shape).
 SyntheticModelSpec spec_of(const std::string& arch, bool quick) {
-  SyntheticModelSpec s = benchmark_shape(arch == "qwen3moe" && !quick ? "30b-a3b" : quick ? "10m" : "1b");
+  const std::map<std::string, std::string> shapes = {
+      {"qwen3moe", "30b-a3b"}, {"qwen35", "9b-hybrid"}, {"qwen35moe", "35b-a3b-hybrid"}};
+  const auto shape = shapes.find(arch);
+  SyntheticModelSpec s = benchmark_shape(shape != shapes.end() && !quick ? shape->second : quick ? "10m" : "1b");
   s.arch = arch;
   s.type = TensorType::F16;
   if (arch == "gemma3") s.sliding_window = 512, s.sliding_pattern = 6;  // Gemma 3 1B's window and pattern
-  if (arch == "qwen3moe" && quick) s.n_expert = 16, s.n_expert_used = 4, s.n_ff_expert = 256;
+  if ((arch == "qwen3moe" || arch == "qwen35moe") && quick) s.n_expert = 16, s.n_expert_used = 4, s.n_ff_expert = 256;
   return s;
 }
 
@@ -56,6 +59,9 @@ SyntheticModelSpec spec_of(const std::string& arch, bool quick) {
 testing::LlamaOracle::Speed pagoda_speed(const std::string& path, int threads, int n_prompt, int n_gen) {
   const auto model = Model::load(path, Residency::kInMemory);
   ThreadPool pool(threads);
+  // A hybrid's recurrent state: one slot, its first buffer written by each pass from zeros or read by the next.
+  std::unique_ptr<StateStorage> states;
+  if (model->config().n_recurrent_layers() > 0) states = std::make_unique<StateStorage>(model->config(), 1);
   constexpr int kBlock = 16;
   const int blocks = (n_prompt + n_gen + 1 + kBlock - 1) / kBlock;
   std::vector<int32_t> table(static_cast<size_t>(blocks));
@@ -68,8 +74,9 @@ testing::LlamaOracle::Speed pagoda_speed(const std::string& path, int threads, i
     batch.add_sequence(table);
     for (int p = 0; p < n_prompt; ++p)
       batch.add(int32_t(3 + p * 7919 % (model->config().n_vocab - 3)), 0, p, p + 1 == n_prompt);
+    if (states) batch.set_state(0, kNoState, 0);
     const auto t0 = Clock::now();
-    model->forward(batch, kv, pool, logits);
+    model->forward(batch, kv, pool, logits, states.get());
     if (timed) out.prefill_tok_s = n_prompt / seconds_since(t0);
   }
   KvStorage kv(model->config(), blocks, kBlock);
@@ -77,7 +84,8 @@ testing::LlamaOracle::Speed pagoda_speed(const std::string& path, int threads, i
     Batch batch;
     batch.add_sequence(table);
     batch.add(int32_t(3 + pos * 7919 % (model->config().n_vocab - 3)), 0, pos, true);
-    model->forward(batch, kv, pool, logits);
+    if (states) batch.set_state(0, pos == 0 ? kNoState : (pos + 1) % 2, pos % 2);
+    model->forward(batch, kv, pool, logits, states.get());
   };
   step(0);
   const auto t0 = Clock::now();
@@ -113,7 +121,7 @@ double median(std::vector<double> v) {
 
 int run(int argc, char** argv) {
   bool quick = false;
-  int threads = std::max(1, int(sysconf(_SC_NPROCESSORS_ONLN))), rounds = 3;
+  int threads = std::max(1, int(sysconf(_SC_NPROCESSORS_ONLN))), rounds = 3, n_prompt_arg = 0;
   std::vector<std::string> archs = {"llama", "qwen3", "gemma3"}, ftypes = {"Q4_K_M"};
   fs::path dir = fs::temp_directory_path() / fmt::format("pagoda-vs-llama-{}", getpid());
   for (int i = 1; i < argc; ++i) {
@@ -127,6 +135,8 @@ int run(int argc, char** argv) {
       rounds = std::stoi(value());
     } else if (a == "--dir") {
       dir = value();
+    } else if (a == "--prompt") {
+      n_prompt_arg = std::stoi(value());
     } else if (a == "--models") {
       archs = split_list(value());
     } else if (a == "--ftypes") {
@@ -144,7 +154,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   if (quick) rounds = 1;
-  const int n_prompt = quick ? 64 : 512, n_gen = quick ? 8 : 128;
+  const int n_prompt = n_prompt_arg > 0 ? n_prompt_arg : quick ? 64 : 512, n_gen = quick ? 8 : 128;
   fs::create_directories(dir);
   auto& llama_cpp = testing::LlamaOracle::get();
   // Each case: an architecture in a file type, quantized from the same F16 file.

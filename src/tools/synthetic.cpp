@@ -232,8 +232,19 @@ SyntheticModelSpec benchmark_shape(const std::string& name) {
     s.arch = "qwen3moe";
     s.n_embd = 2048, s.n_ff = 6144, s.n_layer = 8, s.n_head = 32, s.n_head_kv = 4, s.head_dim = 128;
     s.n_expert = 128, s.n_expert_used = 8, s.n_ff_expert = 768;
+  } else if (name == "9b-hybrid" || name == "35b-a3b-hybrid") {
+    // Qwen3.5-9B's layers: Gated DeltaNet (16 key heads read by 32 value
+    // heads of 128) three in four, gated attention (16 heads of 256 over 4).
+    s.arch = "qwen35";
+    s.n_embd = 4096, s.n_ff = 12288, s.n_layer = 8, s.n_head = 16, s.n_head_kv = 4, s.head_dim = 256;
+    s.rope_dims = 64, s.rope_freq_base = 1e7f, s.ssm_state = 128, s.ssm_k_heads = 16, s.ssm_v_heads = 32;
+    if (name == "35b-a3b-hybrid") {  // Qwen3.5/3.6-35B-A3B's: 256 experts of 512, 8 a token and a shared one
+      s.arch = "qwen35moe";
+      s.n_embd = 2048, s.n_ff = 512, s.n_layer = 4, s.n_head_kv = 2;
+      s.n_expert = 256, s.n_expert_used = 8, s.n_ff_expert = 512;
+    }
   } else {
-    fail<InvalidArgument>("unknown model shape '{}' (10m, 100m, 1b, 30b-a3b)", name);
+    fail<InvalidArgument>("unknown model shape '{}' (10m, 100m, 1b, 30b-a3b, 9b-hybrid, 35b-a3b-hybrid)", name);
   }
   return s;
 }

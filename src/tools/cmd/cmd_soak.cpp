@@ -5,7 +5,8 @@
 // checks what must hold after any load:
 //   - every request ended in one category, none timed out on the client;
 //   - the server's counters balance: received == successes + failures;
-//   - the engine drains: nothing running or waiting, no KV block in use,
+//   - the engine drains: nothing running or waiting, no KV block and no
+//     recurrent-state slot (a hybrid model's) in use,
 //     the idle self-check never failed;
 //   - RSS grew by less than --max-rss-growth-mib;
 //   - a plain request still succeeds, and SIGTERM ends it with exit 0.
@@ -235,7 +236,7 @@ std::map<std::string, double> check_engine_after(Child& child, std::vector<std::
       [&] {
         m = scrape(port);
         return m["pagoda_num_requests_running"] == 0 && m["pagoda_num_requests_waiting"] == 0 &&
-               m["pagoda_kv_blocks_used"] == 0;
+               m["pagoda_kv_blocks_used"] == 0 && m["pagoda_state_slots_used"] == 0;
       },
       30);
   if (child.exited()) {
@@ -243,9 +244,10 @@ std::map<std::string, double> check_engine_after(Child& child, std::vector<std::
     return m;
   }
   if (!drained)
-    failed.push_back(fmt::format("the engine did not drain: {} running, {} waiting, {} blocks in use",
-                                 m["pagoda_num_requests_running"], m["pagoda_num_requests_waiting"],
-                                 m["pagoda_kv_blocks_used"]));
+    failed.push_back(
+        fmt::format("the engine did not drain: {} running, {} waiting, {} blocks and {} state slots in use",
+                    m["pagoda_num_requests_running"], m["pagoda_num_requests_waiting"], m["pagoda_kv_blocks_used"],
+                    m["pagoda_state_slots_used"]));
   double ended = 0;
   for (const char* r : {"stop", "length"})
     ended += m[fmt::format("pagoda_request_success_total{{finished_reason=\"{}\"}}", r)];
