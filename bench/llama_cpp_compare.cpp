@@ -43,13 +43,18 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 // what differs is the block. qwen3moe: Qwen3-30B-A3B's layers (benchmark_shape).
 SyntheticModelSpec spec_of(const std::string& arch, bool quick) {
   const std::map<std::string, std::string> shapes = {
-      {"qwen3moe", "30b-a3b"}, {"qwen35", "9b-hybrid"}, {"qwen35moe", "35b-a3b-hybrid"}};
+      {"qwen3moe", "30b-a3b"}, {"gpt-oss", "gpt-oss-20b"}, {"qwen35", "9b-hybrid"}, {"qwen35moe", "35b-a3b-hybrid"}};
   const auto shape = shapes.find(arch);
   SyntheticModelSpec s = benchmark_shape(shape != shapes.end() && !quick ? shape->second : quick ? "10m" : "1b");
   s.arch = arch;
-  s.type = TensorType::F16;
   if (arch == "gemma3") s.sliding_window = 512, s.sliding_pattern = 6;  // Gemma 3 1B's window and pattern
   if ((arch == "qwen3moe" || arch == "qwen35moe") && quick) s.n_expert = 16, s.n_expert_used = 4, s.n_ff_expert = 256;
+  if (arch == "gpt-oss" && quick) {  // its features, at the 10M shape's size
+    s = benchmark_shape("gpt-oss-20b");
+    s.n_vocab = 10240, s.n_embd = 256, s.n_ff = 256, s.n_head = 4, s.n_head_kv = 2;
+    s.n_expert = 8, s.n_expert_used = 2, s.n_ff_expert = 256;
+  }
+  s.type = TensorType::F16;
   return s;
 }
 

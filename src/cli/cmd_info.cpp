@@ -73,6 +73,14 @@ Command add_info(CLI::App& app) {
                        c.moe.n_expert, c.moe.n_ff, expert_gating_name(c.moe.gating),
                        c.moe.normalize ? ", weights normalised" : "",
                        c.moe.scale == 1.0f ? "" : fmt::format(", scaled x{}", c.moe.scale));
+          if (c.moe.n_ff_shared > 0) fmt::print("shared expert:   {} wide, gated\n", c.moe.n_ff_shared);
+          if (const int n = c.n_recurrent_layers(); n > 0) {
+            const DeltaNetSpec& d = c.delta_net;
+            fmt::print(
+                "recurrent:       {} of {} layers Gated DeltaNet ({} key heads, {} value heads of {}, conv {}); "
+                "state {:.1f} MiB a sequence (x2 buffers), no prefix caching\n",
+                n, c.n_layer, d.n_k_heads, d.n_v_heads, d.head_v_dim, d.conv_kernel, double(c.state_bytes()) / 1048576);
+          }
           if (const int sliding =
                   int(std::count_if(c.layers.begin(), c.layers.end(), [](const LayerSpec& l) { return l.window > 0; })))
             fmt::print("sliding window:  {} of {} layers, {} positions\n", sliding, c.n_layer,

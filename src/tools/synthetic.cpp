@@ -232,6 +232,14 @@ SyntheticModelSpec benchmark_shape(const std::string& name) {
     s.arch = "qwen3moe";
     s.n_embd = 2048, s.n_ff = 6144, s.n_layer = 8, s.n_head = 32, s.n_head_kv = 4, s.head_dim = 128;
     s.n_expert = 128, s.n_expert_used = 8, s.n_ff_expert = 768;
+  } else if (name == "gpt-oss-20b") {
+    // gpt-oss-20b's layers, 4 of its 24: 32 experts of 2880 (4 a token),
+    // 64 heads of 64 over 8, alternating 128-token windows, YaRN, biases.
+    s.arch = "gpt-oss";
+    s.n_embd = 2880, s.n_ff = 2880, s.n_layer = 4, s.n_head = 64, s.n_head_kv = 8, s.head_dim = 64;
+    s.n_expert = 32, s.n_expert_used = 4, s.n_ff_expert = 2880, s.sliding_window = 128;
+    s.qkv_bias = s.out_bias = s.expert_bias = true, s.rope_freq_base = 150000.0f;
+    s.rope_scaling = "yarn", s.rope_scaling_factor = 32.0f, s.rope_orig_ctx = 4096;
   } else if (name == "9b-hybrid" || name == "35b-a3b-hybrid") {
     // Qwen3.5-9B's layers: Gated DeltaNet (16 key heads read by 32 value
     // heads of 128) three in four, gated attention (16 heads of 256 over 4).
@@ -244,7 +252,8 @@ SyntheticModelSpec benchmark_shape(const std::string& name) {
       s.n_expert = 256, s.n_expert_used = 8, s.n_ff_expert = 512;
     }
   } else {
-    fail<InvalidArgument>("unknown model shape '{}' (10m, 100m, 1b, 30b-a3b, 9b-hybrid, 35b-a3b-hybrid)", name);
+    fail<InvalidArgument>("unknown model shape '{}' (10m, 100m, 1b, 30b-a3b, gpt-oss-20b, 9b-hybrid, 35b-a3b-hybrid)",
+                          name);
   }
   return s;
 }
