@@ -104,17 +104,29 @@ class Sequences {
   // A batch of one token at `pos` from each of the first n sequences.
   Batch decode_batch(int n, int pos, std::mt19937& rng, int vocab) const {
     Batch b;
-    for (int s = 0; s < n; ++s) b.add(int32_t(rng() % uint32_t(vocab)), b.add_sequence(tables_[size_t(s)]), pos, true);
+    for (int s = 0; s < n; ++s) {
+      const int seq = b.add_sequence(tables_[size_t(s)]);
+      b.add(int32_t(rng() % uint32_t(vocab)), seq, pos, true);
+      set_state(b, seq, pos);
+    }
     return b;
   }
   Batch prefill_batch(int begin, int end, std::mt19937& rng, int vocab, bool last) const {
     Batch b;
     const int seq = b.add_sequence(tables_[0]);
     for (int p = begin; p < end; ++p) b.add(int32_t(rng() % uint32_t(vocab)), seq, p, last && p == end - 1);
+    set_state(b, seq, begin);
     return b;
   }
+  // A hybrid model's state buffers: sequence s reads slot s's first (zeros
+  // at position 0) and writes its second; what the state holds costs nothing.
+  bool recurrent = false;
 
  private:
+  void set_state(Batch& b, int seq, int pos) const {
+    if (recurrent) b.set_state(seq, pos == 0 ? kNoState : 2 * seq, 2 * seq + 1);
+  }
+
   int blocks_per_seq_;
   std::vector<std::vector<int32_t>> tables_;
 };
@@ -185,27 +197,30 @@ Result measure(const BenchModelOpts& o, const Machine& m, const std::string& mod
   const int block_size = 16;
   const int max_batch = *std::max_element(o.batches.begin(), o.batches.end());
   const int positions = std::max(o.prompt, o.context + steps + 1);
-  const Sequences seqs(max_batch, positions, block_size);
+  Sequences seqs(max_batch, positions, block_size);
   KvStorage kv(cfg, seqs.num_blocks(), block_size);
+  std::unique_ptr<StateStorage> states;
+  if (cfg.n_recurrent_layers() > 0) states = std::make_unique<StateStorage>(cfg, max_batch);
+  seqs.recurrent = states != nullptr;
   std::mt19937 rng(7);
   std::vector<float> logits;
 
   // Warm-up: one step touches every weight page of the fresh mapping.
-  model->forward(seqs.decode_batch(1, 0, rng, cfg.n_vocab), kv, pool, logits);
+  model->forward(seqs.decode_batch(1, 0, rng, cfg.n_vocab), kv, pool, logits, states.get());
 
   // Prefill in chunks of the scheduler's default token budget (one chunk for 512).
   const int chunk = 2048;
   const double t0 = now_s();
   for (int p = 0; p < o.prompt; p += chunk)
     model->forward(seqs.prefill_batch(p, std::min(o.prompt, p + chunk), rng, cfg.n_vocab, p + chunk >= o.prompt), kv,
-                   pool, logits);
+                   pool, logits, states.get());
   r.prefill_s = now_s() - t0;
   r.prefill_tokens_per_s = o.prompt / r.prefill_s;
   // Matrix multiply-adds of every prompt token, the output row of the last
   // one, and causal attention (Q.K and weights.V: 2 x (pos+1) x q_dim per layer).
   const double T = o.prompt;
   r.prefill_flops = 2 * T * double(w.active_elems()) + 2 * double(w.output_elems) +
-                    4.0 * cfg.n_layer * cfg.q_dim() * (T * (T + 1) / 2);
+                    4.0 * (cfg.n_layer - cfg.n_recurrent_layers()) * cfg.q_dim() * (T * (T + 1) / 2);
   r.fma_ratio = r.prefill_flops / r.prefill_s / m.fma.flops_per_s;
 
   for (int context : {0, o.context}) {
@@ -224,7 +239,7 @@ Result measure(const BenchModelOpts& o, const Machine& m, const std::string& mod
         }
         const uint64_t loops0 = pool.wakeups();
         const double s0 = now_s();
-        model->forward(batch, kv, pool, logits);
+        model->forward(batch, kv, pool, logits, states.get());
         const double dt = now_s() - s0;
         if (step > 0) times.push_back(dt);
         if (step > 0 && probed) {
@@ -530,7 +545,9 @@ Command add_bench_model(CLI::App& app) {
                                  "read bandwidth and peak FMA rate");
   cmd->add_flag("--quick", o->quick, "A ~10M model only, in seconds (CI)");
   cmd->add_option("--threads,-t", o->threads, "Threads (0 = one per hardware thread)")->capture_default_str();
-  cmd->add_option("--models", o->models, "Models: 10m, 100m, 1b, 30b-a3b")->delimiter(',')->capture_default_str();
+  cmd->add_option("--models", o->models, "Models: 10m, 100m, 1b, 30b-a3b, gpt-oss-20b, 9b-hybrid, 35b-a3b-hybrid")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--types", o->types,
                   "Weight types: f16, q8_0, q4_k (q4_0, q5_1, iq4_nl, q2_k, q3_k, q5_k, iq4_xs, mxfp4 on request)")
       ->delimiter(',')
