@@ -8,7 +8,8 @@
 #   3. libFuzzer build (clang), each fuzz target for $PAGODA_FUZZ_SECONDS
 #      (default 30) s, one per core at a time (scripts/fuzz.sh);
 #   4. the quick benchmarks, so they never rot;
-#   5. `pagoda soak` at 1,000 requests per mode.
+#   5. `pagoda soak` at 1,000 requests per mode, and at 300 on a small hybrid
+#      model (its recurrent-state slots must drain too).
 # Set PAGODA_TEST_QUICK=1 to run step 1 only. Compiles go through ccache when it
 # is installed: a warm machine rebuilds only what changed (the step timings and
 # ccache's hit count are printed; docs/contributing.md has the breakdown).
@@ -72,7 +73,11 @@ done
 echo "-- build/pagoda bench-model --quick"
 build/pagoda bench-model --quick
 
-step "Soak: 1,000 rude requests per mode"
+step "Soak: 1,000 rude requests per mode; 300 on a hybrid model"
 build/pagoda soak -n 1000
+hybrid_model=$(mktemp -d)/10m-hybrid.gguf
+build/pagoda synth 10m-hybrid "$hybrid_model" --type q8_0
+build/pagoda soak -m "$hybrid_model" -n 300
+rm -rf "$(dirname "$hybrid_model")"
 command -v ccache >/dev/null && ccache --show-stats | grep -E 'Hits|Misses|Cache size' || true
 step "All tests passed"

@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   std::vector<Command> commands;
   for (auto add : {add_generate, add_tokenize, add_chat_template, add_info, add_serve, add_bench, add_pull,
                    pagoda::tools::add_bench_model, pagoda::tools::add_quantize, pagoda::tools::add_loadgen,
-                   pagoda::tools::add_soak})
+                   pagoda::tools::add_soak, pagoda::tools::add_synth})
     commands.push_back(add(app));
   try {
     rewrite_hf_flag(argc, argv);

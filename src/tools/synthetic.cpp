@@ -222,8 +222,9 @@ SyntheticModelSpec benchmark_shape(const std::string& name) {
   s.tied_embeddings = false;
   s.n_ctx = 4096;
   s.n_vocab = 32000;
-  if (name == "10m") {
+  if (name == "10m" || name == "10m-hybrid") {
     s.n_vocab = 10240, s.n_embd = 256, s.n_ff = 768, s.n_layer = 6, s.n_head = 4, s.n_head_kv = 2;
+    if (name == "10m-hybrid") s.arch = "qwen35", s.n_layer = 8, s.head_dim = 64, s.rope_dims = 16, s.ssm_state = 32;
   } else if (name == "100m") {
     s.n_embd = 768, s.n_ff = 2048, s.n_layer = 12, s.n_head = 12, s.n_head_kv = 4;
   } else if (name == "1b") {
@@ -252,8 +253,8 @@ SyntheticModelSpec benchmark_shape(const std::string& name) {
       s.n_expert = 256, s.n_expert_used = 8, s.n_ff_expert = 512;
     }
   } else {
-    fail<InvalidArgument>("unknown model shape '{}' (10m, 100m, 1b, 30b-a3b, gpt-oss-20b, 9b-hybrid, 35b-a3b-hybrid)",
-                          name);
+    fail<InvalidArgument>(
+        "unknown model shape '{}' (10m, 100m, 1b, 30b-a3b, gpt-oss-20b, 10m-hybrid, 9b-hybrid, 35b-a3b-hybrid)", name);
   }
   return s;
 }

@@ -10,5 +10,6 @@ cli::Command add_bench_model(CLI::App& app);
 cli::Command add_loadgen(CLI::App& app);
 cli::Command add_soak(CLI::App& app);
 cli::Command add_quantize(CLI::App& app);
+cli::Command add_synth(CLI::App& app);
 
 }  // namespace pagoda::tools
