@@ -195,6 +195,8 @@ MessagesRequest translate_messages_request(const ojson& body, bool count_only) {
     r.thinking = type == "enabled";
     chat["chat_template_kwargs"] = {{"enable_thinking", r.thinking}};
   }
+  if (const ojson* s = ofield(body, "mcp_servers"); s && !(s->is_array() && s->empty()))
+    bad_request("mcp_servers", "mcp_servers: MCP servers are not supported by this server");
   if (const ojson* s = ofield(body, "stream")) {
     if (!s->is_boolean()) bad_request("stream", "stream: must be a boolean");
     if (!count_only) chat["stream"] = *s;

@@ -105,7 +105,9 @@ void Connection::parse_request() {
   const auto data = buffer_.data();
   buffer_.consume(reader_->feed(std::string_view(static_cast<const char*>(data.data()), data.size())));
   switch (reader_->state()) {
-    case RequestReader::State::failed: return refuse(reader_->error_status(), reader_->error());
+    case RequestReader::State::failed:
+      anthropic_ = reader_->target().starts_with("/v1/messages");  // a body too large gets its API's error shape
+      return refuse(reader_->error_status(), reader_->error());
     case RequestReader::State::done: return on_request();
     case RequestReader::State::need_more: break;
   }

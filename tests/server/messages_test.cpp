@@ -234,6 +234,11 @@ TEST_F(ServerMessages, ErrorsInAnthropicsShape) {
   expect_error(send({{"max_tokens", 1 << 20}, {"messages", kUser}}), 400, "invalid_request_error", "max_tokens");
   expect_error(http_post_raw(port(), "/v1/messages", "{nope"), 400, "invalid_request_error", "JSON");
   expect_error(send({{"messages", "x"}}, "/v1/messages/count_tokens"), 400, "invalid_request_error", "messages");
+  expect_error(send({{"max_tokens", 8}, {"mcp_servers", {{{"url", "x"}}}}, {"messages", kUser}}), 400,
+               "invalid_request_error", "mcp_servers");
+  // A body over --max-body-size, refused before it is routed, still gets Anthropic's shape.
+  expect_error(send({{"max_tokens", 8}, {"system", std::string(70000, 'x')}, {"messages", kUser}}), 413,
+               "request_too_large", "");
   // Chat keeps OpenAI's shape.
   const HttpResponse chat = http_post(port(), "/v1/chat/completions", {{"messages", "x"}});
   EXPECT_TRUE(json::parse(chat.body)["error"].contains("param")) << chat.body;
@@ -266,7 +271,8 @@ TEST(ServerMessagesThinker, ForcedToolUseAndThinking) {
   const auto stream = [&](json body) { return events_of(server.port(), std::move(body)); };
   const json off = {{"type", "disabled"}};
 
-  for (const json& choice : {json{{"type", "tool"}, {"name", "w"}}, json{{"type", "any"}, {"disable_parallel_tool_use", true}}}) {
+  for (const json& choice :
+       {json{{"type", "tool"}, {"name", "w"}}, json{{"type", "any"}, {"disable_parallel_tool_use", true}}}) {
     SCOPED_TRACE(choice.dump());
     const json body = {
         {"max_tokens", 256}, {"tools", {kTinyTool}}, {"tool_choice", choice}, {"thinking", off}, {"messages", kUser}};
@@ -314,6 +320,27 @@ TEST(ServerMessagesThinker, ForcedToolUseAndThinking) {
   for (const json& b : post(plain)["content"]) EXPECT_NE(b["type"], "thinking");
   EXPECT_EQ(server.stop(), 0);
   fs::remove_all(dir);
+}
+
+// An engine fault: a 500 api_error before any output; after output, the stream's last event is an error.
+TEST(ServerMessagesFaults, ErrorStatusOrErrorEvent) {
+  {
+    ServerProcess s({"--inject-faults", "at_step=1"});
+    expect_error(http_post(s.port(), "/v1/messages", {{"max_tokens", 8}, {"messages", kUser}}), 500, "api_error", "");
+    EXPECT_EQ(s.stop(), 0);
+  }
+  ServerProcess s({"--inject-faults", "at_step=4"});
+  const auto events = events_of(s.port(), {{"max_tokens", 20}, {"messages", kUser}});
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.front().first, "message_start");
+  const auto& [name, err] = events.back();
+  EXPECT_EQ(name, "error");
+  EXPECT_EQ(err["type"], "error");
+  EXPECT_EQ(err["error"]["type"], "api_error") << err;
+  int deltas = 0;
+  for (const auto& e : events) deltas += e.first == "content_block_delta";
+  EXPECT_EQ(deltas, 3);
+  EXPECT_EQ(s.stop(), 0);
 }
 
 TEST(ServerMessagesAuth, XApiKeyOrBearer) {
