@@ -15,6 +15,8 @@
 #include "server/http_client.h"
 #include "server/server_process.h"
 #include "testing/build_paths.h"
+#include "testing/npm_oracle.h"
+#include "testing/process.h"
 #include "tools/synthetic.h"
 
 namespace pagoda::testing {
@@ -48,6 +50,25 @@ std::vector<std::pair<std::string, json>> events_of(uint16_t port, json body) {
     events.emplace_back(ev.substr(7, nl - 7), json::parse(ev.substr(nl + 7)));
   }
   return events;
+}
+
+// A thinking model in `dir`: the real Qwen3.5 template (hermes tool calls,
+// <think> reasoning), random weights, as reasoning_test.cpp. "" if the template is missing.
+std::string write_thinker(const fs::path& dir) {
+  const std::string tmpl = read_text(fs::path(PAGODA_SOURCE_DIR) / "tests/chat/templates/Qwen--Qwen3.5-4B.jinja");
+  if (tmpl.empty()) return "";
+  fs::create_directories(dir);
+  const std::string model = (dir / "model.gguf").string();
+  SyntheticModelSpec spec;
+  spec.arch = "llama";
+  spec.tokenizer = "gpt2";
+  spec.n_vocab = 400;
+  spec.n_ctx = 2048;
+  spec.special_tokens = {"<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "</tool_call>"};
+  spec.eos_token = "<|im_end|>";
+  spec.chat_template = tmpl;
+  synthetic_model(spec).write(model);
+  return model;
 }
 
 class ServerMessages : public ::testing::Test {
@@ -247,21 +268,9 @@ TEST_F(ServerMessages, ErrorsInAnthropicsShape) {
 // A thinking model (the real Qwen3.5 template, random weights, as reasoning_test.cpp):
 // forced tool use in its hermes format, and reasoning as thinking blocks.
 TEST(ServerMessagesThinker, ForcedToolUseAndThinking) {
-  const fs::path src = PAGODA_SOURCE_DIR;
-  const std::string tmpl = read_text(src / "tests/chat/templates/Qwen--Qwen3.5-4B.jinja");
-  ASSERT_FALSE(tmpl.empty());
   const fs::path dir = fs::temp_directory_path() / ("pagoda-messages-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const std::string model = (dir / "model.gguf").string();
-  SyntheticModelSpec spec;
-  spec.arch = "llama";
-  spec.tokenizer = "gpt2";
-  spec.n_vocab = 400;
-  spec.n_ctx = 2048;
-  spec.special_tokens = {"<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "</tool_call>"};
-  spec.eos_token = "<|im_end|>";
-  spec.chat_template = tmpl;
-  synthetic_model(spec).write(model);
+  const std::string model = write_thinker(dir);
+  ASSERT_FALSE(model.empty());
   ServerProcess server({"-m", model});
   const auto post = [&](const json& body) {
     const HttpResponse r = http_post(server.port(), "/v1/messages", body);
@@ -341,6 +350,32 @@ TEST(ServerMessagesFaults, ErrorStatusOrErrorEvent) {
   for (const auto& e : events) deltas += e.first == "content_block_delta";
   EXPECT_EQ(deltas, 3);
   EXPECT_EQ(s.stop(), 0);
+}
+
+// The official @anthropic-ai/sdk, unmodified, against real servers
+// (openai_client/anthropic.mjs): create, stream, count_tokens and typed
+// errors on stories260K; a tool_use round trip, streamed and not, on a hermes model.
+TEST(ServerMessagesSdk, AnthropicClient) {
+  const fs::path client = fs::path(PAGODA_SOURCE_DIR) / "tests/server/openai_client";
+  PAGODA_REQUIRE_NPM(client.string(), "@anthropic-ai/sdk");
+  const auto run = [&](uint16_t port, const std::string& model, const std::string& mode) {
+    const auto p = run_process({"/usr/bin/env", "node", (client / "anthropic.mjs").string(),
+                                "http://127.0.0.1:" + std::to_string(port), model, "sdk-key", mode});
+    EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
+    EXPECT_NE(p.out.find("anthropic " + mode + " checks passed"), std::string::npos) << p.out << p.err;
+  };
+  {
+    ServerProcess stories({"--api-key", "sdk-key"});
+    run(stories.port(), "stories260K", "text");
+    EXPECT_EQ(stories.stop(), 0);
+  }
+  const fs::path dir = fs::temp_directory_path() / ("pagoda-messages-sdk-" + std::to_string(::getpid()));
+  const std::string model = write_thinker(dir);
+  ASSERT_FALSE(model.empty());
+  ServerProcess thinker({"-m", model, "--api-key", "sdk-key"});
+  run(thinker.port(), "model", "tools");
+  EXPECT_EQ(thinker.stop(), 0);
+  fs::remove_all(dir);
 }
 
 TEST(ServerMessagesAuth, XApiKeyOrBearer) {
