@@ -1,6 +1,7 @@
 #include "server/anthropic_messages.h"
 
 #include "server/api_error.h"
+#include "server/request_fields.h"
 #include "server/tool_output.h"
 
 namespace pagoda::server {
@@ -202,6 +203,35 @@ MessagesRequest translate_messages_request(const ojson& body, bool count_only) {
     if (!count_only) chat["stream"] = *s;
   }
   return r;
+}
+
+std::string anthropic_field(const std::string& chat_field) {
+  if (chat_field == "stop") return "stop_sequences";
+  if (chat_field == "chat_template_kwargs") return "thinking";
+  if (chat_field == "parallel_tool_calls") return "tool_choice.disable_parallel_tool_use";
+  return chat_field;
+}
+
+GenerationRequest parse_messages_request(const std::string& body, const ModelLimits& model, const ChatPrompt& chat,
+                                         const std::vector<std::string>& served) {
+  const auto o = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (o.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
+  const MessagesRequest t = translate_messages_request(o);
+  const std::string chat_text = t.chat.dump();
+  const json chat_body = json::parse(chat_text);
+  check_model(chat_body, served);
+  GenerationRequest req;
+  try {
+    req = parse_chat_request(chat_body, model, chat, chat_text);
+  } catch (const ApiError& e) {
+    ApiError named = e;
+    named.param = anthropic_field(e.param);
+    throw named;
+  }
+  req.ignored_fields = ignored_fields(json::parse(body), Endpoint::messages);
+  req.api = Api::messages;
+  req.thinking = t.thinking;
+  return req;
 }
 
 json anthropic_error_json(int status, const std::string& message, const std::string& param) {

@@ -24,7 +24,7 @@
 //   thinking {type: enabled|disabled}
 //                              -> chat_template_kwargs.enable_thinking true|false
 //   stream                     -> stream
-//   metadata, service_tier     -> ignored
+//   metadata, service_tier     -> ignored; mcp_servers, server tools, image/document blocks: 400
 //
 // Response, engine -> Anthropic: reasoning -> a thinking block (only when
 // thinking was enabled), content -> a text block, calls -> tool_use blocks
@@ -39,6 +39,7 @@
 #include <string_view>
 #include <vector>
 
+#include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "toolcall/tool_call_parser.h"
 
@@ -53,6 +54,15 @@ struct MessagesRequest {
 // 400 naming the field for anything malformed. `count_only`: count_tokens,
 // which has no max_tokens.
 MessagesRequest translate_messages_request(const nlohmann::ordered_json& body, bool count_only = false);
+
+// POST /v1/messages: the body translated and parsed as a chat request
+// (check_model against `served`, ignored fields named); a 400 from the chat
+// parser names the Anthropic field (stop -> stop_sequences, ...).
+GenerationRequest parse_messages_request(const std::string& body, const ModelLimits& model, const ChatPrompt& chat,
+                                         const std::vector<std::string>& served);
+
+// A chat field named in an error, as the Anthropic request spells it.
+std::string anthropic_field(const std::string& chat_field);
 
 // Anthropic's error body for an HTTP status: {"type": "error", "error": {type, message}}.
 nlohmann::json anthropic_error_json(int status, const std::string& message, const std::string& param = "");

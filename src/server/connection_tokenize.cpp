@@ -142,7 +142,14 @@ void Connection::count_tokens(RequestReader::Request& req, std::string_view, std
     const auto ignored = ignored_fields(json::parse(text), Endpoint::count_tokens);
     if (!ignored.empty()) h.emplace_back(kIgnoredFieldsHeader, ignored_fields_header(ignored));
     // Rendered and encoded as /v1/messages renders and encodes it.
-    const RenderedPrompt r = render_chat_body(chat, chat_text, m.chat, m.tokenizer, m.limits.tool_parser).prompt;
+    RenderedPrompt r;
+    try {
+      r = render_chat_body(chat, chat_text, m.chat, m.tokenizer, m.limits.tool_parser).prompt;
+    } catch (const ApiError& e) {
+      ApiError named = e;
+      named.param = anthropic_field(e.param);
+      throw named;
+    }
     return json{{"input_tokens", m.tokenizer.encode(r.text, r.add_bos, r.parse_special).size()}};
   });
 }

@@ -29,19 +29,7 @@ bool natural(FinishReason r) { return r == FinishReason::stop || r == FinishReas
 // The request as the chat pipeline takes it: Anthropic's body is translated
 // into a chat body first (anthropic_messages.h), then parsed as chat.
 GenerationRequest parse_request(Api api, const std::string& body, const ServedModel& m) {
-  if (api == Api::messages) {
-    const auto o = nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
-    if (o.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
-    MessagesRequest t = translate_messages_request(o);
-    const std::string chat_text = t.chat.dump();
-    const json chat = json::parse(chat_text);
-    check_model(chat, m.names);
-    GenerationRequest req = parse_chat_request(chat, m.limits, m.chat, chat_text);
-    req.ignored_fields = ignored_fields(json::parse(body), Endpoint::messages);
-    req.api = Api::messages;
-    req.thinking = t.thinking;
-    return req;
-  }
+  if (api == Api::messages) return parse_messages_request(body, m.limits, m.chat, m.names);
   const bool chat = api == Api::chat;
   const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON");

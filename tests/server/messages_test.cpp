@@ -255,6 +255,13 @@ TEST_F(ServerMessages, ErrorsInAnthropicsShape) {
   expect_error(send({{"max_tokens", 1 << 20}, {"messages", kUser}}), 400, "invalid_request_error", "max_tokens");
   expect_error(http_post_raw(port(), "/v1/messages", "{nope"), 400, "invalid_request_error", "JSON");
   expect_error(send({{"messages", "x"}}, "/v1/messages/count_tokens"), 400, "invalid_request_error", "messages");
+  // The chat parser's limits hold, named as Anthropic names the field.
+  expect_error(send({{"max_tokens", 8}, {"stop_sequences", std::vector<std::string>(17, "x")}, {"messages", kUser}}),
+               400, "invalid_request_error", "stop_sequences");
+  expect_error(send({{"max_tokens", 8}, {"stop_sequences", {""}}, {"messages", kUser}}), 400, "invalid_request_error",
+               "stop_sequences");
+  expect_error(send({{"max_tokens", 8}, {"temperature", -1}, {"messages", kUser}}), 400, "invalid_request_error",
+               "temperature");
   expect_error(send({{"max_tokens", 8}, {"mcp_servers", {{{"url", "x"}}}}, {"messages", kUser}}), 400,
                "invalid_request_error", "mcp_servers");
   // A body over --max-body-size, refused before it is routed, still gets Anthropic's shape.
