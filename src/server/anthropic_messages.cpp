@@ -33,6 +33,24 @@ std::string text_of(const ojson& v, const std::string& where) {
   return text;
 }
 
+// Appends a user or assistant turn. Anthropic combines consecutive turns of
+// one role into one; templates that demand alternating roles need that too.
+void push_turn(ojson& out, ojson msg) {
+  if (out.empty() || out.back()["role"] != msg["role"]) return out.push_back(std::move(msg));
+  ojson& last = out.back();
+  const std::string a = last["content"].get<std::string>(), b = msg["content"].get<std::string>();
+  last["content"] = a.empty() || b.empty() ? a + b : a + "\n\n" + b;
+  for (const char* key : {"reasoning_content", "tool_calls"}) {
+    if (!msg.contains(key)) continue;
+    if (!last.contains(key))
+      last[key] = msg[key];
+    else if (last[key].is_string())
+      last[key] = last[key].get<std::string>() + msg[key].get<std::string>();
+    else
+      for (auto& c : msg[key]) last[key].push_back(c);
+  }
+}
+
 // One Anthropic message -> one or more chat messages, in block order: tool
 // results become tool messages, the rest of a user turn a user message.
 void translate_message(const ojson& m, size_t i, ojson& out) {
@@ -45,7 +63,7 @@ void translate_message(const ojson& m, size_t i, ojson& out) {
   const ojson* content = ofield(m, "content");
   if (!content) bad_request(where + ".content", "{}.content is required", where);
   if (content->is_string()) {
-    out.push_back({{"role", *role}, {"content", *content}});
+    push_turn(out, {{"role", *role}, {"content", *content}});
     return;
   }
   if (!content->is_array()) bad_request(where + ".content", "{}.content must be a string or an array of blocks", where);
@@ -53,7 +71,7 @@ void translate_message(const ojson& m, size_t i, ojson& out) {
   ojson calls = ojson::array();
   bool pending = false;  // text gathered for a user message not yet written
   auto flush_user = [&] {
-    if (pending) out.push_back({{"role", "user"}, {"content", text}});
+    if (pending) push_turn(out, {{"role", "user"}, {"content", text}});
     text.clear();
     pending = false;
   };
@@ -96,7 +114,7 @@ void translate_message(const ojson& m, size_t i, ojson& out) {
   ojson msg = {{"role", "assistant"}, {"content", text}};
   if (!thinking.empty()) msg["reasoning_content"] = thinking;
   if (!calls.empty()) msg["tool_calls"] = std::move(calls);
-  out.push_back(std::move(msg));
+  push_turn(out, std::move(msg));
 }
 
 ojson translate_tools(const ojson& tools) {
@@ -170,6 +188,11 @@ MessagesRequest translate_messages_request(const ojson& body, bool count_only) {
   if (!ms) bad_request("messages", "messages: Field required");
   if (!ms->is_array() || ms->empty()) bad_request("messages", "messages: must be a non-empty array");
   for (size_t i = 0; i < ms->size(); ++i) translate_message((*ms)[i], i, messages);
+  // A last assistant turn is a prefill: the model continues it (vLLM's continue_final_message).
+  if (!messages.empty() && messages.back()["role"] == "assistant" && !messages.back().contains("tool_calls")) {
+    chat["add_generation_prompt"] = false;
+    chat["continue_final_message"] = true;
+  }
   chat["messages"] = std::move(messages);
   if (const ojson* s = ofield(body, "stop_sequences")) {
     if (!s->is_array()) bad_request("stop_sequences", "stop_sequences: must be an array of strings");

@@ -14,6 +14,8 @@
 //     tool_result {tool_use_id, content, is_error}
 //                              -> a {role: tool, tool_call_id, content} message
 //     thinking {thinking}      -> assistant reasoning_content
+//   consecutive turns of one role -> one message (texts joined by a blank line)
+//   a last assistant turn (prefill) -> continue_final_message (the model continues it)
 //   stop_sequences             -> stop
 //   temperature, top_p, top_k  -> the same
 //   tools[{name, description, input_schema}]

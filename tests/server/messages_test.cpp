@@ -193,6 +193,29 @@ TEST_F(ServerMessages, FieldsMapOntoTheChatPrompt) {
   EXPECT_EQ(post("/v1/messages", gen)["usage"]["input_tokens"], gen_count["input_tokens"]);
 }
 
+// Consecutive turns of one role are one turn; a last assistant turn is continued (a prefill).
+TEST_F(ServerMessages, MergedTurnsAndPrefill) {
+  const json split = {{"messages",
+                       {{{"role", "user"}, {"content", "Once upon"}},
+                        {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "a time"}}}}}}}};
+  const json one = {{"messages", {{{"role", "user"}, {"content", "Once upon\n\na time"}}}}};
+  EXPECT_EQ(post("/v1/messages/count_tokens", split)["input_tokens"], post("/tokenize", one)["count"]);
+
+  const json prefill = {{"messages", {kUser[0], {{"role", "assistant"}, {"content", "there was a"}}}}};
+  json chat = prefill;
+  chat["continue_final_message"] = true;
+  chat["add_generation_prompt"] = false;
+  EXPECT_EQ(post("/v1/messages/count_tokens", prefill)["input_tokens"], post("/tokenize", chat)["count"]);
+  json gen = prefill;
+  gen["max_tokens"] = 8;
+  gen["temperature"] = 0;
+  const json m = post("/v1/messages", gen);
+  chat["max_tokens"] = 8;
+  chat["temperature"] = 0;
+  const json c = post("/v1/chat/completions", chat);
+  EXPECT_EQ(m["content"][0]["text"], c["choices"][0]["message"]["content"]) << m << c;
+}
+
 TEST_F(ServerMessages, ToolChoiceNoneWritesText) {
   const json none =
       post("/v1/messages",
@@ -308,7 +331,9 @@ TEST(ServerMessagesThinker, ForcedToolUseAndThinking) {
       if (name == "content_block_start" && data["content_block"]["type"] == "tool_use") start = data;
       if (name == "content_block_delta" && data["delta"]["type"] == "input_json_delta")
         partial += data["delta"]["partial_json"].get<std::string>();
-      if (name == "message_delta") EXPECT_EQ(data["delta"]["stop_reason"], "tool_use") << data;
+      if (name == "message_delta") {
+        EXPECT_EQ(data["delta"]["stop_reason"], "tool_use") << data;
+      }
     }
     EXPECT_EQ(start["content_block"]["name"], "w") << start;
     EXPECT_EQ(start["content_block"]["input"], json::object());
@@ -325,11 +350,25 @@ TEST(ServerMessagesThinker, ForcedToolUseAndThinking) {
   EXPECT_EQ(thought["content"][0]["signature"], "");
   std::string streamed;
   for (const auto& [name, data] : stream(think)) {
-    if (name == "content_block_start" && data["index"] == 0) EXPECT_EQ(data["content_block"]["type"], "thinking");
+    if (name == "content_block_start" && data["index"] == 0) {
+      EXPECT_EQ(data["content_block"]["type"], "thinking");
+    }
     if (name == "content_block_delta" && data["delta"]["type"] == "thinking_delta")
       streamed += data["delta"]["thinking"].get<std::string>();
   }
   EXPECT_FALSE(streamed.empty());
+  // An assistant turn's thinking block reaches the template (Qwen3.5 shows the reasoning of the
+  // turn after the last question, here a prefill).
+  const auto count = [&](const json& body) {
+    return http_post(server.port(), "/v1/messages/count_tokens", body).json()["input_tokens"].get<int>();
+  };
+  const json answered = {
+      kUser[0],
+      {{"role", "assistant"},
+       {"content",
+        {{{"type", "thinking"}, {"thinking", "Be kind."}, {"signature", ""}}, {{"type", "text"}, {"text", "Hello"}}}}}};
+  EXPECT_GT(count({{"messages", {answered[0], answered[1]}}}),
+            count({{"messages", {answered[0], {{"role", "assistant"}, {"content", "Hello"}}}}}));
   // Without `thinking` the reasoning is dropped, as Anthropic's API omits it.
   json plain = think;
   plain.erase("thinking");
