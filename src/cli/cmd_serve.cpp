@@ -222,7 +222,8 @@ Command add_serve(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--max-body-size", s.max_body_bytes, "Largest request body in bytes (413 beyond)")
       ->capture_default_str();
-  cmd->add_option("--api-key", s.api_key, "Require 'Authorization: Bearer KEY' on /v1 (also $PAGODA_API_KEY)")
+  cmd->add_option("--api-key", s.api_key,
+                  "Require 'Authorization: Bearer KEY' or 'x-api-key: KEY' on /v1 (also $PAGODA_API_KEY)")
       ->each([o](const std::string&) { o->api_key_given = true; });
   cmd->add_option("--chat-template", o->chat_template,
                   "Chat template: a Jinja file or a built-in name (default: the model file's)");

@@ -11,6 +11,7 @@
 #include <chrono>
 
 #include "engine/clock.h"
+#include "server/anthropic_messages.h"
 #include "server/api_error.h"
 #include "server/cors.h"
 #include "server/generation_stream.h"
@@ -89,6 +90,7 @@ void Connection::begin_reading() {
   reader_.emplace(RequestLimits{.body_bytes = state_->config.max_body_bytes});
   cors_origin_.clear();
   allow_.clear();
+  anthropic_ = false;
   head_ = false;
   continue_sent_ = false;
   read_stage_ = ReadStage::idle;
@@ -103,7 +105,9 @@ void Connection::parse_request() {
   const auto data = buffer_.data();
   buffer_.consume(reader_->feed(std::string_view(static_cast<const char*>(data.data()), data.size())));
   switch (reader_->state()) {
-    case RequestReader::State::failed: return refuse(reader_->error_status(), reader_->error());
+    case RequestReader::State::failed:
+      anthropic_ = reader_->target().starts_with("/v1/messages");  // a body too large gets its API's error shape
+      return refuse(reader_->error_status(), reader_->error());
     case RequestReader::State::done: return on_request();
     case RequestReader::State::need_more: break;
   }
@@ -231,6 +235,8 @@ const Connection::Route Connection::kRoutes[] = {
     {"/v1/models/", true, http::verb::get, true, &Connection::models},
     {"/v1/completions", false, http::verb::post, true, &Connection::completions},
     {"/v1/chat/completions", false, http::verb::post, true, &Connection::chat_completions},
+    {"/v1/messages", false, http::verb::post, true, &Connection::messages},
+    {"/v1/messages/count_tokens", false, http::verb::post, true, &Connection::count_tokens},
     {"/tokenize", false, http::verb::post, true, &Connection::tokenize},
     {"/detokenize", false, http::verb::post, true, &Connection::detokenize},
     {"/apply-template", false, http::verb::post, true, &Connection::apply_template},
@@ -258,9 +264,11 @@ void Connection::route(RequestReader::Request& req) {
     if (!match && (req.method() == r.method || head_of_get)) match = &r;
   }
   if (methods.empty()) throw ApiError(404, fmt::format("no such endpoint: {} {}", method, path));
+  anthropic_ = path.starts_with("/v1/messages");
   allow_ = methods + ", OPTIONS";
   if (req.method() == http::verb::options) return preflight(req);
-  if (guarded && !authorized(req)) throw ApiError(401, "invalid or missing API key (send 'Authorization: Bearer KEY')");
+  if (guarded && !authorized(req))
+    throw ApiError(401, "invalid or missing API key (send 'Authorization: Bearer KEY' or 'x-api-key: KEY')");
   if (!match) throw ApiError(405, fmt::format("method {} is not allowed for {} (use {})", method, path, methods));
   // An event stream never ends: HEAD gets its head alone.
   if (head_ && match->handle == &Connection::debug_events && state_->config.dashboard)
@@ -279,18 +287,24 @@ void Connection::preflight(const RequestReader::Request& req) {
   respond(204, "", "", h);
 }
 
+// `Authorization: Bearer KEY`, or `x-api-key: KEY` (Anthropic's clients send that).
 bool Connection::authorized(const RequestReader::Request& req) const {
   const auto& key = state_->config.api_key;
   if (key.empty()) return true;
+  // The key is compared in constant time.
+  const auto matches = [&key](std::string_view token) {
+    unsigned diff = token.size() == key.size() ? 0 : 1;
+    for (size_t i = 0; i < key.size(); ++i) diff |= unsigned(key[i] ^ (i < token.size() ? token[i] : 0));
+    return diff == 0;
+  };
+  if (auto x = req.find("x-api-key"); x != req.end() && matches(std::string_view(x->value().data(), x->value().size())))
+    return true;
   auto it = req.find(http::field::authorization);
   const std::string_view got =
       it == req.end() ? std::string_view() : std::string_view(it->value().data(), it->value().size());
-  // The scheme is case-insensitive (RFC 9110 11.1); the key is compared in constant time.
+  // The scheme is case-insensitive (RFC 9110 11.1).
   const bool bearer = got.size() > 7 && boost::beast::iequals(got.substr(0, 7), "Bearer ");
-  const std::string_view token = bearer ? got.substr(7) : std::string_view();
-  unsigned diff = token.size() == key.size() ? 0 : 1;
-  for (size_t i = 0; i < key.size(); ++i) diff |= unsigned(key[i] ^ (i < token.size() ? token[i] : 0));
-  return bearer && diff == 0;
+  return bearer && matches(got.substr(7));
 }
 
 // /health is readiness: 503 with a reason while loading, draining or
@@ -315,11 +329,15 @@ void Connection::health_live(RequestReader::Request&, std::string_view, std::str
 }
 
 void Connection::completions(RequestReader::Request& req, std::string_view, std::string_view) {
-  new_stream()->start(/*chat=*/false, std::move(req.body()));
+  new_stream()->start(Api::completions, std::move(req.body()));
 }
 
 void Connection::chat_completions(RequestReader::Request& req, std::string_view, std::string_view) {
-  new_stream()->start(/*chat=*/true, std::move(req.body()));
+  new_stream()->start(Api::chat, std::move(req.body()));
+}
+
+void Connection::messages(RequestReader::Request& req, std::string_view, std::string_view) {
+  new_stream()->start(Api::messages, std::move(req.body()));
 }
 
 std::shared_ptr<GenerationStream> Connection::new_stream() {
@@ -421,7 +439,9 @@ void Connection::respond_error(const ApiError& e) {
   if (e.status == 401) h.emplace_back("WWW-Authenticate", "Bearer");
   if (e.retry_after_s > 0) h.emplace_back("Retry-After", std::to_string(e.retry_after_s));
   if (e.status == 405 && !allow_.empty()) h.emplace_back("Allow", allow_);
-  respond(e.status, "application/json", dump(error_json(e.status, e.what(), e.param, e.code)), h);
+  const json body =
+      anthropic_ ? anthropic_error_json(e.status, e.what(), e.param) : error_json(e.status, e.what(), e.param, e.code);
+  respond(e.status, "application/json", dump(body), h);
 }
 
 void Connection::begin_events(const Headers& extra) {
@@ -433,6 +453,10 @@ void Connection::begin_events(const Headers& extra) {
 }
 
 void Connection::send_event(std::string_view data) { send(sse_event(data, http11_)); }
+
+void Connection::send_named_event(std::string_view name, std::string_view data) {
+  send(sse_event(data, http11_, name));
+}
 
 void Connection::end_events() {
   if (http11_) send(chunked_end());

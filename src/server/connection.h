@@ -58,6 +58,7 @@ class Connection : public ResponseChannel, public std::enable_shared_from_this<C
   void respond_error(const ApiError& e) override;
   void begin_events(const Headers& extra) override;
   void send_event(std::string_view data) override;
+  void send_named_event(std::string_view name, std::string_view data) override;
   void end_events() override;
   size_t queued_bytes() const override { return out_.size() + writing_.size() - written_; }
 
@@ -89,6 +90,8 @@ class Connection : public ResponseChannel, public std::enable_shared_from_this<C
   void models(RequestReader::Request& req, std::string_view path, std::string_view query);
   void completions(RequestReader::Request& req, std::string_view path, std::string_view query);
   void chat_completions(RequestReader::Request& req, std::string_view path, std::string_view query);
+  void messages(RequestReader::Request& req, std::string_view path, std::string_view query);  // Anthropic's
+  void count_tokens(RequestReader::Request& req, std::string_view path, std::string_view query);
   void preflight(const RequestReader::Request& req);  // OPTIONS (cors.h)
   // vLLM's /tokenize and /detokenize, llama.cpp's /apply-template, /version (connection_tokenize.cpp).
   void tokenize(RequestReader::Request& req, std::string_view path, std::string_view query);
@@ -131,6 +134,7 @@ class Connection : public ResponseChannel, public std::enable_shared_from_this<C
   bool head_ = false;          // a HEAD request: responses carry no body
   std::string cors_origin_;    // Access-Control-Allow-Origin for this request, "" for none
   std::string allow_;          // the requested path's methods, for Allow
+  bool anthropic_ = false;     // an Anthropic route: errors in Anthropic's shape
   bool complete_ = false;      // the current response is fully queued
   bool close_after_ = false;   // close once the response is written
   bool linger_ = false;        // ... after draining what the client still sends

@@ -12,9 +12,12 @@
 //   /detokenize      {"tokens": [ids]} -> {"prompt"}; ids outside the vocabulary: 400
 //   /apply-template  a chat body -> {"prompt"} (the rendered text)
 //   /version         -> {"version"}
+//   /v1/messages/count_tokens  an Anthropic Messages body (anthropic_messages.h)
+//                    -> {"input_tokens"}: the prompt /v1/messages would render
 #include <boost/asio/post.hpp>
 #include <spdlog/spdlog.h>
 
+#include "server/anthropic_messages.h"
 #include "server/api_error.h"
 #include "server/chat_body.h"
 #include "server/connection.h"
@@ -125,6 +128,29 @@ void Connection::apply_template(RequestReader::Request& req, std::string_view, s
   answer_off_thread([&m, text = std::move(req.body())](Headers& h) {
     const json j = request_body(text, m, Endpoint::apply_template, h);
     return json{{"prompt", render_chat_body(j, text, m.chat, m.tokenizer, m.limits.tool_parser).prompt.text}};
+  });
+}
+
+void Connection::count_tokens(RequestReader::Request& req, std::string_view, std::string_view) {
+  const ServedModel& m = loaded_model(*state_);
+  answer_off_thread([&m, text = std::move(req.body())](Headers& h) {
+    const auto o = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (o.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
+    const std::string chat_text = translate_messages_request(o, /*count_only=*/true).chat.dump();
+    const json chat = json::parse(chat_text);
+    check_model(chat, m.names);
+    const auto ignored = ignored_fields(json::parse(text), Endpoint::count_tokens);
+    if (!ignored.empty()) h.emplace_back(kIgnoredFieldsHeader, ignored_fields_header(ignored));
+    // Rendered and encoded as /v1/messages renders and encodes it.
+    RenderedPrompt r;
+    try {
+      r = render_chat_body(chat, chat_text, m.chat, m.tokenizer, m.limits.tool_parser).prompt;
+    } catch (const ApiError& e) {
+      ApiError named = e;
+      named.param = anthropic_field(e.param);
+      throw named;
+    }
+    return json{{"input_tokens", m.tokenizer.encode(r.text, r.add_bos, r.parse_special).size()}};
   });
 }
 

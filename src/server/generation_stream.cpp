@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 
+#include "server/anthropic_messages.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
 #include "server/tool_output.h"
@@ -25,29 +26,41 @@ std::string new_id(const char* prefix) {
 
 bool natural(FinishReason r) { return r == FinishReason::stop || r == FinishReason::length; }
 
+// The request as the chat pipeline takes it: Anthropic's body is translated
+// into a chat body first (anthropic_messages.h), then parsed as chat.
+GenerationRequest parse_request(Api api, const std::string& body, const ServedModel& m) {
+  if (api == Api::messages) return parse_messages_request(body, m.limits, m.chat, m.names);
+  const bool chat = api == Api::chat;
+  const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
+  check_model(j, m.names);
+  auto ignored = ignored_fields(j, chat ? Endpoint::chat : Endpoint::completions);
+  GenerationRequest req =
+      chat ? parse_chat_request(j, m.limits, m.chat, body) : parse_completion_request(j, m.limits, body);
+  req.ignored_fields = std::move(ignored);
+  return req;
+}
+
+const char* id_prefix(Api api) { return api == Api::messages ? "msg_" : api == Api::chat ? "chatcmpl-" : "cmpl-"; }
+
 }  // namespace
 
 GenerationStream::GenerationStream(std::shared_ptr<ServerState> state, std::shared_ptr<ResponseChannel> channel,
                                    asio::any_io_executor strand)
     : state_(std::move(state)), channel_(std::move(channel)), strand_(std::move(strand)) {}
 
-void GenerationStream::start(bool chat, std::string body) {
+void GenerationStream::start(Api api, std::string body) {
   const ServedModel* m = state_->model();
   if (!m) throw ApiError(503, "the model is still loading; retry shortly", "", "", 1);
   if (state_->draining) throw ApiError(503, "the server is shutting down");
   stage_ = Stage::parsing;
-  asio::post(state_->workers, [self = shared_from_this(), m, chat, body = std::move(body)] {
+  asio::post(state_->workers, [self = shared_from_this(), m, api, body = std::move(body)] {
     GenerationRequest req;
     ResponseIdentity ident;
     std::optional<ApiError> error;
     try {
-      const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-      if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
-      check_model(j, m->names);
-      auto ignored = ignored_fields(j, chat ? Endpoint::chat : Endpoint::completions);
-      req = chat ? parse_chat_request(j, m->limits, m->chat, body) : parse_completion_request(j, m->limits, body);
-      req.ignored_fields = std::move(ignored);
-      ident = {new_id(chat ? "chatcmpl-" : "cmpl-"), int64_t(std::time(nullptr)), m->name};
+      req = parse_request(api, body, *m);
+      ident = {new_id(id_prefix(api)), int64_t(std::time(nullptr)), m->name};
     } catch (const ApiError& e) {
       error = e;
     } catch (const std::exception& e) {
@@ -196,6 +209,10 @@ void GenerationStream::on_probe_output(const RequestOutput& out) {
 void GenerationStream::stream_head() {
   channel_->begin_events(response_headers());
   head_sent_ = true;
+  if (req_.api == Api::messages) {
+    messages_ = std::make_unique<MessagesStream>(ident_, req_);
+    return send_anthropic({messages_->start(int64_t(req_.engine.prompt.size()))});
+  }
   for (int i = 0; i < int(choices_.size()); ++i) {
     if (req_.api == Api::chat)
       channel_->send_event(
@@ -210,6 +227,7 @@ void GenerationStream::stream_delta(const RequestOutput& out) {
   if (!head_sent_) stream_head();
   const bool chat = req_.api == Api::chat;
   ChoiceState& c = choices_.at(size_t(out.choice));
+  if (req_.api == Api::messages) return send_anthropic(messages_->push(c, out));
   if (chat && tool_output_active(req_.tools)) {  // content and tool calls parsed apart
     json lp = req_.engine.sampling.logprobs && !out.logprobs.empty() ? chat_logprobs(model_->tokenizer, out.logprobs)
                                                                      : json(nullptr);
@@ -240,13 +258,22 @@ void GenerationStream::finish() {
   const auto channel = channel_;  // the last call may detach this stream
   if (req_.stream) {
     if (!head_sent_) stream_head();
+    if (messages_) {
+      send_anthropic(messages_->finish(choices_.front(), usage_));
+      return channel->end_events();
+    }
     if (req_.include_usage) channel->send_event(dump(usage_chunk(ident_, req_, usage_)));
     channel->send_event("[DONE]");
     return channel->end_events();
   }
-  const json body = req_.api == Api::chat ? chat_response(ident_, req_, choices_, usage_, model_->tokenizer)
-                                          : completion_response(ident_, req_, choices_, usage_, model_->tokenizer);
+  const json body = req_.api == Api::messages ? messages_response(ident_, req_, req_.thinking, choices_.front(), usage_)
+                    : req_.api == Api::chat   ? chat_response(ident_, req_, choices_, usage_, model_->tokenizer)
+                                              : completion_response(ident_, req_, choices_, usage_, model_->tokenizer);
   channel->respond(200, "application/json", dump(body), response_headers());
+}
+
+void GenerationStream::send_anthropic(const std::vector<json>& events) {
+  for (const json& e : events) channel_->send_named_event(e["type"].get<std::string>(), dump(e));
 }
 
 Headers GenerationStream::response_headers() const {
@@ -262,6 +289,10 @@ void GenerationStream::fail(int status, const std::string& message) {
   if (req_.stream && head_sent_) {
     // The status line is long gone: the error is the stream's last event.
     spdlog::warn("stream {} failed: {}", ident_.id, message);
+    if (messages_) {  // Anthropic's stream ends with an error event, no [DONE]
+      channel->send_named_event("error", dump(anthropic_error_json(status, message)));
+      return channel->end_events();
+    }
     channel->send_event(dump(error_json(status, message)));
     channel->send_event("[DONE]");
     return channel->end_events();

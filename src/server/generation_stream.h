@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "server/anthropic_stream.h"
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/response_channel.h"
@@ -35,8 +36,8 @@ class GenerationStream : public std::enable_shared_from_this<GenerationStream> {
   GenerationStream(std::shared_ptr<ServerState> state, std::shared_ptr<ResponseChannel> channel,
                    boost::asio::any_io_executor strand);
 
-  // POST /v1/completions (chat = false) or /v1/chat/completions.
-  void start(bool chat, std::string body);
+  // POST /v1/completions, /v1/chat/completions or /v1/messages (Anthropic's).
+  void start(Api api, std::string body);
   // GET /health?generate=1: one greedy token from a one-token prompt, at the
   // front of the queue, with a deadline; answered as a health status.
   void start_health_probe();
@@ -61,6 +62,7 @@ class GenerationStream : public std::enable_shared_from_this<GenerationStream> {
   void stream_head();
   Headers response_headers() const;  // X-Request-Id, and the ignored fields if any
   void stream_delta(const RequestOutput& out);
+  void send_anthropic(const std::vector<json>& events);  // named SSE events
   void finish();
   void fail(int status, const std::string& message);
   void retire(bool cancel);  // out of active_generations; cancels the engine request if asked
@@ -75,6 +77,7 @@ class GenerationStream : public std::enable_shared_from_this<GenerationStream> {
   std::vector<uint64_t> engine_ids_;  // one per prompt
   size_t engine_requests_done_ = 0;
   std::vector<ChoiceState> choices_;
+  std::unique_ptr<MessagesStream> messages_;               // /v1/messages streamed: its event writer
   std::vector<std::pair<int64_t, int64_t>> prompt_usage_;  // per prompt: (prompt tokens, cached tokens)
   Usage usage_;
   bool head_sent_ = false;    // streaming: the SSE head is out

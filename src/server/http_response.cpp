@@ -39,10 +39,12 @@ std::string sse_head(bool keep_alive, bool chunked, const Headers& extra) {
   return out;
 }
 
-std::string sse_event(std::string_view payload, bool chunked) {
-  const size_t n = payload.size() + 8;  // "data: " + "\n\n"
+std::string sse_event(std::string_view payload, bool chunked, std::string_view name) {
+  const std::string head = name.empty() ? "" : fmt::format("event: {}\n", name);
+  const size_t n = head.size() + payload.size() + 8;  // "data: " + "\n\n"
   std::string out;
   if (chunked) out = fmt::format("{:x}\r\n", n);
+  out += head;
   out += "data: ";
   out += payload;
   out += "\n\n";

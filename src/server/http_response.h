@@ -19,7 +19,7 @@ std::string http_response(int status, std::string_view content_type, std::string
 // The head of an event stream. `chunked` on HTTP/1.1.
 std::string sse_head(bool keep_alive, bool chunked, const Headers& extra = {});
 // One event: "data: <payload>\n\n", framed as one chunk when chunked.
-std::string sse_event(std::string_view payload, bool chunked);
+std::string sse_event(std::string_view payload, bool chunked, std::string_view name = {});  // name: an `event:` line
 // The end of a chunked body.
 inline std::string chunked_end() { return "0\r\n\r\n"; }
 

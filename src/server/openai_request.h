@@ -22,7 +22,7 @@ class Tokenizer;
 
 namespace pagoda::server {
 
-enum class Api { completions, chat };
+enum class Api { completions, chat, messages };  // messages: Anthropic's face of chat
 
 // One prompt of a completions batch: its tokens and its text (for echo).
 struct PromptEntry {
@@ -39,7 +39,8 @@ struct GenerationRequest {
   std::string prompt_text;     // the prompt as text (for echo)
   // Unknown top-level fields, named in a response header (request_fields.h).
   std::vector<std::string> ignored_fields;
-  ToolRequest tools;  // chat: tools, tool_choice and how to parse calls
+  ToolRequest tools;      // chat: tools, tool_choice and how to parse calls
+  bool thinking = false;  // messages: reasoning is returned as thinking blocks
   // Completions with echo and logprobs: the prompt's tokens lead the choice's
   // logprobs (the first with null), as OpenAI's legacy API and vLLM.
   bool echo_logprobs = false;

@@ -50,6 +50,11 @@ const Names kChatOnly = {
     "logprobs",           "top_logprobs", "max_completion_tokens", "modalities",        "audio", "prediction",
     "web_search_options", "verbosity",    "prompt_cache_key",      "safety_identifier", "echo"};
 
+// Anthropic's Messages API (anthropic_messages.h); count_tokens takes the same body less the sampling.
+const Names kMessages = {"model",  "max_tokens",   "messages",  "system",     "stop_sequences", "temperature",
+                         "top_p",  "top_k",        "metadata",  "tools",      "tool_choice",    "thinking",
+                         "stream", "service_tier", "container", "mcp_servers"};
+
 const Names kTokenize = {"model", "prompt", "add_special_tokens", "return_token_strs"};
 const Names kDetokenize = {"model", "tokens"};
 
@@ -62,6 +67,8 @@ bool known(Endpoint e, std::string_view name) {
     case Endpoint::apply_template: return in(kSampling, name) || in(kChatOnly, name) || in(kChatPrompt, name);
     case Endpoint::tokenize: return in(kTokenize, name) || in(kChatPrompt, name);
     case Endpoint::detokenize: return in(kDetokenize, name);
+    case Endpoint::messages:
+    case Endpoint::count_tokens: return in(kMessages, name);
   }
   return false;
 }

@@ -22,7 +22,7 @@
 
 namespace pagoda::server {
 
-enum class Endpoint { completions, chat, tokenize, detokenize, apply_template };
+enum class Endpoint { completions, chat, tokenize, detokenize, apply_template, messages, count_tokens };
 
 // The header that lists a request's ignored fields.
 inline constexpr std::string_view kIgnoredFieldsHeader = "X-Pagoda-Ignored-Fields";

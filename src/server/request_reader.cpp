@@ -117,4 +117,10 @@ bool RequestReader::expects_continue() const {
 
 RequestReader::Request RequestReader::release() { return parser_->release(); }
 
+std::string_view RequestReader::target() const {
+  if (!parser_) return {};  // Beast sets the target once the request line is parsed
+  const auto t = parser_->get().target();
+  return {t.data(), t.size()};
+}
+
 }  // namespace pagoda::server

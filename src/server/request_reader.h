@@ -54,6 +54,8 @@ class RequestReader {
   State state() const { return state_; }
   bool header_done() const { return header_checked_; }
   bool expects_continue() const;  // `Expect: 100-continue` and the body still to come
+  // The request target once the request line is parsed ("" before): a refusal's body shape depends on the route.
+  std::string_view target() const;
   // The failure's status (400, 413, 431) and message.
   int error_status() const { return error_status_; }
   const std::string& error() const { return error_; }

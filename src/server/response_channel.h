@@ -22,8 +22,10 @@ class ResponseChannel {
   virtual void respond_error(const ApiError& e) = 0;    // an OpenAI-style error body
   virtual void begin_events(const Headers& extra) = 0;  // status 200 and the stream's head
   virtual void send_event(std::string_view data) = 0;   // one `data:` event
-  virtual void end_events() = 0;                        // the stream's end
-  virtual size_t queued_bytes() const { return 0; }     // accepted, not yet written: a slow reader
+  // One event with an `event:` line (Anthropic's streams name each event).
+  virtual void send_named_event(std::string_view name, std::string_view data) = 0;
+  virtual void end_events() = 0;                     // the stream's end
+  virtual size_t queued_bytes() const { return 0; }  // accepted, not yet written: a slow reader
 };
 
 }  // namespace pagoda::server
