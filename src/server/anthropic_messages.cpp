@@ -9,13 +9,8 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-const ojson* ofield(const ojson& body, const char* name) {
-  const auto it = body.find(name);
-  return it == body.end() || it->is_null() ? nullptr : &*it;
-}
-
 std::string block_type(const ojson& block) {
-  const ojson* t = block.is_object() ? ofield(block, "type") : nullptr;
+  const ojson* t = block.is_object() ? present_field(block, "type") : nullptr;
   return t && t->is_string() ? t->get<std::string>() : "";
 }
 
@@ -25,7 +20,7 @@ std::string text_of(const ojson& v, const std::string& where) {
   if (!v.is_array()) bad_request(where, "{} must be a string or an array of text blocks", where);
   std::string text;
   for (size_t i = 0; i < v.size(); ++i) {
-    const ojson* t = block_type(v[i]) == "text" ? ofield(v[i], "text") : nullptr;
+    const ojson* t = block_type(v[i]) == "text" ? present_field(v[i], "text") : nullptr;
     if (!t || !t->is_string())
       bad_request(where, "{}[{}] must be a text block {{\"type\": \"text\", \"text\": ...}}", where, i);
     text += t->get<std::string>();
@@ -56,11 +51,11 @@ void push_turn(ojson& out, ojson msg) {
 void translate_message(const ojson& m, size_t i, ojson& out) {
   const std::string where = fmt::format("messages.{}", i);
   if (!m.is_object()) bad_request(where, "{} must be an object", where);
-  const ojson* role = ofield(m, "role");
+  const ojson* role = present_field(m, "role");
   if (!role || !role->is_string() || (*role != "user" && *role != "assistant"))
     bad_request(where + ".role", "{}.role must be \"user\" or \"assistant\"", where);
   const bool assistant = *role == "assistant";
-  const ojson* content = ofield(m, "content");
+  const ojson* content = present_field(m, "content");
   if (!content) bad_request(where + ".content", "{}.content is required", where);
   if (content->is_string()) {
     push_turn(out, {{"role", *role}, {"content", *content}});
@@ -80,14 +75,14 @@ void translate_message(const ojson& m, size_t i, ojson& out) {
     const std::string at = fmt::format("{}.content.{}", where, k);
     const std::string type = block_type(b);
     if (type == "text") {
-      const ojson* t = ofield(b, "text");
+      const ojson* t = present_field(b, "text");
       if (!t || !t->is_string()) bad_request(at + ".text", "{}.text must be a string", at);
       text += t->get<std::string>();
       pending = true;
     } else if (type == "tool_use" && assistant) {
-      const ojson* id = ofield(b, "id");
-      const ojson* name = ofield(b, "name");
-      const ojson* input = ofield(b, "input");
+      const ojson* id = present_field(b, "id");
+      const ojson* name = present_field(b, "name");
+      const ojson* input = present_field(b, "input");
       if (!id || !id->is_string()) bad_request(at + ".id", "{}.id must be a string", at);
       if (!name || !name->is_string()) bad_request(at + ".name", "{}.name must be a string", at);
       if (input && !input->is_object()) bad_request(at + ".input", "{}.input must be an object", at);
@@ -95,16 +90,16 @@ void translate_message(const ojson& m, size_t i, ojson& out) {
                        {"type", "function"},
                        {"function", {{"name", *name}, {"arguments", input ? *input : ojson::object()}}}});
     } else if (type == "tool_result" && !assistant) {
-      const ojson* id = ofield(b, "tool_use_id");
+      const ojson* id = present_field(b, "tool_use_id");
       if (!id || !id->is_string()) bad_request(at + ".tool_use_id", "{}.tool_use_id must be a string", at);
-      const ojson* c = ofield(b, "content");
+      const ojson* c = present_field(b, "content");
       std::string result = c ? text_of(*c, at + ".content") : "";
-      if (const ojson* e = ofield(b, "is_error"); e && e->is_boolean() && e->get<bool>())
+      if (const ojson* e = present_field(b, "is_error"); e && e->is_boolean() && e->get<bool>())
         result = "Error: " + result;  // the template has no error flag: say it in the text
       flush_user();
       out.push_back({{"role", "tool"}, {"tool_call_id", *id}, {"content", result}});
     } else if ((type == "thinking" || type == "redacted_thinking") && assistant) {
-      if (const ojson* t = ofield(b, "thinking"); t && t->is_string()) thinking += t->get<std::string>();
+      if (const ojson* t = present_field(b, "thinking"); t && t->is_string()) thinking += t->get<std::string>();
     } else {
       bad_request(at + ".type", "{}: a {} message cannot hold a block of type \"{}\" here", at,
                   role->get<std::string>(), type);
@@ -127,13 +122,13 @@ ojson translate_tools(const ojson& tools) {
     // Anthropic's server tools (web search, bash, ...) carry a versioned type.
     if (const std::string type = block_type(t); !type.empty() && type != "custom")
       bad_request(at + ".type", "{}: tool type \"{}\" is not supported (only client tools)", at, type);
-    const ojson* name = ofield(t, "name");
+    const ojson* name = present_field(t, "name");
     if (!name || !name->is_string() || name->get<std::string>().empty())
       bad_request(at + ".name", "{}.name must be a non-empty string", at);
-    const ojson* schema = ofield(t, "input_schema");
+    const ojson* schema = present_field(t, "input_schema");
     if (!schema || !schema->is_object()) bad_request(at + ".input_schema", "{}.input_schema must be an object", at);
     ojson fn = {{"name", *name}};
-    if (const ojson* d = ofield(t, "description")) {
+    if (const ojson* d = present_field(t, "description")) {
       if (!d->is_string()) bad_request(at + ".description", "{}.description must be a string", at);
       fn["description"] = *d;
     }
@@ -152,13 +147,13 @@ void translate_tool_choice(const ojson& c, ojson& chat) {
   else if (type == "none")
     chat["tool_choice"] = "none";
   else if (type == "tool") {
-    const ojson* name = ofield(c, "name");
+    const ojson* name = present_field(c, "name");
     if (!name || !name->is_string()) bad_request("tool_choice.name", "tool_choice {{\"type\": \"tool\"}} needs a name");
     chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", *name}}}};
   } else {
     bad_request("tool_choice.type", "tool_choice.type must be \"auto\", \"any\", \"tool\" or \"none\"");
   }
-  if (const ojson* p = ofield(c, "disable_parallel_tool_use")) {
+  if (const ojson* p = present_field(c, "disable_parallel_tool_use")) {
     if (!p->is_boolean()) bad_request("tool_choice.disable_parallel_tool_use", "must be a boolean");
     chat["parallel_tool_calls"] = !p->get<bool>();
   }
@@ -171,20 +166,20 @@ MessagesRequest translate_messages_request(const ojson& body, bool count_only) {
   MessagesRequest r;
   ojson& chat = r.chat;
   chat = ojson::object();
-  if (const ojson* m = ofield(body, "model")) chat["model"] = *m;
+  if (const ojson* m = present_field(body, "model")) chat["model"] = *m;
   if (!count_only) {
-    const ojson* mt = ofield(body, "max_tokens");
+    const ojson* mt = present_field(body, "max_tokens");
     if (!mt) bad_request("max_tokens", "max_tokens: Field required");
     if (!mt->is_number_integer() || mt->get<int64_t>() < 1)
       bad_request("max_tokens", "max_tokens: must be an integer of at least 1");
     chat["max_tokens"] = *mt;
   }
   ojson messages = ojson::array();
-  if (const ojson* s = ofield(body, "system")) {
+  if (const ojson* s = present_field(body, "system")) {
     const std::string text = text_of(*s, "system");
     if (!text.empty()) messages.push_back({{"role", "system"}, {"content", text}});
   }
-  const ojson* ms = ofield(body, "messages");
+  const ojson* ms = present_field(body, "messages");
   if (!ms) bad_request("messages", "messages: Field required");
   if (!ms->is_array() || ms->empty()) bad_request("messages", "messages: must be a non-empty array");
   for (size_t i = 0; i < ms->size(); ++i) translate_message((*ms)[i], i, messages);
@@ -194,34 +189,34 @@ MessagesRequest translate_messages_request(const ojson& body, bool count_only) {
     chat["continue_final_message"] = true;
   }
   chat["messages"] = std::move(messages);
-  if (const ojson* s = ofield(body, "stop_sequences")) {
+  if (const ojson* s = present_field(body, "stop_sequences")) {
     if (!s->is_array()) bad_request("stop_sequences", "stop_sequences: must be an array of strings");
     for (const auto& x : *s)
       if (!x.is_string()) bad_request("stop_sequences", "stop_sequences: must be an array of strings");
     if (!s->empty()) chat["stop"] = *s;
   }
   for (const char* name : {"temperature", "top_p", "top_k"})
-    if (const ojson* v = ofield(body, name)) {
+    if (const ojson* v = present_field(body, name)) {
       if (!v->is_number()) bad_request(name, "{}: must be a number", name);
       chat[name] = *v;
     }
-  if (const ojson* t = ofield(body, "tools")) {
+  if (const ojson* t = present_field(body, "tools")) {
     if (!t->empty()) chat["tools"] = translate_tools(*t);
   }
-  if (const ojson* c = ofield(body, "tool_choice")) {
+  if (const ojson* c = present_field(body, "tool_choice")) {
     if (!c->is_object()) bad_request("tool_choice", "tool_choice: must be an object with a type");
     translate_tool_choice(*c, chat);
   }
-  if (const ojson* t = ofield(body, "thinking")) {
+  if (const ojson* t = present_field(body, "thinking")) {
     const std::string type = block_type(*t);
     if (type != "enabled" && type != "disabled")
       bad_request("thinking.type", "thinking.type must be \"enabled\" or \"disabled\"");
     r.thinking = type == "enabled";
     chat["chat_template_kwargs"] = {{"enable_thinking", r.thinking}};
   }
-  if (const ojson* s = ofield(body, "mcp_servers"); s && !(s->is_array() && s->empty()))
+  if (const ojson* s = present_field(body, "mcp_servers"); s && !(s->is_array() && s->empty()))
     bad_request("mcp_servers", "mcp_servers: MCP servers are not supported by this server");
-  if (const ojson* s = ofield(body, "stream")) {
+  if (const ojson* s = present_field(body, "stream")) {
     if (!s->is_boolean()) bad_request("stream", "stream: must be a boolean");
     if (!count_only) chat["stream"] = *s;
   }

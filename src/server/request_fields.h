@@ -24,6 +24,13 @@ namespace pagoda::server {
 
 enum class Endpoint { completions, chat, tokenize, detokenize, apply_template, messages, count_tokens };
 
+// body[name], or null where the field is absent or JSON null (an optional
+// field left out, as OpenAI's and Anthropic's APIs both read null).
+inline const nlohmann::ordered_json* present_field(const nlohmann::ordered_json& body, const char* name) {
+  const auto it = body.find(name);
+  return it == body.end() || it->is_null() ? nullptr : &*it;
+}
+
 // The header that lists a request's ignored fields.
 inline constexpr std::string_view kIgnoredFieldsHeader = "X-Pagoda-Ignored-Fields";
 

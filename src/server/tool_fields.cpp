@@ -1,16 +1,12 @@
 #include "server/tool_fields.h"
 
 #include "server/api_error.h"
+#include "server/request_fields.h"
 
 namespace pagoda::server {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-
-const ojson* ofield(const ojson& body, const char* name) {
-  const auto it = body.find(name);
-  return it == body.end() || it->is_null() ? nullptr : &*it;
-}
 
 void check_tools(const ojson& tools) {
   if (!tools.is_array()) bad_request("tools", "'tools' must be an array");
@@ -18,14 +14,14 @@ void check_tools(const ojson& tools) {
     const ojson& t = tools[i];
     if (!t.is_object() || t.value("type", "") != "function")
       bad_request("tools", "tools[{}] must be an object with \"type\": \"function\"", i);
-    const ojson* f = ofield(t, "function");
+    const ojson* f = present_field(t, "function");
     if (!f || !f->is_object()) bad_request("tools", "tools[{}].function must be an object", i);
-    const ojson* name = ofield(*f, "name");
+    const ojson* name = present_field(*f, "name");
     if (!name || !name->is_string() || name->get<std::string>().empty())
       bad_request("tools", "tools[{}].function.name must be a non-empty string", i);
-    if (const ojson* d = ofield(*f, "description"); d && !d->is_string())
+    if (const ojson* d = present_field(*f, "description"); d && !d->is_string())
       bad_request("tools", "tools[{}].function.description must be a string", i);
-    if (const ojson* p = ofield(*f, "parameters"); p && !p->is_object())
+    if (const ojson* p = present_field(*f, "parameters"); p && !p->is_object())
       bad_request("tools", "tools[{}].function.parameters must be a JSON Schema object", i);
   }
 }
@@ -77,7 +73,7 @@ void harmony_message(ojson& m) {
 }
 
 ojson template_messages(const ojson& body, bool harmony) {
-  const ojson* ms = ofield(body, "messages");
+  const ojson* ms = present_field(body, "messages");
   if (!ms) bad_request("messages", "'messages' is required");
   if (!ms->is_array() || ms->empty()) bad_request("messages", "'messages' must be a non-empty array");
   ojson out = *ms;
@@ -114,15 +110,15 @@ ojson template_messages(const ojson& body, bool harmony) {
 
 ToolRequest parse_tool_request(const ojson& body, std::optional<toolcall::Format> parser) {
   for (const char* old : {"functions", "function_call"})
-    if (ofield(body, old)) bad_request(old, "'{}' is deprecated and not supported; use 'tools'", old);
+    if (present_field(body, old)) bad_request(old, "'{}' is deprecated and not supported; use 'tools'", old);
   ToolRequest r;
-  if (const ojson* t = ofield(body, "tools")) {
+  if (const ojson* t = present_field(body, "tools")) {
     check_tools(*t);
     if (!t->empty()) r.tools = *t;
   }
   const bool have = !r.tools.is_null();
   r.choice = have ? ToolChoice::automatic : ToolChoice::none;
-  if (const ojson* c = ofield(body, "tool_choice")) {
+  if (const ojson* c = present_field(body, "tool_choice")) {
     if (c->is_string()) {
       const std::string s = c->get<std::string>();
       if (s == "none")
@@ -134,7 +130,7 @@ ToolRequest parse_tool_request(const ojson& body, std::optional<toolcall::Format
       else
         bad_request("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or a named function");
     } else if (c->is_object()) {
-      const ojson* f = ofield(*c, "function");
+      const ojson* f = present_field(*c, "function");
       if (c->value("type", "") != "function" || !f || !f->is_object() || !f->contains("name") ||
           !(*f)["name"].is_string())
         bad_request("tool_choice",
@@ -149,7 +145,7 @@ ToolRequest parse_tool_request(const ojson& body, std::optional<toolcall::Format
     if (!have && r.choice != ToolChoice::none)
       bad_request("tool_choice", "'tool_choice' other than \"none\" needs 'tools'");
   }
-  if (const ojson* p = ofield(body, "parallel_tool_calls")) {
+  if (const ojson* p = present_field(body, "parallel_tool_calls")) {
     if (!p->is_boolean()) bad_request("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
     r.parallel = p->get<bool>();
   }
@@ -162,24 +158,24 @@ ChatRenderRequest parse_render_request(const ojson& body, const ToolRequest& too
   ChatRenderRequest r;
   r.messages = template_messages(body, tools.harmony);
   r.tools = tools.tools;
-  if (const ojson* t = ofield(body, "chat_template")) {
+  if (const ojson* t = present_field(body, "chat_template")) {
     if (!t->is_string()) bad_request("chat_template", "'chat_template' must be a string");
     r.template_text = t->get<std::string>();
   }
-  if (const ojson* k = ofield(body, "chat_template_kwargs")) {
+  if (const ojson* k = present_field(body, "chat_template_kwargs")) {
     if (!k->is_object()) bad_request("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     r.kwargs = *k;
   }
   // OpenAI's reasoning_effort, for the templates that read it (gpt-oss's
   // writes "Reasoning: high" into its system message).
-  if (const ojson* e = ofield(body, "reasoning_effort")) {
+  if (const ojson* e = present_field(body, "reasoning_effort")) {
     if (!e->is_string() || (*e != "low" && *e != "medium" && *e != "high"))
       bad_request("reasoning_effort", "'reasoning_effort' must be \"low\", \"medium\" or \"high\"");
     if (r.kwargs.is_null()) r.kwargs = ojson::object();
     if (!r.kwargs.contains("reasoning_effort")) r.kwargs["reasoning_effort"] = *e;
   }
-  const ojson* agp = ofield(body, "add_generation_prompt");
-  const ojson* cfm = ofield(body, "continue_final_message");
+  const ojson* agp = present_field(body, "add_generation_prompt");
+  const ojson* cfm = present_field(body, "continue_final_message");
   if (agp && !agp->is_boolean()) bad_request("add_generation_prompt", "'add_generation_prompt' must be a boolean");
   if (cfm && !cfm->is_boolean()) bad_request("continue_final_message", "'continue_final_message' must be a boolean");
   continue_final = cfm && cfm->get<bool>();
