@@ -372,7 +372,8 @@ TEST(ServerMessagesThinker, ForcedToolUseAndThinking) {
   // Without `thinking` the reasoning is dropped, as Anthropic's API omits it.
   json plain = think;
   plain.erase("thinking");
-  for (const json& b : post(plain)["content"]) EXPECT_NE(b["type"], "thinking");
+  const json reply = post(plain);  // kept: a range-for over a temporary's member would read freed memory
+  for (const json& b : reply["content"]) EXPECT_NE(b["type"], "thinking");
   EXPECT_EQ(server.stop(), 0);
   fs::remove_all(dir);
 }
