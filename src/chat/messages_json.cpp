@@ -16,7 +16,8 @@ std::string content_text(const Json& m) {
   std::string out;
   if (it->is_array())
     for (const auto& part : *it)
-      if (part.is_object() && part.value("type", "") == "text" && part.contains("text") && part["text"].is_string())
+      if (part.is_object() && part.contains("type") && part["type"] == "text" && part.contains("text") &&
+          part["text"].is_string())
         out += part["text"].get<std::string>();
   return out;
 }

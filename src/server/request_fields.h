@@ -31,6 +31,13 @@ inline const nlohmann::ordered_json* present_field(const nlohmann::ordered_json&
   return it == body.end() || it->is_null() ? nullptr : &*it;
 }
 
+// Whether body[name] is the string `value`; a field of another JSON type is
+// just "no" (nlohmann's value() would throw a type_error on user input).
+inline bool field_is(const nlohmann::ordered_json& body, const char* name, std::string_view value) {
+  const nlohmann::ordered_json* f = body.is_object() ? present_field(body, name) : nullptr;
+  return f && f->is_string() && f->get_ref<const std::string&>() == value;
+}
+
 // The header that lists a request's ignored fields.
 inline constexpr std::string_view kIgnoredFieldsHeader = "X-Pagoda-Ignored-Fields";
 

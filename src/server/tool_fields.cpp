@@ -12,7 +12,7 @@ void check_tools(const ojson& tools) {
   if (!tools.is_array()) bad_request("tools", "'tools' must be an array");
   for (size_t i = 0; i < tools.size(); ++i) {
     const ojson& t = tools[i];
-    if (!t.is_object() || t.value("type", "") != "function")
+    if (!field_is(t, "type", "function"))
       bad_request("tools", "tools[{}] must be an object with \"type\": \"function\"", i);
     const ojson* f = present_field(t, "function");
     if (!f || !f->is_object()) bad_request("tools", "tools[{}].function must be an object", i);
@@ -88,8 +88,7 @@ ojson template_messages(const ojson& body, bool harmony) {
         bad_request("messages", "messages[{}].content must be a string or an array of parts", i);
       std::string text;  // text parts joined: what every template can render
       for (const auto& part : m["content"]) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") ||
-            !part["text"].is_string())
+        if (!field_is(part, "type", "text") || !part.contains("text") || !part["text"].is_string())
           bad_request("messages", "messages[{}].content: only text parts are supported", i);
         text += part["text"].get<std::string>();
       }
@@ -131,7 +130,7 @@ ToolRequest parse_tool_request(const ojson& body, std::optional<toolcall::Format
         bad_request("tool_choice", "'tool_choice' must be \"none\", \"auto\", \"required\" or a named function");
     } else if (c->is_object()) {
       const ojson* f = present_field(*c, "function");
-      if (c->value("type", "") != "function" || !f || !f->is_object() || !f->contains("name") ||
+      if (!field_is(*c, "type", "function") || !f || !f->is_object() || !f->contains("name") ||
           !(*f)["name"].is_string())
         bad_request("tool_choice",
                     "a named 'tool_choice' is {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}");
@@ -192,7 +191,8 @@ std::string cut_after_final_message(const std::string& rendered, const ojson& me
     content = last["content"].get<std::string>();
   } else if (last.contains("content") && last["content"].is_array()) {
     for (const auto& part : last["content"])
-      if (part.is_object() && part.value("type", "") == "text") content += part.value("text", "");
+      if (field_is(part, "type", "text") && part.contains("text") && part["text"].is_string())
+        content += part["text"].get<std::string>();
   }
   size_t at = rendered.rfind(content);
   if (at == std::string::npos) {  // templates that strip contents (as transformers also tries)

@@ -54,6 +54,11 @@ TEST(ToolFields, BadFieldsName400s) {
   EXPECT_EQ(param_of({{"tool_choice", "required"}}), "tool_choice");
   EXPECT_EQ(param_of({{"tools", kTools}, {"parallel_tool_calls", 1}}), "parallel_tool_calls");
   EXPECT_EQ(param_of({{"functions", kTools}}), "functions");
+  // A "type" of another JSON type is a 400 too, not nlohmann's type_error (found by the fuzzer).
+  EXPECT_EQ(param_of(ojson::parse(R"({"tools": [{"type": {"name": "f"}, "function": {"name": "f"}}]})")), "tools");
+  ojson named_by_array = {{"tools", kTools}};
+  named_by_array["tool_choice"] = ojson::parse(R"({"type": [1], "function": {"name": "ping"}})");
+  EXPECT_EQ(param_of(named_by_array), "tool_choice");
 }
 
 TEST(ToolFields, MessagesForTheTemplate) {
