@@ -36,6 +36,7 @@ struct ServeOpts {
   std::string kv_events;  // --kv-events-config JSON
   std::string kv_type = "f32";
   std::string max_step_ms = "auto";
+  std::string pooling;  // --pooling; empty: the file's
   bool no_paged = false, no_prefix = false, no_hybrid = false;
   bool api_key_given = false;
   bool no_dashboard = false;
@@ -81,6 +82,7 @@ int run_serve(ServeOpts& o) {
   o.server.dashboard = !o.no_dashboard;
   cfg.snapshot_interval_s = o.server.dashboard ? 0.25 : 0;  // the dashboard's pace (snapshot.h)
   cfg.kv_cache_mem_mib = int64_t(o.kv_mem_mib);
+  if (!o.pooling.empty()) cfg.pooling = pooling_from_name(o.pooling);
   parse_max_step_ms(o.max_step_ms, cfg.sched);
   if (!o.faults.empty()) cfg.faults = FaultSpec::parse(o.faults);
   const events::KvEventsConfig kv_events_config =
@@ -169,6 +171,9 @@ Command add_serve(CLI::App& app) {
   cmd->add_option("--state-slots", e.state_slots,
                   "Recurrent-state slots of a hybrid model (Qwen3.5): most sequences running at once "
                   "(default: --max-num-seqs, within the memory left)");
+  cmd->add_option("--pooling", o->pooling,
+                  "Serve as an embedding model (/v1/embeddings only), pooling the final hidden states: none, mean, "
+                  "cls or last (default: the file's pooling_type; none for a generating model)");
   cmd->add_option("--kv-type", o->kv_type, "KV cache element type: f32 or f16")->capture_default_str();
   cmd->add_option("--max-num-seqs", e.sched.max_num_seqs, "Most sequences in a batch")->capture_default_str();
   cmd->add_option("--max-batched-tokens", e.sched.max_batched_tokens, "Most tokens in a step")->capture_default_str();

@@ -2,9 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "engine/faults.h"
 #include "kv/types.h"
+#include "model/config.h"  // Pooling
 #include "sched/config.h"
 #include "util/progress.h"
 
@@ -40,6 +42,9 @@ struct EngineConfig {
   double snapshot_interval_s = 0;
   FaultSpec faults;
   int32_t threads = 0;
+  // --pooling: serve the model as an embedding model pooled this way; unset:
+  // as its file declares (pooling_type), none for a generating model.
+  std::optional<Pooling> pooling;
   bool mmap = false;           // --mmap: map the model file instead of reading it into memory
   LoadProgress load_progress;  // Engine::load reports reading and repacking the model here
 };

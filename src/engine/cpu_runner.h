@@ -22,7 +22,15 @@ class CpuRunner : public ModelRunner {
   CpuRunner(std::shared_ptr<Model> model, KvGroups groups, int num_blocks, int block_size, KvType kv_type, int threads,
             int state_slots = 0);
 
+  // Serves the model as an embedding model pooled this way (none: generating).
+  void set_pooling(Pooling p) {
+    pooling_ = p;
+    model_->set_hidden_output(p != Pooling::none);
+  }
+
   int32_t vocab_size() const override { return model_->config().n_vocab; }
+  Pooling pooling() const override { return pooling_; }
+  int32_t output_width() const override { return model_->output_width(); }
   int32_t context_length() const override { return model_->config().n_ctx_train; }
   std::vector<int32_t> kv_group_windows() const override { return kv_.groups().windows; }
   void copy_blocks(std::span<const BlockCopy> copies) override;
@@ -39,6 +47,7 @@ class CpuRunner : public ModelRunner {
   KvStorage kv_;
   ThreadPool pool_;
   std::unique_ptr<StateStorage> states_;  // a hybrid model's recurrent states; null without
+  Pooling pooling_ = Pooling::none;
 };
 
 }  // namespace pagoda

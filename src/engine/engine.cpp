@@ -103,6 +103,8 @@ struct Engine::Impl {
   std::shared_ptr<const Clock> clock_;
   std::unique_ptr<EngineCore> core_;
   int32_t max_model_len_ = 0, vocab_size_ = 0;
+  Pooling pooling_ = Pooling::none;
+  int32_t output_width_ = 0;
 
   struct Pending {
     uint64_t id;
@@ -147,6 +149,8 @@ Engine::Impl::Impl(const EngineConfig& config, std::unique_ptr<ModelRunner> runn
   core_ = std::make_unique<EngineCore>(config, std::move(runner), num_blocks, tokenizer, clock);
   max_model_len_ = core_->max_model_len();
   vocab_size_ = core_->vocab_size();
+  pooling_ = core_->pooling();
+  output_width_ = core_->output_width();
   stats_ = core_->stats();
   core_->on_step_start([this](const EngineCore::StepStart& st) {
     const auto predicted = estimate_.predict(st.tokens);
@@ -206,6 +210,14 @@ std::unique_ptr<Engine> Engine::load(const std::string& model_path, const Engine
   const int32_t blocks = size.num_blocks;
   auto runner = std::make_unique<CpuRunner>(model, std::move(groups), blocks, config.block_size, config.kv_type,
                                             config.threads, slots.num_slots);
+  const Pooling pooling = config.pooling.value_or(model->config().pooling);
+  if (pooling == Pooling::rank)
+    fail<Unsupported>("{}: rank pooling (a reranker's classification head) is not supported yet", model_path);
+  if (pooling != Pooling::none)
+    spdlog::info("serving {} as an embedding model: {} pooling of its final hidden states, {} wide",
+                 model->config().name.empty() ? model_path : model->config().name, pooling_name(pooling),
+                 model->config().n_embd);
+  runner->set_pooling(pooling);
   return std::make_unique<Engine>(cfg, std::move(runner), blocks, tokenizer);
 }
 
@@ -223,6 +235,8 @@ Engine::~Engine() {
 
 int32_t Engine::max_model_len() const { return impl_->max_model_len_; }
 int32_t Engine::vocab_size() const { return impl_->vocab_size_; }
+Pooling Engine::pooling() const { return impl_->pooling_; }
+int32_t Engine::output_width() const { return impl_->output_width_; }
 const Tokenizer* Engine::tokenizer() const { return impl_->tokenizer_.get(); }
 const EngineConfig& Engine::config() const { return impl_->config_; }
 
@@ -485,6 +499,7 @@ std::vector<Completion> Engine::generate(std::vector<Request> requests) {
       if (out.finish != FinishReason::none) {
         ch.finish = out.finish;
         ch.error = out.error;
+        ch.embedding = std::move(out.embedding);
       }
       if (out.request_done && --col->remaining == 0) col->cv.notify_all();
       return true;

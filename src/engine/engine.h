@@ -34,6 +34,7 @@ struct Completion {
     std::vector<GeneratedLogprobs> logprobs;
     FinishReason finish = FinishReason::none;
     std::string error;
+    std::vector<float> embedding;  // an embedding model's (RequestOutput::embedding)
   };
   uint64_t request_id = 0;
   int32_t num_prompt_tokens = 0, num_cached_tokens = 0;
@@ -67,6 +68,10 @@ class Engine {
   bool state_snapshot_current() const;
   int32_t max_model_len() const;
   int32_t vocab_size() const;
+  // An embedding model's pooling (none: a generating model), and the width
+  // of its output: the embedding's size, or the vocabulary's.
+  Pooling pooling() const;
+  int32_t output_width() const;
   const Tokenizer* tokenizer() const;
   const EngineConfig& config() const;
   size_t inbox_size() const;

@@ -32,6 +32,8 @@ EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<ModelRunner> 
       clock_(std::move(clock)),
       eog_ids_(std::move(eog_ids)),
       vocab_size_(runner_->vocab_size()),
+      pooling_(runner_->pooling()),
+      out_width_(runner_->output_width()),
       blocks_(BlockManagerConfig{.num_blocks = num_blocks,
                                  .block_size = config.block_size,
                                  // A cached prefix is of no use without the recurrent state at its end.
@@ -64,6 +66,14 @@ void EngineCore::validate(const Request& r) const {
   for (TokenId t : r.prompt)
     if (t < 0 || t >= vocab_size_)
       fail<InvalidArgument>("prompt token id {} is outside the vocabulary (0..{})", t, vocab_size_ - 1);
+  if (pooling_ != Pooling::none) {  // an embedding: the prompt alone, once
+    if (int64_t(r.prompt.size()) > max_model_len_)
+      fail<InvalidArgument>("the input has {} tokens, more than the maximum context length of {} tokens",
+                            r.prompt.size(), max_model_len_);
+    if (r.n != 1 || r.constraint || r.prompt_logprobs)
+      fail<InvalidArgument>("an embedding model takes neither n, a grammar nor prompt_logprobs");
+    return;
+  }
   if (int64_t(r.prompt.size()) + 1 > max_model_len_)
     fail<InvalidArgument>(
         "the prompt has {} tokens; with at least one generated token that exceeds the maximum context length of {} "
@@ -114,6 +124,11 @@ void EngineCore::add(uint64_t id, Request r, OutputSink sink) {
   if (req->request.constraint)
     s->constraint.emplace(req->request.constraint, req->request.constraint_after, req->request.constraint_gate);
   s->want_prompt_logprobs = s->seq.skip_prefix_cache = req->request.prompt_logprobs.has_value();
+  if (pooling_ != Pooling::none) {
+    s->seq.max_len = s->seq.num_prompt;
+    // A cached prefix has no hidden states; the last position is always computed.
+    s->seq.skip_prefix_cache = pooling_ != Pooling::last;
+  }
   req->choices[0] = s->seq.id;
   sched_.add(&s->seq);
   seqs_.emplace(s->seq.id, std::move(s));
@@ -183,6 +198,7 @@ void EngineCore::finish(SeqRun& s, FinishReason reason, const std::string& error
     const auto step = s.stops->push(s.decoder ? s.decoder->flush() : "");
     out.text = step.text + (step.stopped ? "" : s.stops->flush());
   }
+  if (reason == FinishReason::stop && pooling_ != Pooling::none) out.embedding = std::move(s.pooled);
   if (reason == FinishReason::stop && s.stops && s.stops->stopped())
     out.stop_string = req.request.sampling.stop.at(size_t(s.stops->stop_index()));
   else if (reason == FinishReason::stop)
@@ -251,11 +267,13 @@ void EngineCore::build_batch(std::span<const ScheduledSeq> part, Batch& batch) c
       const StateIo io = blocks_.state_io(seq.id);
       batch.set_state(s, io.in, io.out);
     }
-    const auto [plp_first, plp_count] = prompt_logprob_span(run, sc);
+    // Rows besides the sampled one: prompt logprobs, or an embedding's pooled positions.
+    const bool pooled = pooling_ != Pooling::none;
+    const auto [first, count] = pooled ? pooled_span(run, sc) : prompt_logprob_span(run, sc);
     for (int32_t i = 0; i < sc.num_tokens; ++i) {
       const int32_t pos = seq.num_computed + i;
-      const bool plp = pos >= plp_first && pos < plp_first + plp_count;
-      batch.add(seq.tokens[size_t(pos)], s, pos, plp || (sc.sample && i + 1 == sc.num_tokens));
+      const bool row = pos >= first && pos < first + count;
+      batch.add(seq.tokens[size_t(pos)], s, pos, row || (!pooled && sc.sample && i + 1 == sc.num_tokens));
     }
   }
 }
@@ -312,7 +330,7 @@ bool EngineCore::run_step(StepPlan& plan) {
       return false;
     }
   }
-  after_forward(plan.scheduled);
+  pooling_ != Pooling::none ? after_pooling_forward(plan.scheduled) : after_forward(plan.scheduled);
   return plan.scheduled.size() == planned;  // a halved batch is not the plan's shape
 }
 
@@ -363,7 +381,7 @@ void EngineCore::isolate_failure(std::span<const ScheduledSeq> all, const std::s
       }
       continue;
     }
-    after_forward(part);
+    pooling_ != Pooling::none ? after_pooling_forward(part) : after_forward(part);
   }
   if (ended > 0 || deferred > 0)
     spdlog::warn("step {}: {} sequences failed alone and ended with an error; {} wait for the next step", step_, ended,

@@ -5,6 +5,11 @@
 //   copy-on-write copies  ->  one batched forward pass  ->  commit + sample
 //   ->  deliver deltas  ->  free what finished  ->  publish statistics.
 //
+// An embedding model (ModelRunner::pooling()) generates nothing: each
+// request's prompt is computed, its hidden states pooled as the pass goes
+// (mean, first, or last position), and it ends with the vector on its one
+// terminal delta, through finish() like every other sequence.
+//
 // A request with prompt_logprobs skips the prefix cache and asks the pass
 // for the logits of every prompt position of its first choice (each once:
 // a recompute after preemption does not ask again); the logprobs go out on
@@ -93,6 +98,8 @@ class EngineCore {
   const EngineConfig& config() const { return config_; }
   int32_t max_model_len() const { return max_model_len_; }
   int32_t vocab_size() const { return vocab_size_; }
+  Pooling pooling() const { return pooling_; }
+  int32_t output_width() const { return out_width_; }
   const BlockManager& blocks() const { return blocks_; }
   const Scheduler& scheduler() const { return sched_; }
   const LearnedStepCost& step_cost() const { return cost_; }
@@ -121,6 +128,10 @@ class EngineCore {
   // The prompt positions of this chunk whose logprobs are wanted: (first, count).
   static std::pair<int32_t, int32_t> prompt_logprob_span(const SeqRun* run, const ScheduledSeq& sc);
   bool record_prompt_logprobs(SeqRun& s, int32_t first, int32_t count, size_t row);
+  // An embedding model (engine_pooling.cpp): the chunk's positions whose hidden
+  // states the pooling takes, and what happens to them after the pass.
+  std::pair<int32_t, int32_t> pooled_span(const SeqRun* run, const ScheduledSeq& sc) const;
+  void after_pooling_forward(std::span<const ScheduledSeq> part);
   void after_forward(std::span<const ScheduledSeq> part);
   void fail_batch(std::span<const ScheduledSeq> part, const std::string& cause);
   void fill_step_masks(std::span<const std::pair<SeqRun*, size_t>> rows);
@@ -138,6 +149,8 @@ class EngineCore {
   std::shared_ptr<const Clock> clock_;
   std::vector<TokenId> eog_ids_;
   int32_t vocab_size_;
+  Pooling pooling_;     // none: a generating model; else an embedding model's (engine_pooling.cpp)
+  int32_t out_width_;   // the width of the pass's output rows: vocab_size_, or the hidden size
   int32_t max_model_len_;
   BlockManager blocks_;
   Scheduler sched_;

@@ -42,6 +42,10 @@ struct EngineCore::SeqRun {
   std::optional<TokenId> stop_token;        // the stop_token_ids entry that ended it
   bool want_prompt_logprobs = false;        // the request's first choice, with prompt_logprobs
   int32_t prompt_logprobs_next = 0;         // prompt positions whose logits are recorded
+  // An embedding model's pooled hidden state (mean: the running sum) and the
+  // prompt positions in it: a recompute after preemption adds none twice.
+  std::vector<float> pooled;
+  int32_t pooled_next = 0;
   bool finished = false;
 };
 

@@ -10,6 +10,7 @@
 
 #include "kv/batch.h"
 #include "kv/types.h"
+#include "model/config.h"  // Pooling
 #include "util/error.h"
 
 namespace pagoda {
@@ -34,7 +35,12 @@ class ModelRunner {
   virtual void copy_states(std::span<const StateCopy> copies) {
     if (!copies.empty()) fail<InvalidArgument>("this model keeps no recurrent state to copy");
   }
-  // Runs the batch; logits: one row of vocab_size() per token with logits set.
+  // An embedding model's pooling; none: a generating model.
+  virtual Pooling pooling() const { return Pooling::none; }
+  // The width of forward()'s rows: vocab_size() logits, or an embedding
+  // model's hidden states, which the engine pools per sequence.
+  virtual int32_t output_width() const { return vocab_size(); }
+  // Runs the batch; logits: one row of output_width() per token with logits set.
   // Throws on failure; ResourceExhausted means "out of memory, try less".
   virtual void forward(const Batch& batch, std::vector<float>& logits) = 0;
   // The experts the last forward pass ran, summed over its layers (a mixture

@@ -75,6 +75,9 @@ struct RequestOutput {
   // for an end-of-generation token or the grammar's end.
   std::optional<std::string> stop_string;
   std::optional<TokenId> stop_token;
+  // An embedding model's output: the prompt's pooled hidden state (not
+  // normalised), on the terminal delta of a request that ends with stop.
+  std::vector<float> embedding;
   bool request_done = false;  // set on the request's very last delta
   int32_t num_prompt_tokens = 0;
   int32_t num_cached_tokens = 0;  // prompt tokens served by the prefix cache

@@ -88,6 +88,10 @@ ModelConfig read_common(const GgufFile& f, const Arch& arch) {
     c.moe.n_used = positive_int(f, a + "expert_used_count");
     c.moe.n_ff = positive_int(f, a + "expert_feed_forward_length", uint64_t(c.n_ff));
   }
+  if (const uint64_t p = f.get_u64(a + "pooling_type", uint64_t(0)); p <= uint64_t(Pooling::rank))
+    c.pooling = Pooling(p);
+  else
+    fail<FormatError>("{}: {}pooling_type = {} is not a pooling type (0-4)", f.source(), a, p);
   // Per-pair factors: Llama 3.1's rope_freqs, or LongRoPE's long/short pair (weights.h picks one).
   c.rope.freq_factors = f.find_tensor("rope_freqs.weight") || f.find_tensor("rope_factors_long.weight");
   return c;
@@ -110,6 +114,17 @@ void check_declared(const GgufFile& f, const ModelConfig& c) {
 }
 
 }  // namespace
+
+const char* pooling_name(Pooling pooling) {
+  constexpr const char* kNames[] = {"none", "mean", "cls", "last", "rank"};
+  return kNames[int(pooling)];
+}
+
+Pooling pooling_from_name(std::string_view name) {
+  for (int p = 0; p <= int(Pooling::rank); ++p)
+    if (name == pooling_name(Pooling(p))) return Pooling(p);
+  fail<InvalidArgument>("unknown pooling '{}': none, mean, cls, last or rank", name);
+}
 
 const char* rope_layout_name(RopeLayout layout) { return layout == RopeLayout::NeoX ? "neox" : "interleaved"; }
 

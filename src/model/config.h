@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pagoda {
@@ -115,6 +116,11 @@ struct LayerSpec {
   bool recurrent = false;  // a Gated DeltaNet layer (ModelConfig::delta_net): no K/V, a state
 };
 
+// How an embedding model pools its final hidden states into one vector per
+// sequence (`{arch}.pooling_type`, numbered as llama.cpp numbers them). none:
+// a generating model, whose output is logits.
+enum class Pooling { none = 0, mean = 1, cls = 2, last = 3, rank = 4 };
+
 struct ModelConfig {
   std::string arch;  // general.architecture
   std::string name;  // general.name, if any
@@ -154,6 +160,8 @@ struct ModelConfig {
   float q_temperature = 0.0f;
   int q_temperature_floor = 0;  // n
 
+  Pooling pooling = Pooling::none;  // an embedding model's, as its file declares it
+
   MoeSpec moe;             // every layer's FFN, when moe.n_expert > 0
   DeltaNetSpec delta_net;  // the recurrent layers' shape, when any layer is recurrent
 
@@ -185,6 +193,8 @@ const char* rope_scaling_name(RopeScaling scaling);        // "none", "linear", 
 const char* norm_placement_name(NormPlacement placement);  // "pre", "post", "sandwich"
 const char* expert_gating_name(ExpertGating gating);       // "softmax, top-k", "top-k, softmax"
 const char* activation_name(Activation act);               // "SwiGLU", "GeGLU", "clamped SwiGLU"
+const char* pooling_name(Pooling pooling);                 // "none", "mean", "cls", "last", "rank"
+Pooling pooling_from_name(std::string_view name);          // InvalidArgument for another name
 
 // The architectures Pagoda runs, comma-separated (for messages that refuse a file).
 std::string supported_architectures();

@@ -383,6 +383,10 @@ void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::ve
   int n_out = 0;
   for (int t = 0; t < T; ++t)
     if (batch.tokens[t].logits) rmsnorm(row(x_, t, E), w_.output_norm.data(), E, eps, row(xb_, n_out++, E));
+  if (hidden_output_) {
+    logits.assign(xb_.begin(), xb_.begin() + ptrdiff_t(size_t(n_out) * E));
+    return;
+  }
   const int V = cfg_.n_vocab;
   logits.resize(size_t(n_out) * V);
   if (n_out > 0) matmul(w_.output, xb_.data(), n_out, logits.data(), pool);

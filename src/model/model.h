@@ -51,13 +51,18 @@ class Model {
   // The mover, while one exists (tests, progress); null otherwise.
   const WeightMover* mover() const { return mover_.get(); }
 
-  // Runs the batch. `logits` receives num_logits() rows of n_vocab floats, in
-  // the order of the batch's tokens with logits set. Throws InvalidArgument for
+  // Runs the batch. `logits` receives num_logits() rows of output_width()
+  // floats, in the order of the batch's tokens with logits set. Throws InvalidArgument for
   // a malformed batch (bad token id, position outside the block table, block
   // id outside the storage) before touching the cache. A model with recurrent
   // layers needs `states` and the batch's state buffers (kv/batch.h).
   void forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::vector<float>& logits,
                StateStorage* states = nullptr);
+
+  // An embedding model's output: forward's rows are the final-normed hidden
+  // states (n_embd wide), which the engine pools, instead of logits.
+  void set_hidden_output(bool on) { hidden_output_ = on; }
+  int output_width() const { return hidden_output_ ? cfg_.n_embd : cfg_.n_vocab; }
 
   // The experts the last forward pass ran, summed over its layers (0 for a dense model).
   int experts_run() const { return experts_run_; }
@@ -87,6 +92,7 @@ class Model {
   float router_margin_ = INFINITY;
   std::unique_ptr<WeightMover> mover_;  // after w_: stops before the weights go
   bool moved_ = false;                  // every matrix adopted from mover_
+  bool hidden_output_ = false;
 };
 
 }  // namespace pagoda

@@ -236,6 +236,7 @@ const Connection::Route Connection::kRoutes[] = {
     {"/v1/completions", false, http::verb::post, true, &Connection::completions},
     {"/v1/chat/completions", false, http::verb::post, true, &Connection::chat_completions},
     {"/v1/messages", false, http::verb::post, true, &Connection::messages},
+    {"/v1/embeddings", false, http::verb::post, true, &Connection::embeddings},
     {"/v1/messages/count_tokens", false, http::verb::post, true, &Connection::count_tokens},
     {"/tokenize", false, http::verb::post, true, &Connection::tokenize},
     {"/detokenize", false, http::verb::post, true, &Connection::detokenize},
@@ -338,6 +339,10 @@ void Connection::chat_completions(RequestReader::Request& req, std::string_view,
 
 void Connection::messages(RequestReader::Request& req, std::string_view, std::string_view) {
   new_stream()->start(Api::messages, std::move(req.body()));
+}
+
+void Connection::embeddings(RequestReader::Request& req, std::string_view, std::string_view) {
+  new_stream()->start(Api::embeddings, std::move(req.body()));
 }
 
 std::shared_ptr<GenerationStream> Connection::new_stream() {

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "server/anthropic_messages.h"
+#include "server/embeddings.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
 #include "server/tool_output.h"
@@ -29,19 +30,33 @@ bool natural(FinishReason r) { return r == FinishReason::stop || r == FinishReas
 // The request as the chat pipeline takes it: Anthropic's body is translated
 // into a chat body first (anthropic_messages.h), then parsed as chat.
 GenerationRequest parse_request(Api api, const std::string& body, const ServedModel& m) {
+  // An embedding model serves embeddings only, as vLLM's pooling runner and llama.cpp's --embeddings.
+  if ((m.limits.pooling != Pooling::none) != (api == Api::embeddings))
+    throw ApiError(400, api == Api::embeddings
+                            ? "this model generates text and has no embeddings (serve an embedding model, or this one "
+                              "with --pooling mean|cls|last)"
+                            : "this is an embedding model: it serves /v1/embeddings only");
   if (api == Api::messages) return parse_messages_request(body, m.limits, m.chat, m.names);
   const bool chat = api == Api::chat;
   const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
   check_model(j, m.names);
-  auto ignored = ignored_fields(j, chat ? Endpoint::chat : Endpoint::completions);
-  GenerationRequest req =
-      chat ? parse_chat_request(j, m.limits, m.chat, body) : parse_completion_request(j, m.limits, body);
+  const Endpoint endpoint = api == Api::embeddings ? Endpoint::embeddings : chat ? Endpoint::chat : Endpoint::completions;
+  auto ignored = ignored_fields(j, endpoint);
+  GenerationRequest req = api == Api::embeddings ? parse_embedding_request(j, m.limits)
+                          : chat ? parse_chat_request(j, m.limits, m.chat, body)
+                                 : parse_completion_request(j, m.limits, body);
   req.ignored_fields = std::move(ignored);
   return req;
 }
 
-const char* id_prefix(Api api) { return api == Api::messages ? "msg_" : api == Api::chat ? "chatcmpl-" : "cmpl-"; }
+const char* id_prefix(Api api) {
+  return api == Api::messages ? "msg_" : api == Api::chat ? "chatcmpl-" : api == Api::embeddings ? "embd-" : "cmpl-";
+}
+
+// Engine requests of one exchange in flight at once: a list of 2,048
+// embedding inputs goes in as the earlier ones finish, not into the queue at once.
+constexpr size_t kMaxInFlight = 64;
 
 }  // namespace
 
@@ -102,7 +117,7 @@ void GenerationStream::submit(const ServedModel& model, GenerationRequest req, R
     choices_.resize(prompts * n);
     for (size_t i = 0; i < choices_.size(); ++i) choices_[i].prompt = i / n;
     prompt_usage_.assign(prompts, {0, 0});
-    for (size_t p = 0; p < prompts; ++p) submit_one(model, p);
+    for (size_t p = 0; p < std::min(prompts, kMaxInFlight); ++p) submit_one(model, p);
   } catch (const ApiError& e) {
     // A list of prompts refused halfway: the ones already in the engine end too.
     gone_.store(true, std::memory_order_relaxed);
@@ -154,8 +169,15 @@ void GenerationStream::detach() {
 }
 
 void GenerationStream::on_output(size_t prompt, RequestOutput&& out) {
-  if (out.request_done) engine_done_ = ++engine_requests_done_ == engine_ids_.size();
+  if (out.request_done) engine_done_ = ++engine_requests_done_ == req_.num_prompts();
   if (!channel_ || stage_ != Stage::running) return;
+  if (out.request_done && engine_ids_.size() < req_.num_prompts() && natural(out.finish)) {
+    try {
+      submit_one(*model_, engine_ids_.size());
+    } catch (const ApiError& e) {
+      return fail(e.status, e.what());
+    }
+  }
   if (health_probe_) return on_probe_output(out);
   // Usage over every prompt; choices numbered prompt-major from here on.
   auto& [prompt_tokens, cached_tokens] = prompt_usage_.at(prompt);
@@ -173,6 +195,7 @@ void GenerationStream::on_output(size_t prompt, RequestOutput&& out) {
   }
   ChoiceState& c = choices_.at(size_t(out.choice));
   if (!out.prompt_logprobs.empty()) c.prompt_logprobs = std::move(out.prompt_logprobs);
+  if (!out.embedding.empty()) c.embedding = std::move(out.embedding);
   if (req_.prompt_only) {
     // max_tokens 0: the one token sampled is not part of the answer.
     out.tokens.clear();
@@ -266,7 +289,8 @@ void GenerationStream::finish() {
     channel->send_event("[DONE]");
     return channel->end_events();
   }
-  const json body = req_.api == Api::messages ? messages_response(ident_, req_, req_.thinking, choices_.front(), usage_)
+  const json body = req_.api == Api::embeddings ? embeddings_response(ident_, req_, choices_, usage_)
+                    : req_.api == Api::messages ? messages_response(ident_, req_, req_.thinking, choices_.front(), usage_)
                     : req_.api == Api::chat   ? chat_response(ident_, req_, choices_, usage_, model_->tokenizer)
                                               : completion_response(ident_, req_, choices_, usage_, model_->tokenizer);
   channel->respond(200, "application/json", dump(body), response_headers());

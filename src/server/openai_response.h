@@ -31,6 +31,7 @@ struct ChoiceState {
   std::shared_ptr<ToolOutput> tool_output;  // chat with tools, streaming: the call parser
   size_t tool_calls = 0;                    // calls streamed so far
   size_t prompt = 0;                        // a completions batch: which prompt this choice continues
+  std::vector<float> embedding;             // an embedding model's vector for this input
 };
 
 // What every response and chunk of one request carries.

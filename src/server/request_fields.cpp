@@ -55,6 +55,10 @@ const Names kMessages = {"model",  "max_tokens",   "messages",  "system",     "s
                          "top_p",  "top_k",        "metadata",  "tools",      "tool_choice",    "thinking",
                          "stream", "service_tier", "container", "mcp_servers"};
 
+// OpenAI's embeddings fields and vLLM's extras (embeddings.h).
+const Names kEmbeddings = {"model",     "input", "encoding_format", "dimensions", "user", "normalize", "truncate_prompt_tokens",
+                           "add_special_tokens"};
+
 const Names kTokenize = {"model", "prompt", "add_special_tokens", "return_token_strs"};
 const Names kDetokenize = {"model", "tokens"};
 
@@ -69,6 +73,7 @@ bool known(Endpoint e, std::string_view name) {
     case Endpoint::detokenize: return in(kDetokenize, name);
     case Endpoint::messages:
     case Endpoint::count_tokens: return in(kMessages, name);
+    case Endpoint::embeddings: return in(kEmbeddings, name);
   }
   return false;
 }

@@ -35,7 +35,10 @@ struct ServedModel {
         chat(std::move(chat_prompt)),
         tokenizer(*engine->tokenizer()),
         vocab(grammar::TokenVocab::from_tokenizer(tokenizer)),
-        limits{&tokenizer, engine->max_model_len(), engine->config().max_n, {&grammars, vocab}, std::nullopt} {}
+        limits{&tokenizer, engine->max_model_len(), engine->config().max_n, {&grammars, vocab}, std::nullopt} {
+    limits.pooling = engine->pooling();
+    limits.output_width = engine->output_width();
+  }
 
   std::unique_ptr<Engine> engine;
   std::string name;                      // what responses call it (the first served name)

@@ -268,6 +268,7 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
   w.set("general.architecture", Value::string(s.arch));
   w.set("general.name", Value::string("synthetic-" + s.arch));
   w.set(a + "context_length", Value::u32(uint32_t(s.n_ctx)));
+  if (s.pooling_type > 0) w.set(a + "pooling_type", Value::u32(uint32_t(s.pooling_type)));
   w.set(a + "embedding_length", Value::u32(uint32_t(s.n_embd)));
   w.set(a + "block_count", Value::u32(uint32_t(s.n_layer)));
   w.set(a + "feed_forward_length", Value::u32(uint32_t(s.n_ff)));

@@ -58,6 +58,7 @@ struct SyntheticModelSpec {
   std::vector<std::string> special_tokens;  // control tokens in place of the last pieces (a template's markers)
   std::string eos_token;                    // the EOS token, when not the vocabulary's default
   std::string chat_template;                // tokenizer.chat_template, when set
+  int pooling_type = 0;                     // {arch}.pooling_type when > 0: an embedding model (model/config.h)
 };
 
 // A writer holding the whole model: metadata, a small vocabulary and random

@@ -15,6 +15,11 @@
 // the past. So a token applied twice after a failed pass, a state not reset
 // for a new or resumed sequence, a fork without its copy or a stale buffer
 // all give wrong tokens, and are counted in state_errors as they happen.
+//
+// Embedding mode (pooling set): rows are fake_hidden(past), kFakeHidden
+// small integers from the same hash, and fake_embedding() is what a
+// request's pooled vector must be: a position pooled twice or missed, or a
+// wrong past, shows.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +38,30 @@ namespace pagoda::testing {
 inline constexpr uint64_t kFakeStateZero = 1469598103934665603ull;
 inline uint64_t fake_fold(uint64_t h, int32_t token) { return (h ^ uint64_t(token)) * 1099511628211ull; }
 inline int32_t fake_token_of(uint64_t h, int32_t vocab) { return int32_t(h % uint64_t(vocab)); }
+
+inline constexpr int32_t kFakeHidden = 4;
+
+inline std::vector<float> fake_hidden(const std::vector<int32_t>& past) {
+  uint64_t h = kFakeStateZero;
+  for (int32_t t : past) h = fake_fold(h, t);
+  std::vector<float> row(kFakeHidden);
+  for (int i = 0; i < kFakeHidden; ++i) row[size_t(i)] = float((h >> (8 * i)) % 7) - 3.0f;
+  return row;
+}
+
+// The pooled vector of a prompt, summed in position order as the engine sums it.
+inline std::vector<float> fake_embedding(const std::vector<int32_t>& prompt, Pooling pooling) {
+  const auto prefix = [&](size_t n) { return fake_hidden(std::vector<int32_t>(prompt.begin(), prompt.begin() + ptrdiff_t(n))); };
+  if (pooling == Pooling::cls) return prefix(1);
+  if (pooling == Pooling::last) return prefix(prompt.size());
+  std::vector<float> sum(kFakeHidden, 0.0f);
+  for (size_t n = 1; n <= prompt.size(); ++n) {
+    const auto row = prefix(n);
+    for (int i = 0; i < kFakeHidden; ++i) sum[size_t(i)] += row[size_t(i)];
+  }
+  for (float& x : sum) x /= float(prompt.size());
+  return sum;
+}
 
 inline int32_t fake_next_token(const std::vector<int32_t>& past, int32_t vocab) {
   uint64_t h = kFakeStateZero;
@@ -68,6 +97,9 @@ class FakeRunner : public ModelRunner {
         slots_[size_t(c.dst) * block_size_ + i] = slots_[size_t(c.src) * block_size_ + i];
   }
   int32_t state_slots() const override { return state_slots_; }
+  Pooling pooling() const override { return pooling_; }
+  int32_t output_width() const override { return pooling_ == Pooling::none ? vocab_ : kFakeHidden; }
+  void set_pooling(Pooling p) { pooling_ = p; }
   void copy_states(std::span<const StateCopy> copies) override {
     for (const auto& c : copies) {
       state_copies_made += 1;
@@ -107,6 +139,11 @@ class FakeRunner : public ModelRunner {
           if (slot(batch, t.seq, g, p) != past[size_t(p)])
             throw std::logic_error("fake model: group " + std::to_string(g) + " holds the wrong K/V at position " +
                                    std::to_string(p));
+      }
+      if (pooling_ != Pooling::none) {
+        const auto row = fake_hidden(past);
+        logits.insert(logits.end(), row.begin(), row.end());
+        continue;
       }
       std::vector<float> row(size_t(vocab_), 0.0f);
       int32_t next = fake_next_token(past, vocab_);
@@ -179,6 +216,7 @@ class FakeRunner : public ModelRunner {
   std::vector<int32_t> slots_;
   int32_t state_slots_ = 0;
   std::vector<State> states_;  // per state buffer: 2 per slot
+  Pooling pooling_ = Pooling::none;
 };
 
 }  // namespace pagoda::testing

@@ -20,7 +20,10 @@
 // group still serves what its window reads. A hybrid model runs it with
 // recurrent-state slots (fewer than --max-num-seqs, so they bind): the fake
 // model's tokens then come from a state the engine must hand it right after
-// every failure, preemption and fork; every slot is back at the end.
+// every failure, preemption and fork; every slot is back at the end. An
+// embedding model (mean, first- or last-position pooling) runs it with
+// prefill-only requests: every vector that comes back is exactly the fake
+// model's pooling of its prompt, whatever chunking, preemption and retries did.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -100,6 +103,8 @@ struct CostedRunner : ModelRunner {
   std::vector<int32_t> kv_group_windows() const override { return inner->kv_group_windows(); }
   void copy_blocks(std::span<const BlockCopy> copies) override { inner->copy_blocks(copies); }
   int32_t state_slots() const override { return inner->state_slots(); }
+  Pooling pooling() const override { return inner->pooling(); }
+  int32_t output_width() const override { return inner->output_width(); }
   void copy_states(std::span<const StateCopy> copies) override { inner->copy_states(copies); }
   void forward(const Batch& batch, std::vector<float>& logits) override {
     StepShape shape;
@@ -146,8 +151,9 @@ struct Sim {
   // windows: the KV groups' (empty: one group of every layer); the pool
   // then has as many blocks a group as the one-group pool's 24 allow for
   // sequences at rest. state_slots > 0: a hybrid model (fake_runner.h).
-  Sim(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t> windows = {}, int32_t state_slots = 0)
-      : rng(uint32_t(seed)) {
+  Sim(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t> windows = {}, int32_t state_slots = 0,
+      Pooling pooling = Pooling::none)
+      : rng(uint32_t(seed)), pooling(pooling) {
     cfg.paged = paged;
     cfg.block_size = 4;
     cfg.sched.max_num_seqs = 6;
@@ -167,6 +173,7 @@ struct Sim {
     if (windows.empty()) windows = {0};
     auto model = std::make_unique<testing::FakeRunner>(kVocab, pool, 4, 80, windows, state_slots);
     fake = model.get();
+    model->set_pooling(pooling);
     auto costed = std::make_unique<CostedRunner>(std::move(model), clock, seed + 100);
     runner = costed.get();
     core = std::make_unique<EngineCore>(cfg, std::move(costed), pool, nullptr, clock, std::vector<TokenId>{2});
@@ -248,10 +255,12 @@ struct Sim {
     Request r;
     r.prompt = prefixes[rng() % prefixes.size()];
     r.prompt.resize(r.prompt.size() - rng() % 3);
-    for (int i = int(1 + rng() % 12); i > 0; --i) r.prompt.push_back(TokenId(3 + rng() % (kVocab - 3)));
+    // Embeddings end with their prompt: longer ones keep the pool as busy.
+    for (int i = int(1 + rng() % (pooling == Pooling::none ? 12 : 50)); i > 0; --i)
+      r.prompt.push_back(TokenId(3 + rng() % (kVocab - 3)));
     r.sampling.temperature = 0;
     r.sampling.max_tokens = int32_t(1 + rng() % 30);
-    r.n = rng() % 8 == 0 ? int32_t(2 + rng() % 2) : 1;
+    r.n = rng() % 8 == 0 && pooling == Pooling::none ? int32_t(2 + rng() % 2) : 1;
     r.priority = int32_t(rng() % 3);
     if (rng() % 10 == 0) r.timeout_s = 0.5 + (rng() % 20) * 0.1;
     const uint64_t id = next_id++;
@@ -260,15 +269,15 @@ struct Sim {
     rec.n = r.n;
     rec.leave = rng() % 25 == 0;
     rec.poisoned = core->faults().is_poisoned(id);
-    constrain(r, rec);
-    if (rec.constraint < 0 && rng() % 4 == 0) {
+    if (pooling == Pooling::none) constrain(r, rec);
+    if (pooling == Pooling::none && rec.constraint < 0 && rng() % 4 == 0) {
       for (int i = int(1 + rng() % 3); i > 0; --i)
         r.sampling.stop_token_ids.push_back(TokenId(3 + rng() % (kVocab - 3)));
       if (rng() % 2 == 0) r.sampling.min_tokens = int32_t(rng() % (uint32_t(*r.sampling.max_tokens) + 1));
       rec.stop_ids.insert(r.sampling.stop_token_ids.begin(), r.sampling.stop_token_ids.end());
       rec.min_tokens = r.sampling.min_tokens;
     }
-    if (rng() % 8 == 0) {
+    if (pooling == Pooling::none && rng() % 8 == 0) {
       r.prompt_logprobs = 1;
       rec.prompt_logprobs = true;
     }
@@ -298,7 +307,16 @@ struct Sim {
         if (out.error.find("poisoned") != std::string::npos) {
           EXPECT_TRUE(rec.poisoned) << "request " << id;
         }
-        if (out.finish == FinishReason::stop && rec.constraint < 0) check_stop(id, rec, out.choice);
+        if (pooling != Pooling::none) {
+          EXPECT_TRUE(out.tokens.empty()) << "an embedding request generated tokens";
+          if (out.finish == FinishReason::stop) {
+            EXPECT_EQ(out.embedding, testing::fake_embedding(rec.prompt, pooling)) << "request " << id;
+            ++embeddings_checked;
+          }
+          EXPECT_TRUE(out.finish != FinishReason::length) << "request " << id;
+        } else if (out.finish == FinishReason::stop && rec.constraint < 0) {
+          check_stop(id, rec, out.choice);
+        }
         rec.finished_choices.insert(out.choice);
         rec.finish[out.choice] = out.finish;
         ++progress;
@@ -354,6 +372,7 @@ struct Sim {
   }
 
   std::mt19937 rng;
+  Pooling pooling = Pooling::none;  // an embedding model's, when set
   EngineConfig cfg;
   std::shared_ptr<ManualClock> clock;
   CostedRunner* runner = nullptr;       // owned by core (inside a FaultyRunner)
@@ -369,6 +388,7 @@ struct Sim {
   int64_t progress = 0, terminal_events = 0;
   int64_t masked_picks = 0, stop_id_stops = 0, prompt_logprobs_checked = 0;  // min_tokens and stop_token_ids at work
   int64_t blocks_given_back = 0, sliding_hits = 0;  // KV groups at work (entries seen, summed over steps)
+  int64_t embeddings_checked = 0;
 };
 
 // Every constrained output that finished with `stop` is in its language (an
@@ -405,20 +425,26 @@ void check_constrained_outputs(Sim& sim) {
 class EngineSimulation : public ::testing::TestWithParam<std::tuple<uint64_t, bool, double>> {};
 
 void simulate(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t> windows = {},
-              int32_t state_slots = 0) {
+              int32_t state_slots = 0, Pooling pooling = Pooling::none) {
   using ::testing::Test;
   spdlog::set_level(spdlog::level::err);
   const bool grouped = !windows.empty();
   const bool hybrid = state_slots > 0;
-  Sim sim(seed, paged, max_step_ms, std::move(windows), state_slots);
+  const bool pooled = pooling != Pooling::none;
+  Sim sim(seed, paged, max_step_ms, std::move(windows), state_slots, pooling);
   int64_t last_progress = 0, stalled = 0, capped = 0;
   for (int step = 0; step < 20000; ++step) {
     if (step == 7000 || step == 14000) sim.runner->change();  // the machine changes under the engine
     const uint32_t op = sim.rng() % 100;
-    if (op < 25 && sim.core->num_requests() < 40) sim.add();
+    if (op < (pooled ? 40 : 25) && sim.core->num_requests() < 40) sim.add();
     if (op >= 95 && !sim.records.empty()) {
       auto it = sim.records.lower_bound(1 + sim.rng() % sim.next_id);
       if (it != sim.records.end()) sim.core->cancel(it->first);
+    }
+    if (op == 94 && pooled && sim.core->num_requests() > 0) {  // embeddings end fast: cancel a live one
+      std::vector<uint64_t> live;
+      sim.core->for_each_request([&](uint64_t id) { live.push_back(id); });
+      sim.core->cancel(live[sim.rng() % live.size()]);
     }
     if (op == 50 && sim.core->num_requests() == 0) sim.core->reset_prefix_cache();
     sim.clock->advance(0.05);
@@ -461,6 +487,15 @@ void simulate(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t
   EXPECT_GT(st.aborted, 0);
   EXPECT_GT(st.timed_out, 0);
   EXPECT_GT(st.errored, 0);
+  if (pooled) {
+    EXPECT_GT(sim.embeddings_checked, 500) << "too few embeddings to check";
+    if (getenv("SIM_VERBOSE"))
+      printf("embeddings %ld preemptions %ld prefix hits %ld aborted %ld\n", long(sim.embeddings_checked),
+             long(st.preemptions), long(st.prefix_hits), long(st.aborted));
+    EXPECT_EQ(st.generation_tokens, 0);
+    EXPECT_EQ(st.prefix_hits > 0, pooling == Pooling::last) << "only the last position's pooling can use cached prefixes";
+    return;
+  }
   EXPECT_GT(st.finished_length, 0);
   if (hybrid) {
     EXPECT_EQ(st.prefix_hits, 0);  // prefix caching is off for a model that keeps recurrent state
@@ -542,6 +577,23 @@ TEST_P(EngineSimulationHybrid, InvariantsHoldAndEverySlotIsBack) {
   const auto [seed, paged] = GetParam();
   simulate(seed, paged, SchedulerConfig::kAutoStepMs, {}, /*state_slots=*/4);
 }
+
+// An embedding model, each pooling; (seed, paged, pooling).
+class EngineSimulationPooling : public ::testing::TestWithParam<std::tuple<uint64_t, bool, Pooling>> {};
+
+TEST_P(EngineSimulationPooling, EveryVectorIsItsPromptsAndEverythingDrains) {
+  const auto [seed, paged, pooling] = GetParam();
+  simulate(seed, paged, SchedulerConfig::kAutoStepMs, {}, 0, pooling);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, EngineSimulationPooling,
+                         ::testing::Values(std::tuple{11u, true, Pooling::mean}, std::tuple{12u, true, Pooling::last},
+                                           std::tuple{13u, false, Pooling::cls}),
+                         [](const auto& info) {
+                           return fmt::format("seed{}_{}_{}", std::get<0>(info.param),
+                                              std::get<1>(info.param) ? "paged" : "reserve",
+                                              pooling_name(std::get<2>(info.param)));
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Seeds, EngineSimulationHybrid,
                          ::testing::Values(std::tuple<uint64_t, bool>{8, true}, std::tuple<uint64_t, bool>{9, true},

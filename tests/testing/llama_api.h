@@ -168,6 +168,8 @@ using llama_vocab_n_tokens_fn = int32_t(const Vocab* vocab);
 using llama_batch_get_one_fn = Batch(Token* tokens, int32_t n_tokens);
 using llama_decode_fn = int32_t(Context* ctx, Batch batch);
 using llama_get_logits_ith_fn = float*(Context* ctx, int32_t i);
+using llama_get_embeddings_seq_fn = float*(Context* ctx, int32_t seq_id);
+using llama_model_n_embd_fn = int32_t(const Model* model);
 using llama_model_quantize_fn = uint32_t(const char* in, const char* out, const QuantizeParams* params);
 
 }  // namespace pagoda::testing::llama_api

@@ -63,6 +63,8 @@ LlamaOracle::LlamaOracle() {
   batch_get_one_ = llama.function<llama_batch_get_one_fn>("llama_batch_get_one");
   decode_ = llama.function<llama_decode_fn>("llama_decode");
   get_logits_ith_ = llama.function<llama_get_logits_ith_fn>("llama_get_logits_ith");
+  get_embeddings_seq_ = llama.function<llama_get_embeddings_seq_fn>("llama_get_embeddings_seq");
+  model_n_embd_ = llama.function<llama_model_n_embd_fn>("llama_model_n_embd");
   quantize_ = llama.function<llama_model_quantize_fn>("llama_model_quantize");
   take_log();  // loading chatter
 }
@@ -126,6 +128,33 @@ std::vector<LlamaOracle::Step> LlamaOracle::greedy(const std::string& gguf_path,
     input.assign(1, steps.back().token);
   }
   return steps;
+}
+
+std::vector<float> LlamaOracle::embed(const std::string& gguf_path, std::span<const int32_t> prompt) {
+  if (prompt.empty()) throw std::invalid_argument("embed: empty prompt");
+  take_log();
+  ModelParams mp = model_default_params_();
+  mp.n_gpu_layers = 0;
+  mp.load_mode = 0;
+  mp.use_extra_bufts = false;
+  std::unique_ptr<Model, void (*)(Model*)> model(model_load_(gguf_path.c_str(), mp), model_free_);
+  if (!model) throw std::runtime_error("llama.cpp cannot load " + gguf_path + ":\n" + take_log());
+  ContextParams cp = context_default_params_();
+  cp.n_ctx = uint32_t(prompt.size()) + 16;
+  cp.n_batch = cp.n_ubatch = std::max<uint32_t>(uint32_t(prompt.size()), 32);
+  cp.n_threads = cp.n_threads_batch = 1;
+  cp.flash_attn_type = kFlashAttnDisabled;
+  cp.type_k = cp.type_v = kGgmlF32;
+  cp.no_perf = true;
+  cp.embeddings = true;  // pooling_type stays unspecified: the file's
+  std::unique_ptr<Context, void (*)(Context*)> ctx(init_from_model_(model.get(), cp), free_);
+  if (!ctx) throw std::runtime_error("llama.cpp cannot make a context for " + gguf_path + ":\n" + take_log());
+  std::vector<Token> input(prompt.begin(), prompt.end());
+  if (const int32_t rc = decode_(ctx.get(), batch_get_one_(input.data(), int32_t(input.size()))); rc != 0)
+    throw std::runtime_error("llama_decode returned " + std::to_string(rc) + " on " + gguf_path + ":\n" + take_log());
+  const float* e = get_embeddings_seq_(ctx.get(), 0);
+  if (!e) throw std::runtime_error("llama.cpp gave no pooled embedding for " + gguf_path + ":\n" + take_log());
+  return std::vector<float>(e, e + model_n_embd_(model.get()));
 }
 
 LlamaOracle::Speed LlamaOracle::speed(const std::string& gguf_path, int threads, int n_prompt, int n_gen) {

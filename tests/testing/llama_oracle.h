@@ -43,6 +43,12 @@ class LlamaOracle {
   // decode fails.
   std::vector<Step> greedy(const std::string& gguf_path, std::span<const int32_t> prompt, int n_new, int top_k);
 
+  // The pooled embedding of `prompt` (no BOS added) as an embedding model:
+  // llama_get_embeddings_seq after one batch, pooled as the file's
+  // pooling_type says, not normalised. F32 cache, no flash attention, one
+  // thread. Throws std::runtime_error as greedy() does.
+  std::vector<float> embed(const std::string& gguf_path, std::span<const int32_t> prompt);
+
   // llama_model_quantize: `in` (F32/F16/BF16) to `out` in `ftype`, with
   // llama.cpp's per-tensor rules (a Q6_K output, more bits for some
   // attn_v/ffn_down rows, fallbacks for widths not a multiple of 256) unless
@@ -80,6 +86,8 @@ class LlamaOracle {
   llama_api::llama_batch_get_one_fn* batch_get_one_;
   llama_api::llama_decode_fn* decode_;
   llama_api::llama_get_logits_ith_fn* get_logits_ith_;
+  llama_api::llama_get_embeddings_seq_fn* get_embeddings_seq_;
+  llama_api::llama_model_n_embd_fn* model_n_embd_;
   llama_api::llama_model_quantize_fn* quantize_;
 };
 

@@ -1,0 +1,122 @@
+// Embedding models against llama.cpp v0.5.0 (libllama's embeddings API,
+// testing/llama_oracle.h): synthetic decoders that declare a pooling_type
+// load in both, and the engine's pooled vector of each prompt matches
+// llama_get_embeddings_seq's, with the prompts batched together and
+// prefilled in chunks of 16 tokens (the pooling spans passes).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "engine/engine.h"
+#include "testing/llama_cpp_libs.h"
+#include "testing/llama_oracle.h"
+#include "testing/npm_oracle.h"
+#include "tools/synthetic.h"
+
+namespace pagoda {
+namespace {
+
+struct TempFile {
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("pagoda-embed-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + ".gguf"))
+                         .string();
+  ~TempFile() { std::filesystem::remove(path); }
+  static inline int counter = 0;
+};
+
+// The cosine and the largest difference relative to the vector's largest entry.
+std::pair<double, double> compare(const std::vector<float>& got, const std::vector<float>& want) {
+  double dot = 0, ng = 0, nw = 0, diff = 0, top = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    dot += double(got[i]) * want[i];
+    ng += double(got[i]) * got[i];
+    nw += double(want[i]) * want[i];
+    diff = std::max(diff, std::abs(double(got[i]) - want[i]));
+    top = std::max(top, std::abs(double(want[i])));
+  }
+  return {dot / std::sqrt(ng * nw), diff / top};
+}
+
+class EmbeddingOracle : public ::testing::TestWithParam<std::tuple<const char*, Pooling>> {};
+
+TEST_P(EmbeddingOracle, PooledVectorsMatchLlamaCpp) {
+  PAGODA_REQUIRE_NPM(testing::kLlamaCppPrefix, testing::kLlamaCppPackage);
+  const auto [arch, pooling] = GetParam();
+  SyntheticModelSpec s;
+  s.arch = arch;
+  s.n_embd = 128;
+  s.n_ff = 256;
+  s.pooling_type = int(pooling);
+  if (std::string(arch) == "qwen3") s.head_dim = 64, s.tokenizer = "gpt2";
+  TempFile file;
+  synthetic_model(s).write(file.path);
+
+  EngineConfig cfg;
+  cfg.threads = 1;
+  cfg.log_interval_s = 0;
+  cfg.audit_every_step = true;
+  cfg.kv_cache_tokens = 512;
+  cfg.sched.max_batched_tokens = 16;  // every prompt over 16 tokens is pooled over several passes
+  auto engine = Engine::load(file.path, cfg);
+  ASSERT_EQ(engine->pooling(), pooling);
+  ASSERT_EQ(engine->output_width(), s.n_embd);
+
+  std::mt19937 rng(7);
+  std::vector<Request> requests;
+  for (size_t n : {40u, 17u, 5u, 1u}) {
+    Request r;
+    for (size_t i = 0; i < n; ++i) r.prompt.push_back(TokenId(3 + rng() % uint32_t(s.n_vocab - 3)));
+    requests.push_back(std::move(r));
+  }
+  const auto prompts = requests;
+  const auto done = engine->generate(std::move(requests));
+  auto& oracle = testing::LlamaOracle::get();
+  for (size_t i = 0; i < done.size(); ++i) {
+    const auto& c = done[i].choices.at(0);
+    ASSERT_EQ(c.finish, FinishReason::stop) << c.error;
+    EXPECT_TRUE(c.tokens.empty());
+    const std::vector<float> want = oracle.embed(file.path, prompts[i].prompt);
+    ASSERT_EQ(c.embedding.size(), want.size());
+    const auto [cosine, rel] = compare(c.embedding, want);
+    EXPECT_GT(cosine, 0.99999) << "prompt " << i << " of " << prompts[i].prompt.size() << " tokens";
+    EXPECT_LT(rel, 1e-3) << "prompt " << i << " of " << prompts[i].prompt.size() << " tokens";
+    EXPECT_EQ(done[i].num_prompt_tokens, int32_t(prompts[i].prompt.size()));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, EmbeddingOracle,
+                         ::testing::Combine(::testing::Values("llama", "qwen3"),
+                                            ::testing::Values(Pooling::mean, Pooling::cls, Pooling::last)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param)) + "_" + pooling_name(std::get<1>(info.param));
+                         });
+
+// A negative control: a different pooling of the same file is far from llama.cpp's.
+TEST(EmbeddingOracleNegative, AnotherPoolingDoesNotMatch) {
+  PAGODA_REQUIRE_NPM(testing::kLlamaCppPrefix, testing::kLlamaCppPackage);
+  SyntheticModelSpec s;
+  s.n_embd = 128;
+  s.n_ff = 256;
+  s.pooling_type = int(Pooling::mean);
+  TempFile file;
+  synthetic_model(s).write(file.path);
+  EngineConfig cfg;
+  cfg.threads = 1;
+  cfg.log_interval_s = 0;
+  cfg.kv_cache_tokens = 512;
+  cfg.pooling = Pooling::last;
+  auto engine = Engine::load(file.path, cfg);
+  Request r;
+  for (int i = 0; i < 24; ++i) r.prompt.push_back(TokenId(3 + i * 7));
+  const auto prompt = r.prompt;
+  const auto done = engine->generate({std::move(r)});
+  const auto [cosine, rel] = compare(done[0].choices[0].embedding, testing::LlamaOracle::get().embed(file.path, prompt));
+  EXPECT_LT(cosine, 0.99);
+}
+
+}  // namespace
+}  // namespace pagoda
