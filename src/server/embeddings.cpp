@@ -35,6 +35,7 @@ std::vector<TokenId> encode_input(const json& in, const ModelLimits& model, bool
   std::vector<TokenId> ids;
   if (in.is_string()) {
     const std::string& text = in.get_ref<const std::string&>();
+    if (text.empty()) bad_request("input", "an input is an empty string");  // OpenAI refuses it too
     // Refused before encoding when no tokenization of it could fit.
     if (!truncate && text.size() / tok.max_token_bytes() > size_t(model.max_model_len))
       throw ApiError(400,
@@ -84,11 +85,13 @@ GenerationRequest parse_embedding_request(const json& body, const ModelLimits& m
   }
   g.engine.prompt = g.prompts.front().ids;
   if (auto f = opt_string(body, "encoding_format")) {
-    if (*f != "float" && *f != "base64") bad_request("encoding_format", "'encoding_format' must be \"float\" or \"base64\"");
+    if (*f != "float" && *f != "base64")
+      bad_request("encoding_format", "'encoding_format' must be \"float\" or \"base64\"");
     g.embedding_base64 = *f == "base64";
   }
   if (auto d = opt_integer(body, "dimensions"); d && *d != model.output_width)
-    bad_request("dimensions", "this model's embeddings have {} dimensions; it was not declared to support shortened ones",
+    bad_request("dimensions",
+                "this model's embeddings have {} dimensions; it was not declared to support shortened ones",
                 model.output_width);
   if (auto v = opt_bool(body, "normalize")) g.embedding_normalize = *v;
   opt_string(body, "user");  // checked, not used
