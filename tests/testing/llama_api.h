@@ -169,5 +169,8 @@ using llama_batch_get_one_fn = Batch(Token* tokens, int32_t n_tokens);
 using llama_decode_fn = int32_t(Context* ctx, Batch batch);
 using llama_get_logits_ith_fn = float*(Context* ctx, int32_t i);
 using llama_model_quantize_fn = uint32_t(const char* in, const char* out, const QuantizeParams* params);
+// The number of tokens written, or minus the number needed when n_tokens_max is too small.
+using llama_tokenize_fn = int32_t(const Vocab* vocab, const char* text, int32_t text_len, Token* tokens,
+                                  int32_t n_tokens_max, bool add_special, bool parse_special);
 
 }  // namespace pagoda::testing::llama_api
