@@ -47,7 +47,9 @@ class Tokenizer {
   // The longest token text in bytes. No token stands for more input bytes
   // than its text holds, so a text of B bytes encodes to at least
   // B / max_token_bytes() tokens: a length check that needs no encoding.
-  size_t max_token_bytes() const { return max_token_bytes_; }
+  // WordPiece drops whitespace and control characters, so no length bounds
+  // its input per token: there it is a huge value (and the bound 1 token).
+  size_t max_token_bytes() const { return kind_ == Kind::Wpm ? kNoByteBound : max_token_bytes_; }
 
   // The raw vocabulary entry ("▁the", "<0x0A>", "<s>"), for display and
   // logprobs; InvalidArgument for an id outside the vocabulary.
@@ -80,8 +82,9 @@ class Tokenizer {
 
   Kind kind_;
   std::shared_ptr<const Vocab> vocab_;
-  std::shared_ptr<const BpeModel> bpe_;  // Kind::Bpe only
-  size_t max_token_bytes_ = 1;
+  std::shared_ptr<const BpeModel> bpe_;                    // Kind::Bpe only
+  static constexpr size_t kNoByteBound = size_t(1) << 40;  // past any request, and no overflow when added to one
+  size_t max_token_bytes_ = 1;                             // the longest token text
 };
 
 }  // namespace pagoda

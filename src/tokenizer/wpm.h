@@ -33,6 +33,8 @@ std::vector<std::string> wpm_words(std::string_view text, bool lowercase, bool s
 
 // llama.cpp's clean-up of decoded WordPiece text (clean_up_tokenization_spaces):
 // no space before ? ! . , nor around a lone apostrophe, none before 's 'm 're 've.
+// Tokenizer::decode applies it; IncrementalDecoder does not (it would have to
+// hold back every space), so streamed text keeps those spaces.
 std::string wpm_clean_spaces(std::string_view text);
 
 }  // namespace pagoda

@@ -157,6 +157,14 @@ TEST(Wpm, RoundTripOfPlainAsciiSentences) {
   }
 }
 
+// Whitespace costs no token, so the bytes of a text bound nothing.
+TEST(Wpm, NoTokenCountBoundFromBytes) {
+  const Tokenizer& t = uncased();
+  const std::string text = "a" + std::string(100000, ' ') + "b";
+  EXPECT_EQ(t.encode(text, false).size(), 2u);
+  EXPECT_LE((text.size() + t.max_token_bytes() - 1) / t.max_token_bytes(), 2u);
+}
+
 TEST(Wpm, LongWordsAndLongInputs) {
   const Tokenizer& t = uncased();
   const Ids long_word = t.encode(std::string(5000, 'a'), false);
