@@ -98,8 +98,8 @@ bool is_mark(GeneralCategory c) { return c >= GeneralCategory::Mn && c <= Genera
 bool is_symbol(GeneralCategory c) { return c >= GeneralCategory::Sm && c <= GeneralCategory::So; }
 bool is_punct(GeneralCategory c) { return c >= GeneralCategory::Pc && c <= GeneralCategory::Po; }
 
-// The CJK ranges BERT splits into one-character words (Hugging Face's list,
-// with its 0x2B920 start of Extension F's neighbour, as llama.cpp keeps it).
+// The CJK ranges BERT splits into one-character words: Hugging Face's list,
+// whose Extension E range starts at 0x2B920, not 0x2B820 (llama.cpp keeps it).
 bool is_cjk(uint32_t cp) {
   return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x20000 && cp <= 0x2A6DF) ||
          (cp >= 0x2A700 && cp <= 0x2B73F) || (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B920 && cp <= 0x2CEAF) ||

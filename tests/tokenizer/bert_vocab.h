@@ -15,7 +15,8 @@
 namespace pagoda::testing {
 
 struct BertVocabOptions {
-  bool cased = false;  // bert-base-cased: normalizer.lowercase = false, upper-case pieces too
+  bool cased = false;         // bert-base-cased: normalizer.lowercase = false, upper-case pieces too
+  bool keep_accents = false;  // normalizer.strip_accents = false (lowercase on, accents kept)
 };
 
 // The pieces in BERT's own spelling ("##ing"), before conversion.
@@ -59,6 +60,7 @@ inline SyntheticVocab bert_vocab(const BertVocabOptions& o = {}) {
   v.extra.emplace_back("tokenizer.ggml.padding_token_id", Value::u32(0));
   v.extra.emplace_back("tokenizer.ggml.mask_token_id", Value::u32(103));
   if (o.cased) v.extra.emplace_back("tokenizer.ggml.normalizer.lowercase", Value::boolean(false));
+  if (o.keep_accents) v.extra.emplace_back("tokenizer.ggml.normalizer.strip_accents", Value::boolean(false));
   // llama.cpp loads a vocabulary only for a known architecture; nothing else
   // of BERT's hyper-parameters is needed for a vocab-only load.
   v.extra.emplace_back("general.architecture", Value::string("bert"));

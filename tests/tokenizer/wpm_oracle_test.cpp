@@ -133,5 +133,10 @@ TEST(WpmOracle, CasedVocabularyMatchesLlamaCpp) {
   compare_with_llama({.cased = true});
 }
 
+TEST(WpmOracle, LowercaseWithAccentsMatchesLlamaCpp) {
+  REQUIRE_LLAMA_CPP();
+  compare_with_llama({.keep_accents = true});
+}
+
 }  // namespace
 }  // namespace pagoda::wpm_oracle_test

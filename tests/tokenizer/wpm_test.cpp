@@ -103,6 +103,20 @@ TEST(Wpm, CasedVocabularyKeepsCaseAndAccents) {
   EXPECT_EQ(t.encode("hello", false), (Ids{word(t, "hello")}));
 }
 
+TEST(Wpm, NormalizerKeysAndDefaults) {
+  const Tokenizer uncased_t = bert();
+  EXPECT_TRUE(uncased_t.vocab().lowercase);
+  EXPECT_TRUE(uncased_t.vocab().strip_accents);  // follows lowercase when absent
+  const Tokenizer cased = bert({.cased = true});
+  EXPECT_FALSE(cased.vocab().lowercase);
+  EXPECT_FALSE(cased.vocab().strip_accents);
+  const Tokenizer accents = bert({.keep_accents = true});
+  EXPECT_TRUE(accents.vocab().lowercase);
+  EXPECT_FALSE(accents.vocab().strip_accents);
+  EXPECT_EQ(accents.encode("É", false), (Ids{word(accents, "é")}));
+  EXPECT_EQ(uncased_t.encode("É", false), (Ids{word(uncased_t, "e")}));
+}
+
 TEST(Wpm, MissingSpecialIdsAreRefusedNotAborted) {
   testing::SyntheticVocab v;
   v.model = "bert";
