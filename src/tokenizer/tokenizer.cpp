@@ -1,5 +1,5 @@
 // Tokenizer: model dispatch and the id -> bytes mapping. Encoding specifics
-// live in one file per tokenizer model (spm.cpp, bpe.cpp).
+// live in one file per tokenizer model (spm.cpp, bpe.cpp, wpm.cpp).
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include "tokenizer/incremental_decoder.h"
 #include "tokenizer/special_split.h"
 #include "tokenizer/spm.h"
+#include "tokenizer/wpm.h"
 #include "util/error.h"
 
 namespace pagoda {
@@ -22,7 +23,8 @@ Tokenizer Tokenizer::from_gguf(const GgufFile& f) {
     auto bpe = std::make_shared<const BpeModel>(BpeModel::from_gguf(f, *vocab, pre));
     return Tokenizer(Kind::Bpe, std::move(vocab), std::move(bpe));
   }
-  fail<Unsupported>("tokenizer model '{}' is not supported (supported: 'llama', 'gpt2')", model);
+  if (model == "bert") return Tokenizer(Kind::Wpm, std::make_shared<const Vocab>(Vocab::from_gguf(f, wpm_defaults())));
+  fail<Unsupported>("tokenizer model '{}' is not supported (supported: 'llama', 'gpt2', 'bert')", model);
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special) const {
@@ -30,13 +32,16 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool
   std::vector<int32_t> ids;
   if (add_bos) {
     if (v.bos < 0) fail<InvalidArgument>("this vocabulary has no BOS token to add");
+    if (kind_ == Kind::Wpm && v.sep < 0) fail<InvalidArgument>("this vocabulary has no SEP token to add");
     ids.push_back(v.bos);
   }
   const std::vector<Fragment> fragments = split_special(v, text, parse_special);
   switch (kind_) {
     case Kind::Spm: spm_encode(v, fragments, ids); break;
     case Kind::Bpe: bpe_encode(v, *bpe_, fragments, ids); break;
+    case Kind::Wpm: wpm_encode(v, max_token_bytes_, fragments, ids); break;
   }
+  if (add_bos && kind_ == Kind::Wpm) ids.push_back(v.sep);  // BERT's [CLS] ... [SEP]
   return ids;
 }
 
@@ -86,7 +91,7 @@ std::string Tokenizer::decode(std::span<const int32_t> ids) const {
   std::string out;
   for (int32_t id : ids) out += d.push(id);
   out += d.flush();
-  return out;
+  return kind_ == Kind::Wpm ? wpm_clean_spaces(out) : out;
 }
 
 }  // namespace pagoda

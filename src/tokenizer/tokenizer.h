@@ -1,6 +1,6 @@
 // The tokenizer a model's GGUF file describes: loads the vocabulary, picks the
 // encoder for tokenizer.ggml.model ("llama": SentencePiece-style; "gpt2":
-// byte-level BPE), and maps ids back to text. Immutable after loading, so one instance can serve
+// byte-level BPE; "bert": WordPiece), and maps ids back to text. Immutable after loading, so one instance can serve
 // many threads; copies share the vocabulary.
 #pragma once
 
@@ -26,7 +26,8 @@ class Tokenizer {
   static Tokenizer from_gguf(const GgufFile& f);
 
   // Token ids for `text`. add_bos prepends the BOS token (InvalidArgument if
-  // the vocabulary has none). With parse_special, the text of control tokens
+  // the vocabulary has none); for WordPiece it is llama.cpp's add_special:
+  // [CLS] first and [SEP] last (InvalidArgument if either is missing). With parse_special, the text of control tokens
   // (<s>, <|user|>) becomes those tokens; without it, only user-defined
   // tokens are matched as a whole. Empty text gives no tokens besides BOS.
   std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special = false) const;
@@ -34,6 +35,7 @@ class Tokenizer {
   bool add_bos_by_default() const;                // tokenizer.ggml.add_bos_token, and a BOS exists
   int32_t bos_id() const { return vocab_->bos; }  // -1 if absent
   int32_t eos_id() const { return vocab_->eos; }  // -1 if absent
+  int32_t sep_id() const { return vocab_->sep; }  // -1 if absent
   bool is_end_of_generation(int32_t id) const;
   const std::vector<int32_t>& end_of_generation_ids() const { return vocab_->eog; }  // sorted
 
@@ -45,7 +47,9 @@ class Tokenizer {
   // The longest token text in bytes. No token stands for more input bytes
   // than its text holds, so a text of B bytes encodes to at least
   // B / max_token_bytes() tokens: a length check that needs no encoding.
-  size_t max_token_bytes() const { return max_token_bytes_; }
+  // WordPiece drops whitespace and control characters, so no length bounds
+  // its input per token: there it is a huge value (and the bound 1 token).
+  size_t max_token_bytes() const { return kind_ == Kind::Wpm ? kNoByteBound : max_token_bytes_; }
 
   // The raw vocabulary entry ("▁the", "<0x0A>", "<s>"), for display and
   // logprobs; InvalidArgument for an id outside the vocabulary.
@@ -61,14 +65,16 @@ class Tokenizer {
 
   // Whole-sequence decode: for SentencePiece the dummy-prefix space of the
   // first visible token is dropped, so decode(encode(s)) == s (byte-level BPE
-  // keeps every byte as it is). Output is valid UTF-8 (invalid bytes become
+  // keeps every byte as it is). WordPiece text is normalized by encoding, and
+  // its decode also drops the spaces llama.cpp cleans up (before "." "," and
+  // the like), so it reads back the normalized input. Output is valid UTF-8 (invalid bytes become
   // U+FFFD); never throws.
   std::string decode(std::span<const int32_t> ids) const;
 
   const Vocab& vocab() const { return *vocab_; }
 
  private:
-  enum class Kind { Spm, Bpe };
+  enum class Kind { Spm, Bpe, Wpm };
   Tokenizer(Kind kind, std::shared_ptr<const Vocab> vocab, std::shared_ptr<const BpeModel> bpe = nullptr)
       : kind_(kind), vocab_(std::move(vocab)), bpe_(std::move(bpe)) {
     for (const auto& t : vocab_->text) max_token_bytes_ = std::max(max_token_bytes_, t.size());
@@ -76,8 +82,9 @@ class Tokenizer {
 
   Kind kind_;
   std::shared_ptr<const Vocab> vocab_;
-  std::shared_ptr<const BpeModel> bpe_;  // Kind::Bpe only
-  size_t max_token_bytes_ = 1;
+  std::shared_ptr<const BpeModel> bpe_;                    // Kind::Bpe only
+  static constexpr size_t kNoByteBound = size_t(1) << 40;  // past any request, and no overflow when added to one
+  size_t max_token_bytes_ = 1;                             // the longest token text
 };
 
 }  // namespace pagoda

@@ -1,8 +1,9 @@
-// The Unicode facts the byte-level BPE pre-tokenizers need: a code point's
-// general category (\p{L}, \p{N}, \p{P}), White_Space (\s), and decoding
-// text into code points that remember where each one came from. The
-// category table is generated (unicode_tables.cpp, from
-// tools/unicode/gen_unicode_tables.py).
+// The Unicode facts the byte-level BPE pre-tokenizers and the WordPiece
+// normalizer need: a code point's general category (\p{L}, \p{N}, \p{P}),
+// White_Space (\s), and decoding text into code points that remember where
+// each one came from. The category table is generated (unicode_tables.cpp,
+// from tools/unicode/gen_unicode_tables.py); WordPiece's case and
+// decomposition maps too (wpm_tables.cpp, tools/unicode/gen_wpm_tables.py).
 #pragma once
 
 #include <cstddef>

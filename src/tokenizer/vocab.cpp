@@ -174,10 +174,14 @@ Vocab Vocab::from_gguf(const GgufFile& f, const VocabDefaults& d) {
   v.bos = read_id(f, "tokenizer.ggml.bos_token_id", d.bos, n);
   v.eos = read_id(f, "tokenizer.ggml.eos_token_id", d.eos, n);
   v.unk = read_id(f, "tokenizer.ggml.unknown_token_id", d.unk, n);
+  v.sep = read_id(f, "tokenizer.ggml.seperator_token_id", d.sep, n);  // sic: llama.cpp's spelling
   v.eot = read_id(f, "tokenizer.ggml.eot_token_id", -1, n);
   v.eom = read_id(f, "tokenizer.ggml.eom_token_id", -1, n);
   v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token", d.add_bos);
+  v.add_sep = f.get_bool("tokenizer.ggml.add_sep_token", d.add_sep);
   v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix", d.add_space_prefix);
+  v.lowercase = f.get_bool("tokenizer.ggml.normalizer.lowercase", true);
+  v.strip_accents = f.get_bool("tokenizer.ggml.normalizer.strip_accents", v.lowercase);
 
   build_tables(v);
   apply_strip_quirks(f, v);

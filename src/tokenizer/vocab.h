@@ -32,7 +32,9 @@ struct VocabDefaults {
   int32_t bos = -1;
   int32_t eos = -1;
   int32_t unk = -1;
+  int32_t sep = -1;
   bool add_bos = false;
+  bool add_sep = false;  // WordPiece: [SEP] closes the input
   bool add_space_prefix = false;
   bool needs_scores = false;  // SentencePiece merges are driven by the scores
 };
@@ -49,9 +51,14 @@ struct Vocab {
   std::vector<TokenType> type;
   std::vector<uint8_t> strip;  // kStripLeft | kStripRight per token
 
-  int32_t bos = -1, eos = -1, unk = -1, eot = -1, eom = -1;  // -1: absent
+  int32_t bos = -1, eos = -1, unk = -1, sep = -1, eot = -1, eom = -1;  // -1: absent
   bool add_bos = false;
+  bool add_sep = false;
   bool add_space_prefix = false;
+  // BERT normalizer options (tokenizer.ggml.normalizer.*), used by WordPiece:
+  // lowercase defaults to on, strip_accents to whatever lowercase is.
+  bool lowercase = true;
+  bool strip_accents = true;
 
   std::array<int32_t, 256> byte_token{};  // id of the <0xNN> token per byte, -1 if none
   std::vector<int16_t> byte_value;        // per token: the byte a Byte token stands for, else -1

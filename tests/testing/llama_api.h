@@ -171,5 +171,8 @@ using llama_get_logits_ith_fn = float*(Context* ctx, int32_t i);
 using llama_get_embeddings_seq_fn = float*(Context* ctx, int32_t seq_id);
 using llama_model_n_embd_fn = int32_t(const Model* model);
 using llama_model_quantize_fn = uint32_t(const char* in, const char* out, const QuantizeParams* params);
+// The number of tokens written, or minus the number needed when n_tokens_max is too small.
+using llama_tokenize_fn = int32_t(const Vocab* vocab, const char* text, int32_t text_len, Token* tokens,
+                                  int32_t n_tokens_max, bool add_special, bool parse_special);
 
 }  // namespace pagoda::testing::llama_api

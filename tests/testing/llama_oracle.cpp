@@ -66,6 +66,7 @@ LlamaOracle::LlamaOracle() {
   get_embeddings_seq_ = llama.function<llama_get_embeddings_seq_fn>("llama_get_embeddings_seq");
   model_n_embd_ = llama.function<llama_model_n_embd_fn>("llama_model_n_embd");
   quantize_ = llama.function<llama_model_quantize_fn>("llama_model_quantize");
+  tokenize_ = llama.function<llama_tokenize_fn>("llama_tokenize");
   take_log();  // loading chatter
 }
 
@@ -155,6 +156,29 @@ std::vector<float> LlamaOracle::embed(const std::string& gguf_path, std::span<co
   const float* e = get_embeddings_seq_(ctx.get(), 0);
   if (!e) throw std::runtime_error("llama.cpp gave no pooled embedding for " + gguf_path + ":\n" + take_log());
   return std::vector<float>(e, e + model_n_embd_(model.get()));
+}
+
+std::vector<int32_t> LlamaOracle::tokenize(const std::string& gguf_path, std::string_view text, bool add_special,
+                                           bool parse_special) {
+  take_log();
+  ModelParams mp = model_default_params_();
+  mp.vocab_only = true;
+  mp.load_mode = 0;  // read, not mapped
+  std::unique_ptr<Model, void (*)(Model*)> model(model_load_(gguf_path.c_str(), mp), model_free_);
+  if (!model) throw std::runtime_error("llama.cpp cannot load the vocabulary of " + gguf_path + ":\n" + take_log());
+  const Vocab* vocab = model_get_vocab_(model.get());
+  const std::string s(text);  // never a null pointer, even when empty
+  // A first guess, then the size llama_tokenize asks for (a negative count).
+  std::vector<Token> ids(text.size() + 8);
+  int32_t n =
+      tokenize_(vocab, s.c_str(), int32_t(s.size()), ids.data(), int32_t(ids.size()), add_special, parse_special);
+  if (n < 0) {
+    ids.resize(size_t(-n));
+    n = tokenize_(vocab, s.c_str(), int32_t(s.size()), ids.data(), int32_t(ids.size()), add_special, parse_special);
+  }
+  if (n < 0) throw std::runtime_error("llama_tokenize failed on " + gguf_path + ":\n" + take_log());
+  ids.resize(size_t(n));
+  return ids;
 }
 
 LlamaOracle::Speed LlamaOracle::speed(const std::string& gguf_path, int threads, int n_prompt, int n_gen) {

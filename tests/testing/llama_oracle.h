@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -65,6 +66,13 @@ class LlamaOracle {
   };
   Speed speed(const std::string& gguf_path, int threads, int n_prompt, int n_gen);
 
+  // llama_tokenize on the vocabulary of `gguf_path`, loaded vocab-only (no
+  // tensors needed). add_special: the BOS/EOS (for WordPiece [CLS]/[SEP]) the
+  // vocabulary adds; parse_special: control-token text becomes those tokens.
+  // Throws std::runtime_error when the file does not load.
+  std::vector<int32_t> tokenize(const std::string& gguf_path, std::string_view text, bool add_special,
+                                bool parse_special);
+
   // The documented defaults, for the layout test of testing/llama_api.h.
   llama_api::ModelParams model_defaults() const { return model_default_params_(); }
   llama_api::ContextParams context_defaults() const { return context_default_params_(); }
@@ -89,6 +97,7 @@ class LlamaOracle {
   llama_api::llama_get_embeddings_seq_fn* get_embeddings_seq_;
   llama_api::llama_model_n_embd_fn* model_n_embd_;
   llama_api::llama_model_quantize_fn* quantize_;
+  llama_api::llama_tokenize_fn* tokenize_;
 };
 
 }  // namespace pagoda::testing
