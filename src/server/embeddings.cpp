@@ -43,6 +43,7 @@ std::vector<TokenId> encode_input(const json& in, const ModelLimits& model, bool
                                  text.size(), model.max_model_len),
                      "input", "context_length_exceeded");
     ids = tok.encode(text, add_special && tok.add_bos_by_default(), /*parse_special=*/true);
+    if (add_special && tok.add_eos_by_default()) ids.push_back(tok.eos_id());  // as llama.cpp's add_special
   } else {
     const int64_t vocab = int64_t(tok.vocab_size());
     for (const auto& t : in) {

@@ -46,6 +46,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool
 }
 
 bool Tokenizer::add_bos_by_default() const { return vocab_->add_bos && vocab_->bos >= 0; }
+bool Tokenizer::add_eos_by_default() const { return vocab_->add_eos && vocab_->eos >= 0 && kind_ != Kind::Wpm; }
 
 bool Tokenizer::is_end_of_generation(int32_t id) const {
   return std::binary_search(vocab_->eog.begin(), vocab_->eog.end(), id);

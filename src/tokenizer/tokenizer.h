@@ -32,7 +32,9 @@ class Tokenizer {
   // tokens are matched as a whole. Empty text gives no tokens besides BOS.
   std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special = false) const;
 
-  bool add_bos_by_default() const;                // tokenizer.ggml.add_bos_token, and a BOS exists
+  bool add_bos_by_default() const;  // tokenizer.ggml.add_bos_token, and a BOS exists
+  // tokenizer.ggml.add_eos_token, and an EOS exists (WordPiece closes with [SEP] instead).
+  bool add_eos_by_default() const;
   int32_t bos_id() const { return vocab_->bos; }  // -1 if absent
   int32_t eos_id() const { return vocab_->eos; }  // -1 if absent
   int32_t sep_id() const { return vocab_->sep; }  // -1 if absent

@@ -179,6 +179,7 @@ Vocab Vocab::from_gguf(const GgufFile& f, const VocabDefaults& d) {
   v.eom = read_id(f, "tokenizer.ggml.eom_token_id", -1, n);
   v.add_bos = f.get_bool("tokenizer.ggml.add_bos_token", d.add_bos);
   v.add_sep = f.get_bool("tokenizer.ggml.add_sep_token", d.add_sep);
+  v.add_eos = f.get_bool("tokenizer.ggml.add_eos_token", false);
   v.add_space_prefix = f.get_bool("tokenizer.ggml.add_space_prefix", d.add_space_prefix);
   v.lowercase = f.get_bool("tokenizer.ggml.normalizer.lowercase", true);
   v.strip_accents = f.get_bool("tokenizer.ggml.normalizer.strip_accents", v.lowercase);

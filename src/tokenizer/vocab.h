@@ -54,6 +54,7 @@ struct Vocab {
   int32_t bos = -1, eos = -1, unk = -1, sep = -1, eot = -1, eom = -1;  // -1: absent
   bool add_bos = false;
   bool add_sep = false;
+  bool add_eos = false;  // tokenizer.ggml.add_eos_token: inputs end with EOS (Qwen3-Embedding's last-token pooling)
   bool add_space_prefix = false;
   // BERT normalizer options (tokenizer.ggml.normalizer.*), used by WordPiece:
   // lowercase defaults to on, strip_accents to whatever lowercase is.

@@ -10,12 +10,17 @@
 #include <cmath>
 #include <filesystem>
 
+#include "gguf/file.h"
+#include "server/embeddings.h"
 #include "server/http_client.h"
 #include "server/server_process.h"
 #include "server/test_util.h"
 #include "testing/build_paths.h"
+#include "testing/llama_cpp_libs.h"
+#include "testing/llama_oracle.h"
 #include "testing/npm_oracle.h"
 #include "testing/process.h"
+#include "tokenizer/tokenizer.h"
 #include "tools/synthetic.h"
 
 namespace pagoda::testing {
@@ -132,6 +137,31 @@ TEST_F(ServerEmbeddings, OfficialSdk) {
   EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
   EXPECT_NE(p.out.find("embeddings checks passed"), std::string::npos) << p.out << p.err;
   EXPECT_EQ(server.stop(), 0);
+}
+
+// An input's tokens are llama.cpp's with add_special: BOS where the file
+// says (llama), EOS where it says (a Qwen3-Embedding-like file: add_eos_token).
+TEST_F(ServerEmbeddings, InputsTokenizeAsLlamaCppsAddSpecial) {
+  PAGODA_REQUIRE_NPM(kLlamaCppPrefix, kLlamaCppPackage);
+  for (const bool qwen : {false, true}) {
+    SyntheticModelSpec s;
+    s.n_vocab = 400, s.n_embd = kWidth, s.pooling_type = 3;
+    if (qwen) s.arch = "qwen3", s.tokenizer = "gpt2", s.head_dim = 16;
+    GgufWriter w = synthetic_model(s);
+    if (qwen) w.set("tokenizer.ggml.add_eos_token", Value::boolean(true));
+    const std::string path = (dir() / "tokens.gguf").string();
+    w.write(path);
+    const Tokenizer tok = Tokenizer::from_gguf(GgufFile::open(path));
+    server::ModelLimits limits{&tok, 512, 1, {}, std::nullopt};
+    limits.pooling = Pooling::last;
+    limits.output_width = kWidth;
+    for (const char* text : {"Once upon a time", "a b  c\n", "x"}) {
+      const auto g = server::parse_embedding_request({{"input", text}}, limits);
+      EXPECT_EQ(g.prompts[0].ids, LlamaOracle::get().tokenize(path, text, true, true))
+          << (qwen ? "qwen3 " : "llama ") << text;
+      if (qwen) EXPECT_EQ(g.prompts[0].ids.back(), tok.eos_id());
+    }
+  }
 }
 
 // A generating model has no embeddings; --pooling makes it an embedding model.
