@@ -173,7 +173,8 @@ Command add_serve(CLI::App& app) {
                   "(default: --max-num-seqs, within the memory left)");
   cmd->add_option("--pooling", o->pooling,
                   "Serve as an embedding model (/v1/embeddings only), pooling the final hidden states: none, mean, "
-                  "cls or last (default: the file's pooling_type; none for a generating model)");
+                  "cls, last, or rank (a reranker with a classification head, /v1/rerank) (default: the file's "
+                  "pooling_type; none for a generating model)");
   cmd->add_option("--kv-type", o->kv_type, "KV cache element type: f32 or f16")->capture_default_str();
   cmd->add_option("--max-num-seqs", e.sched.max_num_seqs, "Most sequences in a batch")->capture_default_str();
   cmd->add_option("--max-batched-tokens", e.sched.max_batched_tokens, "Most tokens in a step")->capture_default_str();

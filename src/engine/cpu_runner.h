@@ -31,6 +31,8 @@ class CpuRunner : public ModelRunner {
   int32_t vocab_size() const override { return model_->config().n_vocab; }
   Pooling pooling() const override { return pooling_; }
   int32_t output_width() const override { return model_->output_width(); }
+  bool rank_reads_last() const override { return model_->rank_reads_last(); }
+  void rank(std::vector<float>& pooled) override { pooled = model_->rank_scores(pooled, pool_); }
   int32_t context_length() const override { return model_->config().n_ctx_train; }
   std::vector<int32_t> kv_group_windows() const override { return kv_.groups().windows; }
   void copy_blocks(std::span<const BlockCopy> copies) override;

@@ -211,8 +211,8 @@ std::unique_ptr<Engine> Engine::load(const std::string& model_path, const Engine
   auto runner = std::make_unique<CpuRunner>(model, std::move(groups), blocks, config.block_size, config.kv_type,
                                             config.threads, slots.num_slots);
   const Pooling pooling = config.pooling.value_or(model->config().pooling);
-  if (pooling == Pooling::rank)
-    fail<Unsupported>("{}: rank pooling (a reranker's classification head) is not supported yet", model_path);
+  if (pooling == Pooling::rank && !model->has_rank_head())
+    fail<Unsupported>("{}: rank pooling needs a reranker's classification head (cls.output.weight)", model_path);
   if (pooling != Pooling::none)
     spdlog::info("serving {} as an embedding model: {} pooling of its final hidden states, {} wide",
                  model->config().name.empty() ? model_path : model->config().name, pooling_name(pooling),

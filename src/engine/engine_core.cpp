@@ -34,6 +34,7 @@ EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<ModelRunner> 
       vocab_size_(runner_->vocab_size()),
       pooling_(runner_->pooling()),
       out_width_(runner_->output_width()),
+      rank_last_(runner_->rank_reads_last()),
       blocks_(BlockManagerConfig{.num_blocks = num_blocks,
                                  .block_size = config.block_size,
                                  // A cached prefix is of no use without the recurrent state at its end.
@@ -127,7 +128,7 @@ void EngineCore::add(uint64_t id, Request r, OutputSink sink) {
   if (pooling_ != Pooling::none) {
     s->seq.max_len = s->seq.num_prompt;
     // A cached prefix has no hidden states; the last position is always computed.
-    s->seq.skip_prefix_cache = pooling_ != Pooling::last;
+    s->seq.skip_prefix_cache = pooling_ != Pooling::last && !(pooling_ == Pooling::rank && rank_last_);
   }
   req->choices[0] = s->seq.id;
   sched_.add(&s->seq);

@@ -16,6 +16,9 @@ std::pair<int32_t, int32_t> EngineCore::pooled_span(const SeqRun* run, const Sch
   const int32_t begin = sc.seq->num_computed, end = std::min(begin + sc.num_tokens, sc.seq->num_prompt);
   const auto one = [&](int32_t pos) { return std::pair{pos, pos >= begin && pos < end ? 1 : 0}; };
   switch (pooling_) {
+    case Pooling::rank:
+      if (rank_last_) return one(sc.seq->num_prompt - 1);
+      [[fallthrough]];
     case Pooling::cls: return run->pooled_next == 0 ? one(0) : std::pair{0, 0};
     case Pooling::last: return one(sc.seq->num_prompt - 1);
     case Pooling::mean: {
@@ -50,6 +53,14 @@ void EngineCore::after_pooling_forward(std::span<const ScheduledSeq> part) {
     if (s.choice == 0) s.req->num_cached_tokens = s.seq.num_cached;
     if (pooling_ == Pooling::mean)
       for (float& x : s.pooled) x /= float(s.seq.num_prompt);
+    if (pooling_ == Pooling::rank) {
+      try {
+        runner_->rank(s.pooled);  // the classification head's scores
+      } catch (const std::exception& e) {
+        finish(s, FinishReason::error, std::string("the rank head failed: ") + e.what());
+        continue;
+      }
+    }
     if (std::any_of(s.pooled.begin(), s.pooled.end(), [](float x) { return !std::isfinite(x); })) {
       finish(s, FinishReason::error, "the model produced a non-finite embedding");
       continue;

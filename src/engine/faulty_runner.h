@@ -26,6 +26,8 @@ class FaultyRunner : public ModelRunner {
   int32_t state_slots() const override { return inner_->state_slots(); }
   Pooling pooling() const override { return inner_->pooling(); }
   int32_t output_width() const override { return inner_->output_width(); }
+  bool rank_reads_last() const override { return inner_->rank_reads_last(); }
+  void rank(std::vector<float>& pooled) override { inner_->rank(pooled); }
   void copy_states(std::span<const StateCopy> copies) override { inner_->copy_states(copies); }
   void forward(const Batch& batch, std::vector<float>& logits) override;
   int experts_run() const override { return inner_->experts_run(); }

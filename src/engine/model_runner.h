@@ -37,6 +37,13 @@ class ModelRunner {
   }
   // An embedding model's pooling; none: a generating model.
   virtual Pooling pooling() const { return Pooling::none; }
+  // A reranker (pooling rank): whether its pooling reads the last position
+  // (else the first), and its classification head, whose scores replace the
+  // pooled state.
+  virtual bool rank_reads_last() const { return false; }
+  virtual void rank(std::vector<float>& pooled) {
+    fail<Unsupported>("this model has no classification head: it cannot rank ({} floats)", pooled.size());
+  }
   // The width of forward()'s rows: vocab_size() logits, or an embedding
   // model's hidden states, which the engine pools per sequence.
   virtual int32_t output_width() const { return vocab_size(); }

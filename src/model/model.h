@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,14 @@ class Model {
   // states (n_embd wide), which the engine pools, instead of logits.
   void set_hidden_output(bool on) { hidden_output_ = on; }
   int output_width() const { return hidden_output_ ? cfg_.n_embd : cfg_.n_vocab; }
+
+  // A reranker (pooling rank, model/rank_head.cpp): its classification head
+  // over a pooled hidden state, the scores per label (qwen3's: softmax over
+  // yes/no, the first the relevance). Unsupported without a head.
+  bool has_rank_head() const { return w_.cls_out.data != nullptr; }
+  std::vector<float> rank_scores(std::span<const float> pooled, ThreadPool& pool) const;
+  // Where rank pooling reads: the last position (qwen3's rerankers) or the first (BERT's).
+  bool rank_reads_last() const { return cfg_.arch == "qwen3" || cfg_.arch == "qwen3vl"; }
 
   // The experts the last forward pass ran, summed over its layers (0 for a dense model).
   int experts_run() const { return experts_run_; }

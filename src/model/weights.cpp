@@ -225,6 +225,16 @@ ModelWeights ModelWeights::load(const GgufFile& f, ModelConfig& cfg) {
   w.tied_embeddings = !r.has("output.weight");
   w.output = w.tied_embeddings ? w.token_embd : r.matrix("output.weight", cfg.n_vocab, E);
   w.rope_freq_factors = r.optional_vector("rope_freqs.weight", cfg.rope.dims / 2);
+  if (r.has("cls.weight")) {
+    w.cls = r.matrix("cls.weight", E, E);
+    w.cls_b = r.optional_vector("cls.bias", E);
+  }
+  if (r.has("cls.output.weight")) {
+    w.cls_out = r.matrix("cls.output.weight", -1, E);
+    if (w.cls_out.rows < 1 || w.cls_out.rows > 4096)
+      fail<FormatError>("{}: cls.output.weight has {} labels", f.source(), w.cls_out.rows);
+    w.cls_out_b = r.optional_vector("cls.output.bias", w.cls_out.rows);
+  }
   // LongRoPE: llama.cpp takes the long factors when the context exceeds the
   // original one, the short ones otherwise; Pagoda serves the whole trained context.
   if (r.has("rope_factors_long.weight")) {

@@ -88,6 +88,11 @@ struct ModelWeights {
   // factors, each dividing the angle of its pair. Empty when absent.
   std::vector<float> rope_freq_factors;
   std::vector<LayerWeights> layers;
+  // A reranker's classification head (pooling rank, model/rank_head.cpp):
+  // cls (n_embd x n_embd, then tanh) where present, then cls.output
+  // (labels x n_embd). Absent (no data) in other models.
+  Matrix cls, cls_out;
+  std::vector<float> cls_b, cls_out_b;
 
   // Fills n_vocab in cfg from the embedding table.
   static ModelWeights load(const GgufFile& f, ModelConfig& cfg);

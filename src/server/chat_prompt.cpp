@@ -11,6 +11,7 @@ ChatPrompt ChatPrompt::for_model(const std::string& model_path, const std::optio
   ChatPrompt p;
   p.selected_ = select_chat_template(f, spec);
   p.options_ = chat_render_options(f);
+  p.rerank_ = f.get_string("tokenizer.chat_template.rerank", "");
   return p;
 }
 

@@ -60,10 +60,14 @@ class ChatPrompt {
   std::string name() const;                                       // "jinja", or the built-in family's name
   const std::string& source() const { return selected_.source; }  // where the template came from
   const std::string& error() const { return selected_.error; }    // why it is unusable, "" if usable
+  // A reranker's prompt (tokenizer.chat_template.rerank, llama.cpp's named
+  // template: "{query}" and "{document}" replaced); "" when the file has none.
+  const std::string& rerank_template() const { return rerank_; }
 
  private:
   SelectedChatTemplate selected_;
   RenderOptions options_;
+  std::string rerank_;
 };
 
 }  // namespace pagoda::server

@@ -237,6 +237,9 @@ const Connection::Route Connection::kRoutes[] = {
     {"/v1/chat/completions", false, http::verb::post, true, &Connection::chat_completions},
     {"/v1/messages", false, http::verb::post, true, &Connection::messages},
     {"/v1/embeddings", false, http::verb::post, true, &Connection::embeddings},
+    {"/v1/rerank", false, http::verb::post, true, &Connection::rerank},
+    {"/rerank", false, http::verb::post, true, &Connection::rerank},
+    {"/v2/rerank", false, http::verb::post, true, &Connection::rerank},
     {"/v1/messages/count_tokens", false, http::verb::post, true, &Connection::count_tokens},
     {"/tokenize", false, http::verb::post, true, &Connection::tokenize},
     {"/detokenize", false, http::verb::post, true, &Connection::detokenize},
@@ -343,6 +346,10 @@ void Connection::messages(RequestReader::Request& req, std::string_view, std::st
 
 void Connection::embeddings(RequestReader::Request& req, std::string_view, std::string_view) {
   new_stream()->start(Api::embeddings, std::move(req.body()));
+}
+
+void Connection::rerank(RequestReader::Request& req, std::string_view, std::string_view) {
+  new_stream()->start(Api::rerank, std::move(req.body()));
 }
 
 std::shared_ptr<GenerationStream> Connection::new_stream() {

@@ -92,6 +92,7 @@ class Connection : public ResponseChannel, public std::enable_shared_from_this<C
   void chat_completions(RequestReader::Request& req, std::string_view path, std::string_view query);
   void messages(RequestReader::Request& req, std::string_view path, std::string_view query);  // Anthropic's
   void embeddings(RequestReader::Request& req, std::string_view path, std::string_view query);
+  void rerank(RequestReader::Request& req, std::string_view path, std::string_view query);
   void count_tokens(RequestReader::Request& req, std::string_view path, std::string_view query);
   void preflight(const RequestReader::Request& req);  // OPTIONS (cors.h)
   // vLLM's /tokenize and /detokenize, llama.cpp's /apply-template, /version (connection_tokenize.cpp).

@@ -10,6 +10,7 @@
 
 #include "server/anthropic_messages.h"
 #include "server/embeddings.h"
+#include "server/rerank.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
 #include "server/tool_output.h"
@@ -30,28 +31,45 @@ bool natural(FinishReason r) { return r == FinishReason::stop || r == FinishReas
 // The request as the chat pipeline takes it: Anthropic's body is translated
 // into a chat body first (anthropic_messages.h), then parsed as chat.
 GenerationRequest parse_request(Api api, const std::string& body, const ServedModel& m) {
-  // An embedding model serves embeddings only, as vLLM's pooling runner and llama.cpp's --embeddings.
-  if ((m.limits.pooling != Pooling::none) != (api == Api::embeddings))
-    throw ApiError(400, api == Api::embeddings
-                            ? "this model generates text and has no embeddings (serve an embedding model, or this one "
-                              "with --pooling mean|cls|last)"
-                            : "this is an embedding model: it serves /v1/embeddings only");
+  // An embedding model serves embeddings only, a reranker reranks, as vLLM's
+  // pooling runner and llama.cpp's --embeddings / --reranking.
+  const Pooling p = m.limits.pooling;
+  const bool rank = p == Pooling::rank, embed = p != Pooling::none && !rank;
+  if (api == Api::embeddings && !embed)
+    throw ApiError(400, rank ? "this model is a reranker: it serves /v1/rerank only"
+                             : "this model generates text and has no embeddings (serve an embedding model, or this "
+                               "one with --pooling mean|cls|last)");
+  if (api == Api::rerank && !rank)
+    throw ApiError(400,
+                   "this model is not a reranker (serve one whose file declares rank pooling and a "
+                   "classification head)");
+  if (api != Api::embeddings && api != Api::rerank && p != Pooling::none)
+    throw ApiError(400, fmt::format("this is {}: it serves {} only", rank ? "a reranker" : "an embedding model",
+                                    rank ? "/v1/rerank" : "/v1/embeddings"));
   if (api == Api::messages) return parse_messages_request(body, m.limits, m.chat, m.names);
   const bool chat = api == Api::chat;
   const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
   check_model(j, m.names);
-  const Endpoint endpoint = api == Api::embeddings ? Endpoint::embeddings : chat ? Endpoint::chat : Endpoint::completions;
+  const Endpoint endpoint = api == Api::embeddings ? Endpoint::embeddings
+                            : api == Api::rerank   ? Endpoint::rerank
+                            : chat                 ? Endpoint::chat
+                                                   : Endpoint::completions;
   auto ignored = ignored_fields(j, endpoint);
   GenerationRequest req = api == Api::embeddings ? parse_embedding_request(j, m.limits)
-                          : chat ? parse_chat_request(j, m.limits, m.chat, body)
-                                 : parse_completion_request(j, m.limits, body);
+                          : api == Api::rerank   ? parse_rerank_request(j, m.limits, m.chat.rerank_template())
+                          : chat                 ? parse_chat_request(j, m.limits, m.chat, body)
+                                                 : parse_completion_request(j, m.limits, body);
   req.ignored_fields = std::move(ignored);
   return req;
 }
 
 const char* id_prefix(Api api) {
-  return api == Api::messages ? "msg_" : api == Api::chat ? "chatcmpl-" : api == Api::embeddings ? "embd-" : "cmpl-";
+  return api == Api::messages     ? "msg_"
+         : api == Api::chat       ? "chatcmpl-"
+         : api == Api::embeddings ? "embd-"
+         : api == Api::rerank     ? "rerank-"
+                                  : "cmpl-";
 }
 
 // Engine requests of one exchange in flight at once: a list of 2,048
@@ -290,9 +308,11 @@ void GenerationStream::finish() {
     return channel->end_events();
   }
   const json body = req_.api == Api::embeddings ? embeddings_response(ident_, req_, choices_, usage_)
-                    : req_.api == Api::messages ? messages_response(ident_, req_, req_.thinking, choices_.front(), usage_)
-                    : req_.api == Api::chat   ? chat_response(ident_, req_, choices_, usage_, model_->tokenizer)
-                                              : completion_response(ident_, req_, choices_, usage_, model_->tokenizer);
+                    : req_.api == Api::rerank   ? rerank_response(ident_, req_, choices_, usage_)
+                    : req_.api == Api::messages
+                        ? messages_response(ident_, req_, req_.thinking, choices_.front(), usage_)
+                    : req_.api == Api::chat ? chat_response(ident_, req_, choices_, usage_, model_->tokenizer)
+                                            : completion_response(ident_, req_, choices_, usage_, model_->tokenizer);
   channel->respond(200, "application/json", dump(body), response_headers());
 }
 

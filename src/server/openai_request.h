@@ -23,7 +23,7 @@ class Tokenizer;
 
 namespace pagoda::server {
 
-enum class Api { completions, chat, messages, embeddings };  // messages: Anthropic's face of chat
+enum class Api { completions, chat, messages, embeddings, rerank };  // messages: Anthropic's face of chat
 
 // One prompt of a completions batch: its tokens and its text (for echo).
 struct PromptEntry {
@@ -55,6 +55,9 @@ struct GenerationRequest {
   // Embeddings (embeddings.h): how the vectors are returned.
   bool embedding_base64 = false;
   bool embedding_normalize = true;
+  // Rerank (rerank.h): how many results, and whether with their documents.
+  size_t rerank_top_n = 0;
+  bool rerank_documents = true;
 
   size_t num_prompts() const { return prompts.empty() ? 1 : prompts.size(); }
   std::span<const TokenId> prompt_ids(size_t i) const { return prompts.empty() ? engine.prompt : prompts[i].ids; }
@@ -69,8 +72,8 @@ struct ModelLimits {
   GrammarSupport grammar;                                     // constrained decoding (constraint_fields.h)
   std::optional<toolcall::Format> tool_parser;                // --tool-call-parser (tool_parser_choice.h)
   std::optional<toolcall::ReasoningFormat> reasoning_parser;  // --reasoning-parser (tool_parser_choice.h)
-  Pooling pooling = Pooling::none;  // an embedding model's (it serves /v1/embeddings only)
-  int32_t output_width = 0;         // its embedding size
+  Pooling pooling = Pooling::none;                            // an embedding model's (it serves /v1/embeddings only)
+  int32_t output_width = 0;                                   // its embedding size
 };
 
 // POST /v1/completions. max_tokens defaults to 16 as in OpenAI's API.

@@ -56,8 +56,11 @@ const Names kMessages = {"model",  "max_tokens",   "messages",  "system",     "s
                          "stream", "service_tier", "container", "mcp_servers"};
 
 // OpenAI's embeddings fields and vLLM's extras (embeddings.h).
-const Names kEmbeddings = {"model",     "input", "encoding_format", "dimensions", "user", "normalize", "truncate_prompt_tokens",
-                           "add_special_tokens"};
+const Names kEmbeddings = {"model", "input",     "encoding_format",        "dimensions",
+                           "user",  "normalize", "truncate_prompt_tokens", "add_special_tokens"};
+
+// vLLM's and llama.cpp's rerank fields (rerank.h).
+const Names kRerank = {"model", "query", "documents", "top_n", "return_documents"};
 
 const Names kTokenize = {"model", "prompt", "add_special_tokens", "return_token_strs"};
 const Names kDetokenize = {"model", "tokens"};
@@ -74,6 +77,7 @@ bool known(Endpoint e, std::string_view name) {
     case Endpoint::messages:
     case Endpoint::count_tokens: return in(kMessages, name);
     case Endpoint::embeddings: return in(kEmbeddings, name);
+    case Endpoint::rerank: return in(kRerank, name);
   }
   return false;
 }

@@ -22,7 +22,17 @@
 
 namespace pagoda::server {
 
-enum class Endpoint { completions, chat, tokenize, detokenize, apply_template, messages, count_tokens, embeddings };
+enum class Endpoint {
+  completions,
+  chat,
+  tokenize,
+  detokenize,
+  apply_template,
+  messages,
+  count_tokens,
+  embeddings,
+  rerank
+};
 
 // body[name], or null where the field is absent or JSON null (an optional
 // field left out, as OpenAI's and Anthropic's APIs both read null).

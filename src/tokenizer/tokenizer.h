@@ -35,9 +35,10 @@ class Tokenizer {
   bool add_bos_by_default() const;  // tokenizer.ggml.add_bos_token, and a BOS exists
   // tokenizer.ggml.add_eos_token, and an EOS exists (WordPiece closes with [SEP] instead).
   bool add_eos_by_default() const;
-  int32_t bos_id() const { return vocab_->bos; }  // -1 if absent
-  int32_t eos_id() const { return vocab_->eos; }  // -1 if absent
-  int32_t sep_id() const { return vocab_->sep; }  // -1 if absent
+  bool add_sep_by_default() const { return vocab_->add_sep && vocab_->sep >= 0; }  // tokenizer.ggml.add_sep_token
+  int32_t bos_id() const { return vocab_->bos; }                                   // -1 if absent
+  int32_t eos_id() const { return vocab_->eos; }                                   // -1 if absent
+  int32_t sep_id() const { return vocab_->sep; }                                   // -1 if absent
   bool is_end_of_generation(int32_t id) const;
   const std::vector<int32_t>& end_of_generation_ids() const { return vocab_->eog; }  // sorted
 

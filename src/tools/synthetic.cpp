@@ -269,6 +269,11 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
   w.set("general.name", Value::string("synthetic-" + s.arch));
   w.set(a + "context_length", Value::u32(uint32_t(s.n_ctx)));
   if (s.pooling_type > 0) w.set(a + "pooling_type", Value::u32(uint32_t(s.pooling_type)));
+  if (s.n_cls_out > 0) {  // labels as qwen3's rerankers name theirs
+    std::vector<std::string> labels;
+    for (int i = 0; i < s.n_cls_out; ++i) labels.push_back(i == 0 ? "yes" : i == 1 ? "no" : fmt::format("label{}", i));
+    w.set(a + "classifier.output_labels", Value::strings(labels));
+  }
   w.set(a + "embedding_length", Value::u32(uint32_t(s.n_embd)));
   w.set(a + "block_count", Value::u32(uint32_t(s.n_layer)));
   w.set(a + "feed_forward_length", Value::u32(uint32_t(s.n_ff)));
@@ -308,6 +313,7 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
                quantize(s.type, emb.data(), emb.size()));
   add_norm(w, fill, "output_norm.weight", E);
   if (!s.tied_embeddings) add_matrix(w, fill, "output.weight", s.n_vocab, E, s.type);
+  if (s.n_cls_out > 0) add_matrix(w, fill, "cls.output.weight", s.n_cls_out, E, TensorType::F32);
   auto bias = [&](const std::string& name, int n) {
     w.add_f32_tensor(name, {uint64_t(n)}, fill.values(size_t(n), 0.0f, 0.5f));
   };

@@ -59,6 +59,7 @@ struct SyntheticModelSpec {
   std::string eos_token;                    // the EOS token, when not the vocabulary's default
   std::string chat_template;                // tokenizer.chat_template, when set
   int pooling_type = 0;                     // {arch}.pooling_type when > 0: an embedding model (model/config.h)
+  int n_cls_out = 0;  // a reranker's classification head: cls.output.weight of this many labels when > 0
 };
 
 // A writer holding the whole model: metadata, a small vocabulary and random

@@ -1,7 +1,7 @@
 // Embedding models against llama.cpp v0.5.0 (libllama's embeddings API,
 // testing/llama_oracle.h): synthetic decoders that declare a pooling_type
-// load in both, and the engine's pooled vector of each prompt matches
-// llama_get_embeddings_seq's, with the prompts batched together and
+// load in both, and the engine's pooled vector of each prompt (a reranker's:
+// its classification head's scores) matches llama_get_embeddings_seq's, with the prompts batched together and
 // prefilled in chunks of 16 tokens (the pooling spans passes).
 #include <gtest/gtest.h>
 
@@ -51,6 +51,7 @@ TEST_P(EmbeddingOracle, PooledVectorsMatchLlamaCpp) {
   s.n_embd = 128;
   s.n_ff = 256;
   s.pooling_type = int(pooling);
+  if (pooling == Pooling::rank) s.n_cls_out = 2;  // a reranker's head: qwen3's reads the last position and softmaxes
   if (std::string(arch) == "qwen3") s.head_dim = 64, s.tokenizer = "gpt2";
   TempFile file;
   synthetic_model(s).write(file.path);
@@ -63,7 +64,7 @@ TEST_P(EmbeddingOracle, PooledVectorsMatchLlamaCpp) {
   cfg.sched.max_batched_tokens = 16;  // every prompt over 16 tokens is pooled over several passes
   auto engine = Engine::load(file.path, cfg);
   ASSERT_EQ(engine->pooling(), pooling);
-  ASSERT_EQ(engine->output_width(), s.n_embd);
+  ASSERT_EQ(engine->output_width(), s.n_embd);  // the hidden rows; a reranker's head then scores them
 
   std::mt19937 rng(7);
   std::vector<Request> requests;
@@ -88,12 +89,16 @@ TEST_P(EmbeddingOracle, PooledVectorsMatchLlamaCpp) {
   }
 }
 
+std::string oracle_name(const ::testing::TestParamInfo<EmbeddingOracle::ParamType>& info) {
+  return std::string(std::get<0>(info.param)) + "_" + pooling_name(std::get<1>(info.param));
+}
 INSTANTIATE_TEST_SUITE_P(Archs, EmbeddingOracle,
                          ::testing::Combine(::testing::Values("llama", "qwen3"),
                                             ::testing::Values(Pooling::mean, Pooling::cls, Pooling::last)),
-                         [](const auto& info) {
-                           return std::string(std::get<0>(info.param)) + "_" + pooling_name(std::get<1>(info.param));
-                         });
+                         oracle_name);
+// Rerankers: llama.cpp gives qwen3 (not llama) a classification head.
+INSTANTIATE_TEST_SUITE_P(Rerankers, EmbeddingOracle,
+                         ::testing::Combine(::testing::Values("qwen3"), ::testing::Values(Pooling::rank)), oracle_name);
 
 // A negative control: a different pooling of the same file is far from llama.cpp's.
 TEST(EmbeddingOracleNegative, AnotherPoolingDoesNotMatch) {
@@ -114,7 +119,8 @@ TEST(EmbeddingOracleNegative, AnotherPoolingDoesNotMatch) {
   for (int i = 0; i < 24; ++i) r.prompt.push_back(TokenId(3 + i * 7));
   const auto prompt = r.prompt;
   const auto done = engine->generate({std::move(r)});
-  const auto [cosine, rel] = compare(done[0].choices[0].embedding, testing::LlamaOracle::get().embed(file.path, prompt));
+  const auto [cosine, rel] =
+      compare(done[0].choices[0].embedding, testing::LlamaOracle::get().embed(file.path, prompt));
   EXPECT_LT(cosine, 0.99);
 }
 

@@ -2,13 +2,15 @@
 // decoder declaring mean pooling), audited after every step: OpenAI's
 // shapes (one input, lists, token ids, base64), a list longer than what one
 // exchange keeps in flight, the refusals, the official SDK, and a
-// generating model that refuses it; no request leaves a block behind.
+// generating model that refuses it; no request leaves a block behind. And
+// /v1/rerank on a synthetic qwen3 reranker (rank pooling, a yes/no head).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include "gguf/file.h"
 #include "server/embeddings.h"
@@ -164,6 +166,58 @@ TEST_F(ServerEmbeddings, InputsTokenizeAsLlamaCppsAddSpecial) {
   }
 }
 
+TEST(ServerRerank, ScoresSortedTopNAndRefusals) {
+  const fs::path dir = fs::temp_directory_path() / ("pagoda-rerank-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  SyntheticModelSpec s;
+  s.arch = "qwen3", s.tokenizer = "gpt2", s.head_dim = 16, s.n_vocab = 400, s.n_embd = kWidth;
+  s.pooling_type = 4, s.n_cls_out = 2;
+  GgufWriter w = synthetic_model(s);
+  w.set("tokenizer.chat_template.rerank", Value::string("Query: {query}\nDocument: {document}\nRelevant:"));
+  const std::string model = (dir / "rerank.gguf").string();
+  w.write(model);
+  ServerProcess server({"-m", model, "--audit-every-step"});
+  const uint16_t port = server.port();
+  const json docs = {"a cat sat", "the fox ran far away", "x", "a dog"};
+  auto r = http_post(port, "/v1/rerank", {{"query", "where did the fox go"}, {"documents", docs}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json all = json::parse(r.body);
+  ASSERT_EQ(all["results"].size(), 4u);
+  EXPECT_GT(all["usage"]["total_tokens"].get<int>(), 20);
+  std::set<int> seen;
+  for (size_t i = 0; i < 4; ++i) {
+    const json& e = all["results"][i];
+    const double score = e["relevance_score"].get<double>();
+    EXPECT_GT(score, 0.0);  // qwen3's head: P(yes)
+    EXPECT_LT(score, 1.0);
+    if (i > 0) EXPECT_GE(all["results"][i - 1]["relevance_score"].get<double>(), score);
+    EXPECT_EQ(e["document"]["text"], docs[e["index"].get<size_t>()]);
+    seen.insert(e["index"].get<int>());
+    // Each document alone scores the same (to rounding: the batch differs).
+    const auto one = http_post(port, "/rerank",
+                               {{"query", "where did the fox go"}, {"documents", {docs[e["index"].get<size_t>()]}}});
+    ASSERT_EQ(one.status, 200) << one.body;
+    EXPECT_NEAR(json::parse(one.body)["results"][0]["relevance_score"].get<double>(), score, 1e-5);
+  }
+  EXPECT_EQ(seen.size(), 4u);
+  r = http_post(port, "/v2/rerank",
+                {{"query", "q"},
+                 {"documents", {{{"text", "one"}}, {{"text", "two"}}}},
+                 {"top_n", 1},
+                 {"return_documents", false}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["results"].size(), 1u);
+  EXPECT_FALSE(json::parse(r.body)["results"][0].contains("document"));
+  EXPECT_EQ(param_of(http_post(port, "/v1/rerank", {{"documents", docs}})), "query");
+  EXPECT_EQ(param_of(http_post(port, "/v1/rerank", {{"query", "q"}, {"documents", json::array()}})), "documents");
+  EXPECT_EQ(param_of(http_post(port, "/v1/rerank", {{"query", "q"}, {"documents", {1}}})), "documents");
+  EXPECT_EQ(param_of(http_post(port, "/v1/rerank", {{"query", "q"}, {"documents", docs}, {"top_n", 0}})), "top_n");
+  EXPECT_EQ(http_post(port, "/v1/embeddings", {{"input", "x"}}).status, 400);  // a reranker only reranks
+  EXPECT_TRUE(eventually([&] { return engine_idle(port); }));
+  EXPECT_EQ(server.stop(), 0);
+  fs::remove_all(dir);
+}
+
 // A generating model has no embeddings; --pooling makes it an embedding model.
 TEST_F(ServerEmbeddings, GeneratingModelRefusesUnlessPooled) {
   {
@@ -176,6 +230,7 @@ TEST_F(ServerEmbeddings, GeneratingModelRefusesUnlessPooled) {
   ServerProcess server({"--pooling", "last"});
   const auto r = http_post(server.port(), "/v1/embeddings", {{"input", "Once upon a time"}});
   ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(http_post(server.port(), "/v1/rerank", {{"query", "q"}, {"documents", {"d"}}}).status, 400);
   EXPECT_EQ(json::parse(r.body)["data"][0]["embedding"].size(), 64u);  // stories260K's width
   EXPECT_EQ(server.stop(), 0);
 }

@@ -170,6 +170,8 @@ using llama_decode_fn = int32_t(Context* ctx, Batch batch);
 using llama_get_logits_ith_fn = float*(Context* ctx, int32_t i);
 using llama_get_embeddings_seq_fn = float*(Context* ctx, int32_t seq_id);
 using llama_model_n_embd_fn = int32_t(const Model* model);
+using llama_model_n_cls_out_fn = uint32_t(const Model* model);
+using llama_pooling_type_fn = int32_t(const Context* ctx);
 using llama_model_quantize_fn = uint32_t(const char* in, const char* out, const QuantizeParams* params);
 // The number of tokens written, or minus the number needed when n_tokens_max is too small.
 using llama_tokenize_fn = int32_t(const Vocab* vocab, const char* text, int32_t text_len, Token* tokens,

@@ -65,6 +65,8 @@ LlamaOracle::LlamaOracle() {
   get_logits_ith_ = llama.function<llama_get_logits_ith_fn>("llama_get_logits_ith");
   get_embeddings_seq_ = llama.function<llama_get_embeddings_seq_fn>("llama_get_embeddings_seq");
   model_n_embd_ = llama.function<llama_model_n_embd_fn>("llama_model_n_embd");
+  model_n_cls_out_ = llama.function<llama_model_n_cls_out_fn>("llama_model_n_cls_out");
+  pooling_type_ = llama.function<llama_pooling_type_fn>("llama_pooling_type");
   quantize_ = llama.function<llama_model_quantize_fn>("llama_model_quantize");
   tokenize_ = llama.function<llama_tokenize_fn>("llama_tokenize");
   take_log();  // loading chatter
@@ -155,7 +157,10 @@ std::vector<float> LlamaOracle::embed(const std::string& gguf_path, std::span<co
     throw std::runtime_error("llama_decode returned " + std::to_string(rc) + " on " + gguf_path + ":\n" + take_log());
   const float* e = get_embeddings_seq_(ctx.get(), 0);
   if (!e) throw std::runtime_error("llama.cpp gave no pooled embedding for " + gguf_path + ":\n" + take_log());
-  return std::vector<float>(e, e + model_n_embd_(model.get()));
+  constexpr int32_t kRank = 4;  // LLAMA_POOLING_TYPE_RANK
+  const size_t n =
+      pooling_type_(ctx.get()) == kRank ? model_n_cls_out_(model.get()) : size_t(model_n_embd_(model.get()));
+  return std::vector<float>(e, e + n);
 }
 
 std::vector<int32_t> LlamaOracle::tokenize(const std::string& gguf_path, std::string_view text, bool add_special,

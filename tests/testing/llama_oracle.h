@@ -47,7 +47,8 @@ class LlamaOracle {
   // The pooled embedding of `prompt` (no BOS added) as an embedding model:
   // llama_get_embeddings_seq after one batch, pooled as the file's
   // pooling_type says, not normalised. F32 cache, no flash attention, one
-  // thread. Throws std::runtime_error as greedy() does.
+  // thread. A reranker's (rank pooling): its n_cls_out scores. Throws
+  // std::runtime_error as greedy() does.
   std::vector<float> embed(const std::string& gguf_path, std::span<const int32_t> prompt);
 
   // llama_model_quantize: `in` (F32/F16/BF16) to `out` in `ftype`, with
@@ -96,6 +97,8 @@ class LlamaOracle {
   llama_api::llama_get_logits_ith_fn* get_logits_ith_;
   llama_api::llama_get_embeddings_seq_fn* get_embeddings_seq_;
   llama_api::llama_model_n_embd_fn* model_n_embd_;
+  llama_api::llama_model_n_cls_out_fn* model_n_cls_out_;
+  llama_api::llama_pooling_type_fn* pooling_type_;
   llama_api::llama_model_quantize_fn* quantize_;
   llama_api::llama_tokenize_fn* tokenize_;
 };
