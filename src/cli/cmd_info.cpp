@@ -81,6 +81,10 @@ Command add_info(CLI::App& app) {
                 "state {:.1f} MiB a sequence (x2 buffers), no prefix caching\n",
                 n, c.n_layer, d.n_k_heads, d.n_v_heads, d.head_v_dim, d.conv_kernel, double(c.state_bytes()) / 1048576);
           }
+          if (c.pooling != Pooling::none)
+            fmt::print("pooling:         {} ({}, serves {})\n", pooling_name(c.pooling),
+                       c.pooling == Pooling::rank ? "a reranker" : "an embedding model",
+                       c.pooling == Pooling::rank ? "/v1/rerank" : "/v1/embeddings");
           if (const int sliding =
                   int(std::count_if(c.layers.begin(), c.layers.end(), [](const LayerSpec& l) { return l.window > 0; })))
             fmt::print("sliding window:  {} of {} layers, {} positions\n", sliding, c.n_layer,
