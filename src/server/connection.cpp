@@ -237,6 +237,9 @@ const Connection::Route Connection::kRoutes[] = {
     {"/v1/chat/completions", false, http::verb::post, true, &Connection::chat_completions},
     {"/v1/messages", false, http::verb::post, true, &Connection::messages},
     {"/v1/messages/count_tokens", false, http::verb::post, true, &Connection::count_tokens},
+    {"/v1/responses", false, http::verb::post, true, &Connection::responses},
+    {"/v1/responses/", true, http::verb::get, true, &Connection::stored_response},
+    {"/v1/responses/", true, http::verb::delete_, true, &Connection::stored_response},
     {"/tokenize", false, http::verb::post, true, &Connection::tokenize},
     {"/detokenize", false, http::verb::post, true, &Connection::detokenize},
     {"/apply-template", false, http::verb::post, true, &Connection::apply_template},
@@ -338,6 +341,26 @@ void Connection::chat_completions(RequestReader::Request& req, std::string_view,
 
 void Connection::messages(RequestReader::Request& req, std::string_view, std::string_view) {
   new_stream()->start(Api::messages, std::move(req.body()));
+}
+
+void Connection::responses(RequestReader::Request& req, std::string_view, std::string_view) {
+  new_stream()->start(Api::responses, std::move(req.body()));
+}
+
+// GET returns a stored response as it was returned; DELETE forgets it.
+void Connection::stored_response(RequestReader::Request& req, std::string_view path, std::string_view) {
+  const std::string id(path.substr(std::string_view("/v1/responses/").size()));
+  const auto not_found = [&] {
+    return ApiError(404, fmt::format("Response with id '{}' not found.", id.substr(0, 256)), "response_id");
+  };
+  if (id.empty() || id.find('/') != std::string::npos) throw not_found();
+  if (req.method() == http::verb::delete_) {
+    if (!state_->responses.erase(id)) throw not_found();
+    return respond_json(200, dump({{"id", id}, {"object", "response"}, {"deleted", true}}));
+  }
+  const auto stored = state_->responses.get(id);
+  if (!stored) throw not_found();
+  respond_json(200, dump(stored->response));
 }
 
 std::shared_ptr<GenerationStream> Connection::new_stream() {

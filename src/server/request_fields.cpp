@@ -55,6 +55,35 @@ const Names kMessages = {"model",  "max_tokens",   "messages",  "system",     "s
                          "top_p",  "top_k",        "metadata",  "tools",      "tool_choice",    "thinking",
                          "stream", "service_tier", "container", "mcp_servers"};
 
+// OpenAI's Responses API (responses_request.h).
+const Names kResponses = {"model",
+                          "input",
+                          "instructions",
+                          "previous_response_id",
+                          "tools",
+                          "tool_choice",
+                          "parallel_tool_calls",
+                          "text",
+                          "max_output_tokens",
+                          "temperature",
+                          "top_p",
+                          "reasoning",
+                          "stream",
+                          "stream_options",
+                          "store",
+                          "metadata",
+                          "user",
+                          "truncation",
+                          "include",
+                          "background",
+                          "conversation",
+                          "prompt",
+                          "service_tier",
+                          "prompt_cache_key",
+                          "safety_identifier",
+                          "max_tool_calls",
+                          "top_logprobs"};
+
 const Names kTokenize = {"model", "prompt", "add_special_tokens", "return_token_strs"};
 const Names kDetokenize = {"model", "tokens"};
 
@@ -69,6 +98,7 @@ bool known(Endpoint e, std::string_view name) {
     case Endpoint::detokenize: return in(kDetokenize, name);
     case Endpoint::messages:
     case Endpoint::count_tokens: return in(kMessages, name);
+    case Endpoint::responses: return in(kResponses, name);
   }
   return false;
 }

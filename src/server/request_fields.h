@@ -22,7 +22,7 @@
 
 namespace pagoda::server {
 
-enum class Endpoint { completions, chat, tokenize, detokenize, apply_template, messages, count_tokens };
+enum class Endpoint { completions, chat, tokenize, detokenize, apply_template, messages, count_tokens, responses };
 
 // body[name], or null where the field is absent or JSON null (an optional
 // field left out, as OpenAI's and Anthropic's APIs both read null).
