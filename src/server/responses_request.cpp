@@ -161,13 +161,14 @@ void expect_type(const ojson& body, const char* name, bool (ojson::*is)() const 
 }
 
 // The fields a response object repeats, as given or OpenAI's defaults.
-ojson echo_fields(const ojson& body, const ojson& chat) {
+ojson echo_fields(const ojson& body) {
   const auto or_default = [&](const char* name, ojson d) {
     const ojson* v = present_field(body, name);
     return v ? *v : d;
   };
   ojson reasoning = {{"effort", nullptr}, {"summary", nullptr}};
-  if (chat.contains("reasoning_effort")) reasoning["effort"] = chat["reasoning_effort"];
+  if (const ojson* re = present_field(body, "reasoning"); re && re->is_object())
+    if (const ojson* e = present_field(*re, "effort")) reasoning["effort"] = *e;
   ojson text = or_default("text", ojson::object());
   if (!text.contains("format") || text["format"].is_null()) text["format"] = {{"type", "text"}};
   return {{"instructions", or_default("instructions", nullptr)},
@@ -254,11 +255,15 @@ ResponsesRequest translate_responses_request(const ojson& body, const PreviousRe
     if (ojson rf = translate_text_format(*t); !rf.is_null()) chat["response_format"] = std::move(rf);
   if (const ojson* re = present_field(body, "reasoning")) {
     if (!re->is_object()) bad_request("reasoning", "'reasoning' must be an object");
-    if (const ojson* e = present_field(*re, "effort")) chat["reasoning_effort"] = *e;
+    // "none" turns thinking off (templates read enable_thinking); the others reach the template as reasoning_effort.
+    if (const ojson* e = present_field(*re, "effort"); e && *e == "none")
+      chat["chat_template_kwargs"] = {{"enable_thinking", false}};
+    else if (e)
+      chat["reasoning_effort"] = *e;
   }
   if (const ojson* s = present_field(body, "stream")) chat["stream"] = *s;
 
-  r.context.echo = json::parse(echo_fields(body, chat).dump());
+  r.context.echo = json::parse(echo_fields(body).dump());
   r.context.conversation = std::move(conversation);
   if (const ojson* s = present_field(body, "store")) r.context.store = s->get<bool>();
   return r;
@@ -266,7 +271,7 @@ ResponsesRequest translate_responses_request(const ojson& body, const PreviousRe
 
 std::string responses_field(const std::string& chat_field) {
   if (chat_field == "max_tokens") return "max_output_tokens";
-  if (chat_field == "reasoning_effort") return "reasoning.effort";
+  if (chat_field == "reasoning_effort" || chat_field == "chat_template_kwargs") return "reasoning.effort";
   if (chat_field.starts_with("messages")) return "input";  // the message index is not the item's
   if (chat_field.starts_with("response_format")) return "text.format";
   if (chat_field.starts_with("tool_choice")) return "tool_choice";

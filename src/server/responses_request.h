@@ -29,7 +29,7 @@
 //                              -> response_format (json_schema{name, schema, strict})
 //   max_output_tokens          -> max_tokens
 //   temperature, top_p         -> the same
-//   reasoning.effort           -> reasoning_effort
+//   reasoning.effort           -> reasoning_effort; "none": chat_template_kwargs.enable_thinking false
 //   stream                     -> stream
 //   store (default true), metadata, user, truncation, include, text.verbosity,
 //   service_tier, prompt_cache_key, safety_identifier, max_tool_calls, top_logprobs,

@@ -7,15 +7,20 @@
 // (openai_client/ai_sdk.mjs).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "server/http_client.h"
 #include "server/server_process.h"
 #include "testing/build_paths.h"
 #include "testing/npm_oracle.h"
 #include "testing/process.h"
+#include "tools/synthetic.h"
 
 namespace pagoda::testing {
 namespace {
@@ -233,6 +238,89 @@ TEST(ServerResponsesFaults, ErrorStatusOrFailedEvent) {
   EXPECT_EQ(data["response"]["status"], "failed");
   EXPECT_FALSE(data["response"]["error"]["message"].get<std::string>().empty());
   EXPECT_EQ(s.stop(), 0);
+}
+
+// A thinking model in `dir` (the real Qwen3.5 template: <think> reasoning,
+// hermes calls; random weights), as messages_test.cpp. "" if the template is missing.
+std::string write_responses_thinker(const std::filesystem::path& dir) {
+  std::ifstream in(std::filesystem::path(PAGODA_SOURCE_DIR) / "tests/chat/templates/Qwen--Qwen3.5-4B.jinja");
+  std::stringstream tmpl;
+  tmpl << in.rdbuf();
+  if (tmpl.str().empty()) return "";
+  std::filesystem::create_directories(dir);
+  const std::string model = (dir / "model.gguf").string();
+  SyntheticModelSpec spec;
+  spec.arch = "llama";
+  spec.tokenizer = "gpt2";
+  spec.n_vocab = 400;
+  spec.n_ctx = 2048;
+  spec.special_tokens = {"<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "</tool_call>"};
+  spec.eos_token = "<|im_end|>";
+  spec.chat_template = tmpl.str();
+  synthetic_model(spec).write(model);
+  return model;
+}
+
+// Reasoning comes out as a reasoning item (streamed as reasoning_text), goes
+// back in as an assistant's reasoning; a forced call on a hermes model with
+// thinking off (reasoning.effort "none").
+TEST(ServerResponsesThinker, ReasoningItemsAndForcedCall) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("pagoda-responses-" + std::to_string(::getpid()));
+  const std::string model = write_responses_thinker(dir);
+  ASSERT_FALSE(model.empty());
+  ServerProcess server({"-m", model});
+  const auto create = [&](const json& body) {
+    const HttpResponse r = http_post(server.port(), "/v1/responses", body);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json();
+  };
+  const json think = {{"input", "Once upon a time"}, {"max_output_tokens", 64}};
+  const json r = create(think);
+  ASSERT_FALSE(r["output"].empty()) << r;
+  EXPECT_EQ(r["output"][0]["type"], "reasoning") << r;
+  EXPECT_TRUE(r["output"][0]["id"].get<std::string>().starts_with("rs_"));
+  EXPECT_EQ(r["output"][0]["content"][0]["type"], "reasoning_text");
+  EXPECT_FALSE(r["output"][0]["content"][0]["text"].get<std::string>().empty());
+  std::string streamed;
+  bool part_added = false;
+  for (const auto& [name, data] : responses_events(server.port(), think)) {
+    if (name == "response.content_part.added" && data["output_index"] == 0)
+      part_added = data["part"]["type"] == "reasoning_text";
+    if (name == "response.reasoning_text.delta") streamed += data["delta"].get<std::string>();
+  }
+  EXPECT_TRUE(part_added);
+  EXPECT_FALSE(streamed.empty());
+  // A reasoning item sent back reaches the template (Qwen3.5 shows the reasoning after the last question).
+  const json user = {{"role", "user"}, {"content", "Once upon a time"}};
+  const json answer = {{"role", "assistant"}, {"content", "Hello"}};
+  const json reasoning = {{"type", "reasoning"},
+                          {"summary", json::array()},
+                          {"content", {{{"type", "reasoning_text"}, {"text", "Be kind."}}}}};
+  const auto prompt = [&](const json& input) {
+    return create({{"input", input}, {"max_output_tokens", 1}, {"store", false}})["usage"]["input_tokens"].get<int>();
+  };
+  EXPECT_GT(prompt({user, reasoning, answer}), prompt({user, answer}));
+  // A forced call: a function_call item with the parsed arguments.
+  const json tool = {{"type", "function"},
+                     {"name", "w"},
+                     {"parameters",
+                      {{"type", "object"},
+                       {"properties", {{"c", {{"type", "string"}, {"enum", {"O", "R"}}}}}},
+                       {"required", {"c"}},
+                       {"additionalProperties", false}}}};
+  const json called = create({{"input", "Weather?"},
+                              {"tools", {tool}},
+                              {"tool_choice", {{"type", "function"}, {"name", "w"}}},
+                              {"reasoning", {{"effort", "none"}}},
+                              {"max_output_tokens", 256}});
+  ASSERT_FALSE(called["output"].empty()) << called;
+  const json& call = called["output"].back();
+  EXPECT_EQ(call["type"], "function_call") << called;
+  EXPECT_EQ(call["name"], "w");
+  EXPECT_TRUE(json::parse(call["arguments"].get<std::string>())["c"].is_string()) << call;
+  EXPECT_EQ(server.stop(), 0);
+  std::filesystem::remove_all(dir);
 }
 
 // The official `openai` npm client, unmodified: create, stream, a function

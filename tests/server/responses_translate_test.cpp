@@ -51,6 +51,10 @@ TEST(ResponsesTranslate, StringInputAndInstructions) {
   EXPECT_EQ(r.context.echo["tool_choice"], "auto");
   EXPECT_EQ(r.context.echo["text"]["format"]["type"], "text");
   EXPECT_EQ(r.context.echo["reasoning"]["effort"], "low");
+  const auto off = translated(R"({"input":"x","reasoning":{"effort":"none"}})");
+  EXPECT_EQ(off.chat["chat_template_kwargs"], ojson::parse(R"({"enable_thinking":false})"));
+  EXPECT_FALSE(off.chat.contains("reasoning_effort"));
+  EXPECT_EQ(off.context.echo["reasoning"]["effort"], "none");
 }
 
 TEST(ResponsesTranslate, ItemsBecomeChatMessages) {
