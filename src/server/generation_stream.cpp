@@ -275,9 +275,10 @@ void GenerationStream::finish() {
       send_named(messages_->finish(choices_.front(), usage_));
       return channel->end_events();
     }
-    if (responses_) {
-      send_named(responses_->finish(choices_.front(), usage_));
+    if (responses_) {  // stored before its last event goes out: a client may GET it at once
+      const std::vector<json> events = responses_->finish(choices_.front(), usage_);
       store_response(state_->responses, req_, responses_->response());
+      send_named(events);
       return channel->end_events();
     }
     if (req_.include_usage) channel->send_event(dump(usage_chunk(ident_, req_, usage_)));
