@@ -48,7 +48,7 @@ nlohmann::ordered_json output_as_chat(const json& output) {
       for (const json& part : item["content"]) reasoning += part["text"].get<std::string>();
     } else if (type == "message") {
       for (const json& part : item["content"]) text += part["text"].get<std::string>();
-    } else if (type == "function_call") {
+    } else if (type == "function_call" && item["status"] == "completed") {  // a call cut off was not made
       if (!m.contains("tool_calls")) m["tool_calls"] = nlohmann::ordered_json::array();
       m["tool_calls"].push_back({{"id", item["call_id"]},
                                  {"type", "function"},

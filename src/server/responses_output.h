@@ -38,7 +38,8 @@ json response_object(const ResponseIdentity& id, const GenerationRequest& req, c
                      const json& usage);
 
 // A response's output items as the one assistant chat message they were, so
-// that previous_response_id can continue the conversation.
+// that previous_response_id can continue the conversation (less a call cut
+// off by max_output_tokens: its arguments are not JSON).
 nlohmann::ordered_json output_as_chat(const json& output);
 
 // Keeps a finished response and its conversation in `store`, unless the request said store: false.

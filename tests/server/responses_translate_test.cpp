@@ -4,6 +4,8 @@
 // (responses_stream.h), the store's bounds (response_store.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "server/api_error.h"
@@ -245,6 +247,52 @@ TEST(ResponsesOutput, ReasoningAndEmptyOutput) {
   ASSERT_EQ(e["output"].size(), 1u);
   EXPECT_EQ(e["output"][0]["content"][0]["text"], "");
   EXPECT_EQ(e["output"][0]["status"], "completed");
+}
+
+// Hermes calls become function_call items, streamed as argument deltas; one cut by max_output_tokens is incomplete.
+TEST(ResponsesOutput, FunctionCallItems) {
+  GenerationRequest g = responses_req(R"({"input":"x"})");
+  g.tools.tools = ojson::parse(R"([{"type":"function","function":{"name":"w","parameters":{"type":"object"}}}])");
+  g.tools.choice = ToolChoice::automatic;
+  g.tools.parser = toolcall::Format::hermes;
+  const std::string text =
+      R"(Let me check.<tool_call>{"name": "w", "arguments": {"c": "O"}}</tool_call><tool_call>{"name": "w", "arguments": {"c": )";
+  ChoiceState c;
+  c.text = text;
+  c.finish = FinishReason::length;
+  const json r = responses_response({"resp_6", 1, "m"}, g, c, Usage{});
+  ASSERT_EQ(r["output"].size(), 3u) << r;
+  EXPECT_EQ(r["output"][0]["type"], "message");
+  EXPECT_EQ(r["output"][0]["status"], "completed");
+  const json& call = r["output"][1];
+  EXPECT_EQ(call["type"], "function_call");
+  EXPECT_TRUE(call["id"].get<std::string>().starts_with("fc_"));
+  EXPECT_TRUE(call["call_id"].get<std::string>().starts_with("call_"));
+  EXPECT_EQ(call["name"], "w");
+  EXPECT_EQ(json::parse(call["arguments"].get<std::string>()), json({{"c", "O"}}));
+  EXPECT_EQ(call["status"], "completed");
+  EXPECT_EQ(r["output"][2]["status"], "incomplete") << r;
+
+  ResponsesStream s({"resp_6", 1, "m"}, g);
+  ChoiceState sc;
+  std::string args;
+  std::vector<std::string> names;
+  for (size_t i = 0; i < text.size(); i += 7) {
+    RequestOutput out;
+    out.text = text.substr(i, 7);
+    for (const json& e : s.push(sc, out)) {
+      names.push_back(e["type"]);
+      if (e["type"] == "response.function_call_arguments.delta" && e["output_index"] == 1)
+        args += e["delta"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(json::parse(args), json({{"c", "O"}}));
+  EXPECT_NE(std::find(names.begin(), names.end(), "response.function_call_arguments.done"), names.end());
+  // As chat again: one assistant message with its text and the call made (not the one cut off).
+  const ojson m = output_as_chat(r["output"]);
+  EXPECT_EQ(m["content"], "Let me check.");
+  EXPECT_EQ(m["tool_calls"].size(), 1u);
+  EXPECT_EQ(m["tool_calls"][0]["id"], call["call_id"]);
 }
 
 TEST(ResponsesOutput, StoreKeepsConversationUnlessStoreFalse) {
