@@ -8,7 +8,7 @@ void ResponseStore::put(const std::string& id, StoredResponse r) {
   constexpr auto replace = nlohmann::json::error_handler_t::replace;
   if (r.bytes == 0)
     r.bytes = r.response.dump(-1, ' ', false, replace).size() + r.conversation.dump(-1, ' ', false, replace).size() +
-              id.size();
+              r.input_items.dump(-1, ' ', false, replace).size() + id.size();
   if (r.bytes > max_bytes_ || max_entries_ == 0) return;
   std::lock_guard lock(mu_);
   if (auto it = index_.find(id); it != index_.end()) {  // ids are random: a repeat replaces

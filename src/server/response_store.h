@@ -21,6 +21,7 @@ namespace pagoda::server {
 struct StoredResponse {
   nlohmann::json response;              // the response object as it was returned
   nlohmann::ordered_json conversation;  // chat messages: every input and output so far, less instructions
+  nlohmann::json input_items;           // the request's input items (GET .../input_items)
   size_t bytes = 0;                     // what it counts against the byte bound
 };
 

@@ -1,5 +1,6 @@
 #include "server/responses_output.h"
 
+#include <algorithm>
 #include <random>
 
 #include "server/responses_request.h"
@@ -68,7 +69,27 @@ void store_response(ResponseStore& store, const GenerationRequest& req, const js
   nlohmann::ordered_json conversation = req.responses->conversation;
   conversation.push_back(output_as_chat(s.response["output"]));
   s.conversation = nlohmann::ordered_json::parse(conversation.dump(-1, ' ', false, json::error_handler_t::replace));
+  s.input_items = req.responses->input_items;
   store.put(response["id"].get<std::string>(), std::move(s));
+}
+
+json input_items_page(const json& items, bool ascending, size_t limit, const std::string& after) {
+  std::vector<const json*> order;
+  for (const json& item : items) order.push_back(&item);
+  if (!ascending) std::reverse(order.begin(), order.end());
+  size_t start = 0;
+  if (!after.empty()) {
+    const auto it = std::find_if(order.begin(), order.end(), [&](const json* i) { return (*i)["id"] == after; });
+    start = it == order.end() ? order.size() : size_t(it - order.begin()) + 1;
+  }
+  json data = json::array();
+  for (size_t i = start; i < order.size() && data.size() < limit; ++i) data.push_back(*order[i]);
+  const bool more = start + data.size() < order.size();
+  return {{"object", "list"},
+          {"data", data},
+          {"first_id", data.empty() ? json(nullptr) : data.front()["id"]},
+          {"last_id", data.empty() ? json(nullptr) : data.back()["id"]},
+          {"has_more", more}};
 }
 
 }  // namespace pagoda::server

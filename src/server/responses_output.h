@@ -45,4 +45,9 @@ nlohmann::ordered_json output_as_chat(const json& output);
 // Keeps a finished response and its conversation in `store`, unless the request said store: false.
 void store_response(ResponseStore& store, const GenerationRequest& req, const json& response);
 
+// GET /v1/responses/{id}/input_items: a page of a stored response's input
+// items, oldest first when `ascending` (OpenAI's default is newest first),
+// after the item `after` (none: from the start).
+json input_items_page(const json& items, bool ascending, size_t limit, const std::string& after);
+
 }  // namespace pagoda::server

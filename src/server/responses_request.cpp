@@ -2,6 +2,7 @@
 
 #include "server/api_error.h"
 #include "server/request_fields.h"
+#include "server/responses_output.h"
 
 namespace pagoda::server {
 namespace {
@@ -160,6 +161,28 @@ void expect_type(const ojson& body, const char* name, bool (ojson::*is)() const 
   if (const ojson* v = present_field(body, name); v && !(v->*is)()) bad_request(name, "'{}' must be {}", name, what);
 }
 
+// An input item as GET /v1/responses/{id}/input_items lists it: with an id,
+// a message's content as parts. Called once the item translated (it is well formed).
+ojson input_item_record(const ojson& item) {
+  ojson r = item;
+  std::string type = item_type(item);
+  if (type.empty()) r["type"] = type = "message";
+  if (type == "message") {
+    if (r["content"].is_string())
+      r["content"] =
+          ojson::array({{{"type", r["role"] == "assistant" ? "output_text" : "input_text"}, {"text", r["content"]}}});
+    if (!r.contains("status")) r["status"] = "completed";
+  }
+  if (!r.contains("id") || !r["id"].is_string()) {
+    const char* prefix = type == "message"         ? "msg_"
+                         : type == "function_call" ? "fc_"
+                         : type == "reasoning"     ? "rs_"
+                                                   : "fco_";
+    r["id"] = responses_id(prefix);
+  }
+  return r;
+}
+
 // The fields a response object repeats, as given or OpenAI's defaults.
 ojson echo_fields(const ojson& body) {
   const auto or_default = [&](const char* name, ojson d) {
@@ -223,10 +246,15 @@ ResponsesRequest translate_responses_request(const ojson& body, const PreviousRe
   }
   const ojson* input = present_field(body, "input");
   if (!input) bad_request("input", "'input' is required");
+  ojson items = ojson::array();
   if (input->is_string()) {
     conversation.push_back({{"role", "user"}, {"content", *input}});
+    items.push_back(input_item_record({{"role", "user"}, {"content", *input}}));
   } else if (input->is_array()) {
-    for (size_t i = 0; i < input->size(); ++i) translate_item((*input)[i], i, conversation);
+    for (size_t i = 0; i < input->size(); ++i) {
+      translate_item((*input)[i], i, conversation);
+      items.push_back(input_item_record((*input)[i]));
+    }
   } else {
     bad_request("input", "'input' must be a string or an array of input items");
   }
@@ -265,6 +293,7 @@ ResponsesRequest translate_responses_request(const ojson& body, const PreviousRe
 
   r.context.echo = json::parse(echo_fields(body).dump());
   r.context.conversation = std::move(conversation);
+  r.context.input_items = json::parse(items.dump());
   if (const ojson* s = present_field(body, "store")) r.context.store = s->get<bool>();
   return r;
 }

@@ -55,6 +55,7 @@ namespace pagoda::server {
 struct ResponsesContext {
   nlohmann::json echo;                  // the request fields a response object repeats, with OpenAI's defaults
   nlohmann::ordered_json conversation;  // chat messages: the previous response's and this input, less instructions
+  nlohmann::json input_items;           // this request's input as items with ids (GET .../input_items)
   bool store = true;
 };
 

@@ -165,6 +165,28 @@ TEST_F(ServerResponses, StoreRetrieveDeleteAndPrevious) {
   const json same = create({{"input", explicit_input}, {"max_output_tokens", 2}, {"store", false}});
   EXPECT_EQ(next["usage"]["input_tokens"], same["usage"]["input_tokens"]);
   EXPECT_EQ(next["previous_response_id"], id);
+  // Its input items, newest first by default, with ids; paged with limit and after.
+  const json items = http_get(port(), "/v1/responses/" + id + "/input_items?order=asc").json();
+  EXPECT_EQ(items["object"], "list");
+  ASSERT_EQ(items["data"].size(), 1u) << items;
+  EXPECT_EQ(items["data"][0]["type"], "message");
+  EXPECT_EQ(items["data"][0]["role"], "user");
+  EXPECT_TRUE(items["data"][0]["id"].get<std::string>().starts_with("msg_"));
+  EXPECT_EQ(items["data"][0]["content"], json::parse(R"([{"type":"input_text","text":"Once upon a time"}])"));
+  EXPECT_EQ(items["has_more"], false);
+  const std::string two =
+      create({{"input", {{{"role", "user"}, {"content", "a"}}, {{"role", "user"}, {"content", "b"}}}},
+              {"max_output_tokens", 1}})["id"];
+  const json page = http_get(port(), "/v1/responses/" + two + "/input_items?limit=1").json();
+  ASSERT_EQ(page["data"].size(), 1u) << page;
+  EXPECT_EQ(page["data"][0]["content"][0]["text"], "b");
+  EXPECT_EQ(page["has_more"], true);
+  const json rest =
+      http_get(port(), "/v1/responses/" + two + "/input_items?limit=1&after=" + page["last_id"].get<std::string>())
+          .json();
+  EXPECT_EQ(rest["data"][0]["content"][0]["text"], "a");
+  EXPECT_EQ(rest["has_more"], false);
+  expect_responses_error(http_get(port(), "/v1/responses/" + two + "/input_items?limit=0"), 400, "limit");
   // DELETE, then both are 404s in OpenAI's shape.
   HttpConnection c(port());
   const HttpResponse del = c.request("DELETE", "/v1/responses/" + id);
@@ -172,7 +194,8 @@ TEST_F(ServerResponses, StoreRetrieveDeleteAndPrevious) {
   EXPECT_EQ(del.json(), json({{"id", id}, {"object", "response"}, {"deleted", true}}));
   expect_responses_error(c.request("DELETE", "/v1/responses/" + id), 404, "response_id");
   expect_responses_error(http_get(port(), "/v1/responses/" + id), 404, "response_id");
-  expect_responses_error(http_get(port(), "/v1/responses/resp_nope/input_items"), 404, "response_id");
+  expect_responses_error(http_get(port(), "/v1/responses/" + id + "/input_items"), 404, "response_id");
+  expect_responses_error(http_get(port(), "/v1/responses/resp_nope/other"), 404, "response_id");
   expect_responses_error(http_post(port(), "/v1/responses", {{"previous_response_id", id}, {"input", "x"}}), 400,
                          "previous_response_id");
   // store: false keeps nothing.

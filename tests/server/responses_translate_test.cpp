@@ -80,6 +80,15 @@ TEST(ResponsesTranslate, ItemsBecomeChatMessages) {
       {"role":"tool","tool_call_id":"call_2","content":"noon"},
       {"role":"user","content":"Thanks"}])"))
       << r.chat["messages"].dump(1);
+  // The items as input_items lists them: each with an id, a string content as a part.
+  const json& items = r.context.input_items;
+  ASSERT_EQ(items.size(), 9u);
+  EXPECT_EQ(items[0]["type"], "message");
+  EXPECT_EQ(items[0]["content"], json::parse(R"([{"type":"input_text","text":"Rules."}])"));
+  EXPECT_EQ(items[2]["id"], "rs_1");  // an id given is kept
+  EXPECT_TRUE(items[4]["id"].get<std::string>().starts_with("fc_"));
+  EXPECT_TRUE(items[6]["id"].get<std::string>().starts_with("fco_"));
+  for (const json& item : items) EXPECT_TRUE(item["id"].is_string()) << item;
 }
 
 TEST(ResponsesTranslate, ToolsToolChoiceAndTextFormat) {
@@ -314,15 +323,15 @@ TEST(ResponsesOutput, StoreKeepsConversationUnlessStoreFalse) {
 
 TEST(ResponseStore, BoundedByCountAndBytesLeastRecentlyUsedFirst) {
   ResponseStore store(3, 1000);
-  for (const char* id : {"a", "b", "c"}) store.put(id, StoredResponse{json{{"id", id}}, ojson::array(), 100});
+  for (const char* id : {"a", "b", "c"}) store.put(id, StoredResponse{.response = json{{"id", id}}, .bytes = 100});
   ASSERT_TRUE(store.get("a"));  // a is now the most recently used
-  store.put("d", StoredResponse{json{{"id", "d"}}, ojson::array(), 100});
+  store.put("d", StoredResponse{.response = json{{"id", "d"}}, .bytes = 100});
   EXPECT_FALSE(store.get("b"));
   EXPECT_TRUE(store.get("a") && store.get("c") && store.get("d"));
-  store.put("big", StoredResponse{json::object(), ojson::array(), 850});  // over the bytes: the oldest go
+  store.put("big", StoredResponse{.bytes = 850});  // over the bytes: the oldest go
   EXPECT_EQ(store.size(), 2u);
   EXPECT_TRUE(store.get("big"));
-  store.put("huge", StoredResponse{json::object(), ojson::array(), 5000});  // alone above the bound: not kept
+  store.put("huge", StoredResponse{.bytes = 5000});  // alone above the bound: not kept
   EXPECT_FALSE(store.get("huge"));
   EXPECT_TRUE(store.erase("big"));
   EXPECT_FALSE(store.erase("big"));

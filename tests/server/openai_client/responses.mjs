@@ -61,13 +61,18 @@ assert.deepEqual(types, ["response.created", "response.in_progress", "response.o
   "response.content_part.added", "response.output_text.delta", "response.output_text.done",
   "response.content_part.done", "response.output_item.done", r.status === "completed" ? "response.completed" : "response.incomplete"]);
 
-// previous_response_id continues the stored conversation; retrieve and delete.
+// previous_response_id continues the stored conversation; retrieve, input items and delete.
 const next = await client.responses.create({ model, previous_response_id: r.id, input: "And then?", max_output_tokens: 4 });
 assert.equal(next.previous_response_id, r.id);
 assert.ok(next.usage.input_tokens > r.usage.input_tokens + 2, JSON.stringify([next.usage, r.usage]));
 const got = await client.responses.retrieve(r.id);
 assert.equal(got.id, r.id);
 assert.equal(got.output_text, r.output_text);
+const inputs = [];
+for await (const item of client.responses.inputItems.list(r.id, { order: "asc", limit: 1 })) inputs.push(item);
+assert.equal(inputs.length, 1);
+assert.equal(inputs[0].role, "user");
+assert.equal(inputs[0].content[0].text, "Once upon a time");
 await client.responses.delete(r.id);
 await assert.rejects(client.responses.retrieve(r.id), (e) => e instanceof OpenAI.NotFoundError);
 await assert.rejects(client.responses.delete(r.id), (e) => e instanceof OpenAI.NotFoundError);
