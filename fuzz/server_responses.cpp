@@ -6,7 +6,7 @@
 // ApiError of status 400 (404 for another model). The same bytes, read as a
 // model's output, go through the whole response and the stream events, which
 // must never throw, must number their events in order and carry the same
-// text; a stored response must continue into a request that parses.
+// text; its input items all have ids and page.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -80,6 +80,12 @@ void check_output(const GenerationRequest& g, std::string_view text) {
   check(got == text_of(r), "the stream's text is the response's text");
   check(text_of(s.response()) == got, "the stream's last response holds its text");
   store_response(*store, g, r);  // must not throw, whatever the bytes
+  const json& items = g.responses->input_items;
+  check(items.is_array(), "input items listed");
+  for (const json& item : items)
+    check(item.is_object() && item.contains("id") && item["id"].is_string(), "every input item has an id");
+  const json page = input_items_page(items, false, 2, "");
+  check(page["data"].size() <= 2 && page["has_more"] == (items.size() > 2), "a page of input items");
 }
 
 }  // namespace
