@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 
 #include "engine/clock.h"
@@ -19,6 +20,7 @@
 #include "server/vllm_metrics.h"
 #include "util/error.h"
 #include "server/openai_response.h"
+#include "server/responses_output.h"
 
 namespace pagoda::server {
 namespace {
@@ -241,6 +243,9 @@ const Connection::Route Connection::kRoutes[] = {
     {"/rerank", false, http::verb::post, true, &Connection::rerank},
     {"/v2/rerank", false, http::verb::post, true, &Connection::rerank},
     {"/v1/messages/count_tokens", false, http::verb::post, true, &Connection::count_tokens},
+    {"/v1/responses", false, http::verb::post, true, &Connection::responses},
+    {"/v1/responses/", true, http::verb::get, true, &Connection::stored_response},
+    {"/v1/responses/", true, http::verb::delete_, true, &Connection::stored_response},
     {"/tokenize", false, http::verb::post, true, &Connection::tokenize},
     {"/detokenize", false, http::verb::post, true, &Connection::detokenize},
     {"/apply-template", false, http::verb::post, true, &Connection::apply_template},
@@ -350,6 +355,43 @@ void Connection::embeddings(RequestReader::Request& req, std::string_view, std::
 
 void Connection::rerank(RequestReader::Request& req, std::string_view, std::string_view) {
   new_stream()->start(Api::rerank, std::move(req.body()));
+}
+
+void Connection::responses(RequestReader::Request& req, std::string_view, std::string_view) {
+  new_stream()->start(Api::responses, std::move(req.body()));
+}
+
+// GET returns a stored response as it was returned, or with /input_items
+// a page of its input items; DELETE forgets it.
+void Connection::stored_response(RequestReader::Request& req, std::string_view path, std::string_view query) {
+  std::string id(path.substr(std::string_view("/v1/responses/").size()));
+  const bool items = req.method() != http::verb::delete_ && id.ends_with("/input_items");
+  if (items) id.resize(id.size() - std::string_view("/input_items").size());
+  const auto not_found = [&] {
+    return ApiError(404, fmt::format("Response with id '{}' not found.", id.substr(0, 256)), "response_id");
+  };
+  if (id.empty() || id.find('/') != std::string::npos) throw not_found();
+  if (items) {
+    const std::string_view order = query_value(query, "order"), limit_text = query_value(query, "limit");
+    if (!order.empty() && order != "asc" && order != "desc") bad_request("order", "'order' must be asc or desc");
+    int limit = 20;
+    if (!limit_text.empty()) {
+      const auto [end, ec] = std::from_chars(limit_text.data(), limit_text.data() + limit_text.size(), limit);
+      if (ec != std::errc() || end != limit_text.data() + limit_text.size() || limit < 1 || limit > 100)
+        bad_request("limit", "'limit' must be an integer from 1 to 100");
+    }
+    const auto stored = state_->responses.get(id);
+    if (!stored) throw not_found();
+    const std::string after(query_value(query, "after"));
+    return respond_json(200, dump(input_items_page(stored->input_items, order == "asc", size_t(limit), after)));
+  }
+  if (req.method() == http::verb::delete_) {
+    if (!state_->responses.erase(id)) throw not_found();
+    return respond_json(200, dump({{"id", id}, {"object", "response"}, {"deleted", true}}));
+  }
+  const auto stored = state_->responses.get(id);
+  if (!stored) throw not_found();
+  respond_json(200, dump(stored->response));
 }
 
 std::shared_ptr<GenerationStream> Connection::new_stream() {

@@ -94,6 +94,9 @@ class Connection : public ResponseChannel, public std::enable_shared_from_this<C
   void embeddings(RequestReader::Request& req, std::string_view path, std::string_view query);
   void rerank(RequestReader::Request& req, std::string_view path, std::string_view query);
   void count_tokens(RequestReader::Request& req, std::string_view path, std::string_view query);
+  // OpenAI's Responses API: POST /v1/responses, and GET / DELETE /v1/responses/{id} (the store).
+  void responses(RequestReader::Request& req, std::string_view path, std::string_view query);
+  void stored_response(RequestReader::Request& req, std::string_view path, std::string_view query);
   void preflight(const RequestReader::Request& req);  // OPTIONS (cors.h)
   // vLLM's /tokenize and /detokenize, llama.cpp's /apply-template, /version (connection_tokenize.cpp).
   void tokenize(RequestReader::Request& req, std::string_view path, std::string_view query);

@@ -13,6 +13,8 @@
 #include "server/rerank.h"
 #include "server/api_error.h"
 #include "server/request_fields.h"
+#include "server/responses_output.h"
+#include "server/responses_request.h"
 #include "server/tool_output.h"
 #include "tokenizer/tokenizer.h"
 
@@ -28,9 +30,10 @@ std::string new_id(const char* prefix) {
 
 bool natural(FinishReason r) { return r == FinishReason::stop || r == FinishReason::length; }
 
-// The request as the chat pipeline takes it: Anthropic's body is translated
-// into a chat body first (anthropic_messages.h), then parsed as chat.
-GenerationRequest parse_request(Api api, const std::string& body, const ServedModel& m) {
+// The request as the chat pipeline takes it: Anthropic's and the Responses
+// API's bodies are translated into a chat body first (anthropic_messages.h,
+// responses_request.h), then parsed as chat.
+GenerationRequest parse_request(Api api, const std::string& body, const ServedModel& m, ResponseStore& store) {
   // An embedding model serves embeddings only, a reranker reranks, as vLLM's
   // pooling runner and llama.cpp's --embeddings / --reranking.
   const Pooling p = m.limits.pooling;
@@ -47,6 +50,9 @@ GenerationRequest parse_request(Api api, const std::string& body, const ServedMo
     throw ApiError(400, fmt::format("this is {}: it serves {} only", rank ? "a reranker" : "an embedding model",
                                     rank ? "/v1/rerank" : "/v1/embeddings"));
   if (api == Api::messages) return parse_messages_request(body, m.limits, m.chat, m.names);
+  if (api == Api::responses)
+    return parse_responses_request(body, m.limits, m.chat, m.names,
+                                   [&store](const std::string& id) { return store.get(id); });
   const bool chat = api == Api::chat;
   const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
@@ -66,6 +72,7 @@ GenerationRequest parse_request(Api api, const std::string& body, const ServedMo
 
 const char* id_prefix(Api api) {
   return api == Api::messages     ? "msg_"
+         : api == Api::responses  ? "resp_"
          : api == Api::chat       ? "chatcmpl-"
          : api == Api::embeddings ? "embd-"
          : api == Api::rerank     ? "rerank-"
@@ -92,7 +99,7 @@ void GenerationStream::start(Api api, std::string body) {
     ResponseIdentity ident;
     std::optional<ApiError> error;
     try {
-      req = parse_request(api, body, *m);
+      req = parse_request(api, body, *m, self->state_->responses);
       ident = {new_id(id_prefix(api)), int64_t(std::time(nullptr)), m->name};
     } catch (const ApiError& e) {
       error = e;
@@ -252,7 +259,11 @@ void GenerationStream::stream_head() {
   head_sent_ = true;
   if (req_.api == Api::messages) {
     messages_ = std::make_unique<MessagesStream>(ident_, req_);
-    return send_anthropic({messages_->start(int64_t(req_.engine.prompt.size()))});
+    return send_named({messages_->start(int64_t(req_.engine.prompt.size()))});
+  }
+  if (req_.api == Api::responses) {
+    responses_ = std::make_unique<ResponsesStream>(ident_, req_);
+    return send_named(responses_->start());
   }
   for (int i = 0; i < int(choices_.size()); ++i) {
     if (req_.api == Api::chat)
@@ -268,7 +279,8 @@ void GenerationStream::stream_delta(const RequestOutput& out) {
   if (!head_sent_) stream_head();
   const bool chat = req_.api == Api::chat;
   ChoiceState& c = choices_.at(size_t(out.choice));
-  if (req_.api == Api::messages) return send_anthropic(messages_->push(c, out));
+  if (req_.api == Api::messages) return send_named(messages_->push(c, out));
+  if (req_.api == Api::responses) return send_named(responses_->push(c, out));
   if (chat && tool_output_active(req_.tools)) {  // content and tool calls parsed apart
     json lp = req_.engine.sampling.logprobs && !out.logprobs.empty() ? chat_logprobs(model_->tokenizer, out.logprobs)
                                                                      : json(nullptr);
@@ -300,12 +312,23 @@ void GenerationStream::finish() {
   if (req_.stream) {
     if (!head_sent_) stream_head();
     if (messages_) {
-      send_anthropic(messages_->finish(choices_.front(), usage_));
+      send_named(messages_->finish(choices_.front(), usage_));
+      return channel->end_events();
+    }
+    if (responses_) {  // stored before its last event goes out: a client may GET it at once
+      const std::vector<json> events = responses_->finish(choices_.front(), usage_);
+      store_response(state_->responses, req_, responses_->response());
+      send_named(events);
       return channel->end_events();
     }
     if (req_.include_usage) channel->send_event(dump(usage_chunk(ident_, req_, usage_)));
     channel->send_event("[DONE]");
     return channel->end_events();
+  }
+  if (req_.api == Api::responses) {
+    const json body = responses_response(ident_, req_, choices_.front(), usage_);
+    store_response(state_->responses, req_, body);
+    return channel->respond(200, "application/json", dump(body), response_headers());
   }
   const json body = req_.api == Api::embeddings ? embeddings_response(ident_, req_, choices_, usage_)
                     : req_.api == Api::rerank   ? rerank_response(ident_, req_, choices_, usage_)
@@ -316,7 +339,7 @@ void GenerationStream::finish() {
   channel->respond(200, "application/json", dump(body), response_headers());
 }
 
-void GenerationStream::send_anthropic(const std::vector<json>& events) {
+void GenerationStream::send_named(const std::vector<json>& events) {
   for (const json& e : events) channel_->send_named_event(e["type"].get<std::string>(), dump(e));
 }
 
@@ -335,6 +358,10 @@ void GenerationStream::fail(int status, const std::string& message) {
     spdlog::warn("stream {} failed: {}", ident_.id, message);
     if (messages_) {  // Anthropic's stream ends with an error event, no [DONE]
       channel->send_named_event("error", dump(anthropic_error_json(status, message)));
+      return channel->end_events();
+    }
+    if (responses_) {  // the Responses stream ends with response.failed, no [DONE]
+      send_named({responses_->failed(message)});
       return channel->end_events();
     }
     channel->send_event(dump(error_json(status, message)));

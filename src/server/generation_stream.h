@@ -27,6 +27,7 @@
 #include "server/openai_request.h"
 #include "server/openai_response.h"
 #include "server/response_channel.h"
+#include "server/responses_stream.h"
 #include "server/server_state.h"
 
 namespace pagoda::server {
@@ -36,7 +37,7 @@ class GenerationStream : public std::enable_shared_from_this<GenerationStream> {
   GenerationStream(std::shared_ptr<ServerState> state, std::shared_ptr<ResponseChannel> channel,
                    boost::asio::any_io_executor strand);
 
-  // POST /v1/completions, /v1/chat/completions or /v1/messages (Anthropic's).
+  // POST /v1/completions, /v1/chat/completions, /v1/messages (Anthropic's) or /v1/responses.
   void start(Api api, std::string body);
   // GET /health?generate=1: one greedy token from a one-token prompt, at the
   // front of the queue, with a deadline; answered as a health status.
@@ -62,7 +63,7 @@ class GenerationStream : public std::enable_shared_from_this<GenerationStream> {
   void stream_head();
   Headers response_headers() const;  // X-Request-Id, and the ignored fields if any
   void stream_delta(const RequestOutput& out);
-  void send_anthropic(const std::vector<json>& events);  // named SSE events
+  void send_named(const std::vector<json>& events);  // named SSE events (Messages, Responses)
   void finish();
   void fail(int status, const std::string& message);
   void retire(bool cancel);  // out of active_generations; cancels the engine request if asked
@@ -78,6 +79,7 @@ class GenerationStream : public std::enable_shared_from_this<GenerationStream> {
   size_t engine_requests_done_ = 0;
   std::vector<ChoiceState> choices_;
   std::unique_ptr<MessagesStream> messages_;               // /v1/messages streamed: its event writer
+  std::unique_ptr<ResponsesStream> responses_;             // /v1/responses streamed: its event writer
   std::vector<std::pair<int64_t, int64_t>> prompt_usage_;  // per prompt: (prompt tokens, cached tokens)
   Usage usage_;
   bool head_sent_ = false;    // streaming: the SSE head is out

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,7 +24,10 @@ class Tokenizer;
 
 namespace pagoda::server {
 
-enum class Api { completions, chat, messages, embeddings, rerank };  // messages: Anthropic's face of chat
+struct ResponsesContext;  // responses_request.h
+
+// messages: Anthropic's face of chat; responses: OpenAI's Responses API, another face of it.
+enum class Api { completions, chat, messages, responses, embeddings, rerank };
 
 // One prompt of a completions batch: its tokens and its text (for echo).
 struct PromptEntry {
@@ -40,8 +44,9 @@ struct GenerationRequest {
   std::string prompt_text;     // the prompt as text (for echo)
   // Unknown top-level fields, named in a response header (request_fields.h).
   std::vector<std::string> ignored_fields;
-  ToolRequest tools;      // chat: tools, tool_choice and how to parse calls
-  bool thinking = false;  // messages: reasoning is returned as thinking blocks
+  ToolRequest tools;                                  // chat: tools, tool_choice and how to parse calls
+  bool thinking = false;                              // messages: reasoning is returned as thinking blocks
+  std::shared_ptr<const ResponsesContext> responses;  // responses: what its response object repeats and stores
   // Completions with echo and logprobs: the prompt's tokens lead the choice's
   // logprobs (the first with null), as OpenAI's legacy API and vLLM.
   bool echo_logprobs = false;

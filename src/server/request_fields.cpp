@@ -61,6 +61,34 @@ const Names kEmbeddings = {"model", "input",     "encoding_format",        "dime
 
 // vLLM's and llama.cpp's rerank fields (rerank.h).
 const Names kRerank = {"model", "query", "documents", "top_n", "return_documents"};
+// OpenAI's Responses API (responses_request.h).
+const Names kResponses = {"model",
+                          "input",
+                          "instructions",
+                          "previous_response_id",
+                          "tools",
+                          "tool_choice",
+                          "parallel_tool_calls",
+                          "text",
+                          "max_output_tokens",
+                          "temperature",
+                          "top_p",
+                          "reasoning",
+                          "stream",
+                          "stream_options",
+                          "store",
+                          "metadata",
+                          "user",
+                          "truncation",
+                          "include",
+                          "background",
+                          "conversation",
+                          "prompt",
+                          "service_tier",
+                          "prompt_cache_key",
+                          "safety_identifier",
+                          "max_tool_calls",
+                          "top_logprobs"};
 
 const Names kTokenize = {"model", "prompt", "add_special_tokens", "return_token_strs"};
 const Names kDetokenize = {"model", "tokens"};
@@ -78,6 +106,7 @@ bool known(Endpoint e, std::string_view name) {
     case Endpoint::count_tokens: return in(kMessages, name);
     case Endpoint::embeddings: return in(kEmbeddings, name);
     case Endpoint::rerank: return in(kRerank, name);
+    case Endpoint::responses: return in(kResponses, name);
   }
   return false;
 }

@@ -31,7 +31,8 @@ enum class Endpoint {
   messages,
   count_tokens,
   embeddings,
-  rerank
+  rerank,
+  responses
 };
 
 // body[name], or null where the field is absent or JSON null (an optional

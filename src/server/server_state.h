@@ -18,6 +18,7 @@
 #include "engine/engine.h"
 #include "server/chat_prompt.h"
 #include "server/openai_request.h"
+#include "server/response_store.h"
 #include "server/server_config.h"
 #include "server/stall_watch.h"
 
@@ -67,6 +68,7 @@ class ServerState {
   std::atomic<int64_t> active_generations{0};  // submitted, response not finished
   std::atomic<int> dashboard_streams{0};       // open /debug/events streams
   boost::asio::thread_pool workers;            // parse and tokenize generation requests
+  ResponseStore responses;                     // /v1/responses kept for previous_response_id and GET
 
   // Null until the model has loaded.
   const ServedModel* model() const { return model_.load(std::memory_order_acquire); }
