@@ -235,17 +235,7 @@ GenerationRequest parse_messages_request(const std::string& body, const ModelLim
   const auto o = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
   if (o.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
   const MessagesRequest t = translate_messages_request(o);
-  const std::string chat_text = t.chat.dump();
-  const json chat_body = json::parse(chat_text);
-  check_model(chat_body, served);
-  GenerationRequest req;
-  try {
-    req = parse_chat_request(chat_body, model, chat, chat_text);
-  } catch (const ApiError& e) {
-    ApiError named = e;
-    named.param = anthropic_field(e.param);
-    throw named;
-  }
+  GenerationRequest req = parse_translated_chat(t.chat, model, chat, served, anthropic_field);
   req.ignored_fields = ignored_fields(json::parse(body), Endpoint::messages);
   req.api = Api::messages;
   req.thinking = t.thinking;

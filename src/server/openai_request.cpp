@@ -6,6 +6,7 @@
 #include "server/api_error.h"
 #include "server/chat_body.h"
 #include "server/json_fields.h"
+#include "server/request_fields.h"
 #include "server/tool_constraint.h"
 #include "server/sampling_fields.h"
 #include "tokenizer/tokenizer.h"
@@ -190,6 +191,21 @@ GenerationRequest parse_completion_request(const json& body, const ModelLimits& 
   for (size_t i = 0; i < g.num_prompts(); ++i) check_length(g.prompt_ids(i).size(), g, model, "prompt");
   g.engine.constraint = parse_constraint(body, model.grammar, raw_body);  // last: the costly check
   return g;
+}
+
+GenerationRequest parse_translated_chat(const nlohmann::ordered_json& chat_body, const ModelLimits& model,
+                                        const ChatPrompt& chat, const std::vector<std::string>& served,
+                                        std::string (*field_name)(const std::string& chat_field)) {
+  const std::string text = chat_body.dump();  // its key order, for a JSON Schema's property order
+  const json body = json::parse(text);
+  check_model(body, served);
+  try {
+    return parse_chat_request(body, model, chat, text);
+  } catch (const ApiError& e) {
+    ApiError named = e;
+    named.param = field_name(e.param);
+    throw named;
+  }
 }
 
 GenerationRequest parse_chat_request(const json& body, const ModelLimits& model, const ChatPrompt& chat,

@@ -89,5 +89,11 @@ GenerationRequest parse_completion_request(const nlohmann::json& body, const Mod
 // the rest of the context.
 GenerationRequest parse_chat_request(const nlohmann::json& body, const ModelLimits& model, const ChatPrompt& chat,
                                      std::string_view raw_body = {});
+// Another API's body translated into a chat body (Anthropic's Messages, the
+// Responses API): checks the model, parses it as chat, and names a refused
+// field as the original API spells it (`field_name` of the chat field).
+GenerationRequest parse_translated_chat(const nlohmann::ordered_json& chat_body, const ModelLimits& model,
+                                        const ChatPrompt& chat, const std::vector<std::string>& served,
+                                        std::string (*field_name)(const std::string& chat_field));
 
 }  // namespace pagoda::server

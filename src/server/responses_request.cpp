@@ -317,17 +317,7 @@ GenerationRequest parse_responses_request(const std::string& body, const ModelLi
   const auto o = ojson::parse(body, nullptr, /*allow_exceptions=*/false);
   if (o.is_discarded()) throw ApiError(400, "the request body is not valid JSON");
   ResponsesRequest t = translate_responses_request(o, previous);
-  const std::string chat_text = t.chat.dump();
-  const json chat_body = json::parse(chat_text);
-  check_model(chat_body, served);
-  GenerationRequest req;
-  try {
-    req = parse_chat_request(chat_body, model, chat, chat_text);
-  } catch (const ApiError& e) {
-    ApiError named = e;
-    named.param = responses_field(e.param);
-    throw named;
-  }
+  GenerationRequest req = parse_translated_chat(t.chat, model, chat, served, responses_field);
   req.ignored_fields = ignored_fields(json::parse(body), Endpoint::responses);
   req.api = Api::responses;
   req.responses = std::make_shared<const ResponsesContext>(std::move(t.context));
