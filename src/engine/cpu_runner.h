@@ -30,6 +30,7 @@ class CpuRunner : public ModelRunner {
 
   int32_t vocab_size() const override { return model_->config().n_vocab; }
   Pooling pooling() const override { return pooling_; }
+  bool causal() const override { return model_->config().causal; }
   int32_t output_width() const override { return model_->output_width(); }
   int32_t context_length() const override { return model_->config().n_ctx_train; }
   std::vector<int32_t> kv_group_windows() const override { return kv_.groups().windows; }

@@ -149,8 +149,9 @@ class EngineCore {
   std::shared_ptr<const Clock> clock_;
   std::vector<TokenId> eog_ids_;
   int32_t vocab_size_;
-  Pooling pooling_;     // none: a generating model; else an embedding model's (engine_pooling.cpp)
-  int32_t out_width_;   // the width of the pass's output rows: vocab_size_, or the hidden size
+  Pooling pooling_;    // none: a generating model; else an embedding model's (engine_pooling.cpp)
+  bool causal_;        // false: each sequence's input in one pass (ModelRunner::causal)
+  int32_t out_width_;  // the width of the pass's output rows: vocab_size_, or the hidden size
   int32_t max_model_len_;
   BlockManager blocks_;
   Scheduler sched_;
