@@ -142,9 +142,10 @@ struct ModelConfig {
   int n_ctx_train = 0;    // context length the model was trained for
   float rms_eps = 1e-5f;  // the norms' epsilon (LayerNorm's too)
 
-  // The input: token embeddings, and for bert absolute position embeddings
-  // (position_embd, n_ctx_train rows), token type 0's row (token_types) and
-  // a norm of their sum (token_embd_norm).
+  // The input: token embeddings, and for the encoders token type 0's row
+  // (token_types), bert's absolute position embeddings (position_embd,
+  // n_ctx_train rows) and a norm of their sum (token_embd_norm).
+  bool token_types = false;
   bool position_embd = false;
   bool embd_norm = false;
   // {arch}.attention.causal: false attends every token to its whole sequence

@@ -227,14 +227,12 @@ ModelWeights ModelWeights::load(const GgufFile& f, ModelConfig& cfg) {
   w.token_embd = r.matrix("token_embd.weight", -1, E);
   cfg.n_vocab = w.token_embd.rows;
   if (cfg.output_norm) w.output_norm = r.vector("output_norm.weight", E);
-  if (cfg.position_embd) {
-    w.position_embd = r.matrix("position_embd.weight", cfg.n_ctx_train, E);
-    if (r.has("token_types.weight")) {  // any number of types; every input is type 0
-      const Matrix types = r.matrix("token_types.weight", -1, E);
-      if (types.rows < 1) fail<FormatError>("{}: token_types.weight has no rows", f.source());
-      w.token_type0.resize(size_t(E));
-      dequantize_row(types.type, types.data, w.token_type0.data(), size_t(E));
-    }
+  if (cfg.position_embd) w.position_embd = r.matrix("position_embd.weight", cfg.n_ctx_train, E);
+  if (cfg.token_types && r.has("token_types.weight")) {  // any number of types; every input is type 0
+    const Matrix types = r.matrix("token_types.weight", -1, E);
+    if (types.rows < 1) fail<FormatError>("{}: token_types.weight has no rows", f.source());
+    w.token_type0.resize(size_t(E));
+    dequantize_row(types.type, types.data, w.token_type0.data(), size_t(E));
   }
   if (cfg.embd_norm) {
     w.embd_norm = r.vector("token_embd_norm.weight", E);

@@ -81,11 +81,9 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-  Matrix token_embd;  // n_vocab x n_embd
-  // config.position_embd: n_ctx_train x n_embd (position_embd), and token
-  // type 0's row (token_types; empty when the file has none).
-  Matrix position_embd;
-  std::vector<float> token_type0;
+  Matrix token_embd;                          // n_vocab x n_embd
+  Matrix position_embd;                       // config.position_embd: n_ctx_train x n_embd
+  std::vector<float> token_type0;             // config.token_types: token type 0's row (empty when the file has none)
   std::vector<float> embd_norm, embd_norm_b;  // config.embd_norm: token_embd_norm's weight and bias
   std::vector<float> output_norm;             // empty without config.output_norm
   Matrix output;                              // n_vocab x n_embd; token_embd when the file ties them

@@ -166,7 +166,7 @@ void arch_keys(GgufWriter& w, const SyntheticModelSpec& s) {
     w.set(a + "rope.scaling.yarn_beta_slow", Value::f32(1.0f));
     w.set(a + "rope.scaling.yarn_log_multiplier", Value::f32(1.0f));
     w.set(a + "attention.temperature_scale", Value::f32(0.1f));
-  } else if (s.arch == "bert") {  // as conversion/bert.py writes them
+  } else if (s.arch == "bert" || s.arch == "nomic-bert") {  // as conversion/bert.py writes them
     w.set(a + "attention.layer_norm_epsilon", Value::f32(1e-12f));
     w.set(a + "attention.causal", Value::boolean(s.causal));
     w.set("tokenizer.ggml.token_type_count", Value::u32(2));
@@ -321,8 +321,9 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
     add_norm(w, fill, name + ".weight", E);
     if (layer_norm) bias(name + ".bias", E);
   };
-  if (c.position_embd) {  // small beside the tokens', as trained ones are
-    w.add_f32_tensor("token_types.weight", {uint64_t(E), 2}, fill.values(size_t(E) * 2, 0.0f, 0.3f));
+  // Small beside the tokens', as trained ones are.
+  if (c.token_types) w.add_f32_tensor("token_types.weight", {uint64_t(E), 2}, fill.values(size_t(E) * 2, 0.0f, 0.3f));
+  if (c.position_embd) {
     w.add_f32_tensor("position_embd.weight", {uint64_t(E), uint64_t(s.n_ctx)},
                      fill.values(size_t(E) * size_t(s.n_ctx), 0.0f, 0.3f));
   }

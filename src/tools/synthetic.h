@@ -59,8 +59,9 @@ struct SyntheticModelSpec {
   std::string eos_token;                    // the EOS token, when not the vocabulary's default
   std::string chat_template;                // tokenizer.chat_template, when set
   int pooling_type = 0;                     // {arch}.pooling_type when > 0: an embedding model (model/config.h)
-  // bert: {arch}.attention.causal (its converter writes false; true makes a
-  // negative control). A bert file has every bias, token types and positions.
+  // bert, nomic-bert: {arch}.attention.causal (their converter writes false;
+  // true makes a negative control). A bert file has every bias, token types
+  // and positions; a nomic-bert file token types and no bias (fused_qkv: its layout).
   bool causal = false;
 };
 

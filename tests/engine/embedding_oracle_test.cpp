@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -120,15 +121,17 @@ TEST(EmbeddingOracleNegative, AnotherPoolingDoesNotMatch) {
   EXPECT_LT(cosine, 0.99);
 }
 
-// BERT encoders: a synthetic `bert` file (positions, token types, post
-// LayerNorms, GELU, non-causal attention) against llama.cpp, F32 and Q8_0,
-// cls and mean pooling. Each input is computed in one pass (max_batched_tokens
-// 64 holds the longest); several prompts share a pass.
-class BertOracle : public ::testing::TestWithParam<std::tuple<TensorType, Pooling>> {};
+// BERT encoders: synthetic `bert` files (positions, token types, post
+// LayerNorms, GELU, non-causal attention) and `nomic-bert` ones (RoPE, a
+// fused QKV, SwiGLU) against llama.cpp, F32 and Q8_0, cls and mean pooling.
+// Each input is computed in one pass (max_batched_tokens 64 holds the
+// longest); several prompts share a pass.
+class BertOracle : public ::testing::TestWithParam<std::tuple<const char*, TensorType, Pooling>> {};
 
-SyntheticModelSpec bert_spec(TensorType type, Pooling pooling) {
+SyntheticModelSpec bert_spec(TensorType type, Pooling pooling, const std::string& arch = "bert") {
   SyntheticModelSpec s;
-  s.arch = "bert";
+  s.arch = arch;
+  if (arch == "nomic-bert") s.fused_qkv = true, s.rope_freq_base = 1000.0f;  // nomic-embed-text's
   s.n_embd = 128;
   s.n_ff = 256;
   s.n_head = s.n_head_kv = 4;
@@ -160,8 +163,8 @@ std::vector<Request> bert_requests(int n_vocab) {
 
 TEST_P(BertOracle, PooledVectorsMatchLlamaCpp) {
   PAGODA_REQUIRE_NPM(testing::kLlamaCppPrefix, testing::kLlamaCppPackage);
-  const auto [type, pooling] = GetParam();
-  const SyntheticModelSpec s = bert_spec(type, pooling);
+  const auto [arch, type, pooling] = GetParam();
+  const SyntheticModelSpec s = bert_spec(type, pooling, arch);
   TempFile file;
   synthetic_model(s).write(file.path);
   auto engine = Engine::load(file.path, bert_engine_config());
@@ -184,29 +187,34 @@ TEST_P(BertOracle, PooledVectorsMatchLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, BertOracle,
-                         ::testing::Combine(::testing::Values(TensorType::F32, TensorType::Q8_0),
+                         ::testing::Combine(::testing::Values("bert", "nomic-bert"),
+                                            ::testing::Values(TensorType::F32, TensorType::Q8_0),
                                             ::testing::Values(Pooling::cls, Pooling::mean)),
                          [](const auto& info) {
-                           return std::string(tensor_type_name(std::get<0>(info.param))) + "_" +
-                                  pooling_name(std::get<1>(info.param));
+                           std::string arch = std::get<0>(info.param);
+                           std::replace(arch.begin(), arch.end(), '-', '_');
+                           return arch + "_" + std::string(tensor_type_name(std::get<1>(info.param))) + "_" +
+                                  pooling_name(std::get<2>(info.param));
                          });
 
 // A negative control: the same weights read with causal attention are far from llama.cpp's encoder.
 TEST(BertOracleNegative, CausalAttentionDoesNotMatch) {
   PAGODA_REQUIRE_NPM(testing::kLlamaCppPrefix, testing::kLlamaCppPackage);
-  SyntheticModelSpec s = bert_spec(TensorType::F32, Pooling::cls);
-  TempFile encoder, causal;
-  synthetic_model(s).write(encoder.path);
-  s.causal = true;
-  synthetic_model(s).write(causal.path);
-  auto engine = Engine::load(causal.path, bert_engine_config());
-  auto requests = bert_requests(s.n_vocab);
-  const auto prompt = requests[0].prompt;
-  const auto done = engine->generate({std::move(requests[0])});
-  ASSERT_EQ(done[0].choices[0].finish, FinishReason::stop) << done[0].choices[0].error;
-  const auto [cosine, rel] =
-      compare(done[0].choices[0].embedding, testing::LlamaOracle::get().embed(encoder.path, prompt));
-  EXPECT_LT(cosine, 0.99);
+  for (const char* arch : {"bert", "nomic-bert"}) {
+    SyntheticModelSpec s = bert_spec(TensorType::F32, Pooling::cls, arch);
+    TempFile encoder, causal;
+    synthetic_model(s).write(encoder.path);
+    s.causal = true;
+    synthetic_model(s).write(causal.path);
+    auto engine = Engine::load(causal.path, bert_engine_config());
+    auto requests = bert_requests(s.n_vocab);
+    const auto prompt = requests[0].prompt;
+    const auto done = engine->generate({std::move(requests[0])});
+    ASSERT_EQ(done[0].choices[0].finish, FinishReason::stop) << done[0].choices[0].error;
+    const auto [cosine, rel] =
+        compare(done[0].choices[0].embedding, testing::LlamaOracle::get().embed(encoder.path, prompt));
+    EXPECT_LT(cosine, 0.99) << arch;
+  }
 }
 
 // An encoder's input must fit one pass: a longer one is refused up front, naming both numbers.

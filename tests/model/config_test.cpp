@@ -200,6 +200,28 @@ TEST(ModelConfig, BertIsANonCausalEncoderWithLayerNorms) {
   }
 }
 
+// nomic-bert: the same encoder block with RoPE, a fused QKV and SwiGLU, no positions or biases.
+TEST(ModelConfig, NomicBertIsAnEncoderWithRopeAndSwiglu) {
+  SyntheticModelSpec spec = small("nomic-bert");
+  spec.fused_qkv = true;
+  spec.pooling_type = int(Pooling::mean);
+  std::vector<uint8_t> bytes;
+  const auto m = load(synthetic_model(spec), bytes);
+  const ModelConfig& c = m->config();
+  EXPECT_FALSE(c.causal);
+  EXPECT_EQ(c.norms, NormPlacement::PostAdd);
+  EXPECT_EQ(c.norm_kind, NormKind::Layer);
+  EXPECT_EQ(c.act, Activation::SiLU);
+  EXPECT_TRUE(c.rope.enabled);
+  EXPECT_EQ(c.rope.layout, RopeLayout::NeoX);
+  EXPECT_FALSE(c.position_embd);
+  const ModelWeights& w = m->weights();
+  EXPECT_EQ(w.position_embd.rows, 0);
+  EXPECT_EQ(w.token_type0.size(), size_t(c.n_embd));
+  EXPECT_GT(w.layers[0].w_gate.rows, 0);
+  EXPECT_TRUE(w.layers[0].bq.empty());
+}
+
 // A forward pass that brings part of a non-causal sequence is refused: its
 // attention would read positions the pass has not written.
 TEST(ModelConfig, BertRefusesAPartialInput) {
