@@ -358,8 +358,8 @@ void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::ve
   };
 
   per_token([&](int t) {
-    read_row(w_.token_embd, batch.tokens[t].token, row(x_, t, E));
     float* x = row(x_, t, E);
+    read_row(w_.token_embd, batch.tokens[t].token, x);
     if (cfg_.embed_scale != 1.0f)
       for (int i = 0; i < E; ++i) x[i] *= cfg_.embed_scale;
     for (size_t i = 0; i < w_.token_type0.size(); ++i) x[i] += w_.token_type0[i];  // every input is type 0
@@ -386,8 +386,7 @@ void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::ve
       add_residual(t, lw.attn_post_norm, lw.attn_post_norm_b);
     });
 
-    // FFN: x += down(act(gate(h)) * up(h)), h = norm(x) (or x); or down(act(up(h))) ungated; or the experts' weighted
-    // sum.
+    // FFN: x += down(act(gate(h)) * up(h)) (ungated: down(gelu(up(h)))), h = norm(x) (or x); or the experts' sum.
     if (pre) per_token([&](int t) { rmsnorm(row(x_, t, E), lw.ffn_norm.data(), E, eps, row(xb_, t, E)); });
     if (cfg_.moe.n_expert > 0) {
       moe_out_.resize(size_t(T) * E);

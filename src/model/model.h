@@ -59,8 +59,9 @@ class Model {
   void forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::vector<float>& logits,
                StateStorage* states = nullptr);
 
-  // An embedding model's output: forward's rows are the final-normed hidden
-  // states (n_embd wide), which the engine pools, instead of logits.
+  // An embedding model's output: forward's rows are the final hidden states
+  // (normed where the model has an output norm; n_embd wide), which the
+  // engine pools, instead of logits.
   void set_hidden_output(bool on) { hidden_output_ = on; }
   int output_width() const { return hidden_output_ ? cfg_.n_embd : cfg_.n_vocab; }
 
