@@ -29,6 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const pagoda::ModelWeights w = pagoda::ModelWeights::load(f, c);
     check_inside(w.token_embd, data, size);
     check_inside(w.output, data, size);
+    if (c.position_embd) check_inside(w.position_embd, data, size);
     for (const auto& l : w.layers)
       for (const pagoda::Matrix* m : l.matrices()) check_inside(*m, data, size);
   } catch (const pagoda::Error&) {

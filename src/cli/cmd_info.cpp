@@ -62,12 +62,13 @@ Command add_info(CLI::App& app) {
           fmt::print(
               "context:         {} tokens\nrope:            {}, base {}, {} dims, scaling {}{}\n"
               "rms epsilon:     {}\n",
-              c.n_ctx_train, rope_layout_name(c.rope.layout), c.rope.base, c.rope.dims,
-              rope_scaling_name(c.rope.scaling),
+              c.n_ctx_train, c.rope.enabled ? rope_layout_name(c.rope.layout) : "none (learned positions)", c.rope.base,
+              c.rope.dims, rope_scaling_name(c.rope.scaling),
               c.rope.scaling == RopeScaling::None ? "" : fmt::format(" x{}", c.rope.factor), c.rms_eps);
-          fmt::print("block:           {} norms{}{}, {}\n", norm_placement_name(c.norms),
+          fmt::print("block:           {} {}{}{}, {}{}\n", norm_placement_name(c.norms),
+                     c.norm_kind == NormKind::Layer ? "LayerNorms" : "norms",
                      c.qk_norm == QkNorm::None ? "" : ", Q/K norm", c.attn_sinks ? ", attention sinks" : "",
-                     activation_name(c.act));
+                     activation_name(c.act), c.causal ? "" : ", non-causal attention (an encoder)");
           if (c.moe.n_expert > 0)
             fmt::print("experts:         {} of {} a token, each {} wide, routing {}{}{}\n", c.moe.n_used,
                        c.moe.n_expert, c.moe.n_ff, expert_gating_name(c.moe.gating),

@@ -30,6 +30,7 @@ class CpuRunner : public ModelRunner {
 
   int32_t vocab_size() const override { return model_->config().n_vocab; }
   Pooling pooling() const override { return pooling_; }
+  bool causal() const override { return model_->config().causal; }
   int32_t output_width() const override { return model_->output_width(); }
   bool rank_reads_last() const override { return model_->rank_reads_last(); }
   void rank(std::vector<float>& pooled) override { pooled = model_->rank_scores(pooled, pool_); }

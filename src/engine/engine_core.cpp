@@ -33,6 +33,7 @@ EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<ModelRunner> 
       eog_ids_(std::move(eog_ids)),
       vocab_size_(runner_->vocab_size()),
       pooling_(runner_->pooling()),
+      causal_(runner_->causal()),
       out_width_(runner_->output_width()),
       rank_last_(runner_->rank_reads_last()),
       blocks_(BlockManagerConfig{.num_blocks = num_blocks,
@@ -47,6 +48,9 @@ EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<ModelRunner> 
   config_.prefix_caching = blocks_.config().prefix_caching;
   config_.sched = sched_.config();
   if (tokenizer_ && eog_ids_.empty()) eog_ids_ = tokenizer_->end_of_generation_ids();
+  // A generated token would attend to what follows it: such a model only embeds.
+  if (!causal_ && pooling_ == Pooling::none)
+    fail<InvalidArgument>("this model attends both ways (an encoder): it serves embeddings only, not --pooling none");
   // The longest sequence whose every step fits the pool alone (with KV
   // groups, sliding groups hold only a window and a chunk).
   const int64_t pool_tokens = blocks_.max_sequence_tokens(config.sched.max_batched_tokens);
@@ -73,6 +77,11 @@ void EngineCore::validate(const Request& r) const {
                             r.prompt.size(), max_model_len_);
     if (r.n != 1 || r.constraint || r.prompt_logprobs)
       fail<InvalidArgument>("an embedding model takes neither n, a grammar nor prompt_logprobs");
+    if (!causal_ && int64_t(r.prompt.size()) > config_.sched.max_batched_tokens)
+      fail<InvalidArgument>(
+          "the input has {} tokens, more than the {} of --max-batched-tokens: this model attends both ways and "
+          "needs all of it in one pass",
+          r.prompt.size(), config_.sched.max_batched_tokens);
     return;
   }
   if (int64_t(r.prompt.size()) + 1 > max_model_len_)
@@ -130,6 +139,7 @@ void EngineCore::add(uint64_t id, Request r, OutputSink sink) {
     // A cached prefix has no hidden states; the last position is always computed.
     s->seq.skip_prefix_cache = pooling_ != Pooling::last && !(pooling_ == Pooling::rank && rank_last_);
   }
+  if (!causal_) s->seq.whole = s->seq.skip_prefix_cache = true;  // a prefix's K/V depend on what follows it
   req->choices[0] = s->seq.id;
   sched_.add(&s->seq);
   seqs_.emplace(s->seq.id, std::move(s));

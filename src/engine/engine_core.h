@@ -150,6 +150,7 @@ class EngineCore {
   std::vector<TokenId> eog_ids_;
   int32_t vocab_size_;
   Pooling pooling_;    // none: a generating model; else an embedding model's (engine_pooling.cpp)
+  bool causal_;        // false: each sequence's input in one pass (ModelRunner::causal)
   int32_t out_width_;  // the width of the pass's output rows: vocab_size_, or the hidden size
   bool rank_last_;     // rank pooling reads the last position (else the first)
   int32_t max_model_len_;

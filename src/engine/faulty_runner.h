@@ -25,6 +25,7 @@ class FaultyRunner : public ModelRunner {
   void copy_blocks(std::span<const BlockCopy> copies) override { inner_->copy_blocks(copies); }
   int32_t state_slots() const override { return inner_->state_slots(); }
   Pooling pooling() const override { return inner_->pooling(); }
+  bool causal() const override { return inner_->causal(); }
   int32_t output_width() const override { return inner_->output_width(); }
   bool rank_reads_last() const override { return inner_->rank_reads_last(); }
   void rank(std::vector<float>& pooled) override { inner_->rank(pooled); }

@@ -44,6 +44,9 @@ class ModelRunner {
   virtual void rank(std::vector<float>& pooled) {
     fail<Unsupported>("this model has no classification head: it cannot rank ({} floats)", pooled.size());
   }
+  // False: the model attends both ways (bert), so forward() needs each
+  // sequence's whole input in one pass, from position 0.
+  virtual bool causal() const { return true; }
   // The width of forward()'s rows: vocab_size() logits, or an embedding
   // model's hidden states, which the engine pools per sequence.
   virtual int32_t output_width() const { return vocab_size(); }

@@ -92,6 +92,7 @@ ModelConfig read_common(const GgufFile& f, const Arch& arch) {
     c.pooling = Pooling(p);
   else
     fail<FormatError>("{}: {}pooling_type = {} is not a pooling type (0-4)", f.source(), a, p);
+  c.causal = f.get_bool(a + "attention.causal", true);  // llama.cpp's default for every architecture
   // Per-pair factors: Llama 3.1's rope_freqs, or LongRoPE's long/short pair (weights.h picks one).
   c.rope.freq_factors = f.find_tensor("rope_freqs.weight") || f.find_tensor("rope_factors_long.weight");
   return c;
@@ -108,9 +109,13 @@ void check_declared(const GgufFile& f, const ModelConfig& c) {
                       c.moe.n_expert);
   if (c.moe.n_expert > 0 && (c.moe.n_ff <= 0 || !(c.moe.scale > 0) || !std::isfinite(c.moe.scale)))
     fail<FormatError>("{}: the experts' width and weight scale must be positive", f.source());
-  for (const LayerSpec& l : c.layers)
+  for (const LayerSpec& l : c.layers) {
     if (l.window < 0 || !(l.rope.base > 0))
       fail<FormatError>("{}: a layer's window or RoPE base is invalid", f.source());
+    // A window or a state reads a causal past; attending both ways has neither.
+    if (!c.causal && (l.window > 0 || l.recurrent))
+      fail<Unsupported>("{}: non-causal attention with sliding windows or recurrent layers", f.source());
+  }
 }
 
 }  // namespace
@@ -137,12 +142,19 @@ const char* norm_placement_name(NormPlacement placement) {
     case NormPlacement::Pre: return "pre";
     case NormPlacement::Post: return "post";
     case NormPlacement::Sandwich: return "sandwich";
+    case NormPlacement::PostAdd: return "post-add";
   }
   return "?";
 }
 
 const char* activation_name(Activation act) {
-  return act == Activation::GeluTanh ? "GeGLU" : act == Activation::SwigluOai ? "clamped SwiGLU" : "SwiGLU";
+  switch (act) {
+    case Activation::SiLU: return "SwiGLU";
+    case Activation::GeluTanh: return "GeGLU";
+    case Activation::SwigluOai: return "clamped SwiGLU";
+    case Activation::Gelu: return "GELU";
+  }
+  return "?";
 }
 
 const char* expert_gating_name(ExpertGating gating) {

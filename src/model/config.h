@@ -1,4 +1,4 @@
-// What a decoder-only model is, read from GGUF metadata (`{arch}.*` keys):
+// What a transformer is, read from GGUF metadata (`{arch}.*` keys):
 // its shape, and its block as a short list of pieces (where the norms sit,
 // Q/K norms, the FFN activation, RoPE and its scaling, scales and soft-caps,
 // each layer's attention window). One forward pass (model.h) runs every
@@ -48,11 +48,18 @@ struct RopeSpec {
   float attn_factor = 1.0f;  // {arch}.rope.scaling.attn_factor: multiplies the rotated Q and K
 };
 
-// Where each sub-block's RMSNorms sit around its residual add.
+// Where each sub-block's norms sit around its residual add.
 enum class NormPlacement {
   Pre,       // x += f(norm(x)): llama, qwen, phi3, granite
   Post,      // x += norm(f(x)): olmo2
   Sandwich,  // x += norm(f(norm(x))): gemma2/3, glm4
+  PostAdd,   // x = norm(x + f(x)): bert (the original transformer's)
+};
+
+// What the norms are.
+enum class NormKind {
+  RMS,    // x / rms(x) * weight
+  Layer,  // (x - mean) / stddev * weight + bias: bert
 };
 
 // RMSNorm of Q and K after their projections, before RoPE.
@@ -62,13 +69,14 @@ enum class QkNorm {
   Whole,    // over all of q (q_dim) and all of k (kv_dim): olmo2
 };
 
-// The FFN's gated activation: act(gate) * up.
+// The FFN's activation: gated, act(gate) * up; or plain, act(up).
 enum class Activation {
   SiLU,      // SwiGLU
   GeluTanh,  // GeGLU, GELU's tanh approximation: gemma
   // gpt-oss's clamped SwiGLU: g = min(gate, 7), u = clamp(up, -7, 7),
   // g * sigmoid(1.702 g) * (u + 1).
   SwigluOai,
+  Gelu,  // ungated: gelu(up), GELU's tanh approximation; no ffn_gate (bert)
 };
 
 // How a mixture of experts' router turns its logits into the chosen experts' weights.
@@ -131,11 +139,22 @@ struct ModelConfig {
   int n_head = 0;
   int n_head_kv = 0;  // < n_head means grouped-query attention
   int head_dim = 0;
-  int n_ctx_train = 0;  // context length the model was trained for
-  float rms_eps = 1e-5f;
+  int n_ctx_train = 0;    // context length the model was trained for
+  float rms_eps = 1e-5f;  // the norms' epsilon (LayerNorm's too)
+
+  // The input: token embeddings, and for the encoders token type 0's row
+  // (token_types), bert's absolute position embeddings (position_embd,
+  // n_ctx_train rows) and a norm of their sum (token_embd_norm).
+  bool token_types = false;
+  bool position_embd = false;
+  bool embd_norm = false;
+  // {arch}.attention.causal: false attends every token to its whole sequence
+  // (bert), which the engine then computes in one pass.
+  bool causal = true;
 
   // The block.
   NormPlacement norms = NormPlacement::Pre;
+  NormKind norm_kind = NormKind::RMS;
   QkNorm qk_norm = QkNorm::None;
   Activation act = Activation::SiLU;
   bool fused_gate_up = false;      // ffn_up.weight holds gate's rows then up's (phi3, glm4); no ffn_gate
@@ -150,6 +169,9 @@ struct ModelConfig {
   bool attn_output_gate = false;
   // The tensor of the RMSNorm before the FFN (gpt-oss names it post_attention_norm).
   std::string ffn_norm_name = "ffn_norm";
+  // The norms after each sub-block (Post, Sandwich, PostAdd); bert's are attn_output_norm and layer_output_norm.
+  std::string attn_post_norm_name = "post_attention_norm", ffn_post_norm_name = "post_ffw_norm";
+  bool output_norm = true;  // output_norm before the head (bert has none)
 
   // Model-level scales (granite, gemma).
   float embed_scale = 1.0f;     // multiplies the token embeddings
@@ -167,6 +189,10 @@ struct ModelConfig {
 
   RopeSpec rope;                  // as the file states it; a layer's own may differ (layers[l].rope)
   std::vector<LayerSpec> layers;  // n_layer entries
+
+  bool pre_norms() const { return norms == NormPlacement::Pre || norms == NormPlacement::Sandwich; }
+  bool post_norms() const { return norms != NormPlacement::Pre; }
+  bool gated_ffn() const { return act != Activation::Gelu; }
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }
@@ -190,9 +216,9 @@ struct ModelConfig {
 
 const char* rope_layout_name(RopeLayout layout);           // "interleaved", "neox"
 const char* rope_scaling_name(RopeScaling scaling);        // "none", "linear", "yarn"
-const char* norm_placement_name(NormPlacement placement);  // "pre", "post", "sandwich"
+const char* norm_placement_name(NormPlacement placement);  // "pre", "post", "sandwich", "post-add"
 const char* expert_gating_name(ExpertGating gating);       // "softmax, top-k", "top-k, softmax"
-const char* activation_name(Activation act);               // "SwiGLU", "GeGLU", "clamped SwiGLU"
+const char* activation_name(Activation act);               // "SwiGLU", "GeGLU", "clamped SwiGLU", "GELU"
 const char* pooling_name(Pooling pooling);                 // "none", "mean", "cls", "last", "rank"
 Pooling pooling_from_name(std::string_view name);          // InvalidArgument for another name
 

@@ -50,18 +50,30 @@ void Model::check(const Batch& batch, const KvStorage& kv, const StateStorage* s
         fail<InvalidArgument>("block id {} outside the KV pool of {} blocks", b, kv.num_blocks());
   // Per sequence, the positions its tokens write and read: [first read, last].
   std::vector<std::pair<int, int>> span(size_t(batch.num_sequences()), {INT32_MAX, -1});
+  std::vector<int> count(size_t(batch.num_sequences()));
   for (const auto& t : batch.tokens) {
     if (t.token < 0 || t.token >= cfg_.n_vocab)
       fail<InvalidArgument>("token id {} outside the vocabulary of {}", t.token, cfg_.n_vocab);
     if (t.seq < 0 || t.seq >= batch.num_sequences())
       fail<InvalidArgument>("batch token names sequence {} of {}", t.seq, batch.num_sequences());
     if (t.pos < 0) fail<InvalidArgument>("position {} of sequence {}", t.pos, t.seq);
+    if (cfg_.position_embd && t.pos >= w_.position_embd.rows)
+      fail<InvalidArgument>("position {} is beyond the model's {} position embeddings", t.pos, w_.position_embd.rows);
+    ++count[size_t(t.seq)];
     auto& [lo, hi] = span[size_t(t.seq)];
     lo = std::min(lo, t.pos);
     hi = std::max(hi, t.pos);
   }
+  seq_last_.assign(size_t(batch.num_sequences()), -1);
   for (int s = 0; s < batch.num_sequences(); ++s) {
     const auto [lo, hi] = span[size_t(s)];
+    seq_last_[size_t(s)] = hi;
+    // Non-causal attention reads the whole sequence: all of it must be in this pass.
+    if (!cfg_.causal && hi >= 0 && (lo != 0 || count[size_t(s)] != hi + 1))
+      fail<InvalidArgument>(
+          "sequence {} brings {} tokens of positions {}..{}: non-causal attention needs its whole "
+          "input, positions 0.. in one pass",
+          s, count[size_t(s)], lo, hi);
     for (int g = 0; g < batch.num_groups && hi >= 0; ++g) {
       const auto table = batch.table(s, g);
       if (size_t(hi / bs) >= table.size())
@@ -216,8 +228,10 @@ void Model::attention(const Batch& batch, int layer, const KvStorage& kv, Thread
   const std::vector<float>& sinks = w_.layers[size_t(layer)].attn_sinks;
   const AttendOptions options{cfg_.attn_scale, cfg_.attn_softcap, window, sinks.empty() ? nullptr : sinks.data()};
   size_t work = 0;  // multiply-adds: two passes over each token's past (or window), per head
+  // The last position a token attends to: its own, or (non-causal) its sequence's last.
+  auto last = [&](const BatchToken& t) { return cfg_.causal ? t.pos : seq_last_[size_t(t.seq)]; };
   for (const auto& t : batch.tokens)
-    work += 2 * size_t(window > 0 ? std::min(t.pos + 1, window) : t.pos + 1) * size_t(hd) * size_t(n_head);
+    work += 2 * size_t(window > 0 ? std::min(last(t) + 1, window) : last(t) + 1) * size_t(hd) * size_t(n_head);
   // One unit of work per token and KV head: the query heads of its group
   // (adjacent in q_) share every K row read.
   pool.parallel_for(
@@ -233,10 +247,10 @@ void Model::attention(const Batch& batch, int layer, const KvStorage& kv, Thread
           AttendOptions o = options;
           if (o.sinks) o.sinks += g * group;
           if (kv.type() == KvType::F16)
-            attend_heads<uint16_t>(kv, layer, table, tok.pos, g * hd, hd, group, q_.data() + first, att_.data() + first,
-                                   scores, o);
+            attend_heads<uint16_t>(kv, layer, table, last(tok), g * hd, hd, group, q_.data() + first,
+                                   att_.data() + first, scores, o);
           else
-            attend_heads<float>(kv, layer, table, tok.pos, g * hd, hd, group, q_.data() + first, att_.data() + first,
+            attend_heads<float>(kv, layer, table, last(tok), g * hd, hd, group, q_.data() + first, att_.data() + first,
                                 scores, o);
         }
       },
@@ -306,7 +320,7 @@ void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::ve
   const int T = int(batch.tokens.size());
   const int E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff;
   const float eps = cfg_.rms_eps, rs = cfg_.residual_scale;
-  const bool pre = cfg_.norms != NormPlacement::Post, post = cfg_.norms != NormPlacement::Pre;
+  const bool pre = cfg_.pre_norms(), post = cfg_.post_norms(), post_add = cfg_.norms == NormPlacement::PostAdd;
   x_.resize(size_t(T) * E);
   xb_.resize(size_t(T) * E);
   q_.resize(size_t(T) * Q);
@@ -325,19 +339,37 @@ void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::ve
         1, size_t(T) * size_t(std::max(E, F)) * 8);
   };
   auto row = [](auto& buf, int t, int width) { return &buf[size_t(t) * size_t(width)]; };
+  // The model's norm: RMSNorm, or LayerNorm with its bias.
+  auto norm = [&](const float* in, const std::vector<float>& weight, const std::vector<float>& bias, float* out) {
+    if (cfg_.norm_kind == NormKind::Layer)
+      layernorm(in, weight.data(), bias.data(), E, eps, out);
+    else
+      rmsnorm(in, weight.data(), E, eps, out);
+  };
   // A sub-block's output in xb_ joins the residual stream x_: normed first
-  // under post and sandwich placement, scaled where the model says.
-  auto add_residual = [&](int t, const std::vector<float>& post_norm) {
+  // under post and sandwich placement, scaled where the model says; or
+  // (post-add) the sum normed.
+  auto add_residual = [&](int t, const std::vector<float>& post_norm, const std::vector<float>& post_norm_b) {
     float* out = row(xb_, t, E);
-    if (post) rmsnorm(out, post_norm.data(), E, eps, out);
+    if (post && !post_add) norm(out, post_norm, post_norm_b, out);
     float* x = row(x_, t, E);
     for (int i = 0; i < E; ++i) x[i] += rs * out[i];
+    if (post_add) norm(x, post_norm, post_norm_b, x);
   };
 
   per_token([&](int t) {
-    read_row(w_.token_embd, batch.tokens[t].token, row(x_, t, E));
+    float* x = row(x_, t, E);
+    read_row(w_.token_embd, batch.tokens[t].token, x);
     if (cfg_.embed_scale != 1.0f)
-      for (int i = 0; i < E; ++i) row(x_, t, E)[i] *= cfg_.embed_scale;
+      for (int i = 0; i < E; ++i) x[i] *= cfg_.embed_scale;
+    for (size_t i = 0; i < w_.token_type0.size(); ++i) x[i] += w_.token_type0[i];  // every input is type 0
+    if (cfg_.position_embd) {
+      thread_local std::vector<float> pos_row;
+      pos_row.resize(size_t(E));
+      read_row(w_.position_embd, batch.tokens[t].pos, pos_row.data());
+      for (int i = 0; i < E; ++i) x[i] += pos_row[size_t(i)];
+    }
+    if (cfg_.embd_norm) norm(x, w_.embd_norm, w_.embd_norm_b, x);
   });
 
   for (int l = 0; l < cfg_.n_layer; ++l) {
@@ -351,10 +383,10 @@ void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::ve
       attention_block(batch, l, in, kv, pool);
     per_token([&](int t) {
       add_bias(row(xb_, t, E), lw.bo);
-      add_residual(t, lw.attn_post_norm);
+      add_residual(t, lw.attn_post_norm, lw.attn_post_norm_b);
     });
 
-    // FFN: x += down(act(gate(h)) * up(h)), h = norm(x) (or x); or the experts' weighted sum.
+    // FFN: x += down(act(gate(h)) * up(h)) (ungated: down(gelu(up(h)))), h = norm(x) (or x); or the experts' sum.
     if (pre) per_token([&](int t) { rmsnorm(row(x_, t, E), lw.ffn_norm.data(), E, eps, row(xb_, t, E)); });
     if (cfg_.moe.n_expert > 0) {
       moe_out_.resize(size_t(T) * E);
@@ -362,12 +394,20 @@ void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::ve
       experts_run_ += moe_.experts_run();
       router_margin_ = std::min(router_margin_, moe_.router_margin());
       std::copy(moe_out_.begin(), moe_out_.end(), xb_.begin());
-      per_token([&](int t) { add_residual(t, lw.ffn_post_norm); });
+      per_token([&](int t) { add_residual(t, lw.ffn_post_norm, lw.ffn_post_norm_b); });
       continue;
     }
-    matmul({{lw.w_gate, hb_.data()}, {lw.w_up, hb2_.data()}}, pre ? xb_.data() : x_.data(), T, pool);
+    const float* ffn_in = pre ? xb_.data() : x_.data();
+    if (cfg_.gated_ffn())
+      matmul({{lw.w_gate, hb_.data()}, {lw.w_up, hb2_.data()}}, ffn_in, T, pool);
+    else
+      matmul(lw.w_up, ffn_in, T, hb_.data(), pool);
     per_token([&](int t) {
       float *gate = row(hb_, t, F), *up = row(hb2_, t, F);
+      if (!cfg_.gated_ffn()) {  // hb_ holds up
+        add_bias(gate, lw.b_up);
+        return gelu_tanh(gate, F);
+      }
       add_bias(gate, lw.b_gate);
       add_bias(up, lw.b_up);
       gated_activation(cfg_.act, gate, up, F);
@@ -375,14 +415,20 @@ void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::ve
     matmul(lw.w_down, hb_.data(), T, xb_.data(), pool);
     per_token([&](int t) {
       add_bias(row(xb_, t, E), lw.b_down);
-      add_residual(t, lw.ffn_post_norm);
+      add_residual(t, lw.ffn_post_norm, lw.ffn_post_norm_b);
     });
   }
 
-  // Final norm and vocabulary projection, only for the rows that want logits.
+  // Final norm (where the model has one) and vocabulary projection, only for the rows that want logits.
   int n_out = 0;
-  for (int t = 0; t < T; ++t)
-    if (batch.tokens[t].logits) rmsnorm(row(x_, t, E), w_.output_norm.data(), E, eps, row(xb_, n_out++, E));
+  for (int t = 0; t < T; ++t) {
+    if (!batch.tokens[t].logits) continue;
+    if (cfg_.output_norm)
+      rmsnorm(row(x_, t, E), w_.output_norm.data(), E, eps, row(xb_, n_out, E));
+    else
+      std::copy_n(row(x_, t, E), E, row(xb_, n_out, E));
+    ++n_out;
+  }
   if (hidden_output_) {
     logits.assign(xb_.begin(), xb_.begin() + ptrdiff_t(size_t(n_out) * E));
     return;

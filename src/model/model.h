@@ -1,6 +1,6 @@
-// A decoder-only transformer of any architecture model/config.h describes
-// (llama, qwen2/3, qwen3moe, gemma2/3, phi3, granite, smollm3, olmo2, glm4,
-// gpt-oss, and the qwen35 hybrids) and its forward pass over a batch of
+// A transformer of any architecture model/config.h describes (llama,
+// qwen2/3, qwen3moe, gemma2/3, phi3, granite, smollm3, olmo2, glm4, gpt-oss,
+// the qwen35 hybrids, and the bert encoder) and its forward pass over a batch of
 // tokens, a paged KV cache and, for recurrent layers, per-sequence states.
 //
 // One forward call: embed every token; per layer, project all tokens at once
@@ -60,8 +60,9 @@ class Model {
   void forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::vector<float>& logits,
                StateStorage* states = nullptr);
 
-  // An embedding model's output: forward's rows are the final-normed hidden
-  // states (n_embd wide), which the engine pools, instead of logits.
+  // An embedding model's output: forward's rows are the final hidden states
+  // (normed where the model has an output norm; n_embd wide), which the
+  // engine pools, instead of logits.
   void set_hidden_output(bool on) { hidden_output_ = on; }
   int output_width() const { return hidden_output_ ? cfg_.n_embd : cfg_.n_vocab; }
 
@@ -95,6 +96,7 @@ class Model {
   AlignedFloats qg_, gate_;                   // attn_output_gate: the query-and-gate rows, then the gates (T x q_dim)
   DeltaNet delta_;                            // the recurrent layers' buffers
   std::vector<std::vector<int>> seq_tokens_;  // per sequence: its token indices, in position order
+  std::vector<int> seq_last_;                 // per sequence: its last position in the batch (check())
   MoeFfn moe_;                                // a mixture of experts' buffers
   AlignedFloats moe_out_;                     // its output, T x n_embd
   int experts_run_ = 0;

@@ -10,6 +10,7 @@
 #include "kernels/float_matmul.h"
 #include "kernels/panels.h"
 #include "kernels/quant_dot.h"
+#include "util/error.h"
 #include "kernels/quantize_activations.h"
 #include "quant/dot.h"
 #include "quant/rows.h"
@@ -326,6 +327,21 @@ void rmsnorm(const float* x, const float* weight, int n, float eps, float* out) 
   for (int i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
 
+void layernorm(const float* x, const float* weight, const float* bias, int n, float eps, float* out) {
+  double sum = 0, var = 0;  // in double, as ggml's norm
+  for (int i = 0; i < n; ++i) sum += x[i];
+  const float mean = float(sum / n);
+  for (int i = 0; i < n; ++i) var += double(x[i] - mean) * double(x[i] - mean);
+  const float scale = 1.0f / std::sqrt(float(var / n) + eps);
+  for (int i = 0; i < n; ++i) out[i] = (x[i] - mean) * scale * weight[i] + bias[i];
+}
+
+void gelu_tanh(float* x, int n) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535588f, kCoef = 0.044715f;
+  for (int i = 0; i < n; ++i)
+    x[i] = 0.5f * x[i] * (1.0f + std::tanh(kSqrt2OverPi * x[i] * (1.0f + kCoef * x[i] * x[i])));
+}
+
 void swiglu(float* gate, const float* up, int n) { swiglu_simd(gate, up, size_t(n)); }
 void geglu_tanh(float* gate, const float* up, int n) { geglu_tanh_simd(gate, up, size_t(n)); }
 
@@ -333,6 +349,7 @@ void gated_activation(Activation act, float* gate, const float* up, int n) {
   switch (act) {
     case Activation::SiLU: return swiglu(gate, up, n);
     case Activation::GeluTanh: return geglu_tanh(gate, up, n);
+    case Activation::Gelu: fail<InvalidArgument>("GELU is not a gated activation");
     case Activation::SwigluOai: {
       constexpr float kAlpha = 1.702f, kLimit = 7.0f;  // gpt-oss's constants (not in its files)
       for (int i = 0; i < n; ++i) {

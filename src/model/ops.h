@@ -59,6 +59,12 @@ void read_row(const Matrix& w, int r, float* out);
 // out = x / sqrt(mean(x^2) + eps) * weight, over n elements.
 void rmsnorm(const float* x, const float* weight, int n, float eps, float* out);
 
+// out = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias, over n elements (LayerNorm).
+void layernorm(const float* x, const float* weight, const float* bias, int n, float eps, float* out);
+
+// x[i] = gelu(x[i]), GELU's tanh approximation: bert's ungated FFN.
+void gelu_tanh(float* x, int n);
+
 // gate[i] = silu(gate[i]) * up[i] (swiglu_simd, kernels/activations.h).
 void swiglu(float* gate, const float* up, int n);
 // gate[i] = gelu_tanh(gate[i]) * up[i] (geglu_tanh_simd).

@@ -147,9 +147,14 @@ void load_qkv(TensorReader& r, const std::string& p, const ModelConfig& c, Layer
   l.bv = r.optional_vector(p + "attn_v.bias", kv, c.qkv_bias_required);
 }
 
-// Gate and up: two tensors, or (fused_gate_up) one ffn_up of gate's rows then up's.
+// Gate and up: two tensors, or (fused_gate_up) one ffn_up of gate's rows then up's; or up alone (ungated).
 void load_gate_up(TensorReader& r, const std::string& p, const ModelConfig& c, LayerWeights& l) {
   const int F = c.n_ff, E = c.n_embd;
+  if (!c.gated_ffn()) {  // up alone
+    l.w_up = r.matrix(p + "ffn_up.weight", F, E);
+    l.b_up = r.optional_vector(p + "ffn_up.bias", F);
+    return;
+  }
   if (c.fused_gate_up) {
     l.w_gate = r.matrix(p + "ffn_up.weight", 2 * F, E, 0, F);
     l.w_up = r.matrix(p + "ffn_up.weight", 2 * F, E, F, F);
@@ -221,7 +226,18 @@ ModelWeights ModelWeights::load(const GgufFile& f, ModelConfig& cfg) {
   const int E = cfg.n_embd;
   w.token_embd = r.matrix("token_embd.weight", -1, E);
   cfg.n_vocab = w.token_embd.rows;
-  w.output_norm = r.vector("output_norm.weight", E);
+  if (cfg.output_norm) w.output_norm = r.vector("output_norm.weight", E);
+  if (cfg.position_embd) w.position_embd = r.matrix("position_embd.weight", cfg.n_ctx_train, E);
+  if (cfg.token_types && r.has("token_types.weight")) {  // any number of types; every input is type 0
+    const Matrix types = r.matrix("token_types.weight", -1, E);
+    if (types.rows < 1) fail<FormatError>("{}: token_types.weight has no rows", f.source());
+    w.token_type0.resize(size_t(E));
+    dequantize_row(types.type, types.data, w.token_type0.data(), size_t(E));
+  }
+  if (cfg.embd_norm) {
+    w.embd_norm = r.vector("token_embd_norm.weight", E);
+    w.embd_norm_b = r.vector("token_embd_norm.bias", E);
+  }
   w.tied_embeddings = !r.has("output.weight");
   w.output = w.tied_embeddings ? w.token_embd : r.matrix("output.weight", cfg.n_vocab, E);
   w.rope_freq_factors = r.optional_vector("rope_freqs.weight", cfg.rope.dims / 2);
@@ -244,7 +260,7 @@ ModelWeights ModelWeights::load(const GgufFile& f, ModelConfig& cfg) {
   }
   for (float v : w.rope_freq_factors)
     if (!(v > 0) || !std::isfinite(v)) fail<FormatError>("{}: rope_freqs.weight has a factor {}", f.source(), v);
-  const bool pre = cfg.norms != NormPlacement::Post, post = cfg.norms != NormPlacement::Pre;
+  const bool pre = cfg.pre_norms(), post = cfg.post_norms(), biased = cfg.norm_kind == NormKind::Layer;
   const int qn = cfg.qk_norm == QkNorm::Whole ? cfg.q_dim() : cfg.head_dim;
   const int kn = cfg.qk_norm == QkNorm::Whole ? cfg.kv_dim() : cfg.head_dim;
   for (int i = 0; i < cfg.n_layer; ++i) {
@@ -263,7 +279,8 @@ ModelWeights ModelWeights::load(const GgufFile& f, ModelConfig& cfg) {
       l.wo = r.matrix(p + "attn_output.weight", E, cfg.q_dim());
       l.bo = r.optional_vector(p + "attn_output.bias", E);
     }
-    if (post) l.attn_post_norm = r.vector(p + "post_attention_norm.weight", E);
+    if (post) l.attn_post_norm = r.vector(p + cfg.attn_post_norm_name + ".weight", E);
+    if (post && biased) l.attn_post_norm_b = r.vector(p + cfg.attn_post_norm_name + ".bias", E);
     if (pre) l.ffn_norm = r.vector(p + cfg.ffn_norm_name + ".weight", E);
     if (cfg.moe.n_expert > 0) {
       load_experts(r, p, cfg, l);
@@ -272,7 +289,8 @@ ModelWeights ModelWeights::load(const GgufFile& f, ModelConfig& cfg) {
       l.w_down = r.matrix(p + "ffn_down.weight", E, cfg.n_ff);
       l.b_down = r.optional_vector(p + "ffn_down.bias", E);
     }
-    if (post) l.ffn_post_norm = r.vector(p + "post_ffw_norm.weight", E);
+    if (post) l.ffn_post_norm = r.vector(p + cfg.ffn_post_norm_name + ".weight", E);
+    if (post && biased) l.ffn_post_norm_b = r.vector(p + cfg.ffn_post_norm_name + ".bias", E);
     w.layers.push_back(std::move(l));
   }
   r.check_all_used(cfg.n_layer);

@@ -55,11 +55,13 @@ struct LayerWeights {
   Matrix wq, wk, wv, wo;
   std::vector<float> bq, bk, bv, bo;        // q_dim, kv_dim, kv_dim, n_embd; empty when the file has none
   std::vector<float> q_norm, k_norm;        // head_dim each (QkNorm::PerHead), q_dim and kv_dim (Whole); else empty
-  std::vector<float> attn_post_norm;        // n_embd, under Post and Sandwich placement; else empty
+  std::vector<float> attn_post_norm;        // n_embd, under Post, Sandwich and PostAdd placement; else empty
   std::vector<float> ffn_norm;              // n_embd; empty under Post
   Matrix w_gate, w_up, w_down;              // n_ff x n_embd (x2), n_embd x n_ff; none (0 rows) under experts
   std::vector<float> b_gate, b_up, b_down;  // n_ff, n_ff, n_embd; empty when the file has none
-  std::vector<float> ffn_post_norm;         // n_embd, under Post and Sandwich; else empty
+  std::vector<float> ffn_post_norm;         // n_embd, under Post, Sandwich and PostAdd; else empty
+  // The post norms' biases under NormKind::Layer (attn_norm and ffn_norm are never LayerNorms); else empty.
+  std::vector<float> attn_post_norm_b, ffn_post_norm_b;
   // A mixture of experts (config.moe), in place of the dense FFN. Each expert
   // is a view of its slice of the file's 3-D ffn_{gate,up,down}_exps tensor.
   Matrix router;                                      // n_expert x n_embd (ffn_gate_inp)
@@ -79,9 +81,12 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-  Matrix token_embd;  // n_vocab x n_embd
-  std::vector<float> output_norm;
-  Matrix output;  // n_vocab x n_embd; token_embd when the file ties them
+  Matrix token_embd;                          // n_vocab x n_embd
+  Matrix position_embd;                       // config.position_embd: n_ctx_train x n_embd
+  std::vector<float> token_type0;             // config.token_types: token type 0's row (empty when the file has none)
+  std::vector<float> embd_norm, embd_norm_b;  // config.embd_norm: token_embd_norm's weight and bias
+  std::vector<float> output_norm;             // empty without config.output_norm
+  Matrix output;                              // n_vocab x n_embd; token_embd when the file ties them
   bool tied_embeddings = false;
   // rope_freqs.weight (Llama 3.1/3.2 long-context scaling), or LongRoPE's
   // long or short factors (Phi-3 128k, Phi-4-mini): rope_dims/2

@@ -96,7 +96,9 @@ Sequence* Scheduler::pick_victim() const {
 
 bool Scheduler::schedule_running(Sequence* seq, int64_t step, StepPlan& plan, StepBudget& budget) {
   const int32_t remaining = seq->num_tokens() - seq->num_computed;
-  const int32_t n = remaining == 1 ? std::min(1, budget.tokens) : budget.grant(seq->num_computed, remaining);
+  const int32_t n = seq->whole       ? budget.grant_whole(remaining, plan.num_tokens == 0)
+                    : remaining == 1 ? std::min(1, budget.tokens)
+                                     : budget.grant(seq->num_computed, remaining);
   if (n <= 0) return true;
   // A step that failed earlier may have left the table sized for more tokens.
   const int32_t target = std::max(seq->num_computed + n, blocks_.num_tokens(seq->id));
@@ -143,7 +145,9 @@ bool Scheduler::try_admit(Sequence* seq, StepPlan& plan, StepBudget& budget, boo
                                    seq->cache_salt, admission);
   prefix.extra_key = seq->cache_salt;
   const int32_t want = seq->num_tokens() - prefix.num_tokens;
-  const int32_t n = want == 1 ? std::min(1, budget.tokens) : budget.grant(prefix.num_tokens, want);
+  const int32_t n = seq->whole  ? budget.grant_whole(want, plan.num_tokens == 0)
+                    : want == 1 ? std::min(1, budget.tokens)
+                                : budget.grant(prefix.num_tokens, want);
   if (n <= 0 || (whole_only && n < want)) return false;
   // A resumed sequence waits until its whole context fits, so it cannot
   // thrash: this step's blocks, then what it holds at its whole length

@@ -70,6 +70,10 @@
 //     is free, and a running one never needs another: a tight slot pool
 //     queues new work and never preempts. A preempted sequence gives its
 //     slot back and recomputes from position 0 in a fresh one.
+//  8. Whole inputs (Sequence::whole: a non-causal model's). Such a sequence
+//     is never chunked: it gets its whole input in one step or nothing
+//     (StepBudget::grant_whole), at admission, when resumed after a
+//     preemption (from position 0) and when a failed step is retried.
 #pragma once
 
 #include <cstdint>
@@ -111,6 +115,11 @@ struct StepBudget {
   bool prefill_planned = false;
   // Tokens a chunk of up to `want` tokens from position `start` may have.
   int32_t grant(int32_t start, int32_t want) const;
+  // All or nothing, for a whole-input sequence (Sequence::whole): `want`
+  // when the tokens left hold it or the step is still empty (the engine
+  // bounds such inputs by max_batched_tokens), else 0. Time targets, the
+  // cold start's cap and long_threshold never split it.
+  int32_t grant_whole(int32_t want, bool step_empty) const { return want <= tokens || step_empty ? want : 0; }
   void take(int32_t start, int32_t n, bool prefill);
   // Nothing more can be planned (a fresh chunk would get no token).
   bool exhausted() const { return grant(0, 1) == 0; }

@@ -33,6 +33,9 @@ struct Sequence {
   uint64_t arrival = 0;      // admission order among equal priorities
   std::string cache_salt;
   bool skip_prefix_cache = false;  // computes every prompt position (prompt logprobs need their logits)
+  // A non-causal model's input: all of it in one pass (never chunked, never
+  // admitted in part; a preempted one recomputes whole), no cached prefix.
+  bool whole = false;
 
   // Fairness bookkeeping (see scheduler.h).
   int32_t preemptions = 0;

@@ -166,6 +166,10 @@ void arch_keys(GgufWriter& w, const SyntheticModelSpec& s) {
     w.set(a + "rope.scaling.yarn_beta_slow", Value::f32(1.0f));
     w.set(a + "rope.scaling.yarn_log_multiplier", Value::f32(1.0f));
     w.set(a + "attention.temperature_scale", Value::f32(0.1f));
+  } else if (s.arch == "bert" || s.arch == "nomic-bert") {  // as conversion/bert.py writes them
+    w.set(a + "attention.layer_norm_epsilon", Value::f32(1e-12f));
+    w.set(a + "attention.causal", Value::boolean(s.causal));
+    w.set("tokenizer.ggml.token_type_count", Value::u32(2));
   } else if (s.arch == "gemma2") {
     w.set(a + "attn_logit_softcapping", Value::f32(50.0f));
     w.set(a + "final_logit_softcapping", Value::f32(30.0f));
@@ -306,17 +310,30 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
 
   Filler fill(s.seed);
   const int q = c.q_dim(), kv = c.kv_dim(), E = s.n_embd, F = s.n_ff;
-  const bool pre = c.norms != NormPlacement::Post, post = c.norms != NormPlacement::Pre;
+  const bool pre = c.pre_norms(), post = c.post_norms(), layer_norm = c.norm_kind == NormKind::Layer;
+  const bool bert = s.arch == "bert";  // every bias
   // Embeddings uniform in [-1, 1]: rows of unit-ish size.
   const auto emb = fill.values(size_t(s.n_vocab) * E, 0.0f, 1.0f);
   w.add_tensor("token_embd.weight", s.type, {uint64_t(E), uint64_t(s.n_vocab)},
                quantize(s.type, emb.data(), emb.size()));
-  add_norm(w, fill, "output_norm.weight", E);
+  if (c.output_norm) add_norm(w, fill, "output_norm.weight", E);
   if (!s.tied_embeddings) add_matrix(w, fill, "output.weight", s.n_vocab, E, s.type);
   if (s.n_cls_out > 0) add_matrix(w, fill, "cls.output.weight", s.n_cls_out, E, TensorType::F32);
   auto bias = [&](const std::string& name, int n) {
     w.add_f32_tensor(name, {uint64_t(n)}, fill.values(size_t(n), 0.0f, 0.5f));
   };
+  // A norm's weight, and its bias where it is a LayerNorm.
+  auto norm = [&](const std::string& name) {
+    add_norm(w, fill, name + ".weight", E);
+    if (layer_norm) bias(name + ".bias", E);
+  };
+  // Small beside the tokens', as trained ones are.
+  if (c.token_types) w.add_f32_tensor("token_types.weight", {uint64_t(E), 2}, fill.values(size_t(E) * 2, 0.0f, 0.3f));
+  if (c.position_embd) {
+    w.add_f32_tensor("position_embd.weight", {uint64_t(E), uint64_t(s.n_ctx)},
+                     fill.values(size_t(E) * size_t(s.n_ctx), 0.0f, 0.3f));
+  }
+  if (c.embd_norm) norm("token_embd_norm");
   for (int l = 0; l < c.n_layer; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
     if (pre) add_norm(w, fill, p + "attn_norm.weight", E);
@@ -329,7 +346,7 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
       add_matrix(w, fill, p + "attn_q.weight", c.attn_output_gate ? 2 * q : q, E, s.type);
       add_matrix(w, fill, p + "attn_k.weight", kv, E, s.type);
       add_matrix(w, fill, p + "attn_v.weight", kv, E, s.type);
-      if (s.qkv_bias) {
+      if (s.qkv_bias || bert) {
         bias(p + "attn_q.bias", q);
         bias(p + "attn_k.bias", kv);
         bias(p + "attn_v.bias", kv);
@@ -343,8 +360,8 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
     if (c.attn_sinks)
       w.add_f32_tensor(p + "attn_sinks.weight", {uint64_t(s.n_head)}, fill.values(size_t(s.n_head), 0.0f, 2.0f));
     if (!c.layers[size_t(l)].recurrent) add_matrix(w, fill, p + "attn_output.weight", E, q, s.type);
-    if (s.out_bias) bias(p + "attn_output.bias", E);
-    if (post) add_norm(w, fill, p + "post_attention_norm.weight", E);
+    if (s.out_bias || bert) bias(p + "attn_output.bias", E);
+    if (post) norm(p + c.attn_post_norm_name);
     if (pre) add_norm(w, fill, p + c.ffn_norm_name + ".weight", E);
     if (c.moe.n_expert > 0) {
       // The router as llama.cpp's quantizer leaves it: F32.
@@ -366,6 +383,9 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
         w.add_f32_tensor(p + "ffn_up_exps.bias", {f, n}, fill.values(f * n, 0.0f, 0.5f));
         w.add_f32_tensor(p + "ffn_down_exps.bias", {uint64_t(E), n}, fill.values(uint64_t(E) * n, 0.0f, 0.5f));
       }
+    } else if (!c.gated_ffn()) {
+      add_matrix(w, fill, p + "ffn_up.weight", F, E, s.type);
+      bias(p + "ffn_up.bias", F);
     } else if (c.fused_gate_up) {
       add_matrix(w, fill, p + "ffn_up.weight", 2 * F, E, s.type);
     } else {
@@ -373,7 +393,8 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
       add_matrix(w, fill, p + "ffn_up.weight", F, E, s.type);
     }
     if (c.moe.n_expert == 0) add_matrix(w, fill, p + "ffn_down.weight", E, F, s.type);
-    if (post) add_norm(w, fill, p + "post_ffw_norm.weight", E);
+    if (bert) bias(p + "ffn_down.bias", E);
+    if (post) norm(p + c.ffn_post_norm_name);
   }
   // Last, so that models without them draw the same weights as before.
   const int pairs = (s.rope_dims > 0 ? s.rope_dims : hd) / 2;

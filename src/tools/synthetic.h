@@ -60,6 +60,10 @@ struct SyntheticModelSpec {
   std::string chat_template;                // tokenizer.chat_template, when set
   int pooling_type = 0;                     // {arch}.pooling_type when > 0: an embedding model (model/config.h)
   int n_cls_out = 0;  // a reranker's classification head: cls.output.weight of this many labels when > 0
+  // bert, nomic-bert: {arch}.attention.causal (their converter writes false;
+  // true makes a negative control). A bert file has every bias, token types
+  // and positions; a nomic-bert file token types and no bias (fused_qkv: its layout).
+  bool causal = false;
 };
 
 // A writer holding the whole model: metadata, a small vocabulary and random

@@ -20,6 +20,10 @@
 // small integers from the same hash, and fake_embedding() is what a
 // request's pooled vector must be: a position pooled twice or missed, or a
 // wrong past, shows.
+//
+// Non-causal mode (set_causal(false), an encoder): every pass must bring each
+// sequence's whole input, positions 0..n-1; a pass that splits one is
+// counted in split_inputs.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +55,9 @@ inline std::vector<float> fake_hidden(const std::vector<int32_t>& past) {
 
 // The pooled vector of a prompt, summed in position order as the engine sums it.
 inline std::vector<float> fake_embedding(const std::vector<int32_t>& prompt, Pooling pooling) {
-  const auto prefix = [&](size_t n) { return fake_hidden(std::vector<int32_t>(prompt.begin(), prompt.begin() + ptrdiff_t(n))); };
+  const auto prefix = [&](size_t n) {
+    return fake_hidden(std::vector<int32_t>(prompt.begin(), prompt.begin() + ptrdiff_t(n)));
+  };
   if (pooling == Pooling::cls) return prefix(1);
   if (pooling == Pooling::last) return prefix(prompt.size());
   std::vector<float> sum(kFakeHidden, 0.0f);
@@ -100,6 +106,8 @@ class FakeRunner : public ModelRunner {
   Pooling pooling() const override { return pooling_; }
   int32_t output_width() const override { return pooling_ == Pooling::none ? vocab_ : kFakeHidden; }
   void set_pooling(Pooling p) { pooling_ = p; }
+  bool causal() const override { return causal_; }
+  void set_causal(bool on) { causal_ = on; }
   void copy_states(std::span<const StateCopy> copies) override {
     for (const auto& c : copies) {
       state_copies_made += 1;
@@ -113,6 +121,7 @@ class FakeRunner : public ModelRunner {
   void forward(const Batch& batch, std::vector<float>& logits) override {
     ++calls;
     if (batch.num_groups != int32_t(windows_.size())) throw std::logic_error("fake model: wrong number of KV groups");
+    if (!causal_) count_split_inputs(batch);
     for (const auto& t : batch.tokens)
       for (int32_t g = 0; g < batch.num_groups; ++g) slot(batch, t.seq, g, t.pos) = t.token;
     // The state after each token, in batch order (for its logits).
@@ -162,6 +171,8 @@ class FakeRunner : public ModelRunner {
   int64_t copies_made = 0;        // blocks copied for copy-on-write
   int64_t state_copies_made = 0;  // state buffers copied for forks
   int64_t state_errors = 0;       // recurrent mode: wrong buffers, tokens out of order, states off the past
+  int64_t split_inputs = 0;       // non-causal mode: sequences a pass brought in part
+  int64_t whole_inputs = 0;       // non-causal mode: sequences a pass brought whole
   int32_t nan_for_token = -1;     // a sequence starting with this token gets NaN logits there
   int32_t fail_for_token = -1;    // every pass carrying a sequence that starts with it throws
   std::set<int64_t> fail_calls;   // these calls (1 = the first) throw
@@ -202,6 +213,21 @@ class FakeRunner : public ModelRunner {
     for (int s = 0; s < n; ++s) states_[size_t(batch.state_out[size_t(s)])] = now[size_t(s)];
   }
 
+  // Non-causal: each sequence's positions in the pass must be exactly 0..n-1.
+  void count_split_inputs(const Batch& batch) {
+    std::vector<std::set<int32_t>> positions(size_t(batch.num_sequences()));
+    std::vector<size_t> tokens(positions.size());
+    for (const auto& t : batch.tokens) {
+      positions[size_t(t.seq)].insert(t.pos);
+      ++tokens[size_t(t.seq)];
+    }
+    for (size_t s = 0; s < positions.size(); ++s) {
+      const auto& p = positions[s];
+      const bool whole = !p.empty() && *p.begin() == 0 && *p.rbegin() + 1 == int32_t(p.size()) && tokens[s] == p.size();
+      (whole ? whole_inputs : split_inputs) += 1;
+    }
+  }
+
   int32_t& slot(const Batch& b, int32_t seq, int32_t group, int32_t pos) {
     const auto table = b.table(seq, group);
     if (size_t(pos / block_size_) >= table.size()) throw std::logic_error("fake model: position outside the table");
@@ -217,6 +243,7 @@ class FakeRunner : public ModelRunner {
   int32_t state_slots_ = 0;
   std::vector<State> states_;  // per state buffer: 2 per slot
   Pooling pooling_ = Pooling::none;
+  bool causal_ = true;
 };
 
 }  // namespace pagoda::testing

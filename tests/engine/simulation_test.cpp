@@ -104,6 +104,7 @@ struct CostedRunner : ModelRunner {
   void copy_blocks(std::span<const BlockCopy> copies) override { inner->copy_blocks(copies); }
   int32_t state_slots() const override { return inner->state_slots(); }
   Pooling pooling() const override { return inner->pooling(); }
+  bool causal() const override { return inner->causal(); }
   int32_t output_width() const override { return inner->output_width(); }
   void copy_states(std::span<const StateCopy> copies) override { inner->copy_states(copies); }
   void forward(const Batch& batch, std::vector<float>& logits) override {
@@ -152,8 +153,8 @@ struct Sim {
   // then has as many blocks a group as the one-group pool's 24 allow for
   // sequences at rest. state_slots > 0: a hybrid model (fake_runner.h).
   Sim(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t> windows = {}, int32_t state_slots = 0,
-      Pooling pooling = Pooling::none)
-      : rng(uint32_t(seed)), pooling(pooling) {
+      Pooling pooling = Pooling::none, bool causal = true)
+      : rng(uint32_t(seed)), pooling(pooling), causal(causal) {
     cfg.paged = paged;
     cfg.block_size = 4;
     cfg.sched.max_num_seqs = 6;
@@ -174,6 +175,8 @@ struct Sim {
     auto model = std::make_unique<testing::FakeRunner>(kVocab, pool, 4, 80, windows, state_slots);
     fake = model.get();
     model->set_pooling(pooling);
+    model->set_causal(causal);
+    if (!causal) cfg.sched.max_batched_tokens = 48;  // an encoder's inputs up to 48 tokens, 12 of the pool's 24 blocks
     auto costed = std::make_unique<CostedRunner>(std::move(model), clock, seed + 100);
     runner = costed.get();
     core = std::make_unique<EngineCore>(cfg, std::move(costed), pool, nullptr, clock, std::vector<TokenId>{2});
@@ -256,8 +259,14 @@ struct Sim {
     r.prompt = prefixes[rng() % prefixes.size()];
     r.prompt.resize(r.prompt.size() - rng() % 3);
     // Embeddings end with their prompt: longer ones keep the pool as busy.
+    // An encoder's (non-causal) over max_batched_tokens are refused: some are.
     for (int i = int(1 + rng() % (pooling == Pooling::none ? 12 : 50)); i > 0; --i)
       r.prompt.push_back(TokenId(3 + rng() % (kVocab - 3)));
+    if (!causal && int32_t(r.prompt.size()) > cfg.sched.max_batched_tokens) {
+      EXPECT_THROW(core->validate(r), InvalidArgument);
+      ++refused_inputs;
+      return;
+    }
     r.sampling.temperature = 0;
     r.sampling.max_tokens = int32_t(1 + rng() % 30);
     r.n = rng() % 8 == 0 && pooling == Pooling::none ? int32_t(2 + rng() % 2) : 1;
@@ -373,6 +382,8 @@ struct Sim {
 
   std::mt19937 rng;
   Pooling pooling = Pooling::none;  // an embedding model's, when set
+  bool causal = true;               // false: an encoder's inputs each in one pass
+  int64_t refused_inputs = 0;       // an encoder's inputs over max_batched_tokens
   EngineConfig cfg;
   std::shared_ptr<ManualClock> clock;
   CostedRunner* runner = nullptr;       // owned by core (inside a FaultyRunner)
@@ -424,19 +435,21 @@ void check_constrained_outputs(Sim& sim) {
 // number, or 0.
 class EngineSimulation : public ::testing::TestWithParam<std::tuple<uint64_t, bool, double>> {};
 
-void simulate(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t> windows = {},
-              int32_t state_slots = 0, Pooling pooling = Pooling::none) {
+void simulate(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t> windows = {}, int32_t state_slots = 0,
+              Pooling pooling = Pooling::none, bool causal = true) {
   using ::testing::Test;
   spdlog::set_level(spdlog::level::err);
   const bool grouped = !windows.empty();
   const bool hybrid = state_slots > 0;
   const bool pooled = pooling != Pooling::none;
-  Sim sim(seed, paged, max_step_ms, std::move(windows), state_slots, pooling);
+  Sim sim(seed, paged, max_step_ms, std::move(windows), state_slots, pooling, causal);
   int64_t last_progress = 0, stalled = 0, capped = 0;
   for (int step = 0; step < 20000; ++step) {
     if (step == 7000 || step == 14000) sim.runner->change();  // the machine changes under the engine
     const uint32_t op = sim.rng() % 100;
-    if (op < (pooled ? 40 : 25) && sim.core->num_requests() < 40) sim.add();
+    // An encoder's inputs end in the step that admits them: bursts keep it queueing.
+    for (int k = causal ? 1 : 6; k > 0; --k)
+      if (op < (pooled ? 40 : 25) && sim.core->num_requests() < 40) sim.add();
     if (op >= 95 && !sim.records.empty()) {
       auto it = sim.records.lower_bound(1 + sim.rng() % sim.next_id);
       if (it != sim.records.end()) sim.core->cancel(it->first);
@@ -493,7 +506,13 @@ void simulate(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t
       printf("embeddings %ld preemptions %ld prefix hits %ld aborted %ld\n", long(sim.embeddings_checked),
              long(st.preemptions), long(st.prefix_hits), long(st.aborted));
     EXPECT_EQ(st.generation_tokens, 0);
-    EXPECT_EQ(st.prefix_hits > 0, pooling == Pooling::last) << "only the last position's pooling can use cached prefixes";
+    EXPECT_EQ(st.prefix_hits > 0, pooling == Pooling::last && causal)
+        << "only a causal model's last-position pooling can use cached prefixes";
+    EXPECT_EQ(sim.fake->split_inputs, 0) << "an encoder's input was split over passes";
+    if (!causal) {
+      EXPECT_GT(sim.fake->whole_inputs, 500);
+      EXPECT_GT(sim.refused_inputs, 0);
+    }
     return;
   }
   EXPECT_GT(st.finished_length, 0);
@@ -585,6 +604,24 @@ TEST_P(EngineSimulationPooling, EveryVectorIsItsPromptsAndEverythingDrains) {
   const auto [seed, paged, pooling] = GetParam();
   simulate(seed, paged, SchedulerConfig::kAutoStepMs, {}, 0, pooling);
 }
+
+// An encoder (non-causal attention): every input whole in one pass, through
+// preemptions, failed passes and time budgets; (seed, paged, pooling).
+class EngineSimulationEncoder : public ::testing::TestWithParam<std::tuple<uint64_t, bool, Pooling>> {};
+
+TEST_P(EngineSimulationEncoder, EveryInputRunsWholeInOnePass) {
+  const auto [seed, paged, pooling] = GetParam();
+  simulate(seed, paged, SchedulerConfig::kAutoStepMs, {}, 0, pooling, /*causal=*/false);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seeds, EngineSimulationEncoder,
+                         ::testing::Values(std::tuple{14u, true, Pooling::cls}, std::tuple{15u, false, Pooling::mean},
+                                           std::tuple{16u, true, Pooling::last}),
+                         [](const auto& info) {
+                           return fmt::format("seed{}_{}_{}", std::get<0>(info.param),
+                                              std::get<1>(info.param) ? "paged" : "reserve",
+                                              pooling_name(std::get<2>(info.param)));
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Seeds, EngineSimulationPooling,
                          ::testing::Values(std::tuple{11u, true, Pooling::mean}, std::tuple{12u, true, Pooling::last},

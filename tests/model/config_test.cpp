@@ -156,6 +156,94 @@ TEST(ModelConfig, RopeScaling) {
   }
 }
 
+// bert: an encoder, read from the keys and tensors its converter writes.
+TEST(ModelConfig, BertIsANonCausalEncoderWithLayerNorms) {
+  SyntheticModelSpec spec = small("bert");
+  spec.pooling_type = int(Pooling::cls);
+  std::vector<uint8_t> bytes;
+  const auto m = load(synthetic_model(spec), bytes);
+  const ModelConfig& c = m->config();
+  EXPECT_FALSE(c.causal);
+  EXPECT_EQ(c.pooling, Pooling::cls);
+  EXPECT_EQ(c.norms, NormPlacement::PostAdd);
+  EXPECT_EQ(c.norm_kind, NormKind::Layer);
+  EXPECT_EQ(c.act, Activation::Gelu);
+  EXPECT_FALSE(c.gated_ffn());
+  EXPECT_FLOAT_EQ(c.rms_eps, 1e-12f);  // attention.layer_norm_epsilon, not the RMS key
+  EXPECT_FALSE(c.rope.enabled);
+  EXPECT_FALSE(c.layers[0].rope.enabled);
+  const ModelWeights& w = m->weights();
+  EXPECT_EQ(w.position_embd.rows, spec.n_ctx);
+  EXPECT_EQ(w.token_type0.size(), size_t(c.n_embd));
+  EXPECT_EQ(w.embd_norm_b.size(), size_t(c.n_embd));
+  EXPECT_TRUE(w.output_norm.empty());
+  const LayerWeights& l = w.layers[0];
+  EXPECT_TRUE(l.attn_norm.empty());
+  EXPECT_TRUE(l.ffn_norm.empty());
+  EXPECT_EQ(l.attn_post_norm_b.size(), size_t(c.n_embd));
+  EXPECT_EQ(l.ffn_post_norm_b.size(), size_t(c.n_embd));
+  EXPECT_EQ(l.w_gate.rows, 0);
+  EXPECT_EQ(l.b_up.size(), size_t(c.n_ff));
+  EXPECT_EQ(l.b_down.size(), size_t(c.n_embd));
+  EXPECT_EQ(l.bq.size(), size_t(c.q_dim()));
+  EXPECT_STREQ(norm_placement_name(c.norms), "post-add");
+  EXPECT_STREQ(activation_name(c.act), "GELU");
+
+  // A LayerNorm epsilon of 0 is refused by name.
+  auto no_eps = synthetic_model(spec);
+  no_eps.set("bert.attention.layer_norm_epsilon", Value::f32(0));
+  try {
+    config(no_eps);
+    ADD_FAILURE() << "an epsilon of 0 was accepted";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("bert.attention.layer_norm_epsilon"), std::string::npos) << e.what();
+  }
+}
+
+// nomic-bert: the same encoder block with RoPE, a fused QKV and SwiGLU, no positions or biases.
+TEST(ModelConfig, NomicBertIsAnEncoderWithRopeAndSwiglu) {
+  SyntheticModelSpec spec = small("nomic-bert");
+  spec.fused_qkv = true;
+  spec.pooling_type = int(Pooling::mean);
+  std::vector<uint8_t> bytes;
+  const auto m = load(synthetic_model(spec), bytes);
+  const ModelConfig& c = m->config();
+  EXPECT_FALSE(c.causal);
+  EXPECT_EQ(c.norms, NormPlacement::PostAdd);
+  EXPECT_EQ(c.norm_kind, NormKind::Layer);
+  EXPECT_EQ(c.act, Activation::SiLU);
+  EXPECT_TRUE(c.rope.enabled);
+  EXPECT_EQ(c.rope.layout, RopeLayout::NeoX);
+  EXPECT_FALSE(c.position_embd);
+  const ModelWeights& w = m->weights();
+  EXPECT_EQ(w.position_embd.rows, 0);
+  EXPECT_EQ(w.token_type0.size(), size_t(c.n_embd));
+  EXPECT_GT(w.layers[0].w_gate.rows, 0);
+  EXPECT_TRUE(w.layers[0].bq.empty());
+}
+
+// A forward pass that brings part of a non-causal sequence is refused: its
+// attention would read positions the pass has not written.
+TEST(ModelConfig, BertRefusesAPartialInput) {
+  SyntheticModelSpec spec = small("bert");
+  spec.pooling_type = int(Pooling::mean);
+  std::vector<uint8_t> bytes;
+  const auto m = load(synthetic_model(spec), bytes);
+  KvStorage kv(m->config(), 4, 16, KvType::F32);
+  ThreadPool pool(1);
+  const std::vector<int32_t> table = {0};
+  Batch b;
+  b.add_sequence(table);
+  for (int p = 3; p < 6; ++p) b.tokens.push_back({.token = 5, .seq = 0, .pos = p, .logits = true});
+  std::vector<float> out;
+  EXPECT_THROW(m->forward(b, kv, pool, out), InvalidArgument);
+  b.tokens.clear();
+  for (int p = 0; p < 6; ++p) b.tokens.push_back({.token = 5, .seq = 0, .pos = p, .logits = true});
+  m->set_hidden_output(true);
+  EXPECT_NO_THROW(m->forward(b, kv, pool, out));
+  EXPECT_EQ(out.size(), size_t(6 * m->config().n_embd));
+}
+
 // The fuzz target's seeds (fuzz/corpus/model_config): one tiny file per
 // architecture, each must describe and load a model, so the fuzzer starts
 // from inputs that reach every declaration.

@@ -372,5 +372,43 @@ TEST(LearnedStepCost, SameSizedStepsStillPredictLargerOnesAsCostlier) {
   for (double v : {c.coefficients().fixed, c.coefficients().per_token, c.coefficients().per_context}) EXPECT_GE(v, 0);
 }
 
+// Rule 8: a whole input (an encoder's) gets all its tokens in one step or
+// none; a shorter one behind it may pass it, and it goes whole next step.
+TEST(StepBudget, WholeInputsAreNeverChunked) {
+  Fixture f(64, SchedulerConfig{.max_num_seqs = 8, .max_batched_tokens = 32, .max_step_ms = 0});
+  Sequence* a = f.add(30);
+  Sequence* b = f.add(10);
+  Sequence* c = f.add(2);
+  for (Sequence* s : {a, b, c}) s->whole = s->skip_prefix_cache = true;
+  StepPlan p = f.sched.schedule(1);
+  EXPECT_EQ(tokens_of(p, a), 30);
+  EXPECT_EQ(tokens_of(p, b), 0);  // 2 tokens left: not a chunk of it
+  EXPECT_EQ(tokens_of(p, c), 2);
+  f.complete(p);
+  p = f.sched.schedule(2);
+  EXPECT_EQ(tokens_of(p, b), 10);
+}
+
+// Neither a time target nor the cold start's cap splits a whole input:
+// alone in a step it runs whole (the engine bounds it by max_batched_tokens).
+TEST(StepBudget, WholeInputsIgnoreTheColdStartCapAndTimeTargets) {
+  FakeCost cost;
+  cost.known = false;
+  SchedulerConfig cfg = budget_config(SchedulerConfig::kAutoStepMs);
+  cfg.cold_start_tokens = 16;
+  Fixture f(2048, cfg);
+  Sequence* a = f.add(400, 0, 400);
+  Sequence* b = f.add(100, 0, 100);
+  a->whole = b->whole = true;
+  StepPlan p = f.sched.schedule(1, &cost);
+  EXPECT_EQ(tokens_of(p, a), 400);  // the cold cap of 16 does not chunk it
+  EXPECT_EQ(tokens_of(p, b), 0);    // nor does a second whole input squeeze past the cap
+  f.complete(p);
+  cost.known = true;
+  cost.c = {.fixed = 0.001, .per_token = 1.0};  // a second a token: any time target is long passed
+  p = f.sched.schedule(2, &cost);
+  EXPECT_EQ(tokens_of(p, b), 100);
+}
+
 }  // namespace
 }  // namespace pagoda

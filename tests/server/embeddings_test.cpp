@@ -2,8 +2,9 @@
 // decoder declaring mean pooling), audited after every step: OpenAI's
 // shapes (one input, lists, token ids, base64), a list longer than what one
 // exchange keeps in flight, the refusals, the official SDK, and a
-// generating model that refuses it; no request leaves a block behind. And
-// /v1/rerank on a synthetic qwen3 reranker (rank pooling, a yes/no head).
+// generating model that refuses it, an encoder (bert) whose inputs must fit
+// one pass; no request leaves a block behind. And /v1/rerank on a synthetic
+// qwen3 reranker (rank pooling, a yes/no head).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -232,6 +233,27 @@ TEST_F(ServerEmbeddings, GeneratingModelRefusesUnlessPooled) {
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(http_post(server.port(), "/v1/rerank", {{"query", "q"}, {"documents", {"d"}}}).status, 400);
   EXPECT_EQ(json::parse(r.body)["data"][0]["embedding"].size(), 64u);  // stories260K's width
+  EXPECT_EQ(server.stop(), 0);
+}
+
+// An encoder (bert: non-causal attention) serves embeddings; an input that
+// would not fit one pass is refused with both numbers, and the server lives on.
+TEST_F(ServerEmbeddings, EncoderRefusesAnInputLongerThanOnePass) {
+  SyntheticModelSpec s;
+  s.arch = "bert";
+  s.n_vocab = 400, s.n_embd = kWidth, s.n_head_kv = s.n_head, s.pooling_type = 2;  // cls
+  const std::string path = (dir() / "bert.gguf").string();
+  synthetic_model(s).write(path);
+  ServerProcess server({"-m", path, "--audit-every-step", "--max-batched-tokens", "16"});
+  auto r = http_post(server.port(), "/v1/embeddings", {{"input", json::array({5, 6, 7, 8})}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_NEAR(norm(json::parse(r.body)["data"][0]["embedding"]), 1.0, 1e-5);
+  r = http_post(server.port(), "/v1/embeddings", {{"input", json(std::vector<int>(17, 5))}});
+  EXPECT_EQ(r.status, 400) << r.body;
+  EXPECT_NE(r.body.find("17 tokens"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("16"), std::string::npos) << r.body;
+  r = http_post(server.port(), "/v1/embeddings", {{"input", json(std::vector<int>(16, 5))}});
+  EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(server.stop(), 0);
 }
 

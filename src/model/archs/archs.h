@@ -53,5 +53,7 @@ void declare_glm4(const GgufFile& f, ModelConfig& c);
 void declare_gpt_oss(const GgufFile& f, ModelConfig& c);
 void declare_qwen35(const GgufFile& f, ModelConfig& c);
 void declare_qwen35moe(const GgufFile& f, ModelConfig& c);
+void declare_bert(const GgufFile& f, ModelConfig& c);
+void declare_nomic_bert(const GgufFile& f, ModelConfig& c);
 
 }  // namespace pagoda

@@ -20,6 +20,9 @@ constexpr Arch kArchs[] = {
     {"gpt-oss", RopeLayout::NeoX, declare_gpt_oss, true},
     {"qwen35", RopeLayout::NeoX, declare_qwen35},
     {"qwen35moe", RopeLayout::NeoX, declare_qwen35moe, true},
+    {"bert", RopeLayout::NeoX, declare_bert},
+    {"nomic-bert", RopeLayout::NeoX,
+     declare_nomic_bert},  // an encoder: embeddings only (no RoPE; the layout is llama.cpp's)
 };
 }  // namespace
 
