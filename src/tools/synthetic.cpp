@@ -318,10 +318,16 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
                quantize(s.type, emb.data(), emb.size()));
   if (c.output_norm) add_norm(w, fill, "output_norm.weight", E);
   if (!s.tied_embeddings) add_matrix(w, fill, "output.weight", s.n_vocab, E, s.type);
-  if (s.n_cls_out > 0) add_matrix(w, fill, "cls.output.weight", s.n_cls_out, E, TensorType::F32);
   auto bias = [&](const std::string& name, int n) {
     w.add_f32_tensor(name, {uint64_t(n)}, fill.values(size_t(n), 0.0f, 0.5f));
   };
+  if (s.n_cls_out > 0) {
+    // An encoder's head is bge-reranker's: a dense layer (tanh) first, biases on both.
+    const bool encoder = !c.causal;
+    if (encoder) add_matrix(w, fill, "cls.weight", E, E, TensorType::F32), bias("cls.bias", E);
+    add_matrix(w, fill, "cls.output.weight", s.n_cls_out, E, TensorType::F32);
+    if (encoder) bias("cls.output.bias", s.n_cls_out);
+  }
   // A norm's weight, and its bias where it is a LayerNorm.
   auto norm = [&](const std::string& name) {
     add_norm(w, fill, name + ".weight", E);

@@ -142,6 +142,7 @@ SyntheticModelSpec bert_spec(TensorType type, Pooling pooling, const std::string
   s.n_head = s.n_head_kv = 4;
   s.type = type;
   s.pooling_type = int(pooling);
+  if (pooling == Pooling::rank) s.n_cls_out = 1;  // bge-reranker's head: one score from the first position
   return s;
 }
 
@@ -191,16 +192,23 @@ TEST_P(BertOracle, PooledVectorsMatchLlamaCpp) {
   }
 }
 
+std::string bert_name(const ::testing::TestParamInfo<BertOracle::ParamType>& info) {
+  std::string arch = std::get<0>(info.param);
+  std::replace(arch.begin(), arch.end(), '-', '_');
+  return arch + "_" + std::string(tensor_type_name(std::get<1>(info.param))) + "_" +
+         pooling_name(std::get<2>(info.param));
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, BertOracle,
                          ::testing::Combine(::testing::Values("bert", "nomic-bert"),
                                             ::testing::Values(TensorType::F32, TensorType::Q8_0),
                                             ::testing::Values(Pooling::cls, Pooling::mean)),
-                         [](const auto& info) {
-                           std::string arch = std::get<0>(info.param);
-                           std::replace(arch.begin(), arch.end(), '-', '_');
-                           return arch + "_" + std::string(tensor_type_name(std::get<1>(info.param))) + "_" +
-                                  pooling_name(std::get<2>(info.param));
-                         });
+                         bert_name);
+// A BERT reranker (bge-reranker's head: cls, tanh, cls.output, biases).
+INSTANTIATE_TEST_SUITE_P(Rerankers, BertOracle,
+                         ::testing::Combine(::testing::Values("bert"), ::testing::Values(TensorType::F32),
+                                            ::testing::Values(Pooling::rank)),
+                         bert_name);
 
 // A negative control: the same weights read with causal attention are far from llama.cpp's encoder.
 TEST(BertOracleNegative, CausalAttentionDoesNotMatch) {
