@@ -68,7 +68,9 @@ toolcall::ParseStep ToolOutput::content(std::string_view text, bool last) {
   toolcall::ParseStep step = parser_->push(text);
   if (last) {
     toolcall::ParseStep tail = parser_->finish();
-    step.content += tail.content;
+    // A forced choice's output is calls only: what the parser held back at
+    // the end is a call's markup cut off by max_tokens, never content.
+    if (!tool_choice_forced(req_)) step.content += tail.content;
     step.reasoning += tail.reasoning;
     step.calls.insert(step.calls.end(), tail.calls.begin(), tail.calls.end());
   }
@@ -84,7 +86,7 @@ toolcall::ParseStep ToolOutput::push(std::string_view text) {
 }
 
 toolcall::ParseStep ToolOutput::finish() {
-  if (!think_) return parser_ ? first_call_only(parser_->finish()) : toolcall::ParseStep{};
+  if (!think_) return parser_ ? content("", true) : toolcall::ParseStep{};
   toolcall::SplitStep split = think_->finish();
   toolcall::ParseStep step = content(split.content, true);
   step.reasoning.insert(0, split.reasoning);

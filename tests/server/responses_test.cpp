@@ -361,11 +361,13 @@ TEST(ServerResponsesSdk, OpenAiClient) {
 }
 
 // The Vercel AI SDK (`ai` with `@ai-sdk/openai`, whose openai(model) speaks
-// the Responses API): generateText, streamText and generateObject.
+// the Responses API): generateText, streamText, generateObject and a forced
+// tool call, with a template whose <tool_call> marker picks the hermes parser.
 TEST(ServerResponsesSdk, VercelAiSdk) {
-  const std::filesystem::path dir = std::filesystem::path(PAGODA_SOURCE_DIR) / "tests/server/openai_client";
+  const std::filesystem::path src = PAGODA_SOURCE_DIR;
+  const std::filesystem::path dir = src / "tests/server/openai_client";
   PAGODA_REQUIRE_NPM(dir.string(), "@ai-sdk/openai");
-  ServerProcess s;
+  ServerProcess s({"--chat-template", (src / "tests/server/templates/tiny_tools.jinja").string()});
   const auto p = run_process({"/usr/bin/env", "node", (dir / "ai_sdk.mjs").string(),
                               "http://127.0.0.1:" + std::to_string(s.port()) + "/v1", "stories260K"});
   EXPECT_EQ(p.exit_code, 0) << p.out << p.err;

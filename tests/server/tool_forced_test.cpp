@@ -227,6 +227,29 @@ TEST(ToolOutput, RequiredStreamsInPieces) {
   }
 }
 
+// A forced call cut off by max_tokens inside its opening markup: the markup
+// is the parser's, never content (whole and streamed).
+TEST(ToolOutput, RequiredCutOffInItsMarkupLeavesNoContent) {
+  const std::string text = calls_text(Format::hermes, {{"ping", "{}"}}) + "\n<tool_call";
+  GenerationRequest req;
+  req.api = Api::chat;
+  req.tools = request(Format::hermes, "required");
+  ChoiceState whole;
+  whole.text = text;
+  whole.finish = FinishReason::length;
+  json message = {{"role", "assistant"}, {"content", text}};
+  json finish = "length";
+  tool_message(req.tools, whole, message, finish);
+  EXPECT_EQ(message["content"], nullptr) << message;
+  ASSERT_EQ(message["tool_calls"].size(), 1u);
+  ChoiceState c;
+  RequestOutput out;
+  out.text = text;
+  out.finish = FinishReason::length;
+  for (const json& chunk : tool_stream_chunks({"id", 0, "m"}, req, 0, c, out, nullptr))
+    EXPECT_FALSE(chunk["choices"][0]["delta"].contains("content")) << chunk;
+}
+
 // Tool parameters keep number bounds; a strict tool with a keyword that cannot be enforced is a 400 naming it.
 TEST(ForcedGrammar, ToolParametersKeepBoundsAndStrictNamesTheRest) {
   const ojson tools = ojson::parse(R"([{"type": "function", "function": {"name": "rate", "strict": true,
