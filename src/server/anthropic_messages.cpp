@@ -9,18 +9,13 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-std::string block_type(const ojson& block) {
-  const ojson* t = block.is_object() ? present_field(block, "type") : nullptr;
-  return t && t->is_string() ? t->get<std::string>() : "";
-}
-
 // A string, or text blocks joined (system, and a tool_result's content).
 std::string text_of(const ojson& v, const std::string& where) {
   if (v.is_string()) return v.get<std::string>();
   if (!v.is_array()) bad_request(where, "{} must be a string or an array of text blocks", where);
   std::string text;
   for (size_t i = 0; i < v.size(); ++i) {
-    const ojson* t = block_type(v[i]) == "text" ? present_field(v[i], "text") : nullptr;
+    const ojson* t = type_of(v[i]) == "text" ? present_field(v[i], "text") : nullptr;
     if (!t || !t->is_string())
       bad_request(where, "{}[{}] must be a text block {{\"type\": \"text\", \"text\": ...}}", where, i);
     text += t->get<std::string>();
@@ -73,7 +68,7 @@ void translate_message(const ojson& m, size_t i, ojson& out) {
   for (size_t k = 0; k < content->size(); ++k) {
     const ojson& b = (*content)[k];
     const std::string at = fmt::format("{}.content.{}", where, k);
-    const std::string type = block_type(b);
+    const std::string type = type_of(b);
     if (type == "text") {
       const ojson* t = present_field(b, "text");
       if (!t || !t->is_string()) bad_request(at + ".text", "{}.text must be a string", at);
@@ -120,7 +115,7 @@ ojson translate_tools(const ojson& tools) {
     const std::string at = fmt::format("tools.{}", i);
     if (!t.is_object()) bad_request(at, "{} must be an object", at);
     // Anthropic's server tools (web search, bash, ...) carry a versioned type.
-    if (const std::string type = block_type(t); !type.empty() && type != "custom")
+    if (const std::string type = type_of(t); !type.empty() && type != "custom")
       bad_request(at + ".type", "{}: tool type \"{}\" is not supported (only client tools)", at, type);
     const ojson* name = present_field(t, "name");
     if (!name || !name->is_string() || name->get<std::string>().empty())
@@ -139,7 +134,7 @@ ojson translate_tools(const ojson& tools) {
 }
 
 void translate_tool_choice(const ojson& c, ojson& chat) {
-  const std::string type = block_type(c);
+  const std::string type = type_of(c);
   if (type == "auto")
     chat["tool_choice"] = "auto";
   else if (type == "any")
@@ -208,7 +203,7 @@ MessagesRequest translate_messages_request(const ojson& body, bool count_only) {
     translate_tool_choice(*c, chat);
   }
   if (const ojson* t = present_field(body, "thinking")) {
-    const std::string type = block_type(*t);
+    const std::string type = type_of(*t);
     if (type != "enabled" && type != "disabled")
       bad_request("thinking.type", "thinking.type must be \"enabled\" or \"disabled\"");
     r.thinking = type == "enabled";

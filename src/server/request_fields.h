@@ -49,6 +49,13 @@ inline bool field_is(const nlohmann::ordered_json& body, const char* name, std::
   return f && f->is_string() && f->get_ref<const std::string&>() == value;
 }
 
+// An object's string "type" (a content part, an input item, a block), else
+// empty: "no such type" for the caller's own 400.
+inline std::string type_of(const nlohmann::ordered_json& part) {
+  const nlohmann::ordered_json* t = part.is_object() ? present_field(part, "type") : nullptr;
+  return t && t->is_string() ? t->get<std::string>() : "";
+}
+
 // The header that lists a request's ignored fields.
 inline constexpr std::string_view kIgnoredFieldsHeader = "X-Pagoda-Ignored-Fields";
 

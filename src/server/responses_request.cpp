@@ -9,11 +9,6 @@ namespace {
 
 using ojson = nlohmann::ordered_json;
 
-std::string item_type(const ojson& item) {
-  const ojson* t = item.is_object() ? present_field(item, "type") : nullptr;
-  return t && t->is_string() ? t->get<std::string>() : "";
-}
-
 const ojson& string_field(const ojson& o, const char* name, const std::string& at) {
   const ojson* v = present_field(o, name);
   if (!v || !v->is_string()) bad_request(at + "." + name, "{}.{} must be a string", at, name);
@@ -27,7 +22,7 @@ std::string content_text(const ojson& c, const std::string& at) {
   std::string text;
   for (size_t k = 0; k < c.size(); ++k) {
     const std::string part = fmt::format("{}.{}", at, k);
-    const std::string type = item_type(c[k]);
+    const std::string type = type_of(c[k]);
     if (type == "input_text" || type == "output_text" || type == "text")
       text += string_field(c[k], "text", part).get<std::string>();
     else if (type == "refusal")
@@ -63,7 +58,7 @@ ojson& assistant_turn(ojson& out, std::string_view piece) {
 void translate_item(const ojson& item, size_t i, ojson& out) {
   const std::string at = fmt::format("input.{}", i);
   if (!item.is_object()) bad_request(at, "{} must be an object", at);
-  std::string type = item_type(item);
+  std::string type = type_of(item);
   if (type.empty() && present_field(item, "role")) type = "message";  // an easy input message
   if (type == "message") {
     const ojson* role = present_field(item, "role");
@@ -106,7 +101,7 @@ ojson function_tools(const ojson& tools) {
     const ojson& t = tools[i];
     const std::string at = fmt::format("tools.{}", i);
     if (!t.is_object()) bad_request(at, "{} must be an object", at);
-    const std::string type = item_type(t);
+    const std::string type = type_of(t);
     if (type != "function")
       bad_request(at + ".type", "{}.type: tool type \"{}\" is not supported (only function tools)", at, type);
     const ojson& name = string_field(t, "name", at);
@@ -132,7 +127,7 @@ ojson function_tool_choice(const ojson& c) {
       bad_request("tool_choice", "tool_choice must be \"auto\", \"none\", \"required\" or {{\"type\": \"function\"}}");
     return c;
   }
-  if (item_type(c) != "function")
+  if (type_of(c) != "function")
     bad_request("tool_choice", "tool_choice: only \"auto\", \"none\", \"required\" or a function is supported");
   return {{"type", "function"}, {"function", {{"name", string_field(c, "name", "tool_choice")}}}};
 }
@@ -141,7 +136,7 @@ ojson translate_text_format(const ojson& text) {
   if (!text.is_object()) bad_request("text", "'text' must be an object");
   const ojson* f = present_field(text, "format");
   if (!f) return nullptr;
-  const std::string type = item_type(*f);
+  const std::string type = type_of(*f);
   if (type == "text") return nullptr;
   if (type == "json_object") return {{"type", "json_object"}};
   if (type != "json_schema")
@@ -165,7 +160,7 @@ void expect_type(const ojson& body, const char* name, bool (ojson::*is)() const 
 // a message's content as parts. Called once the item translated (it is well formed).
 ojson input_item_record(const ojson& item) {
   ojson r = item;
-  std::string type = item_type(item);
+  std::string type = type_of(item);
   if (type.empty()) r["type"] = type = "message";
   if (type == "message") {
     if (r["content"].is_string())
