@@ -171,6 +171,14 @@ Command add_serve(CLI::App& app) {
   cmd->add_option("--state-slots", e.state_slots,
                   "Recurrent-state slots of a hybrid model (Qwen3.5): most sequences running at once "
                   "(default: --max-num-seqs, within the memory left)");
+  cmd->add_option("--state-checkpoints", e.state_checkpoints,
+                  "Prefix caching of a hybrid model: how many prompt-prefix states to keep (-1: one per state slot; "
+                  "0: none, prefix caching off)")
+      ->capture_default_str();
+  cmd->add_option("--state-checkpoint-interval", e.state_checkpoint_interval,
+                  "Tokens between a hybrid prompt's state checkpoints (also taken at its last block boundaries)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--pooling", o->pooling,
                   "Serve as an embedding model (/v1/embeddings only), pooling the final hidden states: none, mean, "
                   "cls, last, or rank (a reranker with a classification head, /v1/rerank) (default: the file's "

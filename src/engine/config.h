@@ -22,6 +22,13 @@ struct EngineConfig {
   // Recurrent-state slots of a hybrid model (--state-slots); 0: one per
   // --max-num-seqs, within the memory left after the weights (kv/pool_size.h).
   int64_t state_slots = 0;
+  // Prefix caching of a hybrid model keeps the state of prompt prefixes in
+  // checkpoints (kv/state_checkpoints.h): --state-checkpoints (-1: one per
+  // state slot; 0: none, so no prefix caching), taken every
+  // --state-checkpoint-interval tokens (rounded up to blocks) and at a
+  // prompt's last block boundaries.
+  int64_t state_checkpoints = -1;
+  int32_t state_checkpoint_interval = 512;
   KvType kv_type = KvType::F32;
   bool prefix_caching = true;
   bool paged = true;  // false: --no-paged-attn (reserve whole contexts)

@@ -10,7 +10,7 @@ CpuRunner::CpuRunner(std::shared_ptr<Model> model, int num_blocks, int block_siz
     : CpuRunner(model, kv_groups_of(model->config()), num_blocks, block_size, kv_type, threads) {}
 
 CpuRunner::CpuRunner(std::shared_ptr<Model> model, KvGroups groups, int num_blocks, int block_size, KvType kv_type,
-                     int threads, int state_slots)
+                     int threads, int state_slots, int state_checkpoints)
     : model_(std::move(model)),
       kv_(model_->config(), std::move(groups), num_blocks, block_size, kv_type),
       pool_(threads) {
@@ -18,7 +18,7 @@ CpuRunner::CpuRunner(std::shared_ptr<Model> model, KvGroups groups, int num_bloc
   if (recurrent != (state_slots > 0))
     fail<InvalidArgument>("{} recurrent-state slots for a model with {} recurrent layers", state_slots,
                           model_->config().n_recurrent_layers());
-  if (recurrent) states_ = std::make_unique<StateStorage>(model_->config(), state_slots);
+  if (recurrent) states_ = std::make_unique<StateStorage>(model_->config(), state_slots, state_checkpoints);
 }
 
 void CpuRunner::copy_states(std::span<const StateCopy> copies) {

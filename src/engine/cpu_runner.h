@@ -20,7 +20,7 @@ class CpuRunner : public ModelRunner {
   // state_slots: recurrent-state slots (kv/types.h) for a hybrid model; 0 for
   // one without recurrent layers.
   CpuRunner(std::shared_ptr<Model> model, KvGroups groups, int num_blocks, int block_size, KvType kv_type, int threads,
-            int state_slots = 0);
+            int state_slots = 0, int state_checkpoints = 0);
 
   // Serves the model as an embedding model pooled this way (none: generating).
   void set_pooling(Pooling p) {
@@ -38,6 +38,7 @@ class CpuRunner : public ModelRunner {
   std::vector<int32_t> kv_group_windows() const override { return kv_.groups().windows; }
   void copy_blocks(std::span<const BlockCopy> copies) override;
   int32_t state_slots() const override { return states_ ? states_->num_slots() : 0; }
+  int32_t state_checkpoints() const override { return states_ ? states_->num_checkpoints() : 0; }
   void copy_states(std::span<const StateCopy> copies) override;
   void forward(const Batch& batch, std::vector<float>& logits) override;
   int experts_run() const override { return model_->experts_run(); }

@@ -56,9 +56,9 @@ MemoryPlan plan_model_memory(const EngineConfig& config, const Model& model, con
 }
 
 // A hybrid model's state slots decide two settings, each said in one line:
-// prefix caching goes off (a cached prefix is of no use without the
-// recurrent state at its end, which is not checkpointed), and the running set
-// cannot outgrow the slots.
+// prefix caching keeps checkpoints of the recurrent state (a cached prefix is
+// of no use without the state at its end), or goes off without them; and the
+// running set cannot outgrow the slots.
 void apply_state_slots(EngineConfig& cfg, const ModelConfig& model, const StatePoolSize& slots) {
   const std::string name = model.name.empty() ? model.arch : model.name;
   if (slots.num_slots == 0) {
@@ -67,12 +67,17 @@ void apply_state_slots(EngineConfig& cfg, const ModelConfig& model, const StateP
     return;
   }
   spdlog::info("{}", slots.summary);
-  if (cfg.prefix_caching) {
+  if (cfg.prefix_caching && slots.num_checkpoints == 0) {
     spdlog::info(
-        "prefix caching is off: {} keeps recurrent state in {} of {} layers, and a cached prefix is of no use "
-        "without the state at its end",
+        "prefix caching is off: {} keeps recurrent state in {} of {} layers, a cached prefix is of no use without "
+        "the state at its end, and --state-checkpoints 0 keeps none",
         name, model.n_recurrent_layers(), model.n_layer);
     cfg.prefix_caching = false;
+  } else if (cfg.prefix_caching) {
+    spdlog::info(
+        "prefix caching: {} keeps recurrent state in {} of {} layers, so a prompt's state is checkpointed every {} "
+        "tokens and at its last block boundaries; {} checkpoints, the least recently used evicted",
+        name, model.n_recurrent_layers(), model.n_layer, cfg.state_checkpoint_interval, slots.num_checkpoints);
   }
   if (cfg.sched.max_num_seqs > slots.num_slots) {
     spdlog::info("--max-num-seqs {} lowered to the {} recurrent-state slots", cfg.sched.max_num_seqs, slots.num_slots);
@@ -177,6 +182,7 @@ std::unique_ptr<Engine> Engine::load(const std::string& model_path, const Engine
   KvGroups groups = kv_groups_of(model->config(), config.hybrid_kv_cache);
   KvPoolOptions pool = pool_options(config, model->config(), groups);
   StatePoolOptions state{.state_slots = config.state_slots,
+                         .state_checkpoints = config.prefix_caching ? config.state_checkpoints : 0,
                          .max_num_seqs = config.sched.max_num_seqs,
                          .state_bytes = model->config().state_bytes()};
   const MemoryPlan plan = plan_model_memory(config, *model, pool, state);
@@ -209,7 +215,7 @@ std::unique_ptr<Engine> Engine::load(const std::string& model_path, const Engine
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_gguf(model->file()));
   const int32_t blocks = size.num_blocks;
   auto runner = std::make_unique<CpuRunner>(model, std::move(groups), blocks, config.block_size, config.kv_type,
-                                            config.threads, slots.num_slots);
+                                            config.threads, slots.num_slots, slots.num_checkpoints);
   const Pooling pooling = config.pooling.value_or(model->config().pooling);
   if (pooling == Pooling::rank && !model->has_rank_head())
     fail<Unsupported>("{}: rank pooling needs a reranker's classification head (cls.output.weight)", model_path);

@@ -20,6 +20,12 @@ SchedulerConfig capped_by_slots(SchedulerConfig sched, int32_t slots) {
   return sched;
 }
 
+// Checkpoints sit on block boundaries: the interval, rounded up to blocks.
+int32_t checkpoint_interval(const EngineConfig& config) {
+  const int32_t bs = std::max(1, config.block_size);
+  return std::max(1, (config.state_checkpoint_interval + bs - 1) / bs) * bs;
+}
+
 }  // namespace
 
 EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<ModelRunner> runner, int32_t num_blocks,
@@ -36,13 +42,16 @@ EngineCore::EngineCore(const EngineConfig& config, std::unique_ptr<ModelRunner> 
       causal_(runner_->causal()),
       out_width_(runner_->output_width()),
       rank_last_(runner_->rank_reads_last()),
-      blocks_(BlockManagerConfig{.num_blocks = num_blocks,
-                                 .block_size = config.block_size,
-                                 // A cached prefix is of no use without the recurrent state at its end.
-                                 .prefix_caching = config.prefix_caching && runner_->state_slots() == 0,
-                                 .policy = config.paged ? AllocPolicy::kPaged : AllocPolicy::kReserve,
-                                 .group_windows = runner_->kv_group_windows(),
-                                 .num_state_slots = runner_->state_slots()}),
+      blocks_(BlockManagerConfig{
+          .num_blocks = num_blocks,
+          .block_size = config.block_size,
+          // A cached prefix is of no use without the recurrent state at its end.
+          .prefix_caching = config.prefix_caching && (runner_->state_slots() == 0 || runner_->state_checkpoints() > 0),
+          .policy = config.paged ? AllocPolicy::kPaged : AllocPolicy::kReserve,
+          .group_windows = runner_->kv_group_windows(),
+          .num_state_slots = runner_->state_slots(),
+          .num_state_checkpoints = runner_->state_checkpoints(),
+          .state_checkpoint_interval = checkpoint_interval(config)}),
       sched_(capped_by_slots(config.sched, runner_->state_slots()), blocks_, [this] { return faults_.fail_alloc(); }) {
   // What applies, as the stats and the dashboard report it.
   config_.prefix_caching = blocks_.config().prefix_caching;
@@ -289,6 +298,18 @@ void EngineCore::build_batch(std::span<const ScheduledSeq> part, Batch& batch) c
   }
 }
 
+void EngineCore::commit(Sequence& seq) {
+  blocks_.commit(seq.id, seq.tokens, seq.num_computed, blocks_.state_checkpoint_at(seq.num_computed, seq.num_prompt));
+  const std::vector<StateCopy> saves = blocks_.take_state_saves();
+  if (saves.empty()) return;
+  try {
+    runner_->copy_states(saves);  // at once: a fork or the slot's next user may write that buffer
+  } catch (const std::exception& e) {
+    blocks_.drop_state_saves(saves);
+    spdlog::warn("step {}: saving a state checkpoint failed ({}); that prefix will be computed again", step_, e.what());
+  }
+}
+
 void EngineCore::fail_batch(std::span<const ScheduledSeq> part, const std::string& cause) {
   ++stats_.step_failures;
   spdlog::error("step {} failed: {}; ending its {} sequences with an error", step_, cause, part.size());
@@ -313,6 +334,7 @@ bool EngineCore::run_step(StepPlan& plan) {
   const size_t planned = plan.scheduled.size();
   try {
     runner_->copy_blocks(plan.copies);  // once: every retry below finds them made
+    runner_->copy_states(plan.state_copies);
   } catch (const std::exception& e) {
     fail_batch(plan.scheduled, e.what());
     return false;
@@ -497,6 +519,11 @@ void EngineCore::publish() {
   stats_.prefix_caching = blocks_.config().prefix_caching;
   stats_.state_slots_total = kv.state_slots;
   stats_.state_slots_used = kv.state_slots_used;
+  stats_.state_checkpoints_total = kv.state_checkpoints;
+  stats_.state_checkpoints_used = kv.state_checkpoints_used;
+  stats_.state_checkpoint_saves = kv.state_checkpoint_saves;
+  stats_.state_checkpoint_hits = kv.state_checkpoint_hits;
+  stats_.state_checkpoint_evictions = kv.state_checkpoint_evictions;
   stats_.cached_tokens = kv.fresh.hits + kv.resumed.hits;
   stats_.preemptions = sched_.total_preemptions();
   stats_.faults = faults_.counts();

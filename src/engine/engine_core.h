@@ -133,6 +133,9 @@ class EngineCore {
   std::pair<int32_t, int32_t> pooled_span(const SeqRun* run, const ScheduledSeq& sc) const;
   void after_pooling_forward(std::span<const ScheduledSeq> part);
   void after_forward(std::span<const ScheduledSeq> part);
+  // After a pass: the sequence's computed tokens into the block manager, and
+  // a hybrid's state checkpoint, if this is where its prompt takes one.
+  void commit(Sequence& seq);
   void fail_batch(std::span<const ScheduledSeq> part, const std::string& cause);
   void fill_step_masks(std::span<const std::pair<SeqRun*, size_t>> rows);
   void sample_seq(SeqRun& s, std::span<const float> logits);

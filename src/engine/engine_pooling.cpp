@@ -48,7 +48,7 @@ void EngineCore::after_pooling_forward(std::span<const ScheduledSeq> part) {
         std::copy(rows + size_t(i) * W, rows + size_t(i + 1) * W, s.pooled.begin());
     s.pooled_next = std::max(s.pooled_next, first + count);
     s.seq.num_computed += sc.num_tokens;
-    blocks_.commit(s.seq.id, s.seq.tokens, s.seq.num_computed);
+    commit(s.seq);
     if (s.seq.num_computed < s.seq.num_prompt) continue;
     if (s.choice == 0) s.req->num_cached_tokens = s.seq.num_cached;
     if (pooling_ == Pooling::mean)

@@ -62,7 +62,7 @@ void EngineCore::after_forward(std::span<const ScheduledSeq> part) {
     }
     row += size_t(plp_count);
     s.seq.num_computed += sc.num_tokens;
-    blocks_.commit(s.seq.id, s.seq.tokens, s.seq.num_computed);
+    commit(s.seq);
     if (sc.sample) rows.emplace_back(&s, row++);
   }
   fill_step_masks(rows);

@@ -24,6 +24,7 @@ class FaultyRunner : public ModelRunner {
   std::vector<int32_t> kv_group_windows() const override { return inner_->kv_group_windows(); }
   void copy_blocks(std::span<const BlockCopy> copies) override { inner_->copy_blocks(copies); }
   int32_t state_slots() const override { return inner_->state_slots(); }
+  int32_t state_checkpoints() const override { return inner_->state_checkpoints(); }
   Pooling pooling() const override { return inner_->pooling(); }
   bool causal() const override { return inner_->causal(); }
   int32_t output_width() const override { return inner_->output_width(); }

@@ -31,7 +31,10 @@ class ModelRunner {
   // Recurrent-state slots the backend's storage holds (two buffers each,
   // kv/types.h); 0 for a model without recurrent layers.
   virtual int32_t state_slots() const { return 0; }
-  // Copies state buffers (a fork), before the forward pass.
+  // State checkpoint buffers (kv/state_checkpoints.h), numbered after the
+  // slots' buffers: a hybrid model's prefix caching; 0: none.
+  virtual int32_t state_checkpoints() const { return 0; }
+  // Copies state buffers (a fork, a checkpoint saved or restored).
   virtual void copy_states(std::span<const StateCopy> copies) {
     if (!copies.empty()) fail<InvalidArgument>("this model keeps no recurrent state to copy");
   }

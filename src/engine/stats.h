@@ -34,9 +34,12 @@ struct EngineStats {
   int32_t kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_cached = 0, kv_blocks_free = 0;
   double kv_usage = 0;
   int64_t prefix_queries = 0, prefix_hits = 0;  // tokens, fresh admissions
-  bool prefix_caching = true;                   // as applied: off for a model that keeps recurrent state
+  bool prefix_caching = true;                   // as applied: a hybrid's needs state checkpoints
   // Recurrent-state slots (a hybrid model; 0 total: it keeps no state).
   int32_t state_slots_total = 0, state_slots_used = 0;
+  // A hybrid's prefix caching: state checkpoints held, and what became of them.
+  int32_t state_checkpoints_total = 0, state_checkpoints_used = 0;
+  int64_t state_checkpoint_saves = 0, state_checkpoint_hits = 0, state_checkpoint_evictions = 0;
   int64_t preemptions = 0;
   int64_t tokens_processed = 0;  // tokens through forward passes (prompt + generated)
   int64_t prompt_tokens = 0, generation_tokens = 0, cached_tokens = 0;

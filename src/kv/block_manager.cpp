@@ -21,9 +21,16 @@ const BlockManagerConfig& validated(const BlockManagerConfig& config) {
     fail<InvalidArgument>("{} KV groups are more than the 255 supported", config.group_windows.size());
   for (int32_t w : config.group_windows)
     if (w < 0) fail<InvalidArgument>("a KV group's window must be >= 0, got {}", w);
-  // A cached prefix would need the recurrent state at its end, which is not kept.
-  if (config.num_state_slots > 0 && config.prefix_caching)
-    fail<InvalidArgument>("prefix caching cannot serve a model that keeps recurrent state");
+  // A cached prefix needs the recurrent state at its end: only checkpoints keep it.
+  if (config.num_state_slots > 0 && config.prefix_caching && config.num_state_checkpoints <= 0)
+    fail<InvalidArgument>("prefix caching of a model that keeps recurrent state needs state checkpoints");
+  if (config.num_state_checkpoints < 0 || (config.num_state_checkpoints > 0 && config.num_state_slots <= 0))
+    fail<InvalidArgument>("{} state checkpoints for {} state slots", config.num_state_checkpoints,
+                          config.num_state_slots);
+  if (config.num_state_checkpoints > 0 && (config.state_checkpoint_interval < config.block_size ||
+                                           config.state_checkpoint_interval % config.block_size != 0))
+    fail<InvalidArgument>("the state checkpoint interval ({} tokens) must be a multiple of the block size ({})",
+                          config.state_checkpoint_interval, config.block_size);
   return config;
 }
 
@@ -43,7 +50,11 @@ BlockManager::BlockManager(const BlockManagerConfig& config)
       key_tokens_(size_t(config.num_blocks) * size_t(config.block_size)),
       free_(config.num_blocks),
       cached_(config.prefix_caching ? config.num_blocks : 0),
-      slots_(config.num_state_slots) {
+      slots_(config.num_state_slots),
+      checkpoints_(config.prefix_caching ? config.num_state_checkpoints : 0, 2 * config.num_state_slots),
+      checkpoint_points_{
+          config.prefix_caching && config.num_state_checkpoints > 0 ? config.state_checkpoint_interval : 0,
+          config.block_size} {
   static_assert(sizeof(Block) <= 32, "one cache line holds two block records");
 }
 
@@ -101,6 +112,11 @@ KvStats BlockManager::stats() const {
   s.hashed_blocks = int32_t(cached_.size());
   s.usage = double(s.used_blocks) / num_blocks();
   s.evictions = evictions_;
+  s.state_checkpoints = checkpoints_.capacity();
+  s.state_checkpoints_used = checkpoints_.size();
+  s.state_checkpoint_saves = checkpoints_.saves();
+  s.state_checkpoint_hits = checkpoints_.hits();
+  s.state_checkpoint_evictions = checkpoints_.evictions();
   s.fresh = fresh_;
   s.resumed = resumed_;
   s.state_slots = slots_.size();
@@ -133,6 +149,12 @@ void BlockManager::check_prefix(SeqId seq, const CachedPrefix& prefix, Plan& p) 
   const size_t n = prefix.blocks.size();
   if (n && !config_.prefix_caching)
     fail<InvalidArgument>("sequence {}: cached prefix given but prefix caching is off", seq);
+  // A hybrid's prefix starts from the checkpoint of its last anchor block, and only then.
+  const StateBuffer checkpoint =
+      n && slots_.size() > 0 ? checkpoints_.find(prefix.blocks[n / size_t(G) - 1]) : kNoState;
+  if (prefix.state != checkpoint || (n && slots_.size() > 0 && checkpoint == kNoState))
+    fail<InvalidArgument>("sequence {}: stale cached prefix (its state checkpoint {} is not the one held, {})", seq,
+                          prefix.state, checkpoint);
   const int32_t levels = prefix.num_tokens / bs;
   if (prefix.generations.size() != n || prefix.num_tokens != levels * bs || n != size_t(levels) * size_t(G)) {
     fail<InvalidArgument>("sequence {}: malformed cached prefix ({} blocks, {} generations, {} tokens, {} groups)", seq,
@@ -297,7 +319,14 @@ AllocResult BlockManager::allocate(SeqId seq, int32_t total_tokens, const Cached
     s.num_computed = prefix.num_tokens;
     s.num_hashed = int32_t(levels);
     s.reserved_blocks = config_.policy == AllocPolicy::kReserve ? p.target_blocks : 0;
-    if (slots > 0) s.slot = slots_.take();  // checked above: one is free
+    if (slots > 0) {
+      s.slot = slots_.take();  // checked above: one is free
+      if (levels > 0) {        // from the checkpoint at the prefix's end (checked by plan())
+        s.state = state_buffer(s.slot, 0);
+        r.state_copies.push_back({prefix.state, s.state});
+        checkpoints_.touch(s.tail);
+      }
+    }
     seqs_.emplace(seq, std::move(s));
     if (config_.prefix_caching) {
       PrefixCacheStats& st = prefix.admission == Admission::kResumed ? resumed_ : fresh_;

@@ -33,8 +33,11 @@
 // with its blocks; fork() gives the child a slot of its own and lists the
 // copy of the parent's committed state; commit() makes the buffer the pass
 // wrote the committed one; free() gives the slot back. state_io() names the
-// buffers a pass reads and writes. Prefix caching must be off: a cached
-// prefix is of no use without the recurrent state at its end.
+// buffers a pass reads and writes. Prefix caching needs state checkpoints
+// (state_checkpoints.h): commit(..., checkpoint_state) saves the committed
+// state of a block-aligned prefix (take_state_saves() lists the copies, which
+// the caller makes at once), lookup_prefix() stops at the deepest block with a
+// checkpoint, and allocate() lists the copy that starts the sequence from it.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +53,7 @@
 #include "kv/free_block_queue.h"
 #include "kv/kv_cache_event.h"
 #include "kv/kv_groups.h"
+#include "kv/state_checkpoints.h"
 #include "kv/state_slots.h"
 #include "kv/types.h"
 
@@ -74,6 +78,12 @@ struct BlockManagerConfig {
   std::vector<int32_t> group_windows;
   // Recurrent-state slots (kv/state_slots.h); 0: the model keeps no state.
   int32_t num_state_slots = 0;
+  // With state slots, prefix caching needs checkpoints (state_checkpoints.h):
+  // this many buffers, numbered after the slots' (2 * num_state_slots on),
+  // taken every `state_checkpoint_interval` tokens of a prompt (a multiple of
+  // block_size) and at its last block boundaries.
+  int32_t num_state_checkpoints = 0;
+  int32_t state_checkpoint_interval = 512;
 };
 
 // The longest run of cached full blocks that starts a prompt, as found by
@@ -91,6 +101,7 @@ struct CachedPrefix {
   int32_t num_prompt_tokens = 0;      // tokens looked up (prefix-cache queries)
   std::string extra_key;              // cache salt; part of every block's key
   Admission admission = Admission::kFresh;
+  StateBuffer state = kNoState;  // hybrid: the checkpoint of the state at the prefix's end
 };
 
 struct AllocResult {
@@ -111,16 +122,19 @@ struct PrefixCacheStats {
 
 struct KvStats {
   int32_t num_blocks = 0;
-  int32_t free_blocks = 0;       // in the free queue (never used, or refcount 0)
-  int32_t used_blocks = 0;       // refcount > 0
-  int32_t cached_blocks = 0;     // free but still hashed: reusable by a prefix hit
-  int32_t hashed_blocks = 0;     // in the prefix cache, used or not
-  double usage = 0;              // used_blocks / num_blocks
-  int64_t evictions = 0;         // cached blocks whose hash was dropped for reuse
-  PrefixCacheStats fresh;        // admissions of new requests
-  PrefixCacheStats resumed;      // re-admissions of preempted requests
-  int32_t state_slots = 0;       // recurrent-state slots; 0: the model keeps no state
-  int32_t state_slots_used = 0;  // held by live sequences
+  int32_t free_blocks = 0;             // in the free queue (never used, or refcount 0)
+  int32_t used_blocks = 0;             // refcount > 0
+  int32_t cached_blocks = 0;           // free but still hashed: reusable by a prefix hit
+  int32_t hashed_blocks = 0;           // in the prefix cache, used or not
+  double usage = 0;                    // used_blocks / num_blocks
+  int64_t evictions = 0;               // cached blocks whose hash was dropped for reuse
+  PrefixCacheStats fresh;              // admissions of new requests
+  PrefixCacheStats resumed;            // re-admissions of preempted requests
+  int32_t state_slots = 0;             // recurrent-state slots; 0: the model keeps no state
+  int32_t state_slots_used = 0;        // held by live sequences
+  int32_t state_checkpoints = 0;       // checkpoint buffers; 0: none
+  int32_t state_checkpoints_used = 0;  // holding a prefix's state
+  int64_t state_checkpoint_saves = 0, state_checkpoint_hits = 0, state_checkpoint_evictions = 0;
 };
 
 // The state buffers of a sequence's next pass (Batch::set_state).
@@ -141,6 +155,7 @@ enum class Invariant {
   kExtraKeys,     // extra-key reference counts match their holders
   kGrowOnly,      // tables only grow until freed, except copy-on-write of the last entry
   kStateSlots,    // slots used = slots held by live sequences, each once; a computed sequence's state is in its slot
+  kCheckpoints,   // each state checkpoint names a block still hashed in its generation; every save was made
 };
 const char* invariant_name(Invariant invariant);
 
@@ -184,7 +199,27 @@ class BlockManager {
   // After a successful forward pass: the sequence's K/V is written for its
   // first `num_computed_tokens` tokens (`tokens`: all its token ids so far).
   // Blocks that became full enter the prefix cache (when caching is on).
-  void commit(SeqId seq, std::span<const TokenId> tokens, int32_t num_computed_tokens);
+  // checkpoint_state (hybrid, see state_checkpoint_at()): also checkpoint the
+  // state here, keyed by the block that ends at num_computed_tokens; the copy
+  // to make is then in take_state_saves().
+  void commit(SeqId seq, std::span<const TokenId> tokens, int32_t num_computed_tokens, bool checkpoint_state = false);
+
+  // Hybrid prefix caching: whether a prompt of num_prompt tokens checkpoints
+  // its state when pos tokens are computed, and the most tokens of a chunk
+  // from `start` that stop at the next checkpoint (n when none comes first),
+  // so that some pass ends exactly there.
+  bool state_checkpoint_at(int32_t pos, int32_t num_prompt) const;
+  int32_t cut_at_state_checkpoint(int32_t start, int32_t n, int32_t num_prompt) const;
+  // The checkpoint copies commit() decided since the last call: make them
+  // before the next forward pass (before the slot's buffer is written again).
+  std::vector<StateCopy> take_state_saves() {
+    std::vector<StateCopy> out;
+    out.swap(pending_saves_);
+    return out;
+  }
+  // Copies that could not be made: their checkpoints are dropped.
+  void drop_state_saves(std::span<const StateCopy> failed);
+  int32_t num_state_checkpoints() const { return checkpoints_.capacity(); }
 
   // `child` shares all of `parent`'s blocks (n > 1 sampling). kReserve: the
   // child gets its own reservation, sharing only the full written blocks, and
@@ -268,6 +303,7 @@ class BlockManager {
   std::optional<AuditViolation> audit_extra_keys() const;
   std::optional<AuditViolation> audit_growth() const;
   std::optional<AuditViolation> audit_state_slots() const;
+  std::optional<AuditViolation> audit_checkpoints() const;
   friend struct BlockManagerTestPeer;
 
   struct Block {
@@ -321,6 +357,15 @@ class BlockManager {
   // group's blocks, chain.size() per group).
   int32_t longest_hit(std::span<const TokenId> prompt, uint32_t extra_id, const std::vector<BlockHash>& hashes,
                       const std::vector<BlockId>& chain, std::vector<BlockId>& found) const;
+  // lookup_prefix()'s two ways to pick the chain among the matching blocks
+  // of each level: the longest one every group serves, or for a hybrid the
+  // longest that ends with a state checkpoint (returned; kNoState: none).
+  size_t longest_chain(std::span<const TokenId> prompt, uint32_t extra_id,
+                       const std::vector<std::vector<BlockId>>& levels, const std::vector<BlockHash>& hashes,
+                       std::vector<BlockId>& chain, std::vector<BlockId>& best_found) const;
+  StateBuffer deepest_checkpoint(std::span<const TokenId> prompt, uint32_t extra_id,
+                                 const std::vector<std::vector<BlockId>>& levels, const std::vector<BlockHash>& hashes,
+                                 std::vector<BlockId>& chain, std::vector<BlockId>& found) const;
   void prefetch_evictions(int32_t count) const;
   BlockId take_free_block();
   void take_cached_block(BlockId b);
@@ -340,6 +385,9 @@ class BlockManager {
   BlockHashIndex cached_;  // hash -> hashed blocks
   ExtraKeyTable extra_keys_;
   StateSlotPool slots_;
+  StateCheckpoints checkpoints_;
+  CheckpointPoints checkpoint_points_;
+  std::vector<StateCopy> pending_saves_;  // commit()'s checkpoint copies, until taken
   std::unordered_map<SeqId, Seq> seqs_;
   int32_t num_cached_free_ = 0;
   int64_t evictions_ = 0;

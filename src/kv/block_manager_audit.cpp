@@ -20,6 +20,7 @@ const char* invariant_name(Invariant invariant) {
     case Invariant::kExtraKeys: return "extra keys";
     case Invariant::kGrowOnly: return "grow only";
     case Invariant::kStateSlots: return "state slots";
+    case Invariant::kCheckpoints: return "state checkpoints";
   }
   return "?";
 }
@@ -39,7 +40,7 @@ std::optional<AuditViolation> violation(Invariant inv, std::string message) {
 std::optional<AuditViolation> BlockManager::audit() {
   for (auto part : {&BlockManager::audit_tables, &BlockManager::audit_free_queue, &BlockManager::audit_table_sizes,
                     &BlockManager::audit_windows, &BlockManager::audit_hashes, &BlockManager::audit_extra_keys,
-                    &BlockManager::audit_growth, &BlockManager::audit_state_slots})
+                    &BlockManager::audit_growth, &BlockManager::audit_state_slots, &BlockManager::audit_checkpoints})
     if (auto v = (this->*part)()) return v;
   for (const auto& [id, s] : seqs_) seen_[id] = Seen{s.tables, s.cow_count};
   return std::nullopt;
@@ -315,6 +316,27 @@ std::optional<AuditViolation> BlockManager::audit_state_slots() const {
   if (held != slots_.num_used())
     return violation(Invariant::kStateSlots,
                      fmt::format("{} state slots are taken but live sequences hold {}", slots_.num_used(), held));
+  return std::nullopt;
+}
+
+// State checkpoints: the cache's index is sound, each checkpoint names an
+// anchor block still hashed in the generation it had when saved (else a
+// lookup could start a sequence from another prefix's state), and no save
+// decided by commit() was left unmade.
+std::optional<AuditViolation> BlockManager::audit_checkpoints() const {
+  if (auto broken = checkpoints_.check()) return violation(Invariant::kCheckpoints, *broken);
+  for (const auto& e : checkpoints_.entries()) {
+    if (e.block == kNoBlock) continue;
+    const bool live = e.block >= 0 && e.block < num_blocks() && blocks_[e.block].hashed &&
+                      blocks_[e.block].group == 0 && blocks_[e.block].generation == e.generation;
+    if (!live)
+      return violation(Invariant::kCheckpoints,
+                       fmt::format("a state checkpoint names block {} (generation {}), which lost that hash", e.block,
+                                   e.generation));
+  }
+  if (!pending_saves_.empty())
+    return violation(Invariant::kCheckpoints,
+                     fmt::format("{} state checkpoint copies were never taken", pending_saves_.size()));
   return std::nullopt;
 }
 

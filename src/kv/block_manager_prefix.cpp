@@ -114,30 +114,14 @@ CachedPrefix BlockManager::lookup_prefix(std::span<const TokenId> prompt, std::s
     hashes.push_back(h);
     parent_hash = h;
   }
-  // Any anchor block of a level leads back to the root along checked links.
-  // With KV groups, the chain must also carry every group's blocks: several
-  // chains (the same prompt computed twice at once) may differ in that, so
-  // the deepest are tried first until none can beat the best hit. A chain
-  // that is the start of one tried already cannot (its hit would be that one's).
   std::vector<BlockId> chain, found, best_found;
-  std::unordered_set<BlockId> tried;
   size_t depth = 0;
-  for (size_t level = levels.size(); level > depth; --level) {
-    for (BlockId end : levels[level - 1]) {
-      if (tried.count(end)) continue;
-      std::vector<BlockId> candidate(level);
-      BlockId b = end;
-      for (size_t i = level; i-- > 0; b = blocks_[b].parent) candidate[i] = b;
-      if (num_groups() > 1) tried.insert(candidate.begin(), candidate.end());
-      const size_t hit =
-          num_groups() == 1 ? candidate.size() : size_t(longest_hit(prompt, *extra_id, hashes, candidate, found));
-      if (hit > depth || chain.empty()) {
-        depth = hit;
-        chain.swap(candidate);
-        best_found.swap(found);
-      }
-      if (depth == level) break;
-    }
+  if (slots_.size() > 0) {
+    // A hybrid: the deepest block that has a state checkpoint ends the hit.
+    r.state = deepest_checkpoint(prompt, *extra_id, levels, hashes, chain, best_found);
+    depth = chain.size();
+  } else {
+    depth = longest_chain(prompt, *extra_id, levels, hashes, chain, best_found);
   }
   const size_t G = size_t(num_groups());
   r.blocks.assign(depth * G, kNoBlock);
@@ -152,7 +136,61 @@ CachedPrefix BlockManager::lookup_prefix(std::span<const TokenId> prompt, std::s
   return r;
 }
 
-void BlockManager::commit(SeqId seq, std::span<const TokenId> tokens, int32_t num_computed_tokens) {
+StateBuffer BlockManager::deepest_checkpoint(std::span<const TokenId> prompt, uint32_t extra_id,
+                                             const std::vector<std::vector<BlockId>>& levels,
+                                             const std::vector<BlockHash>& hashes, std::vector<BlockId>& chain,
+                                             std::vector<BlockId>& found) const {
+  for (size_t level = levels.size(); level > 0; --level) {
+    for (BlockId end : levels[level - 1]) {
+      const StateBuffer checkpoint = checkpoints_.find(end);
+      if (checkpoint == kNoState) continue;
+      std::vector<BlockId> candidate(level);
+      BlockId b = end;
+      for (size_t i = level; i-- > 0; b = blocks_[b].parent) candidate[i] = b;
+      // With KV groups, every group must serve this whole prefix.
+      if (num_groups() > 1 && size_t(longest_hit(prompt, extra_id, hashes, candidate, found)) != level) continue;
+      chain.swap(candidate);
+      return checkpoint;
+    }
+  }
+  chain.clear();
+  return kNoState;
+}
+
+size_t BlockManager::longest_chain(std::span<const TokenId> prompt, uint32_t extra_id,
+                                   const std::vector<std::vector<BlockId>>& levels,
+                                   const std::vector<BlockHash>& hashes, std::vector<BlockId>& chain,
+                                   std::vector<BlockId>& best_found) const {
+  // Any anchor block of a level leads back to the root along checked links.
+  // With KV groups, the chain must also carry every group's blocks: several
+  // chains (the same prompt computed twice at once) may differ in that, so
+  // the deepest are tried first until none can beat the best hit. A chain
+  // that is the start of one tried already cannot (its hit would be that one's).
+  std::vector<BlockId> found;
+  std::unordered_set<BlockId> tried;
+  size_t depth = 0;
+  for (size_t level = levels.size(); level > depth; --level) {
+    for (BlockId end : levels[level - 1]) {
+      if (tried.count(end)) continue;
+      std::vector<BlockId> candidate(level);
+      BlockId b = end;
+      for (size_t i = level; i-- > 0; b = blocks_[b].parent) candidate[i] = b;
+      if (num_groups() > 1) tried.insert(candidate.begin(), candidate.end());
+      const size_t hit =
+          num_groups() == 1 ? candidate.size() : size_t(longest_hit(prompt, extra_id, hashes, candidate, found));
+      if (hit > depth || chain.empty()) {
+        depth = hit;
+        chain.swap(candidate);
+        best_found.swap(found);
+      }
+      if (depth == level) break;
+    }
+  }
+  return depth;
+}
+
+void BlockManager::commit(SeqId seq, std::span<const TokenId> tokens, int32_t num_computed_tokens,
+                          bool checkpoint_state) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) fail<InvalidArgument>("commit of unknown sequence {}", seq);
   Seq& s = it->second;
@@ -221,7 +259,27 @@ void BlockManager::commit(SeqId seq, std::span<const TokenId> tokens, int32_t nu
       s.num_hashed = i + 1;
     }
   }
+  // The state the pass left is the prefix's up to the block it just filled.
+  const int32_t bs = config_.block_size;
+  if (checkpoint_state && config_.prefix_caching && s.state != kNoState && num_computed_tokens > old_computed &&
+      num_computed_tokens % bs == 0 && s.num_hashed == num_computed_tokens / bs && s.tail != kNoBlock) {
+    const StateBuffer to = checkpoints_.add(s.tail, blocks_[s.tail].generation);
+    if (to != kNoState) pending_saves_.push_back({s.state, to});
+  }
   release_behind_windows(s, old_computed);
+}
+
+bool BlockManager::state_checkpoint_at(int32_t pos, int32_t num_prompt) const {
+  return checkpoint_points_.at(pos, num_prompt);
+}
+
+int32_t BlockManager::cut_at_state_checkpoint(int32_t start, int32_t n, int32_t num_prompt) const {
+  const int32_t next = checkpoint_points_.next(start, num_prompt);
+  return next > 0 && next - start < n ? next - start : n;
+}
+
+void BlockManager::drop_state_saves(std::span<const StateCopy> failed) {
+  for (const StateCopy& c : failed) checkpoints_.drop_buffer(c.dst);
 }
 
 void BlockManager::unhash(BlockId b) {
@@ -236,7 +294,8 @@ void BlockManager::unhash(BlockId b) {
   blk.parent = kNoBlock;
   blk.parent_generation = 0;
   blk.extra_id = 0;
-  ++blk.generation;  // children cached under this block no longer link to it
+  ++blk.generation;      // children cached under this block no longer link to it
+  checkpoints_.drop(b);  // nor can a lookup reach its state checkpoint
 }
 
 void BlockManager::record_events(bool on) {

@@ -183,20 +183,28 @@ KvPoolSize size_kv_pool(const KvPoolOptions& o) {
 
 namespace {
 
-int64_t slot_bytes(const StatePoolOptions& o) { return 2 * o.state_bytes; }
+// A slot is two buffers, and by default brings one checkpoint buffer.
+int64_t slot_bytes(const StatePoolOptions& o) { return (o.state_checkpoints < 0 ? 3 : 2) * o.state_bytes; }
+// --state-checkpoints N: that many buffers whatever the slots.
+int64_t fixed_checkpoint_bytes(const StatePoolOptions& o) {
+  return o.state_checkpoints > 0 ? o.state_checkpoints * o.state_bytes : 0;
+}
 
 }  // namespace
 
 int64_t state_pool_needs_bytes(const StatePoolOptions& o) {
   if (o.state_bytes <= 0) return 0;
-  return slot_bytes(o) * (o.state_slots > 0 ? o.state_slots : std::max<int64_t>(1, o.max_num_seqs));
+  return slot_bytes(o) * (o.state_slots > 0 ? o.state_slots : std::max<int64_t>(1, o.max_num_seqs)) +
+         fixed_checkpoint_bytes(o);
 }
 
 StatePoolSize size_state_pool(const StatePoolOptions& o) {
   if (o.state_slots < 0) fail<InvalidArgument>("--state-slots must be >= 0, got {}", o.state_slots);
+  if (o.state_checkpoints < -1)
+    fail<InvalidArgument>("--state-checkpoints must be >= 0 (or -1: one per slot), got {}", o.state_checkpoints);
   StatePoolSize r;
   if (o.state_bytes <= 0) return r;
-  const int64_t per_slot = slot_bytes(o);
+  const int64_t per_slot = slot_bytes(o), fixed = fixed_checkpoint_bytes(o);
   const std::string left =
       o.mem_left_bytes < 0 ? "" : format_bytes(std::max<int64_t>(0, o.mem_left_bytes)) + " " + o.mem_left_why;
   int64_t slots = 0;
@@ -204,21 +212,24 @@ StatePoolSize size_state_pool(const StatePoolOptions& o) {
   if (o.state_slots > 0) {
     slots = o.state_slots;
     source = fmt::format("--state-slots {}", slots);
-    if (o.mem_left_bytes >= 0 && slots * per_slot > o.mem_left_bytes)
-      fail<ResourceExhausted>("recurrent state: --state-slots {} x {} a slot = {} does not fit the {}: {}", slots,
-                              format_bytes(per_slot), format_bytes(slots * per_slot), left,
-                              fmt::format("give at most --state-slots {}", o.mem_left_bytes / per_slot));
+    if (o.mem_left_bytes >= 0 && slots * per_slot + fixed > o.mem_left_bytes)
+      fail<ResourceExhausted>(
+          "recurrent state: --state-slots {} x {} a slot{} = {} does not fit the {}: {}", slots, format_bytes(per_slot),
+          fixed > 0 ? fmt::format(" + {} of checkpoints", format_bytes(fixed)) : "",
+          format_bytes(slots * per_slot + fixed), left,
+          fmt::format("give at most --state-slots {}", std::max<int64_t>(0, o.mem_left_bytes - fixed) / per_slot));
   } else {
     slots = std::max<int64_t>(1, o.max_num_seqs);
     source = fmt::format("default: one a sequence, --max-num-seqs {}", o.max_num_seqs);
     if (o.mem_left_bytes >= 0) {
-      const int64_t share = int64_t(double(o.mem_left_bytes) * kDefaultKvShare) / per_slot;
+      const int64_t share = (int64_t(double(o.mem_left_bytes) * kDefaultKvShare) - fixed) / per_slot;
       if (share < 1)
         fail<ResourceExhausted>(
-            "not enough memory for the recurrent state: one slot takes {} (two buffers of {}), {:.0f}% of the {} is "
+            "not enough memory for the recurrent state: one slot takes {} ({} buffers of {}){}, {:.0f}% of the {} is "
             "{}",
-            format_bytes(per_slot), format_bytes(o.state_bytes), kDefaultKvShare * 100, left,
-            format_bytes(int64_t(double(o.mem_left_bytes) * kDefaultKvShare)));
+            format_bytes(per_slot), per_slot / o.state_bytes, format_bytes(o.state_bytes),
+            fixed > 0 ? fmt::format(" besides {} of checkpoints", format_bytes(fixed)) : "", kDefaultKvShare * 100,
+            left, format_bytes(int64_t(double(o.mem_left_bytes) * kDefaultKvShare)));
       if (share < slots) {
         source += fmt::format(", capped at what {:.0f}% of the {} holds", kDefaultKvShare * 100, left);
         slots = share;
@@ -226,12 +237,18 @@ StatePoolSize size_state_pool(const StatePoolOptions& o) {
     }
   }
   // Buffer ids are int32 (kv/types.h).
-  if (slots > INT32_MAX / 2 - 1) fail<InvalidArgument>("{} state slots are too many", slots);
+  const int64_t checkpoints = o.state_checkpoints < 0 ? slots : o.state_checkpoints;
+  if (slots > INT32_MAX / 4 - 1 || checkpoints > INT32_MAX / 4 - 1)
+    fail<InvalidArgument>("{} state slots and {} checkpoints are too many", slots, checkpoints);
   r.num_slots = int32_t(slots);
-  r.bytes = slots * per_slot;
-  r.summary =
-      fmt::format("recurrent state: {} slots x {} (two buffers of {}) = {} ({}), taken before the KV cache",
-                  r.num_slots, format_bytes(per_slot), format_bytes(o.state_bytes), format_bytes(r.bytes), source);
+  r.num_checkpoints = int32_t(checkpoints);
+  r.bytes = slots * 2 * o.state_bytes + checkpoints * o.state_bytes;
+  r.summary = fmt::format(
+      "recurrent state: {} slots x {} (two buffers of {}){} = {} ({}), taken before the KV cache", r.num_slots,
+      format_bytes(2 * o.state_bytes), format_bytes(o.state_bytes),
+      checkpoints > 0 ? fmt::format(" + {} prefix-cache checkpoints x {}", checkpoints, format_bytes(o.state_bytes))
+                      : ", no prefix-cache checkpoints",
+      format_bytes(r.bytes), source);
   return r;
 }
 

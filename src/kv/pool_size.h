@@ -69,9 +69,12 @@ KvPoolSize size_kv_pool(const KvPoolOptions& options);
 // KV pool: their memory comes out of what is left after the weights, and the
 // KV pool's default share is taken of the rest. The default is one slot per
 // running sequence (--max-num-seqs, vLLM's), capped at what kDefaultKvShare
-// of the memory left holds; --state-slots N asks for exactly N.
+// of the memory left holds; --state-slots N asks for exactly N. Prefix
+// caching's checkpoints come with them: one per slot by default, or
+// --state-checkpoints N (0: none).
 struct StatePoolOptions {
-  int64_t state_slots = 0;  // --state-slots; 0 = not given
+  int64_t state_slots = 0;         // --state-slots; 0 = not given
+  int64_t state_checkpoints = -1;  // --state-checkpoints; -1: one per slot (a third buffer each)
   int32_t max_num_seqs = 1;
   int64_t state_bytes = 0;      // one buffer (ModelConfig::state_bytes()); 0: the model keeps no state
   int64_t mem_left_bytes = -1;  // as KvPoolOptions: -1 unknown
@@ -79,9 +82,10 @@ struct StatePoolOptions {
 };
 
 struct StatePoolSize {
-  int32_t num_slots = 0;  // 0: the model keeps no state
-  int64_t bytes = 0;      // two buffers a slot
-  std::string summary;    // one line for the startup log; empty without state
+  int32_t num_slots = 0;        // 0: the model keeps no state
+  int32_t num_checkpoints = 0;  // prefix-cache checkpoint buffers (kv/state_checkpoints.h)
+  int64_t bytes = 0;            // two buffers a slot, and one per checkpoint
+  std::string summary;          // one line for the startup log; empty without state
 };
 
 // InvalidArgument for a negative count; ResourceExhausted, naming the

@@ -6,11 +6,13 @@
 
 namespace pagoda {
 
-StateStorage::StateStorage(const ModelConfig& cfg, int num_slots)
+StateStorage::StateStorage(const ModelConfig& cfg, int num_slots, int num_checkpoints)
     : num_slots_(num_slots),
+      num_checkpoints_(num_checkpoints),
       conv_floats_(size_t(cfg.delta_net.conv_state_floats())),
       layer_floats_(conv_floats_ + size_t(cfg.delta_net.matrix_state_floats())) {
   if (num_slots < 1) fail<InvalidArgument>("a recurrent state pool needs at least one slot, not {}", num_slots);
+  if (num_checkpoints < 0) fail<InvalidArgument>("{} state checkpoints", num_checkpoints);
   int n = 0;
   for (const LayerSpec& l : cfg.layers) index_.push_back(l.recurrent ? n++ : -1);
   if (n == 0) fail<InvalidArgument>("the model has no recurrent layers to keep state for");
@@ -18,8 +20,8 @@ StateStorage::StateStorage(const ModelConfig& cfg, int num_slots)
   try {
     data_ = ZeroPages<float>(buffer_floats_ * size_t(num_buffers()));
   } catch (const ResourceExhausted&) {
-    fail<ResourceExhausted>("cannot allocate the recurrent state: {} slots of 2 x {} MiB", num_slots,
-                            buffer_floats_ * sizeof(float) >> 20);
+    fail<ResourceExhausted>("cannot allocate the recurrent state: {} slots of 2 x {} MiB and {} checkpoints", num_slots,
+                            buffer_floats_ * sizeof(float) >> 20, num_checkpoints);
   }
 }
 

@@ -56,6 +56,11 @@ void StepBudget::take(int32_t start, int32_t n, bool prefill) {
   prefill_planned = prefill_planned || prefill;
 }
 
+int32_t Scheduler::chunk(const Sequence& seq, int32_t start, int32_t n) const {
+  // A hybrid's prompt checkpoints its state at block boundaries: some pass must end there.
+  return blocks_.cut_at_state_checkpoint(start, n, seq.num_prompt);
+}
+
 void Scheduler::insert_waiting(Sequence* seq) {
   auto at = std::upper_bound(waiting_.begin(), waiting_.end(), seq,
                              [](const Sequence* a, const Sequence* b) { return admission_before(*a, *b); });
@@ -98,7 +103,7 @@ bool Scheduler::schedule_running(Sequence* seq, int64_t step, StepPlan& plan, St
   const int32_t remaining = seq->num_tokens() - seq->num_computed;
   const int32_t n = seq->whole       ? budget.grant_whole(remaining, plan.num_tokens == 0)
                     : remaining == 1 ? std::min(1, budget.tokens)
-                                     : budget.grant(seq->num_computed, remaining);
+                                     : chunk(*seq, seq->num_computed, budget.grant(seq->num_computed, remaining));
   if (n <= 0) return true;
   // A step that failed earlier may have left the table sized for more tokens.
   const int32_t target = std::max(seq->num_computed + n, blocks_.num_tokens(seq->id));
@@ -147,7 +152,7 @@ bool Scheduler::try_admit(Sequence* seq, StepPlan& plan, StepBudget& budget, boo
   const int32_t want = seq->num_tokens() - prefix.num_tokens;
   const int32_t n = seq->whole  ? budget.grant_whole(want, plan.num_tokens == 0)
                     : want == 1 ? std::min(1, budget.tokens)
-                                : budget.grant(prefix.num_tokens, want);
+                                : chunk(*seq, prefix.num_tokens, budget.grant(prefix.num_tokens, want));
   if (n <= 0 || (whole_only && n < want)) return false;
   // A resumed sequence waits until its whole context fits, so it cannot
   // thrash: this step's blocks, then what it holds at its whole length
@@ -164,6 +169,7 @@ bool Scheduler::try_admit(Sequence* seq, StepPlan& plan, StepBudget& budget, boo
   AllocResult r = blocks_.allocate(seq->id, prefix.num_tokens + n, prefix, seq->max_len);
   if (!r) return false;
   plan.copies.insert(plan.copies.end(), r.copies.begin(), r.copies.end());
+  plan.state_copies.insert(plan.state_copies.end(), r.state_copies.begin(), r.state_copies.end());
   seq->num_computed = prefix.num_tokens;
   if (!resumed) seq->num_cached = prefix.num_tokens;
   seq->state = SeqState::prefill;

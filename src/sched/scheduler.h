@@ -95,8 +95,9 @@ struct ScheduledSeq {
 
 struct StepPlan {
   std::vector<ScheduledSeq> scheduled;
-  std::vector<BlockCopy> copies;     // copy-on-write: before the forward pass
-  std::vector<Sequence*> preempted;  // preempted by this step's planning
+  std::vector<BlockCopy> copies;        // copy-on-write: before the forward pass
+  std::vector<StateCopy> state_copies;  // hybrid prefix hits: state checkpoints, before the forward pass
+  std::vector<Sequence*> preempted;     // preempted by this step's planning
   int32_t num_tokens = 0;
   StepShape shape;            // the cost model's features of the plan
   double predicted_s = 0;     // the cost model's time for the plan; 0: unknown
@@ -153,6 +154,8 @@ class Scheduler {
 
  private:
   bool schedule_running(Sequence* seq, int64_t step, StepPlan& plan, StepBudget& budget);
+  // A prefill chunk of n tokens from `start`, cut where the block manager checkpoints state.
+  int32_t chunk(const Sequence& seq, int32_t start, int32_t n) const;
   // whole_only: only if the whole remaining prompt fits this step.
   bool try_admit(Sequence* seq, StepPlan& plan, StepBudget& budget, bool whole_only = false);
   // whole_only: admits the queue's head while it fits whole, passing no one.

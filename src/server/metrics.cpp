@@ -45,10 +45,21 @@ std::string render_metrics(const EngineStats& s, const ServerFigures& f) {
   counter(out, "pagoda_prefix_cache_queries_total", s.prefix_queries, "Prompt tokens looked up in the prefix cache.");
   counter(out, "pagoda_prefix_cache_hits_total", s.prefix_hits, "Prompt tokens served by the prefix cache.");
   gauge(out, "pagoda_prefix_caching_enabled", s.prefix_caching ? 1 : 0,
-        "1 when prefix caching is on; 0 when off by --no-prefix-caching or for a model that keeps recurrent state.");
+        "1 when prefix caching is on; 0 when off by --no-prefix-caching, or for a model that keeps recurrent state "
+        "with --state-checkpoints 0.");
   gauge(out, "pagoda_state_slots_total", s.state_slots_total,
         "Recurrent-state slots of a hybrid model, one per running sequence at most (0: the model keeps no state).");
   gauge(out, "pagoda_state_slots_used", s.state_slots_used, "Recurrent-state slots held by live requests.");
+  gauge(out, "pagoda_state_checkpoints_total", s.state_checkpoints_total,
+        "A hybrid model's prefix caching: buffers for the recurrent state at a cached prefix's end (0: none).");
+  gauge(out, "pagoda_state_checkpoints_used", s.state_checkpoints_used,
+        "State checkpoints holding a cached prefix's recurrent state.");
+  counter(out, "pagoda_state_checkpoint_saves_total", s.state_checkpoint_saves,
+          "Recurrent states of prompt prefixes saved as checkpoints.");
+  counter(out, "pagoda_state_checkpoint_hits_total", s.state_checkpoint_hits,
+          "Requests that started from a state checkpoint (a hybrid model's prefix-cache hits).");
+  counter(out, "pagoda_state_checkpoint_evictions_total", s.state_checkpoint_evictions,
+          "State checkpoints evicted for newer ones (least recently used first).");
   counter(out, "pagoda_num_preemptions_total", s.preemptions, "Sequences preempted (recomputed later).");
   gauge(out, "pagoda_moe_last_step_experts", s.last_step_experts,
         "Mixture of experts: experts the last forward pass ran, summed over its layers (0: a dense model).");

@@ -80,16 +80,18 @@ class FakeRunner : public ModelRunner {
  public:
   // windows: the KV groups' (kv/kv_groups.h); group 0 must attend to
   // everything, as the fake predicts from the whole past.
-  // state_slots > 0: recurrent mode (see above).
+  // state_slots > 0: recurrent mode (see above), with state_checkpoints
+  // buffers after the slots' (prefix caching).
   FakeRunner(int32_t vocab, int32_t num_blocks, int32_t block_size, int32_t context, std::vector<int32_t> windows = {0},
-             int32_t state_slots = 0)
+             int32_t state_slots = 0, int32_t state_checkpoints = 0)
       : vocab_(vocab),
         block_size_(block_size),
         context_(context),
         windows_(std::move(windows)),
         slots_(size_t(num_blocks) * block_size, -1),
         state_slots_(state_slots),
-        states_(size_t(2 * state_slots), {kFakeStateZero, -1}) {
+        state_checkpoints_(state_checkpoints),
+        states_(size_t(2 * state_slots + state_checkpoints), {kFakeStateZero, -1}) {
     if (windows_.empty() || windows_[0] != 0) throw std::logic_error("fake model: group 0 must attend to everything");
   }
 
@@ -103,6 +105,7 @@ class FakeRunner : public ModelRunner {
         slots_[size_t(c.dst) * block_size_ + i] = slots_[size_t(c.src) * block_size_ + i];
   }
   int32_t state_slots() const override { return state_slots_; }
+  int32_t state_checkpoints() const override { return state_checkpoints_; }
   Pooling pooling() const override { return pooling_; }
   int32_t output_width() const override { return pooling_ == Pooling::none ? vocab_ : kFakeHidden; }
   void set_pooling(Pooling p) { pooling_ = p; }
@@ -111,7 +114,7 @@ class FakeRunner : public ModelRunner {
   void copy_states(std::span<const StateCopy> copies) override {
     for (const auto& c : copies) {
       state_copies_made += 1;
-      if (!valid_buffer(c.src) || !valid_buffer(c.dst) || c.src == c.dst || states_[size_t(c.src)].len < 0) {
+      if (!valid_copy_buffer(c.src) || !valid_copy_buffer(c.dst) || c.src == c.dst || states_[size_t(c.src)].len < 0) {
         ++state_errors;
         continue;
       }
@@ -182,7 +185,9 @@ class FakeRunner : public ModelRunner {
     uint64_t hash = kFakeStateZero;
     int32_t len = -1;  // tokens folded in; -1: never written
   };
+  // A pass reads and writes slots' buffers only; copies reach the checkpoints too.
   bool valid_buffer(StateBuffer b) const { return b >= 0 && b < 2 * state_slots_; }
+  bool valid_copy_buffer(StateBuffer b) const { return b >= 0 && size_t(b) < states_.size(); }
 
   void run_states(const Batch& batch, std::vector<uint64_t>& token_state) {
     const int n = batch.num_sequences();
@@ -240,8 +245,8 @@ class FakeRunner : public ModelRunner {
   int32_t vocab_, block_size_, context_;
   std::vector<int32_t> windows_;
   std::vector<int32_t> slots_;
-  int32_t state_slots_ = 0;
-  std::vector<State> states_;  // per state buffer: 2 per slot
+  int32_t state_slots_ = 0, state_checkpoints_ = 0;
+  std::vector<State> states_;  // per state buffer: 2 per slot, then the checkpoints
   Pooling pooling_ = Pooling::none;
   bool causal_ = true;
 };

@@ -103,6 +103,7 @@ struct CostedRunner : ModelRunner {
   std::vector<int32_t> kv_group_windows() const override { return inner->kv_group_windows(); }
   void copy_blocks(std::span<const BlockCopy> copies) override { inner->copy_blocks(copies); }
   int32_t state_slots() const override { return inner->state_slots(); }
+  int32_t state_checkpoints() const override { return inner->state_checkpoints(); }
   Pooling pooling() const override { return inner->pooling(); }
   bool causal() const override { return inner->causal(); }
   int32_t output_width() const override { return inner->output_width(); }
@@ -153,7 +154,7 @@ struct Sim {
   // then has as many blocks a group as the one-group pool's 24 allow for
   // sequences at rest. state_slots > 0: a hybrid model (fake_runner.h).
   Sim(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t> windows = {}, int32_t state_slots = 0,
-      Pooling pooling = Pooling::none, bool causal = true)
+      Pooling pooling = Pooling::none, bool causal = true, int32_t state_checkpoints = 0)
       : rng(uint32_t(seed)), pooling(pooling), causal(causal) {
     cfg.paged = paged;
     cfg.block_size = 4;
@@ -169,10 +170,11 @@ struct Sim {
     cfg.faults = FaultSpec{.forward = 0.02, .oom = 0.02, .alloc = 0.02, .poison = 0.02, .seed = seed};
     cfg.audit_every_step = true;
     cfg.log_interval_s = 0;
+    cfg.state_checkpoint_interval = 8;  // two blocks: most prompts cut at a checkpoint or two
     clock = std::make_shared<ManualClock>();
     const int32_t pool = windows.empty() ? 24 : 48;
     if (windows.empty()) windows = {0};
-    auto model = std::make_unique<testing::FakeRunner>(kVocab, pool, 4, 80, windows, state_slots);
+    auto model = std::make_unique<testing::FakeRunner>(kVocab, pool, 4, 80, windows, state_slots, state_checkpoints);
     fake = model.get();
     model->set_pooling(pooling);
     model->set_causal(causal);
@@ -436,13 +438,14 @@ void check_constrained_outputs(Sim& sim) {
 class EngineSimulation : public ::testing::TestWithParam<std::tuple<uint64_t, bool, double>> {};
 
 void simulate(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t> windows = {}, int32_t state_slots = 0,
-              Pooling pooling = Pooling::none, bool causal = true) {
+              Pooling pooling = Pooling::none, bool causal = true, int32_t state_checkpoints = 0) {
   using ::testing::Test;
   spdlog::set_level(spdlog::level::err);
   const bool grouped = !windows.empty();
   const bool hybrid = state_slots > 0;
   const bool pooled = pooling != Pooling::none;
-  Sim sim(seed, paged, max_step_ms, std::move(windows), state_slots, pooling, causal);
+  Sim sim(seed, paged, max_step_ms, std::move(windows), state_slots, pooling, causal, state_checkpoints);
+  const bool caching = !hybrid || state_checkpoints > 0;  // a hybrid caches prefixes only with state checkpoints
   int64_t last_progress = 0, stalled = 0, capped = 0;
   for (int step = 0; step < 20000; ++step) {
     if (step == 7000 || step == 14000) sim.runner->change();  // the machine changes under the engine
@@ -484,7 +487,7 @@ void simulate(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t
   EXPECT_EQ(sim.core->blocks().num_free_slots(), state_slots);
   const auto& st = sim.core->stats();
   EXPECT_EQ(st.state_slots_used, 0);
-  EXPECT_EQ(st.prefix_caching, !hybrid);
+  EXPECT_EQ(st.prefix_caching, caching);
   EXPECT_EQ(sim.fake->state_errors, 0);
   EXPECT_EQ(st.requests_received, int64_t(sim.records.size()));
   EXPECT_EQ(st.requests_received, st.requests_finished());
@@ -516,18 +519,24 @@ void simulate(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t
     return;
   }
   EXPECT_GT(st.finished_length, 0);
-  if (hybrid) {
-    EXPECT_EQ(st.prefix_hits, 0);  // prefix caching is off for a model that keeps recurrent state
-    EXPECT_GT(sim.fake->state_copies_made, 0) << "no fork copied a state";
-  } else {
+  if (hybrid) EXPECT_GT(sim.fake->state_copies_made, 0) << "no fork copied a state";
+  if (caching) {
     EXPECT_GT(st.prefix_hits, 0);
+  } else {
+    EXPECT_EQ(st.prefix_hits, 0);  // prefix caching is off for a model that keeps recurrent state
+  }
+  if (hybrid && caching) {
+    // Checkpoints were saved, restored (a wrong one would show in state_errors) and evicted.
+    EXPECT_GT(st.state_checkpoint_saves, 100);
+    EXPECT_GT(st.state_checkpoint_hits, 20);
+    EXPECT_GT(st.state_checkpoint_evictions, 0);
   }
   // The time budget really capped steps (and never with --max-step-ms 0).
   if (max_step_ms != 0)
     EXPECT_GT(capped, 1000);
   else
     EXPECT_EQ(capped, 0);
-  if (!hybrid) {  // no prefix cache: no KV events to refuse
+  if (caching) {  // no prefix cache: no KV events to refuse
     EXPECT_GT(sim.events->refused, 0);
     EXPECT_GT(sim.events->resyncs, 1);  // the first batch, then after refusals
   }
@@ -589,12 +598,14 @@ INSTANTIATE_TEST_SUITE_P(Seeds, EngineSimulationWindows,
                          });
 
 // A hybrid model: 4 state slots for --max-num-seqs 6, so the slot pool
-// binds as often as the KV pool; (seed, paged).
-class EngineSimulationHybrid : public ::testing::TestWithParam<std::tuple<uint64_t, bool>> {};
+// binds as often as the KV pool; prefix caching keeps 3 state checkpoints
+// (fewer than the prefixes in use: they are evicted), or none and is off;
+// (seed, paged, checkpoints).
+class EngineSimulationHybrid : public ::testing::TestWithParam<std::tuple<uint64_t, bool, int32_t>> {};
 
 TEST_P(EngineSimulationHybrid, InvariantsHoldAndEverySlotIsBack) {
-  const auto [seed, paged] = GetParam();
-  simulate(seed, paged, SchedulerConfig::kAutoStepMs, {}, /*state_slots=*/4);
+  const auto [seed, paged, checkpoints] = GetParam();
+  simulate(seed, paged, SchedulerConfig::kAutoStepMs, {}, /*state_slots=*/4, Pooling::none, true, checkpoints);
 }
 
 // An embedding model, each pooling; (seed, paged, pooling).
@@ -633,11 +644,13 @@ INSTANTIATE_TEST_SUITE_P(Seeds, EngineSimulationPooling,
                          });
 
 INSTANTIATE_TEST_SUITE_P(Seeds, EngineSimulationHybrid,
-                         ::testing::Values(std::tuple<uint64_t, bool>{8, true}, std::tuple<uint64_t, bool>{9, true},
-                                           std::tuple<uint64_t, bool>{10, false}),
+                         ::testing::Values(std::tuple<uint64_t, bool, int32_t>{8, true, 3},
+                                           std::tuple<uint64_t, bool, int32_t>{9, true, 3},
+                                           std::tuple<uint64_t, bool, int32_t>{10, false, 3},
+                                           std::tuple<uint64_t, bool, int32_t>{17, true, 0}),
                          [](const auto& info) {
-                           return fmt::format("seed{}_{}", std::get<0>(info.param),
-                                              std::get<1>(info.param) ? "paged" : "reserve");
+                           return fmt::format("seed{}_{}_{}checkpoints", std::get<0>(info.param),
+                                              std::get<1>(info.param) ? "paged" : "reserve", std::get<2>(info.param));
                          });
 
 }  // namespace

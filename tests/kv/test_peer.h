@@ -8,6 +8,15 @@
 namespace pagoda {
 
 struct BlockManagerTestPeer {
+  // kCheckpoints: the first held checkpoint claims a generation its block never had.
+  static void age_checkpoint(BlockManager& m) {
+    for (auto& e : m.checkpoints_.entries_)
+      if (e.block != kNoBlock) {
+        ++e.generation;
+        return;
+      }
+  }
+
   // kTableEntries: the sequence's table holds its first block a second time
   // (refcount and token count follow, so nothing else is off).
   static void duplicate_first_entry(BlockManager& m, SeqId id) {

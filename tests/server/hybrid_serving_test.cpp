@@ -6,7 +6,10 @@
 //    (bisect-and-retry) are the same text as each request served alone: a
 //    state was never folded twice, skipped, or read from another sequence;
 //  - `pagoda loadgen` with clients hanging up while waiting and mid-stream,
-//    bad input and faults: every request ends, and no slot or block is left.
+//    bad input and faults: every request ends, and no slot or block is left;
+//  - prefix caching through state checkpoints: a repeated prompt, and one
+//    that shares a prefix with it, start from a checkpoint and give the text
+//    a server without checkpoints gives.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -65,10 +68,11 @@ TEST_F(ServerHybrid, GreedyTextThroughACrowdAndFaultsIsTheTextServedAlone) {
     EXPECT_EQ(server.stop(), 0);
   }
   // 16 blocks of 16 tokens for 12 requests of ~55 tokens each (4 blocks);
-  // 3 state slots, so at most 3 run at once and the rest queue.
+  // 3 state slots, so at most 3 run at once and the rest queue; prefix
+  // caching off (the loadgen test below serves with it).
   ServerProcess server({"-m", model_, "--kv-cache-tokens", "256", "--max-model-len", "128", "--kv-headroom-per-seq",
-                        "0", "--state-slots", "3", "--max-num-seqs", "8", "--inject-faults", "forward=0.05,seed=5",
-                        "--audit-every-step"});
+                        "0", "--state-slots", "3", "--max-num-seqs", "8", "--state-checkpoints", "0", "--inject-faults",
+                        "forward=0.05,seed=5", "--audit-every-step"});
   std::vector<std::future<HttpResponse>> replies;
   for (int i = 0; i < n; ++i)
     replies.push_back(std::async(std::launch::async, [&, i] { return complete(server.port(), i); }));
@@ -89,7 +93,8 @@ TEST_F(ServerHybrid, GreedyTextThroughACrowdAndFaultsIsTheTextServedAlone) {
     return engine_idle(server.port()) && m.at("pagoda_state_slots_used") == 0;
   }));
   EXPECT_EQ(m.at("pagoda_state_slots_total"), 3);
-  EXPECT_EQ(m.at("pagoda_prefix_caching_enabled"), 0);
+  EXPECT_EQ(m.at("pagoda_prefix_caching_enabled"), 0);  // no state checkpoints: no prefix caching
+  EXPECT_EQ(m.at("pagoda_state_checkpoints_total"), 0);
   EXPECT_GT(m.at("pagoda_num_preemptions_total"), 0);  // the pressure was real
   EXPECT_EQ(http_get(server.port(), "/health").status, 200);
   EXPECT_EQ(server.stop(), 0);
@@ -120,9 +125,61 @@ TEST_F(ServerHybrid, HangUpsBadInputAndFaultsLeaveNoSlotOrBlock) {
       10s));
   EXPECT_EQ(m.at("pagoda_kv_blocks_used"), 0);
   EXPECT_EQ(m.at("pagoda_state_slots_used"), 0);
+  EXPECT_EQ(m.at("pagoda_prefix_caching_enabled"), 1);  // state checkpoints, one a slot
+  EXPECT_EQ(m.at("pagoda_state_checkpoints_total"), 6);
   EXPECT_GT(failures(m, "error"), 0);
   EXPECT_GT(failures(m, "abort"), 0);
   EXPECT_EQ(http_get(server.port(), "/health").status, 200);
+  EXPECT_EQ(server.stop(), 0);
+}
+
+HttpResponse complete_text(uint16_t port, const std::string& text) {
+  return http_post(port, "/v1/completions",
+                   {{"prompt", text}, {"max_tokens", 24}, {"ignore_eos", true}, {"temperature", 0}});
+}
+
+TEST_F(ServerHybrid, PrefixHitsStartFromStateCheckpointsWithTheSameText) {
+  std::string shared;  // ~120 tokens, several checkpoint intervals of 32
+  for (int i = 0; i < 12; ++i) shared += "The little fox ran far. ";
+  const std::vector<std::string> prompts = {shared + "Then it slept.", shared + "Then it slept.",
+                                            shared + "But the moon rose over the hill."};
+  std::vector<std::string> want;
+  {
+    ServerProcess server({"-m", model_, "--state-checkpoints", "0", "--audit-every-step"});
+    for (const auto& p : prompts) {
+      const HttpResponse r = complete_text(server.port(), p);
+      ASSERT_EQ(r.status, 200) << r.body;
+      want.push_back(r.json()["choices"][0]["text"]);
+    }
+    const PromMetrics m = metrics(server.port());
+    EXPECT_EQ(m.at("pagoda_prefix_caching_enabled"), 0);
+    EXPECT_EQ(server.stop(), 0);
+  }
+  ServerProcess server({"-m", model_, "--state-checkpoint-interval", "32", "--audit-every-step"});
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const HttpResponse r = complete_text(server.port(), prompts[i]);
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json body = r.json();
+    const json& usage = body["usage"];
+    const int cached = usage["prompt_tokens_details"]["cached_tokens"];
+    EXPECT_EQ(body["choices"][0]["text"], want[i]) << "prompt " << i;
+    if (i == 0) {
+      EXPECT_EQ(cached, 0);
+    } else {
+      // The repeat from its last block boundary, the other from the shared checkpoints'.
+      EXPECT_GE(cached, 96) << "prompt " << i << ": " << usage.dump();
+      EXPECT_LT(cached, usage["prompt_tokens"].get<int>());
+    }
+  }
+  PromMetrics m;
+  EXPECT_TRUE(eventually([&] {
+    m = metrics(server.port());
+    return engine_idle(server.port()) && m.at("pagoda_state_slots_used") == 0;
+  }));
+  EXPECT_EQ(m.at("pagoda_prefix_caching_enabled"), 1);
+  EXPECT_EQ(m.at("pagoda_state_checkpoint_hits_total"), 2);
+  EXPECT_GE(m.at("pagoda_state_checkpoint_saves_total"), 4);
+  EXPECT_GT(m.at("pagoda_state_checkpoints_used"), 0);
   EXPECT_EQ(server.stop(), 0);
 }
 
