@@ -73,8 +73,7 @@ void GgufWriter::set(const std::string& key, Value v) {
   metadata_.emplace_back(key, std::move(v));
 }
 
-void GgufWriter::add_tensor(const std::string& name, TensorType type, std::vector<uint64_t> shape,
-                            std::vector<uint8_t> bytes) {
+uint64_t GgufWriter::checked_size(const std::string& name, TensorType type, const std::vector<uint64_t>& shape) const {
   const auto info = tensor_type_info(uint32_t(type));
   if (!info) fail<InvalidArgument>("gguf writer: tensor '{}' has an unknown type", name);
   if (shape.empty() || shape.size() > 4)
@@ -84,12 +83,37 @@ void GgufWriter::add_tensor(const std::string& name, TensorType type, std::vecto
   if (shape[0] % info->block_elems != 0)
     fail<InvalidArgument>("gguf writer: tensor '{}' row length {} is not a multiple of {}", name, shape[0],
                           info->block_elems);
-  if (bytes.size() != n / info->block_elems * info->block_bytes)
-    fail<InvalidArgument>("gguf writer: tensor '{}' has {} bytes, its shape needs {}", name, bytes.size(),
-                          n / info->block_elems * info->block_bytes);
   for (const auto& t : tensors_)
     if (t.name == name) fail<InvalidArgument>("gguf writer: duplicate tensor '{}'", name);
-  tensors_.push_back({name, type, std::move(shape), std::move(bytes)});
+  return n / info->block_elems * info->block_bytes;
+}
+
+void GgufWriter::add_tensor(const std::string& name, TensorType type, std::vector<uint64_t> shape,
+                            std::vector<uint8_t> bytes) {
+  const uint64_t size = checked_size(name, type, shape);
+  if (bytes.size() != size)
+    fail<InvalidArgument>("gguf writer: tensor '{}' has {} bytes, its shape needs {}", name, bytes.size(), size);
+  tensors_.push_back({name, type, std::move(shape), size, std::move(bytes), nullptr});
+}
+
+void GgufWriter::add_tensor(const std::string& name, TensorType type, std::vector<uint64_t> shape, Producer produce) {
+  const uint64_t size = checked_size(name, type, shape);
+  tensors_.push_back({name, type, std::move(shape), size, {}, std::move(produce)});
+}
+
+void GgufWriter::each_data(const std::function<void(std::span<const uint8_t>, uint64_t)>& f) const {
+  for (const auto& t : tensors_) {
+    const uint64_t padding = padded(t.size) - t.size;
+    if (!t.produce) {
+      f(t.bytes, padding);
+      continue;
+    }
+    const std::vector<uint8_t> made = t.produce();
+    if (made.size() != t.size)
+      fail<InvalidArgument>("gguf writer: tensor '{}' was made with {} bytes, its shape needs {}", t.name, made.size(),
+                            t.size);
+    f(made, padding);
+  }
 }
 
 void GgufWriter::add_f32_tensor(const std::string& name, std::vector<uint64_t> shape,
@@ -118,7 +142,7 @@ std::vector<uint8_t> GgufWriter::header_bytes() const {
     for (uint64_t d : t.shape) o.put<uint64_t>(d);
     o.put<uint32_t>(uint32_t(t.type));
     o.put<uint64_t>(offset);
-    offset += padded(t.bytes.size());
+    offset += padded(t.size);
   }
   o.pad_to(alignment_);
   return o.buf;
@@ -140,15 +164,16 @@ std::vector<GgufWriter> GgufWriter::split(int parts) const {
 
 std::vector<uint8_t> GgufWriter::to_bytes() const {
   std::vector<uint8_t> out = header_bytes();
-  for (const auto& t : tensors_) {
-    out.insert(out.end(), t.bytes.begin(), t.bytes.end());
-    out.resize(out.size() + padded(t.bytes.size()) - t.bytes.size(), 0);
-  }
+  each_data([&](std::span<const uint8_t> bytes, uint64_t padding) {
+    out.insert(out.end(), bytes.begin(), bytes.end());
+    out.resize(out.size() + padding, 0);
+  });
   return out;
 }
 
-// Streams the tensors straight from their buffers: a model's weights are not
-// copied into one file-sized buffer first (a 1B-parameter F16 model is 2.2 GB).
+// Streams the tensors straight from their buffers (or producers, one at a
+// time): a model's weights are not copied into one file-sized buffer first
+// (a 1B-parameter F16 model is 2.2 GB).
 void GgufWriter::write(const std::string& path) const {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   if (!f) fail("cannot write {}", path);
@@ -156,10 +181,10 @@ void GgufWriter::write(const std::string& path) const {
   const auto header = header_bytes();
   put(header.data(), header.size());
   const std::vector<uint8_t> zeros(alignment_, 0);
-  for (const auto& t : tensors_) {
-    put(t.bytes.data(), t.bytes.size());
-    put(zeros.data(), padded(t.bytes.size()) - t.bytes.size());
-  }
+  each_data([&](std::span<const uint8_t> bytes, uint64_t padding) {
+    put(bytes.data(), bytes.size());
+    put(zeros.data(), padding);
+  });
   f.flush();
   if (!f) fail("error writing {}", path);
 }

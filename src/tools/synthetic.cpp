@@ -32,21 +32,40 @@ class Filler {
     }
     return v;
   }
+  // This generator where it is now, and this one moved past the next n
+  // values: the copy makes them later (one step of the counter a value).
+  Filler take(size_t n) {
+    Filler now = *this;
+    state_ += 0x9E3779B97F4A7C15ull * uint64_t(n);
+    return now;
+  }
 
  private:
   uint64_t state_;
 };
 
+// A matrix's values are made and quantized when the file is written, so a
+// model larger than memory is written one tensor at a time; the values are
+// those the filler would have given here.
+void add_lazy(GgufWriter& w, Filler& fill, const std::string& name, std::vector<uint64_t> shape, float spread,
+              TensorType type) {
+  size_t n = 1;
+  for (uint64_t d : shape) n *= size_t(d);
+  w.add_tensor(name, type, std::move(shape), [from = fill.take(n), n, spread, type] {
+    Filler f = from;
+    const auto values = f.values(n, 0.0f, spread);
+    return quantize(type, values.data(), values.size());
+  });
+}
+
 void add_matrix(GgufWriter& w, Filler& fill, const std::string& name, int rows, int cols, TensorType type) {
   // Scaled so activations keep unit size through the layers.
-  const auto values = fill.values(size_t(rows) * cols, 0.0f, std::sqrt(3.0f / float(cols)));
-  w.add_tensor(name, type, {uint64_t(cols), uint64_t(rows)}, quantize(type, values.data(), values.size()));
+  add_lazy(w, fill, name, {uint64_t(cols), uint64_t(rows)}, std::sqrt(3.0f / float(cols)), type);
 }
 
 // n matrices of rows x cols as one 3-D tensor (the experts' layout).
 void add_matrices(GgufWriter& w, Filler& fill, const std::string& name, int n, int rows, int cols, TensorType type) {
-  const auto values = fill.values(size_t(n) * rows * cols, 0.0f, std::sqrt(3.0f / float(cols)));
-  w.add_tensor(name, type, {uint64_t(cols), uint64_t(rows), uint64_t(n)}, quantize(type, values.data(), values.size()));
+  add_lazy(w, fill, name, {uint64_t(cols), uint64_t(rows), uint64_t(n)}, std::sqrt(3.0f / float(cols)), type);
 }
 
 void add_norm(GgufWriter& w, Filler& fill, const std::string& name, int n) {
@@ -233,9 +252,10 @@ SyntheticModelSpec benchmark_shape(const std::string& name) {
     s.n_embd = 768, s.n_ff = 2048, s.n_layer = 12, s.n_head = 12, s.n_head_kv = 4;
   } else if (name == "1b") {
     s.n_embd = 2048, s.n_ff = 5632, s.n_layer = 22, s.n_head = 32, s.n_head_kv = 4;
-  } else if (name == "30b-a3b") {
+  } else if (name == "30b-a3b" || name == "30b-a3b-full") {
     s.arch = "qwen3moe";
-    s.n_embd = 2048, s.n_ff = 6144, s.n_layer = 8, s.n_head = 32, s.n_head_kv = 4, s.head_dim = 128;
+    s.n_embd = 2048, s.n_ff = 6144, s.n_layer = name == "30b-a3b" ? 8 : 48, s.n_head = 32, s.n_head_kv = 4;
+    s.head_dim = 128;
     s.n_expert = 128, s.n_expert_used = 8, s.n_ff_expert = 768;
   } else if (name == "gpt-oss-20b") {
     // gpt-oss-20b's layers, 4 of its 24: 32 experts of 2880 (4 a token),
@@ -258,7 +278,9 @@ SyntheticModelSpec benchmark_shape(const std::string& name) {
     }
   } else {
     fail<InvalidArgument>(
-        "unknown model shape '{}' (10m, 100m, 1b, 30b-a3b, gpt-oss-20b, 10m-hybrid, 9b-hybrid, 35b-a3b-hybrid)", name);
+        "unknown model shape '{}' (10m, 100m, 1b, 30b-a3b, 30b-a3b-full, gpt-oss-20b, 10m-hybrid, 9b-hybrid, "
+        "35b-a3b-hybrid)",
+        name);
   }
   return s;
 }
@@ -313,9 +335,7 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
   const bool pre = c.pre_norms(), post = c.post_norms(), layer_norm = c.norm_kind == NormKind::Layer;
   const bool bert = s.arch == "bert";  // every bias
   // Embeddings uniform in [-1, 1]: rows of unit-ish size.
-  const auto emb = fill.values(size_t(s.n_vocab) * E, 0.0f, 1.0f);
-  w.add_tensor("token_embd.weight", s.type, {uint64_t(E), uint64_t(s.n_vocab)},
-               quantize(s.type, emb.data(), emb.size()));
+  add_lazy(w, fill, "token_embd.weight", {uint64_t(E), uint64_t(s.n_vocab)}, 1.0f, s.type);
   if (c.output_norm) add_norm(w, fill, "output_norm.weight", E);
   if (!s.tied_embeddings) add_matrix(w, fill, "output.weight", s.n_vocab, E, s.type);
   auto bias = [&](const std::string& name, int n) {
