@@ -7,12 +7,18 @@
 // (tests/testing/llama_cpp), loaded with dlopen (testing/llama_oracle.h), with its own defaults.
 //
 //   build/bench_llama_cpp_compare [--threads N] [--rounds R] [--models a,b] [--ftypes Q4_K_M,Q5_K_M] [--dir D]
-//                                 [--prompt 512]
+//                                 [--prompt 512] [--files A.gguf,B.gguf [--mapped]]
+// --files times files made elsewhere (a model too large to write in F16 and
+// quantize here) instead; --mapped leaves Pagoda's weights in the file's
+// map, as `pagoda serve` does when a copy would not fit. Each engine also
+// reports its first token: from the start of the load, the file dropped from
+// the page cache first, to the logits of a 16-token prompt.
 // Prints each round, then the medians and the ratios: Pagoda / llama.cpp per
 // case, and each case / the first for Pagoda (for the architectures, the
 // cost of their pieces at equal weight bytes; for the formats, against
 // Q4_K_M). CI runs it with --benchmark_min_time (as every bench_* binary):
 // then 10M-shaped models, one round, a short prompt, so it never rots.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -58,11 +64,38 @@ SyntheticModelSpec spec_of(const std::string& arch, bool quick) {
   return s;
 }
 
+// The file's pages out of the page cache, so a load reads it from the disk.
+void drop_from_page_cache(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return;
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+// Pagoda serving a file from its map at once: the load, then a 16-token prompt's logits.
+double pagoda_first_token_s(const std::string& path, int threads) {
+  const auto t0 = Clock::now();
+  const auto model = Model::load(path, Residency::kMapped);
+  ThreadPool pool(threads);
+  std::unique_ptr<StateStorage> states;
+  if (model->config().n_recurrent_layers() > 0) states = std::make_unique<StateStorage>(model->config(), 1);
+  KvStorage kv(model->config(), 1, 16);
+  Batch batch;
+  const std::vector<int32_t> table = {0};
+  batch.add_sequence(table);
+  for (int p = 0; p < 16; ++p) batch.add(int32_t(3 + p * 7919 % (model->config().n_vocab - 3)), 0, p, p == 15);
+  if (states) batch.set_state(0, kNoState, 0);
+  std::vector<float> logits;
+  model->forward(batch, kv, pool, logits, states.get());
+  return seconds_since(t0);
+}
+
 // Pagoda's forward pass, through Model directly: one n_prompt batch
 // (after an untimed one), then n_gen single-token steps after an untimed one,
 // each on empty KV.
-testing::LlamaOracle::Speed pagoda_speed(const std::string& path, int threads, int n_prompt, int n_gen) {
-  const auto model = Model::load(path, Residency::kInMemory);
+testing::LlamaOracle::Speed pagoda_speed(const std::string& path, int threads, int n_prompt, int n_gen,
+                                         Residency residency) {
+  const auto model = Model::load(path, residency);
   ThreadPool pool(threads);
   // A hybrid's recurrent state: one slot, its first buffer written by each pass from zeros or read by the next.
   std::unique_ptr<StateStorage> states;
@@ -125,7 +158,8 @@ double median(std::vector<double> v) {
 }
 
 int run(int argc, char** argv) {
-  bool quick = false;
+  bool quick = false, mapped = false;
+  std::vector<std::string> given;
   int threads = std::max(1, int(sysconf(_SC_NPROCESSORS_ONLN))), rounds = 3, n_prompt_arg = 0;
   std::vector<std::string> archs = {"llama", "qwen3", "gemma3"}, ftypes = {"Q4_K_M"};
   fs::path dir = fs::temp_directory_path() / fmt::format("pagoda-vs-llama-{}", getpid());
@@ -142,6 +176,10 @@ int run(int argc, char** argv) {
       dir = value();
     } else if (a == "--prompt") {
       n_prompt_arg = std::stoi(value());
+    } else if (a == "--files") {
+      given = split_list(value());
+    } else if (a == "--mapped") {
+      mapped = true;
     } else if (a == "--models") {
       archs = split_list(value());
     } else if (a == "--ftypes") {
@@ -160,12 +198,16 @@ int run(int argc, char** argv) {
   }
   if (quick) rounds = 1;
   const int n_prompt = n_prompt_arg > 0 ? n_prompt_arg : quick ? 64 : 512, n_gen = quick ? 8 : 128;
-  fs::create_directories(dir);
+  if (given.empty()) fs::create_directories(dir);
   auto& llama_cpp = testing::LlamaOracle::get();
   // Each case: an architecture in a file type, quantized from the same F16 file.
   std::vector<std::string> cases;
   std::map<std::string, std::string> files;
-  for (const auto& arch : archs) {
+  for (const auto& f : given) {
+    cases.push_back(fs::path(f).filename().string());
+    files[cases.back()] = f;
+  }
+  for (const auto& arch : given.empty() ? archs : std::vector<std::string>{}) {
     const fs::path f16 = dir / (arch + "-f16.gguf");
     synthetic_model(spec_of(arch, quick)).write(f16.string());
     for (const auto& t : ftypes) {
@@ -177,27 +219,37 @@ int run(int argc, char** argv) {
     }
     fs::remove(f16);
   }
-  fmt::print("{} threads, prompt {} tokens, {} decode steps, {} round(s), files by llama.cpp's quantizer\n", threads,
-             n_prompt, n_gen, rounds);
-  std::map<std::string, std::vector<double>> pp, tg, ll_pp, ll_tg;
+  fmt::print("{} threads, prompt {} tokens, {} decode steps, {} round(s), {}{}\n", threads, n_prompt, n_gen, rounds,
+             given.empty() ? "files by llama.cpp's quantizer" : "given files",
+             mapped ? ", Pagoda's weights left in the map" : "");
+  std::map<std::string, std::vector<double>> pp, tg, ll_pp, ll_tg, first, ll_first;
   for (int r = 0; r < rounds; ++r)
     for (const auto& c : cases) {  // in turns: a VM's speed drifts within minutes
-      const auto p = pagoda_speed(files[c], threads, n_prompt, n_gen);
+      drop_from_page_cache(files[c]);
+      const double p_first = pagoda_first_token_s(files[c], threads);
+      const auto p =
+          pagoda_speed(files[c], threads, n_prompt, n_gen, mapped ? Residency::kMapped : Residency::kInMemory);
+      drop_from_page_cache(files[c]);
       const auto l = llama_cpp.speed(files[c], threads, n_prompt, n_gen);
-      pp[c].push_back(p.prefill_tok_s), tg[c].push_back(p.decode_tok_s);
-      ll_pp[c].push_back(l.prefill_tok_s), ll_tg[c].push_back(l.decode_tok_s);
-      fmt::print("round {} {:16}: prefill {:7.1f} vs {:7.1f} tok/s, decode {:6.1f} vs {:6.1f} tok/s\n", r + 1, c,
-                 p.prefill_tok_s, l.prefill_tok_s, p.decode_tok_s, l.decode_tok_s);
+      pp[c].push_back(p.prefill_tok_s), tg[c].push_back(p.decode_tok_s), first[c].push_back(p_first);
+      ll_pp[c].push_back(l.prefill_tok_s), ll_tg[c].push_back(l.decode_tok_s), ll_first[c].push_back(l.first_token_s);
+      fmt::print(
+          "round {} {:16}: prefill {:7.1f} vs {:7.1f} tok/s, decode {:6.1f} vs {:6.1f} tok/s, first token {:.2f} vs "
+          "{:.2f} s\n",
+          r + 1, c, p.prefill_tok_s, l.prefill_tok_s, p.decode_tok_s, l.decode_tok_s, p_first, l.first_token_s);
     }
   fmt::print(
       "\n| model | Pagoda prefill | llama.cpp prefill | ratio | Pagoda decode | llama.cpp decode | ratio | "
       "prefill / first's | decode / first's |\n|---|---|---|---|---|---|---|---|---|\n");
-  const std::string& first = cases.front();
   for (const auto& c : cases)
     fmt::print("| {} | {:.1f} | {:.1f} | {:.2f}x | {:.1f} | {:.1f} | {:.2f}x | {:.2f} | {:.2f} |\n", c, median(pp[c]),
                median(ll_pp[c]), median(pp[c]) / median(ll_pp[c]), median(tg[c]), median(ll_tg[c]),
-               median(tg[c]) / median(ll_tg[c]), median(pp[c]) / median(pp[first]), median(tg[c]) / median(tg[first]));
-  fs::remove_all(dir);
+               median(tg[c]) / median(ll_tg[c]), median(pp[c]) / median(pp[cases.front()]),
+               median(tg[c]) / median(tg[cases.front()]));
+  for (const auto& c : cases)
+    fmt::print("first token from a cold load, {}: Pagoda {:.2f} s, llama.cpp {:.2f} s\n", c, median(first[c]),
+               median(ll_first[c]));
+  if (given.empty()) fs::remove_all(dir);
   return 0;
 }
 

@@ -187,6 +187,9 @@ std::vector<int32_t> LlamaOracle::tokenize(const std::string& gguf_path, std::st
 }
 
 LlamaOracle::Speed LlamaOracle::speed(const std::string& gguf_path, int threads, int n_prompt, int n_gen) {
+  using Clock = std::chrono::steady_clock;
+  auto seconds = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  const auto t_load = Clock::now();
   take_log();
   ModelParams mp = model_default_params_();
   mp.n_gpu_layers = 0;
@@ -206,11 +209,15 @@ LlamaOracle::Speed LlamaOracle::speed(const std::string& gguf_path, int threads,
     if (const int32_t rc = decode_(ctx, batch_get_one_(tokens.data(), int32_t(tokens.size()))); rc != 0)
       throw std::runtime_error("llama_decode returned " + std::to_string(rc) + ":\n" + take_log());
   };
-  using Clock = std::chrono::steady_clock;
-  auto seconds = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   std::vector<Token> prompt(static_cast<size_t>(n_prompt));
   for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = Token(3 + i * 7919 % size_t(n_vocab - 3));
   Speed out;
+  {
+    auto first = context();
+    std::vector<Token> start(prompt.begin(), prompt.begin() + std::min<ptrdiff_t>(16, n_prompt));
+    decode(first.get(), start);
+    out.first_token_s = seconds(t_load);
+  }
   {
     auto warm = context();  // untimed: the first pass builds and allocates what later ones reuse
     decode(warm.get(), prompt);

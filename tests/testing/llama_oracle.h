@@ -61,9 +61,11 @@ class LlamaOracle {
   // defaults (mapped weights repacked for its fastest kernels, flash attention
   // where it chooses it, an F16 cache): prefill tok/s of one n_prompt-token
   // batch, and decode tok/s of n_gen single-token steps after one untimed
-  // step, each on a fresh context. For benchmarks (bench/), not tests.
+  // step, each on a fresh context. Also the time from the start of the load
+  // to the logits of a 16-token prompt (a server's first token after a cold
+  // start, for files of many GB). For benchmarks (bench/), not tests.
   struct Speed {
-    double prefill_tok_s = 0, decode_tok_s = 0;
+    double prefill_tok_s = 0, decode_tok_s = 0, first_token_s = 0;
   };
   Speed speed(const std::string& gguf_path, int threads, int n_prompt, int n_gen);
 
