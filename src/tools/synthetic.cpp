@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gguf/file.h"
@@ -46,15 +48,38 @@ class Filler {
 
 // A matrix's values are made and quantized when the file is written, so a
 // model larger than memory is written one tensor at a time; the values are
-// those the filler would have given here.
+// those the filler would have given here. Runs of rows are made on all
+// cores (quantizing 30B weights on one takes most of an hour).
 void add_lazy(GgufWriter& w, Filler& fill, const std::string& name, std::vector<uint64_t> shape, float spread,
               TensorType type) {
+  const size_t row = size_t(shape[0]);
   size_t n = 1;
   for (uint64_t d : shape) n *= size_t(d);
-  w.add_tensor(name, type, std::move(shape), [from = fill.take(n), n, spread, type] {
-    Filler f = from;
-    const auto values = f.values(n, 0.0f, spread);
-    return quantize(type, values.data(), values.size());
+  w.add_tensor(name, type, std::move(shape), [from = fill.take(n), n, row, spread, type] {
+    const size_t rows = n / row;
+    const size_t parts = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, std::max<size_t>(1, rows / 64));
+    std::vector<std::vector<uint8_t>> bytes(parts);
+    std::vector<std::exception_ptr> errors(parts);
+    auto make = [&](size_t p) {
+      try {
+        const size_t first = rows * p / parts, last = rows * (p + 1) / parts;
+        Filler f = from;
+        (void)f.take(first * row);  // skip to this part's first value
+        const auto values = f.values((last - first) * row, 0.0f, spread);
+        bytes[p] = quantize(type, values.data(), values.size());
+      } catch (...) {
+        errors[p] = std::current_exception();
+      }
+    };
+    std::vector<std::thread> threads;
+    for (size_t p = 1; p < parts; ++p) threads.emplace_back(make, p);
+    make(0);
+    for (auto& t : threads) t.join();
+    for (const auto& e : errors)
+      if (e) std::rethrow_exception(e);
+    std::vector<uint8_t> out = std::move(bytes[0]);
+    for (size_t p = 1; p < parts; ++p) out.insert(out.end(), bytes[p].begin(), bytes[p].end());
+    return out;
   });
 }
 
