@@ -39,6 +39,8 @@ SnapshotCounters snapshot_counters(const EngineStats& s) {
   c.kv_free = s.kv_blocks_free;
   c.state_slots = s.state_slots_total;
   c.state_slots_used = s.state_slots_used;
+  c.state_checkpoints = s.state_checkpoints_total;
+  c.state_checkpoints_used = s.state_checkpoints_used;
   c.last_step_seconds = s.last_step_seconds;
   c.last_step_end = s.last_step_end;
   c.step_predicted_s = s.step_cost_predicted_s;  // the cost model's time for the last step (vs last_step_seconds)

@@ -71,6 +71,8 @@ json counters_json(const SnapshotCounters& c) {
           {"kv_free", c.kv_free},
           {"state_slots", c.state_slots},
           {"state_slots_used", c.state_slots_used},
+          {"state_checkpoints", c.state_checkpoints},
+          {"state_checkpoints_used", c.state_checkpoints_used},
           {"last_step_seconds", c.last_step_seconds},
           {"last_step_end", c.last_step_end},
           {"step_predicted_s", c.step_predicted_s},

@@ -180,6 +180,11 @@ TEST_F(ServerHybrid, PrefixHitsStartFromStateCheckpointsWithTheSameText) {
   EXPECT_EQ(m.at("pagoda_state_checkpoint_hits_total"), 2);
   EXPECT_GE(m.at("pagoda_state_checkpoint_saves_total"), 4);
   EXPECT_GT(m.at("pagoda_state_checkpoints_used"), 0);
+  // The dashboard's counters say the same.
+  const HttpResponse dash = http_get(server.port(), "/debug/state");
+  ASSERT_EQ(dash.status, 200);
+  EXPECT_EQ(dash.json()["counters"]["state_checkpoints"], m.at("pagoda_state_checkpoints_total"));
+  EXPECT_GT(dash.json()["counters"]["state_checkpoints_used"].get<int>(), 0);
   EXPECT_EQ(server.stop(), 0);
 }
 

@@ -136,7 +136,10 @@ function render() {
   $('model').textContent = `${s.model} · ${s.blocks.state.length} blocks of ${s.block_size} tokens` +
     (s.paged ? '' : ' · reserve mode') + ` · step ${s.step}` +
     (s.counters.last_step_experts ? ` · ${s.counters.last_step_experts} experts run` : '') +
-    (s.counters.state_slots ? ` · ${s.counters.state_slots_used}/${s.counters.state_slots} state slots` : '');
+    (s.counters.state_slots ? ` · ${s.counters.state_slots_used}/${s.counters.state_slots} state slots` : '') +
+    (s.counters.state_checkpoints
+      ? ` · ${s.counters.state_checkpoints_used}/${s.counters.state_checkpoints} state checkpoints`
+      : '');
   setHealth(s.health.status, s.health.reason);
   $('heartbeat').textContent = `heartbeat ${s.health.heartbeat_age_s.toFixed(1)} s` +
     (s.health.step_in_progress ? ` · step running ${s.health.step_running_s.toFixed(1)} s` : '') +
