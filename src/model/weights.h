@@ -73,6 +73,11 @@ struct LayerWeights {
   std::vector<float> shexp_gate;                      // n_embd (ffn_gate_inp_shexp); else empty
   std::vector<float> attn_sinks;                      // n_head (config.attn_sinks); else empty
   DeltaNetWeights delta;                              // a recurrent layer's (LayerSpec::recurrent)
+  // The per-layer input's branch (config.n_embd_per_layer = P): inp_gate
+  // (P x n_embd), proj (n_embd x P), post_norm (n_embd); else none.
+  Matrix per_layer_inp_gate, per_layer_proj;
+  std::vector<float> per_layer_post_norm;
+  float out_scale = 1.0f;  // layer_output_scale.weight (config.layer_output_scale), else 1
 
   // Every matrix the layer has, in the order a token passes them (a fused
   // tensor's views and each expert count once each).
@@ -93,6 +98,11 @@ struct ModelWeights {
   // factors, each dividing the angle of its pair. Empty when absent.
   std::vector<float> rope_freq_factors;
   std::vector<LayerWeights> layers;
+  // Per-layer inputs (config.n_embd_per_layer = P): per_layer_token_embd
+  // (n_vocab x n_layer P, row lookups), per_layer_model_proj (n_layer P x
+  // n_embd), per_layer_proj_norm (P); else none.
+  Matrix per_layer_token_embd, per_layer_model_proj;
+  std::vector<float> per_layer_proj_norm;
   // A reranker's classification head (pooling rank, model/rank_head.cpp):
   // cls (n_embd x n_embd, then tanh) where present, then cls.output
   // (labels x n_embd). Absent (no data) in other models.

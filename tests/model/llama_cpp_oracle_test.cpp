@@ -193,6 +193,13 @@ SyntheticModelSpec oracle_spec(const std::string& arch, int seed) {
   if (arch == "gemma3")
     s.sliding_window = 16, s.sliding_pattern = 2, s.rope_freq_base = 1e6, s.rope_freq_base_swa = 1e4;
   if (arch == "smollm3") s.n_layer = 4;
+  // Gemma 4 (E2B's shape, small): sliding and global layers alternate, heads
+  // of 64 and 128; per-layer inputs of 64; the last two layers read the K/V
+  // of layers 2 (sliding) and 3 (global).
+  if (arch == "gemma4") {
+    s.n_layer = 6, s.sliding_window = 16, s.sliding_pattern = 2, s.head_dim = 128, s.head_dim_swa = 64;
+    s.n_embd_per_layer = 64, s.shared_kv_layers = 2, s.rope_freq_base = 1e6, s.rope_freq_base_swa = 1e4;
+  }
   if (arch == "olmo2") s.tied_embeddings = false, s.sliding_window = seed % 2 ? 16 : 0;  // with a window: OLMo 3
   // Phi-3 128k's LongRoPE on odd seeds: the long factors (llama.cpp's context exceeds the 16-token original one).
   if (arch == "phi3") s.fused_qkv = true, s.longrope = seed % 2 == 1, s.rope_orig_ctx = seed % 2 == 1 ? 16 : 0;
@@ -299,9 +306,10 @@ TEST_P(LlamaCppMatches, GreedyTokensAndLogprobs) {
   const auto& [arch, fc] = GetParam();
   const bool geglu = std::string(arch).starts_with("gemma");
   const bool recurrent = std::string(arch).starts_with("qwen35");
-  const OracleTolerance tol = !fc.ftype && geglu                     ? testing::kF32GeluTol
-                              : fc.ftype && recurrent && !fc.low_bit ? testing::kRecurrentQuantTol
-                                                                     : fc.tol;
+  const OracleTolerance tol = !fc.ftype && std::string(arch) == "gemma4" ? testing::kF32Gelu12Tol
+                              : !fc.ftype && geglu                       ? testing::kF32GeluTol
+                              : fc.ftype && recurrent && !fc.low_bit     ? testing::kRecurrentQuantTol
+                                                                         : fc.tol;
   const OracleDir dir;
   int compared = 0;
   for (int seed = 1; seed <= 4; ++seed) {
@@ -347,8 +355,8 @@ INSTANTIATE_TEST_SUITE_P(Experts, LlamaCppMatches,
                          case_name);
 
 INSTANTIATE_TEST_SUITE_P(Types, LlamaCppMatches,
-                         ::testing::Combine(::testing::Values("llama", "qwen2", "qwen3", "gemma2", "gemma3", "granite",
-                                                              "smollm3", "olmo2", "mistral3", "phi3", "glm4",
+                         ::testing::Combine(::testing::Values("llama", "qwen2", "qwen3", "gemma2", "gemma3", "gemma4",
+                                                              "granite", "smollm3", "olmo2", "mistral3", "phi3", "glm4",
                                                               "qwen3moe", "mixtral", "gpt_oss", "qwen35", "qwen35moe"),
                                             ::testing::ValuesIn(kFtypes)),
                          case_name);
@@ -492,6 +500,45 @@ TEST(LlamaCppOracleNegative, ArchitectureFeaturesMatter) {
     EXPECT_FALSE(rr.failures.empty()) << "qwen35 " << what << " passed: worst " << rr.worst_diff;
     ::testing::Test::RecordProperty(std::string("broken qwen35_") + what,
                                     fmt::format("{:.3f} nats, {:.1f}x tolerance", rr.worst_diff, rr.worst_ratio));
+  }
+}
+
+// gemma4's own pieces, each dropped or misread for Pagoda while llama.cpp
+// reads the right file (F32, its tolerance): the per-layer inputs' branch
+// zeroed (blk.N.proj.weight), and the shared
+// K/V ignored (layers 4 and 5 keep their K/V tensors, which llama.cpp and
+// Pagoda leave unused under shared_kv_layers = 2; the broken file says 0).
+TEST(LlamaCppOracleNegative, Gemma4FeaturesMatter) {
+  REQUIRE_LLAMA_CPP();
+  const OracleDir dir;
+  const auto spec = oracle_spec("gemma4", 2);
+  const auto prompt = random_prompt(40, spec.n_vocab, 5);
+  const std::string good = make_file(dir, spec, kFtypes[0], "gemma4-good");
+  auto unshared = spec;
+  unshared.shared_kv_layers = 0;
+  GgufWriter shared_good = synthetic_model(unshared);
+  shared_good.set("gemma4.attention.shared_kv_layers", Value::u32(2));
+  shared_good.write(dir.file("gemma4-kv-good.gguf"));
+  synthetic_model(unshared).write(dir.file("gemma4-kv-bad.gguf"));
+  auto broken = [&](const std::string& part, float factor) {
+    auto bytes = synthetic_model(spec).to_bytes();
+    scale_tensors(bytes, part, factor);
+    const std::string path = dir.file("gemma4" + part + ".gguf");
+    write_bytes(path, bytes);
+    return path;
+  };
+  const std::tuple<const char*, std::string, std::string> cases[] = {
+      {"no_per_layer_inputs", good, broken(".proj.weight", 0.0f)},
+      {"kv_not_shared", dir.file("gemma4-kv-good.gguf"), dir.file("gemma4-kv-bad.gguf")},
+  };
+  for (const auto& [what, right, wrong] : cases) {
+    const auto r = testing::compare_with_llama_cpp(right, wrong, prompt, testing::kF32Gelu12Tol, {.n_new = 16});
+    EXPECT_FALSE(r.failures.empty()) << what << " passed: worst " << r.worst_diff;
+    ::testing::Test::RecordProperty(std::string("broken gemma4_") + what,
+                                    fmt::format("{:.3f} nats, {:.1f}x tolerance", r.worst_diff, r.worst_ratio));
+    EXPECT_TRUE(
+        testing::compare_with_llama_cpp(right, right, prompt, testing::kF32Gelu12Tol, {.n_new = 16}).failures.empty())
+        << what;
   }
 }
 
