@@ -75,6 +75,8 @@ Command add_info(CLI::App& app) {
                        c.moe.normalize ? ", weights normalised" : "",
                        c.moe.scale == 1.0f ? "" : fmt::format(", scaled x{}", c.moe.scale));
           if (c.moe.n_ff_shared > 0) fmt::print("shared expert:   {} wide, gated\n", c.moe.n_ff_shared);
+          if (c.moe.dense_beside)
+            fmt::print("dense MLP:       {} wide beside the experts, each branch normed\n", c.n_ff);
           if (const int n = c.n_recurrent_layers(); n > 0) {
             const DeltaNetSpec& d = c.delta_net;
             fmt::print(

@@ -98,6 +98,12 @@ struct MoeSpec {
   // A shared SwiGLU expert of this width that every token passes as well, its
   // output gated by sigmoid(ffn_gate_inp_shexp . x) (qwen35moe); 0: none.
   int n_ff_shared = 0;
+  // gemma4 (26B-A4B): a dense MLP of the layer's n_ff beside the experts,
+  // each branch normed on its own (ffn_norm, MLP, post_ffw_norm_1;
+  // pre_ffw_norm_2, experts, post_ffw_norm_2), the two summed before the
+  // sandwich's post norm; the router reads rmsnorm(x) / sqrt(n_embd) *
+  // ffn_gate_inp.scale of the residual stream x, not the experts' input.
+  bool dense_beside = false;
 };
 
 // Gated DeltaNet linear attention (Qwen3.5/3.6, Qwen3-Next), for the layers

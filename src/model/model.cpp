@@ -355,6 +355,34 @@ void Model::dense_ffn(const LayerWeights& lw, int F, const float* in, int T, Thr
   matmul(lw.w_down, hb_.data(), T, xb_.data(), pool);
 }
 
+// MoeSpec::dense_beside (gemma4): xb_ (T x n_embd) = post_norm_1(MLP(in)) +
+// post_norm_2(experts(pre_norm_2(x))), the router reading rmsnorm(x) / sqrt(n_embd)
+// * router_in_scale; x is the residual stream x_, in its ffn_norm.
+void Model::gemma4_ffn(const LayerWeights& lw, int l, const float* in, int T, ThreadPool& pool) {
+  const int E = cfg_.n_embd;
+  const float eps = cfg_.rms_eps, inv = 1.0f / std::sqrt(float(E));
+  moe_in_.resize(size_t(T) * E);     // T x E: the experts' input
+  router_in_.resize(size_t(T) * E);  // T x E: the router's
+  moe_out_.resize(size_t(T) * E);    // T x E
+  for (int t = 0; t < T; ++t) {
+    const float* x = &x_[size_t(t) * E];
+    rmsnorm(x, lw.pre_norm_2.data(), E, eps, &moe_in_[size_t(t) * E]);
+    float* r = &router_in_[size_t(t) * E];
+    rmsnorm(x, nullptr, E, eps, r);
+    for (int i = 0; i < E; ++i) r[i] = r[i] * inv * lw.router_in_scale[size_t(i)];
+  }
+  moe_.forward(lw, cfg_, moe_in_.data(), T, moe_out_.data(), pool, router_in_.data());
+  experts_run_ += moe_.experts_run();
+  router_margin_ = std::min(router_margin_, moe_.router_margin());
+  dense_ffn(lw, cfg_.layers[size_t(l)].n_ff, in, T, pool);  // xb_ = MLP(in)
+  for (int t = 0; t < T; ++t) {
+    float *a = &xb_[size_t(t) * E], *b = &moe_out_[size_t(t) * E];
+    rmsnorm(a, lw.post_norm_1.data(), E, eps, a);
+    rmsnorm(b, lw.post_norm_2.data(), E, eps, b);
+    for (int i = 0; i < E; ++i) a[i] += b[i];
+  }
+}
+
 void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::vector<float>& logits,
                     StateStorage* states) {
   check(batch, kv, states);
@@ -436,7 +464,9 @@ void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::ve
     // FFN: x += down(act(gate(h)) * up(h)) (ungated: down(gelu(up(h)))), h = norm(x) (or x); or the experts' sum.
     if (pre) per_token([&](int t) { rmsnorm(row(x_, t, E), lw.ffn_norm.data(), E, eps, row(xb_, t, E)); });
     const float* ffn_in = pre ? xb_.data() : x_.data();
-    if (cfg_.moe.n_expert > 0) {
+    if (cfg_.moe.n_expert > 0 && cfg_.moe.dense_beside) {
+      gemma4_ffn(lw, l, ffn_in, T, pool);
+    } else if (cfg_.moe.n_expert > 0) {
       moe_out_.resize(size_t(T) * E);
       moe_.forward(lw, cfg_, ffn_in, T, moe_out_.data(), pool);
       experts_run_ += moe_.experts_run();

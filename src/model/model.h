@@ -87,6 +87,7 @@ class Model {
   void attention_block(const Batch& batch, int layer, const float* in, KvStorage& kv, ThreadPool& pool);
   void attention(const Batch& batch, int layer, const KvStorage& kv, ThreadPool& pool);
   void dense_ffn(const LayerWeights& lw, int n_ff, const float* in, int n_tokens, ThreadPool& pool);
+  void gemma4_ffn(const LayerWeights& lw, int layer, const float* in, int n_tokens, ThreadPool& pool);
 
   std::shared_ptr<const GgufFile> file_;
   ModelConfig cfg_;
@@ -103,6 +104,7 @@ class Model {
   PerLayerBuffers plb_;                       // their branch's buffers
   MoeFfn moe_;                                // a mixture of experts' buffers
   AlignedFloats moe_out_;                     // its output, T x n_embd
+  AlignedFloats moe_in_, router_in_;          // dense_beside: the experts' and the router's inputs, T x n_embd
   int experts_run_ = 0;
   float router_margin_ = INFINITY;
   std::unique_ptr<WeightMover> mover_;  // after w_: stops before the weights go

@@ -181,13 +181,32 @@ void load_gate_up(TensorReader& r, const std::string& p, const ModelConfig& c, i
   l.b_up = r.optional_vector(p + "ffn_up.bias", F);
 }
 
-// The router and the experts' 3-D tensors, in place of the dense FFN.
+// The router and the experts' 3-D tensors, in place of the dense FFN (gate
+// and up apart, or one ffn_gate_up_exps of gate's rows then up's per expert).
 void load_experts(TensorReader& r, const std::string& p, const ModelConfig& c, LayerWeights& l) {
   const int E = c.n_embd, F = c.moe.n_ff, n = c.moe.n_expert;
   l.router = r.matrix(p + "ffn_gate_inp.weight", n, E);
-  l.gate_exps = r.matrices(p + "ffn_gate_exps.weight", n, F, E);
-  l.up_exps = r.matrices(p + "ffn_up_exps.weight", n, F, E);
+  if (r.has(p + "ffn_gate_up_exps.weight")) {
+    for (const Matrix& both : r.matrices(p + "ffn_gate_up_exps.weight", n, 2 * F, E)) {
+      Matrix gate = both, up = both;
+      gate.rows = up.rows = F;
+      up.data += size_t(F) * both.row_bytes;
+      gate.name += ".gate", up.name += ".up";
+      l.gate_exps.push_back(gate);
+      l.up_exps.push_back(up);
+    }
+  } else {
+    l.gate_exps = r.matrices(p + "ffn_gate_exps.weight", n, F, E);
+    l.up_exps = r.matrices(p + "ffn_up_exps.weight", n, F, E);
+  }
   l.down_exps = r.matrices(p + "ffn_down_exps.weight", n, E, F);
+  l.down_exps_scale = r.optional_vector(p + "ffn_down_exps.scale", n);
+  if (c.moe.dense_beside) {
+    l.router_in_scale = r.vector(p + "ffn_gate_inp.scale", E);
+    l.pre_norm_2 = r.vector(p + "pre_ffw_norm_2.weight", E);
+    l.post_norm_1 = r.vector(p + "post_ffw_norm_1.weight", E);
+    l.post_norm_2 = r.vector(p + "post_ffw_norm_2.weight", E);
+  }
   l.router_b = r.optional_vector(p + "ffn_gate_inp.bias", n);
   if (r.has(p + "ffn_gate_exps.bias")) l.gate_exps_b = r.vectors(p + "ffn_gate_exps.bias", F, n);
   if (r.has(p + "ffn_up_exps.bias")) l.up_exps_b = r.vectors(p + "ffn_up_exps.bias", F, n);
@@ -313,9 +332,8 @@ ModelWeights ModelWeights::load(const GgufFile& f, ModelConfig& cfg) {
     if (post) l.attn_post_norm = r.vector(p + cfg.attn_post_norm_name + ".weight", E);
     if (post && biased) l.attn_post_norm_b = r.vector(p + cfg.attn_post_norm_name + ".bias", E);
     if (pre) l.ffn_norm = r.vector(p + cfg.ffn_norm_name + ".weight", E);
-    if (cfg.moe.n_expert > 0) {
-      load_experts(r, p, cfg, l);
-    } else {
+    if (cfg.moe.n_expert > 0) load_experts(r, p, cfg, l);
+    if (cfg.moe.n_expert == 0 || cfg.moe.dense_beside) {
       load_gate_up(r, p, cfg, s.n_ff, l);
       l.w_down = r.matrix(p + "ffn_down.weight", E, s.n_ff);
       l.b_down = r.optional_vector(p + "ffn_down.bias", E);

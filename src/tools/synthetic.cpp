@@ -389,9 +389,27 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
     if (c.moe.n_expert > 0) {
       // The router as llama.cpp's quantizer leaves it: F32.
       add_matrix(w, fill, p + "ffn_gate_inp.weight", c.moe.n_expert, E, TensorType::F32);
-      add_matrices(w, fill, p + "ffn_gate_exps.weight", c.moe.n_expert, c.moe.n_ff, E, s.type);
-      add_matrices(w, fill, p + "ffn_up_exps.weight", c.moe.n_expert, c.moe.n_ff, E, s.type);
+      if (s.fused_gate_up_exps) {
+        add_matrices(w, fill, p + "ffn_gate_up_exps.weight", c.moe.n_expert, 2 * c.moe.n_ff, E, s.type);
+      } else {
+        add_matrices(w, fill, p + "ffn_gate_exps.weight", c.moe.n_expert, c.moe.n_ff, E, s.type);
+        add_matrices(w, fill, p + "ffn_up_exps.weight", c.moe.n_expert, c.moe.n_ff, E, s.type);
+      }
       add_matrices(w, fill, p + "ffn_down_exps.weight", c.moe.n_expert, E, c.moe.n_ff, s.type);
+      if (c.moe.dense_beside) {  // gemma4: the router's input scale, each expert's scale, the MLP beside
+        // The router reads rmsnorm(x) / sqrt(n_embd): a scale near sqrt(n_embd) gives its logits unit spread,
+        // as trained routers have (near-equal logits would route on rounding).
+        const float root = std::sqrt(float(E));
+        w.add_f32_tensor(p + "ffn_gate_inp.scale", {uint64_t(E)}, fill.values(size_t(E), root, 0.2f * root));
+        w.add_f32_tensor(p + "ffn_down_exps.scale", {uint64_t(c.moe.n_expert)},
+                         fill.values(size_t(c.moe.n_expert), 1.0f, 0.5f));
+        add_norm(w, fill, p + "pre_ffw_norm_2.weight", E);
+        add_norm(w, fill, p + "post_ffw_norm_1.weight", E);
+        add_norm(w, fill, p + "post_ffw_norm_2.weight", E);
+        add_matrix(w, fill, p + "ffn_gate.weight", F, E, s.type);
+        add_matrix(w, fill, p + "ffn_up.weight", F, E, s.type);
+        add_matrix(w, fill, p + "ffn_down.weight", E, F, s.type);
+      }
       if (const int S = c.moe.n_ff_shared; S > 0) {
         w.add_f32_tensor(p + "ffn_gate_inp_shexp.weight", {uint64_t(E)},
                          fill.values(size_t(E), 0.0f, std::sqrt(3.0f / float(E))));

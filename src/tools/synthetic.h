@@ -61,6 +61,7 @@ struct SyntheticModelSpec {
   int head_dim_swa = 0;
   int n_embd_per_layer = 0;
   int shared_kv_layers = 0;
+  bool fused_gate_up_exps = false;          // one blk.N.ffn_gate_up_exps (gemma4's layout) instead of two
   std::string tokenizer = "llama";          // "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
   std::vector<std::string> special_tokens;  // control tokens in place of the last pieces (a template's markers)
   std::string eos_token;                    // the EOS token, when not the vocabulary's default

@@ -325,12 +325,52 @@ TEST(ModelConfig, Gemma4BadKeysAreRefusedByName) {
   expect_error(kv_heads, "gemma4.attention.head_count_kv");
 }
 
-// Writes the fuzz seed once: PAGODA_WRITE_GEMMA4_SEED=path.
+// The 26B-A4B's layers: experts beside a dense MLP, gate and up fused or not;
+// a file without the experts' own norms is refused naming the tensor.
+TEST(ModelConfig, Gemma4ExpertsBesideAnMlp) {
+  for (bool fused : {false, true}) {
+    SyntheticModelSpec s = gemma4_spec();
+    s.n_embd_per_layer = 0, s.shared_kv_layers = 0, s.n_expert = 4, s.n_expert_used = 2, s.n_ff_expert = 32;
+    s.fused_gate_up_exps = fused;
+    std::vector<uint8_t> bytes;
+    const auto m = load(synthetic_model(s), bytes);
+    const ModelConfig& c = m->config();
+    EXPECT_TRUE(c.moe.dense_beside);
+    EXPECT_EQ(c.moe.gating, ExpertGating::SoftmaxTopK);
+    const LayerWeights& l = m->weights().layers[0];
+    EXPECT_EQ(l.gate_exps.size(), 4u);
+    EXPECT_EQ(l.up_exps[1].rows, 32);
+    EXPECT_EQ(l.w_gate.rows, c.n_ff);  // the MLP beside
+    EXPECT_EQ(l.down_exps_scale.size(), 4u);
+  }
+  SyntheticModelSpec s = gemma4_spec();
+  s.n_embd_per_layer = 0, s.shared_kv_layers = 0, s.n_expert = 4, s.n_expert_used = 2, s.n_ff_expert = 32;
+  auto bytes = synthetic_model(s).to_bytes();
+  const auto f = GgufFile::parse(bytes.data(), bytes.size());
+  GgufWriter w;
+  for (const auto& [key, value] : f.metadata()) w.set(key, value);
+  for (const TensorInfo& t : f.tensors())
+    if (t.name != "blk.0.pre_ffw_norm_2.weight")
+      w.add_tensor(t.name, t.type, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+  std::vector<uint8_t> out;
+  try {
+    load(w, out);
+    ADD_FAILURE() << "loaded without blk.0.pre_ffw_norm_2.weight";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("blk.0.pre_ffw_norm_2.weight"), std::string::npos) << e.what();
+  }
+}
+
+// Writes the fuzz seeds once: PAGODA_WRITE_GEMMA4_SEED=dir (gemma4, gemma4-moe).
 TEST(ModelConfig, DISABLED_WriteGemma4Seed) {
   SyntheticModelSpec s = gemma4_spec();
   s.n_vocab = 260, s.n_embd = 16, s.n_ff = 16, s.n_head = 2, s.n_head_kv = 1, s.n_layer = 4;
   s.head_dim = 8, s.head_dim_swa = 4, s.n_embd_per_layer = 4, s.sliding_window = 4, s.n_ctx = 64;
-  synthetic_model(s).write(std::getenv("PAGODA_WRITE_GEMMA4_SEED"));
+  const std::string dir = std::getenv("PAGODA_WRITE_GEMMA4_SEED");
+  synthetic_model(s).write(dir + "/gemma4");
+  s.n_embd_per_layer = 0, s.shared_kv_layers = 0, s.n_layer = 2, s.n_expert = 4, s.n_expert_used = 2;
+  s.n_ff_expert = 8, s.fused_gate_up_exps = true;
+  synthetic_model(s).write(dir + "/gemma4-moe");
 }
 
 // The fuzz target's seeds (fuzz/corpus/model_config): one tiny file per

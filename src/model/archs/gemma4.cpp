@@ -93,6 +93,13 @@ void declare_gemma4(const GgufFile& f, ModelConfig& c) {
     check_head_size(f, c, l, sliding[size_t(l)] ? "attention.key_length_swa" : "attention.key_length",
                     c.layers[size_t(l)].head_dim);
   share_kv(f, c, sliding);
+  // The 26B-A4B: softmax over every expert, the top k renormalised, beside a dense MLP.
+  if (c.moe.n_expert > 0) {
+    c.moe.gating = ExpertGating::SoftmaxTopK;
+    c.moe.normalize = true;
+    c.moe.scale = 1.0f;
+    c.moe.dense_beside = true;
+  }
 }
 
 }  // namespace pagoda
