@@ -76,6 +76,7 @@ KvStorage::KvStorage(const ModelConfig& cfg, KvGroups groups, int num_blocks, in
 }
 
 void KvStorage::write(int layer, int block, int slot, const float* k, const float* v) {
+  if (group_of(layer) == kNoKv) fail<InvalidArgument>("layer {} keeps no K/V to write", layer);
   const size_t o = offset(layer, block, slot);
   const int n = layer_dim_[size_t(layer)];
   if (type_ == KvType::F32) {
