@@ -368,7 +368,7 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
     } else {
       add_matrix(w, fill, p + "attn_q.weight", c.attn_output_gate ? 2 * q : q, E, s.type);
       add_matrix(w, fill, p + "attn_k.weight", kv, E, s.type);
-      add_matrix(w, fill, p + "attn_v.weight", kv, E, s.type);
+      if (!(s.global_k_eq_v && ls.window == 0)) add_matrix(w, fill, p + "attn_v.weight", kv, E, s.type);
       if (s.qkv_bias || bert) {
         bias(p + "attn_q.bias", q);
         bias(p + "attn_k.bias", kv);

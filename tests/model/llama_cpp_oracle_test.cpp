@@ -577,6 +577,30 @@ TEST(LlamaCppOracleNegative, Gemma4FeaturesMatter) {
   }
 }
 
+// gemma4's global layers without attn_v (the 31B's and 26B's attention_k_eq_v:
+// V is K's projection, RMS-normed without weight). F32 matches at 12-22% of its
+// tolerance, Q8_0, Q6_K and Q5_K_M at 24-65%. Seed 4 amplifies the
+// activations' rounding with V taken from K: Q4_0 reaches 95% and Q4_K (M and
+// pure) 1.7x kQuantTol (0.51 nats at position 2), where the same file with
+// attn_v passes at 0.67x; those types are left out here (Pagoda's V is the
+// same bits whether K's matmul runs twice or is copied).
+TEST(LlamaCppMatchesGemma4, GlobalLayersWithoutV) {
+  REQUIRE_LLAMA_CPP();
+  const OracleDir dir;
+  for (const FtypeCase& fc : {kFtypes[0], kFtypes[3], kFtypes[6], kFtypes[9]}) {
+    for (int seed : {2, 4}) {
+      auto spec = oracle_spec("gemma4", seed);
+      spec.global_k_eq_v = true;
+      const std::string path = make_file(dir, spec, fc, fmt::format("keqv-{}", seed));
+      ASSERT_EQ(GgufFile::open(path).find_tensor("blk.1.attn_v.weight"), nullptr);
+      const auto r = testing::expect_matches_llama_cpp(path, random_prompt(40, spec.n_vocab, uint32_t(seed)),
+                                                       fc.ftype ? fc.tol : testing::kF32Gelu12Tol, {.n_new = 16},
+                                                       fmt::format("{} seed {}", fc.name, seed));
+      EXPECT_GE(r.steps_compared, 4) << fc.name << " seed " << seed;
+    }
+  }
+}
+
 // Re-measures the calibration above (16 models per case, 32 positions):
 //   build/pagoda_model_tests --gtest_also_run_disabled_tests --gtest_filter='*Calibrat*'
 TEST(LlamaCppOracleCalibration, DISABLED_Calibrate) {
