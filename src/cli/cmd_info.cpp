@@ -75,12 +75,32 @@ Command add_info(CLI::App& app) {
                        c.moe.normalize ? ", weights normalised" : "",
                        c.moe.scale == 1.0f ? "" : fmt::format(", scaled x{}", c.moe.scale));
           if (c.moe.n_ff_shared > 0) fmt::print("shared expert:   {} wide, gated\n", c.moe.n_ff_shared);
+          if (c.moe.dense_beside)
+            fmt::print("dense MLP:       {} wide beside the experts, each branch normed\n", c.n_ff);
           if (const int n = c.n_recurrent_layers(); n > 0) {
             const DeltaNetSpec& d = c.delta_net;
             fmt::print(
                 "recurrent:       {} of {} layers Gated DeltaNet ({} key heads, {} value heads of {}, conv {}); "
                 "state {:.1f} MiB a sequence (x2 buffers), no prefix caching\n",
                 n, c.n_layer, d.n_k_heads, d.n_v_heads, d.head_v_dim, d.conv_kernel, double(c.state_bytes()) / 1048576);
+          }
+          if (c.n_embd_per_layer > 0)
+            fmt::print("per-layer input: {} wide a layer ({} a token)\n", c.n_embd_per_layer,
+                       c.n_embd_per_layer * c.n_layer);
+          if (std::any_of(c.layers.begin(), c.layers.end(), [&](const LayerSpec& l) {
+                return l.head_dim != c.head_dim || l.n_head != c.n_head || l.n_head_kv != c.n_head_kv;
+              })) {
+            std::string shapes;
+            for (const LayerSpec& l : c.layers)
+              shapes += fmt::format("{}{}x{}/{}", shapes.empty() ? "" : " ", l.n_head, l.head_dim, l.n_head_kv);
+            fmt::print("layer heads:     {} (query heads x size / KV heads)\n", shapes);
+          }
+          if (std::any_of(c.layers.begin(), c.layers.end(), [](const LayerSpec& l) { return l.kv_source >= 0; })) {
+            std::string shared;
+            for (int l = 0; l < c.n_layer; ++l)
+              if (const int src = c.layers[size_t(l)].kv_source; src >= 0)
+                shared += fmt::format("{}{}<-{}", shared.empty() ? "" : ", ", l, src);
+            fmt::print("shared KV:       layers {} (reader<-source: no K/V of their own)\n", shared);
           }
           if (c.pooling != Pooling::none)
             fmt::print("pooling:         {} ({}, serves {})\n", pooling_name(c.pooling),

@@ -30,8 +30,8 @@ KvPoolOptions pool_options(const EngineConfig& config, const ModelConfig& model,
   o.max_num_seqs = config.sched.max_num_seqs;
   o.context_len = config.max_model_len > 0 ? std::min(config.max_model_len, model.n_ctx_train) : model.n_ctx_train;
   o.block_size = config.block_size;
-  o.kv_bytes_per_token = kv_bytes_per_token(model.n_layer - model.n_recurrent_layers(), model.n_head_kv, model.head_dim,
-                                            int32_t(kv_type_bytes(config.kv_type)));
+  // The storage's own layout (model/kv_storage.h): layers of different head sizes, none for shared or recurrent ones.
+  o.kv_bytes_per_token = kv_bytes_per_token(model, groups, config.kv_type);
   o.group_windows = groups.windows;
   return o;
 }

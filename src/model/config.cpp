@@ -50,6 +50,26 @@ void read_rope_scaling(const GgufFile& f, const std::string& a, int n_ctx_train,
     fail<FormatError>("{}: rope.scaling.attn_factor {} is out of range", f.source(), r.attn_factor);
 }
 
+// A count per layer: the key's one number for every layer, or its array of
+// n_layer numbers; `dflt` where the file has neither (empty: required).
+std::vector<int> per_layer(const GgufFile& f, const std::string& key, int n_layer, const std::vector<int>& dflt) {
+  const Value* v = f.find(key);
+  if (!v && !dflt.empty()) return dflt;
+  if (v && v->type() == ValueType::ARRAY) {
+    const auto& items = v->as_array(key);
+    if (items.size() != size_t(n_layer))
+      fail<FormatError>("{}: {} has {} entries for {} layers", f.source(), key, items.size(), n_layer);
+    std::vector<int> out;
+    for (const Value& item : items) {
+      const uint64_t n = item.as_u64(key);
+      if (n == 0 || n > (uint64_t(1) << 24)) fail<FormatError>("{}: {} holds {}, out of range", f.source(), key, n);
+      out.push_back(int(n));
+    }
+    return out;
+  }
+  return std::vector<int>(size_t(n_layer), positive_int(f, key));
+}
+
 // What every architecture states the same way: the shape, epsilon and RoPE.
 ModelConfig read_common(const GgufFile& f, const Arch& arch) {
   ModelConfig c;
@@ -61,11 +81,14 @@ ModelConfig read_common(const GgufFile& f, const Arch& arch) {
   c.n_layer = positive_int(f, a + "block_count");
   if (c.n_layer > kMaxLayers)  // the largest models have ~130; a bound for what is allocated per layer
     fail<FormatError>("{}: {} = {} is more than {} layers", f.source(), a + "block_count", c.n_layer, kMaxLayers);
-  c.n_ff = positive_int(f, a + "feed_forward_length");
-  c.n_head = positive_int(f, a + "attention.head_count");
-  c.n_head_kv = positive_int(f, a + "attention.head_count_kv", uint64_t(c.n_head));
-  if (c.n_head % c.n_head_kv != 0)
-    fail<FormatError>("{}: {} heads cannot be grouped over {} KV heads", f.source(), c.n_head, c.n_head_kv);
+  // Head counts and FFN widths: one number, or one per layer (gemma4's KV heads, its double-wide MLPs).
+  const std::vector<int> ffs = per_layer(f, a + "feed_forward_length", c.n_layer, {});
+  const std::vector<int> heads = per_layer(f, a + "attention.head_count", c.n_layer, {});
+  const std::vector<int> kv_heads = per_layer(f, a + "attention.head_count_kv", c.n_layer, heads);
+  c.n_ff = ffs[0], c.n_head = heads[0], c.n_head_kv = kv_heads[0];
+  for (size_t l = 0; l < heads.size(); ++l)
+    if (heads[l] % kv_heads[l] != 0)
+      fail<FormatError>("{}: {} heads cannot be grouped over {} KV heads", f.source(), heads[l], kv_heads[l]);
   if (c.n_embd % c.n_head != 0 && !f.find(a + "attention.key_length"))
     fail<FormatError>("{}: width {} is not a multiple of {} heads", f.source(), c.n_embd, c.n_head);
   c.head_dim = positive_int(f, a + "attention.key_length", uint64_t(c.n_embd / c.n_head));
@@ -95,6 +118,13 @@ ModelConfig read_common(const GgufFile& f, const Arch& arch) {
   c.causal = f.get_bool(a + "attention.causal", true);  // llama.cpp's default for every architecture
   // Per-pair factors: Llama 3.1's rope_freqs, or LongRoPE's long/short pair (weights.h picks one).
   c.rope.freq_factors = f.find_tensor("rope_freqs.weight") || f.find_tensor("rope_factors_long.weight");
+  for (int l = 0; l < c.n_layer; ++l)
+    c.layers.push_back(LayerSpec{.window = 0,
+                                 .rope = c.rope,
+                                 .n_head = heads[size_t(l)],
+                                 .n_head_kv = kv_heads[size_t(l)],
+                                 .head_dim = c.head_dim,
+                                 .n_ff = ffs[size_t(l)]});
   return c;
 }
 
@@ -109,9 +139,23 @@ void check_declared(const GgufFile& f, const ModelConfig& c) {
                       c.moe.n_expert);
   if (c.moe.n_expert > 0 && (c.moe.n_ff <= 0 || !(c.moe.scale > 0) || !std::isfinite(c.moe.scale)))
     fail<FormatError>("{}: the experts' width and weight scale must be positive", f.source());
-  for (const LayerSpec& l : c.layers) {
+  for (int i = 0; i < c.n_layer; ++i) {
+    const LayerSpec& l = c.layers[size_t(i)];
     if (l.window < 0 || !(l.rope.base > 0))
       fail<FormatError>("{}: a layer's window or RoPE base is invalid", f.source());
+    if (l.n_head <= 0 || l.n_head_kv <= 0 || l.n_head % l.n_head_kv != 0 || l.head_dim <= 0 || l.n_ff <= 0)
+      fail<FormatError>("{}: layer {} has {} heads over {} KV heads of {}, FFN {}", f.source(), i, l.n_head,
+                        l.n_head_kv, l.head_dim, l.n_ff);
+    if (l.head_dim > 512) fail<Unsupported>("{}: layer {} has heads of {}, more than 512", f.source(), i, l.head_dim);
+    if (l.rope.dims > l.head_dim || l.rope.dims % 2)
+      fail<FormatError>("{}: layer {} rotates {} dims of heads of {}", f.source(), i, l.rope.dims, l.head_dim);
+    // A shared layer reads K/V an earlier layer of its kind wrote in the same pass.
+    if (l.kv_source >= 0) {
+      const LayerSpec* src = l.kv_source < i ? &c.layers[size_t(l.kv_source)] : nullptr;
+      if (!src || !src->has_kv() || l.recurrent || src->window != l.window || src->kv_dim() != l.kv_dim() ||
+          src->head_dim != l.head_dim)
+        fail<FormatError>("{}: layer {} cannot read the K/V of layer {}", f.source(), i, l.kv_source);
+    }
     // A window or a state reads a causal past; attending both ways has neither.
     if (!c.causal && (l.window > 0 || l.recurrent))
       fail<Unsupported>("{}: non-causal attention with sliding windows or recurrent layers", f.source());
@@ -119,6 +163,30 @@ void check_declared(const GgufFile& f, const ModelConfig& c) {
 }
 
 }  // namespace
+
+int ModelConfig::max_q_dim() const {
+  int m = q_dim();
+  for (const LayerSpec& l : layers) m = std::max(m, l.q_dim());
+  return m;
+}
+
+int ModelConfig::max_kv_dim() const {
+  int m = kv_dim();
+  for (const LayerSpec& l : layers) m = std::max(m, l.kv_dim());
+  return m;
+}
+
+int ModelConfig::max_n_ff() const {
+  int m = n_ff;
+  for (const LayerSpec& l : layers) m = std::max(m, l.n_ff);
+  return m;
+}
+
+size_t ModelConfig::kv_bytes_per_token() const {
+  size_t floats = 0;
+  for (const LayerSpec& l : layers) floats += l.has_kv() ? size_t(2) * size_t(l.kv_dim()) : 0;
+  return floats * sizeof(float);
+}
 
 const char* pooling_name(Pooling pooling) {
   constexpr const char* kNames[] = {"none", "mean", "cls", "last", "rank"};
@@ -171,7 +239,6 @@ ModelConfig ModelConfig::from_gguf(const GgufFile& f) {
   const std::string arch = f.get_string("general.architecture");
   const Arch& declaration = find_arch(f, arch);
   ModelConfig c = read_common(f, declaration);
-  c.layers.assign(size_t(c.n_layer), LayerSpec{.window = 0, .rope = c.rope});
   if (c.moe.n_expert > 0 && !declaration.experts)
     fail<Unsupported>("{}: '{}' with experts (a mixture of experts) is not supported", f.source(), c.arch);
   declaration.declare(f, c);

@@ -98,6 +98,12 @@ struct MoeSpec {
   // A shared SwiGLU expert of this width that every token passes as well, its
   // output gated by sigmoid(ffn_gate_inp_shexp . x) (qwen35moe); 0: none.
   int n_ff_shared = 0;
+  // gemma4 (26B-A4B): a dense MLP of the layer's n_ff beside the experts,
+  // each branch normed on its own (ffn_norm, MLP, post_ffw_norm_1;
+  // pre_ffw_norm_2, experts, post_ffw_norm_2), the two summed before the
+  // sandwich's post norm; the router reads rmsnorm(x) / sqrt(n_embd) *
+  // ffn_gate_inp.scale of the residual stream x, not the experts' input.
+  bool dense_beside = false;
 };
 
 // Gated DeltaNet linear attention (Qwen3.5/3.6, Qwen3-Next), for the layers
@@ -122,6 +128,18 @@ struct LayerSpec {
   int window = 0;  // 0: full attention; else a query attends to the last `window` positions, itself included
   RopeSpec rope;
   bool recurrent = false;  // a Gated DeltaNet layer (ModelConfig::delta_net): no K/V, a state
+  // The layer's attention and FFN shape: the model's, unless the file gives
+  // per-layer arrays or the declaration says otherwise (gemma4's sliding and
+  // global layers differ in head size and KV heads).
+  int n_head = 0, n_head_kv = 0, head_dim = 0;
+  int n_ff = 0;
+  // The earlier layer whose K/V this one attends over, computing only Q: it
+  // keeps no K/V of its own (gemma4's shared KV). -1: its own.
+  int kv_source = -1;
+
+  int q_dim() const { return n_head * head_dim; }
+  int kv_dim() const { return n_head_kv * head_dim; }
+  bool has_kv() const { return !recurrent && kv_source < 0; }
 };
 
 // How an embedding model pools its final hidden states into one vector per
@@ -167,6 +185,7 @@ struct ModelConfig {
   // attn_q holds, per head, the query then a gate: the attention output is
   // multiplied by sigmoid(gate) before attn_output (qwen35).
   bool attn_output_gate = false;
+  bool v_norm = false;  // V is RMS-normed per head, without a weight (gemma4)
   // The tensor of the RMSNorm before the FFN (gpt-oss names it post_attention_norm).
   std::string ffn_norm_name = "ffn_norm";
   // The norms after each sub-block (Post, Sandwich, PostAdd); bert's are attn_output_norm and layer_output_norm.
@@ -184,6 +203,15 @@ struct ModelConfig {
 
   Pooling pooling = Pooling::none;  // an embedding model's, as its file declares it
 
+  // Per-layer inputs (gemma4's E2B/E4B): a second embedding table of
+  // n_layer x n_embd_per_layer per token, plus a projection of the input
+  // embedding, gives each layer a slice that gates a small residual branch
+  // after its FFN (model.cpp). 0: none.
+  int n_embd_per_layer = 0;
+  // Whether a layer may carry layer_output_scale.weight: one scalar multiplying
+  // the residual stream after the layer (gemma4).
+  bool layer_output_scale = false;
+
   MoeSpec moe;             // every layer's FFN, when moe.n_expert > 0
   DeltaNetSpec delta_net;  // the recurrent layers' shape, when any layer is recurrent
 
@@ -194,10 +222,15 @@ struct ModelConfig {
   bool post_norms() const { return norms != NormPlacement::Pre; }
   bool gated_ffn() const { return act != Activation::Gelu; }
 
+  // The model's head shape (layer 0's where layers differ; LayerSpec has each layer's).
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_head_kv * head_dim; }
-  // Bytes of K and V for one token over all layers, in F32.
-  size_t kv_bytes_per_token() const { return size_t(2) * n_layer * kv_dim() * sizeof(float); }
+  // The widest layer's, for buffers every layer shares.
+  int max_q_dim() const;
+  int max_kv_dim() const;
+  int max_n_ff() const;
+  // Bytes of K and V for one token over the layers that keep their own, in F32.
+  size_t kv_bytes_per_token() const;
 
   int n_recurrent_layers() const {
     int n = 0;

@@ -11,8 +11,22 @@ namespace pagoda {
 
 KvGroups kv_groups_of(const ModelConfig& cfg, bool by_window) {
   std::vector<int32_t> windows;
-  for (const LayerSpec& l : cfg.layers) windows.push_back(l.recurrent ? kNoKv : by_window ? l.window : 0);
+  for (const LayerSpec& l : cfg.layers) windows.push_back(!l.has_kv() ? kNoKv : by_window ? l.window : 0);
   return KvGroups::of_layers(windows);
+}
+
+std::vector<int> kv_slot_dims(const ModelConfig& cfg, const KvGroups& groups) {
+  std::vector<int> dims(size_t(std::max(groups.layers_per_group, 0)), 0);
+  for (size_t l = 0; l < groups.slot_of.size() && l < cfg.layers.size(); ++l)
+    if (const int slot = groups.slot_of[l]; slot >= 0 && size_t(slot) < dims.size())
+      dims[size_t(slot)] = std::max(dims[size_t(slot)], cfg.layers[l].kv_dim());
+  return dims;
+}
+
+int64_t kv_bytes_per_token(const ModelConfig& cfg, const KvGroups& groups, KvType type) {
+  int64_t floats = 0;
+  for (int d : kv_slot_dims(cfg, groups)) floats += d;
+  return 2 * floats * int64_t(std::max(groups.num_groups(), 1)) * int64_t(kv_type_bytes(type));
 }
 
 KvStorage::KvStorage(const ModelConfig& cfg, int num_blocks, int block_size, KvType type)
@@ -23,24 +37,30 @@ KvStorage::KvStorage(const ModelConfig& cfg, KvGroups groups, int num_blocks, in
       slots_(groups_.layers_per_group),
       num_blocks_(num_blocks),
       block_size_(block_size),
-      kv_dim_(cfg.kv_dim()),
       type_(type) {
   if (num_blocks <= 0 || block_size <= 0) fail<InvalidArgument>("KV cache needs at least one block of one token");
   if (groups_.num_layers() != cfg.n_layer)
     fail<InvalidArgument>("KV groups of {} layers for a model of {}", groups_.num_layers(), cfg.n_layer);
+  if (cfg.layers.size() != size_t(cfg.n_layer)) fail<InvalidArgument>("a model of {} layer specs", cfg.layers.size());
   // A group's window must cover each of its layers' (0, full, covers any).
   for (int l = 0; l < cfg.n_layer; ++l) {
-    const bool recurrent = size_t(l) < cfg.layers.size() && cfg.layers[size_t(l)].recurrent;
-    if (recurrent != (group_of(l) == kNoKv))
-      fail<InvalidArgument>("layer {} is {}recurrent but its KV groups say otherwise", l, recurrent ? "" : "not ");
-    if (recurrent) continue;
+    const bool own = cfg.layers[size_t(l)].has_kv();
+    if (own != (group_of(l) != kNoKv))
+      fail<InvalidArgument>("layer {} {} K/V of its own but its KV groups say otherwise", l, own ? "keeps" : "has no");
+    if (!own) continue;
     const int w = groups_.windows[size_t(group_of(l))];
     if (w == 0) continue;
     const int want = size_t(l) < cfg.layers.size() ? cfg.layers[size_t(l)].window : 0;
     if (want == 0 || want > w)
       fail<InvalidArgument>("layer {} attends over {} positions but its KV group keeps {}", l, want, w);
   }
-  const size_t n = size_t(slots_) * num_blocks_ * block_size_ * kv_dim_;
+  for (const LayerSpec& l : cfg.layers) layer_dim_.push_back(l.kv_dim());
+  slot_dim_ = kv_slot_dims(cfg, groups_);
+  for (int d : slot_dim_) {
+    slot_base_.push_back(floats_);
+    floats_ += size_t(num_blocks) * size_t(block_size) * size_t(d);
+  }
+  const size_t n = floats_;
   try {
     if (type == KvType::F32) {
       k32_ = ZeroPages<float>(n);
@@ -56,12 +76,14 @@ KvStorage::KvStorage(const ModelConfig& cfg, KvGroups groups, int num_blocks, in
 }
 
 void KvStorage::write(int layer, int block, int slot, const float* k, const float* v) {
+  if (group_of(layer) == kNoKv) fail<InvalidArgument>("layer {} keeps no K/V to write", layer);
   const size_t o = offset(layer, block, slot);
+  const int n = layer_dim_[size_t(layer)];
   if (type_ == KvType::F32) {
-    std::copy_n(k, kv_dim_, k32_.data() + o);
-    std::copy_n(v, kv_dim_, v32_.data() + o);
+    std::copy_n(k, n, k32_.data() + o);
+    std::copy_n(v, n, v32_.data() + o);
   } else {
-    for (int i = 0; i < kv_dim_; ++i) {
+    for (int i = 0; i < n; ++i) {
       k16_[o + size_t(i)] = f32_to_f16(k[i]);
       v16_[o + size_t(i)] = f32_to_f16(v[i]);
     }
@@ -71,13 +93,11 @@ void KvStorage::write(int layer, int block, int slot, const float* k, const floa
 void KvStorage::copy_block(int src, int dst) {
   if (src < 0 || dst < 0 || src >= num_blocks_ || dst >= num_blocks_)
     fail<InvalidArgument>("KV block copy {} -> {} is out of range", src, dst);
-  const size_t len = size_t(block_size_) * kv_dim_;
   auto copy = [&](auto& buf) {
     if (buf.empty()) return;
-    for (int i = 0; i < slots_; ++i) {
-      const size_t layer_base = size_t(i) * num_blocks_;
-      std::copy_n(buf.data() + ((layer_base + size_t(src)) * block_size_) * kv_dim_, len,
-                  buf.data() + ((layer_base + size_t(dst)) * block_size_) * kv_dim_);
+    for (size_t i = 0; i < slot_dim_.size(); ++i) {
+      const size_t len = size_t(block_size_) * size_t(slot_dim_[i]);
+      std::copy_n(buf.data() + slot_base_[i] + size_t(src) * len, len, buf.data() + slot_base_[i] + size_t(dst) * len);
     }
   };
   copy(k32_);

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kv/kv_groups.h"
 #include "kv/types.h"
@@ -22,8 +23,17 @@
 namespace pagoda {
 
 // The model's attention layers grouped by their windows (kv_groups.h), or
-// (by_window false) in one full-attention group; recurrent layers keep no K/V.
+// (by_window false) in one full-attention group; recurrent layers and layers
+// reading another's K/V (LayerSpec::kv_source) keep none.
 KvGroups kv_groups_of(const ModelConfig& cfg, bool by_window = true);
+
+// Floats of K (as many of V) one token takes at each slot of a page: the
+// widest kv_dim among the layers that the groups put at that slot (layers of
+// different head sizes, gemma4's, sit at one slot only in different groups).
+std::vector<int> kv_slot_dims(const ModelConfig& cfg, const KvGroups& groups);
+// The pool's bytes per token of context (kv/pool_size.h): every group's page
+// share, each page holding the slots above, K and V, in `type`.
+int64_t kv_bytes_per_token(const ModelConfig& cfg, const KvGroups& groups, KvType type);
 
 class KvStorage {
  public:
@@ -34,15 +44,16 @@ class KvStorage {
 
   int num_blocks() const { return num_blocks_; }
   int block_size() const { return block_size_; }
-  int kv_dim() const { return kv_dim_; }
+  // Floats between a block's token slots for the layer (its slot's width, at least its own kv_dim).
+  int kv_stride(int layer) const { return slot_dim_[size_t(groups_.slot_of[size_t(layer)])]; }
   KvType type() const { return type_; }
   const KvGroups& groups() const { return groups_; }
   int num_groups() const { return groups_.num_groups(); }
   int group_of(int layer) const { return groups_.group_of[size_t(layer)]; }
-  size_t bytes() const { return 2 * size_t(slots_) * num_blocks_ * block_size_ * kv_dim_ * kv_type_bytes(type_); }
+  size_t bytes() const { return 2 * floats_ * kv_type_bytes(type_); }
 
-  // Stores one token's K and V (kv_dim floats each) in a slot of a block of
-  // the layer's group.
+  // Stores one token's K and V (the layer's kv_dim floats each) in a slot of
+  // a block of the layer's group.
   void write(int layer, int block, int slot, const float* k, const float* v);
 
   // Slot addresses, for the attention kernels (element type per type()).
@@ -57,11 +68,17 @@ class KvStorage {
  private:
   // A block holds its group's layers one after another; layer l is at its
   // place in its group (slot_of), so the same offset serves every group.
+  // Slot i's blocks lie together from slot_base_[i], slot_dim_[i] floats a token.
   size_t offset(int layer, int block, int slot) const {
-    return ((size_t(groups_.slot_of[size_t(layer)]) * num_blocks_ + block) * block_size_ + slot) * kv_dim_;
+    const size_t i = size_t(groups_.slot_of[size_t(layer)]);
+    return slot_base_[i] + (size_t(block) * block_size_ + size_t(slot)) * size_t(slot_dim_[i]);
   }
   KvGroups groups_;
-  int slots_, num_blocks_, block_size_, kv_dim_;  // slots_: layers a block holds
+  int slots_, num_blocks_, block_size_;  // slots_: layers a block holds
+  std::vector<int> layer_dim_;           // per layer: its K (and V) floats a token
+  std::vector<int> slot_dim_;            // per slot: kv_slot_dims()
+  std::vector<size_t> slot_base_;        // per slot: where its blocks start
+  size_t floats_ = 0;                    // of K (as many of V)
   KvType type_;
   // Touched page by page as contexts fill, so a large pool costs nothing at start.
   ZeroPages<float> k32_, v32_;     // used when type_ == F32

@@ -8,6 +8,7 @@
 #include "kernels/attention.h"
 #include "kernels/float_matmul.h"
 #include "model/ops.h"
+#include "model/per_layer_inputs.h"
 #include "quant/rows.h"
 #include "util/error.h"
 #include "util/half.h"
@@ -20,7 +21,7 @@ std::unique_ptr<Model> Model::load(const std::string& path, Residency residency,
 
 Model::Model(std::shared_ptr<const GgufFile> file, const LoadProgress& progress)
     : file_(std::move(file)), cfg_(ModelConfig::from_gguf(*file_)), w_(ModelWeights::load(*file_, cfg_)) {
-  for (const LayerSpec& l : cfg_.layers) ropes_.emplace_back(l.rope, cfg_.head_dim, w_.rope_freq_factors);
+  for (const LayerSpec& l : cfg_.layers) ropes_.emplace_back(l.rope, l.head_dim, w_.rope_freq_factors);
   w_.pack_panels(*file_, progress);
 }
 
@@ -33,11 +34,12 @@ bool Model::move_into_memory(WeightMover::Options options) {
 }
 
 void Model::check(const Batch& batch, const KvStorage& kv, const StateStorage* states) {
-  if (kv.kv_dim() != cfg_.kv_dim() || kv.groups().num_layers() != cfg_.n_layer)
-    fail<InvalidArgument>("KV storage was made for another model");
-  for (int l = 0; l < cfg_.n_layer; ++l)
-    if (cfg_.layers[size_t(l)].recurrent != (kv.group_of(l) == kNoKv))
+  if (kv.groups().num_layers() != cfg_.n_layer) fail<InvalidArgument>("KV storage was made for another model");
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    const LayerSpec& s = cfg_.layers[size_t(l)];
+    if (s.has_kv() != (kv.group_of(l) != kNoKv) || (s.has_kv() && kv.kv_stride(l) < s.kv_dim()))
       fail<InvalidArgument>("KV storage was made for another model (layer {})", l);
+  }
   if (batch.num_groups != kv.num_groups())
     fail<InvalidArgument>("batch of {} KV groups for a storage of {}", batch.num_groups, kv.num_groups());
   const int bs = kv.block_size();
@@ -166,8 +168,8 @@ void attend_heads(const KvStorage& kv, int layer, std::span<const int32_t> table
   const int first = o.window > 0 ? std::max(0, pos - o.window + 1) : 0;
   const int p_begin = first / bs * bs;
   const size_t n_pos = size_t(pos - p_begin) + 1;
-  scores.resize(size_t(n_q) * n_pos);     // head i's scores at scores[i * n_pos ...], position p_begin first
-  const size_t ld = size_t(kv.kv_dim());  // elements between a block's slots
+  scores.resize(size_t(n_q) * n_pos);             // head i's scores at scores[i * n_pos ...], position p_begin first
+  const size_t ld = size_t(kv.kv_stride(layer));  // elements between a block's slots
   const TensorType type = f16 ? TensorType::F16 : TensorType::F32;
   // Head sizes of whole vectors (every Llama-family model's): one kernel
   // call per KV head for the scores and one for the values, over the blocks
@@ -222,9 +224,12 @@ void attend_heads(const KvStorage& kv, int layer, std::span<const int32_t> table
 
 }  // namespace
 
+// A layer with a kv_source attends over that layer's K/V, through its group's block tables.
 void Model::attention(const Batch& batch, int layer, const KvStorage& kv, ThreadPool& pool) {
-  const int hd = cfg_.head_dim, n_head = cfg_.n_head, n_kv = cfg_.n_head_kv, group = n_head / n_kv;
-  const int window = cfg_.layers[size_t(layer)].window;
+  const LayerSpec& spec = cfg_.layers[size_t(layer)];
+  const int hd = spec.head_dim, n_head = spec.n_head, n_kv = spec.n_head_kv, group = n_head / n_kv, Q = spec.q_dim();
+  const int window = spec.window;
+  const int kv_layer = spec.kv_source >= 0 ? spec.kv_source : layer;
   const std::vector<float>& sinks = w_.layers[size_t(layer)].attn_sinks;
   const AttendOptions options{cfg_.attn_scale, cfg_.attn_softcap, window, sinks.empty() ? nullptr : sinks.data()};
   size_t work = 0;  // multiply-adds: two passes over each token's past (or window), per head
@@ -242,27 +247,31 @@ void Model::attention(const Batch& batch, int layer, const KvStorage& kv, Thread
           const size_t t = i / size_t(n_kv);
           const int g = int(i % size_t(n_kv));
           const BatchToken& tok = batch.tokens[t];
-          const auto table = batch.table(tok.seq, kv.group_of(layer));
-          const size_t first = t * size_t(cfg_.q_dim()) + size_t(g) * group * hd;
+          const auto table = batch.table(tok.seq, kv.group_of(kv_layer));
+          const size_t first = t * size_t(Q) + size_t(g) * group * hd;
           AttendOptions o = options;
           if (o.sinks) o.sinks += g * group;
           if (kv.type() == KvType::F16)
-            attend_heads<uint16_t>(kv, layer, table, last(tok), g * hd, hd, group, q_.data() + first,
+            attend_heads<uint16_t>(kv, kv_layer, table, last(tok), g * hd, hd, group, q_.data() + first,
                                    att_.data() + first, scores, o);
           else
-            attend_heads<float>(kv, layer, table, last(tok), g * hd, hd, group, q_.data() + first, att_.data() + first,
-                                scores, o);
+            attend_heads<float>(kv, kv_layer, table, last(tok), g * hd, hd, group, q_.data() + first,
+                                att_.data() + first, scores, o);
         }
       },
       1, work);
 }
 
-// Q, K, V from the layer's input; per token biases, Q/K norms, RoPE, the
-// query temperature and the K/V write; attention; the gate; wo into xb_.
+// Q, K, V from the layer's input; per token biases, Q/K/V norms, RoPE, the
+// query temperature and the K/V write; attention; the gate; wo into xb_. A
+// layer with a kv_source computes Q alone (its source wrote K/V this pass).
 void Model::attention_block(const Batch& batch, int l, const float* in, KvStorage& kv, ThreadPool& pool) {
   const LayerWeights& lw = w_.layers[size_t(l)];
+  const LayerSpec& spec = cfg_.layers[size_t(l)];
   const Rope& rope = ropes_[size_t(l)];
-  const int T = int(batch.tokens.size()), Q = cfg_.q_dim(), KV = cfg_.kv_dim(), hd = cfg_.head_dim;
+  const int T = int(batch.tokens.size()), Q = spec.q_dim(), KV = spec.kv_dim(), hd = spec.head_dim;
+  const int n_head = spec.n_head, n_head_kv = spec.n_head_kv;
+  const bool own_kv = spec.kv_source < 0, v_is_k = own_kv && lw.wv.rows == 0;
   const int bs = kv.block_size();
   const float eps = cfg_.rms_eps;
   const bool gated = cfg_.attn_output_gate;
@@ -270,7 +279,13 @@ void Model::attention_block(const Batch& batch, int l, const float* in, KvStorag
     qg_.resize(size_t(T) * 2 * Q);
     gate_.resize(size_t(T) * Q);
   }
-  matmul({{lw.wq, gated ? qg_.data() : q_.data()}, {lw.wk, k_.data()}, {lw.wv, v_.data()}}, in, T, pool);
+  // q_ T x Q (or qg_ T x 2Q), k_ and v_ T x KV.
+  if (!own_kv)
+    matmul(lw.wq, in, T, q_.data(), pool);
+  else if (v_is_k)
+    matmul({{lw.wq, q_.data()}, {lw.wk, k_.data()}}, in, T, pool);
+  else
+    matmul({{lw.wq, gated ? qg_.data() : q_.data()}, {lw.wk, k_.data()}, {lw.wv, v_.data()}}, in, T, pool);
   pool.parallel_for(
       size_t(T),
       [&](size_t b, size_t e) {
@@ -278,28 +293,32 @@ void Model::attention_block(const Batch& batch, int l, const float* in, KvStorag
           const BatchToken& tok = batch.tokens[t];
           float *q = &q_[t * Q], *k = &k_[t * KV], *v = &v_[t * KV];
           if (gated)  // per head: hd query values, then hd gate values
-            for (int h = 0; h < cfg_.n_head; ++h) {
+            for (int h = 0; h < n_head; ++h) {
               const float* src = &qg_[t * 2 * Q + size_t(h) * 2 * hd];
               std::copy_n(src, hd, q + h * hd);
               std::copy_n(src + hd, hd, &gate_[t * Q + size_t(h) * hd]);
             }
+          if (v_is_k) std::copy_n(k, KV, v);  // before K's norm: V is the raw projection, normed below
           add_bias(q, lw.bq);
           add_bias(k, lw.bk);
           add_bias(v, lw.bv);
           if (cfg_.qk_norm == QkNorm::Whole) {
             rmsnorm(q, lw.q_norm.data(), Q, eps, q);
-            rmsnorm(k, lw.k_norm.data(), KV, eps, k);
+            if (own_kv) rmsnorm(k, lw.k_norm.data(), KV, eps, k);
           } else if (cfg_.qk_norm == QkNorm::PerHead) {
-            for (int h = 0; h < cfg_.n_head; ++h) rmsnorm(q + h * hd, lw.q_norm.data(), hd, eps, q + h * hd);
-            for (int h = 0; h < cfg_.n_head_kv; ++h) rmsnorm(k + h * hd, lw.k_norm.data(), hd, eps, k + h * hd);
+            for (int h = 0; h < n_head; ++h) rmsnorm(q + h * hd, lw.q_norm.data(), hd, eps, q + h * hd);
+            for (int h = 0; h < n_head_kv && own_kv; ++h) rmsnorm(k + h * hd, lw.k_norm.data(), hd, eps, k + h * hd);
           }
-          rope.apply(q, cfg_.n_head, tok.pos);
-          rope.apply(k, cfg_.n_head_kv, tok.pos);
+          for (int h = 0; h < n_head_kv && own_kv && cfg_.v_norm; ++h)
+            rmsnorm(v + h * hd, nullptr, hd, eps, v + h * hd);
+          rope.apply(q, n_head, tok.pos);
+          if (own_kv) rope.apply(k, n_head_kv, tok.pos);
           if (cfg_.q_temperature != 0) {
             const float temp = 1.0f + cfg_.q_temperature *
                                           std::log(std::floor(float(tok.pos) / float(cfg_.q_temperature_floor)) + 1.0f);
             for (int i = 0; i < Q; ++i) q[i] *= temp;
           }
+          if (!own_kv) continue;
           const int block = batch.table(tok.seq, kv.group_of(l))[size_t(tok.pos / bs)];
           kv.write(l, block, tok.pos % bs, k, v);
         }
@@ -311,6 +330,59 @@ void Model::attention_block(const Batch& batch, int l, const float* in, KvStorag
   matmul(lw.wo, att_.data(), T, xb_.data(), pool);
 }
 
+// xb_ (T x n_embd) = down(act(gate(in)) * up(in)) (ungated: down(gelu(up(in)))), F wide, biases but down's.
+void Model::dense_ffn(const LayerWeights& lw, int F, const float* in, int T, ThreadPool& pool) {
+  if (cfg_.gated_ffn())
+    matmul({{lw.w_gate, hb_.data()}, {lw.w_up, hb2_.data()}}, in, T, pool);  // hb_, hb2_: T x F
+  else
+    matmul(lw.w_up, in, T, hb_.data(), pool);
+  pool.parallel_for(
+      size_t(T),
+      [&](size_t b, size_t e) {
+        for (size_t t = b; t < e; ++t) {
+          float *gate = &hb_[t * size_t(F)], *up = &hb2_[t * size_t(F)];
+          if (!cfg_.gated_ffn()) {  // hb_ holds up
+            add_bias(gate, lw.b_up);
+            gelu_tanh(gate, F);
+            continue;
+          }
+          add_bias(gate, lw.b_gate);
+          add_bias(up, lw.b_up);
+          gated_activation(cfg_.act, gate, up, F);
+        }
+      },
+      1, size_t(T) * size_t(F) * 8);
+  matmul(lw.w_down, hb_.data(), T, xb_.data(), pool);
+}
+
+// MoeSpec::dense_beside (gemma4): xb_ (T x n_embd) = post_norm_1(MLP(in)) +
+// post_norm_2(experts(pre_norm_2(x))), the router reading rmsnorm(x) / sqrt(n_embd)
+// * router_in_scale; x is the residual stream x_, in its ffn_norm.
+void Model::gemma4_ffn(const LayerWeights& lw, int l, const float* in, int T, ThreadPool& pool) {
+  const int E = cfg_.n_embd;
+  const float eps = cfg_.rms_eps, inv = 1.0f / std::sqrt(float(E));
+  moe_in_.resize(size_t(T) * E);     // T x E: the experts' input
+  router_in_.resize(size_t(T) * E);  // T x E: the router's
+  moe_out_.resize(size_t(T) * E);    // T x E
+  for (int t = 0; t < T; ++t) {
+    const float* x = &x_[size_t(t) * E];
+    rmsnorm(x, lw.pre_norm_2.data(), E, eps, &moe_in_[size_t(t) * E]);
+    float* r = &router_in_[size_t(t) * E];
+    rmsnorm(x, nullptr, E, eps, r);
+    for (int i = 0; i < E; ++i) r[i] = r[i] * inv * lw.router_in_scale[size_t(i)];
+  }
+  moe_.forward(lw, cfg_, moe_in_.data(), T, moe_out_.data(), pool, router_in_.data());
+  experts_run_ += moe_.experts_run();
+  router_margin_ = std::min(router_margin_, moe_.router_margin());
+  dense_ffn(lw, cfg_.layers[size_t(l)].n_ff, in, T, pool);  // xb_ = MLP(in)
+  for (int t = 0; t < T; ++t) {
+    float *a = &xb_[size_t(t) * E], *b = &moe_out_[size_t(t) * E];
+    rmsnorm(a, lw.post_norm_1.data(), E, eps, a);
+    rmsnorm(b, lw.post_norm_2.data(), E, eps, b);
+    for (int i = 0; i < E; ++i) a[i] += b[i];
+  }
+}
+
 void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::vector<float>& logits,
                     StateStorage* states) {
   check(batch, kv, states);
@@ -318,7 +390,7 @@ void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::ve
   experts_run_ = 0;
   router_margin_ = INFINITY;
   const int T = int(batch.tokens.size());
-  const int E = cfg_.n_embd, Q = cfg_.q_dim(), KV = cfg_.kv_dim(), F = cfg_.n_ff;
+  const int E = cfg_.n_embd, Q = cfg_.max_q_dim(), KV = cfg_.max_kv_dim(), F = cfg_.max_n_ff();
   const float eps = cfg_.rms_eps, rs = cfg_.residual_scale;
   const bool pre = cfg_.pre_norms(), post = cfg_.post_norms(), post_add = cfg_.norms == NormPlacement::PostAdd;
   x_.resize(size_t(T) * E);
@@ -372,6 +444,9 @@ void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::ve
     if (cfg_.embd_norm) norm(x, w_.embd_norm, w_.embd_norm_b, x);
   });
 
+  // Per-layer inputs: pl_ T x (n_layer P), from the tokens and the scaled embeddings.
+  if (cfg_.n_embd_per_layer > 0) per_layer_inputs(w_, cfg_, batch, x_.data(), pl_, pool);
+
   for (int l = 0; l < cfg_.n_layer; ++l) {
     const LayerWeights& lw = w_.layers[size_t(l)];
     // Attention (or a recurrent layer's mixer): x += mix(norm(x)), with the norms where the model puts them.
@@ -388,35 +463,28 @@ void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::ve
 
     // FFN: x += down(act(gate(h)) * up(h)) (ungated: down(gelu(up(h)))), h = norm(x) (or x); or the experts' sum.
     if (pre) per_token([&](int t) { rmsnorm(row(x_, t, E), lw.ffn_norm.data(), E, eps, row(xb_, t, E)); });
-    if (cfg_.moe.n_expert > 0) {
+    const float* ffn_in = pre ? xb_.data() : x_.data();
+    if (cfg_.moe.n_expert > 0 && cfg_.moe.dense_beside) {
+      gemma4_ffn(lw, l, ffn_in, T, pool);
+    } else if (cfg_.moe.n_expert > 0) {
       moe_out_.resize(size_t(T) * E);
-      moe_.forward(lw, cfg_, pre ? xb_.data() : x_.data(), T, moe_out_.data(), pool);
+      moe_.forward(lw, cfg_, ffn_in, T, moe_out_.data(), pool);
       experts_run_ += moe_.experts_run();
       router_margin_ = std::min(router_margin_, moe_.router_margin());
       std::copy(moe_out_.begin(), moe_out_.end(), xb_.begin());
-      per_token([&](int t) { add_residual(t, lw.ffn_post_norm, lw.ffn_post_norm_b); });
-      continue;
+    } else {
+      dense_ffn(lw, cfg_.layers[size_t(l)].n_ff, ffn_in, T, pool);
     }
-    const float* ffn_in = pre ? xb_.data() : x_.data();
-    if (cfg_.gated_ffn())
-      matmul({{lw.w_gate, hb_.data()}, {lw.w_up, hb2_.data()}}, ffn_in, T, pool);
-    else
-      matmul(lw.w_up, ffn_in, T, hb_.data(), pool);
-    per_token([&](int t) {
-      float *gate = row(hb_, t, F), *up = row(hb2_, t, F);
-      if (!cfg_.gated_ffn()) {  // hb_ holds up
-        add_bias(gate, lw.b_up);
-        return gelu_tanh(gate, F);
-      }
-      add_bias(gate, lw.b_gate);
-      add_bias(up, lw.b_up);
-      gated_activation(cfg_.act, gate, up, F);
-    });
-    matmul(lw.w_down, hb_.data(), T, xb_.data(), pool);
     per_token([&](int t) {
       add_bias(row(xb_, t, E), lw.b_down);
       add_residual(t, lw.ffn_post_norm, lw.ffn_post_norm_b);
     });
+    // gemma4: the per-layer input's branch, then the layer's output scale on the whole stream.
+    if (cfg_.n_embd_per_layer > 0) add_per_layer_input(lw, cfg_, l, pl_.data(), T, x_.data(), plb_, pool);
+    if (lw.out_scale != 1.0f)
+      per_token([&](int t) {
+        for (int i = 0; i < E; ++i) x_[size_t(t) * E + size_t(i)] *= lw.out_scale;
+      });
   }
 
   // Final norm (where the model has one) and vocabulary projection, only for the rows that want logits.

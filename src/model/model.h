@@ -22,6 +22,7 @@
 #include "model/kv_storage.h"
 #include "model/moe.h"
 #include "model/ops.h"
+#include "model/per_layer_inputs.h"
 #include "model/rope.h"
 #include "model/state_storage.h"
 #include "model/weight_mover.h"
@@ -85,6 +86,8 @@ class Model {
   // The attention sub-block of layer `layer`: xb_ = wo(attn(in)), in T x n_embd.
   void attention_block(const Batch& batch, int layer, const float* in, KvStorage& kv, ThreadPool& pool);
   void attention(const Batch& batch, int layer, const KvStorage& kv, ThreadPool& pool);
+  void dense_ffn(const LayerWeights& lw, int n_ff, const float* in, int n_tokens, ThreadPool& pool);
+  void gemma4_ffn(const LayerWeights& lw, int layer, const float* in, int n_tokens, ThreadPool& pool);
 
   std::shared_ptr<const GgufFile> file_;
   ModelConfig cfg_;
@@ -97,8 +100,11 @@ class Model {
   DeltaNet delta_;                            // the recurrent layers' buffers
   std::vector<std::vector<int>> seq_tokens_;  // per sequence: its token indices, in position order
   std::vector<int> seq_last_;                 // per sequence: its last position in the batch (check())
+  AlignedFloats pl_;                          // per-layer inputs: T x (n_layer x n_embd_per_layer)
+  PerLayerBuffers plb_;                       // their branch's buffers
   MoeFfn moe_;                                // a mixture of experts' buffers
   AlignedFloats moe_out_;                     // its output, T x n_embd
+  AlignedFloats moe_in_, router_in_;          // dense_beside: the experts' and the router's inputs, T x n_embd
   int experts_run_ = 0;
   float router_margin_ = INFINITY;
   std::unique_ptr<WeightMover> mover_;  // after w_: stops before the weights go

@@ -54,7 +54,7 @@ void route_tokens(const MoeSpec& moe, const float* logits, int n_tokens, ExpertC
 }
 
 void MoeFfn::forward(const LayerWeights& lw, const ModelConfig& c, const float* x, int n_tokens, float* out,
-                     ThreadPool& pool) {
+                     ThreadPool& pool, const float* router_x) {
   const MoeSpec& moe = c.moe;
   const int E = c.n_embd, F = moe.n_ff, k = moe.n_used;
   const size_t T = size_t(n_tokens);
@@ -72,7 +72,7 @@ void MoeFfn::forward(const LayerWeights& lw, const ModelConfig& c, const float* 
   };
 
   logits_.resize(T * size_t(moe.n_expert));
-  matmul(lw.router, x, n_tokens, logits_.data(), pool);
+  matmul(lw.router, router_x ? router_x : x, n_tokens, logits_.data(), pool);
   if (!lw.router_b.empty())
     for (size_t t = 0; t < T; ++t)
       for (int e = 0; e < moe.n_expert; ++e) logits_[t * moe.n_expert + e] += lw.router_b[size_t(e)];
@@ -137,9 +137,14 @@ void MoeFfn::forward(const LayerWeights& lw, const ModelConfig& c, const float* 
     float* o = out + t * E;
     std::fill_n(o, E, 0.0f);
     for (int r = 0; r < k; ++r) {
-      const float w = choices_[t * k + size_t(r)].weight;
+      const ExpertChoice& ch = choices_[t * k + size_t(r)];
       const float* y = &slots_[(t * k + size_t(r)) * E];
-      for (int i = 0; i < E; ++i) o[i] += w * y[i];
+      if (lw.down_exps_scale.empty()) {
+        for (int i = 0; i < E; ++i) o[i] += ch.weight * y[i];
+      } else {  // the expert's own scale first, then its weight (ggml's order)
+        const float s = lw.down_exps_scale[size_t(ch.expert)];
+        for (int i = 0; i < E; ++i) o[i] += ch.weight * (y[i] * s);
+      }
     }
   }
   if (moe.n_ff_shared > 0) add_shared_expert(lw, c, x, n_tokens, out, pool);

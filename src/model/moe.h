@@ -32,8 +32,9 @@ class MoeFfn {
  public:
   // out (n_tokens x n_embd) = for each token of x (n_tokens x n_embd), the
   // weighted sum over its chosen experts e of down_e(act(gate_e(x)) * up_e(x)).
-  void forward(const LayerWeights& lw, const ModelConfig& c, const float* x, int n_tokens, float* out,
-               ThreadPool& pool);
+  // The router reads router_x (n_tokens x n_embd) where given, else x.
+  void forward(const LayerWeights& lw, const ModelConfig& c, const float* x, int n_tokens, float* out, ThreadPool& pool,
+               const float* router_x = nullptr);
 
   // Distinct experts the last forward ran (its layer's).
   int experts_run() const { return experts_run_; }

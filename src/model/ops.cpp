@@ -324,6 +324,10 @@ void rmsnorm(const float* x, const float* weight, int n, float eps, float* out) 
   double ss = 0;
   for (int i = 0; i < n; ++i) ss += double(x[i]) * x[i];
   const float scale = float(1.0 / std::sqrt(ss / n + eps));
+  if (!weight) {
+    for (int i = 0; i < n; ++i) out[i] = x[i] * scale;
+    return;
+  }
   for (int i = 0; i < n; ++i) out[i] = x[i] * scale * weight[i];
 }
 

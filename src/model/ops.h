@@ -56,7 +56,7 @@ inline void matmul(std::initializer_list<MatmulOut> outs, const float* x, int n_
 // Decodes row r of w (an embedding lookup).
 void read_row(const Matrix& w, int r, float* out);
 
-// out = x / sqrt(mean(x^2) + eps) * weight, over n elements.
+// out = x / sqrt(mean(x^2) + eps) * weight, over n elements (weight null: none, gemma4's V norm).
 void rmsnorm(const float* x, const float* weight, int n, float eps, float* out);
 
 // out = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias, over n elements (LayerNorm).

@@ -124,8 +124,23 @@ class TensorReader {
 };
 
 // Q, K and V: three tensors, or one attn_qkv whose rows are Q's, K's then V's.
-void load_qkv(TensorReader& r, const std::string& p, const ModelConfig& c, LayerWeights& l) {
-  const int q = c.q_dim() * (c.attn_output_gate ? 2 : 1), kv = c.kv_dim(), E = c.n_embd;
+// A layer reading another's K/V (kv_source) has Q alone: K and V, where the
+// file keeps them anyway, are taken and not used. gemma4 (v_norm) may lack V:
+// its V is then K's projection (Google's attention_k_eq_v).
+void load_qkv(TensorReader& r, const std::string& p, const ModelConfig& c, const LayerSpec& s, LayerWeights& l) {
+  const int q = s.q_dim() * (c.attn_output_gate ? 2 : 1), kv = s.kv_dim(), E = c.n_embd;
+  if (s.kv_source >= 0) {
+    l.wq = r.matrix(p + "attn_q.weight", q, E);
+    for (const char* unused : {"attn_k.weight", "attn_v.weight"})
+      if (r.has(p + unused)) r.matrix(p + unused, kv, E);
+    if (r.has(p + "attn_k_norm.weight")) r.vector(p + "attn_k_norm.weight", s.head_dim);
+    return;
+  }
+  if (c.v_norm && !r.has(p + "attn_qkv.weight") && !r.has(p + "attn_v.weight")) {
+    l.wq = r.matrix(p + "attn_q.weight", q, E);
+    l.wk = r.matrix(p + "attn_k.weight", kv, E);
+    return;
+  }
   if (r.has(p + "attn_qkv.weight")) {
     l.wq = r.matrix(p + "attn_qkv.weight", q + 2 * kv, E, 0, q);
     l.wk = r.matrix(p + "attn_qkv.weight", q + 2 * kv, E, q, kv);
@@ -148,8 +163,8 @@ void load_qkv(TensorReader& r, const std::string& p, const ModelConfig& c, Layer
 }
 
 // Gate and up: two tensors, or (fused_gate_up) one ffn_up of gate's rows then up's; or up alone (ungated).
-void load_gate_up(TensorReader& r, const std::string& p, const ModelConfig& c, LayerWeights& l) {
-  const int F = c.n_ff, E = c.n_embd;
+void load_gate_up(TensorReader& r, const std::string& p, const ModelConfig& c, int F, LayerWeights& l) {
+  const int E = c.n_embd;
   if (!c.gated_ffn()) {  // up alone
     l.w_up = r.matrix(p + "ffn_up.weight", F, E);
     l.b_up = r.optional_vector(p + "ffn_up.bias", F);
@@ -166,13 +181,32 @@ void load_gate_up(TensorReader& r, const std::string& p, const ModelConfig& c, L
   l.b_up = r.optional_vector(p + "ffn_up.bias", F);
 }
 
-// The router and the experts' 3-D tensors, in place of the dense FFN.
+// The router and the experts' 3-D tensors, in place of the dense FFN (gate
+// and up apart, or one ffn_gate_up_exps of gate's rows then up's per expert).
 void load_experts(TensorReader& r, const std::string& p, const ModelConfig& c, LayerWeights& l) {
   const int E = c.n_embd, F = c.moe.n_ff, n = c.moe.n_expert;
   l.router = r.matrix(p + "ffn_gate_inp.weight", n, E);
-  l.gate_exps = r.matrices(p + "ffn_gate_exps.weight", n, F, E);
-  l.up_exps = r.matrices(p + "ffn_up_exps.weight", n, F, E);
+  if (r.has(p + "ffn_gate_up_exps.weight")) {
+    for (const Matrix& both : r.matrices(p + "ffn_gate_up_exps.weight", n, 2 * F, E)) {
+      Matrix gate = both, up = both;
+      gate.rows = up.rows = F;
+      up.data += size_t(F) * both.row_bytes;
+      gate.name += ".gate", up.name += ".up";
+      l.gate_exps.push_back(gate);
+      l.up_exps.push_back(up);
+    }
+  } else {
+    l.gate_exps = r.matrices(p + "ffn_gate_exps.weight", n, F, E);
+    l.up_exps = r.matrices(p + "ffn_up_exps.weight", n, F, E);
+  }
   l.down_exps = r.matrices(p + "ffn_down_exps.weight", n, E, F);
+  l.down_exps_scale = r.optional_vector(p + "ffn_down_exps.scale", n);
+  if (c.moe.dense_beside) {
+    l.router_in_scale = r.vector(p + "ffn_gate_inp.scale", E);
+    l.pre_norm_2 = r.vector(p + "pre_ffw_norm_2.weight", E);
+    l.post_norm_1 = r.vector(p + "post_ffw_norm_1.weight", E);
+    l.post_norm_2 = r.vector(p + "post_ffw_norm_2.weight", E);
+  }
   l.router_b = r.optional_vector(p + "ffn_gate_inp.bias", n);
   if (r.has(p + "ffn_gate_exps.bias")) l.gate_exps_b = r.vectors(p + "ffn_gate_exps.bias", F, n);
   if (r.has(p + "ffn_up_exps.bias")) l.up_exps_b = r.vectors(p + "ffn_up_exps.bias", F, n);
@@ -203,12 +237,27 @@ void load_delta_net(TensorReader& r, const std::string& p, const ModelConfig& c,
   d.out = r.matrix(p + "ssm_out.weight", E, V);
 }
 
+// Per-layer inputs (config.n_embd_per_layer): the model's tables, then each layer's branch.
+void load_per_layer_inputs(TensorReader& r, const ModelConfig& c, ModelWeights& w) {
+  const int P = c.n_embd_per_layer, E = c.n_embd;
+  w.per_layer_token_embd = r.matrix("per_layer_token_embd.weight", c.n_vocab, c.n_layer * P);
+  w.per_layer_model_proj = r.matrix("per_layer_model_proj.weight", c.n_layer * P, E);
+  w.per_layer_proj_norm = r.vector("per_layer_proj_norm.weight", P);
+  for (int i = 0; i < c.n_layer; ++i) {
+    const std::string p = fmt::format("blk.{}.", i);
+    LayerWeights& l = w.layers[size_t(i)];
+    l.per_layer_inp_gate = r.matrix(p + "inp_gate.weight", P, E);
+    l.per_layer_proj = r.matrix(p + "proj.weight", E, P);
+    l.per_layer_post_norm = r.vector(p + "post_norm.weight", E);
+  }
+}
+
 }  // namespace
 
 std::vector<Matrix*> LayerWeights::matrices() {
   std::vector<Matrix*> all;
   for (Matrix* m : {&wq, &wk, &wv, &delta.qkv, &delta.gate, &delta.beta, &delta.alpha, &delta.out, &wo, &router,
-                    &w_gate, &w_up, &w_down, &gate_shexp, &up_shexp, &down_shexp})
+                    &w_gate, &w_up, &w_down, &gate_shexp, &up_shexp, &down_shexp, &per_layer_inp_gate, &per_layer_proj})
     if (m->rows > 0) all.push_back(m);
   for (size_t e = 0; e < gate_exps.size(); ++e)
     for (auto* experts : {&gate_exps, &up_exps, &down_exps}) all.push_back(&(*experts)[e]);
@@ -261,38 +310,41 @@ ModelWeights ModelWeights::load(const GgufFile& f, ModelConfig& cfg) {
   for (float v : w.rope_freq_factors)
     if (!(v > 0) || !std::isfinite(v)) fail<FormatError>("{}: rope_freqs.weight has a factor {}", f.source(), v);
   const bool pre = cfg.pre_norms(), post = cfg.post_norms(), biased = cfg.norm_kind == NormKind::Layer;
-  const int qn = cfg.qk_norm == QkNorm::Whole ? cfg.q_dim() : cfg.head_dim;
-  const int kn = cfg.qk_norm == QkNorm::Whole ? cfg.kv_dim() : cfg.head_dim;
   for (int i = 0; i < cfg.n_layer; ++i) {
     const std::string p = fmt::format("blk.{}.", i);
+    const LayerSpec& s = cfg.layers[size_t(i)];
+    const int qn = cfg.qk_norm == QkNorm::Whole ? s.q_dim() : s.head_dim;
+    const int kn = cfg.qk_norm == QkNorm::Whole ? s.kv_dim() : s.head_dim;
     LayerWeights l;
     if (pre) l.attn_norm = r.vector(p + "attn_norm.weight", E);
-    if (cfg.layers[size_t(i)].recurrent) {
+    if (s.recurrent) {
       load_delta_net(r, p, cfg, l.delta);
     } else {
-      load_qkv(r, p, cfg, l);
+      load_qkv(r, p, cfg, s, l);
       if (cfg.qk_norm != QkNorm::None) {
         l.q_norm = r.vector(p + "attn_q_norm.weight", qn);
-        l.k_norm = r.vector(p + "attn_k_norm.weight", kn);
+        if (s.kv_source < 0) l.k_norm = r.vector(p + "attn_k_norm.weight", kn);
       }
-      if (cfg.attn_sinks) l.attn_sinks = r.vector(p + "attn_sinks.weight", cfg.n_head);
-      l.wo = r.matrix(p + "attn_output.weight", E, cfg.q_dim());
+      if (cfg.attn_sinks) l.attn_sinks = r.vector(p + "attn_sinks.weight", s.n_head);
+      l.wo = r.matrix(p + "attn_output.weight", E, s.q_dim());
       l.bo = r.optional_vector(p + "attn_output.bias", E);
     }
     if (post) l.attn_post_norm = r.vector(p + cfg.attn_post_norm_name + ".weight", E);
     if (post && biased) l.attn_post_norm_b = r.vector(p + cfg.attn_post_norm_name + ".bias", E);
     if (pre) l.ffn_norm = r.vector(p + cfg.ffn_norm_name + ".weight", E);
-    if (cfg.moe.n_expert > 0) {
-      load_experts(r, p, cfg, l);
-    } else {
-      load_gate_up(r, p, cfg, l);
-      l.w_down = r.matrix(p + "ffn_down.weight", E, cfg.n_ff);
+    if (cfg.moe.n_expert > 0) load_experts(r, p, cfg, l);
+    if (cfg.moe.n_expert == 0 || cfg.moe.dense_beside) {
+      load_gate_up(r, p, cfg, s.n_ff, l);
+      l.w_down = r.matrix(p + "ffn_down.weight", E, s.n_ff);
       l.b_down = r.optional_vector(p + "ffn_down.bias", E);
     }
     if (post) l.ffn_post_norm = r.vector(p + cfg.ffn_post_norm_name + ".weight", E);
     if (post && biased) l.ffn_post_norm_b = r.vector(p + cfg.ffn_post_norm_name + ".bias", E);
+    if (cfg.layer_output_scale && r.has(p + "layer_output_scale.weight"))
+      l.out_scale = r.vector(p + "layer_output_scale.weight", 1)[0];
     w.layers.push_back(std::move(l));
   }
+  if (cfg.n_embd_per_layer > 0) load_per_layer_inputs(r, cfg, w);
   r.check_all_used(cfg.n_layer);
   return w;
 }

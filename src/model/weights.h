@@ -71,8 +71,17 @@ struct LayerWeights {
   std::vector<float> down_exps_b;                     // n_expert x n_embd; empty when none
   Matrix gate_shexp, up_shexp, down_shexp;            // the shared expert (moe.n_ff_shared wide); else none
   std::vector<float> shexp_gate;                      // n_embd (ffn_gate_inp_shexp); else empty
-  std::vector<float> attn_sinks;                      // n_head (config.attn_sinks); else empty
-  DeltaNetWeights delta;                              // a recurrent layer's (LayerSpec::recurrent)
+  std::vector<float> down_exps_scale;                 // n_expert (ffn_down_exps.scale): each expert's output scale
+  // moe.dense_beside: the router input's scale (ffn_gate_inp.scale) and the
+  // branches' norms (pre_ffw_norm_2, post_ffw_norm_1, post_ffw_norm_2), n_embd each; else empty.
+  std::vector<float> router_in_scale, pre_norm_2, post_norm_1, post_norm_2;
+  std::vector<float> attn_sinks;  // n_head (config.attn_sinks); else empty
+  DeltaNetWeights delta;          // a recurrent layer's (LayerSpec::recurrent)
+  // The per-layer input's branch (config.n_embd_per_layer = P): inp_gate
+  // (P x n_embd), proj (n_embd x P), post_norm (n_embd); else none.
+  Matrix per_layer_inp_gate, per_layer_proj;
+  std::vector<float> per_layer_post_norm;
+  float out_scale = 1.0f;  // layer_output_scale.weight (config.layer_output_scale), else 1
 
   // Every matrix the layer has, in the order a token passes them (a fused
   // tensor's views and each expert count once each).
@@ -93,6 +102,11 @@ struct ModelWeights {
   // factors, each dividing the angle of its pair. Empty when absent.
   std::vector<float> rope_freq_factors;
   std::vector<LayerWeights> layers;
+  // Per-layer inputs (config.n_embd_per_layer = P): per_layer_token_embd
+  // (n_vocab x n_layer P, row lookups), per_layer_model_proj (n_layer P x
+  // n_embd), per_layer_proj_norm (P); else none.
+  Matrix per_layer_token_embd, per_layer_model_proj;
+  std::vector<float> per_layer_proj_norm;
   // A reranker's classification head (pooling rank, model/rank_head.cpp):
   // cls (n_embd x n_embd, then tanh) where present, then cls.output
   // (labels x n_embd). Absent (no data) in other models.

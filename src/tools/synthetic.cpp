@@ -217,6 +217,18 @@ void arch_keys(GgufWriter& w, const SyntheticModelSpec& s) {
   } else if (s.arch == "gemma2") {
     w.set(a + "attn_logit_softcapping", Value::f32(50.0f));
     w.set(a + "final_logit_softcapping", Value::f32(30.0f));
+  } else if (s.arch == "gemma4") {  // as conversion/gemma.py writes them
+    w.set(a + "final_logit_softcapping", Value::f32(30.0f));
+    const int hd_swa = s.head_dim_swa > 0 ? s.head_dim_swa : s.n_embd / s.n_head;
+    w.set(a + "attention.key_length_swa", Value::u32(uint32_t(hd_swa)));
+    w.set(a + "attention.value_length_swa", Value::u32(uint32_t(hd_swa)));
+    w.set(a + "rope.dimension_count_swa", Value::u32(uint32_t(hd_swa)));
+    w.set(a + "embedding_length_per_layer_input", Value::u32(uint32_t(s.n_embd_per_layer)));
+    w.set(a + "attention.shared_kv_layers", Value::u32(uint32_t(s.shared_kv_layers)));
+    std::vector<Value> sliding;  // the last of each period global
+    const int period = std::max(s.sliding_pattern, 1);
+    for (int l = 0; l < s.n_layer; ++l) sliding.push_back(Value::boolean(l % period < period - 1));
+    w.set(a + "attention.sliding_window_pattern", Value::array(ValueType::BOOL, sliding));
   }
   if (s.arch.starts_with("qwen35")) {
     w.set(a + "ssm.conv_kernel", Value::u32(uint32_t(s.ssm_conv_kernel)));
@@ -236,7 +248,8 @@ void arch_keys(GgufWriter& w, const SyntheticModelSpec& s) {
   }
   if (s.n_ff_expert > 0) w.set(a + "expert_feed_forward_length", Value::u32(uint32_t(s.n_ff_expert)));
   if (s.sliding_window > 0) w.set(a + "attention.sliding_window", Value::u32(uint32_t(s.sliding_window)));
-  if (s.sliding_pattern > 0) w.set(a + "attention.sliding_window_pattern", Value::u32(uint32_t(s.sliding_pattern)));
+  if (s.sliding_pattern > 0 && s.arch != "gemma4")
+    w.set(a + "attention.sliding_window_pattern", Value::u32(uint32_t(s.sliding_pattern)));
   if (s.rope_freq_base_swa > 0) w.set(a + "rope.freq_base_swa", Value::f32(s.rope_freq_base_swa));
 }
 
@@ -356,7 +369,7 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
   const ModelConfig c = declared(w);
 
   Filler fill(s.seed);
-  const int q = c.q_dim(), kv = c.kv_dim(), E = s.n_embd, F = s.n_ff;
+  const int E = s.n_embd;
   const bool pre = c.pre_norms(), post = c.post_norms(), layer_norm = c.norm_kind == NormKind::Layer;
   const bool bert = s.arch == "bert";  // every bias
   // Embeddings uniform in [-1, 1]: rows of unit-ish size.
@@ -387,8 +400,12 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
   if (c.embd_norm) norm("token_embd_norm");
   for (int l = 0; l < c.n_layer; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
+    const LayerSpec& ls = c.layers[size_t(l)];
+    const int q = ls.q_dim(), kv = ls.kv_dim(), F = ls.n_ff, lhd = ls.head_dim;
     if (pre) add_norm(w, fill, p + "attn_norm.weight", E);
-    if (c.layers[size_t(l)].recurrent) {
+    if (ls.kv_source >= 0) {  // Q alone: the K/V are an earlier layer's
+      add_matrix(w, fill, p + "attn_q.weight", q, E, s.type);
+    } else if (ls.recurrent) {
       add_delta_net(w, fill, p, c, s.type);
     } else if (s.fused_qkv) {
       add_matrix(w, fill, p + "attn_qkv.weight", q + 2 * kv, E, s.type);
@@ -396,17 +413,17 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
     } else {
       add_matrix(w, fill, p + "attn_q.weight", c.attn_output_gate ? 2 * q : q, E, s.type);
       add_matrix(w, fill, p + "attn_k.weight", kv, E, s.type);
-      add_matrix(w, fill, p + "attn_v.weight", kv, E, s.type);
+      if (!(s.global_k_eq_v && ls.window == 0)) add_matrix(w, fill, p + "attn_v.weight", kv, E, s.type);
       if (s.qkv_bias || bert) {
         bias(p + "attn_q.bias", q);
         bias(p + "attn_k.bias", kv);
         bias(p + "attn_v.bias", kv);
       }
     }
-    if (c.qk_norm != QkNorm::None && !c.layers[size_t(l)].recurrent) {
+    if (c.qk_norm != QkNorm::None && !ls.recurrent) {
       const bool whole = c.qk_norm == QkNorm::Whole;
-      add_norm(w, fill, p + "attn_q_norm.weight", whole ? q : hd);
-      add_norm(w, fill, p + "attn_k_norm.weight", whole ? kv : hd);
+      add_norm(w, fill, p + "attn_q_norm.weight", whole ? q : lhd);
+      if (ls.kv_source < 0) add_norm(w, fill, p + "attn_k_norm.weight", whole ? kv : lhd);
     }
     if (c.attn_sinks)
       w.add_f32_tensor(p + "attn_sinks.weight", {uint64_t(s.n_head)}, fill.values(size_t(s.n_head), 0.0f, 2.0f));
@@ -417,9 +434,27 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
     if (c.moe.n_expert > 0) {
       // The router as llama.cpp's quantizer leaves it: F32.
       add_matrix(w, fill, p + "ffn_gate_inp.weight", c.moe.n_expert, E, TensorType::F32);
-      add_matrices(w, fill, p + "ffn_gate_exps.weight", c.moe.n_expert, c.moe.n_ff, E, s.type);
-      add_matrices(w, fill, p + "ffn_up_exps.weight", c.moe.n_expert, c.moe.n_ff, E, s.type);
+      if (s.fused_gate_up_exps) {
+        add_matrices(w, fill, p + "ffn_gate_up_exps.weight", c.moe.n_expert, 2 * c.moe.n_ff, E, s.type);
+      } else {
+        add_matrices(w, fill, p + "ffn_gate_exps.weight", c.moe.n_expert, c.moe.n_ff, E, s.type);
+        add_matrices(w, fill, p + "ffn_up_exps.weight", c.moe.n_expert, c.moe.n_ff, E, s.type);
+      }
       add_matrices(w, fill, p + "ffn_down_exps.weight", c.moe.n_expert, E, c.moe.n_ff, s.type);
+      if (c.moe.dense_beside) {  // gemma4: the router's input scale, each expert's scale, the MLP beside
+        // The router reads rmsnorm(x) / sqrt(n_embd): a scale near sqrt(n_embd) gives its logits unit spread,
+        // as trained routers have (near-equal logits would route on rounding).
+        const float root = std::sqrt(float(E));
+        w.add_f32_tensor(p + "ffn_gate_inp.scale", {uint64_t(E)}, fill.values(size_t(E), root, 0.2f * root));
+        w.add_f32_tensor(p + "ffn_down_exps.scale", {uint64_t(c.moe.n_expert)},
+                         fill.values(size_t(c.moe.n_expert), 1.0f, 0.5f));
+        add_norm(w, fill, p + "pre_ffw_norm_2.weight", E);
+        add_norm(w, fill, p + "post_ffw_norm_1.weight", E);
+        add_norm(w, fill, p + "post_ffw_norm_2.weight", E);
+        add_matrix(w, fill, p + "ffn_gate.weight", F, E, s.type);
+        add_matrix(w, fill, p + "ffn_up.weight", F, E, s.type);
+        add_matrix(w, fill, p + "ffn_down.weight", E, F, s.type);
+      }
       if (const int S = c.moe.n_ff_shared; S > 0) {
         w.add_f32_tensor(p + "ffn_gate_inp_shexp.weight", {uint64_t(E)},
                          fill.values(size_t(E), 0.0f, std::sqrt(3.0f / float(E))));
@@ -446,6 +481,26 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
     if (c.moe.n_expert == 0) add_matrix(w, fill, p + "ffn_down.weight", E, F, s.type);
     if (bert) bias(p + "ffn_down.bias", E);
     if (post) norm(p + c.ffn_post_norm_name);
+    if (c.layer_output_scale) w.add_f32_tensor(p + "layer_output_scale.weight", {1}, fill.values(1, 0.75f, 0.25f));
+    if (const int P = c.n_embd_per_layer; P > 0) {
+      add_matrix(w, fill, p + "inp_gate.weight", P, E, s.type);
+      add_matrix(w, fill, p + "proj.weight", E, P, s.type);
+      add_norm(w, fill, p + "post_norm.weight", E);
+    }
+  }
+  if (const int P = c.n_embd_per_layer; P > 0) {  // unit-ish rows, as token_embd's
+    const auto pl = fill.values(size_t(s.n_vocab) * size_t(P) * size_t(c.n_layer), 0.0f, 1.0f);
+    w.add_tensor("per_layer_token_embd.weight", s.type, {uint64_t(P) * uint64_t(c.n_layer), uint64_t(s.n_vocab)},
+                 quantize(s.type, pl.data(), pl.size()));
+    add_matrix(w, fill, "per_layer_model_proj.weight", P * c.n_layer, E, TensorType::F32);  // llama.cpp keeps it F32
+    add_norm(w, fill, "per_layer_proj_norm.weight", P);
+  }
+  // gemma4's proportional RoPE: the global layers rotate their first quarter of pairs, 1e30 stops the rest.
+  if (s.arch == "gemma4") {
+    const int pairs = hd / 2;
+    std::vector<float> factors(size_t(pairs), 1e30f);
+    std::fill_n(factors.begin(), pairs / 4, 1.0f);
+    w.add_f32_tensor("rope_freqs.weight", {uint64_t(pairs)}, factors);
   }
   // Last, so that models without them draw the same weights as before.
   const int pairs = (s.rope_dims > 0 ? s.rope_dims : hd) / 2;

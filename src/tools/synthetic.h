@@ -54,6 +54,15 @@ struct SyntheticModelSpec {
   int ssm_k_heads = 2;  // ssm.group_count
   int ssm_v_heads = 4;  // ssm.time_step_rank
   int full_attention_interval = 4;
+  // gemma4: the sliding layers' head size ({arch}.attention.key_length_swa;
+  // head_dim is then the global layers'), per-layer inputs of this width, the
+  // last layers reading earlier ones' K/V. Its sliding pattern is written as
+  // the array of flags sliding_pattern stands for.
+  int head_dim_swa = 0;
+  int n_embd_per_layer = 0;
+  int shared_kv_layers = 0;
+  bool global_k_eq_v = false;               // gemma4's global layers without attn_v (V is K's projection: 31B, 26B)
+  bool fused_gate_up_exps = false;          // one blk.N.ffn_gate_up_exps (gemma4's layout) instead of two
   std::string tokenizer = "llama";          // "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
   std::vector<std::string> special_tokens;  // control tokens in place of the last pieces (a template's markers)
   std::string eos_token;                    // the EOS token, when not the vocabulary's default

@@ -10,6 +10,7 @@
 #include "testing/build_paths.h"
 #include "model/archs/archs.h"
 #include "model/config.h"
+#include "model/kv_storage.h"
 #include "model/model.h"
 #include "tools/synthetic.h"
 #include "util/error.h"
@@ -242,6 +243,134 @@ TEST(ModelConfig, BertRefusesAPartialInput) {
   m->set_hidden_output(true);
   EXPECT_NO_THROW(m->forward(b, kv, pool, out));
   EXPECT_EQ(out.size(), size_t(6 * m->config().n_embd));
+}
+
+// gemma4 as the oracle test's file (6 layers, sliding and global alternating).
+SyntheticModelSpec gemma4_spec() {
+  SyntheticModelSpec s = small("gemma4");
+  s.n_layer = 6, s.sliding_window = 16, s.sliding_pattern = 2, s.head_dim = 32, s.head_dim_swa = 16;
+  s.n_embd_per_layer = 8, s.shared_kv_layers = 2;
+  return s;
+}
+
+// The declaration's reading: per-layer head sizes and RoPE, the shared
+// layers' sources, and K/V storage for exactly the layers that keep their own.
+TEST(ModelConfig, Gemma4LayersAndSharedKv) {
+  std::vector<uint8_t> bytes;
+  const auto m = load(synthetic_model(gemma4_spec()), bytes);
+  const ModelConfig& c = m->config();
+  EXPECT_EQ(c.n_embd_per_layer, 8);
+  EXPECT_TRUE(c.v_norm);
+  EXPECT_EQ(c.attn_scale, 1.0f);
+  for (int l = 0; l < 6; ++l) {
+    const LayerSpec& s = c.layers[size_t(l)];
+    const bool sliding = l % 2 == 0;
+    EXPECT_EQ(s.window, sliding ? 16 : 0) << l;
+    EXPECT_EQ(s.head_dim, sliding ? 16 : 32) << l;
+    EXPECT_EQ(s.rope.freq_factors, !sliding) << l;  // proportional RoPE on the global layers only
+    EXPECT_EQ(s.kv_source, l == 4 ? 2 : l == 5 ? 3 : -1) << l;
+  }
+  // K/V floats a token: sliding layers 0, 2 keep 2 heads of 16, global 1, 3 two of 32; 4 and 5 none.
+  EXPECT_EQ(c.kv_bytes_per_token(), size_t(2 * (32 + 64 + 32 + 64) * 4));
+  const KvGroups one = kv_groups_of(c, false);
+  EXPECT_EQ(one.group_of[4], kNoKv);
+  EXPECT_EQ(one.group_of[5], kNoKv);
+  const KvStorage single(c, one, 3, 16);
+  EXPECT_EQ(single.bytes(), size_t(2) * (32 + 64 + 32 + 64) * 3 * 16 * 4);
+  EXPECT_EQ(kv_bytes_per_token(c, one, KvType::F32), int64_t(c.kv_bytes_per_token()));
+  // By window: a global group {1, 3} and a sliding one {0, 2} share pages, each slot as wide as its widest layer.
+  const KvGroups two = kv_groups_of(c, true);
+  ASSERT_EQ(two.num_groups(), 2);
+  const KvStorage paged(c, two, 3, 16);
+  EXPECT_EQ(paged.bytes(), size_t(2) * (64 + 64) * 3 * 16 * 4);
+  EXPECT_EQ(kv_bytes_per_token(c, two, KvType::F32), int64_t(2 * (64 + 64) * 4 * 2));
+}
+
+// gemma4 files that contradict themselves are refused, naming the key.
+TEST(ModelConfig, Gemma4BadKeysAreRefusedByName) {
+  auto expect_error = [](const GgufWriter& w, const std::string& named) {
+    std::vector<uint8_t> bytes;
+    try {
+      load(w, bytes);
+      ADD_FAILURE() << "loaded; expected an error naming " << named;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(named), std::string::npos) << e.what();
+    }
+  };
+  auto pattern = synthetic_model(gemma4_spec());
+  pattern.set("gemma4.attention.sliding_window_pattern",
+              Value::array(ValueType::BOOL, {Value::boolean(true), Value::boolean(false)}));
+  expect_error(pattern, "gemma4.attention.sliding_window_pattern");
+  auto period = synthetic_model(gemma4_spec());
+  period.set("gemma4.attention.sliding_window_pattern", Value::u32(2));  // gemma3's form
+  expect_error(period, "gemma4.attention.sliding_window_pattern");
+  auto all_shared = synthetic_model(gemma4_spec());
+  all_shared.set("gemma4.attention.shared_kv_layers", Value::u32(6));
+  expect_error(all_shared, "gemma4.attention.shared_kv_layers");
+  // One shared layer: layer 5 (global) would read layer 4, a sliding one.
+  auto unmatched = synthetic_model(gemma4_spec());
+  unmatched.set("gemma4.attention.shared_kv_layers", Value::u32(1));
+  expect_error(unmatched, "gemma4.attention.shared_kv_layers");
+  auto head = synthetic_model(gemma4_spec());
+  head.set("gemma4.attention.key_length_swa", Value::u32(8));
+  head.set("gemma4.attention.value_length_swa", Value::u32(8));
+  expect_error(head, "gemma4.attention.key_length_swa");
+  auto global_head = synthetic_model(gemma4_spec());
+  global_head.set("gemma4.attention.key_length", Value::u32(16));
+  global_head.set("gemma4.attention.value_length", Value::u32(16));
+  global_head.set("gemma4.rope.dimension_count", Value::u32(16));
+  expect_error(global_head, "gemma4.attention.key_length");
+  auto kv_heads = synthetic_model(gemma4_spec());  // an array of the wrong length
+  kv_heads.set("gemma4.attention.head_count_kv", Value::i32s({2, 2, 2}));
+  expect_error(kv_heads, "gemma4.attention.head_count_kv");
+}
+
+// The 26B-A4B's layers: experts beside a dense MLP, gate and up fused or not;
+// a file without the experts' own norms is refused naming the tensor.
+TEST(ModelConfig, Gemma4ExpertsBesideAnMlp) {
+  for (bool fused : {false, true}) {
+    SyntheticModelSpec s = gemma4_spec();
+    s.n_embd_per_layer = 0, s.shared_kv_layers = 0, s.n_expert = 4, s.n_expert_used = 2, s.n_ff_expert = 32;
+    s.fused_gate_up_exps = fused;
+    std::vector<uint8_t> bytes;
+    const auto m = load(synthetic_model(s), bytes);
+    const ModelConfig& c = m->config();
+    EXPECT_TRUE(c.moe.dense_beside);
+    EXPECT_EQ(c.moe.gating, ExpertGating::SoftmaxTopK);
+    const LayerWeights& l = m->weights().layers[0];
+    EXPECT_EQ(l.gate_exps.size(), 4u);
+    EXPECT_EQ(l.up_exps[1].rows, 32);
+    EXPECT_EQ(l.w_gate.rows, c.n_ff);  // the MLP beside
+    EXPECT_EQ(l.down_exps_scale.size(), 4u);
+  }
+  SyntheticModelSpec s = gemma4_spec();
+  s.n_embd_per_layer = 0, s.shared_kv_layers = 0, s.n_expert = 4, s.n_expert_used = 2, s.n_ff_expert = 32;
+  auto bytes = synthetic_model(s).to_bytes();
+  const auto f = GgufFile::parse(bytes.data(), bytes.size());
+  GgufWriter w;
+  for (const auto& [key, value] : f.metadata()) w.set(key, value);
+  for (const TensorInfo& t : f.tensors())
+    if (t.name != "blk.0.pre_ffw_norm_2.weight")
+      w.add_tensor(t.name, t.type, t.shape, std::vector<uint8_t>(t.data, t.data + t.n_bytes));
+  std::vector<uint8_t> out;
+  try {
+    load(w, out);
+    ADD_FAILURE() << "loaded without blk.0.pre_ffw_norm_2.weight";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("blk.0.pre_ffw_norm_2.weight"), std::string::npos) << e.what();
+  }
+}
+
+// Writes the fuzz seeds once: PAGODA_WRITE_GEMMA4_SEED=dir (gemma4, gemma4-moe).
+TEST(ModelConfig, DISABLED_WriteGemma4Seed) {
+  SyntheticModelSpec s = gemma4_spec();
+  s.n_vocab = 260, s.n_embd = 16, s.n_ff = 16, s.n_head = 2, s.n_head_kv = 1, s.n_layer = 4;
+  s.head_dim = 8, s.head_dim_swa = 4, s.n_embd_per_layer = 4, s.sliding_window = 4, s.n_ctx = 64;
+  const std::string dir = std::getenv("PAGODA_WRITE_GEMMA4_SEED");
+  synthetic_model(s).write(dir + "/gemma4");
+  s.n_embd_per_layer = 0, s.shared_kv_layers = 0, s.n_layer = 2, s.n_expert = 4, s.n_expert_used = 2;
+  s.n_ff_expert = 8, s.fused_gate_up_exps = true;
+  synthetic_model(s).write(dir + "/gemma4-moe");
 }
 
 // The fuzz target's seeds (fuzz/corpus/model_config): one tiny file per

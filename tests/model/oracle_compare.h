@@ -50,6 +50,10 @@ inline constexpr OracleTolerance kF32Tol{1e-4, 1e-5};
 // F32. Measured worst over the 4 seeds of each: 0.0008 nats at -12 (gemma2,
 // soft-capped), 0.0014 at -122 (gemma3).
 inline constexpr OracleTolerance kF32GeluTol{2e-3, 5e-5};
+// gemma4's F32 files pass that table 12 times a token (6 GeGLU layers and 6
+// per-layer-input GELUs) where gemma3's pass it twice: measured worst 0.0062
+// nats at -12.4 over the 4 seeds, half of this.
+inline constexpr OracleTolerance kF32Gelu12Tol{1e-2, 2e-4};
 // F16 widened from llama/qwen2's calibration for the other eight architectures:
 // worst 0.015 nats at -4.9 (glm4: sandwich norms and biases carry more of the
 // rounding into the logits).

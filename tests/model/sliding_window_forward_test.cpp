@@ -1,7 +1,7 @@
 // A sliding-window model over the hybrid KV cache (kv/kv_groups.h): its
 // logits are the same bits whether the blocks behind each window were given
 // back (and reused by other sequences, then poisoned with NaN) or kept, and
-// the same as over one group of every layer (the plain paged cache). The
+// the same as over one group of every layer that keeps K/V (the plain paged cache). The
 // block manager drives the tables, as the engine does.
 #include <gtest/gtest.h>
 
@@ -35,7 +35,7 @@ struct WindowRun {
 // in shared steps; every step's logits in order.
 WindowRun run_steps(Model& model, TableMode mode, int pool_blocks, uint64_t seed) {
   const ModelConfig& cfg = model.config();
-  const KvGroups groups = mode == TableMode::kSingleGroup ? KvGroups::single(cfg.n_layer) : kv_groups_of(cfg);
+  const KvGroups groups = kv_groups_of(cfg, mode != TableMode::kSingleGroup);
   KvStorage kv(cfg, groups, pool_blocks, kBlockSize);
   BlockManagerConfig bc;
   bc.num_blocks = pool_blocks;
@@ -56,7 +56,7 @@ WindowRun run_steps(Model& model, TableMode mode, int pool_blocks, uint64_t seed
     s.length = int32_t(s.tokens.size()) + 40;  // then 40 decoded tokens (the fixed ids below)
   }
   WindowRun out;
-  const std::vector<float> nan(size_t(kv.kv_dim()), std::numeric_limits<float>::quiet_NaN());
+  const std::vector<float> nan(size_t(kv.kv_stride(0)), std::numeric_limits<float>::quiet_NaN());
   for (int step = 0;; ++step) {
     Batch batch;
     batch.num_groups = blocks.num_groups();
@@ -86,7 +86,8 @@ WindowRun run_steps(Model& model, TableMode mode, int pool_blocks, uint64_t seed
     for (BlockId b = 0; b < pool_blocks; ++b)
       if (blocks.ref_count(b) == 0)
         for (int l = 0; l < cfg.n_layer; ++l)
-          for (int slot = 0; slot < kBlockSize; ++slot) kv.write(l, b, slot, nan.data(), nan.data());
+          for (int slot = 0; slot < kBlockSize && kv.group_of(l) != kNoKv; ++slot)  // shared layers store none
+            kv.write(l, b, slot, nan.data(), nan.data());
     EXPECT_FALSE(blocks.audit().has_value());
   }
   EXPECT_EQ(blocks.num_free_blocks(), pool_blocks);
@@ -118,6 +119,11 @@ TEST_P(SlidingWindowForward, GivingBlocksBackChangesNoLogit) {
   spec.n_layer = 6;
   spec.sliding_window = 10;  // two and a half blocks: windows start mid-block
   spec.sliding_pattern = spec.arch == "gemma3" ? 3 : 2;
+  // gemma4: sliding and global layers of different head sizes (page slots as
+  // wide as their widest layer), layers 4 and 5 reading the K/V of 2 and 3
+  // through their sources' groups, per-layer inputs.
+  if (spec.arch == "gemma4")
+    spec.head_dim = 32, spec.head_dim_swa = 16, spec.shared_kv_layers = 2, spec.n_embd_per_layer = 8;
   std::vector<uint8_t> bytes;
   auto model = make_windowed_model(spec, bytes);
   const KvGroups groups = kv_groups_of(model->config());
@@ -133,7 +139,7 @@ TEST_P(SlidingWindowForward, GivingBlocksBackChangesNoLogit) {
   EXPECT_LT(hybrid.peak_blocks, kept.peak_blocks);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, SlidingWindowForward, ::testing::Values("gemma3", "gemma2"));
+INSTANTIATE_TEST_SUITE_P(Archs, SlidingWindowForward, ::testing::Values("gemma3", "gemma2", "gemma4"));
 
 }  // namespace
 }  // namespace pagoda

@@ -44,6 +44,7 @@ void declare_qwen3(const GgufFile& f, ModelConfig& c);
 void declare_qwen3moe(const GgufFile& f, ModelConfig& c);
 void declare_gemma2(const GgufFile& f, ModelConfig& c);
 void declare_gemma3(const GgufFile& f, ModelConfig& c);
+void declare_gemma4(const GgufFile& f, ModelConfig& c);
 void declare_granite(const GgufFile& f, ModelConfig& c);
 void declare_smollm3(const GgufFile& f, ModelConfig& c);
 void declare_olmo2(const GgufFile& f, ModelConfig& c);

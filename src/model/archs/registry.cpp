@@ -11,6 +11,7 @@ constexpr Arch kArchs[] = {
     {"qwen3moe", RopeLayout::NeoX, declare_qwen3moe, true},
     {"gemma2", RopeLayout::NeoX, declare_gemma2},
     {"gemma3", RopeLayout::NeoX, declare_gemma3},
+    {"gemma4", RopeLayout::NeoX, declare_gemma4, true},
     {"granite", RopeLayout::Interleaved, declare_granite},
     {"smollm3", RopeLayout::Interleaved, declare_smollm3},
     {"olmo2", RopeLayout::NeoX, declare_olmo2},
