@@ -16,6 +16,7 @@
 #include "engine/output_queue.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/thread_priority.h"
 
 namespace pagoda::cli {
 namespace {
@@ -68,6 +69,8 @@ int run_generate(const GenerateOpts& o, bool seed_given) {
   if (int64_t(prompt.size()) < engine->max_model_len())
     req.sampling.max_tokens = std::min<int64_t>(o.max_tokens, engine->max_model_len() - int64_t(prompt.size()));
 
+  // This thread is woken once a token; it must not take the engine's core when it is (thread_priority.h).
+  run_as_batch_thread();
   auto queue = OutputQueue::create();
   engine->submit(std::move(req), queue->sink());
   std::vector<int32_t> output;
