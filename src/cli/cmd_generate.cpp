@@ -56,6 +56,7 @@ int run_generate(const GenerateOpts& o, bool seed_given) {
   cfg.kv_type = kv_type_from_name(o.kv_type);
   cfg.threads = o.threads;
   cfg.mmap = o.mmap;
+  cfg.weights_before_serving = true;  // one completion: decode at full speed from its first token
   cfg.sched.max_num_seqs = 1;
   cfg.log_interval_s = 0;
   if (cfg.block_size < 1 || cfg.block_size > 1024) fail<InvalidArgument>("--block-size must be in [1, 1024]");
