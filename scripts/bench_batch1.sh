@@ -8,7 +8,8 @@
 # where each variant's time per token went. Never run in CI: minutes, 2 cores.
 #
 #   scripts/bench_batch1.sh MODEL.gguf ROUNDS BIN [BIN...]
-#   env: TOKENS (200), THREADS (2), PORT (18471), PROMPT
+#   env: TOKENS (200), THREADS (2), PORT (18471), PROMPT; BENCH=1 also runs
+#   bench-model (batch 1, contexts 0 and 512) once a round with the first binary
 set -euo pipefail
 
 model=${1:?model.gguf}
@@ -59,8 +60,9 @@ for r in $(seq 1 "$rounds"); do
     echo "round $r: ${bins[$i]} (load $(cut -d' ' -f1 /proc/loadavg))"
     run_generate "${bins[$i]}" "$i" "$r"
     run_serve "${bins[$i]}" "$i" "$r"
-    [ -n "${BENCH:-}" ] && run_bench "${bins[$i]}" "$i" "$r"
   done
+  # The forward pass is the variants' common ceiling: measured once a round, with the first binary.
+  if [ -n "${BENCH:-}" ]; then run_bench "${bins[0]}" 0 "$r"; fi
 done
 
 python3 - "$out" "${bins[@]}" <<'EOF'
@@ -90,11 +92,12 @@ for i, b in enumerate(bins):
     for f in sorted(glob.glob(f"{out}/bench.{i}.*.json")):
         try:
             j = json.load(open(f))
-            bench += [d["tokens_per_s"] for r in j["results"] for d in r["decode"] if d["batch"] == 1 and d["context"] == 0]
+            bench += [(d["context"], d["tokens_per_s"]) for r in j["results"] for d in r["decode"] if d["batch"] == 1]
         except Exception: pass
     rows[b] = (g, s, tpot, bench)
     print(f"\n[{i}] {b}")
-    if bench: print(f"  bench-model batch-1 context 0: {med(bench):.2f} tok/s")
+    for ctx in sorted({c for c, _ in bench}):
+        print(f"  bench-model batch-1 context {ctx}: {med([t for c, t in bench if c == ctx]):.2f} tok/s")
     for name, ts in (("generate", g), ("serve", s)):
         if not ts: continue
         keys = [k for k in ts[0] if not k.startswith("tok/s")]
