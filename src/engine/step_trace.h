@@ -1,8 +1,8 @@
 // Where the engine thread's time goes, phase by phase: always accumulated
 // (one steady-clock read per phase boundary, ~20 ns, a dozen a step), so a
 // slow server can be asked without a rebuild. PAGODA_STEP_TRACE=N makes the
-// engine print the table every N steps that ran a pass (and at shutdown)
-// to stderr; `pagoda generate --step-trace` prints it once at the end.
+// engine print the table every N steps that ran a pass, and at shutdown, to
+// stderr (so `pagoda generate` with a large N prints one table at its end).
 //
 // The phases partition the engine thread's wall time: the clock is always in
 // exactly one phase, so nothing is counted twice and nothing falls between.
