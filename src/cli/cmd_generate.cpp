@@ -16,6 +16,7 @@
 #include "engine/output_queue.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
+#include "util/thread_priority.h"
 
 namespace pagoda::cli {
 namespace {
@@ -55,6 +56,7 @@ int run_generate(const GenerateOpts& o, bool seed_given) {
   cfg.kv_type = kv_type_from_name(o.kv_type);
   cfg.threads = o.threads;
   cfg.mmap = o.mmap;
+  cfg.weights_before_serving = true;  // one completion: decode at full speed from its first token
   cfg.sched.max_num_seqs = 1;
   cfg.log_interval_s = 0;
   if (cfg.block_size < 1 || cfg.block_size > 1024) fail<InvalidArgument>("--block-size must be in [1, 1024]");
@@ -68,6 +70,8 @@ int run_generate(const GenerateOpts& o, bool seed_given) {
   if (int64_t(prompt.size()) < engine->max_model_len())
     req.sampling.max_tokens = std::min<int64_t>(o.max_tokens, engine->max_model_len() - int64_t(prompt.size()));
 
+  // This thread is woken once a token; it must not take the engine's core when it is (thread_priority.h).
+  run_as_batch_thread();
   auto queue = OutputQueue::create();
   engine->submit(std::move(req), queue->sink());
   std::vector<int32_t> output;

@@ -52,7 +52,13 @@ struct EngineConfig {
   // --pooling: serve the model as an embedding model pooled this way; unset:
   // as its file declares (pooling_type), none for a generating model.
   std::optional<Pooling> pooling;
-  bool mmap = false;           // --mmap: map the model file instead of reading it into memory
+  bool mmap = false;  // --mmap: map the model file instead of reading it into memory
+  // Where the weights go into memory: read and pack them in Engine::load
+  // before the engine starts, not in the background while it serves (the
+  // server's default: ready at once). A one-shot run (pagoda generate) wants
+  // this: while weights move, steps run from the map beside the mover's
+  // thread, and a 1B model's first seconds of decode ran at about half speed.
+  bool weights_before_serving = false;
   LoadProgress load_progress;  // Engine::load reports reading and repacking the model here
 };
 

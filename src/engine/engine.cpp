@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <functional>
 #include <future>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include "engine/cpu_runner.h"
 #include "engine/memory_plan.h"
 #include "engine/step_estimate.h"
+#include "engine/step_trace.h"
 #include "kv/pool_size.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
@@ -102,6 +104,7 @@ struct Engine::Impl {
   std::shared_ptr<const EngineSnapshot> state_snapshot();
   void publish_snapshot(bool settling);
   void build_snapshot();
+  void report_trace(bool last);
 
   EngineConfig config_;
   std::shared_ptr<const Tokenizer> tokenizer_;
@@ -133,6 +136,8 @@ struct Engine::Impl {
   std::atomic<bool> changed_{true};              // something happened since the last picture
   std::atomic<bool> snapshot_requested_{false};  // a reader found the picture stale (wakes the loop)
   uint64_t snapshot_version_ = 0;
+  const int64_t trace_every_ = step_trace_interval();  // PAGODA_STEP_TRACE; 0: no report
+  StepPhaseTimes trace_reported_;                      // as of the last report
 
   mutable std::mutex stats_mu_;
   EngineStats stats_;  // the published snapshot
@@ -200,7 +205,14 @@ std::unique_ptr<Engine> Engine::load(const std::string& model_path, const Engine
   const KvPoolSize size = size_kv_pool(pool);  // before the move starts: a refusal leaves nothing running
   spdlog::info("{}", size.summary);
   if (!size.warning.empty()) spdlog::warn("{}", size.warning);
-  if (plan.residency == Residency::kInMemory) {
+  if (plan.residency == Residency::kInMemory && config.weights_before_serving) {
+    // Read and packed now, on every core, instead of moved by one background
+    // thread while the first tokens decode beside it from the map.
+    const auto t0 = std::chrono::steady_clock::now();
+    model = std::shared_ptr<Model>(Model::load(model_path, Residency::kInMemory, config.load_progress));
+    spdlog::info("model weights read into memory and row panels in {:.2f} s",
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  } else if (plan.residency == Residency::kInMemory) {
     WeightMover::Options moving;
     moving.progress = config.load_progress;
     moving.on_done = [](double s) {
@@ -348,6 +360,7 @@ void Engine::Impl::engine_loop() {
     std::vector<std::function<void()>> calls;
     bool stopping;
     {
+      core_->trace().enter(StepPhase::wait);
       std::unique_lock lock(inbox_mu_);
       auto ready = [&] {
         return stopping_ || !adds_.empty() || !cancels_.empty() || !calls_.empty() || snapshot_requested_;
@@ -363,6 +376,7 @@ void Engine::Impl::engine_loop() {
       calls.swap(calls_);
       stopping = stopping_;
     }
+    core_->trace().enter(StepPhase::inbox);
     if (stopping || !adds.empty() || !cancels.empty() || !calls.empty()) changed_ = true;
     for (auto& c : calls) c();
     for (auto& p : adds) {
@@ -408,12 +422,14 @@ void Engine::Impl::engine_loop() {
         spdlog::error("engine step failed unexpectedly: {}", e.what());
       }
     }
+    core_->trace().enter(StepPhase::publish);
     {
       std::lock_guard lock(stats_mu_);
       stats_ = core_->stats();
       stats_.step_in_progress = false;
     }
     publish_snapshot(stopping || !core_->has_work());
+    report_trace(stopping);
     if (stopping) {
       std::lock_guard lock(inbox_mu_);
       loop_exited_ = true;
@@ -457,6 +473,17 @@ void Engine::Impl::build_snapshot() {
   auto snap = core_->take_snapshot();
   snap->version = ++snapshot_version_;
   board_.publish(std::move(snap));
+}
+
+// PAGODA_STEP_TRACE=N: the phase table of the last N steps that ran, to
+// stderr (a log line per phase would interleave with the server's log).
+void Engine::Impl::report_trace(bool last) {
+  if (trace_every_ <= 0) return;
+  const StepPhaseTimes& now = core_->trace().times();
+  if (now.steps - trace_reported_.steps < (last ? 1 : trace_every_)) return;
+  fmt::print(stderr, "{}", now.since(trace_reported_).table());
+  std::fflush(stderr);
+  trace_reported_ = now;
 }
 
 void Engine::Impl::logger_loop() {

@@ -182,11 +182,13 @@ void EngineCore::deliver(RequestState& req, int32_t choice, RequestOutput&& out)
   out.num_cached_tokens = req.num_cached_tokens;
   if (req.reader_gone || !req.sink) return;
   bool alive = false;
+  const StepPhase outer = trace_.enter(StepPhase::handoff);
   try {
     alive = req.sink(std::move(out));
   } catch (const std::exception& e) {
     spdlog::warn("request {}: output sink threw: {}", req.id, e.what());
   }
+  trace_.enter(outer);
   if (!alive) {
     req.reader_gone = true;
     readers_gone_.push_back(req.id);
@@ -320,6 +322,7 @@ void EngineCore::fail_batch(std::span<const ScheduledSeq> part, const std::strin
 }
 
 void EngineCore::forward(std::span<const ScheduledSeq> part) {
+  trace_.enter(StepPhase::forward);
   Batch batch;
   build_batch(part, batch);
   const double t0 = clock_->now();
@@ -424,7 +427,9 @@ void EngineCore::isolate_failure(std::span<const ScheduledSeq> all, const std::s
 bool EngineCore::step() {
   ++step_;
   const double t0 = clock_->now();
+  trace_.enter(StepPhase::reap);
   expire_and_reap();
+  trace_.enter(StepPhase::schedule);
   StepPlan plan = sched_.schedule(step_, &cost_);
   if (!plan.preempted.empty()) {
     int64_t tokens = 0;
@@ -442,6 +447,8 @@ bool EngineCore::step() {
     if (on_step_start_)
       on_step_start_({step_, plan.num_tokens, int32_t(sched_.running().size()), int32_t(sched_.waiting().size())});
     const bool clean = run_step(plan);
+    trace_.enter(StepPhase::finish);
+    ++trace_.times().steps;
     // The whole step (planning, pass, sampling) is what a stream waits for.
     const double took = clock_->now() - t0;
     if (clean) cost_.observe(plan.shape, took);
@@ -451,6 +458,7 @@ bool EngineCore::step() {
     stats_.step_target_s = plan.target_s;
     stats_.step_cost_predicted_s = plan.predicted_s;
     stats_.per_request.on_step(stats_.generation_tokens - generated_before);
+    trace_.times().tokens += stats_.generation_tokens - generated_before;
     int64_t held = 0;
     for (const Sequence* q : sched_.running()) held += q->num_tokens();
     const int64_t slots = int64_t(blocks_.stats().used_blocks) * blocks_.block_size();
@@ -527,6 +535,7 @@ void EngineCore::publish() {
   stats_.cached_tokens = kv.fresh.hits + kv.resumed.hits;
   stats_.preemptions = sched_.total_preemptions();
   stats_.faults = faults_.counts();
+  stats_.phases = trace_.times();
 }
 
 std::shared_ptr<EngineSnapshot> EngineCore::take_snapshot() const {

@@ -49,6 +49,7 @@
 #include "engine/request.h"
 #include "engine/snapshot.h"
 #include "engine/stats.h"
+#include "engine/step_trace.h"
 #include "kv/block_manager.h"
 #include "sampling/history.h"
 #include "sampling/rng.h"
@@ -104,6 +105,9 @@ class EngineCore {
   const Scheduler& scheduler() const { return sched_; }
   const LearnedStepCost& step_cost() const { return cost_; }
   const EngineStats& stats() const { return stats_; }
+  // The engine thread's phase clock (step_trace.h): the step's phases here,
+  // the loop's around it (inbox, publish, wait) in Engine.
+  PhaseClock& trace() { return trace_; }
   // KV events (engine/kv_events.h): every step's go to the sink; null stops them.
   void set_kv_event_sink(std::shared_ptr<KvEventSink> sink);
   // Drops every cached prefix; false (nothing changes) while a request holds blocks.
@@ -172,6 +176,7 @@ class EngineCore {
   std::vector<float> logits_;
   std::vector<float> masked_;  // one row of logits under a grammar mask
   EngineStats stats_;
+  PhaseClock trace_;
   std::function<void(const StepStart&)> on_step_start_;
   bool idle_leak_reported_ = false;
   FinishLog finish_log_;  // the dashboard's recent finishes

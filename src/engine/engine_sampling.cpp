@@ -45,6 +45,7 @@ bool EngineCore::record_prompt_logprobs(SeqRun& s, int32_t first, int32_t count,
 void EngineCore::after_forward(std::span<const ScheduledSeq> part) {
   // Commit first, and find the rows to sample: their grammar masks are
   // filled together, in parallel, before any of them samples.
+  trace_.enter(StepPhase::sample);
   std::vector<std::pair<SeqRun*, size_t>> rows;  // (sequence, its logits row)
   size_t row = 0;
   for (const auto& sc : part) {
@@ -234,6 +235,7 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
   ++stats_.generation_tokens;
   ++req.generated;
   out.tokens.push_back(id);
+  trace_.enter(StepPhase::detok);
   if (s.decoder) {
     std::string piece = s.decoder->push(id);
     // A lazy constraint watches the text for its trigger; what follows it in this token must fit the grammar.
@@ -246,6 +248,7 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
              !s.constraint->observe(s.constraint->matcher.tables().vocab().bytes(id))) {  // no tokenizer: the bytes
     return finish(s, FinishReason::error, "the output after the constraint's trigger is outside the output grammar");
   }
+  trace_.enter(StepPhase::sample);
   if (s.constraint && s.constraint->finished()) reason = FinishReason::stop;  // nothing may follow
   if (reason == FinishReason::none && s.seq.num_tokens() >= s.seq.max_len) reason = FinishReason::length;
   deliver(req, s.choice, std::move(out));

@@ -8,6 +8,7 @@
 
 #include "engine/faults.h"
 #include "engine/request_metrics.h"
+#include "engine/step_trace.h"
 
 namespace pagoda {
 
@@ -65,6 +66,7 @@ struct EngineStats {
   // their blocks, summed over steps that ran (divide by the count).
   double kv_utilization_sum = 0;
   int64_t kv_utilization_samples = 0;
+  StepPhaseTimes phases;  // the engine thread's time by phase (step_trace.h), as of the last step
 
   int64_t requests_finished() const { return finished_stop + finished_length + aborted + timed_out + errored; }
 };

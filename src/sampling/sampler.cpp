@@ -1,5 +1,6 @@
-// The sampling pipeline. For a vocabulary of V, without top-k: one pass
-// collecting candidates, one computing V weights (the exps dominate), then
+// The sampling pipeline. For a vocabulary of V, without top-k: a SIMD pass
+// for the largest logit, one computing V weights (Highway's vector exp: as
+// scalar std::exp the exps dominated), one collecting candidates, then
 // top-p in linear time (narrowed to the tokens above a power-of-two weight
 // bucket, then bisection with nth_element), one pass for the draw. With top-k,
 // one pass keeps the k best in a small heap and only k exps follow. Scratch
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/softmax.h"
 #include "util/error.h"
 
 namespace pagoda {
@@ -123,34 +125,45 @@ void Sampler::select_top_k(std::span<const float> logits, size_t k) {
   }
 }
 
-void Sampler::collect_all(std::span<const float> logits) {
+// Every token but the masked ones, with its weight exp((logit - max) / T):
+// the two full-vocabulary passes in SIMD (kernels/softmax.h), then one
+// scalar pass that keeps the candidates in id order.
+void Sampler::collect_all(std::span<const float> logits, float temperature) {
+  const LogitScan scan = scan_logits(logits.data(), logits.size());
+  if (!scan.ok)
+    for (size_t i = 0; i < logits.size(); ++i) check_logit(logits[i], i);  // throws, naming the first bad one
+  if (scan.max == -kInf) fail<Error>("every logit is -inf: no token can be sampled");
+  weights_.resize(logits.size());
+  exp_weights(logits.data(), logits.size(), scan.max, temperature, weights_.data());
   cand_.resize(logits.size());
   size_t n = 0;
   for (size_t i = 0; i < logits.size(); ++i) {
-    check_logit(logits[i], i);
-    cand_[n] = {logits[i], 0.0f, int32_t(i)};
+    // The best token's weight is exactly 1, as the filters below assume.
+    cand_[n] = {logits[i], logits[i] == scan.max ? 1.0f : weights_[i], int32_t(i)};
     n += logits[i] != -kInf;  // masked tokens are overwritten by the next one
   }
   cand_.resize(n);
 }
 
 double Sampler::filter(std::span<const float> logits, const SamplingParams& p) {
-  // Top-k needs only the order of the logits, which temperature keeps.
-  if (p.top_k > 0 && size_t(p.top_k) < logits.size())
-    select_top_k(logits, size_t(p.top_k));
-  else
-    collect_all(logits);
-  if (cand_.empty()) fail<Error>("every logit is -inf: no token can be sampled");
-
   // Temperature. Weights are relative to the best token, which every filter
   // keeps, so its weight is exactly 1 and nothing overflows, whatever T.
-  float best = -kInf;
-  for (const auto& c : cand_) best = std::max(best, c.logit);
+  // Top-k needs only the order of the logits, which temperature keeps: the
+  // k weights follow; without it, collect_all computes all of them.
+  const bool top_k = p.top_k > 0 && size_t(p.top_k) < logits.size();
+  if (top_k) {
+    select_top_k(logits, size_t(p.top_k));
+    if (cand_.empty()) fail<Error>("every logit is -inf: no token can be sampled");
+    float best = -kInf;
+    for (const auto& c : cand_) best = std::max(best, c.logit);
+    for (auto& c : cand_) c.weight = std::exp((c.logit - best) / p.temperature);  // a division: 1/T may overflow
+  } else {
+    collect_all(logits, p.temperature);
+  }
   const bool top_p = p.top_p < 1.0f;
   std::array<double, 128> bucket_weight{};  // for top-p: weight per weight_bucket
   double total = 0.0;
-  for (auto& c : cand_) {
-    c.weight = std::exp((c.logit - best) / p.temperature);  // a division: 1/T may overflow
+  for (const auto& c : cand_) {
     total += c.weight;
     if (top_p) bucket_weight[weight_bucket(c.weight)] += c.weight;
   }

@@ -54,10 +54,11 @@ class Sampler {
   // Steps 2-5: leaves the kept tokens in cand_, returns their total weight.
   double filter(std::span<const float> logits, const SamplingParams& params);
   void select_top_k(std::span<const float> logits, size_t k);
-  void collect_all(std::span<const float> logits);
+  void collect_all(std::span<const float> logits, float temperature);
 
   std::vector<float> penalized_;
   std::vector<Candidate> cand_;
+  std::vector<float> weights_;  // collect_all's weights, by token id
 };
 
 // Convenience for one-off use and tests: a temporary Sampler.

@@ -17,6 +17,7 @@
 #include "server/http_response.h"
 #include "server/openai_response.h"
 #include "util/error.h"
+#include "util/thread_priority.h"
 
 namespace pagoda::server {
 namespace {
@@ -104,7 +105,11 @@ bool Server::run(const std::function<std::unique_ptr<ServedModel>()>& load) {
     sample();
   });
   std::vector<std::thread> threads;
-  for (int i = 0; i < std::max(1, state_->config.io_threads); ++i) threads.emplace_back([this] { io_.run(); });
+  for (int i = 0; i < std::max(1, state_->config.io_threads); ++i)
+    threads.emplace_back([this] {
+      run_as_batch_thread();  // woken every token: it must not preempt the engine (thread_priority.h)
+      io_.run();
+    });
 
   std::exception_ptr error;
   try {

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Pagoda's forward pass against llama.cpp v0.5.0's on the same GGUF files, in
+# alternating turns (never in CI: the llama.cpp build alone takes ~15 minutes
+# on 2 cores). llama.cpp is built from the source bundle in the npm package
+# node-llama-cpp@3.22.1 (llama/gitRelease.bundle, tag v0.5.0) with its own
+# CMake and -DGGML_NATIVE=ON, in a folder outside this repository; nothing of
+# it is kept here. Per round: `llama-bench -p 512 -n 128` (pp512, tg128) and
+# `pagoda bench-model` (prefill of 512 tokens, batch-1 decode at context 0),
+# each file, same threads; then the medians and their ratios.
+#
+#   scripts/bench_vs_llama_cpp.sh [ROUNDS]     (default 3)
+#   env: PAGODA (build/pagoda), CACHE (/tmp/pbcache: bench-model's --cache, the
+#        GGUF files both run), MODELS (1b), TYPES (q4_k), THREADS (2),
+#        LLAMA_TGZ (the npm tarball; default /work/llama-src/node-llama-cpp-3.22.1.tgz
+#        if present, else `npm pack node-llama-cpp@3.22.1`),
+#        LLAMA_BUILD (/tmp/llama.cpp-v0.5.0: the clone and build, reused when
+#        build/bin/llama-bench is already there)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+pagoda=$(realpath "${PAGODA:-build/pagoda}")
+cache=${CACHE:-/tmp/pbcache}
+models=${MODELS:-1b}
+types=${TYPES:-q4_k}
+threads=${THREADS:-2}
+llama=${LLAMA_BUILD:-/tmp/llama.cpp-v0.5.0}
+case "$llama" in "$PWD"/*) echo "LLAMA_BUILD must be outside the repository" >&2; exit 2 ;; esac
+mkdir -p "$cache"
+
+if [ ! -x "$llama/build/bin/llama-bench" ]; then
+  work=$(mktemp -d /tmp/llama-npm.XXXXXX)
+  tgz=${LLAMA_TGZ:-}
+  if [ -z "$tgz" ] && [ -f /work/llama-src/node-llama-cpp-3.22.1.tgz ]; then tgz=/work/llama-src/node-llama-cpp-3.22.1.tgz; fi
+  if [ -z "$tgz" ]; then
+    (cd "$work" && npm pack node-llama-cpp@3.22.1 --silent >/dev/null)
+    tgz="$work/node-llama-cpp-3.22.1.tgz"
+  fi
+  tar xzf "$tgz" -C "$work" package/llama/gitRelease.bundle package/llama/llama.cpp.info.json
+  echo "llama.cpp: $(tr -d '\n ' <"$work/package/llama/llama.cpp.info.json")"
+  rm -rf "$llama"
+  git -c advice.detachedHead=false clone -q "$work/package/llama/gitRelease.bundle" "$llama"
+  rm -rf "$work"
+  echo "building llama-bench in $llama/build (-DGGML_NATIVE=ON, $(nproc) jobs)"
+  cmake -S "$llama" -B "$llama/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null
+  cmake --build "$llama/build" --target llama-bench -j "$(nproc)" >/dev/null
+fi
+
+out=$(mktemp -d /tmp/bench_vs_llama.XXXXXX)
+echo "results in $out; machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+# bench-model writes the files (once; --cache keeps them) and measures; llama-bench reads the same files.
+for r in $(seq 1 "$rounds"); do
+  echo "round $r: pagoda (load $(cut -d' ' -f1 /proc/loadavg))"
+  "$pagoda" bench-model --cache "$cache" --models "$models" --types "$types" --batches 1 --prompt 512 \
+    -t "$threads" --json 2>/dev/null >"$out/pagoda.$r.json"
+  for m in ${models//,/ }; do
+    for t in ${types//,/ }; do
+      echo "round $r: llama-bench $m-$t (load $(cut -d' ' -f1 /proc/loadavg))"
+      "$llama/build/bin/llama-bench" -m "$cache/$m-$t.gguf" -p 512 -n 128 -t "$threads" -r 3 -o json \
+        2>/dev/null >"$out/llama.$m-$t.$r.json"
+    done
+  done
+done
+
+python3 - "$out" <<'EOF'
+import glob, json, statistics, sys
+out = sys.argv[1]
+pagoda, llama = {}, {}
+for f in glob.glob(f"{out}/pagoda.*.json"):
+    for r in json.load(open(f))["results"]:
+        k = f"{r['model']}-{r['type']}"
+        pagoda.setdefault(k, {"pp": [], "tg": []})
+        pagoda[k]["pp"].append(r["prefill_tokens_per_s"])
+        pagoda[k]["tg"] += [d["tokens_per_s"] for d in r["decode"] if d["batch"] == 1 and d["context"] == 0]
+for f in glob.glob(f"{out}/llama.*.json"):
+    k = f.split("/llama.")[1].rsplit(".", 2)[0]
+    llama.setdefault(k, {"pp": [], "tg": []})
+    for t in json.load(open(f)):
+        llama[k]["pp" if t["n_gen"] == 0 else "tg"].append(t["avg_ts"])
+med = lambda xs: statistics.median(xs) if xs else float("nan")
+print(f"\nmedians of the rounds, tokens/s (load now {open('/proc/loadavg').read().split()[0]})")
+print(f"{'file':<10} {'pagoda pp512':>13} {'llama pp512':>12} {'ratio':>6} {'pagoda tg':>10} {'llama tg128':>12} {'ratio':>6}")
+for k in sorted(pagoda):
+    p, l = pagoda[k], llama.get(k, {"pp": [], "tg": []})
+    pp, lpp, tg, ltg = med(p["pp"]), med(l["pp"]), med(p["tg"]), med(l["tg"])
+    print(f"{k:<10} {pp:>13.1f} {lpp:>12.1f} {pp / lpp:>6.2f} {tg:>10.2f} {ltg:>12.2f} {tg / ltg:>6.2f}")
+print("(pagoda tg: bench-model's batch-1 decode at context 0, each step from DRAM; llama tg128: 128 tokens from context 0)")
+EOF
