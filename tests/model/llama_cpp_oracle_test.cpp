@@ -554,7 +554,8 @@ TEST(LlamaCppOracleNegative, Gemma4FeaturesMatter) {
   };
   // Each expert's output scale given to another (the vector reversed).
   auto scales = synthetic_model(moe).to_bytes();
-  for (const TensorInfo& t : GgufFile::parse(scales.data(), scales.size()).tensors()) {
+  const auto parsed = GgufFile::parse(scales.data(), scales.size());  // outlives the loop (its tensors point in)
+  for (const TensorInfo& t : parsed.tensors()) {
     if (t.name.find("ffn_down_exps.scale") == std::string::npos) continue;
     auto* v = reinterpret_cast<float*>(scales.data() + (t.data - scales.data()));
     std::reverse(v, v + t.n_elements);
