@@ -105,7 +105,7 @@ TEST_F(ServerHybrid, HangUpsBadInputAndFaultsLeaveNoSlotOrBlock) {
                         "--inject-faults", "forward=0.02,poison=0.1,at_step=5,seed=7", "--audit-every-step"});
   const int n = scaled(96, 48);
   const ProcessResult p = run_process({pagoda_binary(), "loadgen", "--port", std::to_string(server.port()), "--json",
-                                       "-c", "24", "-n", std::to_string(n), "--max-tokens", "24", "--hangup-fraction",
+                                       "-c", "24", "-n", std::to_string(n), "--max-tokens", "96", "--hangup-fraction",
                                        "0.3", "--bad-fraction", "0.1", "--seed", "9", "--request-timeout", "120"});
   ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
   const json r = json::parse(p.out);
