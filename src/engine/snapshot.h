@@ -83,7 +83,7 @@ struct SnapshotCounters {
   int64_t aborted = 0, timed_out = 0, errored = 0, step_failures = 0, idle_check_failures = 0;
   int32_t running = 0, waiting = 0, last_step_tokens = 0, last_step_experts = 0;
   int32_t kv_used = 0, kv_cached = 0, kv_free = 0;
-  int32_t state_slots = 0, state_slots_used = 0;  // a hybrid model's recurrent-state slots (0: none)
+  int32_t state_slots = 0, state_slots_used = 0;              // a hybrid model's recurrent-state slots (0: none)
   int32_t state_checkpoints = 0, state_checkpoints_used = 0;  // its prefix caching's (0: none)
   double last_step_seconds = 0, last_step_end = 0, step_predicted_s = 0;
   std::array<int64_t, kLatencyBounds.size() + 1> ttft{}, itl{};  // bucket counts, not cumulative
