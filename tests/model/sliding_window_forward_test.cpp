@@ -56,7 +56,10 @@ WindowRun run_steps(Model& model, TableMode mode, int pool_blocks, uint64_t seed
     s.length = int32_t(s.tokens.size()) + 40;  // then 40 decoded tokens (the fixed ids below)
   }
   WindowRun out;
-  const std::vector<float> nan(size_t(kv.kv_stride(0)), std::numeric_limits<float>::quiet_NaN());
+  size_t widest = 0;  // the widest layer's K or V (gemma4's layers differ)
+  for (int l = 0; l < cfg.n_layer; ++l)
+    if (kv.group_of(l) != kNoKv) widest = std::max(widest, size_t(kv.kv_stride(l)));
+  const std::vector<float> nan(widest, std::numeric_limits<float>::quiet_NaN());
   for (int step = 0;; ++step) {
     Batch batch;
     batch.num_groups = blocks.num_groups();
