@@ -431,42 +431,59 @@ bool EngineCore::step() {
   expire_and_reap();
   trace_.enter(StepPhase::schedule);
   StepPlan plan = sched_.schedule(step_, &cost_);
+  const bool ran = !plan.empty();
+  if (ran) {
+    const int64_t generated_before = begin_step(plan);
+    const bool clean = run_step(plan);
+    end_step(plan, clean, clock_->now() - t0, stats_.generation_tokens - generated_before);
+  }
+  settle(t0);
+  return ran;
+}
+
+// The bookkeeping before a pass: preemptions logged, first-scheduled times,
+// the step-start hook. Returns the generated-token count the step starts from.
+int64_t EngineCore::begin_step(const StepPlan& plan) {
   if (!plan.preempted.empty()) {
     int64_t tokens = 0;
     for (const Sequence* p : plan.preempted) tokens += p->num_tokens();
     spdlog::warn("step {}: preempted {} sequences ({} tokens; the KV cache is full; they will be recomputed)", step_,
                  plan.preempted.size(), tokens);
   }
-  const bool ran = !plan.empty();
-  const int64_t generated_before = stats_.generation_tokens;
-  if (ran) {
-    for (const ScheduledSeq& sc : plan.scheduled)
-      if (auto it = seqs_.find(sc.seq->id); it != seqs_.end() && it->second->req->scheduled_time < 0)
-        it->second->req->scheduled_time = clock_->now();
-    stats_.last_step_tokens = plan.num_tokens;
-    if (on_step_start_)
-      on_step_start_({step_, plan.num_tokens, int32_t(sched_.running().size()), int32_t(sched_.waiting().size())});
-    const bool clean = run_step(plan);
-    trace_.enter(StepPhase::finish);
-    ++trace_.times().steps;
-    // The whole step (planning, pass, sampling) is what a stream waits for.
-    const double took = clock_->now() - t0;
-    if (clean) cost_.observe(plan.shape, took);
-    stats_.step_duration.observe(took);
-    if (plan.target_s > 0) stats_.step_over_target.observe(took / plan.target_s);
-    stats_.step_budget_tokens = plan.budget_tokens;
-    stats_.step_target_s = plan.target_s;
-    stats_.step_cost_predicted_s = plan.predicted_s;
-    stats_.per_request.on_step(stats_.generation_tokens - generated_before);
-    trace_.times().tokens += stats_.generation_tokens - generated_before;
-    int64_t held = 0;
-    for (const Sequence* q : sched_.running()) held += q->num_tokens();
-    const int64_t slots = int64_t(blocks_.stats().used_blocks) * blocks_.block_size();
-    if (slots > 0) {
-      stats_.kv_utilization_sum += double(held) / double(slots);
-      ++stats_.kv_utilization_samples;
-    }
+  for (const ScheduledSeq& sc : plan.scheduled)
+    if (auto it = seqs_.find(sc.seq->id); it != seqs_.end() && it->second->req->scheduled_time < 0)
+      it->second->req->scheduled_time = clock_->now();
+  stats_.last_step_tokens = plan.num_tokens;
+  if (on_step_start_)
+    on_step_start_({step_, plan.num_tokens, int32_t(sched_.running().size()), int32_t(sched_.waiting().size())});
+  return stats_.generation_tokens;
+}
+
+// The bookkeeping after a pass: its timing (the whole step, planning and
+// sampling included, is what a stream waits for), the cost model, the KV use.
+void EngineCore::end_step(const StepPlan& plan, bool clean, double took, int64_t generated) {
+  trace_.enter(StepPhase::finish);
+  ++trace_.times().steps;
+  trace_.times().tokens += generated;
+  if (clean) cost_.observe(plan.shape, took);
+  stats_.step_duration.observe(took);
+  if (plan.target_s > 0) stats_.step_over_target.observe(took / plan.target_s);
+  stats_.step_budget_tokens = plan.budget_tokens;
+  stats_.step_target_s = plan.target_s;
+  stats_.step_cost_predicted_s = plan.predicted_s;
+  stats_.per_request.on_step(generated);
+  int64_t held = 0;
+  for (const Sequence* q : sched_.running()) held += q->num_tokens();
+  const int64_t slots = int64_t(blocks_.stats().used_blocks) * blocks_.block_size();
+  if (slots > 0) {
+    stats_.kv_utilization_sum += double(held) / double(slots);
+    ++stats_.kv_utilization_samples;
   }
+}
+
+// Every step's end, run or not: the finished dropped, the audit, the idle
+// self-check, KV events, the published picture.
+void EngineCore::settle(double t0) {
   for (SeqId id : finished_) seqs_.erase(id);
   finished_.clear();
   if (config_.audit_every_step) {
@@ -482,7 +499,6 @@ bool EngineCore::step() {
   stats_.time_in_step += clock_->now() - t0;
   stats_.last_step_seconds = clock_->now() - t0;
   publish();
-  return ran;
 }
 
 void EngineCore::set_kv_event_sink(std::shared_ptr<KvEventSink> sink) {

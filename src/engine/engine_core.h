@@ -123,6 +123,9 @@ class EngineCore {
   struct SeqRun;
 
   void expire_and_reap();
+  int64_t begin_step(const StepPlan& plan);
+  void end_step(const StepPlan& plan, bool clean, double took, int64_t generated);
+  void settle(double t0);
   bool run_step(StepPlan& plan);  // true: one clean pass (a timing the cost model may learn from)
   void forward(std::span<const ScheduledSeq> part);
   void isolate_failure(std::span<const ScheduledSeq> all, const std::string& cause);

@@ -150,10 +150,12 @@ bool Scheduler::try_admit(Sequence* seq, StepPlan& plan, StepBudget& budget, boo
                                    seq->cache_salt, admission);
   prefix.extra_key = seq->cache_salt;
   const int32_t want = seq->num_tokens() - prefix.num_tokens;
-  const int32_t n = seq->whole  ? budget.grant_whole(want, plan.num_tokens == 0)
-                    : want == 1 ? std::min(1, budget.tokens)
-                                : chunk(*seq, prefix.num_tokens, budget.grant(prefix.num_tokens, want));
-  if (n <= 0 || (whole_only && n < want)) return false;
+  const int32_t granted = seq->whole  ? budget.grant_whole(want, plan.num_tokens == 0)
+                          : want == 1 ? std::min(1, budget.tokens)
+                                      : budget.grant(prefix.num_tokens, want);
+  // Whole means the budget holds it all: a checkpoint's cut (below) does not count.
+  if (granted <= 0 || (whole_only && granted < want)) return false;
+  const int32_t n = seq->whole || want == 1 ? granted : chunk(*seq, prefix.num_tokens, granted);
   // A resumed sequence waits until its whole context fits, so it cannot
   // thrash: this step's blocks, then what it holds at its whole length
   // (with sliding windows, less than computing it all in one step would take).

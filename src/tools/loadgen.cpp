@@ -182,11 +182,13 @@ class Client {
   }
 
   // A kept-alive connection may have been closed by the server meanwhile: one retry on a fresh one.
-  asio::awaitable<bool> send(const http::request<http::string_body>& req) {
+  // *reused: whether the request went out on a connection an earlier request used.
+  asio::awaitable<bool> send(const http::request<http::string_body>& req, bool* reused_out) {
     for (int attempt = 0; attempt < 2; ++attempt) {
       const bool reused = sock_ != nullptr;
       if (!sock_ && !(co_await connect())) co_return false;
       auto [ec, n] = co_await http::async_write(*sock_, req, use_tuple);
+      *reused_out = reused;
       if (!ec) co_return true;
       close();
       if (!reused) {
@@ -301,18 +303,19 @@ class Client {
     const double queued_ms = (now() - start) * 1e3;
     const auto req = make_request(kind);
     if (kind == Kind::bad) ++r.bad_sent;
-    if (!(co_await send(req))) {
+    bool reused = false;
+    if (!(co_await send(req, &reused))) {
       ++r.transport_errors;
       co_return;
     }
-    auto sock = sock_;
+    auto sock = std::make_shared<std::shared_ptr<tcp::socket>>(sock_);  // the request's connection, for the timer
     auto timed_out = std::make_shared<bool>(false);
     asio::steady_timer timer(co_await asio::this_coro::executor);
     timer.expires_after(std::chrono::milliseconds(int64_t(cfg.request_timeout_s * 1000)));
     timer.async_wait([sock, timed_out](error_code ec) {
       if (ec) return;
       *timed_out = true;
-      sock->close(ec);
+      (*sock)->close(ec);
     });
     struct Cancel {
       asio::steady_timer& t;
@@ -339,9 +342,24 @@ class Client {
         sh_.sample(fmt::format("{}: {}", where, ec.message()));
       }
     };
-    if (auto [ec, n] = co_await http::async_read_header(*sock_, buf_, p, use_tuple); ec) {
-      fail_transport(ec, "read header");
-      co_return;
+    // A server may close a kept-alive connection as the request goes out on
+    // it (llama-server does after some requests): it ends with nothing read,
+    // and the request is sent once more on a fresh connection, as HTTP clients do.
+    for (;;) {
+      auto [ec, n] = co_await http::async_read_header(*sock_, buf_, p, use_tuple);
+      if (!ec) break;
+      const bool closed_unanswered = ec == http::error::end_of_stream || ec == asio::error::connection_reset;
+      if (!reused || *timed_out || !closed_unanswered || buf_.size() > 0) {
+        fail_transport(ec, "read header");
+        co_return;
+      }
+      close();
+      ++r.resent;
+      if (!(co_await send(req, &reused))) {
+        ++r.transport_errors;
+        co_return;
+      }
+      *sock = sock_;
     }
     const int status = int(p.get().result_int());
     const bool sse = status == 200 && p.get()[http::field::content_type].starts_with("text/event-stream");
@@ -514,6 +532,7 @@ json LoadgenReport::to_json() const {
           {"http_5xx", http_5xx},
           {"stream_errors", stream_errors},
           {"transport_errors", transport_errors},
+          {"resent", resent},
           {"client_timeouts", client_timeouts},
           {"completion_tokens", completion_tokens},
           {"prompt_tokens", prompt_tokens},
@@ -543,6 +562,8 @@ std::string LoadgenReport::summary() const {
       "429 {}, other 4xx {}, 5xx {}, stream errors {}, transport errors {}, client timeouts {}\n",
       requests, duration_s, ok, hung_up_waiting, hung_up_streaming, bad_sent, bad_rejected, bad_accepted, rejected_429,
       http_4xx, http_5xx, stream_errors, transport_errors, client_timeouts);
+  if (resent > 0)
+    s += fmt::format("resent on a fresh connection: {} (the server closed a kept-alive one unanswered)\n", resent);
   if (server_gone)
     s += fmt::format("stopped early: the server refused {} connections in a row (it is not running)\n",
                      kRefusalsMeaningGone);

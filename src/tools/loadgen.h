@@ -62,6 +62,7 @@ struct LoadgenReport {
   int64_t http_4xx = 0, http_5xx = 0;                        // unexpected statuses for valid requests
   int64_t stream_errors = 0;                                 // an error event inside a 200 stream
   int64_t transport_errors = 0;                              // connection failed or closed by the server
+  int64_t resent = 0;  // requests sent again: a kept-alive connection closed unanswered (not an outcome)
   int64_t client_timeouts = 0;
   int64_t completion_tokens = 0;
   int64_t prompt_tokens = 0;           // usage.prompt_tokens of the completed requests

@@ -295,11 +295,13 @@ SyntheticModelSpec benchmark_shape(const std::string& name) {
     s.n_embd = 2048, s.n_ff = 6144, s.n_layer = name == "30b-a3b" ? 8 : 48, s.n_head = 32, s.n_head_kv = 4;
     s.head_dim = 128;
     s.n_expert = 128, s.n_expert_used = 8, s.n_ff_expert = 768;
-  } else if (name == "gpt-oss-20b") {
-    // gpt-oss-20b's layers, 4 of its 24: 32 experts of 2880 (4 a token),
-    // 64 heads of 64 over 8, alternating 128-token windows, YaRN, biases.
+  } else if (name == "gpt-oss-20b" || name == "gpt-oss-20b-full") {
+    // gpt-oss-20b's layers (4 of its 24, or all): 32 experts of 2880 (4 a
+    // token), 64 heads of 64 over 8, alternating 128-token windows, YaRN, biases.
     s.arch = "gpt-oss";
-    s.n_embd = 2880, s.n_ff = 2880, s.n_layer = 4, s.n_head = 64, s.n_head_kv = 8, s.head_dim = 64;
+    s.n_embd = 2880, s.n_ff = 2880, s.n_layer = name == "gpt-oss-20b" ? 4 : 24;
+    if (name == "gpt-oss-20b-full") s.n_vocab = 201088;  // o200k_harmony's size: the output matrix a token reads
+    s.n_head = 64, s.n_head_kv = 8, s.head_dim = 64;
     s.n_expert = 32, s.n_expert_used = 4, s.n_ff_expert = 2880, s.sliding_window = 128;
     s.qkv_bias = s.out_bias = s.expert_bias = true, s.rope_freq_base = 150000.0f;
     s.rope_scaling = "yarn", s.rope_scaling_factor = 32.0f, s.rope_orig_ctx = 4096;
@@ -316,7 +318,8 @@ SyntheticModelSpec benchmark_shape(const std::string& name) {
     }
   } else {
     fail<InvalidArgument>(
-        "unknown model shape '{}' (10m, 100m, 1b, 30b-a3b, 30b-a3b-full, gpt-oss-20b, 10m-hybrid, 9b-hybrid, "
+        "unknown model shape '{}' (10m, 100m, 1b, 30b-a3b, 30b-a3b-full, gpt-oss-20b, gpt-oss-20b-full, 10m-hybrid, "
+        "9b-hybrid, "
         "35b-a3b-hybrid)",
         name);
   }
@@ -434,13 +437,14 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
     if (c.moe.n_expert > 0) {
       // The router as llama.cpp's quantizer leaves it: F32.
       add_matrix(w, fill, p + "ffn_gate_inp.weight", c.moe.n_expert, E, TensorType::F32);
+      const TensorType xt = s.expert_type.value_or(s.type);
       if (s.fused_gate_up_exps) {
-        add_matrices(w, fill, p + "ffn_gate_up_exps.weight", c.moe.n_expert, 2 * c.moe.n_ff, E, s.type);
+        add_matrices(w, fill, p + "ffn_gate_up_exps.weight", c.moe.n_expert, 2 * c.moe.n_ff, E, xt);
       } else {
-        add_matrices(w, fill, p + "ffn_gate_exps.weight", c.moe.n_expert, c.moe.n_ff, E, s.type);
-        add_matrices(w, fill, p + "ffn_up_exps.weight", c.moe.n_expert, c.moe.n_ff, E, s.type);
+        add_matrices(w, fill, p + "ffn_gate_exps.weight", c.moe.n_expert, c.moe.n_ff, E, xt);
+        add_matrices(w, fill, p + "ffn_up_exps.weight", c.moe.n_expert, c.moe.n_ff, E, xt);
       }
-      add_matrices(w, fill, p + "ffn_down_exps.weight", c.moe.n_expert, E, c.moe.n_ff, s.type);
+      add_matrices(w, fill, p + "ffn_down_exps.weight", c.moe.n_expert, E, c.moe.n_ff, xt);
       if (c.moe.dense_beside) {  // gemma4: the router's input scale, each expert's scale, the MLP beside
         // The router reads rmsnorm(x) / sqrt(n_embd): a scale near sqrt(n_embd) gives its logits unit spread,
         // as trained routers have (near-equal logits would route on rounding).

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,8 @@ struct SyntheticModelSpec {
   int n_head = 4;
   int n_head_kv = 2;
   int n_ctx = 512;
-  TensorType type = TensorType::F32;  // type of every matrix; norms stay F32
+  TensorType type = TensorType::F32;      // type of every matrix; norms stay F32
+  std::optional<TensorType> expert_type;  // the experts' 3-D matrices when set (MXFP4_MOE: MXFP4, the rest Q8_0)
   bool tied_embeddings = true;
   float rope_freq_base = 10000.0f;
   float rms_eps = 1e-5f;
@@ -87,7 +89,8 @@ GgufWriter synthetic_model(const SyntheticModelSpec& spec);
 // "30b-a3b": Qwen3-30B-A3B's layers (128 experts of 768, 8 a token; 32 heads
 // of 128 over 4 KV heads), 8 of its 48, so a token reads ~0.5B of 4.9B
 // weights ("30b-a3b-full": all 48, ~30B weights, 17 GB at Q4_K); "gpt-oss-20b": its layers, 4 of 24 (32 experts of
-// 2880, 4 a token, alternating 128-token windows); "10m-hybrid": a qwen35 of the 10m's size (6 Gated DeltaNet layers
+// 2880, 4 a token, alternating 128-token windows; "gpt-oss-20b-full": all 24 and its 201,088-token vocabulary,
+// 20.9B weights); "10m-hybrid": a qwen35 of the 10m's size (6 Gated DeltaNet layers
 // and 2 attention); "9b-hybrid": Qwen3.5-9B's layers (qwen35), 8 of its 32; "35b-a3b-hybrid": Qwen3.5/3.6-35B-A3B's
 // (qwen35moe), 4 of its 40. InvalidArgument for another name.
 SyntheticModelSpec benchmark_shape(const std::string& name);

@@ -10,13 +10,15 @@
 namespace pagoda {
 
 struct Fixture {
-  // state_slots > 0: a hybrid model's pool (prefix caching off).
-  explicit Fixture(int32_t blocks, SchedulerConfig cfg = {}, int32_t block_size = 4, int32_t state_slots = 0)
+  // state_slots > 0: a hybrid model's pool (prefix caching only with checkpoints).
+  explicit Fixture(int32_t blocks, SchedulerConfig cfg = {}, int32_t block_size = 4, int32_t state_slots = 0,
+                   int32_t checkpoints = 0)
       : bm(BlockManagerConfig{.num_blocks = blocks,
                               .block_size = block_size,
-                              .prefix_caching = state_slots == 0,
+                              .prefix_caching = state_slots == 0 || checkpoints > 0,
                               .policy = AllocPolicy::kPaged,
-                              .num_state_slots = state_slots}),
+                              .num_state_slots = state_slots,
+                              .num_state_checkpoints = checkpoints}),
         sched(cfg, bm) {}
 
   Sequence* add(int32_t prompt_len, int32_t priority = 0, int32_t max_len = 1000) {

@@ -96,5 +96,27 @@ TEST(SchedulerStateSlots, ASlotBoundQueueDrainsWithoutPreemption) {
   EXPECT_EQ(f.bm.num_free_blocks(), 256);
 }
 
+// With checkpoints, a hybrid prompt's first pass is cut at its last block
+// boundary, but a prompt that fits the step whole still counts as fitting:
+// it goes before a long running prefill, as a transformer's prompt would.
+TEST(SchedulerStateSlots, APromptCutAtACheckpointStillGoesBeforeALongPrefill) {
+  SchedulerConfig cfg;  // time-budgeted steps (rule 6), though with no cost model: the token budget only
+  cfg.max_batched_tokens = 16;
+  Fixture f(64, cfg, 4, /*state_slots=*/2, /*checkpoints=*/2);
+  Sequence* a = f.add(40);  // two more steps of prefill after the first
+  StepPlan p = f.sched.schedule(1);
+  EXPECT_EQ(tokens_of(p, a), 16);
+  f.complete(p);
+  Sequence* b = f.add(6);  // checkpoints at 4: the first pass computes 4 of 6
+  p = f.sched.schedule(2);
+  EXPECT_EQ(tokens_of(p, b), 4);
+  EXPECT_EQ(tokens_of(p, a), 12);
+  f.complete(p);
+  p = f.sched.schedule(3);
+  EXPECT_EQ(tokens_of(p, b), 2);  // the rest of its prompt: it samples
+  EXPECT_TRUE(p.scheduled.front().sample);
+  EXPECT_FALSE(f.bm.audit().has_value());
+}
+
 }  // namespace
 }  // namespace pagoda
