@@ -355,10 +355,10 @@ void Model::dense_ffn(const LayerWeights& lw, int F, const float* in, int T, Thr
   matmul(lw.w_down, hb_.data(), T, xb_.data(), pool);
 }
 
-// MoeSpec::dense_beside (gemma4): xb_ (T x n_embd) = post_norm_1(MLP(in)) +
+// MoeSpec::dense_beside, experts beside a dense MLP (gemma4): xb_ (T x n_embd) = post_norm_1(MLP(in)) +
 // post_norm_2(experts(pre_norm_2(x))), the router reading rmsnorm(x) / sqrt(n_embd)
 // * router_in_scale; x is the residual stream x_, in its ffn_norm.
-void Model::gemma4_ffn(const LayerWeights& lw, int l, const float* in, int T, ThreadPool& pool) {
+void Model::experts_beside_mlp(const LayerWeights& lw, int l, const float* in, int T, ThreadPool& pool) {
   const int E = cfg_.n_embd;
   const float eps = cfg_.rms_eps, inv = 1.0f / std::sqrt(float(E));
   moe_in_.resize(size_t(T) * E);     // T x E: the experts' input
@@ -465,7 +465,7 @@ void Model::forward(const Batch& batch, KvStorage& kv, ThreadPool& pool, std::ve
     if (pre) per_token([&](int t) { rmsnorm(row(x_, t, E), lw.ffn_norm.data(), E, eps, row(xb_, t, E)); });
     const float* ffn_in = pre ? xb_.data() : x_.data();
     if (cfg_.moe.n_expert > 0 && cfg_.moe.dense_beside) {
-      gemma4_ffn(lw, l, ffn_in, T, pool);
+      experts_beside_mlp(lw, l, ffn_in, T, pool);
     } else if (cfg_.moe.n_expert > 0) {
       moe_out_.resize(size_t(T) * E);
       moe_.forward(lw, cfg_, ffn_in, T, moe_out_.data(), pool);

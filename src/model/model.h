@@ -87,7 +87,7 @@ class Model {
   void attention_block(const Batch& batch, int layer, const float* in, KvStorage& kv, ThreadPool& pool);
   void attention(const Batch& batch, int layer, const KvStorage& kv, ThreadPool& pool);
   void dense_ffn(const LayerWeights& lw, int n_ff, const float* in, int n_tokens, ThreadPool& pool);
-  void gemma4_ffn(const LayerWeights& lw, int layer, const float* in, int n_tokens, ThreadPool& pool);
+  void experts_beside_mlp(const LayerWeights& lw, int layer, const float* in, int n_tokens, ThreadPool& pool);
 
   std::shared_ptr<const GgufFile> file_;
   ModelConfig cfg_;

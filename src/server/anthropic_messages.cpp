@@ -108,12 +108,7 @@ void translate_message(const ojson& m, size_t i, ojson& out) {
 }
 
 ojson translate_tools(const ojson& tools) {
-  if (!tools.is_array()) bad_request("tools", "'tools' must be an array");
-  ojson out = ojson::array();
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const ojson& t = tools[i];
-    const std::string at = fmt::format("tools.{}", i);
-    if (!t.is_object()) bad_request(at, "{} must be an object", at);
+  return map_tools(tools, [](const ojson& t, const std::string& at) {
     // Anthropic's server tools (web search, bash, ...) carry a versioned type.
     if (const std::string type = type_of(t); !type.empty() && type != "custom")
       bad_request(at + ".type", "{}: tool type \"{}\" is not supported (only client tools)", at, type);
@@ -128,9 +123,8 @@ ojson translate_tools(const ojson& tools) {
       fn["description"] = *d;
     }
     fn["parameters"] = *schema;
-    out.push_back({{"type", "function"}, {"function", std::move(fn)}});
-  }
-  return out;
+    return ojson{{"type", "function"}, {"function", std::move(fn)}};
+  });
 }
 
 void translate_tool_choice(const ojson& c, ojson& chat) {

@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "server/api_error.h"
+
 namespace pagoda::server {
 
 enum class Endpoint {
@@ -54,6 +56,21 @@ inline bool field_is(const nlohmann::ordered_json& body, const char* name, std::
 inline std::string type_of(const nlohmann::ordered_json& part) {
   const nlohmann::ordered_json* t = part.is_object() ? present_field(part, "type") : nullptr;
   return t && t->is_string() ? t->get<std::string>() : "";
+}
+
+// A translated API's `tools` (Messages, Responses): each entry as
+// `one(tool, path)` makes it, the path ("tools.3") naming it in a 400; the
+// array must hold objects only.
+template <class One>
+nlohmann::ordered_json map_tools(const nlohmann::ordered_json& tools, One&& one) {
+  if (!tools.is_array()) bad_request("tools", "'tools' must be an array");
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string at = fmt::format("tools.{}", i);
+    if (!tools[i].is_object()) bad_request(at, "{} must be an object", at);
+    out.push_back(one(tools[i], at));
+  }
+  return out;
 }
 
 // The header that lists a request's ignored fields.

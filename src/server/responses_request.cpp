@@ -95,12 +95,7 @@ void translate_item(const ojson& item, size_t i, ojson& out) {
 }
 
 ojson function_tools(const ojson& tools) {
-  if (!tools.is_array()) bad_request("tools", "'tools' must be an array");
-  ojson out = ojson::array();
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const ojson& t = tools[i];
-    const std::string at = fmt::format("tools.{}", i);
-    if (!t.is_object()) bad_request(at, "{} must be an object", at);
+  return map_tools(tools, [](const ojson& t, const std::string& at) {
     const std::string type = type_of(t);
     if (type != "function")
       bad_request(at + ".type", "{}.type: tool type \"{}\" is not supported (only function tools)", at, type);
@@ -116,9 +111,8 @@ ojson function_tools(const ojson& tools) {
       if (!s->is_boolean()) bad_request(at + ".strict", "{}.strict must be a boolean", at);
       fn["strict"] = *s;
     }
-    out.push_back({{"type", "function"}, {"function", std::move(fn)}});
-  }
-  return out;
+    return ojson{{"type", "function"}, {"function", std::move(fn)}};
+  });
 }
 
 ojson function_tool_choice(const ojson& c) {
