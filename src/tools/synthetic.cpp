@@ -346,6 +346,12 @@ GgufWriter synthetic_model(const SyntheticModelSpec& s) {
   w.set(a + "feed_forward_length", Value::u32(uint32_t(s.n_ff)));
   w.set(a + "attention.head_count", Value::u32(uint32_t(s.n_head)));
   w.set(a + "attention.head_count_kv", Value::u32(uint32_t(s.n_head_kv)));
+  if (s.n_head_kv_global > 0) {  // per layer, as conversion/gemma.py writes the 31B's: the global ones differ
+    std::vector<int32_t> kv_heads;
+    const int period = std::max(s.sliding_pattern, 1);
+    for (int l = 0; l < s.n_layer; ++l) kv_heads.push_back(l % period < period - 1 ? s.n_head_kv : s.n_head_kv_global);
+    w.set(a + "attention.head_count_kv", Value::i32s(kv_heads));
+  }
   if (s.head_dim > 0) {
     w.set(a + "attention.key_length", Value::u32(uint32_t(hd)));
     w.set(a + "attention.value_length", Value::u32(uint32_t(hd)));

@@ -63,7 +63,8 @@ struct SyntheticModelSpec {
   int head_dim_swa = 0;
   int n_embd_per_layer = 0;
   int shared_kv_layers = 0;
-  bool global_k_eq_v = false;               // gemma4's global layers without attn_v (V is K's projection: 31B, 26B)
+  bool global_k_eq_v = false;  // gemma4's global layers without attn_v (V is K's projection: 31B, 26B)
+  int n_head_kv_global = 0;  // gemma4's global layers' KV heads, head_count_kv an array, when set (31B: 4, sliding 16)
   bool fused_gate_up_exps = false;          // one blk.N.ffn_gate_up_exps (gemma4's layout) instead of two
   std::string tokenizer = "llama";          // "llama" (SentencePiece-style) or "gpt2" (byte-level BPE)
   std::vector<std::string> special_tokens;  // control tokens in place of the last pieces (a template's markers)
