@@ -7,6 +7,8 @@ namespace pagoda::toolcall {
 namespace {
 
 constexpr std::string_view kOpen = "<think>", kClose = "</think>";
+// Gemma 4's: control tokens in its vocabulary, decoded as this text.
+constexpr std::string_view kGemmaOpen = "<|channel>thought", kGemmaClose = "<channel|>";
 
 bool space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
@@ -33,15 +35,20 @@ size_t partial_tag(std::string_view s, std::string_view tag) {
 
 ThinkStart think_start_of(std::string_view prompt) {
   prompt.remove_suffix(trailing_space(prompt));
-  if (prompt.ends_with(kOpen)) return ThinkStart::inside;
-  if (prompt.ends_with(kClose)) return ThinkStart::closed;
+  if (prompt.ends_with(kOpen) || prompt.ends_with(kGemmaOpen)) return ThinkStart::inside;
+  if (prompt.ends_with(kClose) || prompt.ends_with(kGemmaClose)) return ThinkStart::closed;
   return ThinkStart::maybe;
 }
 
-ThinkSplitter::ThinkSplitter(ReasoningFormat format, ThinkStart start) {
+std::string_view reasoning_open_tag(ReasoningFormat f) { return f == ReasoningFormat::gemma4 ? kGemmaOpen : kOpen; }
+std::string_view reasoning_close_tag(ReasoningFormat f) { return f == ReasoningFormat::gemma4 ? kGemmaClose : kClose; }
+bool thinking_optional(ReasoningFormat f) { return f != ReasoningFormat::deepseek_r1; }
+
+ThinkSplitter::ThinkSplitter(ReasoningFormat format, ThinkStart start)
+    : open_(reasoning_open_tag(format)), close_(reasoning_close_tag(format)) {
   if (start == ThinkStart::closed)
     state_ = State::content;  // thinking is off: nothing to read
-  else if (start == ThinkStart::maybe && format == ReasoningFormat::qwen3)
+  else if (start == ThinkStart::maybe && thinking_optional(format))
     state_ = State::open;
   else
     state_ = State::reason_lead;  // R1 starts thinking with or without the tag
@@ -53,30 +60,30 @@ void ThinkSplitter::run(SplitStep& out) {
       case State::open: {
         const size_t ws = leading_space(buf_);
         const std::string_view rest = std::string_view(buf_).substr(ws);
-        if (ws < kMaxThinkSpace && rest.starts_with(kOpen)) {
-          buf_.erase(0, ws + kOpen.size());
+        if (ws < kMaxThinkSpace && rest.starts_with(open_)) {
+          buf_.erase(0, ws + open_.size());
           state_ = State::reason_lead;
           tag_allowed_ = false;
           continue;
         }
-        if (ws < kMaxThinkSpace && kOpen.starts_with(rest)) return;  // undecided yet
+        if (ws < kMaxThinkSpace && open_.starts_with(rest)) return;  // undecided yet
         state_ = State::content;                                     // not thinking: all of it is content
         continue;
       }
       case State::reason_lead: {
         buf_.erase(0, leading_space(buf_));
         if (buf_.empty()) return;
-        if (tag_allowed_ && std::string_view(buf_).starts_with(kOpen)) {
-          buf_.erase(0, kOpen.size());
+        if (tag_allowed_ && std::string_view(buf_).starts_with(open_)) {
+          buf_.erase(0, open_.size());
           tag_allowed_ = false;
           continue;
         }
-        if (tag_allowed_ && kOpen.starts_with(buf_)) return;
+        if (tag_allowed_ && open_.starts_with(buf_)) return;
         state_ = State::reason;
         continue;
       }
       case State::reason: {
-        const size_t at = buf_.find(kClose);
+        const size_t at = buf_.find(close_);
         if (at != std::string::npos) {
           const std::string_view before = std::string_view(buf_).substr(0, at);
           const size_t t = trailing_space(before);
@@ -90,11 +97,11 @@ void ThinkSplitter::run(SplitStep& out) {
           }
           space_.clear();
           run_ = 0;
-          buf_.erase(0, at + kClose.size());
+          buf_.erase(0, at + close_.size());
           state_ = State::content_lead;
           continue;
         }
-        const size_t keep = partial_tag(buf_, kClose);
+        const size_t keep = partial_tag(buf_, close_);
         const std::string_view body = std::string_view(buf_).substr(0, buf_.size() - keep);
         const size_t t = trailing_space(body);
         if (t == body.size()) {
@@ -142,18 +149,27 @@ SplitStep ThinkSplitter::finish() {
 }
 
 std::string_view reasoning_format_name(ReasoningFormat f) {
-  return f == ReasoningFormat::qwen3 ? "qwen3" : "deepseek_r1";
+  switch (f) {
+    case ReasoningFormat::qwen3: return "qwen3";
+    case ReasoningFormat::deepseek_r1: return "deepseek_r1";
+    case ReasoningFormat::gemma4: return "gemma4";
+  }
+  return "qwen3";
 }
 
-std::string reasoning_format_names() { return "qwen3, deepseek_r1"; }
+std::string reasoning_format_names() { return "qwen3, deepseek_r1, gemma4"; }
 
 std::optional<ReasoningFormat> reasoning_format_from_name(std::string_view name) {
-  if (name == "qwen3") return ReasoningFormat::qwen3;
-  if (name == "deepseek_r1") return ReasoningFormat::deepseek_r1;
+  for (auto f : {ReasoningFormat::qwen3, ReasoningFormat::deepseek_r1, ReasoningFormat::gemma4})
+    if (reasoning_format_name(f) == name) return f;
   return std::nullopt;
 }
 
 std::optional<ReasoningFormat> detect_reasoning_format(std::string_view t) {
+  // Gemma 4's template writes both tags (the empty thought of thinking off, and
+  // the thought it keeps before tool calls); Gemma 3's has neither.
+  if (t.find(kGemmaOpen) != std::string_view::npos && t.find(kGemmaClose) != std::string_view::npos)
+    return ReasoningFormat::gemma4;
   if (t.find(kClose) == std::string_view::npos) return std::nullopt;
   if (t.find("<\xEF\xBD\x9C"
              "Assistant\xEF\xBD\x9C>") != std::string_view::npos)  // <｜Assistant｜>
