@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "jinja/template.h"
+#include "server/tool_constraint.h"
 #include "server/tool_fields.h"
 #include "server/tool_output.h"
 #include "testing/build_paths.h"
@@ -174,6 +175,19 @@ TEST(Gemma4Output, CutOffByMaxTokens) {
   expect_message(tools, "<|channel>thought\nLet me th", FinishReason::length, nullptr, "Let me th", {}, "length");
   expect_message(tools, kThought + "<|tool_call>call:get_weather{city:<|\"|>Os", FinishReason::length,
                  "<|tool_call>call:get_weather{city:<|\"|>Os", "Need the weather.", {}, "length");
+}
+
+// A forced choice cannot be written in Gemma's syntax (a grammar from the
+// tools' JSON Schemas writes JSON): it takes vLLM's plain JSON form, as pythonic does.
+TEST(Gemma4Output, ForcedChoiceUsesThePlainJsonForm) {
+  for (const char* choice : {"required", "named"}) {
+    ojson body = {{"tools", kTools}, {"tool_choice", "required"}};
+    if (std::string(choice) == "named")
+      body["tool_choice"] = {{"type", "function"}, {"function", {{"name", "get_weather"}}}};
+    const ToolRequest r = parse_tool_request(body, Format::gemma4);
+    EXPECT_FALSE(forced_in_model_format(r)) << choice;
+    EXPECT_EQ(forced_tool_spec(r).kind, grammar::ConstraintSpec::Kind::json_schema) << choice;
+  }
 }
 
 }  // namespace gemma4_output_test
