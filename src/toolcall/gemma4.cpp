@@ -151,8 +151,10 @@ class Reader {
 
 End gemma4_end(std::string_view t) {
   // The first <tool_call|> outside a quoted string; a string may hold markup.
+  // Both markers begin with '<': only those places are looked at (the
+  // machine looks again as a call grows, so this stays a fast scan).
   bool in_str = false;
-  for (size_t i = 0; i < t.size(); ++i) {
+  for (size_t i = t.find('<'); i != std::string_view::npos; i = t.find('<', i + 1)) {
     const std::string_view rest = t.substr(i);
     if (rest.starts_with(gemma::kQuote)) {
       in_str = !in_str;

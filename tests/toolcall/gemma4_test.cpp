@@ -118,6 +118,21 @@ TEST(Gemma4Calls, NestingBeyondTheLimitIsContent) {
   EXPECT_TRUE(parse_all(Format::gemma4, deep).calls.empty());
 }
 
+TEST(Gemma4Calls, LimitsHold) {
+  // A call longer than kMaxCallBytes is content, streamed in pieces or whole.
+  const std::string huge = "<|tool_call>call:f{a:" + Q + std::string(kMaxCallBytes, 'x') + Q + "}<tool_call|>";
+  EXPECT_EQ(parse_all(Format::gemma4, huge).content, huge);
+  std::vector<size_t> cuts;
+  for (size_t at = 7; at < huge.size(); at += 7) cuts.push_back(at);
+  EXPECT_EQ(pieces(huge, cuts).content, huge);
+  // At most kMaxCalls calls; later ones stay content.
+  std::string many;
+  for (size_t i = 0; i <= kMaxCalls; ++i) many += "<|tool_call>call:f{}<tool_call|>";
+  const ParsedOutput out = parse_all(Format::gemma4, many);
+  EXPECT_EQ(out.calls.size(), kMaxCalls);
+  EXPECT_EQ(out.content, "<|tool_call>call:f{}<tool_call|>");
+}
+
 TEST(Gemma4Calls, CutOffAtTheEnd) {
   // max_tokens inside the call: not a call, its text is content.
   check("Sure.<|tool_call>call:f{a:" + Q + "x", {"Sure.<|tool_call>call:f{a:" + Q + "x", {}});
