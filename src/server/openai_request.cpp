@@ -235,7 +235,10 @@ GenerationRequest parse_chat_request(const json& body, const ModelLimits& model,
     const int32_t id = model.tokenizer->find_token(marker);
     if (id >= 0 && model.tokenizer->token_type(id) == TokenType::Control) g.engine.sampling.skip_special_tokens = false;
   };
-  if (g.tools.reasoning) keep_if_control(toolcall::reasoning_close_tag(*g.tools.reasoning));
+  // A prompt that closed the thinking leaves nothing to split: the decode
+  // drops control tokens as usual (stray markup of Gemma 4's included).
+  if (g.tools.reasoning && g.tools.think_start != toolcall::ThinkStart::closed)
+    keep_if_control(toolcall::reasoning_close_tag(*g.tools.reasoning));
   if (g.tools.parser == toolcall::Format::gemma4) keep_if_control("<|tool_call>");
   const RenderedPrompt& rendered = chat_body.prompt;
   g.prompt_text = rendered.text;
