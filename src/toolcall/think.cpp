@@ -24,6 +24,43 @@ size_t trailing_space(std::string_view s) {
   return n;
 }
 
+constexpr std::string_view kChannel = "<|channel>";
+
+// Gemma 4 may end its answer with markup: an empty "<|channel>thought\n<channel|>"
+// or a lone "<channel|>" (llama.cpp drops both; `lone`: no <|channel> before it
+// in the content is left open). Whether `s` (from a '<') is such an ending,
+// whitespace after it included (whole), may still become one (partial), or is
+// not one (no: final, more text cannot make it one).
+enum class Tail { no, partial, whole };
+Tail stray_tail(std::string_view s, bool lone) {
+  constexpr std::string_view kThought = "thought";
+  auto lit = [&](std::string_view l) {  // 1: matched (and consumed), 0: s ends inside it, -1: mismatch
+    if (s.starts_with(l)) return s.remove_prefix(l.size()), 1;
+    return l.starts_with(s) ? 0 : -1;
+  };
+  auto space_run = [&] {
+    const size_t n = leading_space(s);
+    s.remove_prefix(n);
+    return n <= kMaxThinkSpace;
+  };
+  if (s.starts_with(kChannel)) {
+    s.remove_prefix(kChannel.size());
+    if (const int t = lit(kThought); t == 0 && !s.empty()) return Tail::partial;
+    if (!space_run()) return Tail::no;
+    if (s.empty()) return Tail::partial;
+  } else if (kChannel.starts_with(s)) {
+    return Tail::partial;
+  } else if (!lone) {
+    // It closes the channel the content opened: text, held until whole (the
+    // content's markers must go out whole to keep track of what is open).
+    return s.size() < kGemmaClose.size() && kGemmaClose.starts_with(s) ? Tail::partial : Tail::no;
+  }
+  const int c = lit(kGemmaClose);
+  if (c <= 0) return c == 0 ? Tail::partial : Tail::no;
+  if (!space_run() || !s.empty()) return Tail::no;
+  return Tail::whole;
+}
+
 // The longest suffix of s that is a proper prefix of tag: it may become the tag.
 size_t partial_tag(std::string_view s, std::string_view tag) {
   for (size_t k = std::min(s.size(), tag.size() - 1); k > 0; --k)
@@ -45,7 +82,9 @@ std::string_view reasoning_close_tag(ReasoningFormat f) { return f == ReasoningF
 bool thinking_optional(ReasoningFormat f) { return f != ReasoningFormat::deepseek_r1; }
 
 ThinkSplitter::ThinkSplitter(ReasoningFormat format, ThinkStart start)
-    : open_(reasoning_open_tag(format)), close_(reasoning_close_tag(format)) {
+    : open_(reasoning_open_tag(format)),
+      close_(reasoning_close_tag(format)),
+      strip_tail_(format == ReasoningFormat::gemma4 && start != ThinkStart::closed) {
   if (start == ThinkStart::closed)
     state_ = State::content;  // thinking is off: nothing to read
   else if (start == ThinkStart::maybe && thinking_optional(format))
@@ -122,12 +161,37 @@ void ThinkSplitter::run(SplitStep& out) {
         if (buf_.empty()) return;
         state_ = State::content;
         continue;
-      case State::content:
-        out.content += buf_;
+      case State::content: {
+        // Gemma 4: hold back what may be stray markup ending the answer (bounded: a
+        // tag, "thought" and two whitespace runs of at most kMaxThinkSpace).
+        // Each '<' is judged with what the content before it left open.
+        size_t from = 0;
+        if (strip_tail_)
+          for (size_t at = buf_.find('<'); at != std::string::npos; at = buf_.find('<', at + 1)) {
+            emit_content(out, std::string_view(buf_).substr(from, at - from));
+            from = at;
+            if (stray_tail(std::string_view(buf_).substr(at), !channel_open_) != Tail::no) {
+              buf_.erase(0, from);
+              return;
+            }
+          }
+        emit_content(out, std::string_view(buf_).substr(from));
         buf_.clear();
         return;
+      }
     }
   }
+}
+
+// A piece of content out; it holds any marker whole (a marker has one '<',
+// and a piece ends before a '<' or at the end of what was decided).
+void ThinkSplitter::emit_content(SplitStep& out, std::string_view s) {
+  const size_t open = s.rfind(kChannel), close = s.rfind(kGemmaClose);
+  if (open != std::string_view::npos && (close == std::string_view::npos || open > close))
+    channel_open_ = true;
+  else if (close != std::string_view::npos)
+    channel_open_ = false;
+  out.content += s;
 }
 
 SplitStep ThinkSplitter::push(std::string_view piece) {
@@ -142,6 +206,8 @@ SplitStep ThinkSplitter::finish() {
   run(out);
   // Whitespace, or what may still open <think>: the model's answer as written.
   if (state_ == State::open) out.content += buf_;
+  // Held content: Gemma 4's stray markup at the end is dropped; anything else is text.
+  if (state_ == State::content && stray_tail(buf_, !channel_open_) != Tail::whole) out.content += buf_;
   // Elsewhere what is held is a cut-off tag (markup) or the whitespace before it.
   buf_.clear();
   space_.clear();

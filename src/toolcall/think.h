@@ -32,6 +32,11 @@
 // the output, and the result does not depend on how the text is split. A
 // whitespace run longer than kMaxThinkSpace is text (kept in the reasoning
 // before </think>; before a qwen3 <think> it means the model is not thinking).
+// Gemma 4 may end its answer with stray markup, an empty
+// "<|channel>thought\n<channel|>" or a lone "<channel|>" (whitespace after it
+// included); unless the prompt closed the thinking, that ending is dropped, as
+// llama.cpp does (the same markup before more text is text). What may still
+// become it is held back (bounded as above).
 // Never throws.
 #pragma once
 
@@ -78,9 +83,12 @@ class ThinkSplitter {
  private:
   enum class State { open, reason_lead, reason, content_lead, content };
   void run(SplitStep& out);
+  void emit_content(SplitStep& out, std::string_view s);
 
   State state_;
   std::string_view open_, close_;  // the format's tags
+  bool strip_tail_ = false;        // gemma4, thinking not closed: drop stray markup ending the content
+  bool channel_open_ = false;      // the content so far left a <|channel> open
   bool tag_allowed_ = true;        // reason_lead: a <think> may still come (once)
   std::string buf_;                // text not decided yet
   std::string space_;              // reason: whitespace held back (it may precede </think>)

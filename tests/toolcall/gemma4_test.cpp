@@ -156,6 +156,10 @@ struct Split {
   bool operator==(const Split&) const = default;
 };
 
+std::ostream& operator<<(std::ostream& os, const Split& s) {
+  return os << "{reasoning: \"" << s.reasoning << "\", content: \"" << s.content << "\"}";
+}
+
 Split split(ThinkStart start, std::string_view text, const std::vector<size_t>& cuts) {
   ThinkSplitter p(ReasoningFormat::gemma4, start);
   Split out;
@@ -196,6 +200,27 @@ TEST(Gemma4Thought, NotThinkingIsContent) {
   EXPECT_EQ(split_all_ways(ThinkStart::maybe, "<think>a</think>b"), (Split{"", "<think>a</think>b"}));
   EXPECT_EQ(split_all_ways(ThinkStart::closed, "<|channel>thought\na<channel|>b"),
             (Split{"", "<|channel>thought\na<channel|>b"}));
+}
+
+TEST(Gemma4Thought, StrayMarkupEndingTheAnswerIsDropped) {
+  const std::string thought = "<|channel>thought\nhm<channel|>";
+  for (const char* tail : {"<channel|>", "<|channel>thought\n<channel|>", "<|channel>thought\n<channel|>\n",
+                           "<|channel><channel|>", "<channel|>  \n"}) {
+    EXPECT_EQ(split_all_ways(ThinkStart::maybe, thought + "Hello" + tail), (Split{"hm", "Hello"})) << tail;
+    EXPECT_EQ(split_all_ways(ThinkStart::maybe, std::string("Hi") + tail), (Split{"", "Hi"})) << tail;
+  }
+  // Before more text, or not quite that markup, it is text.
+  for (const std::string& content :
+       std::vector<std::string>{"Hello<channel|> more", "Hello<|channel>thought\nx<channel|>", "a <b> c <",
+                                "Hello<|channel>thoughts<channel|>", "x<|chan", "x<channel|"})
+    EXPECT_EQ(split_all_ways(ThinkStart::maybe, thought + content), (Split{"hm", content})) << content;
+  // A <channel|> that closes a channel the content opened is text; one after it is stray again.
+  EXPECT_EQ(split_all_ways(ThinkStart::maybe, thought + "A<|channel>x<channel|>B<channel|>\n"),
+            (Split{"hm", "A<|channel>x<channel|>B"}));
+  const std::string far = "Hi<channel|>" + std::string(kMaxThinkSpace + 1, ' ');
+  EXPECT_EQ(split_all_ways(ThinkStart::maybe, thought + far), (Split{"hm", far}));
+  // A prompt that closed the thinking: the output as written.
+  EXPECT_EQ(split_all_ways(ThinkStart::closed, "Hi<channel|>"), (Split{"", "Hi<channel|>"}));
 }
 
 TEST(Gemma4Thought, CutOffAndInside) {
