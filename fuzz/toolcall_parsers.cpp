@@ -30,11 +30,13 @@ void take(tc::ParsedOutput& out, const tc::ParseStep& step) {
   }
 }
 
-// A format's parser, or (selector 5) one for a named function, (6) for required's array.
+// A format's parser (0-4), or (selector 5) one for a named function, (6) for
+// required's array, (7) gemma4's. Harmony has a target of its own.
 tc::ToolCallParser parser(uint8_t selector) {
-  if (selector % 7 == 5) return tc::ToolCallParser::for_function(tc::Format::hermes, "f");
-  if (selector % 7 == 6) return tc::ToolCallParser::for_array(tc::Format::hermes);
-  return tc::ToolCallParser(static_cast<tc::Format>(selector % 7));
+  if (selector % 8 == 5) return tc::ToolCallParser::for_function(tc::Format::hermes, "f");
+  if (selector % 8 == 6) return tc::ToolCallParser::for_array(tc::Format::hermes);
+  if (selector % 8 == 7) return tc::ToolCallParser(tc::Format::gemma4);
+  return tc::ToolCallParser(static_cast<tc::Format>(selector % 8));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// libFuzzer target for the <think> reasoning splitter (toolcall/think.h): the
-// format and the prompt's state from the first byte, the output text pushed
+// libFuzzer target for the reasoning splitter (toolcall/think.h): the
+// format (bit 7 set: gemma4; else bit 0: deepseek_r1 or qwen3) and the
+// prompt's state from the first byte, the output text pushed
 // whole and in pieces of random sizes. Nothing may throw; the streamed
 // reasoning and content must equal the whole-text ones; a closed prompt
 // gives the text back as content; nothing comes out longer than went in;
@@ -32,8 +33,10 @@ void take(Out& out, const tc::SplitStep& s) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
-  const auto format = (data[0] & 1) ? tc::ReasoningFormat::deepseek_r1 : tc::ReasoningFormat::qwen3;
-  const auto start = static_cast<tc::ThinkStart>((data[0] >> 1) % 3);
+  const auto format = (data[0] & 0x80) ? tc::ReasoningFormat::gemma4
+                      : (data[0] & 1)  ? tc::ReasoningFormat::deepseek_r1
+                                       : tc::ReasoningFormat::qwen3;
+  const auto start = static_cast<tc::ThinkStart>(((data[0] & 0x7f) >> 1) % 3);
   pagoda::fuzz::Splitter split{data[1]};
   const std::string_view text(reinterpret_cast<const char*>(data + 2), size - 2);
 

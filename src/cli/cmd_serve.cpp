@@ -243,11 +243,11 @@ Command add_serve(CLI::App& app) {
                   "Chat template: a Jinja file or a built-in name (default: the model file's)");
   cmd->add_option("--tool-call-parser", o->tool_call_parser,
                   "Tool-call format of the model's output: auto (from the chat template), hermes, llama3_json, "
-                  "pythonic, mistral, deepseek_v3 or openai (gpt-oss's harmony, reasoning apart)")
+                  "pythonic, mistral, deepseek_v3, openai (gpt-oss's harmony, reasoning apart) or gemma4")
       ->capture_default_str();
   cmd->add_option("--reasoning-parser", o->reasoning_parser,
-                  "Reasoning in <think> tags, returned apart as reasoning_content: auto (from the chat template), "
-                  "qwen3, deepseek_r1 or none")
+                  "Reasoning in <think> tags (Gemma 4's <|channel>thought), returned apart as reasoning_content: auto "
+                  "(from the chat template), qwen3, deepseek_r1, gemma4 or none")
       ->capture_default_str();
   cmd->add_option("--threads,-t", e.threads, "Worker threads (0 = one per core)")->capture_default_str();
   cmd->add_flag("--mmap", e.mmap,

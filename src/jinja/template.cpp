@@ -11,6 +11,7 @@ Template::Template(std::string_view text, const Limits& limits) : limits_(limits
     throw LimitExceeded("template too large: " + std::to_string(text.size()) + " bytes (limit " +
                         std::to_string(limits.max_template_bytes) + ")");
   program_ = std::make_shared<const std::vector<NodePtr>>(parse(tokenize(text), limits.max_depth));
+  text_ = text;
 }
 
 std::string Template::render(const nlohmann::ordered_json& context) const {

@@ -35,8 +35,11 @@ class Template {
 
   // context: a JSON object whose members become the template's variables.
   std::string render(const nlohmann::ordered_json& context) const;
+  // The source text (a server adapts messages to what a template reads).
+  const std::string& text() const { return text_; }
 
  private:
+  std::string text_;
   std::shared_ptr<const std::vector<NodePtr>> program_;
   Limits limits_;
 };

@@ -1,6 +1,7 @@
 #include "server/chat_prompt.h"
 
 #include "gguf/file.h"
+#include "server/tool_results_fold.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
@@ -41,6 +42,7 @@ RenderedPrompt ChatPrompt::render(const ChatRenderRequest& request, const Tokeni
   }
   if (jinja) {
     JinjaChatInput in{request.messages, request.tools, request.add_generation_prompt, request.kwargs};
+    if (reads_only_tool_responses(jinja->text())) in.messages = fold_tool_results(in.messages);
     out.text = render_jinja_chat(*jinja, in, options_);
     out.parse_special = true;
   } else if (selected_.builtin) {

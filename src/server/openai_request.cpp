@@ -228,12 +228,18 @@ GenerationRequest parse_chat_request(const json& body, const ModelLimits& model,
   // Harmony's markers are control tokens, which a decode skips by default:
   // the reader needs them in the text (it hands the client only the fields).
   if (g.tools.harmony) g.engine.sampling.skip_special_tokens = false;
-  // Likewise a vocabulary that made </think> a control token (most make it a user-defined one, decoded as text).
-  if (g.tools.reasoning) {
-    const int32_t end = model.tokenizer->find_token("</think>");
-    if (end >= 0 && model.tokenizer->token_type(end) == TokenType::Control)
-      g.engine.sampling.skip_special_tokens = false;
-  }
+  // Likewise a vocabulary that made the reasoning's close tag or the call
+  // marker a control token (most make </think> a user-defined one, decoded
+  // as text; Gemma 4's <channel|>, <|tool_call>, <|"|> are control tokens).
+  const auto keep_if_control = [&](std::string_view marker) {
+    const int32_t id = model.tokenizer->find_token(marker);
+    if (id >= 0 && model.tokenizer->token_type(id) == TokenType::Control) g.engine.sampling.skip_special_tokens = false;
+  };
+  // A prompt that closed the thinking leaves nothing to split: the decode
+  // drops control tokens as usual (stray markup of Gemma 4's included).
+  if (g.tools.reasoning && g.tools.think_start != toolcall::ThinkStart::closed)
+    keep_if_control(toolcall::reasoning_close_tag(*g.tools.reasoning));
+  if (g.tools.parser == toolcall::Format::gemma4) keep_if_control("<|tool_call>");
   const RenderedPrompt& rendered = chat_body.prompt;
   g.prompt_text = rendered.text;
   g.engine.prompt = encode_prompt(rendered.text, rendered.add_bos, rendered.parse_special, model, "messages",
@@ -250,10 +256,10 @@ GenerationRequest parse_chat_request(const json& body, const ModelLimits& model,
   // A thinking model's grammar starts after its reasoning (as vLLM's structured
   // outputs with a reasoning parser): the chain of thought is free text.
   if (g.engine.constraint && g.tools.reasoning && g.tools.think_start != toolcall::ThinkStart::closed) {
-    g.engine.constraint_after = "</think>";
-    // qwen3 may answer without thinking: then the grammar holds from the first token.
-    if (*g.tools.reasoning == toolcall::ReasoningFormat::qwen3 && g.tools.think_start == toolcall::ThinkStart::maybe)
-      g.engine.constraint_gate = "<think>";
+    g.engine.constraint_after = std::string(toolcall::reasoning_close_tag(*g.tools.reasoning));
+    // qwen3 and gemma4 may answer without thinking: then the grammar holds from the first token.
+    if (toolcall::thinking_optional(*g.tools.reasoning) && g.tools.think_start == toolcall::ThinkStart::maybe)
+      g.engine.constraint_gate = std::string(toolcall::reasoning_open_tag(*g.tools.reasoning));
   }
   return g;
 }

@@ -83,7 +83,7 @@ ReasoningParserChoice choose_reasoning_parser(const std::string& flag, const std
   const auto text = template_text(model_path, template_spec, builtin);
   if (builtin || text->empty()) return {std::nullopt, "none (auto: no Jinja chat template)"};
   const auto f = toolcall::detect_reasoning_format(*text);
-  if (!f) return {std::nullopt, "none (auto: the chat template has no <think> tags)"};
+  if (!f) return {std::nullopt, "none (auto: the chat template has no reasoning tags)"};
   return {f, std::string(toolcall::reasoning_format_name(*f)) + " (auto: from the chat template)"};
 }
 

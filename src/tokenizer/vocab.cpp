@@ -58,6 +58,8 @@ constexpr std::string_view kEndMarkers[] = {
     "<|return|>",
     "<|call|>",
     "<｜end▁of▁sentence｜>",  // DeepSeek
+    "<turn|>",                // Gemma 4: the end of a turn
+    "<|tool_response>",       // Gemma 4: after its calls, where the tools' results go
     "<|fim_pad|>",
     "<|repo_name|>",
     "<|file_sep|>",

@@ -1,4 +1,4 @@
-// The five formats: markers, end finders and call-text parsers (formats.h).
+// The formats (harmony apart): markers, end finders and call-text parsers (formats.h).
 #include "toolcall/formats.h"
 
 #include <nlohmann/json.hpp>
@@ -242,12 +242,14 @@ const Spec& spec_for(Format f) {
   static const Spec pythonic{{{"[", true}}, true, "", pythonic_end, parse_pythonic};
   static const Spec mistral{{{"[TOOL_CALLS]", false}}, false, "", mistral_end, mistral_parse};
   static const Spec deepseek{{{kDsBegin, false}}, false, "", deepseek_end, deepseek_parse};
+  static const Spec gemma4{{{"<|tool_call>", false}}, false, "", gemma4_end, parse_gemma4};
   switch (f) {
     case Format::hermes: return hermes;
     case Format::llama3_json: return llama3;
     case Format::pythonic: return pythonic;
     case Format::mistral: return mistral;
     case Format::deepseek_v3: return deepseek;
+    case Format::gemma4: return gemma4;
     case Format::harmony: break;  // read by HarmonyParser, never by this machine
   }
   return hermes;

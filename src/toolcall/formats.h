@@ -65,5 +65,9 @@ std::optional<Call> call_from_json(std::string_view json_text);
 End balanced(std::string_view text, bool python);
 // pythonic.cpp: "[f(a=1), g()]" -> calls.
 std::optional<std::vector<Call>> parse_pythonic(std::string_view text, bool final);
+// gemma4.cpp: where "call:NAME{..}<tool_call|>" ends (the marker outside
+// <|"|> strings), and the call it holds, its arguments as JSON.
+End gemma4_end(std::string_view text);
+std::optional<std::vector<Call>> parse_gemma4(std::string_view text, bool final);
 
 }  // namespace pagoda::toolcall::detail

@@ -7,8 +7,8 @@
 namespace pagoda::toolcall {
 namespace {
 
-constexpr std::array kFormats{Format::hermes,  Format::llama3_json, Format::pythonic,
-                              Format::mistral, Format::deepseek_v3, Format::harmony};
+constexpr std::array kFormats{Format::hermes,      Format::llama3_json, Format::pythonic, Format::mistral,
+                              Format::deepseek_v3, Format::harmony,     Format::gemma4};
 
 }  // namespace
 
@@ -20,6 +20,7 @@ std::string_view format_name(Format f) {
     case Format::mistral: return "mistral";
     case Format::deepseek_v3: return "deepseek_v3";
     case Format::harmony: return "openai";  // vLLM's name for gpt-oss's parser
+    case Format::gemma4: return "gemma4";
   }
   return "hermes";
 }
@@ -63,7 +64,8 @@ std::optional<CallMarkup> call_markup(Format f) {
                         " <|constrain|>json<|message|>",
                         "",
                         false};
-    case Format::pythonic: return std::nullopt;
+    case Format::pythonic:
+    case Format::gemma4: return std::nullopt;
   }
   return std::nullopt;
 }
@@ -76,6 +78,7 @@ std::optional<Format> detect_format(std::string_view t) {
   if (t.find("<|channel|>") != std::string_view::npos && t.find("<|message|>") != std::string_view::npos)
     return Format::harmony;
   if (t.find("tool▁calls▁begin") != std::string_view::npos) return Format::deepseek_v3;
+  if (t.find("<|tool_call>call:") != std::string_view::npos) return Format::gemma4;
   if (t.find("<tool_call>") != std::string_view::npos) return Format::hermes;
   if (t.find("[TOOL_CALLS]") != std::string_view::npos) return Format::mistral;
   if (t.find("[func_name1(") != std::string_view::npos) return Format::pythonic;

@@ -222,6 +222,7 @@ const StreamSpec* stream_spec_for(Format f) {
     case Format::mistral: return &mistral;
     case Format::deepseek_v3: return &deepseek;
     case Format::pythonic:
+    case Format::gemma4:  // its arguments are not JSON: whole calls only
     case Format::harmony: return nullptr;
   }
   return nullptr;

@@ -13,15 +13,18 @@
 //   openai       gpt-oss's harmony messages (harmony.h): <|channel|>analysis<|message|>..
 //                is reasoning, final is content, commentary to=functions.N
 //                <|constrain|>json<|message|>{..} a call; also named `harmony`
+//   gemma4       <|tool_call>call:N{key:<|"|>text<|"|>,n:1,o:{..},a:[..]}<tool_call|>,
+//                any number, anywhere (Gemma 4): its own object syntax, turned
+//                into JSON
 //
 // Streaming: push() text pieces as they are generated, finish() at the end.
 // Each returns the content that is safe to show now (text that cannot be the
 // start of a call) and call deltas: per call first {index, id, name, ""},
 // then pieces of its arguments' JSON text, as OpenAI streams them. In every
-// format but pythonic a call is COMMITTED once its name and the opening brace
+// format but pythonic and gemma4 a call is COMMITTED once its name and the opening brace
 // of its arguments object have been read (hermes, llama3_json and mistral's
 // array form need "name" before "arguments"/"parameters"; otherwise the call
-// is emitted whole once complete, as pythonic's always are). The arguments
+// is emitted whole once complete, as pythonic's and gemma4's always are). The arguments
 // text is the model's own object text with whitespace outside strings
 // removed, passed on as it arrives. Before commit a malformed call turns back
 // into plain content. After commit a call stays a call: if its text turns
@@ -52,7 +55,7 @@ inline constexpr size_t kMaxCalls = 64;
 inline constexpr size_t kMaxCallBytes = 64 * 1024;
 inline constexpr int kMaxDepth = 64;
 
-enum class Format { hermes, llama3_json, pythonic, mistral, deepseek_v3, harmony };
+enum class Format { hermes, llama3_json, pythonic, mistral, deepseek_v3, harmony, gemma4 };
 
 // One piece of one call: id and name only in a call's first delta.
 struct CallDelta {
@@ -119,7 +122,8 @@ void apply_deltas(std::vector<ToolCall>& calls, const std::vector<CallDelta>& de
 // How a format writes calls, to force them with a grammar: begin, then each
 // call as head_before + NAME + head_after, its arguments object, tail; calls
 // joined by separator; then end. NAME is a JSON string when quote_name.
-// nullopt: pythonic (its calls are not JSON).
+// nullopt: pythonic and gemma4 (their arguments are not JSON): a forced
+// choice then uses the JSON array form (ToolCallParser::for_array).
 struct CallMarkup {
   std::string begin, separator, end;
   std::string head_before, head_after, tail;

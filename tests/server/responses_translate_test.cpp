@@ -258,6 +258,26 @@ TEST(ResponsesOutput, ReasoningAndEmptyOutput) {
   EXPECT_EQ(e["output"][0]["status"], "completed");
 }
 
+// Gemma 4's thought and call: a reasoning item, the message, a function_call item.
+TEST(ResponsesOutput, Gemma4ReasoningAndCallItems) {
+  GenerationRequest g = responses_req(R"({"input":"x"})");
+  g.tools.tools = ojson::parse(R"([{"type":"function","function":{"name":"w","parameters":{"type":"object"}}}])");
+  g.tools.choice = ToolChoice::automatic;
+  g.tools.parser = toolcall::Format::gemma4;
+  g.tools.reasoning = toolcall::ReasoningFormat::gemma4;
+  ChoiceState c;
+  c.text = "<|channel>thought\nNeed w.<channel|>Checking.<|tool_call>call:w{c:<|\"|>O<|\"|>}<tool_call|>";
+  c.finish = FinishReason::stop;
+  const json r = responses_response({"resp_g", 1, "m"}, g, c, Usage{});
+  ASSERT_EQ(r["output"].size(), 3u) << r;
+  EXPECT_EQ(r["output"][0]["type"], "reasoning");
+  EXPECT_EQ(r["output"][0]["content"][0]["text"], "Need w.");
+  EXPECT_EQ(r["output"][1]["content"][0]["text"], "Checking.");
+  EXPECT_EQ(r["output"][2]["type"], "function_call");
+  EXPECT_EQ(r["output"][2]["name"], "w");
+  EXPECT_EQ(r["output"][2]["arguments"], R"({"c":"O"})");
+}
+
 // Hermes calls become function_call items, streamed as argument deltas; one cut by max_output_tokens is incomplete.
 TEST(ResponsesOutput, FunctionCallItems) {
   GenerationRequest g = responses_req(R"({"input":"x"})");

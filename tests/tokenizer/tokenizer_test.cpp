@@ -163,7 +163,7 @@ TEST(Tokenizer, EndOfGenerationMarkers) {
   for (const char* marker :
        {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>",
         "<|end_of_text|>", "<end_of_utterance>", "<|return|>", "<|call|>", "<\uFF5Cend\u2581of\u2581sentence\uFF5C>",
-        "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>"}) {
+        "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>", "<turn|>", "<|tool_response>"}) {
     for (const int32_t type : {3, 4, 1}) {  // control, user-defined, normal
       auto sv = testing::spm_base();
       const int32_t id = testing::add_piece(sv, marker, 0, type);
