@@ -24,6 +24,10 @@
 namespace pagoda::cli {
 namespace {
 
+// Exit codes of `serve` beyond 0, 1 and 2 (docs/operations.md#shutdown).
+constexpr int kExitStuckStep = 3;   // a step still stuck after the shutdown deadline
+constexpr int kExitDeviceLost = 4;  // the device was lost (DeviceLost): every request ended; restart
+
 struct ServeOpts {
   ModelOption model_opt;
   std::string model;  // model_opt, resolved
@@ -145,8 +149,10 @@ int run_serve(ServeOpts& o) {
     spdlog::shutdown();
     std::fflush(stdout);
     std::fflush(stderr);
-    std::_Exit(3);
+    std::_Exit(kExitStuckStep);
   }
+  // Every request ended with an error already; a supervisor restarts the server.
+  if (srv.device_lost()) return kExitDeviceLost;
   return 0;
 }
 

@@ -334,10 +334,42 @@ void EngineCore::forward(std::span<const ScheduledSeq> part) {
 }
 
 bool EngineCore::run_step(StepPlan& plan) {
+  try {
+    return run_plan(plan);
+  } catch (const DeviceLost& e) {
+    lose_device(e.what());
+    return false;
+  }
+}
+
+// A lost device (a sticky GPU fault) is not retried, halved or isolated: the
+// step's sequences and every other request end with an error naming the
+// cause, every block is freed, the prefix cache is dropped (KV events:
+// AllBlocksCleared), and no step runs on the device again; `serve` sees
+// EngineStats::device_lost and exits for its supervisor to restart it.
+void EngineCore::lose_device(const std::string& cause) {
+  device_lost_ = cause;
+  stats_.device_lost = cause;
+  ++stats_.step_failures;
+  spdlog::error("step {}: the device was lost ({}); every request ends with an error, nothing runs again", step_,
+                cause);
+  end_every_request(fmt::format("the device was lost: {}", cause));
+  blocks_.reset_prefix_cache();
+}
+
+void EngineCore::end_every_request(const std::string& why) {
+  std::vector<uint64_t> open;
+  for (const auto& [id, req] : requests_) open.push_back(id);
+  for (uint64_t id : open) cancel(id, FinishReason::error, why);
+}
+
+bool EngineCore::run_plan(StepPlan& plan) {
   const size_t planned = plan.scheduled.size();
   try {
     runner_->copy_blocks(plan.copies);  // once: every retry below finds them made
     runner_->copy_states(plan.state_copies);
+  } catch (const DeviceLost&) {
+    throw;
   } catch (const std::exception& e) {
     fail_batch(plan.scheduled, e.what());
     return false;
@@ -361,6 +393,8 @@ bool EngineCore::run_step(StepPlan& plan) {
       spdlog::warn("step {}: {}; preempted {} sequences to halve the batch (they will be recomputed)", step_, e.what(),
                    plan.scheduled.size() - keep);
       plan.scheduled.resize(keep);
+    } catch (const DeviceLost&) {
+      throw;
     } catch (const std::exception& e) {
       isolate_failure(plan.scheduled, e.what());
       return false;
@@ -408,6 +442,8 @@ void EngineCore::isolate_failure(std::span<const ScheduledSeq> all, const std::s
     ++stats_.forward_retries;
     try {
       forward(part);
+    } catch (const DeviceLost&) {
+      throw;
     } catch (const std::exception& e) {
       if (part.size() > 1) {
         split(p.begin, p.end);
@@ -427,6 +463,11 @@ void EngineCore::isolate_failure(std::span<const ScheduledSeq> all, const std::s
 bool EngineCore::step() {
   ++step_;
   const double t0 = clock_->now();
+  if (!device_lost_.empty()) {  // nothing runs on a lost device: whatever arrived ends at once
+    end_every_request(fmt::format("the device was lost: {}", device_lost_));
+    settle(t0);
+    return false;
+  }
   trace_.enter(StepPhase::reap);
   expire_and_reap();
   trace_.enter(StepPhase::schedule);

@@ -30,6 +30,9 @@
 // n); sequences the budget does not reach are simply not computed this step
 // and are scheduled again next step. Out of memory (ResourceExhausted) first
 // halves the batch by preemption, max_oom_retries times, then isolates too.
+// A lost device (DeviceLost: a sticky GPU fault) is neither: every request
+// ends with "the device was lost: <cause>", the prefix cache is dropped, and
+// no step runs again (EngineStats::device_lost says why; serve exits).
 #pragma once
 
 #include <functional>
@@ -127,6 +130,9 @@ class EngineCore {
   void end_step(const StepPlan& plan, bool clean, double took, int64_t generated);
   void settle(double t0);
   bool run_step(StepPlan& plan);  // true: one clean pass (a timing the cost model may learn from)
+  bool run_plan(StepPlan& plan);  // run_step without the DeviceLost handling
+  void lose_device(const std::string& cause);
+  void end_every_request(const std::string& why);
   void forward(std::span<const ScheduledSeq> part);
   void isolate_failure(std::span<const ScheduledSeq> all, const std::string& cause);
   static int32_t isolation_budget(size_t num_seqs);
@@ -182,8 +188,9 @@ class EngineCore {
   PhaseClock trace_;
   std::function<void(const StepStart&)> on_step_start_;
   bool idle_leak_reported_ = false;
-  FinishLog finish_log_;  // the dashboard's recent finishes
-  AuditView audit_;       // --audit-every-step's results
+  std::string device_lost_;  // why the device was lost (DeviceLost), or empty: then no step runs
+  FinishLog finish_log_;     // the dashboard's recent finishes
+  AuditView audit_;          // --audit-every-step's results
   KvEventRelay kv_events_;
 };
 

@@ -56,24 +56,29 @@ FaultSpec FaultSpec::parse(std::string_view spec) {
       f.slow_ms = integer(name, value);
     else if (name == "at_step")
       f.at_step = integer(name, value);
+    else if (name == "lost_at_step")
+      f.lost_at_step = integer(name, value);
     else if (name == "load_ms")
       f.load_ms = integer(name, value);
     else if (name == "seed")
       f.seed = uint64_t(integer(name, value));
     else
       fail<InvalidArgument>(
-          "--inject-faults: unknown fault '{}' (forward, oom, alloc, slow, slow_ms, poison, at_step, load_ms, seed)",
+          "--inject-faults: unknown fault '{}' (forward, oom, alloc, slow, slow_ms, poison, at_step, lost_at_step, "
+          "load_ms, seed)",
           name);
   }
   return f;
 }
 
 std::string FaultSpec::describe() const {
-  return fmt::format("forward={} oom={} alloc={} slow={} slow_ms={} poison={} at_step={} load_ms={} seed={}", forward,
-                     oom, alloc, slow, slow_ms, poison, at_step, load_ms, seed);
+  return fmt::format(
+      "forward={} oom={} alloc={} slow={} slow_ms={} poison={} at_step={} lost_at_step={} load_ms={} seed={}", forward,
+      oom, alloc, slow, slow_ms, poison, at_step, lost_at_step, load_ms, seed);
 }
 
 void FaultInjector::before_forward(int64_t step, bool carries_poisoned) {
+  if (step == spec_.lost_at_step) fail<DeviceLost>("injected fault: an illegal memory access (step {})", step);
   if (step == spec_.at_step) {
     ++counts_.forward;
     fail("injected fault: forward pass of step {} failed", step);

@@ -13,6 +13,8 @@
 //   alloc=P     a block allocation fails as if the pool were empty
 //   slow=P      a step sleeps slow_ms milliseconds first (slow_ms=MS, default 100)
 //   at_step=N   every forward pass of step N fails, retries too (deterministic tests)
+//   lost_at_step=N  the forward pass of step N loses the device (DeviceLost: a
+//               sticky GPU fault; no retry, every request ends, serve exits 4)
 //   load_ms=MS  loading the model first waits MS milliseconds (a server says 503 meanwhile)
 //   seed=S      the random stream of the faults (default 0)
 // Example: --inject-faults forward=0.05,oom=0.02,poison=0.01,seed=7
@@ -30,12 +32,14 @@ struct FaultSpec {
   double forward = 0, oom = 0, alloc = 0, slow = 0, poison = 0;
   int64_t slow_ms = 100;
   int64_t at_step = -1;
+  int64_t lost_at_step = -1;
   int64_t load_ms = 0;
   uint64_t seed = 0;
 
   static FaultSpec parse(std::string_view spec);  // InvalidArgument naming the bad item
   bool any() const {
-    return forward > 0 || oom > 0 || alloc > 0 || slow > 0 || poison > 0 || at_step >= 0 || load_ms > 0;
+    return forward > 0 || oom > 0 || alloc > 0 || slow > 0 || poison > 0 || at_step >= 0 || lost_at_step >= 0 ||
+           load_ms > 0;
   }
   std::string describe() const;
 };

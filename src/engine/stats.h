@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "engine/faults.h"
 #include "engine/request_metrics.h"
@@ -20,6 +21,7 @@ inline BucketHistogram latency_histogram() { return BucketHistogram(kLatencyBoun
 
 struct EngineStats {
   int64_t steps = 0;
+  std::string device_lost;   // why the device was lost (engine_core.h: nothing runs after), or empty
   double last_step_end = 0;  // heartbeat: clock time the last step finished
   double last_step_seconds = 0;
   int32_t last_step_tokens = 0;

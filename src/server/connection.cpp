@@ -316,14 +316,16 @@ bool Connection::authorized(const RequestReader::Request& req) const {
   return bearer && matches(got.substr(7));
 }
 
-// /health is readiness: 503 with a reason while loading, draining or
-// stalled; ?generate=1 also runs a one-token generation (SGLang's
+// /health is readiness: 503 with a reason while loading, after the device
+// was lost, draining or stalled; ?generate=1 also runs a one-token generation (SGLang's
 // /health_generate). /health/live only says the process answers.
 void Connection::health(RequestReader::Request&, std::string_view, std::string_view query) {
   const ServedModel* m = state_->model();
   if (!m) return respond_json(503, R"({"status":"loading"})");
+  const EngineStats s = m->engine->snapshot();
+  if (!s.device_lost.empty()) return respond_json(503, dump({{"status", "device_lost"}, {"reason", s.device_lost}}));
   if (state_->draining) return respond_json(503, R"({"status":"draining"})");
-  const StallState st = state_->stall.check(m->engine->snapshot(), SteadyClock().now());
+  const StallState st = state_->stall.check(s, SteadyClock().now());
   if (st.stalled)
     return respond_json(503, dump({{"status", "stalled"},
                                    {"reason", st.reason},

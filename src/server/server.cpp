@@ -194,12 +194,31 @@ void Server::on_accept_error(const error_code& ec) {
 }
 
 void Server::sample() {
-  if (const ServedModel* m = state_->model())
-    state_->stall.sample(m->engine->snapshot(), m->engine->inbox_size(), now());
+  if (const ServedModel* m = state_->model()) {
+    const EngineStats s = m->engine->snapshot();
+    state_->stall.sample(s, m->engine->inbox_size(), now());
+    if (!s.device_lost.empty()) on_device_lost(s.device_lost);
+  }
   sample_timer_.expires_after(100ms);
   sample_timer_.async_wait([this](error_code ec) {
     if (!ec) sample();
   });
+}
+
+// The engine ended every request already and runs nothing more (a request
+// that comes now ends at once with the same error). /health says why (503
+// device_lost) for 0.75 s, so a load balancer sees the reason; then the
+// shutdown, with 0.5 s for answers left to write, and `pagoda serve` exits 4
+// for its supervisor to restart it: gone within 2 s of the loss.
+void Server::on_device_lost(const std::string& cause) {
+  if (!device_lost_) {
+    device_lost_ = true;
+    lost_at_ = now();
+    spdlog::error("the device was lost ({}): shutting down for a restart", cause);
+  } else if (!shutting_down_ && now() - lost_at_ >= 0.75) {
+    begin_shutdown();
+    deadline_ = std::min(deadline_, now() + 0.5);
+  }
 }
 
 void Server::begin_shutdown() {

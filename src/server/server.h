@@ -24,6 +24,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
+#include <atomic>
 #include <functional>
 #include <future>
 #include <memory>
@@ -46,6 +47,8 @@ class Server {
   bool run(const std::function<std::unique_ptr<ServedModel>()>& load);
   // Begins the graceful shutdown; any thread.
   void stop();
+  // After run(): whether it ended because the engine lost its device.
+  bool device_lost() const { return device_lost_; }
 
   const ServerState& state() const { return *state_; }
 
@@ -54,6 +57,7 @@ class Server {
   void on_accept_error(const boost::system::error_code& ec);
   void sample();
   void begin_shutdown();
+  void on_device_lost(const std::string& cause);
   void shutdown_tick();
   void finish();
 
@@ -64,7 +68,9 @@ class Server {
   boost::asio::signal_set signals_;
   boost::asio::steady_timer sample_timer_, shutdown_timer_, accept_timer_;
   bool shutting_down_ = false, engine_stopped_ = false, finished_ = false;
-  double deadline_ = 0;  // shutdown: when in-flight requests are failed, then when flushing ends
+  std::atomic<bool> device_lost_{false};  // the engine lost its device: run() ends for a restart
+  double lost_at_ = 0;                    // when sample() saw it
+  double deadline_ = 0;                   // shutdown: when in-flight requests are failed, then when flushing ends
   size_t max_connections_ = 0;
   int spare_fd_ = -1;  // closed to accept one connection at the open-files limit and refuse it
   double accept_warned_at_ = -1e9;

@@ -34,6 +34,13 @@ struct ResourceExhausted : Error {
   using Error::Error;
 };
 
+// The device the model runs on can no longer compute (a sticky GPU fault, a
+// step past its deadline): nothing is retried; every request ends with an
+// error and the server exits for its supervisor to restart it.
+struct DeviceLost : Error {
+  using Error::Error;
+};
+
 // The service is at capacity (a full waiting queue); the client may retry: HTTP 429.
 struct Overloaded : Error {
   using Error::Error;

@@ -214,6 +214,41 @@ TEST_P(EngineCoreModes, FailedStepEndsItsSequencesAndRollsBack) {
   EXPECT_EQ(c.core->stats().step_failures, 1);
 }
 
+// A lost device is not retried or isolated: the step's sequences and every
+// waiting request end with the cause, every block and slot is free, the
+// prefix cache is gone, and a request that comes later ends at once.
+TEST_P(EngineCoreModes, ALostDeviceEndsEveryRequestAndRunsNothingMore) {
+  EngineConfig cfg;
+  cfg.faults.lost_at_step = 3;
+  Core c(cfg, 16);
+  std::vector<uint64_t> ids = {c.add(5, 20), c.add(5, 20)};
+  c.core->step();
+  c.core->step();                                           // both decode
+  for (int i = 0; i < 6; ++i) ids.push_back(c.add(9, 20));  // more than the pool holds: some wait
+  ASSERT_GT(c.core->scheduler().waiting().size() + 2, 2u);
+  c.core->step();  // step 3: the device is lost
+  EXPECT_EQ(c.core->num_requests(), 0u);
+  for (uint64_t id : ids) {
+    EXPECT_EQ(c.finish[id], FinishReason::error) << id;
+    EXPECT_EQ(c.done[id], 1) << id;
+    EXPECT_NE(c.error[id].find("the device was lost: injected fault: an illegal memory access"), std::string::npos)
+        << c.error[id];
+  }
+  EXPECT_EQ(c.used(), 0);
+  EXPECT_EQ(c.core->blocks().stats().hashed_blocks, 0);  // the cache died with the device
+  EXPECT_NE(c.core->stats().device_lost.find("illegal memory access"), std::string::npos);
+  EXPECT_EQ(c.core->stats().forward_retries, 0);
+  EXPECT_EQ(c.core->stats().oom_retries, 0);
+  const uint64_t late = c.add(3, 5);
+  const int64_t passes = c.core->stats().tokens_processed;
+  c.core->step();
+  EXPECT_EQ(c.finish[late], FinishReason::error);
+  EXPECT_TRUE(c.tokens[late][0].empty());
+  EXPECT_EQ(c.core->stats().tokens_processed, passes);  // no pass ran
+  EXPECT_EQ(c.core->num_requests(), 0u);
+  EXPECT_EQ(c.used(), 0);
+}
+
 TEST_P(EngineCoreModes, NonFiniteLogitsEndOnlyThatSequence) {
   Core c({}, 16, 4, /*nan_for_token=*/2);  // a prompt of just token 2 gets NaN logits
   const uint64_t bad = c.add(1, 5, {}, 2);

@@ -22,6 +22,14 @@ TEST(FaultSpec, ParsesTheDocumentedExample) {
   EXPECT_EQ(g.alloc, 1.0);
   EXPECT_EQ(g.slow_ms, 250);
   EXPECT_EQ(g.at_step, 12);
+  EXPECT_EQ(FaultSpec::parse("lost_at_step=7").lost_at_step, 7);
+  EXPECT_TRUE(FaultSpec::parse("lost_at_step=7").any());
+}
+
+TEST(FaultInjector, LosesTheDeviceAtItsStep) {
+  FaultInjector inj(FaultSpec{.lost_at_step = 3});
+  EXPECT_NO_THROW(inj.before_forward(2));
+  EXPECT_THROW(inj.before_forward(3), DeviceLost);
 }
 
 TEST(FaultSpec, RejectsBadItemsByName) {

@@ -150,6 +150,9 @@ struct MirrorSink : KvEventSink {
 };
 
 struct Sim {
+  // The step whose pass loses the device in the next Sim (-1: none); the
+  // device-loss test sets it.
+  inline static int64_t lost_at_step = -1;
   // windows: the KV groups' (empty: one group of every layer); the pool
   // then has as many blocks a group as the one-group pool's 24 allow for
   // sequences at rest. state_slots > 0: a hybrid model (fake_runner.h).
@@ -168,6 +171,7 @@ struct Sim {
     cfg.request_timeout_s = 30;
     cfg.max_n = 3;
     cfg.faults = FaultSpec{.forward = 0.02, .oom = 0.02, .alloc = 0.02, .poison = 0.02, .seed = seed};
+    cfg.faults.lost_at_step = lost_at_step;
     cfg.audit_every_step = true;
     cfg.log_interval_s = 0;
     cfg.state_checkpoint_interval = 8;  // two blocks: most prompts cut at a checkpoint or two
@@ -554,6 +558,37 @@ void simulate(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t
   if (grouped && paged) {  // reserve mode keeps every block of a reservation
     EXPECT_GT(sim.blocks_given_back, 1000) << "sliding groups never gave a block back";
     EXPECT_GT(sim.sliding_hits, 0) << "no prefix hit needed a sliding group's blocks";
+  }
+}
+
+// The device lost in the middle of a busy run, dense and hybrid (with state
+// checkpoints): from that step on no request is open, every block and slot
+// is free, and requests that keep arriving end in their first step, each
+// with a terminal event.
+TEST(EngineSimulationDeviceLost, EveryRequestEndsAndNothingIsLeft) {
+  spdlog::set_level(spdlog::level::off);
+  for (const int32_t slots : {0, 3}) {
+    Sim::lost_at_step = 3000;
+    Sim sim(5, true, SchedulerConfig::kAutoStepMs, {}, slots, Pooling::none, true, slots > 0 ? 3 : 0);
+    Sim::lost_at_step = -1;
+    int64_t lost_at = -1, open_before = 0;
+    for (int step = 1; step <= 3500; ++step) {
+      if (sim.rng() % 4 == 0 && sim.core->num_requests() < 40) sim.add();
+      sim.clock->advance(0.05);
+      if (lost_at < 0) open_before = int64_t(sim.core->num_requests());
+      sim.core->step();
+      sim.check_invariants();
+      if (lost_at < 0 && !sim.core->stats().device_lost.empty()) lost_at = step;
+      if (lost_at >= 0) {
+        ASSERT_EQ(sim.core->num_requests(), 0u) << "step " << step;
+        ASSERT_EQ(sim.core->blocks().num_free_blocks(), sim.core->blocks().num_blocks());
+        ASSERT_EQ(sim.core->blocks().num_free_slots(), slots);
+      }
+    }
+    ASSERT_EQ(lost_at, 3000) << "the device was not lost at its step (nothing ran?)";
+    EXPECT_GT(open_before, 3) << "too few requests were open when the device was lost";
+    EXPECT_EQ(sim.core->stats().requests_received, sim.core->stats().requests_finished());
+    for (const auto& [id, r] : sim.records) ASSERT_TRUE(r.done || r.leave) << "request " << id << " never ended";
   }
 }
 

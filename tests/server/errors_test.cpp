@@ -204,6 +204,38 @@ TEST(ServerErrors, FailedStepGives500OrAStreamErrorEvent) {
   }
 }
 
+// A lost device (a sticky GPU fault, injected at step 4): the stream ends
+// with an error event naming it, /health says why, and the server exits 4
+// within 2 s, for its supervisor to restart it.
+TEST(ServerErrors, ALostDeviceEndsTheStreamsAndTheServerExitsWithCode4) {
+  ServerProcess s({"--inject-faults", "lost_at_step=4"});
+  const HttpResponse r = http_post(s.port(), "/v1/completions",
+                                   {{"prompt", "Once"}, {"max_tokens", 20}, {"ignore_eos", true}, {"stream", true}});
+  const auto lost = std::chrono::steady_clock::now();
+  EXPECT_EQ(r.status, 200);
+  const auto events = sse_payloads(r.body);
+  ASSERT_GE(events.size(), 2u);
+  const json err = json::parse(events[events.size() - 2]);
+  ASSERT_TRUE(err.contains("error")) << r.body;
+  EXPECT_NE(err["error"]["message"].get<std::string>().find("the device was lost"), std::string::npos) << r.body;
+  // For 0.75 s /health says why (the engine publishes its state just after the step).
+  std::string health;
+  EXPECT_TRUE(eventually(
+      [&] {
+        const HttpResponse h = http_get(s.port(), "/health");
+        health = h.body;
+        return h.status == 503 && health.find("device_lost") != std::string::npos;
+      },
+      std::chrono::milliseconds(500)))
+      << health;
+  while (s.running() && std::chrono::steady_clock::now() - lost < std::chrono::seconds(5))
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - lost).count();
+  EXPECT_LT(took, 2.0);
+  EXPECT_EQ(s.stop(), 4);
+  EXPECT_NE(s.stderr_text().find("the device was lost"), std::string::npos);
+}
+
 TEST(ServerErrors, TimeoutBeforeOutputGets504) {
   // Every step sleeps 400 ms; requests may take 300 ms.
   ServerProcess s({"--request-timeout", "0.3", "--inject-faults", "slow=1,slow_ms=400"});
