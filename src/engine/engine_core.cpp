@@ -348,12 +348,12 @@ bool EngineCore::run_step(StepPlan& plan) {
 // AllBlocksCleared), and no step runs on the device again; `serve` sees
 // EngineStats::device_lost and exits for its supervisor to restart it.
 void EngineCore::lose_device(const std::string& cause) {
-  device_lost_ = cause;
+  device_lost_ = fmt::format("the device was lost: {}", cause);
   stats_.device_lost = cause;
   ++stats_.step_failures;
   spdlog::error("step {}: the device was lost ({}); every request ends with an error, nothing runs again", step_,
                 cause);
-  end_every_request(fmt::format("the device was lost: {}", cause));
+  end_every_request(device_lost_);
   blocks_.reset_prefix_cache();
 }
 
@@ -464,7 +464,7 @@ bool EngineCore::step() {
   ++step_;
   const double t0 = clock_->now();
   if (!device_lost_.empty()) {  // nothing runs on a lost device: whatever arrived ends at once
-    end_every_request(fmt::format("the device was lost: {}", device_lost_));
+    end_every_request(device_lost_);
     settle(t0);
     return false;
   }

@@ -188,7 +188,7 @@ class EngineCore {
   PhaseClock trace_;
   std::function<void(const StepStart&)> on_step_start_;
   bool idle_leak_reported_ = false;
-  std::string device_lost_;  // why the device was lost (DeviceLost), or empty: then no step runs
+  std::string device_lost_;  // "the device was lost: <cause>" (DeviceLost), or empty; set: no step runs
   FinishLog finish_log_;     // the dashboard's recent finishes
   AuditView audit_;          // --audit-every-step's results
   KvEventRelay kv_events_;

@@ -1,0 +1,87 @@
+#include "gpu/cuda_runner.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace pagoda::gpu {
+
+CudaRunner::CudaRunner(std::shared_ptr<const Model> model, std::unique_ptr<Device> device,
+                       const CudaRunnerOptions& options)
+    : model_(std::move(model)), device_(std::move(device)), options_(options) {
+  if (!model_ || !device_) fail<InvalidArgument>("a GPU runner needs a model and a device");
+  const ModelConfig& cfg = model_->config();
+  device_name_ = device_->name();
+  if (cfg.n_recurrent_layers() > 0)
+    fail<Unsupported>("{} keeps recurrent state, which the GPU backend does not hold yet", cfg.arch);
+  if (const std::string why = device_->unsupported(cfg); !why.empty())
+    fail<Unsupported>("{} cannot run this {} model: {}", device_name_, cfg.arch, why);
+  const int32_t bs = options.block_size;
+  if (bs <= 0) fail<InvalidArgument>("block size {}", bs);
+
+  DeviceMemory start, after;
+  check(device_->memory(start), "reading the device's memory");
+  check(device_->load_weights(*model_), "loading the weights");
+  const int32_t max_len = options.max_model_len > 0 ? options.max_model_len : cfg.n_ctx_train;
+  reserved_ = {.max_tokens = std::max(1, options.max_batched_tokens),
+               .max_seqs = std::max(1, options.max_num_seqs),
+               .max_blocks_per_seq = std::max(1, (max_len + bs - 1) / bs)};
+  check(device_->reserve_workspace(reserved_), "reserving the step workspace");
+  check(device_->memory(after), "reading the device's memory");
+
+  pool_ = {.block_size = bs, .n_layer = cfg.n_layer, .kv_dim = cfg.max_kv_dim(), .type = options.kv_type};
+  plan_ = plan_gpu_memory({.total_bytes = start.total_bytes,
+                           .free_at_start = start.free_bytes,
+                           .free_after_setup = after.free_bytes,
+                           .utilization = options.gpu_memory_utilization,
+                           .block_bytes = pool_.block_bytes(),
+                           .block_size = bs,
+                           .cache_tokens = options.kv_cache_tokens,
+                           .max_model_len = max_len});
+  pool_.num_blocks = plan_.num_blocks;
+  check(device_->allocate_kv(pool_), "allocating the KV pool");
+}
+
+void CudaRunner::check_not_lost() const {
+  if (!lost_.empty()) fail<DeviceLost>("{} (earlier)", lost_);
+}
+
+void CudaRunner::check(const DeviceStatus& s, std::string_view what) {
+  if (s.ok()) return;
+  try {
+    raise_device_error(s, what);
+  } catch (const DeviceLost& e) {
+    lost_ = e.what();
+    throw;
+  }
+}
+
+void CudaRunner::copy_blocks(std::span<const BlockCopy> copies) {
+  if (copies.empty()) return;
+  check_not_lost();
+  for (const auto& c : copies)  // an id outside the pool would write out of bounds on the device
+    if (c.src < 0 || c.src >= pool_.num_blocks || c.dst < 0 || c.dst >= pool_.num_blocks)
+      fail<InvalidArgument>("a block copy {} -> {} outside the pool of {}", c.src, c.dst, pool_.num_blocks);
+  check(device_->copy_blocks(copies), "copying KV blocks");
+}
+
+void CudaRunner::forward(const Batch& batch, std::vector<float>& logits) {
+  check_not_lost();
+  const StepUpload upload = StepUpload::pack(batch, pool_.block_size, pool_.num_blocks);
+  const StepLimits need{upload.num_tokens(), upload.num_seqs(), upload.table_width()};
+  if (!reserved_.covers(need)) {
+    // Before the step's first launch: an out-of-memory here halves the step, nothing half-ran.
+    const StepLimits grown{std::max(need.max_tokens, reserved_.max_tokens), std::max(need.max_seqs, reserved_.max_seqs),
+                           std::max(need.max_blocks_per_seq, reserved_.max_blocks_per_seq)};
+    check(device_->reserve_workspace(grown), "growing the step workspace");
+    reserved_ = grown;
+  }
+  logits.resize(size_t(upload.num_logits()) * size_t(vocab_size()));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<Device::Deadline::duration>(
+                                                               std::chrono::duration<double>(options_.step_deadline_s));
+  const DeviceStatus launched = device_->launch_step(upload);
+  const DeviceStatus done = launched.ok() ? device_->finish_step(deadline, logits) : launched;
+  check(done, "the forward pass");  // the engine's log names the step
+}
+
+}  // namespace pagoda::gpu

@@ -1,0 +1,72 @@
+// One step's inputs for a GPU, packed into one int32 buffer, so that a step
+// costs one host-to-device copy whatever its shape. The host does every
+// check here: a block id out of the pool would be a write out of bounds on
+// the device, a sticky fault that loses it, so no such batch is uploaded.
+//
+// Layout, in int32 words (T tokens, S sequences, G KV groups, B the longest
+// block table in the step, L tokens whose logits are wanted):
+//   header[kHeaderWords]  T, S, G, B, L, block_size
+//   tokens[T]             token ids
+//   positions[T]          each token's position in its sequence
+//   seq_of[T]             each token's sequence, 0..S-1
+//   slots[G][T]           where each token's K/V go: block * block_size + pos % block_size
+//   tables[S][G][B]       block ids in position order, kNoBlock past a table's end
+//                         (and where a sliding group gave blocks back)
+//   seq_len[S]            positions each sequence's attention reads: its last position here + 1
+//   logit_rows[L]         the tokens whose logits the step returns, in batch order
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kv/batch.h"
+
+namespace pagoda::gpu {
+
+class StepUpload {
+ public:
+  static constexpr int kHeaderWords = 6;
+
+  // Packs a batch; InvalidArgument (a bug upstream, never uploaded) where a
+  // token's block is missing or a block id is outside [0, num_blocks), a
+  // sequence's positions are not in order, or the batch is empty.
+  static StepUpload pack(const Batch& batch, int32_t block_size, int32_t num_blocks);
+
+  std::span<const int32_t> words() const { return words_; }
+  size_t bytes() const { return words_.size() * sizeof(int32_t); }
+
+  int32_t num_tokens() const { return words_[0]; }
+  int32_t num_seqs() const { return words_[1]; }
+  int32_t num_groups() const { return words_[2]; }
+  int32_t table_width() const { return words_[3]; }  // B
+  int32_t num_logits() const { return words_[4]; }
+  int32_t block_size() const { return words_[5]; }
+
+  std::span<const int32_t> tokens() const { return section(tokens_at(), num_tokens()); }
+  std::span<const int32_t> positions() const { return section(tokens_at() + num_tokens(), num_tokens()); }
+  std::span<const int32_t> seq_of() const { return section(tokens_at() + 2 * size_t(num_tokens()), num_tokens()); }
+  std::span<const int32_t> slots(int32_t group) const {
+    return section(tokens_at() + (3 + size_t(group)) * num_tokens(), num_tokens());
+  }
+  std::span<const int32_t> table(int32_t seq, int32_t group) const {
+    return section(tables_at() + (size_t(seq) * num_groups() + size_t(group)) * table_width(), table_width());
+  }
+  std::span<const int32_t> seq_len() const { return section(seq_len_at(), num_seqs()); }
+  std::span<const int32_t> logit_rows() const { return section(seq_len_at() + num_seqs(), num_logits()); }
+
+  // The batch back, as a device would read it: tables trimmed at their
+  // first kNoBlock past the last position read (the requests and the step
+  // number do not travel). `tables` keeps the tables' storage.
+  Batch unpack(std::vector<std::vector<int32_t>>& tables) const;
+
+ private:
+  size_t tokens_at() const { return kHeaderWords; }
+  size_t tables_at() const { return tokens_at() + (3 + size_t(num_groups())) * num_tokens(); }
+  size_t seq_len_at() const { return tables_at() + size_t(num_seqs()) * num_groups() * table_width(); }
+  std::span<const int32_t> section(size_t at, size_t n) const { return std::span(words_).subspan(at, n); }
+
+  std::vector<int32_t> words_;
+};
+
+}  // namespace pagoda::gpu

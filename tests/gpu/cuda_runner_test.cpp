@@ -1,0 +1,257 @@
+// The GPU runner's host half under the real engine, on a fake device that
+// computes with the CPU model: the same tokens as the CPU runner, and each
+// device failure taking its reaction (out of memory: halve, no request lost;
+// recoverable: bisect and retry; sticky or hung: every request ends, the
+// audit holds, nothing runs again).
+#include "gpu/cuda_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+
+#include "engine/engine.h"
+#include "fake_device.h"
+#include "testing/shared_data.h"
+#include "tokenizer/tokenizer.h"
+#include "util/error.h"
+
+namespace pagoda::gpu {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeDevice;
+constexpr int64_t kMiB = int64_t(1) << 20;
+constexpr int kCudaErrorMemoryAllocation = 2, kCudaErrorIllegalAddress = 700, kCudaErrorLaunchOutOfResources = 701;
+
+std::shared_ptr<Model> stories() {
+  static const std::string path = pagoda::testing::shared_path("models/stories260K.gguf");
+  return std::shared_ptr<Model>(Model::load(path, Residency::kInMemory));
+}
+
+CudaRunnerOptions small_pool() {
+  CudaRunnerOptions o;
+  o.kv_cache_tokens = 1024;
+  o.kv_type = KvType::F32;  // as the CPU engine's default: the same logits, bit for bit
+  o.max_batched_tokens = 256;
+  o.max_num_seqs = 16;
+  return o;
+}
+
+EngineConfig engine_config(const CudaRunnerOptions& o) {
+  EngineConfig cfg;
+  cfg.audit_every_step = true;
+  cfg.log_interval_s = 0;
+  cfg.kv_cache_tokens = o.kv_cache_tokens;
+  cfg.sched.max_batched_tokens = o.max_batched_tokens;
+  cfg.sched.max_num_seqs = o.max_num_seqs;
+  return cfg;
+}
+
+// An engine over a CudaRunner over a fake device of `device_bytes`, armed
+// with its faults before the engine's thread starts.
+std::unique_ptr<Engine> gpu_engine(const CudaRunnerOptions& o, const std::function<void(FakeDevice&)>& arm = {},
+                                   FakeDevice** device_out = nullptr) {
+  auto model = stories();
+  auto device = std::make_unique<FakeDevice>(model, 64 * kMiB);
+  if (arm) arm(*device);
+  if (device_out) *device_out = device.get();
+  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_gguf(model->file()));
+  auto runner = std::make_unique<CudaRunner>(model, std::move(device), o);
+  const int32_t blocks = runner->num_blocks();
+  return std::make_unique<Engine>(engine_config(o), std::move(runner), blocks, tokenizer);
+}
+
+Request greedy(std::mt19937& rng, size_t prompt_len, int32_t max_tokens) {
+  Request r;
+  r.prompt = {1};
+  while (r.prompt.size() < prompt_len) r.prompt.push_back(TokenId(3 + rng() % 509));
+  r.sampling.temperature = 0;
+  r.sampling.max_tokens = max_tokens;
+  r.sampling.ignore_eos = true;
+  return r;
+}
+
+std::vector<Request> crowd(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<Request> reqs;
+  for (int i = 0; i < n; ++i) reqs.push_back(greedy(rng, 60 + rng() % 120, 40));
+  return reqs;
+}
+
+EngineStats drained(const Engine& e) {
+  for (int i = 0; i < 500; ++i) {
+    const auto s = e.snapshot();
+    if (s.running == 0 && s.waiting == 0 && s.requests_finished() == s.requests_received) return s;
+    std::this_thread::sleep_for(10ms);
+  }
+  ADD_FAILURE() << "the engine did not drain";
+  return e.snapshot();
+}
+
+TEST(CudaRunner, SizesItsPoolFromWhatTheDeviceHasLeft) {
+  auto model = stories();
+  auto device = std::make_unique<FakeDevice>(model, 64 * kMiB);
+  FakeDevice& d = *device;
+  CudaRunnerOptions o = small_pool();
+  o.kv_cache_tokens = 0;
+  o.gpu_memory_utilization = 0.5;
+  CudaRunner r(model, std::move(device), o);
+  const int64_t block_bytes = 2 * int64_t(model->config().n_layer) * 16 * model->config().max_kv_dim() * 4;
+  const int64_t setup = d.used_bytes() - r.memory_plan().kv_bytes;  // weights and workspace
+  EXPECT_GT(setup, 0);
+  EXPECT_EQ(r.num_blocks(), (32 * kMiB - setup) / block_bytes);
+  EXPECT_LE(d.used_bytes(), 32 * kMiB);
+  EXPECT_EQ(d.kv()->num_blocks(), r.num_blocks());
+}
+
+TEST(CudaRunner, AShareThatIsNotFreeIsRefusedAtStart) {
+  auto model = stories();
+  auto device = std::make_unique<FakeDevice>(model, 64 * kMiB);
+  device->hold(40 * kMiB);  // another process
+  CudaRunnerOptions o = small_pool();
+  o.kv_cache_tokens = 0;
+  EXPECT_THROW(CudaRunner(model, std::move(device), o), ResourceExhausted);
+}
+
+TEST(CudaRunner, GreedyTokensAreTheCpuRunners) {
+  CudaRunnerOptions o = small_pool();
+  o.kv_cache_tokens = 512;
+  EngineConfig cpu_cfg = engine_config(o);
+  auto cpu = Engine::load(pagoda::testing::shared_path("models/stories260K.gguf"), cpu_cfg);
+  auto gpu = gpu_engine(o);
+  // 24 requests on a 512-token pool: chunked prompts, preemptions, and
+  // shared prefixes' copy-on-write (n = 3) on the device.
+  std::vector<Request> reqs = crowd(24, 4);
+  reqs[0].n = 3;
+  const auto want = cpu->generate(reqs);
+  const auto got = gpu->generate(reqs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].choices.size(), want[i].choices.size());
+    for (size_t c = 0; c < got[i].choices.size(); ++c) {
+      EXPECT_EQ(got[i].choices[c].finish, FinishReason::length) << got[i].choices[c].error;
+      EXPECT_EQ(got[i].choices[c].tokens, want[i].choices[c].tokens) << "request " << i << " choice " << c;
+    }
+  }
+  const auto s = drained(*gpu);
+  EXPECT_GT(s.preemptions, 0);
+  EXPECT_EQ(s.kv_blocks_used, 0);
+}
+
+TEST(CudaRunner, OutOfDeviceMemoryHalvesTheStepAndLosesNoRequest) {
+  auto e = gpu_engine(small_pool(), [](FakeDevice& d) {
+    d.fail_at(FakeDevice::Call::kLaunch, 4, DeviceStatus::cuda(kCudaErrorMemoryAllocation, "cudaMallocAsync"));
+  });
+  for (const auto& c : e->generate(crowd(12, 5))) EXPECT_EQ(c.choices[0].finish, FinishReason::length);
+  const auto s = drained(*e);
+  EXPECT_GE(s.oom_retries, 1);
+  EXPECT_EQ(s.kv_blocks_used, 0);
+}
+
+TEST(CudaRunner, AWorkspaceThatCannotGrowHalvesTheStepBeforeAnyLaunch) {
+  CudaRunnerOptions o = small_pool();
+  FakeDevice* device = nullptr;
+  o.max_batched_tokens = 16;  // reserved for 16 tokens; the engine's steps bring up to 256
+  auto model = stories();
+  auto d = std::make_unique<FakeDevice>(model, 64 * kMiB);
+  device = d.get();
+  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_gguf(model->file()));
+  auto runner = std::make_unique<CudaRunner>(model, std::move(d), o);
+  device->fail_at(FakeDevice::Call::kReserveWorkspace, 1,
+                  DeviceStatus::cuda(kCudaErrorMemoryAllocation, "cudaHostAlloc"));  // pinned memory ran out
+  const int32_t blocks = runner->num_blocks();
+  EngineConfig cfg = engine_config(small_pool());
+  Engine e(cfg, std::move(runner), blocks, tokenizer);
+  for (const auto& c : e.generate(crowd(4, 6))) EXPECT_EQ(c.choices[0].finish, FinishReason::length);
+  const auto s = drained(e);
+  EXPECT_GE(s.oom_retries, 1);
+  EXPECT_EQ(s.kv_blocks_used, 0);
+}
+
+TEST(CudaRunner, ARecoverableLaunchFailureIsRetriedInHalves) {
+  auto e = gpu_engine(small_pool(), [](FakeDevice& d) {
+    d.fail_at(FakeDevice::Call::kLaunch, 3, DeviceStatus::cuda(kCudaErrorLaunchOutOfResources, "cudaLaunchKernel"));
+  });
+  for (const auto& c : e->generate(crowd(8, 7))) EXPECT_EQ(c.choices[0].finish, FinishReason::length);
+  const auto s = drained(*e);
+  EXPECT_GE(s.forward_retries, 1);
+  EXPECT_TRUE(s.device_lost.empty());
+}
+
+TEST(CudaRunner, AStickyFaultEndsEveryRequestAndNothingRunsAgain) {
+  FakeDevice* device = nullptr;
+  auto e = gpu_engine(
+      small_pool(),
+      [](FakeDevice& d) {
+        d.fail_at(FakeDevice::Call::kLaunch, 6, DeviceStatus::cuda(kCudaErrorIllegalAddress, "cudaLaunchKernel"));
+      },
+      &device);
+  for (const auto& c : e->generate(crowd(10, 8))) {
+    EXPECT_EQ(c.choices[0].finish, FinishReason::error);
+    EXPECT_NE(c.choices[0].error.find("the device was lost"), std::string::npos) << c.choices[0].error;
+    EXPECT_NE(c.choices[0].error.find("cudaErrorIllegalAddress"), std::string::npos) << c.choices[0].error;
+  }
+  const auto s = drained(*e);
+  EXPECT_NE(s.device_lost.find("cudaErrorIllegalAddress"), std::string::npos) << s.device_lost;
+  EXPECT_EQ(s.kv_blocks_used, 0);
+  EXPECT_EQ(s.forward_retries, 0);  // a sticky fault is not bisected
+  const int launches = device->launches();
+  const auto later = e->generate(crowd(2, 9));
+  for (const auto& c : later) EXPECT_EQ(c.choices[0].finish, FinishReason::error);
+  EXPECT_EQ(device->launches(), launches);
+}
+
+TEST(CudaRunner, AHungStepLosesTheDeviceAtItsDeadline) {
+  CudaRunnerOptions o = small_pool();
+  o.step_deadline_s = 0.3;
+  auto e = gpu_engine(o, [](FakeDevice& d) { d.hang_at_launch(3); });
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const auto& c : e->generate(crowd(6, 10))) {
+    EXPECT_EQ(c.choices[0].finish, FinishReason::error);
+    EXPECT_NE(c.choices[0].error.find("did not finish by its deadline"), std::string::npos) << c.choices[0].error;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+  EXPECT_EQ(drained(*e).kv_blocks_used, 0);
+}
+
+// The seeds' crowd: 30 requests of ~351 tokens into a 4,096-token pool, on a
+// device whose launches run out of memory (5%) or fail (1%) at random.
+TEST(CudaRunner, ACrowdOnATinyPoolOfAFaultyDeviceAllEnds) {
+  CudaRunnerOptions o = small_pool();
+  o.kv_cache_tokens = 4096;
+  o.max_num_seqs = 30;
+  o.max_batched_tokens = 512;
+  auto e = gpu_engine(o, [](FakeDevice& d) { d.fail_at_random(0.05, 0.01, 11); });
+  std::mt19937 rng(12);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 30; ++i) reqs.push_back(greedy(rng, 330 + rng() % 40, 60));
+  int ok = 0, errors = 0;
+  for (const auto& c : e->generate(reqs)) {
+    const auto& ch = c.choices[0];
+    ch.finish == FinishReason::length ? ++ok : ++errors;
+    if (ch.finish != FinishReason::length) {
+      EXPECT_NE(ch.error.find("cudaError"), std::string::npos) << ch.error;
+    }
+  }
+  const auto s = drained(*e);
+  EXPECT_GT(ok, 25);
+  EXPECT_LE(errors, 3);  // failed launches cost retries, not requests
+  EXPECT_GT(s.oom_retries, 0);
+  EXPECT_GT(s.forward_retries, 0);
+  EXPECT_GT(s.preemptions, 0);
+  EXPECT_EQ(s.kv_blocks_used, 0);
+  EXPECT_TRUE(s.device_lost.empty());
+}
+
+TEST(CudaRunner, ABlockCopyOutsideThePoolIsNeverSent) {
+  auto model = stories();
+  CudaRunner r(model, std::make_unique<FakeDevice>(model, 64 * kMiB), small_pool());
+  const BlockCopy bad[] = {{0, r.num_blocks()}};
+  EXPECT_THROW(r.copy_blocks(bad), InvalidArgument);
+  const BlockCopy ok[] = {{0, r.num_blocks() - 1}};
+  EXPECT_NO_THROW(r.copy_blocks(ok));
+}
+
+}  // namespace
+}  // namespace pagoda::gpu

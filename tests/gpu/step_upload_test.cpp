@@ -1,0 +1,99 @@
+// The packed step: each section where the layout says, a round trip of
+// random batches, and no upload of a batch that would write out of bounds.
+#include "gpu/step_upload.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "util/error.h"
+
+namespace pagoda::gpu {
+namespace {
+
+using Words = std::vector<int32_t>;
+
+std::vector<int32_t> vec(std::span<const int32_t> s) { return {s.begin(), s.end()}; }
+
+TEST(StepUpload, PacksEachSectionWhereTheLayoutSays) {
+  // A 6-token prefill chunk beside one decode token, blocks of 4.
+  const std::vector<int32_t> prefill = {7, 2}, decode = {1, 3, 5};
+  Batch b;
+  b.add_sequence(prefill, 11);
+  b.add_sequence(decode, 12);
+  for (int p = 0; p < 6; ++p) b.add(100 + p, 0, p, p == 5);
+  b.add(200, 1, 9, true);
+  const StepUpload u = StepUpload::pack(b, 4, 8);
+  EXPECT_EQ(vec(u.words().first(StepUpload::kHeaderWords)), (Words{7, 2, 1, 3, 2, 4}));
+  EXPECT_EQ(vec(u.tokens()), (Words{100, 101, 102, 103, 104, 105, 200}));
+  EXPECT_EQ(vec(u.positions()), (Words{0, 1, 2, 3, 4, 5, 9}));
+  EXPECT_EQ(vec(u.seq_of()), (Words{0, 0, 0, 0, 0, 0, 1}));
+  EXPECT_EQ(vec(u.slots(0)), (Words{28, 29, 30, 31, 8, 9, 21}));  // block * 4 + pos % 4
+  EXPECT_EQ(vec(u.table(0, 0)), (Words{7, 2, kNoBlock}));
+  EXPECT_EQ(vec(u.table(1, 0)), (Words{1, 3, 5}));
+  EXPECT_EQ(vec(u.seq_len()), (Words{6, 10}));
+  EXPECT_EQ(vec(u.logit_rows()), (Words{5, 6}));
+  EXPECT_EQ(u.bytes(), u.words().size() * 4);
+  EXPECT_EQ(u.words().size(), size_t(StepUpload::kHeaderWords + 4 * 7 + 2 * 3 + 2 + 2));  // nothing else travels
+}
+
+TEST(StepUpload, RandomBatchesOfTwoGroupsComeBackAsTheyWent) {
+  std::mt19937 rng(3);
+  for (int round = 0; round < 200; ++round) {
+    const int bs = 1 + int(rng() % 16), seqs = 1 + int(rng() % 6), blocks = 64;
+    std::vector<std::vector<int32_t>> own(size_t(seqs) * 2);
+    Batch b;
+    b.num_groups = 2;
+    std::vector<int> first(size_t(seqs), 0), count(size_t(seqs), 0);
+    for (int s = 0; s < seqs; ++s) {
+      first[size_t(s)] = int(rng() % 40);
+      count[size_t(s)] = 1 + int(rng() % 9);
+      const int used = (first[size_t(s)] + count[size_t(s)] + bs - 1) / bs;
+      for (int g = 0; g < 2; ++g)
+        for (int i = 0; i < used; ++i) own[size_t(s) * 2 + size_t(g)].push_back(int32_t(rng() % blocks));
+      if (first[size_t(s)] >= bs && rng() % 2)
+        own[size_t(s) * 2 + 1][0] = kNoBlock;  // a sliding group gave its first back
+      const std::span<const int32_t> t[2] = {own[size_t(s) * 2], own[size_t(s) * 2 + 1]};
+      b.add_sequence(t, uint64_t(s));
+    }
+    for (int s = 0; s < seqs; ++s)
+      for (int i = 0; i < count[size_t(s)]; ++i) b.add(int32_t(rng() % 1000), s, first[size_t(s)] + i, rng() % 3 == 0);
+    std::shuffle(b.tokens.begin(), b.tokens.end(), rng);  // tokens of sequences interleaved
+    const StepUpload u = StepUpload::pack(b, bs, blocks);
+    std::vector<std::vector<int32_t>> tables;
+    const Batch back = u.unpack(tables);
+    ASSERT_EQ(back.tokens.size(), b.tokens.size());
+    for (size_t i = 0; i < b.tokens.size(); ++i) {
+      EXPECT_EQ(back.tokens[i].token, b.tokens[i].token);
+      EXPECT_EQ(back.tokens[i].seq, b.tokens[i].seq);
+      EXPECT_EQ(back.tokens[i].pos, b.tokens[i].pos);
+      EXPECT_EQ(back.tokens[i].logits, b.tokens[i].logits);
+      for (int g = 0; g < 2; ++g) {
+        const auto t = b.table(b.tokens[i].seq, g);
+        const int32_t block = t[size_t(b.tokens[i].pos / bs)];
+        EXPECT_EQ(u.slots(g)[i], block * bs + b.tokens[i].pos % bs);
+      }
+    }
+    for (int s = 0; s < seqs; ++s)
+      for (int g = 0; g < 2; ++g) EXPECT_EQ(vec(back.table(s, g)), own[size_t(s) * 2 + size_t(g)]);
+  }
+}
+
+TEST(StepUpload, NothingThatWouldWriteOutOfBoundsIsPacked) {
+  const std::vector<int32_t> ok = {0, 1}, far = {0, 8}, negative = {0, -7}, short_table = {0};
+  auto one = [](const std::vector<int32_t>& table, int pos) {
+    Batch b;
+    b.add_sequence(table);
+    b.add(1, 0, pos, true);
+    return b;
+  };
+  EXPECT_NO_THROW(StepUpload::pack(one(ok, 5), 4, 8));
+  EXPECT_THROW(StepUpload::pack(one(far, 5), 4, 8), InvalidArgument);       // block 8 of a pool of 8
+  EXPECT_THROW(StepUpload::pack(one(negative, 1), 4, 8), InvalidArgument);  // a bad id anywhere in a table
+  EXPECT_THROW(StepUpload::pack(one(short_table, 5), 4, 8), InvalidArgument);
+  EXPECT_THROW(StepUpload::pack(one(ok, -1), 4, 8), InvalidArgument);
+  EXPECT_THROW(StepUpload::pack(Batch{}, 4, 8), InvalidArgument);
+}
+
+}  // namespace
+}  // namespace pagoda::gpu
