@@ -25,7 +25,8 @@ CudaRunner::CudaRunner(std::shared_ptr<const Model> model, std::unique_ptr<Devic
   const int32_t max_len = options.max_model_len > 0 ? options.max_model_len : cfg.n_ctx_train;
   reserved_ = {.max_tokens = std::max(1, options.max_batched_tokens),
                .max_seqs = std::max(1, options.max_num_seqs),
-               .max_blocks_per_seq = std::max(1, (max_len + bs - 1) / bs)};
+               .max_blocks_per_seq = std::max(1, (max_len + bs - 1) / bs),
+               .max_logits = std::max(1, options.max_num_seqs)};  // prompt logprobs grow it
   check(device_->reserve_workspace(reserved_), "reserving the step workspace");
   check(device_->memory(after), "reading the device's memory");
 
@@ -68,11 +69,10 @@ void CudaRunner::copy_blocks(std::span<const BlockCopy> copies) {
 void CudaRunner::forward(const Batch& batch, std::vector<float>& logits) {
   check_not_lost();
   const StepUpload upload = StepUpload::pack(batch, pool_.block_size, pool_.num_blocks);
-  const StepLimits need{upload.num_tokens(), upload.num_seqs(), upload.table_width()};
+  const StepLimits need{upload.num_tokens(), upload.num_seqs(), upload.table_width(), upload.num_logits()};
   if (!reserved_.covers(need)) {
     // Before the step's first launch: an out-of-memory here halves the step, nothing half-ran.
-    const StepLimits grown{std::max(need.max_tokens, reserved_.max_tokens), std::max(need.max_seqs, reserved_.max_seqs),
-                           std::max(need.max_blocks_per_seq, reserved_.max_blocks_per_seq)};
+    const StepLimits grown = reserved_.widened(need);
     check(device_->reserve_workspace(grown), "growing the step workspace");
     reserved_ = grown;
   }

@@ -7,6 +7,7 @@
 // device; tests implement it with the CPU model (tests/gpu/fake_device.h).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <span>
@@ -65,8 +66,14 @@ struct StepLimits {
   int32_t max_tokens = 0;
   int32_t max_seqs = 0;
   int32_t max_blocks_per_seq = 0;  // a sequence's table, in one group
+  int32_t max_logits = 0;          // logits rows: one a sequence, more with prompt logprobs
   bool covers(const StepLimits& s) const {
-    return s.max_tokens <= max_tokens && s.max_seqs <= max_seqs && s.max_blocks_per_seq <= max_blocks_per_seq;
+    return s.max_tokens <= max_tokens && s.max_seqs <= max_seqs && s.max_blocks_per_seq <= max_blocks_per_seq &&
+           s.max_logits <= max_logits;
+  }
+  StepLimits widened(const StepLimits& s) const {
+    return {std::max(max_tokens, s.max_tokens), std::max(max_seqs, s.max_seqs),
+            std::max(max_blocks_per_seq, s.max_blocks_per_seq), std::max(max_logits, s.max_logits)};
   }
 };
 

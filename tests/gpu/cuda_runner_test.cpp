@@ -169,6 +169,18 @@ TEST(CudaRunner, AWorkspaceThatCannotGrowHalvesTheStepBeforeAnyLaunch) {
   EXPECT_EQ(s.kv_blocks_used, 0);
 }
 
+TEST(CudaRunner, PromptLogprobsGrowTheLogitsRowsBeforeTheLaunch) {
+  FakeDevice* device = nullptr;
+  auto e = gpu_engine(small_pool(), {}, &device);
+  std::mt19937 rng(13);
+  Request r = greedy(rng, 100, 4);
+  r.prompt_logprobs = 1;  // 99 rows of logits in one step, reserved for 16
+  const auto out = e->generate({r});
+  EXPECT_EQ(out[0].choices[0].finish, FinishReason::length) << out[0].choices[0].error;
+  drained(*e);
+  EXPECT_EQ(device->reservations(), 2);
+}
+
 TEST(CudaRunner, ARecoverableLaunchFailureIsRetriedInHalves) {
   auto e = gpu_engine(small_pool(), [](FakeDevice& d) {
     d.fail_at(FakeDevice::Call::kLaunch, 3, DeviceStatus::cuda(kCudaErrorLaunchOutOfResources, "cudaLaunchKernel"));

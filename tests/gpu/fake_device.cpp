@@ -76,8 +76,9 @@ DeviceStatus FakeDevice::reserve_workspace(const StepLimits& limits) {
   if (auto s = answer(Call::kReserveWorkspace); !s.ok()) return s;
   // Activations of the widest layer, the upload and the logits rows, as a real device sizes them.
   const ModelConfig& c = model_->config();
-  const int64_t per_token = 4 * (4 * int64_t(c.n_embd) + c.q_dim() + 2 * c.kv_dim() + 2 * c.n_ff + c.n_vocab + 8);
-  const int64_t bytes = per_token * limits.max_tokens + 4 * int64_t(limits.max_seqs) * (limits.max_blocks_per_seq + 1);
+  const int64_t per_token = 4 * (4 * int64_t(c.n_embd) + c.q_dim() + 2 * c.kv_dim() + 2 * c.n_ff + 8);
+  const int64_t bytes = per_token * limits.max_tokens + 4 * int64_t(limits.max_seqs) * (limits.max_blocks_per_seq + 1) +
+                        8 * int64_t(limits.max_logits) * c.n_vocab;  // on the device and pinned on the host
   // The new buffers come before the old go: a refusal keeps the old.
   if (auto s = take(bytes, "cudaMalloc"); !s.ok()) return s;
   workspace_ = bytes;

@@ -34,6 +34,7 @@ class FakeDevice : public Device {
 
   int64_t used_bytes() const { return weights_ + workspace_ + kv_bytes_; }
   int launches() const { return launches_; }
+  int reservations() const { return calls_[int(Call::kReserveWorkspace)]; }
   const KvStorage* kv() const { return kv_.get(); }
 
   std::string name() const override { return "fake GPU"; }
