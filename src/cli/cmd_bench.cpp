@@ -15,6 +15,7 @@
 #include <random>
 
 #include "cli/commands.h"
+#include "cli/load_engine.h"
 #include "cli/model_option.h"
 #include "engine/engine.h"
 #include "util/error.h"
@@ -41,7 +42,9 @@ struct BenchOpts {
   bool mmap = false;
   uint64_t seed = 1;
   bool skip_reserve = false;
-  std::string faults;  // --inject-faults SPEC
+  std::string faults;   // --inject-faults SPEC
+  EngineConfig device;  // --device and the GPU's flags
+  std::string kv_type = "auto";
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -51,7 +54,7 @@ double percentile(std::vector<double> v, double p) {
 }
 
 void run_mode(const BenchOpts& o, bool paged) {
-  EngineConfig cfg;
+  EngineConfig cfg = o.device;
   cfg.kv_cache_tokens = o.kv_cache_tokens;
   cfg.sched.max_num_seqs = o.max_num_seqs;
   cfg.sched.max_batched_tokens = o.max_batched_tokens;
@@ -65,7 +68,7 @@ void run_mode(const BenchOpts& o, bool paged) {
   cfg.log_interval_s = 0;
   cfg.max_waiting = o.requests + 1;
   if (!o.faults.empty()) cfg.faults = FaultSpec::parse(o.faults);
-  auto engine = Engine::load(o.model_path, cfg);
+  auto engine = load_engine(o.model_path, cfg, o.kv_type);
 
   std::mt19937_64 rng(o.seed);
   const int vocab = engine->vocab_size();
@@ -164,6 +167,7 @@ Command add_bench(CLI::App& app) {
                   "KV blocks kept free per running sequence when admitting (paged mode)")
       ->capture_default_str();
   cmd->add_option("--threads,-t", o->threads)->capture_default_str();
+  add_device_options(cmd, o->device, o->kv_type);
   cmd->add_flag(
       "--mmap", o->mmap,
       "Map the model file instead of reading it into memory (faster start, shared page cache; decode a few % slower)");

@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "cli/commands.h"
+#include "cli/load_engine.h"
 #include "cli/model_option.h"
 #include "engine/engine.h"
 #include "events/zmq_publisher.h"
@@ -38,7 +39,7 @@ struct ServeOpts {
   std::string reasoning_parser = "auto";
   std::string faults;
   std::string kv_events;  // --kv-events-config JSON
-  std::string kv_type = "f32";
+  std::string kv_type = "auto";
   std::string max_step_ms = "auto";
   std::string pooling;  // --pooling; empty: the file's
   bool no_paged = false, no_prefix = false, no_hybrid = false;
@@ -79,7 +80,6 @@ int run_serve(ServeOpts& o) {
   std::signal(SIGPIPE, SIG_IGN);  // a vanished client is an error code, not a signal
   raise_open_files_limit();
   EngineConfig cfg = o.engine;
-  cfg.kv_type = kv_type_from_name(o.kv_type);
   cfg.paged = !o.no_paged;
   cfg.hybrid_kv_cache = !o.no_hybrid;
   cfg.prefix_caching = !o.no_prefix;
@@ -133,7 +133,7 @@ int run_serve(ServeOpts& o) {
   std::fflush(stdout);
   cfg.load_progress = progress_log(name);
   const bool clean = srv.run([&] {
-    auto m = std::make_unique<server::ServedModel>(Engine::load(o.model, cfg), name, chat);
+    auto m = std::make_unique<server::ServedModel>(load_engine(o.model, cfg, o.kv_type), name, chat);
     m->names = o.served_names;
     m->limits.tool_parser = tool_parser.format;
     m->limits.reasoning_parser = reasoning.format;
@@ -151,8 +151,14 @@ int run_serve(ServeOpts& o) {
     std::fflush(stderr);
     std::_Exit(kExitStuckStep);
   }
-  // Every request ended with an error already; a supervisor restarts the server.
-  if (srv.device_lost()) return kExitDeviceLost;
+  // Every request ended with an error already; a supervisor restarts the server. Exit
+  // at once: a GPU's runtime, torn down at exit, could wait on a hung kernel.
+  if (srv.device_lost()) {
+    spdlog::shutdown();
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(kExitDeviceLost);
+  }
   return 0;
 }
 
@@ -189,7 +195,7 @@ Command add_serve(CLI::App& app) {
                   "Serve as an embedding model (/v1/embeddings only), pooling the final hidden states: none, mean, "
                   "cls, last, or rank (a reranker with a classification head, /v1/rerank) (default: the file's "
                   "pooling_type; none for a generating model)");
-  cmd->add_option("--kv-type", o->kv_type, "KV cache element type: f32 or f16")->capture_default_str();
+  add_device_options(cmd, e, o->kv_type);
   cmd->add_option("--max-num-seqs", e.sched.max_num_seqs, "Most sequences in a batch")->capture_default_str();
   cmd->add_option("--max-batched-tokens", e.sched.max_batched_tokens, "Most tokens in a step")->capture_default_str();
   cmd->add_option("--max-step-ms", o->max_step_ms,

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "engine/faults.h"
 #include "kv/types.h"
@@ -49,6 +50,13 @@ struct EngineConfig {
   double snapshot_interval_s = 0;
   FaultSpec faults;
   int32_t threads = 0;
+  // Where the model runs (--device): "cpu", or "cuda" (src/cuda, a build with
+  // the CUDA toolkit). On a GPU the KV pool is sized by
+  // --gpu-memory-utilization (vLLM's: this process's share of the device's
+  // memory), and a step not done by --gpu-step-deadline seconds loses the device.
+  std::string device = "cpu";
+  double gpu_memory_utilization = 0.9;
+  double gpu_step_deadline_s = 30;
   // --pooling: serve the model as an embedding model pooled this way; unset:
   // as its file declares (pooling_type), none for a generating model.
   std::optional<Pooling> pooling;

@@ -180,6 +180,10 @@ Engine::Impl::Impl(const EngineConfig& config, std::unique_ptr<ModelRunner> runn
 }
 
 std::unique_ptr<Engine> Engine::load(const std::string& model_path, const EngineConfig& config) {
+  if (config.device != "cpu")
+    fail<InvalidArgument>("--device {}: this loader runs models on the CPU (the CLI loads GPU engines)", config.device);
+  if (config.faults.gpu_trap_at_pass > 0 || config.faults.gpu_hang_at_pass > 0 || config.faults.gpu_oom_at_pass > 0)
+    fail<InvalidArgument>("--inject-faults gpu_*: real device faults need --device cuda");
   if (config.faults.load_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(config.faults.load_ms));
   // Served from the map at once; where the memory plan says so, the weights
   // then move into memory and row panels in the background (model/weight_mover.h).

@@ -60,12 +60,18 @@ FaultSpec FaultSpec::parse(std::string_view spec) {
       f.lost_at_step = integer(name, value);
     else if (name == "load_ms")
       f.load_ms = integer(name, value);
+    else if (name == "gpu_trap_at_pass")
+      f.gpu_trap_at_pass = integer(name, value);
+    else if (name == "gpu_hang_at_pass")
+      f.gpu_hang_at_pass = integer(name, value);
+    else if (name == "gpu_oom_at_pass")
+      f.gpu_oom_at_pass = integer(name, value);
     else if (name == "seed")
       f.seed = uint64_t(integer(name, value));
     else
       fail<InvalidArgument>(
           "--inject-faults: unknown fault '{}' (forward, oom, alloc, slow, slow_ms, poison, at_step, lost_at_step, "
-          "load_ms, seed)",
+          "load_ms, gpu_trap_at_pass, gpu_hang_at_pass, gpu_oom_at_pass, seed)",
           name);
   }
   return f;
@@ -73,8 +79,10 @@ FaultSpec FaultSpec::parse(std::string_view spec) {
 
 std::string FaultSpec::describe() const {
   return fmt::format(
-      "forward={} oom={} alloc={} slow={} slow_ms={} poison={} at_step={} lost_at_step={} load_ms={} seed={}", forward,
-      oom, alloc, slow, slow_ms, poison, at_step, lost_at_step, load_ms, seed);
+      "forward={} oom={} alloc={} slow={} slow_ms={} poison={} at_step={} lost_at_step={} load_ms={} "
+      "gpu_trap_at_pass={} gpu_hang_at_pass={} gpu_oom_at_pass={} seed={}",
+      forward, oom, alloc, slow, slow_ms, poison, at_step, lost_at_step, load_ms, gpu_trap_at_pass, gpu_hang_at_pass,
+      gpu_oom_at_pass, seed);
 }
 
 void FaultInjector::before_forward(int64_t step, bool carries_poisoned) {

@@ -16,6 +16,11 @@
 //   lost_at_step=N  the forward pass of step N loses the device (DeviceLost: a
 //               sticky GPU fault; no retry, every request ends, serve exits 4)
 //   load_ms=MS  loading the model first waits MS milliseconds (a server says 503 meanwhile)
+//   gpu_trap_at_pass=N, gpu_hang_at_pass=N, gpu_oom_at_pass=N  real faults on a
+//               CUDA device at its Nth forward pass (retries count): a kernel
+//               that traps (sticky: the device is lost), one that never ends
+//               (the step deadline loses it), an allocation that finds the
+//               device's memory taken (out of memory: the step is halved)
 //   seed=S      the random stream of the faults (default 0)
 // Example: --inject-faults forward=0.05,oom=0.02,poison=0.01,seed=7
 #pragma once
@@ -34,12 +39,13 @@ struct FaultSpec {
   int64_t at_step = -1;
   int64_t lost_at_step = -1;
   int64_t load_ms = 0;
+  int64_t gpu_trap_at_pass = -1, gpu_hang_at_pass = -1, gpu_oom_at_pass = -1;  // src/cuda/cuda_device.h
   uint64_t seed = 0;
 
   static FaultSpec parse(std::string_view spec);  // InvalidArgument naming the bad item
   bool any() const {
     return forward > 0 || oom > 0 || alloc > 0 || slow > 0 || poison > 0 || at_step >= 0 || lost_at_step >= 0 ||
-           load_ms > 0;
+           load_ms > 0 || gpu_trap_at_pass > 0 || gpu_hang_at_pass > 0 || gpu_oom_at_pass > 0;
   }
   std::string describe() const;
 };

@@ -24,6 +24,12 @@ TEST(FaultSpec, ParsesTheDocumentedExample) {
   EXPECT_EQ(g.at_step, 12);
   EXPECT_EQ(FaultSpec::parse("lost_at_step=7").lost_at_step, 7);
   EXPECT_TRUE(FaultSpec::parse("lost_at_step=7").any());
+  const auto gpu = FaultSpec::parse("gpu_trap_at_pass=200,gpu_hang_at_pass=5,gpu_oom_at_pass=9");
+  EXPECT_EQ(gpu.gpu_trap_at_pass, 200);
+  EXPECT_EQ(gpu.gpu_hang_at_pass, 5);
+  EXPECT_EQ(gpu.gpu_oom_at_pass, 9);
+  EXPECT_TRUE(gpu.any());
+  EXPECT_NE(gpu.describe().find("gpu_trap_at_pass=200"), std::string::npos);
 }
 
 TEST(FaultInjector, LosesTheDeviceAtItsStep) {
