@@ -290,6 +290,9 @@ SyntheticModelSpec benchmark_shape(const std::string& name) {
     s.n_embd = 768, s.n_ff = 2048, s.n_layer = 12, s.n_head = 12, s.n_head_kv = 4;
   } else if (name == "1b") {
     s.n_embd = 2048, s.n_ff = 5632, s.n_layer = 22, s.n_head = 32, s.n_head_kv = 4;
+  } else if (name == "8b") {  // Llama-3.1-8B's: the GPU checks' larger dense model
+    s.n_vocab = 128256, s.n_embd = 4096, s.n_ff = 14336, s.n_layer = 32, s.n_head = 32, s.n_head_kv = 8;
+    s.rope_freq_base = 500000.0f;
   } else if (name == "30b-a3b" || name == "30b-a3b-full") {
     s.arch = "qwen3moe";
     s.n_embd = 2048, s.n_ff = 6144, s.n_layer = name == "30b-a3b" ? 8 : 48, s.n_head = 32, s.n_head_kv = 4;
@@ -318,7 +321,8 @@ SyntheticModelSpec benchmark_shape(const std::string& name) {
     }
   } else {
     fail<InvalidArgument>(
-        "unknown model shape '{}' (10m, 100m, 1b, 30b-a3b, 30b-a3b-full, gpt-oss-20b, gpt-oss-20b-full, 10m-hybrid, "
+        "unknown model shape '{}' (10m, 100m, 1b, 8b, 30b-a3b, 30b-a3b-full, gpt-oss-20b, gpt-oss-20b-full, "
+        "10m-hybrid, "
         "9b-hybrid, "
         "35b-a3b-hybrid)",
         name);

@@ -85,15 +85,18 @@ struct SyntheticModelSpec {
 // <|endoftext|> (BOS and EOS), then merged pieces (n_vocab >= 257).
 GgufWriter synthetic_model(const SyntheticModelSpec& spec);
 
-// The benchmarks' shapes (untied, a 32k vocabulary but for 10m): "10m" (the
-// quick one), "100m" (GPT-2-small's width), "1b" (TinyLlama-1.1B), and
+// The benchmarks' shapes (untied, a 32k vocabulary but for 10m and 8b):
+// "10m" (the quick one), "100m" (GPT-2-small's width), "1b" (TinyLlama-1.1B),
+// "8b" (Llama-3.1-8B: 32 layers, a 128,256-token vocabulary; the GPU checks'),
 // "30b-a3b": Qwen3-30B-A3B's layers (128 experts of 768, 8 a token; 32 heads
 // of 128 over 4 KV heads), 8 of its 48, so a token reads ~0.5B of 4.9B
-// weights ("30b-a3b-full": all 48, ~30B weights, 17 GB at Q4_K); "gpt-oss-20b": its layers, 4 of 24 (32 experts of
-// 2880, 4 a token, alternating 128-token windows; "gpt-oss-20b-full": all 24 and its 201,088-token vocabulary,
-// 20.9B weights); "10m-hybrid": a qwen35 of the 10m's size (6 Gated DeltaNet layers
-// and 2 attention); "9b-hybrid": Qwen3.5-9B's layers (qwen35), 8 of its 32; "35b-a3b-hybrid": Qwen3.5/3.6-35B-A3B's
-// (qwen35moe), 4 of its 40. InvalidArgument for another name.
+// weights ("30b-a3b-full": all 48, ~30B weights, 17 GB at Q4_K);
+// "gpt-oss-20b": its layers, 4 of 24 (32 experts of 2880, 4 a token,
+// alternating 128-token windows; "gpt-oss-20b-full": all 24 and its
+// 201,088-token vocabulary, 20.9B weights); "10m-hybrid": a qwen35 of the
+// 10m's size (6 Gated DeltaNet layers and 2 attention); "9b-hybrid":
+// Qwen3.5-9B's layers (qwen35), 8 of its 32; "35b-a3b-hybrid":
+// Qwen3.5/3.6-35B-A3B's (qwen35moe), 4 of its 40. InvalidArgument for another name.
 SyntheticModelSpec benchmark_shape(const std::string& name);
 
 }  // namespace pagoda

@@ -18,9 +18,9 @@ Command add_synth(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("synth", "Write a synthetic model of a benchmark shape (random weights)");
-  cmd->add_option(
-         "shape", o->shape,
-         "10m, 100m, 1b, 30b-a3b, 30b-a3b-full, gpt-oss-20b, gpt-oss-20b-full, 10m-hybrid, 9b-hybrid, 35b-a3b-hybrid")
+  cmd->add_option("shape", o->shape,
+                  "10m, 100m, 1b, 8b, 30b-a3b, 30b-a3b-full, gpt-oss-20b, gpt-oss-20b-full, 10m-hybrid, 9b-hybrid, "
+                  "35b-a3b-hybrid")
       ->required();
   cmd->add_option("output", o->out, "Output GGUF file")->required();
   cmd->add_option("--type", o->type, "Type of every matrix: f32, f16, bf16, q8_0, q4_0, q4_k, ...")
