@@ -1,5 +1,5 @@
-// Device helpers the kernels share: half loads from 2-byte aligned blocks,
-// reductions, and one decoder per weight type. Included by .cu files only.
+// Device helpers the kernels share: reductions, and (decoders.cuh) one
+// decoder per weight type. Included by .cu files only.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -7,13 +7,9 @@
 
 #include <cstdint>
 
-#include "gguf/types.h"
-#include "quant/blocks.h"
+#include "cuda/decoders.cuh"
 
 namespace pagoda::cuda::detail {
-
-// An F16 bit pattern as a float (exact).
-__device__ __forceinline__ float half_bits(uint16_t b) { return __half2float(__ushort_as_half(b)); }
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
@@ -37,120 +33,6 @@ __device__ __forceinline__ float block_sum(float v) {
   }
   __syncthreads();
   return total;
-}
-
-// Decoder<T>::decode(row, c, out) writes elements [c * kChunk, (c + 1) * kChunk)
-// of a row stored as T. kChunk is 32 for the block formats (a Q8_0/Q4_0 block, a
-// 32-element piece of a K-quant super-block) and 1 for F32/F16, whose rows may
-// have any length. Blocks are read through the layouts of quant/blocks.h, whose
-// widest field is 16 bits, so every load is a byte or 16-bit one (Q8_0 and Q6_K
-// blocks are only 2-byte aligned in a row). The arithmetic rounds as the scalar
-// decoders of src/quant do (__fmul_rn and friends keep nvcc from fusing into an
-// FMA), so decoded values are bit-identical to the CPU's.
-template <TensorType T>
-struct Decoder;
-
-template <>
-struct Decoder<TensorType::F32> {
-  static constexpr int kChunk = 1;
-  __device__ static void decode(const uint8_t* row, int64_t c, float* out) {
-    out[0] = reinterpret_cast<const float*>(row)[c];
-  }
-};
-
-template <>
-struct Decoder<TensorType::F16> {
-  static constexpr int kChunk = 1;
-  __device__ static void decode(const uint8_t* row, int64_t c, float* out) {
-    out[0] = half_bits(reinterpret_cast<const uint16_t*>(row)[c]);
-  }
-};
-
-template <>
-struct Decoder<TensorType::Q8_0> {
-  static constexpr int kChunk = kQK;
-  __device__ static void decode(const uint8_t* row, int64_t c, float* out) {
-    const BlockQ8_0& b = reinterpret_cast<const BlockQ8_0*>(row)[c];
-    const float d = half_bits(b.d);
-#pragma unroll
-    for (int l = 0; l < kQK; ++l) out[l] = __fmul_rn(d, float(b.qs[l]));
-  }
-};
-
-template <>
-struct Decoder<TensorType::Q4_0> {
-  static constexpr int kChunk = kQK;
-  __device__ static void decode(const uint8_t* row, int64_t c, float* out) {
-    const BlockQ4_0& b = reinterpret_cast<const BlockQ4_0*>(row)[c];
-    const float d = half_bits(b.d);
-#pragma unroll
-    for (int j = 0; j < kQK / 2; ++j) {
-      const uint8_t q = b.qs[j];
-      out[j] = __fmul_rn(d, float(int(q & 0xF) - 8));
-      out[j + kQK / 2] = __fmul_rn(d, float(int(q >> 4) - 8));
-    }
-  }
-};
-
-// Piece c of a Q4_K row is sub-block c % 8 of super-block c / 8.
-template <>
-struct Decoder<TensorType::Q4_K> {
-  static constexpr int kChunk = 32;
-  __device__ static void decode(const uint8_t* row, int64_t c, float* out) {
-    const BlockQ4_K& b = reinterpret_cast<const BlockQ4_K*>(row)[c / 8];
-    const int j = int(c % 8);
-    // unpack_q4_k_scale (quant/blocks.h), on the device.
-    int sc, m;
-    if (j < 4) {
-      sc = b.scales[j] & 63;
-      m = b.scales[j + 4] & 63;
-    } else {
-      sc = (b.scales[j + 4] & 0xF) | ((b.scales[j - 4] >> 6) << 4);
-      m = (b.scales[j + 4] >> 4) | ((b.scales[j] >> 6) << 4);
-    }
-    const float scale = __fmul_rn(half_bits(b.d), float(sc));
-    const float min = __fmul_rn(half_bits(b.dmin), float(m));
-    const uint8_t* qs = b.qs + 32 * (j / 2);
-    const int shift = (j % 2) * 4;
-#pragma unroll
-    for (int l = 0; l < 32; ++l) out[l] = __fsub_rn(__fmul_rn(scale, float((qs[l] >> shift) & 0xF)), min);
-  }
-};
-
-// Piece c of a Q6_K row: elements 32 r .. 32 r + 31 (r = c % 8) of super-block
-// c / 8, all in one 128-element half; see q6_k_code (quant/blocks.h).
-template <>
-struct Decoder<TensorType::Q6_K> {
-  static constexpr int kChunk = 32;
-  __device__ static void decode(const uint8_t* row, int64_t c, float* out) {
-    const BlockQ6_K& b = reinterpret_cast<const BlockQ6_K*>(row)[c / 8];
-    const int r = int(c % 8), half = r / 4, k = r % 4;
-    const float d = half_bits(b.d);
-    const uint8_t* ql = b.ql + 64 * half + 32 * (k & 1);
-    const uint8_t* qh = b.qh + 32 * half;
-    const int low_shift = k < 2 ? 0 : 4;
-#pragma unroll
-    for (int l = 0; l < 32; ++l) {
-      const int code = ((ql[l] >> low_shift) & 0xF) | (((qh[l] >> (2 * k)) & 3) << 4);
-      const float scale = __fmul_rn(d, float(b.scales[2 * r + l / 16]));
-      out[l] = __fmul_rn(scale, float(code - 32));
-    }
-  }
-};
-
-// Calls f(Decoder-type tag) for a supported weight type; returns
-// cudaErrorInvalidValue for any other.
-template <class F>
-cudaError_t dispatch_weight_type(TensorType t, F&& f) {
-  switch (t) {
-    case TensorType::F32: return f(Decoder<TensorType::F32>{});
-    case TensorType::F16: return f(Decoder<TensorType::F16>{});
-    case TensorType::Q8_0: return f(Decoder<TensorType::Q8_0>{});
-    case TensorType::Q4_0: return f(Decoder<TensorType::Q4_0>{});
-    case TensorType::Q4_K: return f(Decoder<TensorType::Q4_K>{});
-    case TensorType::Q6_K: return f(Decoder<TensorType::Q6_K>{});
-    default: return cudaErrorInvalidValue;
-  }
 }
 
 }  // namespace pagoda::cuda::detail
