@@ -95,13 +95,16 @@ phase_tests() {
   local rc=$?
   # Skips on a GPU machine mean the tests saw no device: not a pass.
   if [[ -f "$out/cuda_tests.json" ]] && command -v python3 >/dev/null; then
-    python3 - "$out/cuda_tests.json" <<'EOF' || rc=1
+    python3 - "$out/cuda_tests.json" "$out/phases.jsonl" <<'EOF' || rc=1
 import json, sys
 r = json.load(open(sys.argv[1]))
 cases = [c for s in r["testsuites"] for c in s["testsuite"]]
 skipped = sum(1 for c in cases if c.get("result") == "SKIPPED")
 failed = sum(1 for c in cases if c.get("failures"))
 print(f"tests: {len(cases)} run, {failed} failed, {skipped} skipped")
+with open(sys.argv[2], "a") as f:
+    f.write(json.dumps({"phase": 1, "name": "kernel-tests-counts", "tests": len(cases), "failed": failed,
+                        "skipped": skipped}, separators=(",", ":")) + "\n")
 sys.exit(1 if failed or skipped else 0)
 EOF
   fi
@@ -139,9 +142,10 @@ if ((${#missing[@]})); then
   record 0 environment "missing binaries" "\"missing\":\"${missing[*]}\""
   record 1 kernel-tests "missing binaries"
 else
-  run_phase 0 environment 180 phase_environment
-  run_phase 1 kernel-tests 300 phase_tests
-  run_phase 1 sanitizers 420 phase_sanitizers
+  # 9 minutes at most in all: a GPU session's command may run 10.
+  run_phase 0 environment 120 phase_environment
+  run_phase 1 kernel-tests 180 phase_tests
+  run_phase 1 sanitizers 240 phase_sanitizers
 fi
 record 2 model-parity "not built yet: needs the CUDA runner's device half"
 record 3 speed "not built yet: needs the CUDA runner's device half"
