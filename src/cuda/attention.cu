@@ -33,7 +33,8 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(PagedAttentio
 
   const int kv_dim = a.n_kv_head * d_head;
   const int kv_head = h / (a.n_head / a.n_kv_head);
-  const int32_t* table = a.block_tables + int64_t(seq) * a.max_blocks_per_seq;
+  const int64_t stride = a.seq_table_stride > 0 ? a.seq_table_stride : a.max_blocks_per_seq;
+  const int32_t* table = a.block_tables + seq * stride;
   const float* q = a.q + (t * a.n_head + h) * d_head;
   for (int d = tid; d < d_head; d += kThreads) q_s[d] = q[d];
 
@@ -94,7 +95,8 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(PagedAttentio
 
 cudaError_t paged_attention(const PagedAttentionArgs& a, cudaStream_t stream) {
   if (a.n_tokens < 0 || a.n_head <= 0 || a.n_kv_head <= 0 || a.n_head % a.n_kv_head != 0 || a.head_dim <= 0 ||
-      a.head_dim > kMaxAttentionHeadDim || a.block_size <= 0 || a.max_blocks_per_seq <= 0 || a.n_head > 65535)
+      a.head_dim > kMaxAttentionHeadDim || a.block_size <= 0 || a.max_blocks_per_seq <= 0 || a.seq_table_stride < 0 ||
+      a.n_head > 65535)
     return cudaErrorInvalidValue;
   if (a.n_tokens == 0) return cudaSuccess;
   paged_attention_kernel<<<dim3(unsigned(a.n_tokens), unsigned(a.n_head)), kThreads, 0, stream>>>(a);

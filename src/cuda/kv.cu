@@ -7,7 +7,7 @@ namespace {
 constexpr int kThreads = 256;
 
 // One block per token.
-__global__ void __launch_bounds__(kThreads) store_kv_kernel(const float* k, const float* v, const int64_t* slot_mapping,
+__global__ void __launch_bounds__(kThreads) store_kv_kernel(const float* k, const float* v, const int32_t* slot_mapping,
                                                             int kv_dim, __half* k_cache, __half* v_cache) {
   const int64_t t = blockIdx.x;
   const int64_t slot = slot_mapping[t];
@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-cudaError_t store_kv(const float* k, const float* v, const int64_t* slot_mapping, int n_tokens, int kv_dim,
+cudaError_t store_kv(const float* k, const float* v, const int32_t* slot_mapping, int n_tokens, int kv_dim,
                      __half* k_cache, __half* v_cache, cudaStream_t stream) {
   if (n_tokens < 0 || kv_dim <= 0) return cudaErrorInvalidValue;
   if (n_tokens == 0) return cudaSuccess;

@@ -3,6 +3,7 @@
 // dims that are and are not powers of two, and a sliding window.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -34,6 +35,8 @@ Batch decode_one() { return Batch{{1}, {40}}; }
 
 struct Shape {
   int n_head, n_kv_head, head_dim, window;
+  // The tables as StepUpload packs them, [n_seqs][2 groups][max_blocks], the kernel given group 1's.
+  bool grouped_tables = false;
 };
 
 void check_attention(const Batch& batch, const Shape& s, uint32_t seed) {
@@ -42,17 +45,32 @@ void check_attention(const Batch& batch, const Shape& s, uint32_t seed) {
   std::mt19937 rng(seed);
   const int block_size = 16, n_seqs = 2, max_blocks = 20, num_blocks = 2 * max_blocks + 3;
   const int n_tokens = int(batch.seq.size()), kv_dim = s.n_kv_head * s.head_dim;
-  // Each sequence's blocks are scattered over the cache in random order; unused table entries are -1.
+  // Each sequence's blocks are scattered over the cache in random order. Table entries past
+  // the last position, and of blocks wholly before every window of the sequence (a sliding
+  // group gives them back), are -1: reading one would be out of bounds (memcheck).
   std::vector<int32_t> blocks(num_blocks);
   std::iota(blocks.begin(), blocks.end(), 0);
   std::shuffle(blocks.begin(), blocks.end(), rng);
   std::vector<int32_t> table(size_t(n_seqs) * max_blocks, -1);
   for (int seq = 0; seq < n_seqs; ++seq) {
-    int last = -1;
+    int last = -1, first = INT32_MAX;
     for (size_t t = 0; t < batch.seq.size(); ++t)
-      if (batch.seq[t] == seq) last = std::max(last, batch.pos[t]);
-    for (int b = 0; b <= last / block_size && last >= 0; ++b)
+      if (batch.seq[t] == seq) {
+        last = std::max(last, batch.pos[t]);
+        first = std::min(first, s.window > 0 ? std::max(0, batch.pos[t] - s.window + 1) : 0);
+      }
+    for (int b = first / block_size; b <= last / block_size && last >= 0; ++b)
       table[size_t(seq) * max_blocks + b] = blocks[size_t(seq) * max_blocks + b];
+  }
+  // Grouped: group 0's tables hold other blocks; the kernel must read group 1's alone.
+  std::vector<int32_t> upload_tables = table;
+  if (s.grouped_tables) {
+    upload_tables.assign(size_t(n_seqs) * 2 * max_blocks, 0);
+    for (int seq = 0; seq < n_seqs; ++seq)
+      for (int b = 0; b < max_blocks; ++b) {
+        upload_tables[(size_t(seq) * 2) * max_blocks + b] = blocks[size_t(num_blocks - 1 - b)];
+        upload_tables[(size_t(seq) * 2 + 1) * max_blocks + b] = table[size_t(seq) * max_blocks + b];
+      }
   }
   const size_t cache_elems = size_t(num_blocks) * block_size * kv_dim;
   const std::vector<uint16_t> k_cache = testing::random_halves(cache_elems, rng);
@@ -62,14 +80,15 @@ void check_attention(const Batch& batch, const Shape& s, uint32_t seed) {
 
   DeviceBuffer<float> q_d(q), out_d(testing::nan_floats(q.size()));
   DeviceBuffer<uint16_t> k_d(k_cache), v_d(v_cache);
-  DeviceBuffer<int32_t> seq_d(batch.seq), pos_d(batch.pos), table_d(table);
+  DeviceBuffer<int32_t> seq_d(batch.seq), pos_d(batch.pos), table_d(upload_tables);
   PagedAttentionArgs a;
   a.q = q_d.get();
   a.k_cache = reinterpret_cast<const __half*>(k_d.get());
   a.v_cache = reinterpret_cast<const __half*>(v_d.get());
   a.seq_index = seq_d.get();
   a.positions = pos_d.get();
-  a.block_tables = table_d.get();
+  a.block_tables = s.grouped_tables ? table_d.get() + max_blocks : table_d.get();
+  a.seq_table_stride = s.grouped_tables ? 2 * max_blocks : 0;
   a.out = out_d.get();
   a.n_tokens = n_tokens;
   a.n_head = s.n_head;
@@ -121,9 +140,10 @@ void check_attention(const Batch& batch, const Shape& s, uint32_t seed) {
 TEST(CudaAttention, MixedBatchWithGqaMatchesADoubleLoop) {
   PAGODA_REQUIRE_CUDA_DEVICE();
   check_attention(mixed_batch(), {8, 2, 64, 0}, 81);
-  check_attention(mixed_batch(), {6, 3, 96, 0}, 82);   // head_dim not a power of two
-  check_attention(mixed_batch(), {4, 1, 256, 0}, 83);  // the largest head_dim, every query head on one KV head
-  check_attention(mixed_batch(), {5, 5, 80, 0}, 84);   // no GQA
+  check_attention(mixed_batch(), {8, 2, 64, 0, true}, 91);  // StepUpload's grouped tables
+  check_attention(mixed_batch(), {6, 3, 96, 0}, 82);        // head_dim not a power of two
+  check_attention(mixed_batch(), {4, 1, 256, 0}, 83);       // the largest head_dim, every query head on one KV head
+  check_attention(mixed_batch(), {5, 5, 80, 0}, 84);        // no GQA
 }
 
 TEST(CudaAttention, DecodeOfOneToken) {
@@ -138,6 +158,7 @@ TEST(CudaAttention, SlidingWindowDropsOldPositions) {
   check_attention(mixed_batch(), {8, 2, 64, 5}, 87);
   check_attention(mixed_batch(), {8, 2, 64, 20}, 88);
   check_attention(mixed_batch(), {8, 4, 128, 200}, 89);
+  check_attention(mixed_batch(), {8, 2, 64, 40, true}, 92);
   check_attention(decode_one(), {8, 2, 64, 3}, 90);
 }
 

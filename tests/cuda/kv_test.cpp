@@ -21,14 +21,14 @@ TEST(CudaKv, StoreKvWritesEachTokenAtItsSlotAndSkipsNegativeOnes) {
     const std::vector<float> k = testing::random_floats(size_t(n_tokens) * kKvDim, rng);
     const std::vector<float> v = testing::random_floats(size_t(n_tokens) * kKvDim, rng);
     // Distinct slots across blocks, in no order; the second token (when there is one) is padding.
-    std::vector<int64_t> slots = {3 * kBlockSize + 15, -1, 0, 5 * kBlockSize + 1, kBlockSize, 2 * kBlockSize + 7, 17};
+    std::vector<int32_t> slots = {3 * kBlockSize + 15, -1, 0, 5 * kBlockSize + 1, kBlockSize, 2 * kBlockSize + 7, 17};
     slots.resize(size_t(n_tokens));
     // The caches start as random values: a kernel writing the wrong slot or an
     // extra one shows as a changed element.
     const std::vector<uint16_t> k0 = testing::random_halves(kCacheElems, rng),
                                 v0 = testing::random_halves(kCacheElems, rng);
     DeviceBuffer<float> k_d(k), v_d(v);
-    DeviceBuffer<int64_t> slots_d(slots);
+    DeviceBuffer<int32_t> slots_d(slots);
     DeviceBuffer<uint16_t> kc_d(k0), vc_d(v0);
     ASSERT_EQ(store_kv(k_d.get(), v_d.get(), slots_d.get(), n_tokens, kKvDim, reinterpret_cast<__half*>(kc_d.get()),
                        reinterpret_cast<__half*>(vc_d.get()), nullptr),
