@@ -8,18 +8,11 @@
 
 #include <cstdint>
 
+#include "cuda/portable.cuh"
 #include "gguf/types.h"
 #include "quant/blocks.h"
 
 namespace pagoda::cuda::detail {
-
-#define PAGODA_HD __host__ __device__ __forceinline__
-// The device pass unrolls; the host compiler would warn about the pragma.
-#ifdef __CUDA_ARCH__
-#define PAGODA_UNROLL _Pragma("unroll")
-#else
-#define PAGODA_UNROLL
-#endif
 
 // a * b and a - b rounded once each, never fused into an FMA (the device
 // intrinsics; the host compiler does not contract across these calls).
@@ -154,8 +147,5 @@ cudaError_t dispatch_weight_type(TensorType t, F&& f) {
     default: return cudaErrorInvalidValue;
   }
 }
-
-#undef PAGODA_HD
-#undef PAGODA_UNROLL
 
 }  // namespace pagoda::cuda::detail
