@@ -14,23 +14,6 @@
 
 namespace pagoda::cuda::detail {
 
-// a * b and a - b rounded once each, never fused into an FMA (the device
-// intrinsics; the host compiler does not contract across these calls).
-PAGODA_HD float mul_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-  return __fmul_rn(a, b);
-#else
-  return a * b;
-#endif
-}
-PAGODA_HD float sub_rn(float a, float b) {
-#ifdef __CUDA_ARCH__
-  return __fsub_rn(a, b);
-#else
-  return a - b;
-#endif
-}
-
 // An F16 bit pattern as a float (exact).
 PAGODA_HD float half_bits(uint16_t b) { return __half2float(__ushort_as_half(b)); }
 

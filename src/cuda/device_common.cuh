@@ -8,11 +8,12 @@
 #include <cstdint>
 
 #include "cuda/decoders.cuh"
+#include "cuda/portable.cuh"
 
 namespace pagoda::cuda::detail {
 
 __device__ __forceinline__ float warp_sum(float v) {
-#pragma unroll
+  PAGODA_UNROLL
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }

@@ -5,7 +5,8 @@
 // arrays become function statics, shared by one block's threads at a time,
 // as on the device. A thread that returns leaves
 // the barrier, as an exited GPU thread no longer holds up __syncthreads().
-// Warp shuffles and atomics are not emulated: kernels that need them stay GPU-only.
+// __shfl_xor_sync trades values within a warp at the warp's own barrier.
+// Atomics and the other intrinsics are not emulated.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <barrier>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -28,10 +30,33 @@ inline dim3 blockDim;
 inline dim3 gridDim;
 
 namespace pagoda::cuda::emulation {
-inline std::barrier<>* block_barrier = nullptr;
+
+// The running block's meeting points and the lanes' values a shuffle exchanges.
+struct BlockState {
+  std::unique_ptr<std::barrier<>> block;
+  std::vector<std::unique_ptr<std::barrier<>>> warps;  // one per 32 threads
+  std::vector<float> exchange;                         // a value per thread
+};
+inline BlockState block_state;
+
+inline unsigned linear_thread() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
+
 }  // namespace pagoda::cuda::emulation
 
-inline void __syncthreads() { pagoda::cuda::emulation::block_barrier->arrive_and_wait(); }
+inline void __syncthreads() { pagoda::cuda::emulation::block_state.block->arrive_and_wait(); }
+
+// A warp's lanes meet (at their warp's barrier), trade values, and meet again
+// before the exchange slots are reused. All 32 lanes take part, as the
+// kernels here call it.
+inline float __shfl_xor_sync(unsigned /*mask*/, float v, int lane_mask, int /*width*/ = 32) {
+  auto& b = pagoda::cuda::emulation::block_state;
+  const unsigned tid = pagoda::cuda::emulation::linear_thread();
+  b.exchange[tid] = v;
+  b.warps[tid / 32]->arrive_and_wait();
+  const float r = b.exchange[(tid & ~31u) | ((tid & 31u) ^ unsigned(lane_mask))];
+  b.warps[tid / 32]->arrive_and_wait();
+  return r;
+}
 
 // The device's integer min and max, unqualified as kernels call them.
 using std::max;
@@ -48,8 +73,11 @@ void launch(dim3 grid, dim3 block, Kernel kernel, const Args&... args) {
   for (unsigned bz = 0; bz < grid.z; ++bz)
     for (unsigned by = 0; by < grid.y; ++by)
       for (unsigned bx = 0; bx < grid.x; ++bx) {
-        std::barrier<> barrier(n_threads);
-        block_barrier = &barrier;
+        block_state.block = std::make_unique<std::barrier<>>(n_threads);
+        block_state.warps.clear();
+        for (unsigned w = 0; w < (n_threads + 31) / 32; ++w)
+          block_state.warps.push_back(std::make_unique<std::barrier<>>(std::min(32u, n_threads - 32 * w)));
+        block_state.exchange.assign(n_threads, 0.0f);
         std::vector<std::jthread> threads;
         threads.reserve(n_threads);
         for (unsigned t = 0; t < n_threads; ++t)
@@ -57,7 +85,8 @@ void launch(dim3 grid, dim3 block, Kernel kernel, const Args&... args) {
             blockIdx = {bx, by, bz};
             threadIdx = {t % block.x, t / block.x % block.y, t / (block.x * block.y)};
             kernel(args...);
-            barrier.arrive_and_drop();
+            block_state.block->arrive_and_drop();
+            block_state.warps[t / 32]->arrive_and_drop();
           });
       }  // the jthreads join here, before the next block reuses the statics
 }

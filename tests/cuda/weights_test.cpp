@@ -9,38 +9,18 @@
 #include "cuda/formats.h"
 #include "cuda/matvec.h"
 #include "cuda_test_util.h"
-#include "quant/random_blocks.h"
 #include "quant/rows.h"
+#include "weights_case.h"
 
 namespace pagoda::cuda {
 namespace {
 
+using testing::decode_cpu;
 using testing::DeviceBuffer;
-
-const TensorType kWeightTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::Q8_0,
-                                   TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K};
-
-// Rows that fill no warp or block evenly, and a row length of three blocks
-// (101 elements for the float types, which have no block).
-constexpr int64_t kRows = 37;
-int64_t row_length(TensorType t) { return block_elems(t) == 1 ? 101 : 3 * int64_t(block_elems(t)); }
-
-// n_rows rows of k random elements stored as t (every code and scale a block can hold).
-std::vector<uint8_t> random_weights(TensorType t, int64_t n_rows, int64_t k, std::mt19937& rng) {
-  if (t == TensorType::F32 || t == TensorType::F16) {
-    const std::vector<float> f = testing::random_floats(size_t(n_rows * k), rng);
-    return quantize(t, f.data(), f.size());
-  }
-  return pagoda::testing::random_blocks(t, size_t(n_rows * k), rng);
-}
-
-// The CPU's decoding of every row.
-std::vector<float> decode_cpu(TensorType t, const std::vector<uint8_t>& w, int64_t n_rows, int64_t k) {
-  std::vector<float> out(size_t(n_rows * k));
-  const size_t rb = weight_row_bytes(t, k);
-  for (int64_t r = 0; r < n_rows; ++r) dequantize_row(t, w.data() + r * rb, out.data() + r * k, size_t(k));
-  return out;
-}
+using testing::kRows;
+using testing::kWeightTypes;
+using testing::random_weights;
+using testing::row_length;
 
 TEST(CudaWeights, RowBytesMatchTheCpuLayout) {
   PAGODA_REQUIRE_CUDA_DEVICE();
@@ -110,9 +90,7 @@ TEST(CudaWeights, DequantizeRowsF16IsTheDecodedValueRounded) {
   }
 }
 
-// Against a double-precision dot of the CPU-decoded row. The kernel sums k
-// F32 products in its own order; recursive summation errs by at most
-// about k * 2^-24 of sum |w x| (and usually far less), so that is the bound.
+// Against a double-precision dot of the CPU-decoded rows (expect_matvec_matches: the bound).
 TEST(CudaWeights, MatvecMatchesADoubleDotOfTheDecodedRows) {
   PAGODA_REQUIRE_CUDA_DEVICE();
   std::mt19937 rng(42);
@@ -128,16 +106,7 @@ TEST(CudaWeights, MatvecMatchesADoubleDotOfTheDecodedRows) {
       DeviceBuffer<float> out_d(testing::nan_floats(size_t(n_tokens * kRows)));
       ASSERT_EQ(matvec(t, w_d.get(), kRows, k, x_d.get(), n_tokens, out_d.get(), nullptr), cudaSuccess);
       PAGODA_CUDA_SYNC();
-      const std::vector<float> out = out_d.download();
-      for (int tok = 0; tok < n_tokens; ++tok)
-        for (int64_t r = 0; r < kRows; ++r) {
-          double dot = 0, mag = 0;
-          for (int64_t i = 0; i < k; ++i) {
-            dot += double(wf[r * k + i]) * x[tok * k + i];
-            mag += std::abs(double(wf[r * k + i]) * x[tok * k + i]);
-          }
-          ASSERT_NEAR(out[tok * kRows + r], dot, double(k) * 0x1p-24 * mag + 1e-30) << "token " << tok << " row " << r;
-        }
+      testing::expect_matvec_matches(wf, x, out_d.download(), n_tokens, kRows, k);
     }
   }
 }
