@@ -3,11 +3,10 @@
 // positions 0..pos (store_kv, kv.h, has written this step's K and V first).
 #pragma once
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
-
-#include <cuda_fp16.h>
 
 namespace pagoda::cuda {
 
