@@ -8,7 +8,7 @@ cudaError_t matvec(TensorType type, const void* w, int64_t n_rows, int64_t k, co
                    cudaStream_t stream) {
   const size_t row_bytes = weight_row_bytes(type, k);
   if (row_bytes == 0 || n_rows < 0 || n_tokens < 1 || n_tokens > kMaxMatvecTokens) return cudaErrorInvalidValue;
-  const int64_t blocks = (n_rows + detail::kMatvecWarps - 1) / detail::kMatvecWarps;
+  const int64_t blocks = detail::matvec_blocks(n_rows);
   if (blocks > INT32_MAX) return cudaErrorInvalidValue;
   if (blocks == 0) return cudaSuccess;
   return detail::dispatch_weight_type(type, [&](auto decoder) {

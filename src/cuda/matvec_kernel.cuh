@@ -20,6 +20,9 @@ namespace {  // file-local: a test's CPU build of a kernel must not clash with t
 
 constexpr int kMatvecWarps = 4;  // rows per block of threads
 
+// The launch: blocks of kMatvecWarps warps, a row each (the launcher and the CPU test share it).
+inline int64_t matvec_blocks(int64_t n_rows) { return (n_rows + kMatvecWarps - 1) / kMatvecWarps; }
+
 template <class D>
 __global__ void __launch_bounds__(kMatvecWarps * 32)
     matvec_kernel(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k, const float* x, int n_tokens,

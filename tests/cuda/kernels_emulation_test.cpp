@@ -62,9 +62,8 @@ TEST(CudaKernelsOnHost, EmbedDequantizeAndMatvecMatchTheCpu) {
       for (int n_tokens : {1, 7}) {
         const std::vector<float> x = testing::random_floats(size_t(n_tokens * k), rng);
         std::vector<float> out = testing::nan_floats(size_t(n_tokens * kRows));
-        emulation::launch(dim3(unsigned((kRows + detail::kMatvecWarps - 1) / detail::kMatvecWarps)),
-                          dim3(detail::kMatvecWarps * 32), detail::matvec_kernel<D>, w.data(), rb, kRows, k, x.data(),
-                          n_tokens, out.data());
+        emulation::launch(dim3(unsigned(detail::matvec_blocks(kRows))), dim3(detail::kMatvecWarps * 32),
+                          detail::matvec_kernel<D>, w.data(), rb, kRows, k, x.data(), n_tokens, out.data());
         testing::expect_matvec_matches(wf, x, out, n_tokens, kRows, k);
       }
       return cudaSuccess;
