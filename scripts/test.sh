@@ -35,6 +35,7 @@ npm ci --prefix tests/server/openai_client --no-audit --no-fund
 npm ci --prefix tests/dashboard --no-audit --no-fund
 
 step "Release build and tests"
+# The CUDA kernels build where nvcc is (PAGODA_CUDA=AUTO, ~10 s of nvcc); their tests skip without a GPU.
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPAGODA_TESTS=ON -DPAGODA_BENCH=ON >/dev/null
 cmake --build build
 ctest --test-dir build --output-on-failure -j "$jobs"
@@ -49,7 +50,7 @@ scripts/package-check.sh
 step "ASan + UBSan build and tests"
 # -O1 -g1: a faster build than RelWithDebInfo, still readable sanitizer reports.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=None -DCMAKE_CXX_FLAGS="-O1 -g1" -DPAGODA_SANITIZE=ON \
-  -DPAGODA_BENCH=OFF >/dev/null
+  -DPAGODA_BENCH=OFF -DPAGODA_CUDA=OFF >/dev/null
 cmake --build build-asan
 # PAGODA_TEST_SCALE shrinks the server's crowd and load tests under the sanitizers.
 PAGODA_TEST_SCALE=0.25 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -58,7 +59,7 @@ PAGODA_TEST_SCALE=0.25 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTION
 step "Fuzz targets"
 # Line tables are all a report needs, and ~10% cheaper to compile than full debug info.
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPAGODA_FUZZ=ON -DPAGODA_TESTS=OFF \
-  -DPAGODA_BENCH=OFF -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" \
+  -DPAGODA_BENCH=OFF -DPAGODA_CUDA=OFF -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -gline-tables-only -DNDEBUG" \
   >/dev/null
 fuzz_targets=$(cd build-fuzz && ninja -t targets all | sed -n 's/^\(fuzz_[a-z_]*\):.*/\1/p')
 cmake --build build-fuzz --target $fuzz_targets

@@ -1,0 +1,134 @@
+// One decoder per weight type the kernels read. Host and device functions
+// both: the kernels call them, and tests/cuda/decoders_test.cpp checks them on
+// the CPU against src/quant's scalar decoders (no GPU needed).
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/portable.cuh"
+#include "gguf/types.h"
+#include "quant/blocks.h"
+
+namespace pagoda::cuda::detail {
+
+// An F16 bit pattern as a float (exact).
+PAGODA_HD float half_bits(uint16_t b) { return __half2float(__ushort_as_half(b)); }
+
+// Decoder<T>::decode(row, c, out) writes elements [c * kChunk, (c + 1) * kChunk)
+// of a row stored as T. kChunk is 32 for the block formats (a Q8_0/Q4_0 block, a
+// 32-element piece of a K-quant super-block) and 1 for F32/F16, whose rows may
+// have any length. Blocks are read through the layouts of quant/blocks.h, whose
+// widest field is 16 bits, so every load is a byte or 16-bit one (Q8_0 and Q6_K
+// blocks are only 2-byte aligned in a row). The arithmetic rounds as the scalar
+// decoders of src/quant do (mul_rn and friends keep nvcc from fusing into an
+// FMA), so decoded values are bit-identical to the CPU's.
+template <TensorType T>
+struct Decoder;
+
+template <>
+struct Decoder<TensorType::F32> {
+  static constexpr int kChunk = 1;
+  PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
+    out[0] = reinterpret_cast<const float*>(row)[c];
+  }
+};
+
+template <>
+struct Decoder<TensorType::F16> {
+  static constexpr int kChunk = 1;
+  PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
+    out[0] = half_bits(reinterpret_cast<const uint16_t*>(row)[c]);
+  }
+};
+
+template <>
+struct Decoder<TensorType::Q8_0> {
+  static constexpr int kChunk = kQK;
+  PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
+    const BlockQ8_0& b = reinterpret_cast<const BlockQ8_0*>(row)[c];
+    const float d = half_bits(b.d);
+    PAGODA_UNROLL
+    for (int l = 0; l < kQK; ++l) out[l] = mul_rn(d, float(b.qs[l]));
+  }
+};
+
+template <>
+struct Decoder<TensorType::Q4_0> {
+  static constexpr int kChunk = kQK;
+  PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
+    const BlockQ4_0& b = reinterpret_cast<const BlockQ4_0*>(row)[c];
+    const float d = half_bits(b.d);
+    PAGODA_UNROLL
+    for (int j = 0; j < kQK / 2; ++j) {
+      const uint8_t q = b.qs[j];
+      out[j] = mul_rn(d, float(int(q & 0xF) - 8));
+      out[j + kQK / 2] = mul_rn(d, float(int(q >> 4) - 8));
+    }
+  }
+};
+
+// Piece c of a Q4_K row is sub-block c % 8 of super-block c / 8.
+template <>
+struct Decoder<TensorType::Q4_K> {
+  static constexpr int kChunk = 32;
+  PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
+    const BlockQ4_K& b = reinterpret_cast<const BlockQ4_K*>(row)[c / 8];
+    const int j = int(c % 8);
+    // unpack_q4_k_scale (quant/blocks.h), on the device.
+    int sc, m;
+    if (j < 4) {
+      sc = b.scales[j] & 63;
+      m = b.scales[j + 4] & 63;
+    } else {
+      sc = (b.scales[j + 4] & 0xF) | ((b.scales[j - 4] >> 6) << 4);
+      m = (b.scales[j + 4] >> 4) | ((b.scales[j] >> 6) << 4);
+    }
+    const float scale = mul_rn(half_bits(b.d), float(sc));
+    const float min = mul_rn(half_bits(b.dmin), float(m));
+    const uint8_t* qs = b.qs + 32 * (j / 2);
+    const int shift = (j % 2) * 4;
+    PAGODA_UNROLL
+    for (int l = 0; l < 32; ++l) out[l] = sub_rn(mul_rn(scale, float((qs[l] >> shift) & 0xF)), min);
+  }
+};
+
+// Piece c of a Q6_K row: elements 32 r .. 32 r + 31 (r = c % 8) of super-block
+// c / 8, all in one 128-element half; see q6_k_code (quant/blocks.h).
+template <>
+struct Decoder<TensorType::Q6_K> {
+  static constexpr int kChunk = 32;
+  PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
+    const BlockQ6_K& b = reinterpret_cast<const BlockQ6_K*>(row)[c / 8];
+    const int r = int(c % 8), half = r / 4, k = r % 4;
+    const float d = half_bits(b.d);
+    const uint8_t* ql = b.ql + 64 * half + 32 * (k & 1);
+    const uint8_t* qh = b.qh + 32 * half;
+    const int low_shift = k < 2 ? 0 : 4;
+    PAGODA_UNROLL
+    for (int l = 0; l < 32; ++l) {
+      const int code = ((ql[l] >> low_shift) & 0xF) | (((qh[l] >> (2 * k)) & 3) << 4);
+      const float scale = mul_rn(d, float(b.scales[2 * r + l / 16]));
+      out[l] = mul_rn(scale, float(code - 32));
+    }
+  }
+};
+
+// Calls f(Decoder-type tag) for a supported weight type; returns
+// cudaErrorInvalidValue for any other.
+template <class F>
+cudaError_t dispatch_weight_type(TensorType t, F&& f) {
+  switch (t) {
+    case TensorType::F32: return f(Decoder<TensorType::F32>{});
+    case TensorType::F16: return f(Decoder<TensorType::F16>{});
+    case TensorType::Q8_0: return f(Decoder<TensorType::Q8_0>{});
+    case TensorType::Q4_0: return f(Decoder<TensorType::Q4_0>{});
+    case TensorType::Q4_K: return f(Decoder<TensorType::Q4_K>{});
+    case TensorType::Q6_K: return f(Decoder<TensorType::Q6_K>{});
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace pagoda::cuda::detail

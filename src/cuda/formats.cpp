@@ -1,0 +1,25 @@
+#include "cuda/formats.h"
+
+#include "quant/blocks.h"
+
+namespace pagoda::cuda {
+
+std::optional<WeightLayout> weight_layout(TensorType t) {
+  switch (t) {
+    case TensorType::F32: return WeightLayout{1, 4};
+    case TensorType::F16: return WeightLayout{1, 2};
+    case TensorType::Q8_0: return WeightLayout{kQK, int(sizeof(BlockQ8_0))};
+    case TensorType::Q4_0: return WeightLayout{kQK, int(sizeof(BlockQ4_0))};
+    case TensorType::Q4_K: return WeightLayout{kQKK, int(sizeof(BlockQ4_K))};
+    case TensorType::Q6_K: return WeightLayout{kQKK, int(sizeof(BlockQ6_K))};
+    default: return std::nullopt;
+  }
+}
+
+size_t weight_row_bytes(TensorType t, long long k) {
+  const auto layout = weight_layout(t);
+  if (!layout || k <= 0 || k % layout->block_elems != 0) return 0;
+  return size_t(k / layout->block_elems) * size_t(layout->block_bytes);
+}
+
+}  // namespace pagoda::cuda

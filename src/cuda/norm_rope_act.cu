@@ -1,0 +1,46 @@
+#include "cuda/norm_rope_act.h"
+#include "cuda/norm_rope_act_kernels.cuh"
+
+namespace pagoda::cuda {
+namespace {
+
+// Enough blocks to fill any GPU here, fewer for small n (grid-stride loops do the rest).
+unsigned elementwise_blocks(int64_t n) {
+  const int64_t b = (n + detail::kNormThreads - 1) / detail::kNormThreads;
+  return unsigned(b < 4096 ? b : 4096);
+}
+
+}  // namespace
+
+cudaError_t rms_norm(const float* x, const float* w, float* out, int n_tokens, int n, float eps, cudaStream_t stream) {
+  if (n_tokens < 0 || n <= 0) return cudaErrorInvalidValue;
+  if (n_tokens == 0) return cudaSuccess;
+  detail::rms_norm_kernel<<<n_tokens, detail::kNormThreads, 0, stream>>>(x, w, out, n, eps);
+  return cudaGetLastError();
+}
+
+cudaError_t rope(float* x, const int32_t* positions, int n_tokens, int n_heads, int head_dim, const RopeParams& p,
+                 cudaStream_t stream) {
+  if (n_tokens < 0 || n_heads <= 0 || head_dim <= 0 || p.n_rot < 0 || p.n_rot % 2 != 0 || p.n_rot > head_dim)
+    return cudaErrorInvalidValue;
+  if (n_tokens == 0 || p.n_rot == 0) return cudaSuccess;
+  detail::rope_kernel<<<n_tokens, detail::kNormThreads, 0, stream>>>(
+      x, positions, n_heads, head_dim, p.n_rot, p.freq_base, p.style == RopeStyle::kNeox, p.freq_factors, p.mscale);
+  return cudaGetLastError();
+}
+
+cudaError_t swiglu(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream) {
+  if (n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  detail::swiglu_kernel<<<elementwise_blocks(n), detail::kNormThreads, 0, stream>>>(gate, up, out, n);
+  return cudaGetLastError();
+}
+
+cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t stream) {
+  if (n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  detail::add_kernel<<<elementwise_blocks(n), detail::kNormThreads, 0, stream>>>(y, x, n);
+  return cudaGetLastError();
+}
+
+}  // namespace pagoda::cuda

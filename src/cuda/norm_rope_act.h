@@ -1,0 +1,47 @@
+// The element-wise and per-row steps of a Llama-shaped layer: RMS norm, rotary
+// position embedding, SwiGLU and the residual add. F32 throughout.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace pagoda::cuda {
+
+// out[t][i] = x[t][i] / sqrt(mean_j(x[t][j]^2) + eps) * w[i].
+//   x    [n_tokens][n] F32
+//   w    [n] F32
+//   out  [n_tokens][n] F32 (may be x itself)
+cudaError_t rms_norm(const float* x, const float* w, float* out, int n_tokens, int n, float eps, cudaStream_t stream);
+
+enum class RopeStyle {
+  kNormal,  // pairs (x[2i], x[2i+1]): llama
+  kNeox,    // pairs (x[i], x[i + n_rot/2]): qwen2
+};
+
+// As model/rope.h's Rope without scaling: pair i (i < n_rot/2) of every head
+// turns by pos * freq_base^(-2i / n_rot) / freq_factors[i], and the turned
+// values are multiplied by mscale. Dims n_rot..head_dim-1 are left alone.
+struct RopeParams {
+  int n_rot = 0;  // rotated dims, even, <= head_dim
+  float freq_base = 10000.0f;
+  RopeStyle style = RopeStyle::kNormal;
+  const float* freq_factors = nullptr;  // device [n_rot/2] (Llama 3.1's rope_freqs.weight), or nullptr
+  float mscale = 1.0f;                  // YaRN's magnitude / attn_factor; 1 for most models
+};
+
+// In place.
+//   x          [n_tokens][n_heads][head_dim] F32
+//   positions  [n_tokens] int32 (>= 0)
+cudaError_t rope(float* x, const int32_t* positions, int n_tokens, int n_heads, int head_dim, const RopeParams& p,
+                 cudaStream_t stream);
+
+// out[i] = silu(gate[i]) * up[i] = gate[i] / (1 + exp(-gate[i])) * up[i].
+//   gate, up, out  [n] F32 (out may be gate or up)
+cudaError_t swiglu(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
+
+// y[i] += x[i] (the residual add).
+//   y, x  [n] F32
+cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t stream);
+
+}  // namespace pagoda::cuda

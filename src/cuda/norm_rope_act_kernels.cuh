@@ -1,0 +1,68 @@
+// rms_norm's, rope's, swiglu's and add's kernels (launchers: norm_rope_act.cu),
+// apart so a test can also run them on the CPU (tests/cuda/host_emulation.h).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "cuda/device_common.cuh"
+#include "cuda/portable.cuh"
+
+namespace pagoda::cuda::detail {
+namespace {  // file-local: a test's CPU build of a kernel must not clash with the library's
+
+constexpr int kNormThreads = 256;
+
+// One block per token.
+__global__ void __launch_bounds__(kNormThreads)
+    rms_norm_kernel(const float* x, const float* w, float* out, int n, float eps) {
+  const float* xt = x + int64_t(blockIdx.x) * n;
+  float* ot = out + int64_t(blockIdx.x) * n;
+  float ss = 0.0f;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) ss += xt[i] * xt[i];
+  ss = block_sum(ss);  // synchronizes: in place is safe, each thread rewrites only what it read
+  const float inv = 1.0f / sqrtf(ss / float(n) + eps);
+  for (int i = threadIdx.x; i < n; i += blockDim.x) ot[i] = xt[i] * inv * w[i];
+}
+
+// One block per token; threads walk its (head, pair)s. The angle is computed in
+// double, as the CPU's Rope does, so positions in the hundreds of thousands keep
+// their precision. A per-layer table of frequencies would save the pow.
+__global__ void __launch_bounds__(kNormThreads)
+    rope_kernel(float* x, const int32_t* positions, int n_heads, int head_dim, int n_rot, float freq_base, bool neox,
+                const float* freq_factors, float mscale) {
+  const int64_t t = blockIdx.x;
+  const double pos = positions[t];
+  const int pairs = n_rot / 2;
+  const int stride = neox ? 1 : 2, offset = neox ? pairs : 1;
+  for (int idx = threadIdx.x; idx < n_heads * pairs; idx += blockDim.x) {
+    const int h = idx / pairs, i = idx % pairs;
+    double f = pow(double(freq_base), -2.0 * i / n_rot);
+    if (freq_factors) f /= freq_factors[i];
+    double sd, cd;
+    sincos(pos * f, &sd, &cd);
+    const float c = mul_rn(float(cd), mscale), s = mul_rn(float(sd), mscale);
+    float* p = x + (t * n_heads + h) * head_dim + stride * i;
+    const float a = p[0], b = p[offset];
+    // Rounded as the CPU's a * c - b * s (no FMA), so both agree to the bit given the same c and s.
+    p[0] = sub_rn(mul_rn(a, c), mul_rn(b, s));
+    p[offset] = add_rn(mul_rn(a, s), mul_rn(b, c));
+  }
+}
+
+__global__ void swiglu_kernel(const float* gate, const float* up, float* out, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + expf(-g)) * up[i];
+  }
+}
+
+__global__ void add_kernel(float* y, const float* x, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    y[i] += x[i];
+}
+
+}  // namespace
+}  // namespace pagoda::cuda::detail

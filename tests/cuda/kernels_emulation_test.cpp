@@ -1,0 +1,186 @@
+// The other kernels' source compiled for the CPU and run there
+// (host_emulation.h), with the launch shapes their launchers use, against the
+// same references as the GPU tests. Needs no GPU: indexing, decoding, warp and
+// block sums are checked on every machine. Here the kernels' float arithmetic
+// is the host's, so exactness claims (embedding, F16 rounding, RoPE against the
+// CPU's Rope) hold exactly; the GPU tests check the device's own rounding.
+#include "host_emulation.h"
+// The emulation's definitions first: the kernels' source uses them.
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/dequant_kernels.cuh"
+#include "cuda/kv_kernels.cuh"
+#include "cuda/matvec_kernel.cuh"
+#include "cuda/norm_rope_act.h"
+#include "cuda/norm_rope_act_kernels.cuh"
+#include "cuda_test_util.h"
+#include "model/rope.h"
+#include "weights_case.h"
+
+namespace pagoda::cuda {
+namespace {
+
+using testing::decode_cpu;
+using testing::kWeightTypes;
+using testing::random_weights;
+using testing::row_length;
+
+// Each weight type through its decoder: embed_rows (exact), dequantize_rows_f16
+// (one rounding) and matvec (within the summation bound). 9 rows: a block of 4
+// warps left part empty, and fewer CPU threads to start than the GPU test's 37.
+TEST(CudaKernelsOnHost, EmbedDequantizeAndMatvecMatchTheCpu) {
+  std::mt19937 rng(101);
+  const int64_t kRows = 9;
+  for (TensorType t : kWeightTypes) {
+    SCOPED_TRACE(std::string(tensor_type_name(t)));
+    const int64_t k = row_length(t);
+    const std::vector<uint8_t> w = random_weights(t, kRows, k, rng);
+    const std::vector<float> wf = decode_cpu(t, w, kRows, k);
+    const size_t rb = weight_row_bytes(t, k);
+    detail::dispatch_weight_type(t, [&](auto decoder) {
+      using D = decltype(decoder);
+      const std::vector<int32_t> ids = {5, 8, -1, 5, 0, 2, int32_t(kRows)};
+      std::vector<float> emb = testing::nan_floats(ids.size() * size_t(k));
+      emulation::launch(dim3(unsigned(ids.size())), dim3(detail::kDequantThreads), detail::embed_rows_kernel<D>,
+                        w.data(), rb, kRows, k, ids.data(), emb.data());
+      for (size_t i = 0; i < ids.size(); ++i)
+        for (int64_t j = 0; j < k; ++j) {
+          if (ids[i] < 0 || ids[i] >= kRows)
+            EXPECT_TRUE(std::isnan(emb[i * k + j]));
+          else
+            EXPECT_EQ(emb[i * k + j], wf[ids[i] * k + j]) << i << " " << j;
+        }
+
+      std::vector<uint16_t> w16 = testing::nan_halves(wf.size());
+      emulation::launch(dim3(unsigned(kRows)), dim3(detail::kDequantThreads), detail::dequantize_rows_f16_kernel<D>,
+                        w.data(), rb, k, reinterpret_cast<__half*>(w16.data()));
+      for (size_t i = 0; i < wf.size(); ++i) EXPECT_EQ(w16[i], f32_to_f16(wf[i])) << i;
+
+      for (int n_tokens : {1, 7}) {
+        const std::vector<float> x = testing::random_floats(size_t(n_tokens * k), rng);
+        std::vector<float> out = testing::nan_floats(size_t(n_tokens * kRows));
+        emulation::launch(dim3(unsigned(detail::matvec_blocks(kRows))), dim3(detail::kMatvecWarps * 32),
+                          detail::matvec_kernel<D>, w.data(), rb, kRows, k, x.data(), n_tokens, out.data());
+        testing::expect_matvec_matches(wf, x, out, n_tokens, kRows, k);
+      }
+      return cudaSuccess;
+    });
+  }
+}
+
+// The block sum over 8 warps; in place, as the layers call it.
+TEST(CudaKernelsOnHost, RmsNormMatchesADoubleLoop) {
+  std::mt19937 rng(102);
+  const int n = 1000, n_tokens = 3;
+  const float eps = 1e-5f;
+  const std::vector<float> x = testing::random_floats(size_t(n_tokens) * n, rng, 3.0f);
+  const std::vector<float> w = testing::random_floats(n, rng);
+  std::vector<float> got = x;
+  emulation::launch(dim3(n_tokens), dim3(detail::kNormThreads), detail::rms_norm_kernel, got.data(), w.data(),
+                    got.data(), n, eps);
+  for (int t = 0; t < n_tokens; ++t) {
+    double ss = 0;
+    for (int i = 0; i < n; ++i) ss += double(x[size_t(t) * n + i]) * x[size_t(t) * n + i];
+    const double inv = 1 / std::sqrt(ss / n + eps);
+    for (int i = 0; i < n; ++i) {
+      const double ref = x[size_t(t) * n + i] * inv * w[size_t(i)];
+      ASSERT_NEAR(got[size_t(t) * n + i], ref, 1e-4 * std::abs(ref) + 1e-7) << t << " " << i;
+    }
+  }
+}
+
+// The same double-precision angles from the same libm as the CPU's Rope, and
+// the same float roundings: equal to the bit.
+TEST(CudaKernelsOnHost, RopeIsTheCpuRopeToTheBit) {
+  std::mt19937 rng(103);
+  const int n_tokens = 7, n_heads = 3, head_dim = 64, n_rot = 48;
+  std::vector<float> factors(n_rot / 2);
+  for (auto& f : factors) f = 1.0f + float(rng() % 100) / 10.0f;
+  for (bool neox : {false, true}) {
+    for (bool with_factors : {false, true}) {
+      SCOPED_TRACE(std::string(neox ? "neox" : "normal") + (with_factors ? " with factors" : ""));
+      std::vector<float> x = testing::random_floats(size_t(n_tokens) * n_heads * head_dim, rng);
+      std::vector<int32_t> pos(static_cast<size_t>(n_tokens));
+      for (auto& p : pos) p = int32_t(rng() % 100000);
+      std::vector<float> got = x;
+      const float base = neox ? 1000000.0f : 10000.0f, mscale = with_factors ? 0.75f : 1.0f;
+      emulation::launch(dim3(n_tokens), dim3(detail::kNormThreads), detail::rope_kernel, got.data(), pos.data(),
+                        n_heads, head_dim, n_rot, base, neox, with_factors ? factors.data() : nullptr, mscale);
+      RopeSpec spec;
+      spec.layout = neox ? RopeLayout::NeoX : RopeLayout::Interleaved;
+      spec.dims = n_rot;
+      spec.base = base;
+      spec.freq_factors = with_factors;
+      spec.attn_factor = mscale;
+      const Rope cpu(spec, head_dim, factors);
+      for (int t = 0; t < n_tokens; ++t) cpu.apply(x.data() + size_t(t) * n_heads * head_dim, n_heads, pos[size_t(t)]);
+      for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], x[i]) << "element " << i;
+    }
+  }
+}
+
+// Grid-stride loops over fewer blocks than elements need.
+TEST(CudaKernelsOnHost, SwigluAndAddCoverEveryElement) {
+  std::mt19937 rng(104);
+  const int64_t n = 1001;
+  const std::vector<float> gate = testing::random_floats(size_t(n), rng, 4.0f),
+                           up = testing::random_floats(size_t(n), rng);
+  std::vector<float> out = testing::nan_floats(size_t(n));
+  emulation::launch(dim3(2), dim3(detail::kNormThreads), detail::swiglu_kernel, gate.data(), up.data(), out.data(), n);
+  std::vector<float> y = up;
+  emulation::launch(dim3(3), dim3(detail::kNormThreads), detail::add_kernel, y.data(), gate.data(), n);
+  for (int64_t i = 0; i < n; ++i) {
+    const double g = gate[size_t(i)], ref = g / (1 + std::exp(-g)) * up[size_t(i)];
+    ASSERT_NEAR(out[size_t(i)], ref, 2e-6 * std::abs(ref) + 1e-30) << i;
+    ASSERT_EQ(y[size_t(i)], up[size_t(i)] + gate[size_t(i)]) << i;
+  }
+}
+
+TEST(CudaKernelsOnHost, StoreCopyAndGatherMoveTheRightElements) {
+  std::mt19937 rng(105);
+  const int block_size = 16, num_blocks = 6, kv_dim = 80, n_tokens = 5;
+  const size_t cache_elems = size_t(num_blocks) * block_size * kv_dim, block_elems = size_t(block_size) * kv_dim;
+  const std::vector<float> k = testing::random_floats(size_t(n_tokens) * kv_dim, rng);
+  const std::vector<float> v = testing::random_floats(size_t(n_tokens) * kv_dim, rng);
+  const std::vector<int32_t> slots = {3 * block_size + 15, -1, 0, 5 * block_size + 1, block_size};
+  const std::vector<uint16_t> k0 = testing::random_halves(cache_elems, rng),
+                              v0 = testing::random_halves(cache_elems, rng);
+  std::vector<uint16_t> kc = k0, vc = v0;
+  emulation::launch(dim3(n_tokens), dim3(detail::kKvThreads), detail::store_kv_kernel, k.data(), v.data(), slots.data(),
+                    kv_dim, reinterpret_cast<__half*>(kc.data()), reinterpret_cast<__half*>(vc.data()));
+  std::vector<uint16_t> k_want = k0, v_want = v0;
+  for (int t = 0; t < n_tokens; ++t)
+    for (int i = 0; slots[size_t(t)] >= 0 && i < kv_dim; ++i) {
+      k_want[size_t(slots[size_t(t)]) * kv_dim + i] = f32_to_f16(k[size_t(t) * kv_dim + i]);
+      v_want[size_t(slots[size_t(t)]) * kv_dim + i] = f32_to_f16(v[size_t(t) * kv_dim + i]);
+    }
+  ASSERT_EQ(kc, k_want);
+  ASSERT_EQ(vc, v_want);
+
+  const std::vector<int32_t> pairs = {0, 3, 2, 5};
+  emulation::launch(dim3(2, 2), dim3(detail::kKvThreads), detail::copy_blocks_kernel,
+                    reinterpret_cast<__half*>(kc.data()), reinterpret_cast<__half*>(vc.data()), pairs.data(),
+                    int64_t(block_elems));
+  for (size_t p = 0; p < 2; ++p)
+    for (size_t i = 0; i < block_elems; ++i) {
+      k_want[size_t(pairs[2 * p + 1]) * block_elems + i] = k_want[size_t(pairs[2 * p]) * block_elems + i];
+      v_want[size_t(pairs[2 * p + 1]) * block_elems + i] = v_want[size_t(pairs[2 * p]) * block_elems + i];
+    }
+  ASSERT_EQ(kc, k_want);
+  ASSERT_EQ(vc, v_want);
+
+  const int64_t n = 1001;
+  const std::vector<float> in = testing::random_floats(size_t(9 * n), rng);
+  const std::vector<int32_t> idx = {8, 0, 3, 3};
+  std::vector<float> out = testing::nan_floats(idx.size() * size_t(n));
+  emulation::launch(dim3(unsigned(idx.size())), dim3(detail::kKvThreads), detail::gather_rows_kernel, in.data(),
+                    idx.data(), n, out.data());
+  for (size_t r = 0; r < idx.size(); ++r)
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[r * n + i], in[size_t(idx[r]) * n + i]) << r << " " << i;
+}
+
+}  // namespace
+}  // namespace pagoda::cuda
