@@ -1,3 +1,4 @@
+#include "cuda/cublas_library.h"
 #include "cuda/gemm.h"
 
 namespace pagoda::cuda {
@@ -24,13 +25,14 @@ cublasStatus_t gemm_f16(cublasHandle_t handle, const __half* x, const __half* w,
                         int k, cudaStream_t stream) {
   if (n_tokens < 0 || n_rows < 0 || k <= 0) return CUBLAS_STATUS_INVALID_VALUE;
   if (n_tokens == 0 || n_rows == 0) return CUBLAS_STATUS_SUCCESS;
-  if (const cublasStatus_t s = cublasSetStream(handle, stream); s != CUBLAS_STATUS_SUCCESS) return s;
+  const CublasLibrary& blas = cublas_library();  // opened already: the handle came from it
+  if (const cublasStatus_t s = blas.set_stream(handle, stream); s != CUBLAS_STATUS_SUCCESS) return s;
   // cuBLAS is column-major. Row-major out [n_tokens][n_rows] is the column-major
   // n_rows x n_tokens matrix C with C(r, t) = sum_i W(i, r) X(i, t), where W (the
   // bytes of w) is column-major k x n_rows, taken transposed (op T), and X (the
   // bytes of x) is column-major k x n_tokens (op N).
   const float alpha = 1.0f, beta = 0.0f;
-  return cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n_rows, n_tokens, k, &alpha, w, CUDA_R_16F, k, x, CUDA_R_16F, k,
+  return blas.gemm_ex(handle, CUBLAS_OP_T, CUBLAS_OP_N, n_rows, n_tokens, k, &alpha, w, CUDA_R_16F, k, x, CUDA_R_16F, k,
                       &beta, out, CUDA_R_32F, n_rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 }
 

@@ -8,6 +8,7 @@
 
 #include "cuda/dequant.h"
 #include "cuda/formats.h"
+#include "cuda/cublas_library.h"
 #include "cuda/gemm.h"
 #include "cuda_test_util.h"
 #include "quant/random_blocks.h"
@@ -43,7 +44,7 @@ TEST(CudaGemm, MatchesADoubleLoopOverTheF16Operands) {
   std::vector<float> wf(size_t(n_rows) * k);
   dequantize_row(TensorType::Q4_K, w.data(), wf.data(), wf.size());  // rows are whole super-blocks: one long row
   cublasHandle_t handle = nullptr;
-  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(pagoda::cuda::cublas_library().create(&handle), CUBLAS_STATUS_SUCCESS);
   DeviceBuffer<uint8_t> w_d(w);
   DeviceBuffer<uint16_t> w16_d(testing::nan_halves(wf.size()));
   auto* w16 = reinterpret_cast<__half*>(w16_d.get());
@@ -71,7 +72,7 @@ TEST(CudaGemm, MatchesADoubleLoopOverTheF16Operands) {
         ASSERT_NEAR(out[size_t(t) * n_rows + r], dot, k * 0x1p-24 * mag + 1e-30) << "token " << t << " row " << r;
       }
   }
-  cublasDestroy(handle);
+  pagoda::cuda::cublas_library().destroy(handle);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include "cuda/cublas_library.h"
 #include "cuda/gemm.h"
 
 namespace {
@@ -75,8 +76,13 @@ int main() {
 
   // GEMM: out [m][n] = x [m][k] W^T, W [n][k], F16 in, F32 accumulate and out.
   cublasHandle_t handle = nullptr;
-  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
-    std::printf("{\"probe\":\"error\",\"what\":\"cublasCreate\"}\n");
+  try {
+    if (pagoda::cuda::cublas_library().create(&handle) != CUBLAS_STATUS_SUCCESS) {
+      std::printf("{\"probe\":\"error\",\"what\":\"cublasCreate\"}\n");
+      return 1;
+    }
+  } catch (const std::exception& e) {  // no cuBLAS to open
+    std::printf("{\"probe\":\"error\",\"what\":\"%s\"}\n", e.what());
     return 1;
   }
   const int dims[][3] = {{4096, 4096, 4096}, {512, 4096, 4096}, {8192, 8192, 8192}};  // tokens, rows, k
@@ -103,6 +109,6 @@ int main() {
     cudaFree(w);
     cudaFree(out);
   }
-  cublasDestroy(handle);
+  pagoda::cuda::cublas_library().destroy(handle);
   return failed(cudaDeviceSynchronize(), "cudaDeviceSynchronize") ? 1 : 0;
 }
