@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -98,5 +99,20 @@ inline std::vector<uint16_t> random_halves(size_t n, std::mt19937& rng, float si
 
 // Waits for the device and fails the test on an error from any kernel.
 #define PAGODA_CUDA_SYNC() ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << cudaGetErrorString(cudaGetLastError())
+
+// RMS norm's result against a double loop: out[t][i] = x[t][i] / sqrt(mean(x[t]^2) + eps) * w[i],
+// within 1e-4 relative (F32 sums of up to a few thousand squares).
+inline void expect_rms_norm(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& got,
+                            int n_tokens, int n, float eps) {
+  for (int t = 0; t < n_tokens; ++t) {
+    double ss = 0;
+    for (int i = 0; i < n; ++i) ss += double(x[size_t(t) * n + i]) * x[size_t(t) * n + i];
+    const double inv = 1 / std::sqrt(ss / n + eps);
+    for (int i = 0; i < n; ++i) {
+      const double ref = x[size_t(t) * n + i] * inv * w[size_t(i)];
+      ASSERT_NEAR(got[size_t(t) * n + i], ref, 1e-4 * std::abs(ref) + 1e-7) << "token " << t << " i " << i;
+    }
+  }
+}
 
 }  // namespace pagoda::cuda::testing

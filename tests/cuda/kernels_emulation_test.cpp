@@ -81,15 +81,7 @@ TEST(CudaKernelsOnHost, RmsNormMatchesADoubleLoop) {
   std::vector<float> got = x;
   emulation::launch(dim3(n_tokens), dim3(detail::kNormThreads), detail::rms_norm_kernel, got.data(), w.data(),
                     got.data(), n, eps);
-  for (int t = 0; t < n_tokens; ++t) {
-    double ss = 0;
-    for (int i = 0; i < n; ++i) ss += double(x[size_t(t) * n + i]) * x[size_t(t) * n + i];
-    const double inv = 1 / std::sqrt(ss / n + eps);
-    for (int i = 0; i < n; ++i) {
-      const double ref = x[size_t(t) * n + i] * inv * w[size_t(i)];
-      ASSERT_NEAR(got[size_t(t) * n + i], ref, 1e-4 * std::abs(ref) + 1e-7) << t << " " << i;
-    }
-  }
+  testing::expect_rms_norm(x, w, got, n_tokens, n, eps);
 }
 
 // The same double-precision angles from the same libm as the CPU's Rope, and
