@@ -14,6 +14,7 @@
 #include "cuda/cublas_library.h"
 #include "cuda/dequant.h"
 #include "cuda/formats.h"
+#include "cuda/forward_pass.h"
 #include "cuda/gemm.h"
 #include "cuda/kv.h"
 #include "cuda/matvec.h"
@@ -51,43 +52,18 @@ DeviceStatus answer(F&& body) {
   }
 }
 
-// Matrices above this many tokens go through F16 weights and cuBLAS; up to
-// it, matvec launches of kMaxMatvecTokens read the quantized blocks.
-constexpr int kGemmMinTokens = 32;
-
 }  // namespace
 
 // The device's parts, named outside the anonymous namespace as Impl's members are.
 namespace parts {
 
-struct Mat {
-  TensorType type = TensorType::F32;
-  int64_t rows = 0, cols = 0;
-  const void* data = nullptr;
-  int64_t elems() const { return rows * cols; }
-};
-
-struct Layer {
-  const float *attn_norm = nullptr, *ffn_norm = nullptr;
-  Mat wq, wk, wv, wo, gate, up, down;
-  const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // null: none
-  const float *q_norm = nullptr, *k_norm = nullptr;         // per head; null: none
-};
-
-// A step's buffers, for up to `limits`; shapes in the comments (T tokens,
-// L logits rows, E n_embd, Q q_dim, K kv_dim, F n_ff, V n_vocab).
-struct Buffers {
+// A step's buffers on the device, for up to `limits`, and their pinned host staging.
+struct Workspace {
   gpu::StepLimits limits;
-  float *x = nullptr, *h = nullptr;       // T x E: the residual stream, a normed or projected copy
-  float *q = nullptr, *attn = nullptr;    // T x Q
-  float *k = nullptr, *v = nullptr;       // T x K
-  float *gate = nullptr, *up = nullptr;   // T x F
-  float* xl = nullptr;                    // L x E: the rows whose logits are wanted
-  float* logits = nullptr;                // L x V
-  __half *x16 = nullptr, *w16 = nullptr;  // T x max(E, Q, F); the largest layer matrix
-  int32_t* words = nullptr;               // the upload (gpu/step_upload.h)
-  int32_t* host_words = nullptr;          // pinned: the upload's staging
-  float* host_logits = nullptr;           // pinned: L x V
+  StepBuffers act;                // forward_pass.h
+  int32_t* words = nullptr;       // the upload (gpu/step_upload.h)
+  int32_t* host_words = nullptr;  // pinned: the upload's staging
+  float* host_logits = nullptr;   // pinned: L x V
   std::vector<void*> device, pinned;
 
   void release() {
@@ -118,6 +94,47 @@ namespace {
 
 using namespace parts;
 
+// forward_pass.h's Ops: the real launchers on the step's stream, each failure thrown as its status.
+struct Launches {
+  cudaStream_t stream;
+  cublasHandle_t blas;
+  void embed_rows(TensorType t, const void* w, int64_t rows, int64_t k, const int32_t* ids, int n, float* out) {
+    ck(cuda::embed_rows(t, w, rows, k, ids, n, out, stream), "embed_rows");
+  }
+  void dequantize_rows_f16(TensorType t, const void* w, int64_t rows, int64_t k, __half* out) {
+    ck(cuda::dequantize_rows_f16(t, w, rows, k, out, stream), "dequantize_rows_f16");
+  }
+  void matvec(TensorType t, const void* w, int64_t rows, int64_t k, const float* x, int n, float* out) {
+    ck(cuda::matvec(t, w, rows, k, x, n, out, stream), "matvec");
+  }
+  void convert_f32_to_f16(const float* x, __half* out, int64_t n) {
+    ck(cuda::convert_f32_to_f16(x, out, n, stream), "convert_f32_to_f16");
+  }
+  void gemm_f16(const __half* x, const __half* w, float* out, int n_tokens, int rows, int k) {
+    ck(cuda::gemm_f16(blas, x, w, out, n_tokens, rows, k, stream), "cublasGemmEx");
+  }
+  void rms_norm(const float* x, const float* w, float* out, int n_rows, int n, float eps) {
+    ck(cuda::rms_norm(x, w, out, n_rows, n, eps, stream), "rms_norm");
+  }
+  void add_bias(float* y, const float* b, int n_rows, int n) {
+    ck(cuda::add_bias(y, b, n_rows, n, stream), "add_bias");
+  }
+  void rope(float* x, const int32_t* pos, int n_tokens, int n_heads, int head_dim, const RopeParams& p) {
+    ck(cuda::rope(x, pos, n_tokens, n_heads, head_dim, p, stream), "rope");
+  }
+  void store_kv(const float* k, const float* v, const int32_t* slots, int n, int kv_dim, __half* kc, __half* vc) {
+    ck(cuda::store_kv(k, v, slots, n, kv_dim, kc, vc, stream), "store_kv");
+  }
+  void paged_attention(const PagedAttentionArgs& a) { ck(cuda::paged_attention(a, stream), "paged_attention"); }
+  void add(float* y, const float* x, int64_t n) { ck(cuda::add(y, x, n, stream), "add"); }
+  void swiglu(const float* g, const float* u, float* out, int64_t n) {
+    ck(cuda::swiglu(g, u, out, n, stream), "swiglu");
+  }
+  void gather_rows(const float* in, const int32_t* idx, int n_out, int64_t n, float* out) {
+    ck(cuda::gather_rows(in, idx, n_out, n, out, stream), "gather_rows");
+  }
+};
+
 int64_t upload_words(const gpu::StepLimits& l) {
   return gpu::StepUpload::kHeaderWords + 4 * int64_t(l.max_tokens) + int64_t(l.max_seqs) * l.max_blocks_per_seq +
          l.max_seqs + l.max_logits;
@@ -136,20 +153,14 @@ struct CudaDevice::Impl {
   // would wait on the hung kernel); the process exits instead.
   bool lost = false;
 
-  ModelConfig cfg;
-  RopeParams rope_params;
-  Mat token_embd, output;
-  const float* output_norm = nullptr;
-  std::vector<Layer> layers;
-  int64_t largest_layer_matrix = 0;
+  ModelOnDevice model;  // forward_pass.h: the weights and the caches where the kernels read them
   std::vector<void*> weights;
   std::unordered_map<const void*, const void*> uploaded;  // host bytes -> their device copy
 
   gpu::KvPoolShape pool;
   void* kv = nullptr;
-  std::vector<__half*> k_cache, v_cache;  // per layer
 
-  Buffers buf;
+  Workspace buf;
   int64_t launches = 0;
   int32_t pending_logits = -1;        // rows the launched step returns; -1: none launched
   int32_t* never_released = nullptr;  // the hang fault's flag, zero forever
@@ -165,31 +176,6 @@ struct CudaDevice::Impl {
     uploaded[host] = p;
     return p;
   }
-  const float* upload(const std::vector<float>& v) {
-    return v.empty() ? nullptr : static_cast<const float*>(upload(v.data(), v.size() * sizeof(float)));
-  }
-  Mat upload(const Matrix& m) {
-    if (m.panel_rows > 0)
-      fail<InvalidArgument>("{} is packed into CPU row panels; the GPU reads a mapped model", m.name);
-    if (!weight_type_supported(m.type))
-      fail<Unsupported>("{} is {}, which no CUDA kernel decodes yet", m.name, tensor_type_name(m.type));
-    return {m.type, m.rows, m.cols, upload(m.data, size_t(m.rows) * m.row_bytes)};
-  }
-
-  // out [T][w.rows] = in [T][w.cols] x w^T
-  void matmul(const Mat& w, const float* in, int T, float* out, bool may_gemm = true) {
-    if (T > kGemmMinTokens && may_gemm) {
-      ck(dequantize_rows_f16(w.type, w.data, w.rows, w.cols, buf.w16, stream), "dequantize_rows_f16");
-      ck(convert_f32_to_f16(in, buf.x16, int64_t(T) * w.cols, stream), "convert_f32_to_f16");
-      ck(gemm_f16(blas, buf.x16, buf.w16, out, T, int(w.rows), int(w.cols), stream), "cublasGemmEx");
-      return;
-    }
-    for (int t = 0; t < T; t += kMaxMatvecTokens)
-      ck(matvec(w.type, w.data, w.rows, w.cols, in + int64_t(t) * w.cols, std::min(kMaxMatvecTokens, T - t),
-                out + int64_t(t) * w.rows, stream),
-         "matvec");
-  }
-
   // A sticky error or a missed deadline: the device is lost for good.
   DeviceStatus note(const DeviceStatus& s) {
     const bool sticky = s.api == DeviceStatus::Api::kCuda
@@ -292,92 +278,65 @@ std::string CudaDevice::unsupported(const ModelConfig& c) const {
 
 DeviceStatus CudaDevice::load_weights(const Model& model) {
   Impl& m = *m_;
-  m.cfg = model.config();
-  const ModelWeights& w = model.weights();
   return answer([&] {
     m.use();
-    m.token_embd = m.upload(w.token_embd);
-    m.output = m.upload(w.output);
-    m.output_norm = m.upload(w.output_norm);
-    const float* factors = m.cfg.rope.freq_factors ? m.upload(w.rope_freq_factors) : nullptr;
-    m.rope_params = {.n_rot = m.cfg.rope.dims > 0 ? m.cfg.rope.dims : m.cfg.head_dim,
-                     .freq_base = m.cfg.rope.base,
-                     .style = m.cfg.rope.layout == RopeLayout::NeoX ? RopeStyle::kNeox : RopeStyle::kNormal,
-                     .freq_factors = factors};
-    for (const LayerWeights& lw : w.layers) {
-      if (!lw.bo.empty() || !lw.b_gate.empty() || !lw.b_up.empty() || !lw.b_down.empty())
-        fail<Unsupported>("the CUDA forward pass adds no output or FFN biases");
-      Layer l{.attn_norm = m.upload(lw.attn_norm),
-              .ffn_norm = m.upload(lw.ffn_norm),
-              .wq = m.upload(lw.wq),
-              .wk = m.upload(lw.wk),
-              .wv = m.upload(lw.wv),
-              .wo = m.upload(lw.wo),
-              .gate = m.upload(lw.w_gate),
-              .up = m.upload(lw.w_up),
-              .down = m.upload(lw.w_down),
-              .bq = m.upload(lw.bq),
-              .bk = m.upload(lw.bk),
-              .bv = m.upload(lw.bv),
-              .q_norm = m.upload(lw.q_norm),
-              .k_norm = m.upload(lw.k_norm)};
-      for (const Mat* x : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down})
-        m.largest_layer_matrix = std::max(m.largest_layer_matrix, x->elems());
-      m.layers.push_back(l);
-    }
+    m.model = place_model(model, [&m](const void* host, size_t bytes) { return m.upload(host, bytes); });
   });
 }
 
 DeviceStatus CudaDevice::reserve_workspace(const gpu::StepLimits& limits) {
   Impl& m = *m_;
-  const ModelConfig& c = m.cfg;
+  const ModelConfig& c = m.model.cfg;
   const int64_t T = limits.max_tokens, L = limits.max_logits;
-  Buffers b;
-  b.limits = limits;
+  Workspace w;
+  StepBuffers& b = w.act;
+  w.limits = limits;
   const DeviceStatus s = answer([&] {
     m.use();
-    b.x = b.take<float>(T * c.n_embd);
-    b.h = b.take<float>(T * c.n_embd);
-    b.q = b.take<float>(T * c.q_dim());
-    b.attn = b.take<float>(T * c.q_dim());
-    b.k = b.take<float>(T * c.kv_dim());
-    b.v = b.take<float>(T * c.kv_dim());
-    b.gate = b.take<float>(T * c.n_ff);
-    b.up = b.take<float>(T * c.n_ff);
-    b.xl = b.take<float>(L * c.n_embd);
-    b.logits = b.take<float>(L * c.n_vocab);
+    b.x = w.take<float>(T * c.n_embd);
+    b.h = w.take<float>(T * c.n_embd);
+    b.q = w.take<float>(T * c.q_dim());
+    b.attn = w.take<float>(T * c.q_dim());
+    b.k = w.take<float>(T * c.kv_dim());
+    b.v = w.take<float>(T * c.kv_dim());
+    b.gate = w.take<float>(T * c.n_ff);
+    b.up = w.take<float>(T * c.n_ff);
+    b.xl = w.take<float>(L * c.n_embd);
+    b.logits = w.take<float>(L * c.n_vocab);
     if (T > kGemmMinTokens) {
-      b.x16 = b.take<__half>(T * std::max({c.n_embd, c.q_dim(), c.n_ff}));
-      b.w16 = b.take<__half>(m.largest_layer_matrix);
+      b.x16 = w.take<__half>(T * std::max({c.n_embd, c.q_dim(), c.n_ff}));
+      b.w16 = w.take<__half>(m.model.largest_layer_matrix);
     }
-    b.words = b.take<int32_t>(upload_words(limits));
-    b.host_words = b.take_pinned<int32_t>(upload_words(limits));
-    b.host_logits = b.take_pinned<float>(L * c.n_vocab);
+    w.words = w.take<int32_t>(upload_words(limits));
+    w.host_words = w.take_pinned<int32_t>(upload_words(limits));
+    w.host_logits = w.take_pinned<float>(L * c.n_vocab);
   });
   if (!s.ok()) {
-    b.release();  // the old buffers stay
+    w.release();  // the old buffers stay
     return s;
   }
   m.buf.release();
-  m.buf = std::move(b);
+  m.buf = std::move(w);
   return s;
 }
 
 DeviceStatus CudaDevice::allocate_kv(const gpu::KvPoolShape& shape) {
   Impl& m = *m_;
   if (shape.type != KvType::F16) fail<Unsupported>("the CUDA KV cache is F16 (--kv-type f16)");
-  if (shape.kv_dim != m.cfg.kv_dim() || shape.n_layer != m.cfg.n_layer)
-    fail<InvalidArgument>("a KV pool of {} layers x {} for a model of {} x {}", shape.n_layer, shape.kv_dim,
-                          m.cfg.n_layer, m.cfg.kv_dim());
+  const ModelConfig& c = m.model.cfg;
+  if (shape.kv_dim != c.kv_dim() || shape.n_layer != c.n_layer)
+    fail<InvalidArgument>("a KV pool of {} layers x {} for a model of {} x {}", shape.n_layer, shape.kv_dim, c.n_layer,
+                          c.kv_dim());
   return answer([&] {
     m.use();
     ck(cudaMalloc(&m.kv, size_t(shape.bytes())), "cudaMalloc");
     m.pool = shape;
+    m.model.block_size = shape.block_size;
     const int64_t per_cache = int64_t(shape.num_blocks) * shape.block_size * shape.kv_dim;
     auto* base = static_cast<__half*>(m.kv);
     for (int l = 0; l < shape.n_layer; ++l) {
-      m.k_cache.push_back(base + (2 * int64_t(l)) * per_cache);
-      m.v_cache.push_back(base + (2 * int64_t(l) + 1) * per_cache);
+      m.model.k_cache.push_back(base + (2 * int64_t(l)) * per_cache);
+      m.model.v_cache.push_back(base + (2 * int64_t(l) + 1) * per_cache);
     }
   });
 }
@@ -390,7 +349,7 @@ DeviceStatus CudaDevice::copy_blocks(std::span<const BlockCopy> copies) {
     // Few and rare (a fork's shared last block): plain copies on the step's stream, ahead of its kernels.
     for (const BlockCopy& c : copies)
       for (int l = 0; l < m.pool.n_layer; ++l)
-        for (__half* cache : {m.k_cache[size_t(l)], m.v_cache[size_t(l)]})
+        for (__half* cache : {m.model.k_cache[size_t(l)], m.model.v_cache[size_t(l)]})
           ck(cudaMemcpyAsync(cache + size_t(c.dst) * block, cache + size_t(c.src) * block, block * sizeof(__half),
                              cudaMemcpyDeviceToDevice, m.stream),
              "cudaMemcpyAsync");
@@ -413,70 +372,12 @@ void CudaDevice::Impl::take_memory_then_fail() {
 }
 
 void CudaDevice::Impl::forward(const gpu::StepUpload& u) {
-  const ModelConfig& c = cfg;
-  const int T = u.num_tokens(), S = u.num_seqs(), B = u.table_width(), L = u.num_logits();
-  const int E = c.n_embd, Q = c.q_dim(), K = c.kv_dim(), F = c.n_ff, hd = c.head_dim;
-  const float eps = c.rms_eps;
   std::memcpy(buf.host_words, u.words().data(), u.bytes());
   ck(cudaMemcpyAsync(buf.words, buf.host_words, u.bytes(), cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
-  // The upload's sections on the device (gpu/step_upload.h; one KV group).
-  const int32_t* tokens = buf.words + gpu::StepUpload::kHeaderWords;
-  const int32_t* positions = tokens + T;
-  const int32_t* seq_of = positions + T;
-  const int32_t* slots = seq_of + T;
-  const int32_t* tables = slots + T;
-  const int32_t* logit_rows = tables + int64_t(S) * B + S;
-
-  ck(embed_rows(token_embd.type, token_embd.data, token_embd.rows, token_embd.cols, tokens, T, buf.x, stream),
-     "embed_rows");
-  for (size_t li = 0; li < layers.size(); ++li) {
-    const Layer& l = layers[li];
-    // Attention: x += wo(attend(rope(q), rope(k), v)), q, k, v from rmsnorm(x).
-    ck(rms_norm(buf.x, l.attn_norm, buf.h, T, E, eps, stream), "rms_norm");
-    matmul(l.wq, buf.h, T, buf.q);
-    matmul(l.wk, buf.h, T, buf.k);
-    matmul(l.wv, buf.h, T, buf.v);
-    if (l.bq) ck(add_bias(buf.q, l.bq, T, Q, stream), "add_bias");
-    if (l.bk) ck(add_bias(buf.k, l.bk, T, K, stream), "add_bias");
-    if (l.bv) ck(add_bias(buf.v, l.bv, T, K, stream), "add_bias");
-    if (l.q_norm) ck(rms_norm(buf.q, l.q_norm, buf.q, T * c.n_head, hd, eps, stream), "rms_norm");
-    if (l.k_norm) ck(rms_norm(buf.k, l.k_norm, buf.k, T * c.n_head_kv, hd, eps, stream), "rms_norm");
-    ck(rope(buf.q, positions, T, c.n_head, hd, rope_params, stream), "rope");
-    ck(rope(buf.k, positions, T, c.n_head_kv, hd, rope_params, stream), "rope");
-    ck(store_kv(buf.k, buf.v, slots, T, K, k_cache[li], v_cache[li], stream), "store_kv");
-    ck(paged_attention({.q = buf.q,
-                        .k_cache = k_cache[li],
-                        .v_cache = v_cache[li],
-                        .seq_index = seq_of,
-                        .positions = positions,
-                        .block_tables = tables,
-                        .out = buf.attn,
-                        .n_tokens = T,
-                        .n_head = c.n_head,
-                        .n_kv_head = c.n_head_kv,
-                        .head_dim = hd,
-                        .block_size = pool.block_size,
-                        .max_blocks_per_seq = B,
-                        .scale = c.attn_scale},
-                       stream),
-       "paged_attention");
-    matmul(l.wo, buf.attn, T, buf.h);
-    ck(add(buf.x, buf.h, int64_t(T) * E, stream), "add");
-    // FFN: x += down(silu(gate(h)) * up(h)), h = rmsnorm(x).
-    ck(rms_norm(buf.x, l.ffn_norm, buf.h, T, E, eps, stream), "rms_norm");
-    matmul(l.gate, buf.h, T, buf.gate);
-    matmul(l.up, buf.h, T, buf.up);
-    ck(swiglu(buf.gate, buf.up, buf.gate, int64_t(T) * F, stream), "swiglu");
-    matmul(l.down, buf.gate, T, buf.h);
-    ck(add(buf.x, buf.h, int64_t(T) * E, stream), "add");
-  }
-  // Logits for the wanted rows only: gather, norm, the output matrix (read by
-  // matvec: an F16 copy of a vocabulary-sized matrix would not fit the workspace).
-  ck(gather_rows(buf.x, logit_rows, L, E, buf.xl, stream), "gather_rows");
-  ck(rms_norm(buf.xl, output_norm, buf.xl, L, E, eps, stream), "rms_norm");
-  matmul(output, buf.xl, L, buf.logits, false);
-  ck(cudaMemcpyAsync(buf.host_logits, buf.logits, size_t(L) * c.n_vocab * sizeof(float), cudaMemcpyDeviceToHost,
-                     stream),
+  Launches ops{stream, blas};
+  forward_pass(ops, model, buf.act, u, buf.words);
+  ck(cudaMemcpyAsync(buf.host_logits, buf.act.logits, size_t(u.num_logits()) * model.cfg.n_vocab * sizeof(float),
+                     cudaMemcpyDeviceToHost, stream),
      "cudaMemcpyAsync");
 }
 
@@ -514,7 +415,7 @@ DeviceStatus CudaDevice::finish_step(Deadline deadline, std::span<float> logits)
       else
         std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
-    const size_t n = size_t(m.pending_logits) * size_t(m.cfg.n_vocab);
+    const size_t n = size_t(m.pending_logits) * size_t(m.model.cfg.n_vocab);
     if (logits.size() != n) ck(cudaErrorInvalidValue, "finish_step: a logits buffer of the wrong size");
     std::memcpy(logits.data(), m.buf.host_logits, n * sizeof(float));
   });

@@ -15,6 +15,7 @@
 
 #include "cuda/cuda_device.h"
 #include "cuda_test_util.h"
+#include "forward_case.h"
 #include "engine/cpu_runner.h"
 #include "engine/engine.h"
 #include "gguf/writer.h"
@@ -26,98 +27,11 @@
 namespace pagoda::cuda {
 namespace {
 
-// Largest |gpu - cpu| logit over the largest |cpu| logit of a row.
-constexpr double kLogitTolerance = 0.02;
+// Largest |gpu - cpu| logit over the largest |cpu| logit of a row: as the
+// host run's (forward_emulation_test.cpp, where the CPU's 8-bit activations
+// for K-quant weights measured up to 0.027), until a device run calibrates it.
+constexpr double kLogitTolerance = 0.05;
 constexpr int kBlock = 16, kPoolTokens = 2048;
-
-struct Case {
-  std::string name;
-  SyntheticModelSpec spec;
-};
-
-std::vector<Case> cases() {
-  std::vector<Case> out;
-  for (TensorType t :
-       {TensorType::F32, TensorType::F16, TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K}) {
-    SyntheticModelSpec s;
-    s.n_embd = 256;  // a multiple of the K-quants' 256-element blocks
-    s.n_ff = 512;
-    s.n_head = 4;
-    s.n_head_kv = 2;
-    s.n_layer = 2;
-    s.type = t;
-    s.tied_embeddings = false;
-    out.push_back({std::string(tensor_type_name(t)), s});
-  }
-  SyntheticModelSpec qwen2 = out[2].spec;  // Q8_0
-  qwen2.arch = "qwen2";
-  qwen2.qkv_bias = true;
-  out.push_back({"qwen2-biases", qwen2});
-  SyntheticModelSpec qwen3 = out[2].spec;
-  qwen3.arch = "qwen3";
-  qwen3.head_dim = 128;  // wider than n_embd / n_head, as Qwen3's
-  out.push_back({"qwen3-qk-norms", qwen3});
-  SyntheticModelSpec factors = out[2].spec;
-  factors.rope_freq_factors = true;
-  out.push_back({"llama3-rope-factors", factors});
-  return out;
-}
-
-std::shared_ptr<Model> write_and_load(const SyntheticModelSpec& spec, const std::string& name) {
-  const auto path = std::filesystem::temp_directory_path() / ("pagoda-cuda-" + name + ".gguf");
-  synthetic_model(spec).write(path.string());
-  auto model = std::shared_ptr<Model>(Model::load(path.string(), Residency::kMapped));
-  std::filesystem::remove(path);  // the map keeps the bytes
-  return model;
-}
-
-// Prompts of several lengths in one prefill step (over 32 tokens: the cuBLAS
-// path), then decode steps of all of them together (matvec).
-struct Steps {
-  std::vector<std::vector<int32_t>> tables;
-  std::vector<Batch> batches;
-};
-
-Steps mixed_steps(int vocab, std::mt19937& rng) {
-  Steps s;
-  const std::vector<int> lengths = {1, 7, 40, 17};
-  int next_block = 0;
-  for (int len : lengths) {
-    std::vector<int32_t> t;
-    for (int i = 0; i < (len + 4 + kBlock - 1) / kBlock; ++i) t.push_back(next_block++);
-    s.tables.push_back(t);
-  }
-  Batch prefill;
-  for (size_t q = 0; q < lengths.size(); ++q) {
-    prefill.add_sequence(s.tables[q], q);
-    for (int p = 0; p < lengths[q]; ++p) prefill.add(int32_t(rng() % uint32_t(vocab)), int(q), p, p == lengths[q] - 1);
-  }
-  s.batches.push_back(prefill);
-  for (int d = 0; d < 3; ++d) {
-    Batch decode;
-    for (size_t q = 0; q < lengths.size(); ++q) {
-      decode.add_sequence(s.tables[q], q);
-      decode.add(int32_t(rng() % uint32_t(vocab)), int(q), lengths[q] + d, true);
-    }
-    s.batches.push_back(decode);
-  }
-  return s;
-}
-
-double worst_row_error(const std::vector<float>& got, const std::vector<float>& want, int width) {
-  double worst = 0;
-  for (size_t r = 0; r * size_t(width) < want.size(); ++r) {
-    double err = 0, scale = 1e-6;
-    for (int i = 0; i < width; ++i) {
-      const size_t k = r * size_t(width) + size_t(i);
-      if (!std::isfinite(got[k])) return INFINITY;
-      err = std::max(err, std::abs(double(got[k]) - double(want[k])));
-      scale = std::max(scale, std::abs(double(want[k])));
-    }
-    worst = std::max(worst, err / scale);
-  }
-  return worst;
-}
 
 gpu::CudaRunnerOptions options() {
   gpu::CudaRunnerOptions o;
@@ -130,19 +44,19 @@ gpu::CudaRunnerOptions options() {
 
 TEST(CudaForward, LogitsMatchTheCpuForEachTypeAndArchitecture) {
   PAGODA_REQUIRE_CUDA_DEVICE();
-  for (const Case& c : cases()) {
+  for (const testing::Case& c : testing::forward_cases()) {
     SCOPED_TRACE(c.name);
-    auto model = write_and_load(c.spec, c.name);
+    auto model = testing::load_synthetic(c.spec, c.name);
     gpu::CudaRunner gpu_runner(model, CudaDevice::open(), options());
     CpuRunner cpu_runner(model, kPoolTokens / kBlock, kBlock, KvType::F32, 2);
-    std::mt19937 rng(5);
-    const Steps steps = mixed_steps(model->config().n_vocab, rng);
-    for (size_t i = 0; i < steps.batches.size(); ++i) {
+    std::vector<std::vector<int32_t>> tables;
+    const std::vector<Batch> steps = testing::forward_steps(model->config().n_vocab, tables);
+    for (size_t i = 0; i < steps.size(); ++i) {
       std::vector<float> got, want;
-      gpu_runner.forward(steps.batches[i], got);
-      cpu_runner.forward(steps.batches[i], want);
+      gpu_runner.forward(steps[i], got);
+      cpu_runner.forward(steps[i], want);
       ASSERT_EQ(got.size(), want.size());
-      const double err = worst_row_error(got, want, model->config().n_vocab);
+      const double err = testing::worst_row_error(got, want, model->config().n_vocab);
       EXPECT_LT(err, kLogitTolerance) << "step " << i;
       std::printf("[ %s step %zu ] worst row error %.5f\n", c.name.c_str(), i, err);
     }
@@ -151,13 +65,13 @@ TEST(CudaForward, LogitsMatchTheCpuForEachTypeAndArchitecture) {
 
 TEST(CudaForward, AMixedBatchGivesEachSequenceItsLogitsAlone) {
   PAGODA_REQUIRE_CUDA_DEVICE();
-  auto model = write_and_load(cases()[4].spec, "q4k-mixed");  // Q4_K
+  auto model = testing::load_synthetic(testing::forward_cases()[2].spec, "q4k-mixed");  // Q4_K
   const int V = model->config().n_vocab;
-  std::mt19937 rng(6);
-  const Steps steps = mixed_steps(V, rng);
+  std::vector<std::vector<int32_t>> tables;
+  const std::vector<Batch> steps = testing::forward_steps(V, tables);
   gpu::CudaRunner together(model, CudaDevice::open(), options());
   gpu::CudaRunner alone(model, CudaDevice::open(), options());
-  for (const Batch& b : steps.batches) {
+  for (const Batch& b : steps) {
     std::vector<float> all;
     together.forward(b, all);
     int row = 0;
@@ -170,7 +84,7 @@ TEST(CudaForward, AMixedBatchGivesEachSequenceItsLogitsAlone) {
       alone.forward(one, own);
       const int rows = one.num_logits();
       const std::vector<float> mine(all.begin() + int64_t(row) * V, all.begin() + int64_t(row + rows) * V);
-      EXPECT_LT(worst_row_error(own, mine, V), kLogitTolerance) << "sequence " << s;
+      EXPECT_LT(testing::worst_row_error(own, mine, V), kLogitTolerance) << "sequence " << s;
       row += rows;
     }
   }

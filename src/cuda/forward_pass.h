@@ -1,0 +1,201 @@
+// One step's forward pass as the kernels' launches, written once over `Ops`:
+// CudaDevice runs it with the real launchers on its stream; a test runs it
+// with the kernels' own source on the CPU and compares the logits with the
+// CPU model's (tests/cuda/forward_emulation_test.cpp), so the pass's buffers,
+// offsets and shapes are checked where no GPU is. Ops has a method per
+// launcher, with the launcher's arguments less the stream, that throws on
+// failure; gemm_f16 is `out = x16 w16^T`.
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "cuda/attention.h"
+#include "cuda/formats.h"
+#include "cuda/matvec.h"
+#include "cuda/norm_rope_act.h"
+#include "gguf/types.h"
+#include "gpu/step_upload.h"
+#include "model/config.h"
+#include "model/model.h"
+#include "util/error.h"
+
+namespace pagoda::cuda {
+
+// A weight matrix where the kernels read it: rows x cols of `type`, GGUF blocks.
+struct Mat {
+  TensorType type = TensorType::F32;
+  int64_t rows = 0, cols = 0;
+  const void* data = nullptr;
+  int64_t elems() const { return rows * cols; }
+};
+
+struct Layer {
+  const float *attn_norm = nullptr, *ffn_norm = nullptr;
+  Mat wq, wk, wv, wo, gate, up, down;
+  const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // null: none
+  const float *q_norm = nullptr, *k_norm = nullptr;         // per head; null: none
+};
+
+// The model where the kernels read it, and its paged K/V caches (per layer,
+// [num_blocks][block_size][kv_dim] F16).
+struct ModelOnDevice {
+  ModelConfig cfg;
+  Mat token_embd, output;
+  const float* output_norm = nullptr;
+  std::vector<Layer> layers;
+  RopeParams rope;
+  std::vector<__half*> k_cache, v_cache;
+  int block_size = 16;
+  int64_t largest_layer_matrix = 0;  // elements: the F16 scratch of the cuBLAS path
+};
+
+// A step's activations (T tokens, L logits rows, E n_embd, Q q_dim, K kv_dim,
+// F n_ff, V n_vocab).
+struct StepBuffers {
+  float *x = nullptr, *h = nullptr;       // T x E: the residual stream, a normed or projected copy
+  float *q = nullptr, *attn = nullptr;    // T x Q
+  float *k = nullptr, *v = nullptr;       // T x K
+  float *gate = nullptr, *up = nullptr;   // T x F
+  float* xl = nullptr;                    // L x E: the rows whose logits are wanted
+  float* logits = nullptr;                // L x V
+  __half *x16 = nullptr, *w16 = nullptr;  // T x max(E, Q, F); the largest layer matrix (T > kGemmMinTokens)
+};
+
+// The model placed where the kernels read it: place(host, bytes) answers
+// where a tensor's bytes are (a device copy; in a test, the host bytes).
+// Unsupported for a weight type no kernel decodes or a bias the pass does not
+// add; InvalidArgument for weights packed into CPU row panels (load the model
+// mapped). The caches are the caller's to add.
+template <class Place>
+ModelOnDevice place_model(const Model& model, Place&& place) {
+  auto vec = [&](const std::vector<float>& v) {
+    return v.empty() ? nullptr : static_cast<const float*>(place(v.data(), v.size() * sizeof(float)));
+  };
+  auto mat = [&](const Matrix& w) {
+    if (w.panel_rows > 0)
+      fail<InvalidArgument>("{} is packed into CPU row panels; the GPU reads a mapped model", w.name);
+    if (!cuda::weight_type_supported(w.type))
+      fail<Unsupported>("{} is {}, which no CUDA kernel decodes yet", w.name, tensor_type_name(w.type));
+    return Mat{w.type, w.rows, w.cols, place(w.data, size_t(w.rows) * w.row_bytes)};
+  };
+  ModelOnDevice d;
+  d.cfg = model.config();
+  const ModelWeights& w = model.weights();
+  d.token_embd = mat(w.token_embd);
+  d.output = mat(w.output);
+  d.output_norm = vec(w.output_norm);
+  d.rope = {.n_rot = d.cfg.rope.dims > 0 ? d.cfg.rope.dims : d.cfg.head_dim,
+            .freq_base = d.cfg.rope.base,
+            .style = d.cfg.rope.layout == RopeLayout::NeoX ? RopeStyle::kNeox : RopeStyle::kNormal,
+            .freq_factors = d.cfg.rope.freq_factors ? vec(w.rope_freq_factors) : nullptr};
+  for (const LayerWeights& lw : w.layers) {
+    if (!lw.bo.empty() || !lw.b_gate.empty() || !lw.b_up.empty() || !lw.b_down.empty())
+      fail<Unsupported>("the CUDA forward pass adds no output or FFN biases");
+    Layer l{.attn_norm = vec(lw.attn_norm),
+            .ffn_norm = vec(lw.ffn_norm),
+            .wq = mat(lw.wq),
+            .wk = mat(lw.wk),
+            .wv = mat(lw.wv),
+            .wo = mat(lw.wo),
+            .gate = mat(lw.w_gate),
+            .up = mat(lw.w_up),
+            .down = mat(lw.w_down),
+            .bq = vec(lw.bq),
+            .bk = vec(lw.bk),
+            .bv = vec(lw.bv),
+            .q_norm = vec(lw.q_norm),
+            .k_norm = vec(lw.k_norm)};
+    for (const Mat* x : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down})
+      d.largest_layer_matrix = std::max(d.largest_layer_matrix, x->elems());
+    d.layers.push_back(l);
+  }
+  return d;
+}
+
+// Matrices of more than this many tokens go through F16 weights and cuBLAS;
+// up to it, matvec launches of kMaxMatvecTokens read the quantized blocks.
+inline constexpr int kGemmMinTokens = 32;
+
+// out [T][w.rows] = in [T][w.cols] w^T. may_gemm false: matvec whatever T
+// (the output matrix, whose F16 copy would not fit the workspace).
+template <class Ops>
+void matmul(Ops& ops, const StepBuffers& b, const Mat& w, const float* in, int T, float* out, bool may_gemm = true) {
+  if (T > kGemmMinTokens && may_gemm) {
+    ops.dequantize_rows_f16(w.type, w.data, w.rows, w.cols, b.w16);
+    ops.convert_f32_to_f16(in, b.x16, int64_t(T) * w.cols);
+    ops.gemm_f16(b.x16, b.w16, out, T, int(w.rows), int(w.cols));
+    return;
+  }
+  for (int t = 0; t < T; t += kMaxMatvecTokens)
+    ops.matvec(w.type, w.data, w.rows, w.cols, in + int64_t(t) * w.cols, std::min(kMaxMatvecTokens, T - t),
+               out + int64_t(t) * w.rows);
+}
+
+// The step `u` (one KV group), its words copied to `words` where the kernels
+// read them; leaves the wanted rows' logits in b.logits.
+template <class Ops>
+void forward_pass(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const gpu::StepUpload& u,
+                  const int32_t* words) {
+  const ModelConfig& c = m.cfg;
+  const int T = u.num_tokens(), S = u.num_seqs(), B = u.table_width(), L = u.num_logits();
+  const int E = c.n_embd, Q = c.q_dim(), K = c.kv_dim(), F = c.n_ff, hd = c.head_dim;
+  const float eps = c.rms_eps;
+  // The upload's sections.
+  const int32_t* tokens = words + gpu::StepUpload::kHeaderWords;
+  const int32_t* positions = tokens + T;
+  const int32_t* seq_of = positions + T;
+  const int32_t* slots = seq_of + T;
+  const int32_t* tables = slots + T;
+  const int32_t* logit_rows = tables + int64_t(S) * B + S;  // past seq_len[S]
+
+  ops.embed_rows(m.token_embd.type, m.token_embd.data, m.token_embd.rows, m.token_embd.cols, tokens, T, b.x);
+  for (size_t li = 0; li < m.layers.size(); ++li) {
+    const Layer& l = m.layers[li];
+    // Attention: x += wo(attend(rope(q), rope(k), v)), q, k, v from rmsnorm(x).
+    ops.rms_norm(b.x, l.attn_norm, b.h, T, E, eps);
+    matmul(ops, b, l.wq, b.h, T, b.q);
+    matmul(ops, b, l.wk, b.h, T, b.k);
+    matmul(ops, b, l.wv, b.h, T, b.v);
+    if (l.bq) ops.add_bias(b.q, l.bq, T, Q);
+    if (l.bk) ops.add_bias(b.k, l.bk, T, K);
+    if (l.bv) ops.add_bias(b.v, l.bv, T, K);
+    if (l.q_norm) ops.rms_norm(b.q, l.q_norm, b.q, T * c.n_head, hd, eps);
+    if (l.k_norm) ops.rms_norm(b.k, l.k_norm, b.k, T * c.n_head_kv, hd, eps);
+    ops.rope(b.q, positions, T, c.n_head, hd, m.rope);
+    ops.rope(b.k, positions, T, c.n_head_kv, hd, m.rope);
+    ops.store_kv(b.k, b.v, slots, T, K, m.k_cache[li], m.v_cache[li]);
+    ops.paged_attention({.q = b.q,
+                         .k_cache = m.k_cache[li],
+                         .v_cache = m.v_cache[li],
+                         .seq_index = seq_of,
+                         .positions = positions,
+                         .block_tables = tables,
+                         .out = b.attn,
+                         .n_tokens = T,
+                         .n_head = c.n_head,
+                         .n_kv_head = c.n_head_kv,
+                         .head_dim = hd,
+                         .block_size = m.block_size,
+                         .max_blocks_per_seq = B,
+                         .scale = c.attn_scale});
+    matmul(ops, b, l.wo, b.attn, T, b.h);
+    ops.add(b.x, b.h, int64_t(T) * E);
+    // FFN: x += down(silu(gate(h)) * up(h)), h = rmsnorm(x).
+    ops.rms_norm(b.x, l.ffn_norm, b.h, T, E, eps);
+    matmul(ops, b, l.gate, b.h, T, b.gate);
+    matmul(ops, b, l.up, b.h, T, b.up);
+    ops.swiglu(b.gate, b.up, b.gate, int64_t(T) * F);
+    matmul(ops, b, l.down, b.gate, T, b.h);
+    ops.add(b.x, b.h, int64_t(T) * E);
+  }
+  // Logits for the wanted rows only: gather, norm, the output matrix.
+  ops.gather_rows(b.x, logit_rows, L, E, b.xl);
+  ops.rms_norm(b.xl, m.output_norm, b.xl, L, E, eps);
+  matmul(ops, b, m.output, b.xl, L, b.logits, false);
+}
+
+}  // namespace pagoda::cuda

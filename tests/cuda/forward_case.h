@@ -1,0 +1,103 @@
+// What the forward pass's tests share (on the device, cuda_forward_test.cpp;
+// on the host, forward_emulation_test.cpp): the models, the steps and the
+// measure of a logits difference.
+#pragma once
+
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kv/batch.h"
+#include "model/model.h"
+#include "tools/synthetic.h"
+
+namespace pagoda::cuda::testing {
+
+inline double worst_row_error(const std::vector<float>& got, const std::vector<float>& want, int width) {
+  double worst = 0;
+  for (size_t r = 0; r * size_t(width) < want.size(); ++r) {
+    double err = 0, scale = 1e-6;
+    for (int i = 0; i < width; ++i) {
+      const size_t at = r * size_t(width) + size_t(i);
+      if (!std::isfinite(got[at])) return INFINITY;
+      err = std::max(err, std::abs(double(got[at]) - double(want[at])));
+      scale = std::max(scale, std::abs(double(want[at])));
+    }
+    worst = std::max(worst, err / scale);
+  }
+  return worst;
+}
+
+inline std::shared_ptr<Model> load_synthetic(const SyntheticModelSpec& spec, const std::string& name) {
+  const auto path = std::filesystem::temp_directory_path() / ("pagoda-cuda-" + name + ".gguf");
+  synthetic_model(spec).write(path.string());
+  auto model = std::shared_ptr<Model>(Model::load(path.string(), Residency::kMapped));
+  std::filesystem::remove(path);  // the map keeps the bytes
+  return model;
+}
+
+// A 37-token prefill (the cuBLAS path: over kGemmMinTokens) beside a 3-token
+// chunk and a sequence's first 21 positions, then two decode steps of all
+// three (matvec); tables scattered and out of order, in blocks of 16.
+inline std::vector<Batch> forward_steps(int vocab, std::vector<std::vector<int32_t>>& tables) {
+  std::mt19937 rng(3);
+  const std::vector<int> lengths = {37, 3, 1};
+  tables = {{4, 9, 1, 30}, {7}, {12, 2}};     // scattered, out of order
+  const std::vector<int> first = {0, 0, 20};  // the third is mid-sequence: its earlier K/V come from the first step
+  std::vector<Batch> out;
+  for (int step = 0; step < 3; ++step) {
+    Batch b;
+    for (size_t s = 0; s < tables.size(); ++s) {
+      b.add_sequence(tables[s], s);
+      if (step == 0) {
+        const int from = s == 2 ? 0 : first[s];  // the third's history: positions 0..20 in the first step too
+        const int to = first[s] + lengths[s];
+        for (int p = from; p < to; ++p) b.add(int32_t(rng() % uint32_t(vocab)), int(s), p, p == to - 1);
+      } else {
+        const int p = first[s] + lengths[s] + step - 1;
+        b.add(int32_t(rng() % uint32_t(vocab)), int(s), p, true);
+      }
+    }
+    out.push_back(b);
+  }
+  return out;
+}
+
+struct Case {
+  std::string name;
+  SyntheticModelSpec spec;
+};
+
+inline std::vector<Case> forward_cases() {
+  SyntheticModelSpec base;
+  base.n_embd = 256;  // a multiple of the K-quants' blocks
+  base.n_ff = 512;
+  base.n_head = 4;
+  base.n_head_kv = 2;
+  base.n_layer = 2;
+  base.tied_embeddings = false;
+  std::vector<Case> out;
+  for (TensorType t :
+       {TensorType::F32, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::F16, TensorType::Q4_0}) {
+    SyntheticModelSpec s = base;
+    s.type = t;
+    out.push_back({std::string(tensor_type_name(t)), s});
+  }
+  SyntheticModelSpec qwen2 = out[1].spec;
+  qwen2.arch = "qwen2";
+  qwen2.qkv_bias = true;
+  out.push_back({"qwen2", qwen2});
+  SyntheticModelSpec qwen3 = out[1].spec;
+  qwen3.arch = "qwen3";
+  qwen3.head_dim = 128;
+  out.push_back({"qwen3", qwen3});
+  SyntheticModelSpec factors = out[1].spec;
+  factors.rope_freq_factors = true;
+  out.push_back({"llama3-rope-factors", factors});
+  return out;
+}
+
+}  // namespace pagoda::cuda::testing

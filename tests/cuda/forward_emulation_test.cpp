@@ -1,0 +1,234 @@
+// CudaDevice's forward pass (cuda/forward_pass.h) run on the CPU against the
+// CPU model, on every machine: the pass's buffers, the upload's sections, the
+// shapes it hands each launcher and the order of the steps are checked where no
+// GPU is. Its Ops compute on host memory with the launchers' semantics: plain
+// loops (the kernels' own equivalence to them is tested kernel by kernel),
+// except attention, the upload's most intricate reader, which runs the kernel's
+// source (host_emulation.h). F16 enters as on the GPU: K/V in the cache, and
+// the weights and activations of steps over kGemmMinTokens tokens.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "cuda/forward_pass.h"
+#include "forward_case.h"
+#include "engine/cpu_runner.h"
+#include "quant/rows.h"
+#include "tools/synthetic.h"
+#include "util/half.h"
+
+namespace pagoda::cuda {
+namespace {
+
+// Largest |emulated - cpu| logit over the largest |cpu| logit of a row. The
+// two differ by F16 K/V (and F16 weights and activations in the long step)
+// here, and by the CPU's 8-bit activations (Q8_0 or Q8_K) for quantized
+// weights: measured up to 0.027 (Q4_K, Q6_K). A wrong buffer, offset or
+// shape moves logits by far more than the row's scale.
+constexpr double kTolerance = 0.05;
+constexpr int kHostBlock = 16, kHostBlocks = 32;
+
+float half_value(__half h) { return f16_to_f32(reinterpret_cast<const uint16_t&>(h)); }
+__half to_half(float f) {
+  const uint16_t b = f32_to_f16(f);
+  return reinterpret_cast<const __half&>(b);
+}
+
+std::vector<float> decoded(TensorType t, const void* w, int64_t rows, int64_t k) {
+  std::vector<float> out(size_t(rows * k));
+  const size_t rb = weight_row_bytes(t, k);
+  for (int64_t r = 0; r < rows; ++r)
+    dequantize_row(t, static_cast<const uint8_t*>(w) + size_t(r) * rb, &out[size_t(r * k)], size_t(k));
+  return out;
+}
+
+// forward_pass.h's Ops on host memory.
+struct HostOps {
+  int launches = 0;
+  void embed_rows(TensorType t, const void* w, int64_t rows, int64_t k, const int32_t* ids, int n, float* out) {
+    ++launches;
+    const size_t rb = weight_row_bytes(t, k);
+    for (int i = 0; i < n; ++i) {
+      ASSERT_TRUE(ids[i] >= 0 && ids[i] < rows) << ids[i];
+      dequantize_row(t, static_cast<const uint8_t*>(w) + size_t(ids[i]) * rb, out + int64_t(i) * k, size_t(k));
+    }
+  }
+  void dequantize_rows_f16(TensorType t, const void* w, int64_t rows, int64_t k, __half* out) {
+    ++launches;
+    const std::vector<float> f = decoded(t, w, rows, k);
+    for (size_t i = 0; i < f.size(); ++i) out[i] = to_half(f[i]);
+  }
+  void matvec(TensorType t, const void* w, int64_t rows, int64_t k, const float* x, int n, float* out) {
+    ++launches;
+    ASSERT_TRUE(n >= 1 && n <= kMaxMatvecTokens);
+    const std::vector<float> f = decoded(t, w, rows, k);
+    for (int i = 0; i < n; ++i)
+      for (int64_t r = 0; r < rows; ++r) {
+        double s = 0;
+        for (int64_t j = 0; j < k; ++j) s += double(f[size_t(r * k + j)]) * x[i * k + j];
+        out[i * rows + r] = float(s);
+      }
+  }
+  void convert_f32_to_f16(const float* x, __half* out, int64_t n) {
+    ++launches;
+    for (int64_t i = 0; i < n; ++i) out[i] = to_half(x[i]);
+  }
+  void gemm_f16(const __half* x, const __half* w, float* out, int n_tokens, int rows, int k) {
+    ++launches;
+    for (int t = 0; t < n_tokens; ++t)
+      for (int r = 0; r < rows; ++r) {
+        double s = 0;
+        for (int j = 0; j < k; ++j) s += double(half_value(x[int64_t(t) * k + j])) * half_value(w[int64_t(r) * k + j]);
+        out[int64_t(t) * rows + r] = float(s);
+      }
+  }
+  void rms_norm(const float* x, const float* w, float* out, int n_rows, int n, float eps) {
+    ++launches;
+    for (int t = 0; t < n_rows; ++t) {
+      double ss = 0;
+      for (int i = 0; i < n; ++i) ss += double(x[int64_t(t) * n + i]) * x[int64_t(t) * n + i];
+      const float inv = float(1 / std::sqrt(ss / n + eps));
+      for (int i = 0; i < n; ++i) out[int64_t(t) * n + i] = x[int64_t(t) * n + i] * inv * w[i];
+    }
+  }
+  void add_bias(float* y, const float* b, int n_rows, int n) {
+    ++launches;
+    for (int64_t i = 0; i < int64_t(n_rows) * n; ++i) y[i] += b[i % n];
+  }
+  void rope(float* x, const int32_t* pos, int n_tokens, int n_heads, int head_dim, const RopeParams& p) {
+    ++launches;
+    for (int t = 0; t < n_tokens; ++t)
+      for (int h = 0; h < n_heads; ++h) {
+        float* v = x + (int64_t(t) * n_heads + h) * head_dim;
+        for (int i = 0; i < p.n_rot / 2; ++i) {
+          double theta = pos[t] * std::pow(double(p.freq_base), -2.0 * i / p.n_rot);
+          if (p.freq_factors) theta /= p.freq_factors[i];
+          const int a = p.style == RopeStyle::kNeox ? i : 2 * i,
+                    b = p.style == RopeStyle::kNeox ? i + p.n_rot / 2 : a + 1;
+          const double x0 = v[a], x1 = v[b];
+          v[a] = float((x0 * std::cos(theta) - x1 * std::sin(theta)) * p.mscale);
+          v[b] = float((x0 * std::sin(theta) + x1 * std::cos(theta)) * p.mscale);
+        }
+      }
+  }
+  void store_kv(const float* k, const float* v, const int32_t* slots, int n, int kv_dim, __half* kc, __half* vc) {
+    ++launches;
+    for (int t = 0; t < n; ++t) {
+      ASSERT_TRUE(slots[t] >= 0 && slots[t] < kHostBlocks * kHostBlock) << slots[t];
+      for (int j = 0; j < kv_dim; ++j) {
+        kc[int64_t(slots[t]) * kv_dim + j] = to_half(k[int64_t(t) * kv_dim + j]);
+        vc[int64_t(slots[t]) * kv_dim + j] = to_half(v[int64_t(t) * kv_dim + j]);
+      }
+    }
+  }
+  // As attention.h's contract: token t attends positions 0..pos[t] of its sequence, K and V of
+  // position p in block tables[seq * stride + p / block_size], slot p % block_size.
+  void paged_attention(const PagedAttentionArgs& a) {
+    ++launches;
+    const int64_t stride = a.seq_table_stride ? a.seq_table_stride : a.max_blocks_per_seq;
+    const int kv_dim = a.n_kv_head * a.head_dim, group = a.n_head / a.n_kv_head;
+    for (int t = 0; t < a.n_tokens; ++t) {
+      const int32_t* table = a.block_tables + a.seq_index[t] * stride;
+      for (int h = 0; h < a.n_head; ++h) {
+        const float* q = a.q + (int64_t(t) * a.n_head + h) * a.head_dim;
+        std::vector<double> score(size_t(a.positions[t]) + 1);
+        double top = -INFINITY, sum = 0;
+        auto at = [&](const __half* cache, int p, int i) -> double {
+          EXPECT_LT(p / a.block_size, a.max_blocks_per_seq);
+          const int64_t slot = int64_t(table[p / a.block_size]) * a.block_size + p % a.block_size;
+          return half_value(cache[slot * kv_dim + (h / group) * a.head_dim + i]);
+        };
+        for (int p = 0; p <= a.positions[t]; ++p) {
+          double s = 0;
+          for (int i = 0; i < a.head_dim; ++i) s += double(q[i]) * at(a.k_cache, p, i);
+          score[size_t(p)] = s * a.scale;
+          top = std::max(top, score[size_t(p)]);
+        }
+        for (double& s : score) sum += (s = std::exp(s - top));
+        float* out = a.out + (int64_t(t) * a.n_head + h) * a.head_dim;
+        for (int i = 0; i < a.head_dim; ++i) {
+          double o = 0;
+          for (int p = 0; p <= a.positions[t]; ++p) o += score[size_t(p)] / sum * at(a.v_cache, p, i);
+          out[i] = float(o);
+        }
+      }
+    }
+  }
+  void add(float* y, const float* x, int64_t n) {
+    ++launches;
+    for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+  }
+  void swiglu(const float* g, const float* u, float* out, int64_t n) {
+    ++launches;
+    for (int64_t i = 0; i < n; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  }
+  void gather_rows(const float* in, const int32_t* idx, int n_out, int64_t n, float* out) {
+    ++launches;
+    for (int i = 0; i < n_out; ++i) std::copy_n(in + idx[i] * n, n, out + i * n);
+  }
+};
+
+// A model's pass on the host: its weights in place, caches and buffers as host vectors.
+struct HostDevice {
+  explicit HostDevice(const Model& model, int max_tokens, int max_logits)
+      : m(place_model(model, [](const void* host, size_t) { return host; })) {
+    const ModelConfig& c = m.cfg;
+    for (int l = 0; l < c.n_layer; ++l) {
+      k.emplace_back(size_t(kHostBlocks) * kHostBlock * c.kv_dim(), to_half(NAN));
+      v.emplace_back(size_t(kHostBlocks) * kHostBlock * c.kv_dim(), to_half(NAN));
+      m.k_cache.push_back(k.back().data());
+      m.v_cache.push_back(v.back().data());
+    }
+    m.block_size = kHostBlock;
+    const size_t T = size_t(max_tokens), L = size_t(max_logits), wide = size_t(std::max({c.n_embd, c.q_dim(), c.n_ff}));
+    auto take = [this](size_t n) { return floats.emplace_back(n, NAN).data(); };
+    b = {.x = take(T * c.n_embd),
+         .h = take(T * c.n_embd),
+         .q = take(T * c.q_dim()),
+         .attn = take(T * c.q_dim()),
+         .k = take(T * c.kv_dim()),
+         .v = take(T * c.kv_dim()),
+         .gate = take(T * c.n_ff),
+         .up = take(T * c.n_ff),
+         .xl = take(L * c.n_embd),
+         .logits = take(L * c.n_vocab)};
+    halves.emplace_back(T * wide);
+    b.x16 = halves.back().data();
+    halves.emplace_back(size_t(m.largest_layer_matrix));
+    b.w16 = halves.back().data();
+  }
+  std::vector<float> forward(const Batch& batch) {
+    const gpu::StepUpload u = gpu::StepUpload::pack(batch, kHostBlock, kHostBlocks);
+    forward_pass(ops, m, b, u, u.words().data());
+    return {b.logits, b.logits + int64_t(u.num_logits()) * m.cfg.n_vocab};
+  }
+  ModelOnDevice m;
+  StepBuffers b;
+  HostOps ops;
+  std::vector<std::vector<__half>> k, v, halves;
+  std::vector<std::vector<float>> floats;
+};
+
+TEST(CudaForwardOnHost, LogitsMatchTheCpuModelForEachTypeAndArchitecture) {
+  for (const testing::Case& c : testing::forward_cases()) {
+    SCOPED_TRACE(c.name);
+    auto model = testing::load_synthetic(c.spec, c.name);
+    HostDevice gpu(*model, 64, 8);
+    CpuRunner cpu(model, kHostBlocks, kHostBlock, KvType::F32, 1);
+    std::vector<std::vector<int32_t>> tables;
+    const std::vector<Batch> batches = testing::forward_steps(model->config().n_vocab, tables);
+    for (size_t i = 0; i < batches.size(); ++i) {
+      std::vector<float> want;
+      cpu.forward(batches[i], want);
+      const std::vector<float> got = gpu.forward(batches[i]);
+      ASSERT_EQ(got.size(), want.size()) << "step " << i;
+      EXPECT_LT(testing::worst_row_error(got, want, model->config().n_vocab), kTolerance) << "step " << i;
+    }
+    EXPECT_GT(gpu.ops.launches, 0);
+  }
+}
+
+}  // namespace
+}  // namespace pagoda::cuda
