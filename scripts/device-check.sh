@@ -38,7 +38,7 @@ if [[ "${1:-}" == "--stage" ]]; then
     [[ -x "$bin" ]] || { echo "device-check: $bin is not built (configure with -DPAGODA_CUDA=ON, build it)" >&2; exit 1; }
     # Libraries outside the C runtime, the toolchain's and CUDA's own (cuBLAS must come from the GPU machine).
     ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' |
-      grep -Ev '/(libc|libm|libdl|librt|libpthread|libgcc_s|libstdc\+\+|ld-linux[^/]*)\.so|/libcublas' |
+      grep -Ev '/(libc|libm|libdl|librt|libpthread|libresolv|libgcc_s|libstdc\+\+|ld-linux[^/]*)\.so|/libcublas' |
       while read -r lib; do cp -Lv "$lib" "$libs_dir/"; done
   done
   exit 0
