@@ -14,7 +14,8 @@
 #        LLAMA_TGZ (the npm tarball; default /work/llama-src/node-llama-cpp-3.22.1.tgz
 #        if present, else `npm pack node-llama-cpp@3.22.1`),
 #        LLAMA_BUILD (/tmp/llama.cpp-v0.5.0: the clone and build, reused when
-#        build/bin/llama-bench is already there)
+#        build/bin/llama-bench and llama-server are already there; the server
+#        is for scripts/serve-vs-llama-server.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-3}
@@ -27,7 +28,7 @@ llama=${LLAMA_BUILD:-/tmp/llama.cpp-v0.5.0}
 case "$llama" in "$PWD"/*) echo "LLAMA_BUILD must be outside the repository" >&2; exit 2 ;; esac
 mkdir -p "$cache"
 
-if [ ! -x "$llama/build/bin/llama-bench" ]; then
+if [ ! -x "$llama/build/bin/llama-bench" ] || [ ! -x "$llama/build/bin/llama-server" ]; then
   work=$(mktemp -d /tmp/llama-npm.XXXXXX)
   tgz=${LLAMA_TGZ:-}
   if [ -z "$tgz" ] && [ -f /work/llama-src/node-llama-cpp-3.22.1.tgz ]; then tgz=/work/llama-src/node-llama-cpp-3.22.1.tgz; fi
@@ -40,10 +41,10 @@ if [ ! -x "$llama/build/bin/llama-bench" ]; then
   rm -rf "$llama"
   git -c advice.detachedHead=false clone -q "$work/package/llama/gitRelease.bundle" "$llama"
   rm -rf "$work"
-  echo "building llama-bench in $llama/build (-DGGML_NATIVE=ON, $(nproc) jobs)"
+  echo "building llama-bench and llama-server in $llama/build (-DGGML_NATIVE=ON, $(nproc) jobs)"
   cmake -S "$llama" -B "$llama/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
-    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF >/dev/null
-  cmake --build "$llama/build" --target llama-bench -j "$(nproc)" >/dev/null
+    -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=ON >/dev/null
+  cmake --build "$llama/build" --target llama-bench llama-server -j "$(nproc)" >/dev/null
 fi
 
 out=$(mktemp -d /tmp/bench_vs_llama.XXXXXX)

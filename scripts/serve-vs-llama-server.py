@@ -5,12 +5,13 @@ the same `pagoda loadgen` closed loop, in turns (never in CI).
   scripts/serve-vs-llama-server.py --model FILE [--streams 8,16,32] [--rounds 1]
       [--pagoda build/pagoda] [--llama-server /tmp/llama.cpp-v0.5.0/build/bin/llama-server]
       [--threads 2] [--prompt-tokens 90:110] [--output-tokens 64] [--per-stream 2]
+      [--llama-np N]
 
 llama-server is built outside the repository from the source bundle of
 node-llama-cpp@3.22.1 (scripts/bench_vs_llama_cpp.sh builds llama-bench the
 same way; add the llama-server target). For each stream count C and round:
 Pagoda with its defaults (after the weights moved into memory), then
-llama-server with `-np C` and 1,024 context tokens per slot (the prompt-size probe asks ~600 on a byte-level vocabulary); each gets 2 warm-up
+llama-server with `-np C` (or --llama-np) and 1,024 context tokens per slot (the prompt-size probe asks ~600 on a byte-level vocabulary); each gets 2 warm-up
 requests, then C clients send C x --per-stream requests (distinct word
 prompts, --output-tokens each with ignore_eos). Prints a Markdown table of
 output tokens/s, TTFT p50 and ITL p50/p99, and each server's completed
@@ -66,9 +67,10 @@ def one_server(args, name, streams, tmp):
     if name == "pagoda":
         proc = start([args.pagoda, "serve", "-m", args.model, "--port", str(port), "-t", str(args.threads)], log)
     else:
+        slots = args.llama_np or streams
         env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(args.llama_server))
         proc = start([args.llama_server, "-m", args.model, "--host", "127.0.0.1", "--port", str(port),
-                      "-t", str(args.threads), "-np", str(streams), "-c", str(1024 * streams), "--no-webui"],
+                      "-t", str(args.threads), "-np", str(slots), "-c", str(1024 * slots), "--no-webui"],
                      log, env)
     try:
         t0 = time.time()
@@ -95,6 +97,7 @@ def main():
     ap.add_argument("--prompt-tokens", default="90:110")
     ap.add_argument("--output-tokens", type=int, default=64)
     ap.add_argument("--per-stream", type=int, default=2)
+    ap.add_argument("--llama-np", type=int, default=0, help="llama-server's slots (-np); 0: one a stream")
     args = ap.parse_args()
     args.pagoda = os.path.realpath(args.pagoda)
     tmp = tempfile.mkdtemp(prefix="serve-vs-llama.")
