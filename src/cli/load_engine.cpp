@@ -17,6 +17,9 @@ void add_device_options(CLI::App* cmd, EngineConfig& cfg, std::string& kv_type) 
                   "--device cuda: seconds a step may take before the GPU counts as hung (every request then ends "
                   "and the server exits for a restart)")
       ->capture_default_str();
+  cmd->add_flag(
+      "--cpu-sampling", [&cfg](int64_t) { cfg.sample_on_device = false; },
+      "--device cuda: sample every token on the CPU (the whole logits rows come back) instead of on the GPU");
   cmd->add_option("--kv-type", kv_type, "KV cache element type: f32 or f16 (auto: f32 on a CPU, f16 on a GPU)")
       ->capture_default_str();
 }

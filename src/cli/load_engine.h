@@ -11,8 +11,8 @@
 
 namespace pagoda::cli {
 
-// --device, --gpu-memory-utilization, --gpu-step-deadline and --kv-type
-// (auto: f32 on a CPU, f16 on a GPU) into `cfg` and `kv_type`.
+// --device, --gpu-memory-utilization, --gpu-step-deadline, --cpu-sampling
+// and --kv-type (auto: f32 on a CPU, f16 on a GPU) into `cfg` and `kv_type`.
 void add_device_options(CLI::App* cmd, EngineConfig& cfg, std::string& kv_type);
 
 // Sets cfg.kv_type from --kv-type, then loads; InvalidArgument for an unknown

@@ -19,6 +19,7 @@
 #include "cuda/kv.h"
 #include "cuda/matvec.h"
 #include "cuda/norm_rope_act.h"
+#include "cuda/sampling.h"
 #include "cuda/step_faults.h"
 #include "device/device_failure.h"
 #include "util/error.h"
@@ -64,6 +65,13 @@ struct Workspace {
   int32_t* words = nullptr;       // the upload (gpu/step_upload.h)
   int32_t* host_words = nullptr;  // pinned: the upload's staging
   float* host_logits = nullptr;   // pinned: L x V
+  // Sampling on the device: the records (rows, then adjustments, then
+  // penalty entries) and their staging, a scratch [L][2 * V], the answers.
+  std::byte* sampling = nullptr;
+  std::byte* host_sampling = nullptr;
+  float* sample_scratch = nullptr;
+  SampledRow* sampled = nullptr;
+  SampledRow* host_sampled = nullptr;
   std::vector<void*> device, pinned;
 
   void release() {
@@ -140,6 +148,13 @@ int64_t upload_words(const gpu::StepLimits& l) {
          l.max_seqs + l.max_logits;
 }
 
+// Both list entries are 8 bytes, and a RowSampling a multiple of 8: the three
+// lists pack into one buffer without padding.
+static_assert(sizeof(LogitAdjust) == 8 && sizeof(PenaltyEntry) == 8 && sizeof(RowSampling) % 8 == 0);
+int64_t sampling_bytes(const gpu::StepLimits& l) {
+  return int64_t(l.max_logits) * int64_t(sizeof(RowSampling)) + 8 * int64_t(l.max_sample_entries);
+}
+
 }  // namespace
 
 struct CudaDevice::Impl {
@@ -162,7 +177,8 @@ struct CudaDevice::Impl {
 
   Workspace buf;
   int64_t launches = 0;
-  int32_t pending_logits = -1;        // rows the launched step returns; -1: none launched
+  int32_t pending_logits = -1;        // logits rows the launched step returns; -1: none launched
+  int32_t pending_sampled = 0;        // and rows it sampled
   int32_t* never_released = nullptr;  // the hang fault's flag, zero forever
 
   void use() { ck(cudaSetDevice(ordinal), "cudaSetDevice"); }
@@ -310,6 +326,11 @@ DeviceStatus CudaDevice::reserve_workspace(const gpu::StepLimits& limits) {
     w.words = w.take<int32_t>(upload_words(limits));
     w.host_words = w.take_pinned<int32_t>(upload_words(limits));
     w.host_logits = w.take_pinned<float>(L * c.n_vocab);
+    w.sampling = w.take<std::byte>(sampling_bytes(limits));
+    w.host_sampling = w.take_pinned<std::byte>(sampling_bytes(limits));
+    w.sample_scratch = w.take<float>(2 * L * c.n_vocab);
+    w.sampled = w.take<SampledRow>(L);
+    w.host_sampled = w.take_pinned<SampledRow>(L);
   });
   if (!s.ok()) {
     w.release();  // the old buffers stay
@@ -374,9 +395,30 @@ void CudaDevice::Impl::take_memory_then_fail() {
 void CudaDevice::Impl::forward(const gpu::StepUpload& u) {
   std::memcpy(buf.host_words, u.words().data(), u.bytes());
   ck(cudaMemcpyAsync(buf.words, buf.host_words, u.bytes(), cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+  const int32_t D = u.num_sampled();
+  const size_t V = size_t(model.cfg.n_vocab);
+  // The sampling records in one copy: rows, adjustments, penalty entries.
+  const size_t rows_bytes = size_t(D) * sizeof(RowSampling), adjust_bytes = u.adjusts().size_bytes();
+  if (D > 0) {
+    std::memcpy(buf.host_sampling, u.sampling_rows().data(), rows_bytes);
+    std::memcpy(buf.host_sampling + rows_bytes, u.adjusts().data(), adjust_bytes);
+    std::memcpy(buf.host_sampling + rows_bytes + adjust_bytes, u.penalties().data(), u.penalties().size_bytes());
+    ck(cudaMemcpyAsync(buf.sampling, buf.host_sampling, rows_bytes + adjust_bytes + u.penalties().size_bytes(),
+                       cudaMemcpyHostToDevice, stream),
+       "cudaMemcpyAsync");
+  }
   Launches ops{stream, blas};
   forward_pass(ops, model, buf.act, u, buf.words);
-  ck(cudaMemcpyAsync(buf.host_logits, buf.act.logits, size_t(u.num_logits()) * model.cfg.n_vocab * sizeof(float),
+  if (D > 0) {
+    // The first D logits rows are the sampled ones (gpu/step_upload.h): only their answers come back.
+    ck(sample_rows(buf.act.logits, buf.sample_scratch, D, int32_t(V), reinterpret_cast<RowSampling*>(buf.sampling),
+                   reinterpret_cast<LogitAdjust*>(buf.sampling + rows_bytes),
+                   reinterpret_cast<PenaltyEntry*>(buf.sampling + rows_bytes + adjust_bytes), buf.sampled, stream),
+       "sample_rows");
+    ck(cudaMemcpyAsync(buf.host_sampled, buf.sampled, size_t(D) * sizeof(SampledRow), cudaMemcpyDeviceToHost, stream),
+       "cudaMemcpyAsync");
+  }
+  ck(cudaMemcpyAsync(buf.host_logits, buf.act.logits + size_t(D) * V, size_t(u.num_logits() - D) * V * sizeof(float),
                      cudaMemcpyDeviceToHost, stream),
      "cudaMemcpyAsync");
 }
@@ -384,7 +426,8 @@ void CudaDevice::Impl::forward(const gpu::StepUpload& u) {
 DeviceStatus CudaDevice::launch_step(const gpu::StepUpload& u) {
   Impl& m = *m_;
   if (u.num_groups() != 1) fail<InvalidArgument>("a step of {} KV groups on a one-group device", u.num_groups());
-  if (!m.buf.limits.covers({u.num_tokens(), u.num_seqs(), u.table_width(), u.num_logits()}))
+  if (!m.buf.limits.covers({u.num_tokens(), u.num_seqs(), u.table_width(), u.num_logits(),
+                            int32_t(u.adjusts().size() + u.penalties().size())}))
     fail<InvalidArgument>("a step larger than its reserved workspace");  // CudaRunner grows it first
   const int64_t n = ++m.launches;
   const DeviceStatus s = answer([&] {
@@ -394,12 +437,13 @@ DeviceStatus CudaDevice::launch_step(const gpu::StepUpload& u) {
     if (n == m.faults.trap_at_launch) ck(launch_trap(m.stream), "launch_trap");
     if (n == m.faults.hang_at_launch) ck(launch_spin(m.never_released, m.stream), "launch_spin");
     ck(cudaEventRecord(m.done, m.stream), "cudaEventRecord");
-    m.pending_logits = u.num_logits();
+    m.pending_logits = u.num_logits() - u.num_sampled();
+    m.pending_sampled = u.num_sampled();
   });
   return m.note(s);
 }
 
-DeviceStatus CudaDevice::finish_step(Deadline deadline, std::span<float> logits) {
+DeviceStatus CudaDevice::finish_step(Deadline deadline, std::span<float> logits, std::span<SampledRow> sampled) {
   Impl& m = *m_;
   if (m.pending_logits < 0) return DeviceStatus::cuda(int(cudaErrorNotReady), "finish_step before a launch");
   const DeviceStatus s = answer([&] {
@@ -416,8 +460,10 @@ DeviceStatus CudaDevice::finish_step(Deadline deadline, std::span<float> logits)
         std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     const size_t n = size_t(m.pending_logits) * size_t(m.model.cfg.n_vocab);
-    if (logits.size() != n) ck(cudaErrorInvalidValue, "finish_step: a logits buffer of the wrong size");
+    if (logits.size() != n || sampled.size() != size_t(m.pending_sampled))
+      ck(cudaErrorInvalidValue, "finish_step: a logits or sampled buffer of the wrong size");
     std::memcpy(logits.data(), m.buf.host_logits, n * sizeof(float));
+    std::copy_n(m.buf.host_sampled, sampled.size(), sampled.begin());
   });
   m.pending_logits = -1;
   return m.note(s);

@@ -42,7 +42,7 @@ class CudaDevice : public gpu::Device {
   gpu::DeviceStatus allocate_kv(const gpu::KvPoolShape& shape) override;
   gpu::DeviceStatus copy_blocks(std::span<const BlockCopy> copies) override;
   gpu::DeviceStatus launch_step(const gpu::StepUpload& upload) override;
-  gpu::DeviceStatus finish_step(Deadline deadline, std::span<float> logits) override;
+  gpu::DeviceStatus finish_step(Deadline deadline, std::span<float> logits, std::span<SampledRow> sampled) override;
 
   struct Impl;
 

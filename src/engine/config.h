@@ -57,6 +57,9 @@ struct EngineConfig {
   std::string device = "cpu";
   double gpu_memory_utilization = 0.9;
   double gpu_step_deadline_s = 30;
+  // A backend that samples on its device (a GPU) does, except for rows the
+  // host needs (grammars); false: every row's logits come back (--cpu-sampling).
+  bool sample_on_device = true;
   // --pooling: serve the model as an embedding model pooled this way; unset:
   // as its file declares (pooling_type), none for a generating model.
   std::optional<Pooling> pooling;

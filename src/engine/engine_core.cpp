@@ -325,8 +325,9 @@ void EngineCore::forward(std::span<const ScheduledSeq> part) {
   trace_.enter(StepPhase::forward);
   Batch batch;
   build_batch(part, batch);
+  plan_sampling(part);
   const double t0 = clock_->now();
-  runner_->forward(batch, logits_);
+  runner_->forward_sampled(batch, logits_, sampling_, sampled_);
   stats_.time_in_forward += clock_->now() - t0;
   stats_.last_step_experts = runner_->experts_run();
   stats_.experts_run += stats_.last_step_experts;

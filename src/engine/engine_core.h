@@ -150,8 +150,23 @@ class EngineCore {
   // a hybrid's state checkpoint, if this is where its prompt takes one.
   void commit(Sequence& seq);
   void fail_batch(std::span<const ScheduledSeq> part, const std::string& cause);
-  void fill_step_masks(std::span<const std::pair<SeqRun*, size_t>> rows);
+  // A sequence's sampled row in a pass: its logits row among those that
+  // came back (host), or its answer among the backend's (sampled).
+  struct SampleRow {
+    SeqRun* seq;
+    int64_t host;
+    int32_t sampled;
+  };
+  // The backend samples a row itself (ModelRunner::samples_rows) unless the
+  // host needs its logits: a grammar's mask, a first token's forks.
+  bool samples_on_device(const SeqRun& s) const;
+  void plan_sampling(std::span<const ScheduledSeq> part);  // sampling_ for the pass
+  void fill_step_masks(std::span<const SampleRow> rows);
+  void deliver_prompt_logprobs(SeqRun& s);  // before a choice's first token
   void sample_seq(SeqRun& s, std::span<const float> logits);
+  void take_sampled(SeqRun& s, const SampledRow& r);
+  // The chosen token's way out: statistics, stops, detokenization, delivery.
+  void emit_token(SeqRun& s, TokenId id, std::optional<GeneratedLogprobs> lp, bool waiting);
   std::vector<SeqRun*> fork_choices(SeqRun& parent);
   void deliver(RequestState& req, int32_t choice, RequestOutput&& out);
   void finish(SeqRun& s, FinishReason reason, const std::string& error = "");
@@ -182,8 +197,10 @@ class EngineCore {
   SeqId next_seq_id_ = 1;
   uint64_t next_arrival_ = 0;
   int64_t step_ = 0;
-  std::vector<float> logits_;
+  std::vector<float> logits_;  // the pass's rows that came back
   std::vector<float> masked_;  // one row of logits under a grammar mask
+  StepSampling sampling_;      // the pass's rows the backend samples (plan_sampling)
+  std::vector<SampledRow> sampled_;
   EngineStats stats_;
   PhaseClock trace_;
   std::function<void(const StepStart&)> on_step_start_;

@@ -42,40 +42,84 @@ bool EngineCore::record_prompt_logprobs(SeqRun& s, int32_t first, int32_t count,
   return true;
 }
 
+bool EngineCore::samples_on_device(const SeqRun& s) const {
+  // A grammar needs its mask on the logits, and a forking first token the
+  // logits its other choices sample from: those rows come back to the host.
+  const bool forks = s.seq.num_output() == 0 && s.choice == 0 && s.req->request.n > 1 && !s.req->forked;
+  return !s.finished && !s.constraint && !forks;
+}
+
+void EngineCore::plan_sampling(std::span<const ScheduledSeq> part) {
+  sampling_.clear();
+  if (!config_.sample_on_device || !runner_->samples_rows() || pooling_ != Pooling::none) return;
+  // The pass's logits rows, in after_forward()'s order: a chunk's prompt-logprob rows, then its sampled row.
+  for (const auto& sc : part) {
+    auto it = seqs_.find(sc.seq->id);
+    const SeqRun* run = it != seqs_.end() ? it->second.get() : nullptr;
+    sampling_.row_of.insert(sampling_.row_of.end(), size_t(prompt_logprob_span(run, sc).second), -1);
+    if (!sc.sample) continue;
+    if (!run || !samples_on_device(*run)) {
+      sampling_.row_of.push_back(-1);
+      continue;
+    }
+    const auto& sp = run->req->request.sampling;
+    // The draw this row will use, from a copy: the sequence's own stream
+    // advances only when the token is taken, so a failed pass draws nothing.
+    const double u = sp.greedy() ? 0.0 : Rng(run->rng).uniform();
+    sampling_.row_of.push_back(int32_t(sampling_.rows.size()));
+    sampling_.rows.push_back(
+        flatten_row(sp, u, eog_ids_, run->seq.num_output(), run->history, sampling_.adjusts, sampling_.penalties));
+  }
+  if (sampling_.empty()) sampling_.clear();  // every row comes back: a plain pass
+}
+
 void EngineCore::after_forward(std::span<const ScheduledSeq> part) {
   // Commit first, and find the rows to sample: their grammar masks are
   // filled together, in parallel, before any of them samples.
   trace_.enter(StepPhase::sample);
-  std::vector<std::pair<SeqRun*, size_t>> rows;  // (sequence, its logits row)
-  size_t row = 0;
+  std::vector<SampleRow> rows;
+  size_t row = 0, host = 0;  // the pass's logits rows; those of them whose logits came back
+  auto came_back = [&](size_t r) { return sampling_.row_of.empty() || sampling_.row_of[r] < 0; };
+  auto skip = [&](size_t n) {
+    for (size_t i = 0; i < n; ++i, ++row) host += came_back(row);
+  };
   for (const auto& sc : part) {
     auto it = seqs_.find(sc.seq->id);
     const SeqRun* run = it != seqs_.end() ? it->second.get() : nullptr;
     const auto [plp_first, plp_count] = prompt_logprob_span(run, sc);  // before the commit moves num_computed
     if (!run || run->finished) {
-      row += size_t(plp_count) + sc.sample;  // its rows are in the pass all the same
+      skip(size_t(plp_count) + sc.sample);  // its rows are in the pass all the same
       continue;
     }
     SeqRun& s = *it->second;
-    if (plp_count > 0 && !record_prompt_logprobs(s, plp_first, plp_count, row)) {
-      row += size_t(plp_count) + sc.sample;
+    if (plp_count > 0 && !record_prompt_logprobs(s, plp_first, plp_count, host)) {
+      skip(size_t(plp_count) + sc.sample);
       continue;
     }
-    row += size_t(plp_count);
+    skip(size_t(plp_count));  // prompt-logprob rows always come back
     s.seq.num_computed += sc.num_tokens;
     commit(s.seq);
-    if (sc.sample) rows.emplace_back(&s, row++);
+    if (!sc.sample) continue;
+    if (came_back(row))
+      rows.push_back({&s, int64_t(host++), -1});
+    else
+      rows.push_back({&s, -1, sampling_.row_of[row]});
+    ++row;
   }
   fill_step_masks(rows);
   const size_t V = size_t(vocab_size_);
-  for (auto [sp, r] : rows) {
-    SeqRun& s = *sp;
-    const std::span<const float> logits(logits_.data() + r * V, V);
+  for (const SampleRow& r : rows) {
+    SeqRun& s = *r.seq;
+    if (s.seq.num_output() == 0 && s.choice == 0) s.req->num_cached_tokens = s.seq.num_cached;
+    if (r.sampled >= 0) {
+      take_sampled(s, sampled_.at(size_t(r.sampled)));
+      continue;
+    }
+    const std::span<const float> logits(logits_.data() + size_t(r.host) * V, V);
     if (std::any_of(logits.begin(), logits.end(), [](float x) { return !std::isfinite(x); })) {
       finish(s, FinishReason::error, "the model produced non-finite logits");
       continue;
     }
-    if (s.seq.num_output() == 0 && s.choice == 0) s.req->num_cached_tokens = s.seq.num_cached;
     if (s.seq.num_output() == 0 && s.choice == 0 && s.req->request.n > 1 && !s.req->forked) {
       // The prompt is computed once; the other choices share its blocks and
       // sample their first token from these same logits.
@@ -133,10 +177,10 @@ std::vector<EngineCore::SeqRun*> EngineCore::fork_choices(SeqRun& parent) {
   return children;
 }
 
-void EngineCore::fill_step_masks(std::span<const std::pair<SeqRun*, size_t>> rows) {
+void EngineCore::fill_step_masks(std::span<const SampleRow> rows) {
   std::vector<SeqConstraint*> cs;
-  for (auto [s, r] : rows)
-    if (s->constraint && !s->constraint->waiting()) cs.push_back(&*s->constraint);
+  for (const SampleRow& r : rows)
+    if (r.seq->constraint && !r.seq->constraint->waiting()) cs.push_back(&*r.seq->constraint);
   if (cs.empty()) return;
   const double t0 = clock_->now();
   fill_masks(cs, runner_->host_pool());
@@ -144,14 +188,35 @@ void EngineCore::fill_step_masks(std::span<const std::pair<SeqRun*, size_t>> row
   stats_.masks_filled += int64_t(cs.size());
 }
 
-void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
+void EngineCore::deliver_prompt_logprobs(SeqRun& s) {
   RequestState& req = *s.req;
-  const auto& sp = req.request.sampling;
-  if (req.request.prompt_logprobs && s.seq.num_output() == 0) {
-    RequestOutput plp;  // the prompt's logprobs, complete once any choice samples
-    plp.prompt_logprobs = req.prompt_logprobs;
-    deliver(req, s.choice, std::move(plp));
+  if (!req.request.prompt_logprobs || s.seq.num_output() > 0) return;
+  RequestOutput plp;  // the prompt's logprobs, complete once any choice samples
+  plp.prompt_logprobs = req.prompt_logprobs;
+  deliver(req, s.choice, std::move(plp));
+}
+
+void EngineCore::take_sampled(SeqRun& s, const SampledRow& r) {
+  if (r.status == SampledRow::kNonFinite) return finish(s, FinishReason::error, "the model produced non-finite logits");
+  if (r.status != SampledRow::kSampled)
+    return finish(s, FinishReason::error, "every logit is -inf: no token can be sampled");
+  deliver_prompt_logprobs(s);
+  const auto& sp = s.req->request.sampling;
+  if (!sp.greedy()) s.rng.uniform();  // the draw the device used, taken now from the same state
+  std::optional<GeneratedLogprobs> lp;
+  if (sp.logprobs) {
+    lp.emplace();
+    lp->token = r.token;
+    lp->logprob = r.logprob;
+    for (int32_t i = 0; i < std::min(r.n_top, SamplingParams::kMaxLogprobs); ++i)
+      lp->top.push_back({r.top[i].token, r.top[i].logprob});
   }
+  emit_token(s, r.token, std::move(lp), false);
+}
+
+void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
+  const auto& sp = s.req->request.sampling;
+  deliver_prompt_logprobs(s);
   const bool constrained = s.constraint && s.constraint->active();  // a lazy one waits for its trigger
   const bool gating = s.constraint && s.constraint->gating();
   const bool waiting = s.constraint && s.constraint->waiting();
@@ -197,6 +262,22 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
     if (!accepted)
       return finish(s, FinishReason::error, fmt::format("the sampled token {} is outside the output grammar", id));
   }
+  std::optional<GeneratedLogprobs> lp;
+  if (sp.logprobs) {
+    lp.emplace();
+    lp->token = id;
+    lp->logprob = token_logprob(logits, id);
+    lp->top = top_logprobs(logits, *sp.logprobs);
+    // Tokens the grammar or min_tokens forbids have probability 0: not listed among the likely ones.
+    if (constrained || gating || adjusted)
+      std::erase_if(lp->top, [](const TokenLogprob& t) { return std::isinf(t.logprob); });
+  }
+  emit_token(s, id, std::move(lp), waiting);
+}
+
+void EngineCore::emit_token(SeqRun& s, TokenId id, std::optional<GeneratedLogprobs> lp, bool waiting) {
+  RequestState& req = *s.req;
+  const auto& sp = req.request.sampling;
   const double now = clock_->now();
   if (req.first_token_time < 0) {
     req.first_token_time = now;
@@ -210,16 +291,7 @@ void EngineCore::sample_seq(SeqRun& s, std::span<const float> logits) {
   s.seq.state = SeqState::decode;
 
   RequestOutput out;
-  if (sp.logprobs) {
-    GeneratedLogprobs lp;
-    lp.token = id;
-    lp.logprob = token_logprob(logits, id);
-    lp.top = top_logprobs(logits, *sp.logprobs);
-    // Tokens the grammar or min_tokens forbids have probability 0: not listed among the likely ones.
-    if (constrained || gating || adjusted)
-      std::erase_if(lp.top, [](const TokenLogprob& t) { return std::isinf(t.logprob); });
-    out.logprobs.push_back(std::move(lp));
-  }
+  if (lp) out.logprobs.push_back(std::move(*lp));
   const int64_t n_generated = s.seq.num_output() + 1;
   FinishReason reason = finish_reason(id, n_generated, sp, eog_ids_);
   // The grammar took an end-of-generation token: the output is complete, even with ignore_eos.

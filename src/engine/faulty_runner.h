@@ -32,12 +32,17 @@ class FaultyRunner : public ModelRunner {
   void rank(std::vector<float>& pooled) override { inner_->rank(pooled); }
   void copy_states(std::span<const StateCopy> copies) override { inner_->copy_states(copies); }
   void forward(const Batch& batch, std::vector<float>& logits) override;
+  bool samples_rows() const override { return inner_->samples_rows(); }
+  void forward_sampled(const Batch& batch, std::vector<float>& logits, const StepSampling& sampling,
+                       std::vector<SampledRow>& sampled) override;
   int experts_run() const override { return inner_->experts_run(); }
   ThreadPool* host_pool() override { return inner_->host_pool(); }
 
  private:
   std::unique_ptr<ModelRunner> inner_;
   FaultInjector& faults_;
+  void before_forward(const Batch& batch);  // the faults a pass may meet
+
   int64_t slowed_step_ = -1;  // a step sleeps once, not once per retry
 };
 

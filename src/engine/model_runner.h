@@ -11,11 +11,30 @@
 #include "kv/batch.h"
 #include "kv/types.h"
 #include "model/config.h"  // Pooling
+#include "sampling/row_sample.h"
 #include "util/error.h"
 
 namespace pagoda {
 
 class ThreadPool;
+
+// The logits rows a backend samples itself (ModelRunner::samples_rows): only
+// their ids and logprobs come back. row_of has one entry per logits row of
+// the pass, in batch order: an index into `rows`, or -1 for a row whose
+// logits come back as before. rows[i] points into adjusts and penalties.
+struct StepSampling {
+  std::vector<int32_t> row_of;
+  std::vector<RowSampling> rows;
+  std::vector<LogitAdjust> adjusts;
+  std::vector<PenaltyEntry> penalties;
+  bool empty() const { return rows.empty(); }
+  void clear() {
+    row_of.clear();
+    rows.clear();
+    adjusts.clear();
+    penalties.clear();
+  }
+};
 
 class ModelRunner {
  public:
@@ -56,6 +75,18 @@ class ModelRunner {
   // Runs the batch; logits: one row of output_width() per token with logits set.
   // Throws on failure; ResourceExhausted means "out of memory, try less".
   virtual void forward(const Batch& batch, std::vector<float>& logits) = 0;
+  // Whether the backend samples rows itself (a GPU: the whole logits matrix
+  // stays on the device). The engine then asks for it per row.
+  virtual bool samples_rows() const { return false; }
+  // forward(), with the rows `sampling` names sampled by the backend:
+  // sampled[i] answers sampling.rows[i]; logits holds only the other rows,
+  // in batch order. An empty `sampling` is forward().
+  virtual void forward_sampled(const Batch& batch, std::vector<float>& logits, const StepSampling& sampling,
+                               std::vector<SampledRow>& sampled) {
+    if (!sampling.empty()) fail<Unsupported>("this backend does not sample rows itself");
+    sampled.clear();
+    forward(batch, logits);
+  }
   // The experts the last forward pass ran, summed over its layers (a mixture
   // of experts: how much of the model a step read); 0 for a dense model.
   virtual int experts_run() const { return 0; }

@@ -6,6 +6,11 @@
 
 namespace pagoda::gpu {
 
+namespace {
+// The sampling lists' room before a step needs more (grown like the rest).
+constexpr int32_t kFirstSampleEntries = 4096;
+}  // namespace
+
 CudaRunner::CudaRunner(std::shared_ptr<const Model> model, std::unique_ptr<Device> device,
                        const CudaRunnerOptions& options)
     : model_(std::move(model)), device_(std::move(device)), options_(options) {
@@ -26,7 +31,8 @@ CudaRunner::CudaRunner(std::shared_ptr<const Model> model, std::unique_ptr<Devic
   reserved_ = {.max_tokens = std::max(1, options.max_batched_tokens),
                .max_seqs = std::max(1, options.max_num_seqs),
                .max_blocks_per_seq = std::max(1, (max_len + bs - 1) / bs),
-               .max_logits = std::max(1, options.max_num_seqs)};  // prompt logprobs grow it
+               .max_logits = std::max(1, options.max_num_seqs),  // prompt logprobs grow it
+               .max_sample_entries = kFirstSampleEntries};
   check(device_->reserve_workspace(reserved_), "reserving the step workspace");
   check(device_->memory(after), "reading the device's memory");
 
@@ -67,20 +73,28 @@ void CudaRunner::copy_blocks(std::span<const BlockCopy> copies) {
 }
 
 void CudaRunner::forward(const Batch& batch, std::vector<float>& logits) {
+  std::vector<SampledRow> none;
+  forward_sampled(batch, logits, {}, none);
+}
+
+void CudaRunner::forward_sampled(const Batch& batch, std::vector<float>& logits, const StepSampling& sampling,
+                                 std::vector<SampledRow>& sampled) {
   check_not_lost();
-  const StepUpload upload = StepUpload::pack(batch, pool_.block_size, pool_.num_blocks);
-  const StepLimits need{upload.num_tokens(), upload.num_seqs(), upload.table_width(), upload.num_logits()};
+  const StepUpload upload = StepUpload::pack(batch, pool_.block_size, pool_.num_blocks, sampling, vocab_size());
+  const StepLimits need{upload.num_tokens(), upload.num_seqs(), upload.table_width(), upload.num_logits(),
+                        int32_t(upload.adjusts().size() + upload.penalties().size())};
   if (!reserved_.covers(need)) {
     // Before the step's first launch: an out-of-memory here halves the step, nothing half-ran.
     const StepLimits grown = reserved_.widened(need);
     check(device_->reserve_workspace(grown), "growing the step workspace");
     reserved_ = grown;
   }
-  logits.resize(size_t(upload.num_logits()) * size_t(vocab_size()));
+  logits.resize(size_t(upload.num_logits() - upload.num_sampled()) * size_t(vocab_size()));
+  sampled.resize(size_t(upload.num_sampled()));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<Device::Deadline::duration>(
                                                                std::chrono::duration<double>(options_.step_deadline_s));
   const DeviceStatus launched = device_->launch_step(upload);
-  const DeviceStatus done = launched.ok() ? device_->finish_step(deadline, logits) : launched;
+  const DeviceStatus done = launched.ok() ? device_->finish_step(deadline, logits, sampled) : launched;
   check(done, "the forward pass");  // the engine's log names the step
 }
 

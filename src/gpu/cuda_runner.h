@@ -48,6 +48,9 @@ class CudaRunner : public ModelRunner {
   int32_t context_length() const override { return model_->config().n_ctx_train; }
   void copy_blocks(std::span<const BlockCopy> copies) override;
   void forward(const Batch& batch, std::vector<float>& logits) override;
+  bool samples_rows() const override { return true; }
+  void forward_sampled(const Batch& batch, std::vector<float>& logits, const StepSampling& sampling,
+                       std::vector<SampledRow>& sampled) override;
 
  private:
   // Throws what a failed status means (raise_device_error); a DeviceLost is

@@ -67,13 +67,15 @@ struct StepLimits {
   int32_t max_seqs = 0;
   int32_t max_blocks_per_seq = 0;  // a sequence's table, in one group
   int32_t max_logits = 0;          // logits rows: one a sequence, more with prompt logprobs
+  int32_t max_sample_entries = 0;  // rows sampled on the device: their logit adjustments + penalty entries
   bool covers(const StepLimits& s) const {
     return s.max_tokens <= max_tokens && s.max_seqs <= max_seqs && s.max_blocks_per_seq <= max_blocks_per_seq &&
-           s.max_logits <= max_logits;
+           s.max_logits <= max_logits && s.max_sample_entries <= max_sample_entries;
   }
   StepLimits widened(const StepLimits& s) const {
     return {std::max(max_tokens, s.max_tokens), std::max(max_seqs, s.max_seqs),
-            std::max(max_blocks_per_seq, s.max_blocks_per_seq), std::max(max_logits, s.max_logits)};
+            std::max(max_blocks_per_seq, s.max_blocks_per_seq), std::max(max_logits, s.max_logits),
+            std::max(max_sample_entries, s.max_sample_entries)};
   }
 };
 
@@ -101,9 +103,11 @@ class Device {
   // returns without waiting for them.
   virtual DeviceStatus launch_step(const StepUpload& upload) = 0;
   // Waits until the launched step ends or `deadline` passes (then
-  // DeviceStatus::deadline), and copies its logits rows out: the upload's
-  // num_logits() rows of the model's vocabulary.
-  virtual DeviceStatus finish_step(Deadline deadline, std::span<float> logits) = 0;
+  // DeviceStatus::deadline), and copies its results out: the rows it
+  // sampled (the upload's first num_sampled(), sampling/row_sample.h), and
+  // the logits of the others (num_logits() - num_sampled() rows of the
+  // model's vocabulary, in logit_rows() order).
+  virtual DeviceStatus finish_step(Deadline deadline, std::span<float> logits, std::span<SampledRow> sampled) = 0;
 };
 
 }  // namespace pagoda::gpu

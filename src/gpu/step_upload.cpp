@@ -6,18 +6,53 @@
 
 namespace pagoda::gpu {
 
-StepUpload StepUpload::pack(const Batch& batch, int32_t block_size, int32_t num_blocks) {
+namespace {
+
+// The device reads these records as they are: every index is checked here.
+void check_sampling(const StepSampling& sp, int32_t num_logits, int32_t vocab) {
+  if (sp.empty()) return;
+  if (sp.row_of.size() != size_t(num_logits))
+    fail<InvalidArgument>("sampling for {} logits rows in a step of {}", sp.row_of.size(), num_logits);
+  std::vector<int> used(sp.rows.size(), 0);
+  for (int32_t r : sp.row_of) {
+    if (r < -1 || r >= int32_t(sp.rows.size()) || (r >= 0 && used[size_t(r)]++ > 0))
+      fail<InvalidArgument>("logits row mapped to sampling row {} of {} (or twice)", r, sp.rows.size());
+  }
+  if (std::count(used.begin(), used.end(), 1) != std::ptrdiff_t(sp.rows.size()))
+    fail<InvalidArgument>("a sampling row no logits row names");
+  auto in = [](int32_t begin, int32_t count, size_t size) {
+    return begin >= 0 && count >= 0 && size_t(begin) + size_t(count) <= size;
+  };
+  for (const RowSampling& r : sp.rows) {
+    if (!in(r.adjust_begin, r.adjust_count, sp.adjusts.size()) ||
+        !in(r.penalty_begin, r.penalty_count, sp.penalties.size()))
+      fail<InvalidArgument>("a sampling row's entries outside the step's lists");
+    if (r.n_logprobs > SamplingParams::kMaxLogprobs) fail<InvalidArgument>("{} top logprobs", r.n_logprobs);
+  }
+  for (const LogitAdjust& a : sp.adjusts)
+    if (a.token < 0 || a.token >= vocab)
+      fail<InvalidArgument>("logit adjustment of token {} (vocab {})", a.token, vocab);
+  for (const PenaltyEntry& e : sp.penalties)
+    if (e.token < 0 || e.token >= vocab) fail<InvalidArgument>("penalty on token {} (vocab {})", e.token, vocab);
+}
+
+}  // namespace
+
+StepUpload StepUpload::pack(const Batch& batch, int32_t block_size, int32_t num_blocks, const StepSampling& sampling,
+                            int32_t vocab) {
   const int32_t T = int32_t(batch.tokens.size()), S = batch.num_sequences(), G = batch.num_groups;
   if (T == 0 || S == 0) fail<InvalidArgument>("an empty step ({} tokens, {} sequences) has nothing to upload", T, S);
   if (block_size <= 0) fail<InvalidArgument>("block size {}", block_size);
   int32_t B = 0, L = 0;
   for (const auto& t : batch.block_tables) B = std::max(B, int32_t(t.size()));
   for (const auto& t : batch.tokens) L += t.logits;
+  check_sampling(sampling, L, vocab);
+  const int32_t D = int32_t(sampling.rows.size());
 
   StepUpload u;
   auto& w = u.words_;
   w.reserve(kHeaderWords + (3 + size_t(G)) * T + size_t(S) * G * B + S + L);
-  w = {T, S, G, B, L, block_size};
+  w = {T, S, G, B, L, block_size, D};
   for (const auto& t : batch.tokens) w.push_back(t.token);
   for (const auto& t : batch.tokens) w.push_back(t.pos);
   for (const auto& t : batch.tokens) {
@@ -49,8 +84,20 @@ StepUpload StepUpload::pack(const Batch& batch, int32_t block_size, int32_t num_
   const size_t seq_len_at = w.size();
   w.insert(w.end(), size_t(S), 0);
   for (const auto& t : batch.tokens) w[seq_len_at + size_t(t.seq)] = std::max(w[seq_len_at + size_t(t.seq)], t.pos + 1);
-  for (int32_t i = 0; i < T; ++i)
-    if (batch.tokens[size_t(i)].logits) w.push_back(i);
+  const size_t rows_at = w.size();
+  w.insert(w.end(), size_t(L), 0);
+  int32_t r = 0, back = D;  // logits rows in batch order; the next that comes back
+  for (int32_t i = 0; i < T; ++i) {
+    if (!batch.tokens[size_t(i)].logits) continue;
+    const int32_t d = sampling.empty() ? -1 : sampling.row_of[size_t(r)];
+    w[rows_at + size_t(d >= 0 ? d : back++)] = i;
+    ++r;
+  }
+  if (D > 0) {
+    u.sampling_.rows = sampling.rows;
+    u.sampling_.adjusts = sampling.adjusts;
+    u.sampling_.penalties = sampling.penalties;
+  }
   return u;
 }
 
@@ -67,13 +114,10 @@ Batch StepUpload::unpack(std::vector<std::vector<int32_t>>& tables) const {
   }
   for (const auto& t : tables) b.block_tables.emplace_back(t);
   b.requests.assign(size_t(num_seqs()), 0);
-  const auto logit = logit_rows();
-  size_t next_logit = 0;
-  for (int32_t i = 0; i < num_tokens(); ++i) {
-    const bool wanted = next_logit < logit.size() && logit[next_logit] == i;
-    next_logit += wanted;
-    b.add(tokens()[size_t(i)], seq_of()[size_t(i)], positions()[size_t(i)], wanted);
-  }
+  std::vector<bool> wanted(size_t(num_tokens()), false);
+  for (int32_t i : logit_rows()) wanted[size_t(i)] = true;
+  for (int32_t i = 0; i < num_tokens(); ++i)
+    b.add(tokens()[size_t(i)], seq_of()[size_t(i)], positions()[size_t(i)], wanted[size_t(i)]);
   return b;
 }
 

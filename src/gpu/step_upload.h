@@ -4,8 +4,9 @@
 // the device, a sticky fault that loses it, so no such batch is uploaded.
 //
 // Layout, in int32 words (T tokens, S sequences, G KV groups, B the longest
-// block table in the step, L tokens whose logits are wanted):
-//   header[kHeaderWords]  T, S, G, B, L, block_size
+// block table in the step, L tokens whose logits are wanted, D of them
+// sampled on the device):
+//   header[kHeaderWords]  T, S, G, B, L, block_size, D
 //   tokens[T]             token ids
 //   positions[T]          each token's position in its sequence
 //   seq_of[T]             each token's sequence, 0..S-1
@@ -13,25 +14,32 @@
 //   tables[S][G][B]       block ids in position order, kNoBlock past a table's end
 //                         (and where a sliding group gave blocks back)
 //   seq_len[S]            positions each sequence's attention reads: its last position here + 1
-//   logit_rows[L]         the tokens whose logits the step returns, in batch order
+//   logit_rows[L]         the tokens whose logits the step computes: the D the
+//                         device samples first (as the sampling rows), then
+//                         those whose logits come back, in batch order
+// The sampling records (sampling/row_sample.h) travel beside the words.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "engine/model_runner.h"  // StepSampling
 #include "kv/batch.h"
 
 namespace pagoda::gpu {
 
 class StepUpload {
  public:
-  static constexpr int kHeaderWords = 6;
+  static constexpr int kHeaderWords = 7;
 
   // Packs a batch; InvalidArgument (a bug upstream, never uploaded) where a
   // token's block is missing or a block id is outside [0, num_blocks), a
-  // sequence's positions are not in order, or the batch is empty.
-  static StepUpload pack(const Batch& batch, int32_t block_size, int32_t num_blocks);
+  // sequence's positions are not in order, or the batch is empty; and where
+  // `sampling` does not match the batch's logits rows or names a token
+  // outside [0, vocab) or an entry outside its lists.
+  static StepUpload pack(const Batch& batch, int32_t block_size, int32_t num_blocks, const StepSampling& sampling = {},
+                         int32_t vocab = 0);
 
   std::span<const int32_t> words() const { return words_; }
   size_t bytes() const { return words_.size() * sizeof(int32_t); }
@@ -42,6 +50,7 @@ class StepUpload {
   int32_t table_width() const { return words_[3]; }  // B
   int32_t num_logits() const { return words_[4]; }
   int32_t block_size() const { return words_[5]; }
+  int32_t num_sampled() const { return words_[6]; }  // D
 
   std::span<const int32_t> tokens() const { return section(tokens_at(), num_tokens()); }
   std::span<const int32_t> positions() const { return section(tokens_at() + num_tokens(), num_tokens()); }
@@ -54,6 +63,10 @@ class StepUpload {
   }
   std::span<const int32_t> seq_len() const { return section(seq_len_at(), num_seqs()); }
   std::span<const int32_t> logit_rows() const { return section(seq_len_at() + num_seqs(), num_logits()); }
+  // The D sampled rows' records (rows[i] is logit_rows()[i]'s) and their lists.
+  std::span<const RowSampling> sampling_rows() const { return sampling_.rows; }
+  std::span<const LogitAdjust> adjusts() const { return sampling_.adjusts; }
+  std::span<const PenaltyEntry> penalties() const { return sampling_.penalties; }
 
   // The batch back, as a device would read it: tables trimmed at their
   // first kNoBlock past the last position read (the requests and the step
@@ -67,6 +80,7 @@ class StepUpload {
   std::span<const int32_t> section(size_t at, size_t n) const { return std::span(words_).subspan(at, n); }
 
   std::vector<int32_t> words_;
+  StepSampling sampling_;  // row_of unused here: logit_rows() says where each row goes
 };
 
 }  // namespace pagoda::gpu

@@ -35,7 +35,7 @@ struct PenaltyEntry {
 };
 
 struct RowSampling {
-  double uniform = 0;  // the draw in [0, 1), from the sequence's Rng (unused when greedy)
+  double uniform = 0;     // the draw in [0, 1), from the sequence's Rng (unused when greedy)
   float temperature = 1;  // 0: greedy
   int32_t top_k = 0;      // <= 0 or >= the vocabulary: off
   float top_p = 1;        // 1: off
@@ -43,7 +43,7 @@ struct RowSampling {
   float repetition_penalty = 1;
   float frequency_penalty = 0;
   float presence_penalty = 0;
-  int32_t n_logprobs = -1;  // -1: none; else the token's logprob and the top n (<= 20)
+  int32_t n_logprobs = -1;                       // -1: none; else the token's logprob and the top n (<= 20)
   int32_t adjust_begin = 0, adjust_count = 0;    // this row's LogitAdjust entries in the step's list
   int32_t penalty_begin = 0, penalty_count = 0;  // this row's PenaltyEntry entries (none without penalties)
 };

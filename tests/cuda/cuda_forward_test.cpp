@@ -90,7 +90,7 @@ TEST(CudaForward, AMixedBatchGivesEachSequenceItsLogitsAlone) {
   }
 }
 
-std::unique_ptr<Engine> stories_engine(const DeviceFaults& faults, double deadline_s = 20) {
+std::unique_ptr<Engine> stories_engine(const DeviceFaults& faults, double deadline_s = 20, bool cpu_sampling = false) {
   auto model =
       std::shared_ptr<Model>(Model::load(pagoda::testing::shared_path("models/stories260K.gguf"), Residency::kMapped));
   gpu::CudaRunnerOptions o = options();
@@ -102,6 +102,7 @@ std::unique_ptr<Engine> stories_engine(const DeviceFaults& faults, double deadli
   cfg.log_interval_s = 0;
   cfg.sched.max_num_seqs = o.max_num_seqs;
   cfg.sched.max_batched_tokens = o.max_batched_tokens;
+  cfg.sample_on_device = !cpu_sampling;
   const int32_t blocks = runner->num_blocks();
   return std::make_unique<Engine>(cfg, std::move(runner), blocks, tokenizer);
 }
@@ -143,6 +144,37 @@ TEST(CudaForward, GreedyTokensThroughTheEngineAreTheCpusMostly) {
   }
   std::printf("[ greedy ] %d of %d tokens before the first difference\n", same, total);
   EXPECT_GE(same, total * 9 / 10);
+}
+
+// The sampling kernel on the device's own logits against the CPU sampler
+// on the same logits (--cpu-sampling): greedy tokens equal, logprobs within
+// float rounding; a seeded stream the same in two runs.
+TEST(CudaForward, DeviceSamplingIsTheCpuSamplersOnTheSameLogits) {
+  PAGODA_REQUIRE_CUDA_DEVICE();
+  auto reqs = stories_requests(12);
+  for (auto& r : reqs) r.sampling.logprobs = 5;
+  const auto on_device = stories_engine({})->generate(reqs);
+  const auto on_cpu = stories_engine({}, 20, /*cpu_sampling=*/true)->generate(reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const auto &d = on_device[i].choices[0], &c = on_cpu[i].choices[0];
+    ASSERT_EQ(d.tokens, c.tokens) << "request " << i;
+    ASSERT_EQ(d.logprobs.size(), c.logprobs.size());
+    for (size_t t = 0; t < d.logprobs.size(); ++t) {
+      EXPECT_NEAR(d.logprobs[t].logprob, c.logprobs[t].logprob, 1e-4);
+      ASSERT_EQ(d.logprobs[t].top.size(), c.logprobs[t].top.size());
+      for (size_t k = 0; k < d.logprobs[t].top.size(); ++k)
+        EXPECT_NEAR(d.logprobs[t].top[k].logprob, c.logprobs[t].top[k].logprob, 1e-4);
+    }
+  }
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    reqs[i].sampling.temperature = 0.8f;
+    reqs[i].sampling.top_p = 0.9f;
+    reqs[i].sampling.top_k = i % 2 ? 40 : 0;
+    reqs[i].sampling.seed = 50 + i;
+  }
+  const auto first = stories_engine({})->generate(reqs);
+  const auto second = stories_engine({})->generate(reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(first[i].choices[0].tokens, second[i].choices[0].tokens);
 }
 
 TEST(CudaForward, ATrapEndsEveryRequestAndLosesTheDevice) {

@@ -21,6 +21,10 @@
 // request's pooled vector must be: a position pooled twice or missed, or a
 // wrong past, shows.
 //
+// Device-sampling mode (set_samples_rows(true), a GPU): the rows the engine
+// asks it to sample are sampled with the device kernels' reference
+// (sampling/row_sample.h) and only their answers come back.
+//
 // Non-causal mode (set_causal(false), an encoder): every pass must bring each
 // sequence's whole input, positions 0..n-1; a pass that splits one is
 // counted in split_inputs.
@@ -121,6 +125,33 @@ class FakeRunner : public ModelRunner {
       states_[size_t(c.dst)] = states_[size_t(c.src)];
     }
   }
+  bool samples_rows() const override { return samples_rows_; }
+  void set_samples_rows(bool on) { samples_rows_ = on; }
+  void forward_sampled(const Batch& batch, std::vector<float>& logits, const StepSampling& sampling,
+                       std::vector<SampledRow>& sampled) override {
+    sampled.clear();
+    if (sampling.empty()) return forward(batch, logits);
+    if (!samples_rows_) throw std::logic_error("fake model: asked to sample rows it does not sample");
+    std::vector<float> rows;
+    forward(batch, rows);
+    const size_t V = size_t(vocab_);
+    if (sampling.row_of.size() * V != rows.size()) throw std::logic_error("fake model: sampling for other rows");
+    sampled.resize(sampling.rows.size());
+    logits.clear();
+    for (size_t r = 0; r < sampling.row_of.size(); ++r) {
+      const std::span<const float> row = std::span<const float>(rows).subspan(r * V, V);
+      const int32_t i = sampling.row_of[r];
+      if (i < 0) {
+        logits.insert(logits.end(), row.begin(), row.end());
+        continue;
+      }
+      const RowSampling& rs = sampling.rows[size_t(i)];
+      sampled[size_t(i)] = sample_row_reference(
+          row, rs, std::span(sampling.adjusts).subspan(size_t(rs.adjust_begin), size_t(rs.adjust_count)),
+          std::span(sampling.penalties).subspan(size_t(rs.penalty_begin), size_t(rs.penalty_count)));
+      ++rows_sampled;
+    }
+  }
   void forward(const Batch& batch, std::vector<float>& logits) override {
     ++calls;
     if (batch.num_groups != int32_t(windows_.size())) throw std::logic_error("fake model: wrong number of KV groups");
@@ -171,6 +202,7 @@ class FakeRunner : public ModelRunner {
     }
   }
   int64_t calls = 0;
+  int64_t rows_sampled = 0;       // device-sampling mode: rows it sampled
   int64_t copies_made = 0;        // blocks copied for copy-on-write
   int64_t state_copies_made = 0;  // state buffers copied for forks
   int64_t state_errors = 0;       // recurrent mode: wrong buffers, tokens out of order, states off the past
@@ -181,6 +213,7 @@ class FakeRunner : public ModelRunner {
   std::set<int64_t> fail_calls;   // these calls (1 = the first) throw
 
  private:
+  bool samples_rows_ = false;
   struct State {
     uint64_t hash = kFakeStateZero;
     int32_t len = -1;  // tokens folded in; -1: never written

@@ -109,12 +109,21 @@ struct CostedRunner : ModelRunner {
   int32_t output_width() const override { return inner->output_width(); }
   void copy_states(std::span<const StateCopy> copies) override { inner->copy_states(copies); }
   void forward(const Batch& batch, std::vector<float>& logits) override {
+    take_time(batch);
+    inner->forward(batch, logits);
+  }
+  bool samples_rows() const override { return inner->samples_rows(); }
+  void forward_sampled(const Batch& batch, std::vector<float>& logits, const StepSampling& sampling,
+                       std::vector<SampledRow>& sampled) override {
+    take_time(batch);
+    inner->forward_sampled(batch, logits, sampling, sampled);
+  }
+  void take_time(const Batch& batch) {
     StepShape shape;
     for (const auto& t : batch.tokens) shape.add_chunk(t.pos, 1);
     double t = cost.predict(shape) * (0.9 + 0.2 * double(rng() % 1000) / 1000);
     if (rng() % 100 == 0) t *= 20;  // a stall
     clock->advance(t);
-    inner->forward(batch, logits);
   }
   std::unique_ptr<ModelRunner> inner;
   std::shared_ptr<ManualClock> clock;
@@ -153,6 +162,7 @@ struct Sim {
   // The step whose pass loses the device in the next Sim (-1: none); the
   // device-loss test sets it.
   inline static int64_t lost_at_step = -1;
+  inline static bool device_sampling = false;  // the fake samples rows itself, as a GPU does
   // windows: the KV groups' (empty: one group of every layer); the pool
   // then has as many blocks a group as the one-group pool's 24 allow for
   // sequences at rest. state_slots > 0: a hybrid model (fake_runner.h).
@@ -182,6 +192,7 @@ struct Sim {
     fake = model.get();
     model->set_pooling(pooling);
     model->set_causal(causal);
+    model->set_samples_rows(device_sampling);
     if (!causal) cfg.sched.max_batched_tokens = 48;  // an encoder's inputs up to 48 tokens, 12 of the pool's 24 blocks
     auto costed = std::make_unique<CostedRunner>(std::move(model), clock, seed + 100);
     runner = costed.get();
@@ -523,6 +534,7 @@ void simulate(uint64_t seed, bool paged, double max_step_ms, std::vector<int32_t
     return;
   }
   EXPECT_GT(st.finished_length, 0);
+  if (Sim::device_sampling) EXPECT_GT(sim.fake->rows_sampled, 5000) << "too few rows sampled on the device";
   if (hybrid) EXPECT_GT(sim.fake->state_copies_made, 0) << "no fork copied a state";
   if (caching) {
     EXPECT_GT(st.prefix_hits, 0);
@@ -589,6 +601,18 @@ TEST(EngineSimulationDeviceLost, EveryRequestEndsAndNothingIsLeft) {
     EXPECT_GT(open_before, 3) << "too few requests were open when the device was lost";
     EXPECT_EQ(sim.core->stats().requests_received, sim.core->stats().requests_finished());
     for (const auto& [id, r] : sim.records) ASSERT_TRUE(r.done || r.leave) << "request " << id << " never ended";
+  }
+}
+
+// A backend that samples rows on its device (a GPU): the same checks (greedy
+// tokens the model's, constrained ones in their grammar, min_tokens masks,
+// NaN rows, prompt logprobs), with grammars and forks' first tokens on the
+// host and the other rows sampled by the device kernels' reference.
+TEST(EngineSimulationDeviceSampling, InvariantsHoldAndEverythingDrains) {
+  for (const uint64_t seed : {11, 12}) {
+    Sim::device_sampling = true;
+    simulate(seed, seed % 2 == 1, SchedulerConfig::kAutoStepMs);
+    Sim::device_sampling = false;
   }
 }
 

@@ -51,7 +51,7 @@ EngineConfig engine_config(const CudaRunnerOptions& o) {
 // An engine over a CudaRunner over a fake device of `device_bytes`, armed
 // with its faults before the engine's thread starts.
 std::unique_ptr<Engine> gpu_engine(const CudaRunnerOptions& o, const std::function<void(FakeDevice&)>& arm = {},
-                                   FakeDevice** device_out = nullptr) {
+                                   FakeDevice** device_out = nullptr, bool cpu_sampling = false) {
   auto model = stories();
   auto device = std::make_unique<FakeDevice>(model, 64 * kMiB);
   if (arm) arm(*device);
@@ -59,7 +59,9 @@ std::unique_ptr<Engine> gpu_engine(const CudaRunnerOptions& o, const std::functi
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_gguf(model->file()));
   auto runner = std::make_unique<CudaRunner>(model, std::move(device), o);
   const int32_t blocks = runner->num_blocks();
-  return std::make_unique<Engine>(engine_config(o), std::move(runner), blocks, tokenizer);
+  EngineConfig cfg = engine_config(o);
+  cfg.sample_on_device = !cpu_sampling;
+  return std::make_unique<Engine>(cfg, std::move(runner), blocks, tokenizer);
 }
 
 Request greedy(std::mt19937& rng, size_t prompt_len, int32_t max_tokens) {
@@ -254,6 +256,85 @@ TEST(CudaRunner, ACrowdOnATinyPoolOfAFaultyDeviceAllEnds) {
   EXPECT_GT(s.preemptions, 0);
   EXPECT_EQ(s.kv_blocks_used, 0);
   EXPECT_TRUE(s.device_lost.empty());
+}
+
+// Sampling on the device (sampling/row_sample.h; the fake samples with the
+// kernels' reference): greedy tokens and logprobs as the CPU path's, a
+// seeded stream the same through failed passes, and the rows that need
+// their logits on the host (several choices' first token) or every row
+// (--cpu-sampling) brought back.
+TEST(CudaRunner, SamplesOnTheDeviceWithTheCpuPathsTokensAndLogprobs) {
+  CudaRunnerOptions o = small_pool();
+  auto cpu = Engine::load(pagoda::testing::shared_path("models/stories260K.gguf"), engine_config(o));
+  FakeDevice* device = nullptr;
+  auto gpu = gpu_engine(o, {}, &device);
+  std::vector<Request> reqs = crowd(8, 21);
+  for (auto& r : reqs) r.sampling.logprobs = 4;
+  reqs[1].n = 2;  // its first token comes back to the host, for both choices
+  const auto want = cpu->generate(reqs);
+  const auto got = gpu->generate(reqs);
+  for (size_t i = 0; i < got.size(); ++i)
+    for (size_t c = 0; c < got[i].choices.size(); ++c) {
+      const auto &g = got[i].choices[c], &w = want[i].choices[c];
+      EXPECT_EQ(g.tokens, w.tokens) << "request " << i;
+      ASSERT_EQ(g.logprobs.size(), w.logprobs.size());
+      for (size_t t = 0; t < g.logprobs.size(); ++t) {
+        EXPECT_EQ(g.logprobs[t].logprob, w.logprobs[t].logprob);
+        EXPECT_EQ(g.logprobs[t].top, w.logprobs[t].top) << "request " << i << " token " << t;
+      }
+    }
+  drained(*gpu);
+  // 360 tokens; request 1's first two (one row, two choices) sampled on the
+  // host, or its first alone when the fork found no room and the second
+  // choice computed its prompt later.
+  EXPECT_GE(device->rows_sampled(), 358);
+  EXPECT_LE(device->rows_sampled(), 359);
+}
+
+Request seeded(std::mt19937& rng, uint64_t seed) {
+  Request r = greedy(rng, 40 + rng() % 80, 30);
+  r.sampling.temperature = 0.9f;
+  r.sampling.top_k = 30;
+  r.sampling.top_p = 0.9f;
+  r.sampling.min_p = 0.02f;
+  r.sampling.repetition_penalty = 1.1f;
+  r.sampling.frequency_penalty = 0.3f;
+  r.sampling.logit_bias = {{7, 2.0f}};
+  r.sampling.seed = seed;
+  return r;
+}
+
+TEST(CudaRunner, ASeededStreamOnTheDeviceIsTheSameThroughFailedPasses) {
+  std::mt19937 rng(22);
+  std::vector<Request> reqs;
+  for (uint64_t i = 0; i < 12; ++i) reqs.push_back(seeded(rng, 100 + i));
+  FakeDevice* device = nullptr;
+  const auto clean = gpu_engine(small_pool(), {}, &device)->generate(reqs);
+  EXPECT_GT(device->rows_sampled(), 12 * 29);
+  // Out of memory and recoverable failures at random: halved and bisected
+  // passes draw nothing, so each seed's tokens stay the same.
+  auto faulty = gpu_engine(small_pool(), [](FakeDevice& d) { d.fail_at_random(0.15, 0.05, 23); });
+  const auto again = faulty->generate(reqs);
+  int compared = 0;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_EQ(clean[i].choices[0].finish, FinishReason::length);
+    if (again[i].choices[0].finish != FinishReason::length) continue;  // failed alone twice: ended
+    EXPECT_EQ(again[i].choices[0].tokens, clean[i].choices[0].tokens) << "request " << i;
+    ++compared;
+  }
+  EXPECT_GE(compared, 9);
+  const auto s = drained(*faulty);
+  EXPECT_GT(s.oom_retries + s.forward_retries, 2);
+  // Different seeds draw different streams (the draw is not ignored).
+  EXPECT_NE(clean[0].choices[0].tokens, clean[1].choices[0].tokens);
+}
+
+TEST(CudaRunner, CpuSamplingBringsEveryRowBack) {
+  FakeDevice* device = nullptr;
+  auto e = gpu_engine(small_pool(), {}, &device, /*cpu_sampling=*/true);
+  for (const auto& c : e->generate(crowd(4, 24))) EXPECT_EQ(c.choices[0].finish, FinishReason::length);
+  drained(*e);
+  EXPECT_EQ(device->rows_sampled(), 0);
 }
 
 TEST(CudaRunner, ABlockCopyOutsideThePoolIsNeverSent) {

@@ -78,7 +78,9 @@ DeviceStatus FakeDevice::reserve_workspace(const StepLimits& limits) {
   const ModelConfig& c = model_->config();
   const int64_t per_token = 4 * (4 * int64_t(c.n_embd) + c.q_dim() + 2 * c.kv_dim() + 2 * c.n_ff + 8);
   const int64_t bytes = per_token * limits.max_tokens + 4 * int64_t(limits.max_seqs) * (limits.max_blocks_per_seq + 1) +
-                        8 * int64_t(limits.max_logits) * c.n_vocab;  // on the device and pinned on the host
+                        8 * int64_t(limits.max_logits) * c.n_vocab +  // on the device and pinned on the host
+                        8 * int64_t(limits.max_logits) * c.n_vocab +  // the sampling scratch
+                        8 * int64_t(limits.max_sample_entries);
   // The new buffers come before the old go: a refusal keeps the old.
   if (auto s = take(bytes, "cudaMalloc"); !s.ok()) return s;
   workspace_ = bytes;
@@ -107,12 +109,36 @@ DeviceStatus FakeDevice::launch_step(const StepUpload& upload) {
   // Read back from the words alone, as the kernels will.
   std::vector<std::vector<int32_t>> tables;
   const Batch batch = upload.unpack(tables);
-  model_->forward(batch, *kv_, pool_, pending_);
+  std::vector<float> rows;  // in batch order
+  model_->forward(batch, *kv_, pool_, rows);
+  // In logit_rows() order, as the device computes them: the sampled ones
+  // first (sampled by the kernels' reference), then those that come back.
+  const size_t V = size_t(model_->config().n_vocab);
+  std::vector<int32_t> in_batch_order(upload.logit_rows().begin(), upload.logit_rows().end());
+  std::sort(in_batch_order.begin(), in_batch_order.end());
+  auto row = [&](int32_t j) {
+    const int32_t token = upload.logit_rows()[size_t(j)];
+    const size_t r =
+        size_t(std::lower_bound(in_batch_order.begin(), in_batch_order.end(), token) - in_batch_order.begin());
+    return std::span<const float>(rows).subspan(r * V, V);
+  };
+  pending_sampled_.clear();
+  for (int32_t j = 0; j < upload.num_sampled(); ++j) {
+    const RowSampling& r = upload.sampling_rows()[size_t(j)];
+    pending_sampled_.push_back(
+        sample_row_reference(row(j), r, upload.adjusts().subspan(size_t(r.adjust_begin), size_t(r.adjust_count)),
+                             upload.penalties().subspan(size_t(r.penalty_begin), size_t(r.penalty_count))));
+  }
+  pending_.clear();
+  for (int32_t j = upload.num_sampled(); j < upload.num_logits(); ++j) {
+    const auto r = row(j);
+    pending_.insert(pending_.end(), r.begin(), r.end());
+  }
   launched_ = true;
   return DeviceStatus::success();
 }
 
-DeviceStatus FakeDevice::finish_step(Deadline deadline, std::span<float> logits) {
+DeviceStatus FakeDevice::finish_step(Deadline deadline, std::span<float> logits, std::span<SampledRow> sampled) {
   if (!sticky_.ok()) return sticky_;
   if (!launched_) return DeviceStatus::cuda(kCudaErrorNotReady, "cudaEventSynchronize");
   if (hung_) {
@@ -120,8 +146,11 @@ DeviceStatus FakeDevice::finish_step(Deadline deadline, std::span<float> logits)
     return DeviceStatus::deadline("the step's kernels");
   }
   launched_ = false;
-  if (logits.size() != pending_.size()) return DeviceStatus::cuda(1, "cudaMemcpyAsync");  // cudaErrorInvalidValue
+  if (logits.size() != pending_.size() || sampled.size() != pending_sampled_.size())
+    return DeviceStatus::cuda(1, "cudaMemcpyAsync");  // cudaErrorInvalidValue
   std::copy(pending_.begin(), pending_.end(), logits.begin());
+  std::copy(pending_sampled_.begin(), pending_sampled_.end(), sampled.begin());
+  rows_sampled_ += int(sampled.size());
   return DeviceStatus::success();
 }
 

@@ -34,6 +34,7 @@ class FakeDevice : public Device {
 
   int64_t used_bytes() const { return weights_ + workspace_ + kv_bytes_; }
   int launches() const { return launches_; }
+  int rows_sampled() const { return rows_sampled_; }  // rows it sampled itself, over every step
   int reservations() const { return calls_[int(Call::kReserveWorkspace)]; }
   const KvStorage* kv() const { return kv_.get(); }
 
@@ -45,7 +46,7 @@ class FakeDevice : public Device {
   DeviceStatus allocate_kv(const KvPoolShape& shape) override;
   DeviceStatus copy_blocks(std::span<const BlockCopy> copies) override;
   DeviceStatus launch_step(const StepUpload& upload) override;
-  DeviceStatus finish_step(Deadline deadline, std::span<float> logits) override;
+  DeviceStatus finish_step(Deadline deadline, std::span<float> logits, std::span<SampledRow> sampled) override;
 
  private:
   struct Fault {
@@ -71,6 +72,8 @@ class FakeDevice : public Device {
   DeviceStatus sticky_;
   // The launched step: its logits rows, computed at launch; whether it hangs.
   std::vector<float> pending_;
+  std::vector<SampledRow> pending_sampled_;
+  std::atomic<int> rows_sampled_ = 0;
   bool launched_ = false, hung_ = false;
 };
 

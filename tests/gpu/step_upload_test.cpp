@@ -24,7 +24,7 @@ TEST(StepUpload, PacksEachSectionWhereTheLayoutSays) {
   for (int p = 0; p < 6; ++p) b.add(100 + p, 0, p, p == 5);
   b.add(200, 1, 9, true);
   const StepUpload u = StepUpload::pack(b, 4, 8);
-  EXPECT_EQ(vec(u.words().first(StepUpload::kHeaderWords)), (Words{7, 2, 1, 3, 2, 4}));
+  EXPECT_EQ(vec(u.words().first(StepUpload::kHeaderWords)), (Words{7, 2, 1, 3, 2, 4, 0}));
   EXPECT_EQ(vec(u.tokens()), (Words{100, 101, 102, 103, 104, 105, 200}));
   EXPECT_EQ(vec(u.positions()), (Words{0, 1, 2, 3, 4, 5, 9}));
   EXPECT_EQ(vec(u.seq_of()), (Words{0, 0, 0, 0, 0, 0, 1}));
@@ -77,6 +77,66 @@ TEST(StepUpload, RandomBatchesOfTwoGroupsComeBackAsTheyWent) {
     for (int s = 0; s < seqs; ++s)
       for (int g = 0; g < 2; ++g) EXPECT_EQ(vec(back.table(s, g)), own[size_t(s) * 2 + size_t(g)]);
   }
+}
+
+// Three logits rows, the first and last sampled on the device: those go
+// first, in the sampling rows' order, and their records travel beside.
+Batch three_rows() {
+  static const std::vector<int32_t> table = {0, 1};
+  Batch b;
+  b.add_sequence(table, 1);
+  b.add_sequence(table, 2);
+  b.add_sequence(table, 3);
+  for (int s = 0; s < 3; ++s) {
+    b.add(10 * s, s, 0, false);
+    b.add(10 * s + 1, s, 1, true);
+  }
+  return b;
+}
+
+StepSampling sampling_of_rows_0_and_2() {
+  StepSampling sp;
+  sp.row_of = {1, -1, 0};  // row 2 is sampling row 0
+  sp.rows.resize(2);
+  sp.adjusts = {{3, 1.0f}, {4, -1.0f}};
+  sp.penalties = {{5, 2}};
+  sp.rows[1].adjust_count = 2;
+  sp.rows[0].penalty_count = 1;
+  return sp;
+}
+
+TEST(StepUpload, SampledRowsComeFirstWithTheirRecords) {
+  const StepUpload u = StepUpload::pack(three_rows(), 4, 2, sampling_of_rows_0_and_2(), 16);
+  EXPECT_EQ(u.num_sampled(), 2);
+  EXPECT_EQ(vec(u.logit_rows()), (Words{5, 1, 3}));  // sampling rows 0 and 1 (tokens 5 and 1), then token 3
+  ASSERT_EQ(u.sampling_rows().size(), 2u);
+  EXPECT_EQ(u.sampling_rows()[1].adjust_count, 2);
+  EXPECT_EQ(u.adjusts().size(), 2u);
+  EXPECT_EQ(u.penalties().size(), 1u);
+  std::vector<std::vector<int32_t>> tables;
+  const Batch back = u.unpack(tables);
+  for (size_t i = 0; i < back.tokens.size(); ++i) EXPECT_EQ(back.tokens[i].logits, i % 2 == 1);
+  // Without sampling: the batch's order, nothing beside.
+  const StepUpload plain = StepUpload::pack(three_rows(), 4, 2);
+  EXPECT_EQ(plain.num_sampled(), 0);
+  EXPECT_EQ(vec(plain.logit_rows()), (Words{1, 3, 5}));
+  EXPECT_TRUE(plain.adjusts().empty());
+}
+
+TEST(StepUpload, SamplingRecordsThatWouldReadOrWriteOutOfBoundsAreRefused) {
+  auto refused = [](auto&& spoil) {
+    StepSampling sp = sampling_of_rows_0_and_2();
+    spoil(sp);
+    EXPECT_THROW(StepUpload::pack(three_rows(), 4, 2, sp, 16), InvalidArgument);
+  };
+  refused([](StepSampling& sp) { sp.row_of.pop_back(); });      // not one entry a row
+  refused([](StepSampling& sp) { sp.row_of[1] = 2; });          // no such sampling row
+  refused([](StepSampling& sp) { sp.row_of[0] = 0; });          // one sampling row twice, the other never
+  refused([](StepSampling& sp) { sp.adjusts[1].token = 16; });  // outside the vocabulary
+  refused([](StepSampling& sp) { sp.penalties[0].token = -1; });
+  refused([](StepSampling& sp) { sp.rows[1].adjust_begin = 1; });  // past the list's end
+  refused([](StepSampling& sp) { sp.rows[0].penalty_count = -1; });
+  refused([](StepSampling& sp) { sp.rows[0].n_logprobs = 21; });
 }
 
 TEST(StepUpload, NothingThatWouldWriteOutOfBoundsIsPacked) {
