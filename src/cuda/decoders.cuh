@@ -70,6 +70,84 @@ struct Decoder<TensorType::Q4_0> {
   }
 };
 
+// Q5_0 and Q5_1: Q4_0's nibbles and a fifth bit, bit i of the 32-bit qh
+// (read byte by byte: the block is only 2-byte aligned).
+PAGODA_HD int q5_code(const uint8_t* qs, const uint8_t* qh, int i) {
+  const int low = i < kQK / 2 ? (qs[i] & 0xF) : (qs[i - kQK / 2] >> 4);
+  return low | (((qh[i / 8] >> (i % 8)) & 1) << 4);
+}
+
+template <>
+struct Decoder<TensorType::Q5_0> {
+  static constexpr int kChunk = kQK;
+  PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
+    const BlockQ5_0& b = reinterpret_cast<const BlockQ5_0*>(row)[c];
+    const float d = half_bits(b.d);
+    PAGODA_UNROLL
+    for (int i = 0; i < kQK; ++i) out[i] = mul_rn(d, float(q5_code(b.qs, b.qh, i) - 16));
+  }
+};
+
+template <>
+struct Decoder<TensorType::Q5_1> {
+  static constexpr int kChunk = kQK;
+  PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
+    const BlockQ5_1& b = reinterpret_cast<const BlockQ5_1*>(row)[c];
+    const float d = half_bits(b.d), m = half_bits(b.m);
+    PAGODA_UNROLL
+    for (int i = 0; i < kQK; ++i) out[i] = add_rn(mul_rn(float(q5_code(b.qs, b.qh, i)), d), m);
+  }
+};
+
+// The value a nibble of IQ4_NL / IQ4_XS stands for: quant/blocks.h's
+// kIQ4NLValues, a host array the device cannot read, as a switch.
+PAGODA_HD int iq4_value(int nibble) {
+  switch (nibble) {
+    case 0: return -127;
+    case 1: return -104;
+    case 2: return -83;
+    case 3: return -65;
+    case 4: return -49;
+    case 5: return -35;
+    case 6: return -22;
+    case 7: return -10;
+    case 8: return 1;
+    case 9: return 13;
+    case 10: return 25;
+    case 11: return 38;
+    case 12: return 53;
+    case 13: return 69;
+    case 14: return 89;
+    default: return 113;
+  }
+}
+
+template <>
+struct Decoder<TensorType::IQ4_NL> {
+  static constexpr int kChunk = kQK;
+  PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
+    const BlockIQ4_NL& b = reinterpret_cast<const BlockIQ4_NL*>(row)[c];
+    const float d = half_bits(b.d);
+    PAGODA_UNROLL
+    for (int j = 0; j < kQK / 2; ++j) {
+      out[j] = mul_rn(d, float(iq4_value(b.qs[j] & 0xF)));
+      out[j + kQK / 2] = mul_rn(d, float(iq4_value(b.qs[j] >> 4)));
+    }
+  }
+};
+
+// Sub-block j's six-bit scale and min of a Q4_K or Q5_K block
+// (unpack_q4_k_scale, quant/blocks.h, on the device).
+PAGODA_HD void k_scale_min(const uint8_t* scales, int j, int& sc, int& m) {
+  if (j < 4) {
+    sc = scales[j] & 63;
+    m = scales[j + 4] & 63;
+  } else {
+    sc = (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4);
+    m = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
+  }
+}
+
 // Piece c of a Q4_K row is sub-block c % 8 of super-block c / 8.
 template <>
 struct Decoder<TensorType::Q4_K> {
@@ -77,21 +155,55 @@ struct Decoder<TensorType::Q4_K> {
   PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
     const BlockQ4_K& b = reinterpret_cast<const BlockQ4_K*>(row)[c / 8];
     const int j = int(c % 8);
-    // unpack_q4_k_scale (quant/blocks.h), on the device.
     int sc, m;
-    if (j < 4) {
-      sc = b.scales[j] & 63;
-      m = b.scales[j + 4] & 63;
-    } else {
-      sc = (b.scales[j + 4] & 0xF) | ((b.scales[j - 4] >> 6) << 4);
-      m = (b.scales[j + 4] >> 4) | ((b.scales[j] >> 6) << 4);
-    }
+    k_scale_min(b.scales, j, sc, m);
     const float scale = mul_rn(half_bits(b.d), float(sc));
     const float min = mul_rn(half_bits(b.dmin), float(m));
     const uint8_t* qs = b.qs + 32 * (j / 2);
     const int shift = (j % 2) * 4;
     PAGODA_UNROLL
     for (int l = 0; l < 32; ++l) out[l] = sub_rn(mul_rn(scale, float((qs[l] >> shift) & 0xF)), min);
+  }
+};
+
+// Piece c of a Q5_K row: Q4_K's sub-block with the fifth bit, bit j of qh[l].
+template <>
+struct Decoder<TensorType::Q5_K> {
+  static constexpr int kChunk = 32;
+  PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
+    const BlockQ5_K& b = reinterpret_cast<const BlockQ5_K*>(row)[c / 8];
+    const int j = int(c % 8);
+    int sc, m;
+    k_scale_min(b.scales, j, sc, m);
+    const float scale = mul_rn(half_bits(b.d), float(sc));
+    const float min = mul_rn(half_bits(b.dmin), float(m));
+    const uint8_t* qs = b.qs + 32 * (j / 2);
+    const int shift = (j % 2) * 4;
+    PAGODA_UNROLL
+    for (int l = 0; l < 32; ++l) {
+      const int code = ((qs[l] >> shift) & 0xF) | (((b.qh[l] >> j) & 1) << 4);
+      out[l] = sub_rn(mul_rn(scale, float(code)), min);
+    }
+  }
+};
+
+// Piece c of an IQ4_XS row: sub-block c % 8 of super-block c / 8, its
+// six-bit scale (iq4_xs_scale) times the nibbles' values.
+template <>
+struct Decoder<TensorType::IQ4_XS> {
+  static constexpr int kChunk = 32;
+  PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
+    const BlockIQ4_XS& b = reinterpret_cast<const BlockIQ4_XS*>(row)[c / 8];
+    const int j = int(c % 8);
+    const int low = (b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF;
+    const int ls = (low | (((b.scales_h >> (2 * j)) & 3) << 4)) - 32;
+    const float dl = mul_rn(half_bits(b.d), float(ls));
+    const uint8_t* qs = b.qs + 16 * j;
+    PAGODA_UNROLL
+    for (int l = 0; l < 16; ++l) {
+      out[l] = mul_rn(dl, float(iq4_value(qs[l] & 0xF)));
+      out[l + 16] = mul_rn(dl, float(iq4_value(qs[l] >> 4)));
+    }
   }
 };
 
@@ -125,7 +237,12 @@ cudaError_t dispatch_weight_type(TensorType t, F&& f) {
     case TensorType::F16: return f(Decoder<TensorType::F16>{});
     case TensorType::Q8_0: return f(Decoder<TensorType::Q8_0>{});
     case TensorType::Q4_0: return f(Decoder<TensorType::Q4_0>{});
+    case TensorType::Q5_0: return f(Decoder<TensorType::Q5_0>{});
+    case TensorType::Q5_1: return f(Decoder<TensorType::Q5_1>{});
+    case TensorType::IQ4_NL: return f(Decoder<TensorType::IQ4_NL>{});
     case TensorType::Q4_K: return f(Decoder<TensorType::Q4_K>{});
+    case TensorType::Q5_K: return f(Decoder<TensorType::Q5_K>{});
+    case TensorType::IQ4_XS: return f(Decoder<TensorType::IQ4_XS>{});
     case TensorType::Q6_K: return f(Decoder<TensorType::Q6_K>{});
     default: return cudaErrorInvalidValue;
   }

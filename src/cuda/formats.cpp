@@ -10,7 +10,12 @@ std::optional<WeightLayout> weight_layout(TensorType t) {
     case TensorType::F16: return WeightLayout{1, 2};
     case TensorType::Q8_0: return WeightLayout{kQK, int(sizeof(BlockQ8_0))};
     case TensorType::Q4_0: return WeightLayout{kQK, int(sizeof(BlockQ4_0))};
+    case TensorType::Q5_0: return WeightLayout{kQK, int(sizeof(BlockQ5_0))};
+    case TensorType::Q5_1: return WeightLayout{kQK, int(sizeof(BlockQ5_1))};
+    case TensorType::IQ4_NL: return WeightLayout{kQK, int(sizeof(BlockIQ4_NL))};
     case TensorType::Q4_K: return WeightLayout{kQKK, int(sizeof(BlockQ4_K))};
+    case TensorType::Q5_K: return WeightLayout{kQKK, int(sizeof(BlockQ5_K))};
+    case TensorType::IQ4_XS: return WeightLayout{kQKK, int(sizeof(BlockIQ4_XS))};
     case TensorType::Q6_K: return WeightLayout{kQKK, int(sizeof(BlockQ6_K))};
     default: return std::nullopt;
   }

@@ -15,7 +15,7 @@ namespace pagoda::cuda {
 inline constexpr int kMaxMatvecTokens = 8;
 
 // out[t][r] = sum_i w[r][i] * x[t][i], accumulated in F32.
-//   w    [n_rows][k] of type (F32, F16, Q8_0, Q4_0, Q4_K, Q6_K; GGUF blocks)
+//   w    [n_rows][k] of a type formats.h lists (GGUF blocks)
 //   x    [n_tokens][k] F32
 //   out  [n_tokens][n_rows] F32 (must not overlap x)
 // n_tokens in 1..kMaxMatvecTokens; cudaErrorInvalidValue otherwise, or for an

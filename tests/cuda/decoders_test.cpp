@@ -24,8 +24,9 @@ std::vector<float> decode_row_on_host(const uint8_t* row, int64_t k) {
 
 TEST(CudaDecodersOnHost, MatchTheScalarDecodersBitForBit) {
   std::mt19937 rng(91);
-  const TensorType types[] = {TensorType::F32,  TensorType::F16,  TensorType::Q8_0,
-                              TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K};
+  const TensorType types[] = {TensorType::F32,  TensorType::F16,    TensorType::Q8_0,   TensorType::Q4_0,
+                              TensorType::Q5_0, TensorType::Q5_1,   TensorType::IQ4_NL, TensorType::Q4_K,
+                              TensorType::Q5_K, TensorType::IQ4_XS, TensorType::Q6_K};
   for (TensorType t : types) {
     SCOPED_TRACE(std::string(tensor_type_name(t)));
     const int64_t k = block_elems(t) == 1 ? 101 : 4 * int64_t(block_elems(t));
@@ -47,7 +48,11 @@ TEST(CudaDecodersOnHost, MatchTheScalarDecodersBitForBit) {
     ASSERT_EQ(e, cudaSuccess);
     for (int64_t i = 0; i < k; ++i) ASSERT_EQ(got[size_t(i)], ref[size_t(i)]) << "element " << i;
   }
-  EXPECT_EQ(detail::dispatch_weight_type(TensorType::Q5_K, [](auto) { return cudaSuccess; }), cudaErrorInvalidValue);
+  EXPECT_EQ(detail::dispatch_weight_type(TensorType::Q2_K, [](auto) { return cudaSuccess; }), cudaErrorInvalidValue);
+}
+
+TEST(CudaDecodersOnHost, TheIq4TableIsTheFormats) {
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(detail::iq4_value(i), kIQ4NLValues[i]) << "nibble " << i;
 }
 
 }  // namespace

@@ -17,8 +17,9 @@
 
 namespace pagoda::cuda::testing {
 
-inline const TensorType kWeightTypes[] = {TensorType::F32,  TensorType::F16,  TensorType::Q8_0,
-                                          TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K};
+inline const TensorType kWeightTypes[] = {TensorType::F32,  TensorType::F16,    TensorType::Q8_0,   TensorType::Q4_0,
+                                          TensorType::Q5_0, TensorType::Q5_1,   TensorType::IQ4_NL, TensorType::Q4_K,
+                                          TensorType::Q5_K, TensorType::IQ4_XS, TensorType::Q6_K};
 
 // Rows that fill no warp or block evenly, and a row length of three blocks
 // (101 elements for the float types, which have no block).
