@@ -136,9 +136,11 @@ struct Decoder<TensorType::IQ4_NL> {
   }
 };
 
-// Sub-block j's six-bit scale and min of a Q4_K or Q5_K block
-// (unpack_q4_k_scale, quant/blocks.h, on the device).
-PAGODA_HD void k_scale_min(const uint8_t* scales, int j, int& sc, int& m) {
+// Sub-block j's scale and min of a Q4_K or Q5_K block, rounded as the scalar
+// decoders round them (the six-bit codes: unpack_q4_k_scale, quant/blocks.h,
+// a host function the device cannot call).
+PAGODA_HD void k_scale_min(const uint8_t* scales, uint16_t d, uint16_t dmin, int j, float& scale, float& min) {
+  int sc, m;
   if (j < 4) {
     sc = scales[j] & 63;
     m = scales[j + 4] & 63;
@@ -146,46 +148,36 @@ PAGODA_HD void k_scale_min(const uint8_t* scales, int j, int& sc, int& m) {
     sc = (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4);
     m = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
   }
+  scale = mul_rn(half_bits(d), float(sc));
+  min = mul_rn(half_bits(dmin), float(m));
 }
 
-// Piece c of a Q4_K row is sub-block c % 8 of super-block c / 8.
-template <>
-struct Decoder<TensorType::Q4_K> {
+// Piece c of a Q4_K or Q5_K row is sub-block j = c % 8 of super-block c / 8:
+// element l's low four bits in nibble j % 2 of qs[32 (j / 2) + l]; Q5_K's
+// fifth bit is bit j of qh[l].
+template <class Block, bool kFifthBit>
+struct KQuantDecoder {
   static constexpr int kChunk = 32;
   PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
-    const BlockQ4_K& b = reinterpret_cast<const BlockQ4_K*>(row)[c / 8];
+    const Block& b = reinterpret_cast<const Block*>(row)[c / 8];
     const int j = int(c % 8);
-    int sc, m;
-    k_scale_min(b.scales, j, sc, m);
-    const float scale = mul_rn(half_bits(b.d), float(sc));
-    const float min = mul_rn(half_bits(b.dmin), float(m));
-    const uint8_t* qs = b.qs + 32 * (j / 2);
-    const int shift = (j % 2) * 4;
-    PAGODA_UNROLL
-    for (int l = 0; l < 32; ++l) out[l] = sub_rn(mul_rn(scale, float((qs[l] >> shift) & 0xF)), min);
-  }
-};
-
-// Piece c of a Q5_K row: Q4_K's sub-block with the fifth bit, bit j of qh[l].
-template <>
-struct Decoder<TensorType::Q5_K> {
-  static constexpr int kChunk = 32;
-  PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
-    const BlockQ5_K& b = reinterpret_cast<const BlockQ5_K*>(row)[c / 8];
-    const int j = int(c % 8);
-    int sc, m;
-    k_scale_min(b.scales, j, sc, m);
-    const float scale = mul_rn(half_bits(b.d), float(sc));
-    const float min = mul_rn(half_bits(b.dmin), float(m));
+    float scale, min;
+    k_scale_min(b.scales, b.d, b.dmin, j, scale, min);
     const uint8_t* qs = b.qs + 32 * (j / 2);
     const int shift = (j % 2) * 4;
     PAGODA_UNROLL
     for (int l = 0; l < 32; ++l) {
-      const int code = ((qs[l] >> shift) & 0xF) | (((b.qh[l] >> j) & 1) << 4);
+      int code = (qs[l] >> shift) & 0xF;
+      if constexpr (kFifthBit) code |= ((b.qh[l] >> j) & 1) << 4;
       out[l] = sub_rn(mul_rn(scale, float(code)), min);
     }
   }
 };
+
+template <>
+struct Decoder<TensorType::Q4_K> : KQuantDecoder<BlockQ4_K, false> {};
+template <>
+struct Decoder<TensorType::Q5_K> : KQuantDecoder<BlockQ5_K, true> {};
 
 // Piece c of an IQ4_XS row: sub-block c % 8 of super-block c / 8, its
 // six-bit scale (iq4_xs_scale) times the nibbles' values.
