@@ -42,9 +42,9 @@ struct BenchOpts {
   bool mmap = false;
   uint64_t seed = 1;
   bool skip_reserve = false;
-  std::string faults;   // --inject-faults SPEC
-  EngineConfig device;  // --device and the GPU's flags
-  std::string kv_type = "auto";
+  std::string faults;        // --inject-faults SPEC
+  EngineConfig device;       // --device and the GPU's flags
+  DeviceFlags device_flags;  // --kv-type, --enforce-eager
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -68,7 +68,7 @@ void run_mode(const BenchOpts& o, bool paged) {
   cfg.log_interval_s = 0;
   cfg.max_waiting = o.requests + 1;
   if (!o.faults.empty()) cfg.faults = FaultSpec::parse(o.faults);
-  auto engine = load_engine(o.model_path, cfg, o.kv_type);
+  auto engine = load_engine(o.model_path, cfg, o.device_flags);
 
   std::mt19937_64 rng(o.seed);
   const int vocab = engine->vocab_size();
@@ -167,7 +167,7 @@ Command add_bench(CLI::App& app) {
                   "KV blocks kept free per running sequence when admitting (paged mode)")
       ->capture_default_str();
   cmd->add_option("--threads,-t", o->threads)->capture_default_str();
-  add_device_options(cmd, o->device, o->kv_type);
+  add_device_options(cmd, o->device, o->device_flags);
   cmd->add_flag(
       "--mmap", o->mmap,
       "Map the model file instead of reading it into memory (faster start, shared page cache; decode a few % slower)");

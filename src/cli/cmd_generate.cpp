@@ -30,8 +30,8 @@ struct GenerateOpts {
   int threads = 0;
   bool mmap = false;
   int block_size = 16;
-  std::string kv_type = "auto";
-  EngineConfig device;  // --device and the GPU's flags
+  DeviceFlags device_flags;  // --kv-type, --enforce-eager
+  EngineConfig device;       // --device and the GPU's flags
   bool json = false;
   int logprobs = -1;
   uint64_t seed = 0;
@@ -62,7 +62,7 @@ int run_generate(const GenerateOpts& o, bool seed_given) {
   cfg.log_interval_s = 0;
   if (cfg.block_size < 1 || cfg.block_size > 1024) fail<InvalidArgument>("--block-size must be in [1, 1024]");
   if (!std::getenv("PAGODA_LOG")) spdlog::set_level(spdlog::level::warn);  // stdout is the text; keep stderr quiet
-  auto engine = load_engine(o.model.resolve(), cfg, o.kv_type);
+  auto engine = load_engine(o.model.resolve(), cfg, o.device_flags);
   const Tokenizer& tok = *engine->tokenizer();
   req.prompt = tok.encode(o.prompt, !o.no_bos && tok.add_bos_by_default());
   if (req.prompt.empty()) fail<InvalidArgument>("the prompt is empty and the model adds no BOS token");
@@ -139,7 +139,7 @@ Command add_generate(CLI::App& app) {
       "--mmap", o->mmap,
       "Map the model file instead of reading it into memory (faster start, shared page cache; decode a few % slower)");
   cmd->add_option("--block-size", o->block_size, "KV cache block size in tokens")->capture_default_str();
-  add_device_options(cmd, o->device, o->kv_type);
+  add_device_options(cmd, o->device, o->device_flags);
   cmd->add_flag("--no-bos", o->no_bos, "Do not add the BOS token to the prompt");
   cmd->add_flag("--json", o->json, "Print one JSON object {prompt_token_ids, output_token_ids, text} at the end");
   cmd->add_option("--logprobs", o->logprobs, "With --json: the K most likely tokens at each position (0-20)");

@@ -38,8 +38,8 @@ struct ServeOpts {
   std::string tool_call_parser = "auto";
   std::string reasoning_parser = "auto";
   std::string faults;
-  std::string kv_events;  // --kv-events-config JSON
-  std::string kv_type = "auto";
+  std::string kv_events;     // --kv-events-config JSON
+  DeviceFlags device_flags;  // --kv-type, --enforce-eager
   std::string max_step_ms = "auto";
   std::string pooling;  // --pooling; empty: the file's
   bool no_paged = false, no_prefix = false, no_hybrid = false;
@@ -133,7 +133,7 @@ int run_serve(ServeOpts& o) {
   std::fflush(stdout);
   cfg.load_progress = progress_log(name);
   const bool clean = srv.run([&] {
-    auto m = std::make_unique<server::ServedModel>(load_engine(o.model, cfg, o.kv_type), name, chat);
+    auto m = std::make_unique<server::ServedModel>(load_engine(o.model, cfg, o.device_flags), name, chat);
     m->names = o.served_names;
     m->limits.tool_parser = tool_parser.format;
     m->limits.reasoning_parser = reasoning.format;
@@ -195,7 +195,7 @@ Command add_serve(CLI::App& app) {
                   "Serve as an embedding model (/v1/embeddings only), pooling the final hidden states: none, mean, "
                   "cls, last, or rank (a reranker with a classification head, /v1/rerank) (default: the file's "
                   "pooling_type; none for a generating model)");
-  add_device_options(cmd, e, o->kv_type);
+  add_device_options(cmd, e, o->device_flags);
   cmd->add_option("--max-num-seqs", e.sched.max_num_seqs, "Most sequences in a batch")->capture_default_str();
   cmd->add_option("--max-batched-tokens", e.sched.max_batched_tokens, "Most tokens in a step")->capture_default_str();
   cmd->add_option("--max-step-ms", o->max_step_ms,

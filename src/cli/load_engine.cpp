@@ -7,7 +7,7 @@
 
 namespace pagoda::cli {
 
-void add_device_options(CLI::App* cmd, EngineConfig& cfg, std::string& kv_type) {
+void add_device_options(CLI::App* cmd, EngineConfig& cfg, DeviceFlags& flags) {
   cmd->add_option("--device", cfg.device, "Where the model runs: cpu, or cuda (a build with the CUDA toolkit)")
       ->capture_default_str();
   cmd->add_option("--gpu-memory-utilization", cfg.gpu_memory_utilization,
@@ -20,17 +20,19 @@ void add_device_options(CLI::App* cmd, EngineConfig& cfg, std::string& kv_type) 
   cmd->add_flag(
       "--cpu-sampling", [&cfg](int64_t) { cfg.sample_on_device = false; },
       "--device cuda: sample every token on the CPU (the whole logits rows come back) instead of on the GPU");
-  cmd->add_option("--kv-type", kv_type, "KV cache element type: f32 or f16 (auto: f32 on a CPU, f16 on a GPU)")
+  cmd->add_flag("--enforce-eager", flags.enforce_eager,
+                "--device cuda: launch every step's kernels one by one; no CUDA graphs for decode steps");
+  cmd->add_option("--kv-type", flags.kv_type, "KV cache element type: f32 or f16 (auto: f32 on a CPU, f16 on a GPU)")
       ->capture_default_str();
 }
 
-std::unique_ptr<Engine> load_engine(const std::string& model_path, EngineConfig cfg, const std::string& kv_type) {
+std::unique_ptr<Engine> load_engine(const std::string& model_path, EngineConfig cfg, const DeviceFlags& flags) {
   const bool gpu = cfg.device == "cuda";
   if (!gpu && cfg.device != "cpu") fail<InvalidArgument>("--device {}: cpu or cuda", cfg.device);
-  cfg.kv_type = kv_type == "auto" ? (gpu ? KvType::F16 : KvType::F32) : kv_type_from_name(kv_type);
+  cfg.kv_type = flags.kv_type == "auto" ? (gpu ? KvType::F16 : KvType::F32) : kv_type_from_name(flags.kv_type);
   if (!gpu) return Engine::load(model_path, cfg);
 #ifdef PAGODA_HAS_CUDA
-  return cuda::load_cuda_engine(model_path, cfg);
+  return cuda::load_cuda_engine(model_path, cfg, {.graphs = !flags.enforce_eager});
 #else
   fail<Unsupported>(
       "--device cuda: this build has no CUDA backend (the CUDA toolkit was not found when it was configured; "

@@ -11,12 +11,18 @@
 
 namespace pagoda::cli {
 
+// The device flags that are not the engine's (EngineConfig) to hold.
+struct DeviceFlags {
+  std::string kv_type = "auto";  // auto: f32 on a CPU, f16 on a GPU
+  bool enforce_eager = false;    // --device cuda: no CUDA graphs, every step launched kernel by kernel
+};
+
 // --device, --gpu-memory-utilization, --gpu-step-deadline, --cpu-sampling
-// and --kv-type (auto: f32 on a CPU, f16 on a GPU) into `cfg` and `kv_type`.
-void add_device_options(CLI::App* cmd, EngineConfig& cfg, std::string& kv_type);
+// and --enforce-eager into `cfg` and `flags`, and --kv-type into flags.kv_type.
+void add_device_options(CLI::App* cmd, EngineConfig& cfg, DeviceFlags& flags);
 
 // Sets cfg.kv_type from --kv-type, then loads; InvalidArgument for an unknown
 // device, Unsupported for cuda in a build without it.
-std::unique_ptr<Engine> load_engine(const std::string& model_path, EngineConfig cfg, const std::string& kv_type);
+std::unique_ptr<Engine> load_engine(const std::string& model_path, EngineConfig cfg, const DeviceFlags& flags);
 
 }  // namespace pagoda::cli

@@ -27,6 +27,7 @@ CublasLibrary open_cublas() {
   resolve(lib, "cublasCreate_v2", c.create);
   resolve(lib, "cublasDestroy_v2", c.destroy);
   resolve(lib, "cublasSetStream_v2", c.set_stream);
+  resolve(lib, "cublasSetWorkspace_v2", c.set_workspace);
   resolve(lib, "cublasGemmEx", c.gemm_ex);
   return c;
 }

@@ -12,6 +12,8 @@ struct CublasLibrary {
   decltype(&cublasCreate_v2) create = nullptr;
   decltype(&cublasDestroy_v2) destroy = nullptr;
   decltype(&cublasSetStream_v2) set_stream = nullptr;
+  // A workspace of the caller's: a GEMM captured into a CUDA graph then takes no memory of cuBLAS's own.
+  decltype(&cublasSetWorkspace_v2) set_workspace = nullptr;
   // cublasGemmEx's C entry (the header overloads the name with 64-bit sizes).
   cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
                             const void*, cudaDataType, int, const void*, cudaDataType, int, const void*, void*,

@@ -5,7 +5,9 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <optional>
 #include <cstring>
+#include <map>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -22,6 +24,7 @@
 #include "cuda/sampling.h"
 #include "cuda/step_faults.h"
 #include "device/device_failure.h"
+#include "gpu/graph_buckets.h"
 #include "util/error.h"
 
 namespace pagoda::cuda {
@@ -106,6 +109,8 @@ using namespace parts;
 struct Launches {
   cudaStream_t stream;
   cublasHandle_t blas;
+  void* blas_workspace;
+  size_t blas_workspace_bytes;
   void embed_rows(TensorType t, const void* w, int64_t rows, int64_t k, const int32_t* ids, int n, float* out) {
     ck(cuda::embed_rows(t, w, rows, k, ids, n, out, stream), "embed_rows");
   }
@@ -119,7 +124,8 @@ struct Launches {
     ck(cuda::convert_f32_to_f16(x, out, n, stream), "convert_f32_to_f16");
   }
   void gemm_f16(const __half* x, const __half* w, float* out, int n_tokens, int rows, int k) {
-    ck(cuda::gemm_f16(blas, x, w, out, n_tokens, rows, k, stream), "cublasGemmEx");
+    ck(cuda::gemm_f16(blas, x, w, out, n_tokens, rows, k, stream, blas_workspace, blas_workspace_bytes),
+       "cublasGemmEx");
   }
   void rms_norm(const float* x, const float* w, float* out, int n_rows, int n, float eps) {
     ck(cuda::rms_norm(x, w, out, n_rows, n, eps, stream), "rms_norm");
@@ -155,6 +161,10 @@ int64_t sampling_bytes(const gpu::StepLimits& l) {
   return int64_t(l.max_logits) * int64_t(sizeof(RowSampling)) + 8 * int64_t(l.max_sample_entries);
 }
 
+// cuBLAS's workspace, ours so that a captured GEMM takes no memory of its own:
+// the size NVIDIA's cuBLAS guide gives for Hopper (32 MiB; 4 MiB elsewhere).
+constexpr size_t kBlasWorkspaceBytes = size_t(32) << 20;
+
 }  // namespace
 
 struct CudaDevice::Impl {
@@ -180,6 +190,18 @@ struct CudaDevice::Impl {
   int32_t pending_logits = -1;        // logits rows the launched step returns; -1: none launched
   int32_t pending_sampled = 0;        // and rows it sampled
   int32_t* never_released = nullptr;  // the hang fault's flag, zero forever
+  void* blas_workspace = nullptr;
+
+  // CUDA graphs of pure-decode steps (gpu/graph_buckets.h), one per key,
+  // captured on first use; they hold the workspace's and the pool's
+  // addresses, so they go whenever those buffers are replaced.
+  bool graphs = true;
+  std::map<gpu::GraphKey, cudaGraphExec_t> graph_execs;
+  void drop_graphs() {
+    for (auto& [key, exec] : graph_execs) cudaGraphExecDestroy(exec);
+    graph_execs.clear();
+  }
+  void run_graph(const gpu::GraphKey& key, const gpu::StepUpload& padded);
 
   void use() { ck(cudaSetDevice(ordinal), "cudaSetDevice"); }
 
@@ -207,7 +229,7 @@ struct CudaDevice::Impl {
 
 CudaDevice::CudaDevice(std::unique_ptr<Impl> impl) : m_(std::move(impl)) {}
 
-std::unique_ptr<CudaDevice> CudaDevice::open(int ordinal, const DeviceFaults& faults) {
+std::unique_ptr<CudaDevice> CudaDevice::open(int ordinal, const DeviceFaults& faults, bool graphs) {
   int count = 0;
   if (const cudaError_t e = cudaGetDeviceCount(&count); e != cudaSuccess)
     fail<Unsupported>("no CUDA device can be used: {}", cudaGetErrorName(e));
@@ -215,6 +237,7 @@ std::unique_ptr<CudaDevice> CudaDevice::open(int ordinal, const DeviceFaults& fa
   auto m = std::make_unique<Impl>();
   m->ordinal = ordinal;
   m->faults = faults;
+  m->graphs = graphs;
   const DeviceStatus s = answer([&] {
     m->use();
     cudaDeviceProp p{};
@@ -223,6 +246,7 @@ std::unique_ptr<CudaDevice> CudaDevice::open(int ordinal, const DeviceFaults& fa
     ck(cudaStreamCreateWithFlags(&m->stream, cudaStreamNonBlocking), "cudaStreamCreate");
     ck(cudaEventCreateWithFlags(&m->done, cudaEventDisableTiming), "cudaEventCreate");
     ck(cublas_library().create(&m->blas), "cublasCreate");
+    ck(cudaMalloc(&m->blas_workspace, kBlasWorkspaceBytes), "cudaMalloc");
     if (faults.hang_at_launch > 0) {
       ck(cudaMalloc(&m->never_released, sizeof(int32_t)), "cudaMalloc");
       ck(cudaMemset(m->never_released, 0, sizeof(int32_t)), "cudaMemset");
@@ -237,7 +261,9 @@ CudaDevice::~CudaDevice() {
   if (m.lost) return;  // a hung kernel would make every free below wait for it
   cudaSetDevice(m.ordinal);
   cudaStreamSynchronize(m.stream);  // nothing of ours is running: a finished or failed step
+  m.drop_graphs();
   m.buf.release();
+  if (m.blas_workspace) cudaFree(m.blas_workspace);
   for (void* p : m.weights) cudaFree(p);
   if (m.kv) cudaFree(m.kv);
   if (m.never_released) cudaFree(m.never_released);
@@ -336,6 +362,7 @@ DeviceStatus CudaDevice::reserve_workspace(const gpu::StepLimits& limits) {
     w.release();  // the old buffers stay
     return s;
   }
+  m.drop_graphs();  // they hold the old buffers' addresses
   m.buf.release();
   m.buf = std::move(w);
   return s;
@@ -350,6 +377,7 @@ DeviceStatus CudaDevice::allocate_kv(const gpu::KvPoolShape& shape) {
                           c.kv_dim());
   return answer([&] {
     m.use();
+    m.drop_graphs();  // they hold the caches' addresses (the pool comes once, before any step)
     ck(cudaMalloc(&m.kv, size_t(shape.bytes())), "cudaMalloc");
     m.pool = shape;
     m.model.block_size = shape.block_size;
@@ -392,7 +420,45 @@ void CudaDevice::Impl::take_memory_then_fail() {
   ck(e == cudaSuccess ? cudaErrorMemoryAllocation : e, "cudaMalloc (injected: the device's memory taken)");
 }
 
-void CudaDevice::Impl::forward(const gpu::StepUpload& u) {
+// Captures the padded step's forward pass on first use of its key, then
+// launches the graph. A failed capture ends it, so nothing is left capturing
+// on the stream, and keeps no graph.
+void CudaDevice::Impl::run_graph(const gpu::GraphKey& key, const gpu::StepUpload& padded) {
+  auto it = graph_execs.find(key);
+  if (it == graph_execs.end()) {
+    Launches ops{stream, blas, blas_workspace, kBlasWorkspaceBytes};
+    // Thread-local: another thread's CUDA calls (none here today) would not invalidate the capture.
+    ck(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    cudaGraph_t graph = nullptr;
+    try {
+      forward_pass(ops, model, buf.act, padded, buf.words);
+    } catch (...) {
+      cudaStreamEndCapture(stream, &graph);
+      if (graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    ck(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);  // the executable graph keeps what it needs
+    ck(e, "cudaGraphInstantiate");
+    it = graph_execs.emplace(key, exec).first;
+  }
+  ck(cudaGraphLaunch(it->second, stream), "cudaGraphLaunch");
+}
+
+void CudaDevice::Impl::forward(const gpu::StepUpload& step) {
+  // A pure-decode step that fits the workspace once padded runs as its key's graph.
+  std::optional<gpu::StepUpload> padded;
+  gpu::GraphKey key;
+  if (graphs && gpu::graphable(step)) {
+    key = gpu::graph_key(step, buf.limits.max_blocks_per_seq);
+    const int32_t entries = int32_t(step.adjusts().size() + step.penalties().size());
+    if (buf.limits.covers({key.tokens, key.tokens, key.width, key.tokens, entries}))
+      padded = gpu::pad_for_graph(step, key, pool.num_blocks);
+  }
+  const gpu::StepUpload& u = padded ? *padded : step;
+  // The words buffer is the same every step: a graph reads whatever was copied there last.
   std::memcpy(buf.host_words, u.words().data(), u.bytes());
   ck(cudaMemcpyAsync(buf.words, buf.host_words, u.bytes(), cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
   const int32_t D = u.num_sampled();
@@ -407,8 +473,12 @@ void CudaDevice::Impl::forward(const gpu::StepUpload& u) {
                        cudaMemcpyHostToDevice, stream),
        "cudaMemcpyAsync");
   }
-  Launches ops{stream, blas};
-  forward_pass(ops, model, buf.act, u, buf.words);
+  if (padded) {
+    run_graph(key, u);
+  } else {
+    Launches ops{stream, blas, blas_workspace, kBlasWorkspaceBytes};
+    forward_pass(ops, model, buf.act, u, buf.words);
+  }
   if (D > 0) {
     // The first D logits rows are the sampled ones (gpu/step_upload.h): only their answers come back.
     ck(sample_rows(buf.act.logits, buf.sample_scratch, D, int32_t(V), reinterpret_cast<RowSampling*>(buf.sampling),
@@ -418,7 +488,8 @@ void CudaDevice::Impl::forward(const gpu::StepUpload& u) {
     ck(cudaMemcpyAsync(buf.host_sampled, buf.sampled, size_t(D) * sizeof(SampledRow), cudaMemcpyDeviceToHost, stream),
        "cudaMemcpyAsync");
   }
-  ck(cudaMemcpyAsync(buf.host_logits, buf.act.logits + size_t(D) * V, size_t(u.num_logits() - D) * V * sizeof(float),
+  // The real rows only: a padded step's padding rows come after them.
+  ck(cudaMemcpyAsync(buf.host_logits, buf.act.logits + size_t(D) * V, size_t(step.num_logits() - D) * V * sizeof(float),
                      cudaMemcpyDeviceToHost, stream),
      "cudaMemcpyAsync");
 }

@@ -26,8 +26,10 @@ struct DeviceFaults {
 class CudaDevice : public gpu::Device {
  public:
   // Unsupported, naming CUDA's error, where device `ordinal` cannot be used
-  // (no device, no driver, a driver older than the runtime).
-  static std::unique_ptr<CudaDevice> open(int ordinal = 0, const DeviceFaults& faults = {});
+  // (no device, no driver, a driver older than the runtime). `graphs`: run
+  // pure-decode steps as CUDA graphs (gpu/graph_buckets.h); false: every
+  // step eagerly (--enforce-eager).
+  static std::unique_ptr<CudaDevice> open(int ordinal = 0, const DeviceFaults& faults = {}, bool graphs = true);
   ~CudaDevice() override;
 
   std::string name() const override;

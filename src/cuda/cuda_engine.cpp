@@ -11,7 +11,8 @@
 
 namespace pagoda::cuda {
 
-std::unique_ptr<Engine> load_cuda_engine(const std::string& model_path, const EngineConfig& config) {
+std::unique_ptr<Engine> load_cuda_engine(const std::string& model_path, const EngineConfig& config,
+                                         const CudaEngineOptions& cuda_options) {
   if (config.faults.load_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(config.faults.load_ms));
   if (config.pooling && *config.pooling != Pooling::none)
     fail<Unsupported>("--device cuda serves generating models; embedding models run on the CPU");
@@ -21,8 +22,9 @@ std::unique_ptr<Engine> load_cuda_engine(const std::string& model_path, const En
   const FaultSpec& f = config.faults;
   auto device = CudaDevice::open(
       0,
-      {.trap_at_launch = f.gpu_trap_at_pass, .hang_at_launch = f.gpu_hang_at_pass, .oom_at_launch = f.gpu_oom_at_pass});
-  spdlog::info("device: {}", device->name());
+      {.trap_at_launch = f.gpu_trap_at_pass, .hang_at_launch = f.gpu_hang_at_pass, .oom_at_launch = f.gpu_oom_at_pass},
+      cuda_options.graphs);
+  spdlog::info("device: {}{}", device->name(), cuda_options.graphs ? "" : " (--enforce-eager: no CUDA graphs)");
   const gpu::CudaRunnerOptions options{.gpu_memory_utilization = config.gpu_memory_utilization,
                                        .kv_cache_tokens = config.kv_cache_tokens,
                                        .block_size = config.block_size,

@@ -10,9 +10,15 @@
 
 namespace pagoda::cuda {
 
+// What only the CUDA engine takes (the CLI's --enforce-eager).
+struct CudaEngineOptions {
+  bool graphs = true;  // pure-decode steps as CUDA graphs (cuda_device.h)
+};
+
 // Unsupported where no CUDA device can be used or the device cannot run the
 // model; ResourceExhausted where its memory cannot hold it (each naming what
 // to change).
-std::unique_ptr<Engine> load_cuda_engine(const std::string& model_path, const EngineConfig& config);
+std::unique_ptr<Engine> load_cuda_engine(const std::string& model_path, const EngineConfig& config,
+                                         const CudaEngineOptions& options = {});
 
 }  // namespace pagoda::cuda

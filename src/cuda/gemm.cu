@@ -22,11 +22,14 @@ cudaError_t convert_f32_to_f16(const float* x, __half* out, int64_t n, cudaStrea
 }
 
 cublasStatus_t gemm_f16(cublasHandle_t handle, const __half* x, const __half* w, float* out, int n_tokens, int n_rows,
-                        int k, cudaStream_t stream) {
+                        int k, cudaStream_t stream, void* workspace, size_t workspace_bytes) {
   if (n_tokens < 0 || n_rows < 0 || k <= 0) return CUBLAS_STATUS_INVALID_VALUE;
   if (n_tokens == 0 || n_rows == 0) return CUBLAS_STATUS_SUCCESS;
   const CublasLibrary& blas = cublas_library();  // opened already: the handle came from it
   if (const cublasStatus_t s = blas.set_stream(handle, stream); s != CUBLAS_STATUS_SUCCESS) return s;
+  if (workspace)
+    if (const cublasStatus_t s = blas.set_workspace(handle, workspace, workspace_bytes); s != CUBLAS_STATUS_SUCCESS)
+      return s;
   // cuBLAS is column-major. Row-major out [n_tokens][n_rows] is the column-major
   // n_rows x n_tokens matrix C with C(r, t) = sum_i W(i, r) X(i, t), where W (the
   // bytes of w) is column-major k x n_rows, taken transposed (op T), and X (the

@@ -21,8 +21,10 @@ cudaError_t convert_f32_to_f16(const float* x, __half* out, int64_t n, cudaStrea
 //   w    [n_rows][k] F16 (row-major, as dequantize_rows_f16 writes it)
 //   out  [n_tokens][n_rows] F32
 // Runs on `stream` (set on the handle for this call). Returns cuBLAS's status.
-// `handle` comes from cublas_library().create (cublas_library.h).
+// `handle` comes from cublas_library().create (cublas_library.h). A
+// `workspace` of `workspace_bytes` is set on the handle after the stream
+// (setting a stream resets it): what a GEMM captured into a CUDA graph uses.
 cublasStatus_t gemm_f16(cublasHandle_t handle, const __half* x, const __half* w, float* out, int n_tokens, int n_rows,
-                        int k, cudaStream_t stream);
+                        int k, cudaStream_t stream, void* workspace = nullptr, size_t workspace_bytes = 0);
 
 }  // namespace pagoda::cuda

@@ -101,6 +101,51 @@ StepUpload StepUpload::pack(const Batch& batch, int32_t block_size, int32_t num_
   return u;
 }
 
+StepUpload StepUpload::from_words(std::vector<int32_t> words, const StepSampling& sampling, int32_t num_blocks) {
+  StepUpload u;
+  u.words_ = std::move(words);
+  const auto& w = u.words_;
+  if (w.size() < size_t(kHeaderWords)) fail<InvalidArgument>("an upload of {} words has no header", w.size());
+  const int64_t T = w[0], S = w[1], G = w[2], B = w[3], L = w[4], bs = w[5], D = w[6];
+  if (T <= 0 || S <= 0 || G <= 0 || B < 0 || L < 0 || bs <= 0 || D < 0 || D > L)
+    fail<InvalidArgument>("an upload's header: {} tokens, {} sequences, {} groups, {} wide, {} rows ({} sampled)", T, S,
+                          G, B, L, D);
+  if (int64_t(w.size()) != kHeaderWords + (3 + G) * T + S * G * B + S + L)
+    fail<InvalidArgument>("an upload of {} words for its header", w.size());
+  for (int32_t s : u.seq_of())
+    if (s < 0 || s >= S) fail<InvalidArgument>("a token of sequence {} in a step of {} sequences", s, S);
+  for (int32_t g = 0; g < G; ++g)
+    for (int32_t slot : u.slots(g))
+      if (slot < -1 || int64_t(slot) >= int64_t(num_blocks) * bs)
+        fail<InvalidArgument>("KV slot {} in a pool of {} blocks of {}", slot, num_blocks, bs);
+  for (int32_t s = 0; s < S; ++s)
+    for (int32_t g = 0; g < G; ++g)
+      for (int32_t b : u.table(s, g))
+        if (b != kNoBlock && (b < 0 || b >= num_blocks))
+          fail<InvalidArgument>("sequence {} names block {} of a pool of {}", s, b, num_blocks);
+  for (int32_t i = 0; i < T; ++i)
+    if (u.positions()[size_t(i)] < 0 || u.positions()[size_t(i)] >= u.seq_len()[size_t(u.seq_of()[size_t(i)])])
+      fail<InvalidArgument>("token {} at position {} past its sequence's length", i, u.positions()[size_t(i)]);
+  for (int32_t r : u.logit_rows())
+    if (r < 0 || r >= T) fail<InvalidArgument>("logits row of token {} in a step of {}", r, T);
+  if (int64_t(sampling.rows.size()) != D)
+    fail<InvalidArgument>("{} sampling records for {} sampled rows", sampling.rows.size(), D);
+  // The records' own checks, as pack() makes them: each sampled row names its record in order.
+  StepSampling check = sampling;
+  check.row_of.resize(size_t(L));
+  for (int64_t i = 0; i < L; ++i) check.row_of[size_t(i)] = i < D ? int32_t(i) : -1;
+  int32_t vocab = 0;  // the lists' tokens were checked against the vocabulary when they were packed
+  for (const LogitAdjust& a : sampling.adjusts) vocab = std::max(vocab, a.token + 1);
+  for (const PenaltyEntry& e : sampling.penalties) vocab = std::max(vocab, e.token + 1);
+  check_sampling(check, int32_t(L), vocab);
+  if (D > 0) {
+    u.sampling_.rows = sampling.rows;
+    u.sampling_.adjusts = sampling.adjusts;
+    u.sampling_.penalties = sampling.penalties;
+  }
+  return u;
+}
+
 Batch StepUpload::unpack(std::vector<std::vector<int32_t>>& tables) const {
   Batch b;
   b.num_groups = num_groups();

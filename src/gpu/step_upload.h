@@ -40,6 +40,13 @@ class StepUpload {
   // outside [0, vocab) or an entry outside its lists.
   static StepUpload pack(const Batch& batch, int32_t block_size, int32_t num_blocks, const StepSampling& sampling = {},
                          int32_t vocab = 0);
+  // An upload from words already in the layout above (gpu/graph_buckets.h
+  // builds padded ones), with the sampling records of its first D logits
+  // rows. The same checks as pack() on what the device reads: InvalidArgument
+  // where a section's size disagrees with the header, a sequence, row or block
+  // id is out of range, or a slot is outside the pool (-1: the token's K/V are
+  // not stored).
+  static StepUpload from_words(std::vector<int32_t> words, const StepSampling& sampling, int32_t num_blocks);
 
   std::span<const int32_t> words() const { return words_; }
   size_t bytes() const { return words_.size() * sizeof(int32_t); }

@@ -35,5 +35,56 @@ TEST(CudaAttentionOnHost, KernelSourceMatchesADoubleLoop) {
   check_on_host(testing::decode_one(), {4, 2, 64, 3}, 90);
 }
 
+// A CUDA graph's padding token (gpu/graph_buckets.h): position 0 of a
+// sequence of its own whose table is block 0 then kNoBlock. It reads block
+// 0's first row only (softmax over one position: exactly that V row) and
+// leaves the real token beside it as it would be alone.
+TEST(CudaAttentionOnHost, AGraphPaddingTokenReadsBlockZerosFirstRowOnly) {
+  std::mt19937 rng(7);
+  constexpr int kBlock = 16, kHeads = 2, kDim = 64;
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<__half> k(size_t(2) * kBlock * kDim), v(k.size());
+  std::vector<float> kf(k.size()), vf(v.size());
+  for (size_t i = 0; i < k.size(); ++i) {
+    k[i] = __float2half(u(rng)), v[i] = __float2half(u(rng));
+    kf[i] = __half2float(k[i]), vf[i] = __half2float(v[i]);
+  }
+  std::vector<float> q(size_t(2) * kHeads * kDim), out(q.size(), NAN);
+  for (float& x : q) x = u(rng);
+  const std::vector<int32_t> seq = {0, 1}, pos = {5, 0}, tables = {1, -1, 0, -1};  // [2 seqs][2 blocks]
+  const PagedAttentionArgs a{.q = q.data(),
+                             .k_cache = k.data(),
+                             .v_cache = v.data(),
+                             .seq_index = seq.data(),
+                             .positions = pos.data(),
+                             .block_tables = tables.data(),
+                             .out = out.data(),
+                             .n_tokens = 2,
+                             .n_head = kHeads,
+                             .n_kv_head = 1,
+                             .head_dim = kDim,
+                             .block_size = kBlock,
+                             .max_blocks_per_seq = 2,
+                             .scale = 0.125f};
+  emulation::launch(dim3(2, kHeads), dim3(detail::kAttentionThreads), detail::paged_attention_kernel, a);
+  for (int h = 0; h < kHeads; ++h) {
+    // The real token: positions 0..5 of block 1.
+    std::vector<double> w(6);
+    double top = -INFINITY, sum = 0;
+    for (int j = 0; j < 6; ++j) {
+      double s = 0;
+      for (int d = 0; d < kDim; ++d) s += double(q[size_t(h * kDim + d)]) * kf[size_t((kBlock + j) * kDim + d)];
+      top = std::max(top, w[size_t(j)] = s * 0.125);
+    }
+    for (double& x : w) sum += (x = std::exp(x - top));
+    for (int d = 0; d < kDim; ++d) {
+      double o = 0;
+      for (int j = 0; j < 6; ++j) o += w[size_t(j)] / sum * vf[size_t((kBlock + j) * kDim + d)];
+      EXPECT_NEAR(out[size_t(h * kDim + d)], o, 1e-5) << "head " << h << " dim " << d;
+      EXPECT_FLOAT_EQ(out[size_t((kHeads + h) * kDim + d)], vf[size_t(d)]) << "padding, head " << h;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pagoda::cuda

@@ -90,12 +90,13 @@ TEST(CudaForward, AMixedBatchGivesEachSequenceItsLogitsAlone) {
   }
 }
 
-std::unique_ptr<Engine> stories_engine(const DeviceFaults& faults, double deadline_s = 20, bool cpu_sampling = false) {
+std::unique_ptr<Engine> stories_engine(const DeviceFaults& faults, double deadline_s = 20, bool cpu_sampling = false,
+                                       bool graphs = true) {
   auto model =
       std::shared_ptr<Model>(Model::load(pagoda::testing::shared_path("models/stories260K.gguf"), Residency::kMapped));
   gpu::CudaRunnerOptions o = options();
   o.step_deadline_s = deadline_s;
-  auto runner = std::make_unique<gpu::CudaRunner>(model, CudaDevice::open(0, faults), o);
+  auto runner = std::make_unique<gpu::CudaRunner>(model, CudaDevice::open(0, faults, graphs), o);
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_gguf(model->file()));
   EngineConfig cfg;
   cfg.audit_every_step = true;
@@ -175,6 +176,44 @@ TEST(CudaForward, DeviceSamplingIsTheCpuSamplersOnTheSameLogits) {
   const auto first = stories_engine({})->generate(reqs);
   const auto second = stories_engine({})->generate(reqs);
   for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(first[i].choices[0].tokens, second[i].choices[0].tokens);
+}
+
+// Decode steps as CUDA graphs against every step eager (--enforce-eager): the
+// same greedy tokens and logprobs, sampled on the device and on the CPU (all
+// the real rows' logits come back, none of the padding's). At most 16
+// sequences: every bucket is under kGemmMinTokens, so both run the same
+// matvec kernels and the logits are equal to the bit.
+TEST(CudaForward, GraphsGiveTheEagerGreedyStreams) {
+  PAGODA_REQUIRE_CUDA_DEVICE();
+  auto reqs = stories_requests(16);
+  for (auto& r : reqs) r.sampling.logprobs = 3;
+  for (bool cpu_sampling : {false, true}) {
+    SCOPED_TRACE(cpu_sampling ? "cpu sampling" : "device sampling");
+    const auto eager = stories_engine({}, 20, cpu_sampling, /*graphs=*/false)->generate(reqs);
+    const auto graphed = stories_engine({}, 20, cpu_sampling, /*graphs=*/true)->generate(reqs);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      const auto &e = eager[i].choices[0], &g = graphed[i].choices[0];
+      ASSERT_EQ(g.finish, FinishReason::length) << g.error;
+      ASSERT_EQ(g.tokens, e.tokens) << "request " << i;
+      ASSERT_EQ(g.logprobs.size(), e.logprobs.size());
+      for (size_t t = 0; t < g.logprobs.size(); ++t) EXPECT_EQ(g.logprobs[t].logprob, e.logprobs[t].logprob);
+    }
+  }
+}
+
+// A decode batch that shrinks as requests of different lengths end, through
+// buckets of 16, 8, 4, 2 and 1 (each captured on first use), and tables that
+// widen as sequences grow: the graphed streams are the eager ones.
+TEST(CudaForward, GraphsOfEveryBucketAsTheBatchShrinks) {
+  PAGODA_REQUIRE_CUDA_DEVICE();
+  auto reqs = stories_requests(16);
+  for (size_t i = 0; i < reqs.size(); ++i) reqs[i].sampling.max_tokens = 2 + 6 * int(i);
+  const auto eager = stories_engine({}, 20, false, /*graphs=*/false)->generate(reqs);
+  const auto graphed = stories_engine({}, 20, false, /*graphs=*/true)->generate(reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    ASSERT_EQ(graphed[i].choices[0].finish, FinishReason::length) << graphed[i].choices[0].error;
+    EXPECT_EQ(graphed[i].choices[0].tokens, eager[i].choices[0].tokens) << "request " << i;
+  }
 }
 
 TEST(CudaForward, ATrapEndsEveryRequestAndLosesTheDevice) {

@@ -9,10 +9,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <numeric>
 #include <filesystem>
 #include <random>
 
 #include "cuda/forward_pass.h"
+#include "gpu/graph_buckets.h"
 #include "forward_case.h"
 #include "engine/cpu_runner.h"
 #include "quant/rows.h"
@@ -28,7 +31,7 @@ namespace {
 // weights: measured up to 0.027 (Q4_K, Q6_K). A wrong buffer, offset or
 // shape moves logits by far more than the row's scale.
 constexpr double kTolerance = 0.05;
-constexpr int kHostBlock = 16, kHostBlocks = 32;
+constexpr int kHostBlock = 16, kHostBlocks = 128;
 
 float half_value(__half h) { return f16_to_f32(reinterpret_cast<const uint16_t&>(h)); }
 __half to_half(float f) {
@@ -116,7 +119,8 @@ struct HostOps {
   void store_kv(const float* k, const float* v, const int32_t* slots, int n, int kv_dim, __half* kc, __half* vc) {
     ++launches;
     for (int t = 0; t < n; ++t) {
-      ASSERT_TRUE(slots[t] >= 0 && slots[t] < kHostBlocks * kHostBlock) << slots[t];
+      ASSERT_TRUE(slots[t] >= -1 && slots[t] < kHostBlocks * kHostBlock) << slots[t];
+      if (slots[t] < 0) continue;  // as the kernel: a token stored nowhere (a graph's padding)
       for (int j = 0; j < kv_dim; ++j) {
         kc[int64_t(slots[t]) * kv_dim + j] = to_half(k[int64_t(t) * kv_dim + j]);
         vc[int64_t(slots[t]) * kv_dim + j] = to_half(v[int64_t(t) * kv_dim + j]);
@@ -199,8 +203,8 @@ struct HostDevice {
     halves.emplace_back(size_t(m.largest_layer_matrix));
     b.w16 = halves.back().data();
   }
-  std::vector<float> forward(const Batch& batch) {
-    const gpu::StepUpload u = gpu::StepUpload::pack(batch, kHostBlock, kHostBlocks);
+  std::vector<float> forward(const Batch& batch) { return run(gpu::StepUpload::pack(batch, kHostBlock, kHostBlocks)); }
+  std::vector<float> run(const gpu::StepUpload& u) {
     forward_pass(ops, m, b, u, u.words().data());
     return {b.logits, b.logits + int64_t(u.num_logits()) * m.cfg.n_vocab};
   }
@@ -227,6 +231,53 @@ TEST(CudaForwardOnHost, LogitsMatchTheCpuModelForEachTypeAndArchitecture) {
       EXPECT_LT(testing::worst_row_error(got, want, model->config().n_vocab), kTolerance) << "step " << i;
     }
     EXPECT_GT(gpu.ops.launches, 0);
+  }
+}
+
+// A CUDA graph's padded decode step (gpu/graph_buckets.h) against the same
+// step unpadded, on two devices with the same caches: the real rows' logits
+// and every cache byte identical (padding writes no K/V), for buckets of 8
+// and 32 (matvec) and 64 (the cuBLAS path), on scattered tables.
+TEST(CudaForwardOnHost, APaddedDecodeStepGivesTheRealRowsTheUnpaddedLogits) {
+  const testing::Case c = testing::forward_cases()[1];  // Q8_0
+  auto model = testing::load_synthetic(c.spec, c.name);
+  const int V = model->config().n_vocab;
+  std::mt19937 rng(17);
+  for (const auto& [real, bucket] : std::vector<std::pair<int, int>>{{5, 8}, {20, 32}, {40, 64}}) {
+    SCOPED_TRACE(bucket);
+    HostDevice plain(*model, 64, 64), padded(*model, 64, 64);
+    for (size_t l = 0; l < plain.k.size(); ++l)  // earlier positions' K/V: finite, the same in both
+      for (auto* cache : {&plain.k[l], &plain.v[l]})
+        for (__half& h : *cache) h = to_half(std::uniform_real_distribution<float>(-1, 1)(rng));
+    for (size_t l = 0; l < plain.k.size(); ++l) {  // in place: the model's cache pointers stay
+      std::copy(plain.k[l].begin(), plain.k[l].end(), padded.k[l].begin());
+      std::copy(plain.v[l].begin(), plain.v[l].end(), padded.v[l].begin());
+    }
+    std::vector<int32_t> blocks(kHostBlocks);
+    std::iota(blocks.begin(), blocks.end(), 0);
+    std::shuffle(blocks.begin(), blocks.end(), rng);  // scattered, out of order
+    std::vector<std::vector<int32_t>> tables(static_cast<size_t>(real));
+    Batch batch;
+    for (int s = 0, next = 0; s < real; ++s) {
+      const int len = 1 + int(rng() % 3);
+      tables[size_t(s)].assign(blocks.begin() + next, blocks.begin() + next + len);
+      next += len;
+      batch.add_sequence(tables[size_t(s)], uint64_t(s));
+      batch.add(int32_t(rng() % uint32_t(V)), s, len * kHostBlock - 1 - int(rng() % kHostBlock), true);
+    }
+    const gpu::StepUpload u = gpu::StepUpload::pack(batch, kHostBlock, kHostBlocks);
+    const gpu::GraphKey key = gpu::graph_key(u, 4);
+    ASSERT_EQ(key.tokens, bucket);
+    const gpu::StepUpload p = gpu::pad_for_graph(u, key, kHostBlocks);
+    const std::vector<float> want = plain.run(u), got = padded.run(p);
+    ASSERT_EQ(got.size(), size_t(bucket) * size_t(V));
+    const std::vector<float> real_rows(got.begin(), got.begin() + int64_t(real) * V);
+    EXPECT_EQ(real_rows, want);
+    EXPECT_LT(testing::worst_row_error(want, want, V), 1e-12);  // finite: the comparison above means something
+    for (size_t l = 0; l < plain.k.size(); ++l) {
+      EXPECT_TRUE(std::memcmp(plain.k[l].data(), padded.k[l].data(), plain.k[l].size() * sizeof(__half)) == 0);
+      EXPECT_TRUE(std::memcmp(plain.v[l].data(), padded.v[l].data(), plain.v[l].size() * sizeof(__half)) == 0);
+    }
   }
 }
 
