@@ -3,6 +3,7 @@
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <optional>
@@ -421,27 +422,41 @@ void CudaDevice::Impl::take_memory_then_fail() {
 }
 
 // Captures the padded step's forward pass on first use of its key, then
-// launches the graph. A failed capture ends it, so nothing is left capturing
-// on the stream, and keeps no graph.
+// launches the graph. A capture or instantiation that fails ends the capture
+// (nothing is left capturing on the stream), keeps no graph and turns graphs
+// off for good: a failure there is not the step's but the graph's, and would
+// recur at every step; this step and the later ones run eagerly (a sticky
+// fault then shows again in the eager launches).
 void CudaDevice::Impl::run_graph(const gpu::GraphKey& key, const gpu::StepUpload& padded) {
+  Launches ops{stream, blas, blas_workspace, kBlasWorkspaceBytes};
   auto it = graph_execs.find(key);
   if (it == graph_execs.end()) {
-    Launches ops{stream, blas, blas_workspace, kBlasWorkspaceBytes};
-    // Thread-local: another thread's CUDA calls (none here today) would not invalidate the capture.
-    ck(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-    cudaGraph_t graph = nullptr;
-    try {
-      forward_pass(ops, model, buf.act, padded, buf.words);
-    } catch (...) {
-      cudaStreamEndCapture(stream, &graph);
-      if (graph) cudaGraphDestroy(graph);
-      throw;
-    }
-    ck(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
     cudaGraphExec_t exec = nullptr;
-    const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
-    cudaGraphDestroy(graph);  // the executable graph keeps what it needs
-    ck(e, "cudaGraphInstantiate");
+    try {
+      // Thread-local: another thread's CUDA calls (none here today) would not invalidate the capture.
+      ck(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+      cudaGraph_t graph = nullptr;
+      try {
+        forward_pass(ops, model, buf.act, padded, buf.words);
+      } catch (...) {
+        cudaStreamEndCapture(stream, &graph);
+        if (graph) cudaGraphDestroy(graph);
+        throw;
+      }
+      ck(cudaStreamEndCapture(stream, &graph), "cudaStreamEndCapture");
+      const cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+      cudaGraphDestroy(graph);  // the executable graph keeps what it needs
+      ck(e, "cudaGraphInstantiate");
+    } catch (const CallFailed& f) {
+      graphs = false;
+      spdlog::warn("CUDA graphs are off: capturing a {}-token decode step failed in {} (code {}{}); steps run eagerly",
+                   key.tokens, f.status.call, f.status.code,
+                   f.status.api == DeviceStatus::Api::kCuda
+                       ? std::string(", ") + cudaGetErrorName(cudaError_t(f.status.code))
+                       : std::string());
+      cudaGetLastError();  // a capture error is not sticky; clear it before the eager launches
+      return forward_pass(ops, model, buf.act, padded, buf.words);
+    }
     it = graph_execs.emplace(key, exec).first;
   }
   ck(cudaGraphLaunch(it->second, stream), "cudaGraphLaunch");
