@@ -11,7 +11,8 @@
 #      batch against each sequence alone, greedy tokens through the engine), then the real
 #      faults (out of memory, a trap, a hung kernel), each fault in a process of its own
 #   3  speed: `pagoda bench --device cuda` at batch 1, 32, 128 and prefill on 1B- and
-#      8B-shaped synthetic files (Q4_K, Q8_0; written to $PAGODA_DEVICE_TMP, default /tmp)
+#      8B-shaped synthetic files (Q4_K, Q8_0; written to $PAGODA_DEVICE_TMP, default /tmp),
+#      and 1B Q4_K again with --enforce-eager (batch 1, 32) and --cpu-sampling (batch 128)
 #   4  the seeds through the real server: 128 clients with 30% hang-ups, 30 x 351 tokens into
 #      a 4,096-token pool, a real OOM at a pass, a trap at pass 200 under 128 clients (exit
 #      code 4, a restart that serves)
@@ -200,6 +201,17 @@ phase_speed() {
         --min-prompt 512 --max-prompt 512 --min-output 1 --max-output 1 || rc=1
     done
   done
+  # What CUDA graphs and sampling on the device give: the rows above again without them.
+  local f=$tmp/pagoda-1b-q4_k.gguf
+  echo "== 1b q4_k without graphs or device sampling: mode tok/s ttft_p50 ttft_p99 itl_p50 itl_p99 ..."
+  for batch in 1 32; do
+    echo "-- decode, batch $batch, --enforce-eager"
+    "$pagoda" bench -m "$f" "${common[@]}" --enforce-eager --requests "$batch" --max-num-seqs "$batch" \
+      --min-prompt 128 --max-prompt 128 --min-output 128 --max-output 128 || rc=1
+  done
+  echo "-- decode, batch 128, --cpu-sampling"
+  "$pagoda" bench -m "$f" "${common[@]}" --cpu-sampling --requests 128 --max-num-seqs 128 \
+    --min-prompt 128 --max-prompt 128 --min-output 128 --max-output 128 || rc=1
   return $rc
 }
 
