@@ -9,7 +9,9 @@
 # each file, same threads; then the medians and their ratios.
 #
 #   scripts/bench_vs_llama_cpp.sh [ROUNDS]     (default 3)
-#   env: PAGODA (build/pagoda), CACHE (/tmp/pbcache: bench-model's --cache, the
+#   env: CROWD=1 also runs 32 streams through `pagoda serve` and llama-server
+#        (scripts/serve-vs-llama-server.py, -np 32 and 16) on each file;
+#        PAGODA (build/pagoda), CACHE (/tmp/pbcache: bench-model's --cache, the
 #        GGUF files both run), MODELS (1b), TYPES (q4_k), THREADS (2),
 #        LLAMA_TGZ (the npm tarball; default /work/llama-src/node-llama-cpp-3.22.1.tgz
 #        if present, else `npm pack node-llama-cpp@3.22.1`),
@@ -87,3 +89,18 @@ for k in sorted(pagoda):
     print(f"{k:<10} {pp:>13.1f} {lpp:>12.1f} {pp / lpp:>6.2f} {tg:>10.2f} {ltg:>12.2f} {tg / ltg:>6.2f}")
 print("(pagoda tg: bench-model's batch-1 decode at context 0, each step from DRAM; llama tg128: 128 tokens from context 0)")
 EOF
+
+# The crowd (CROWD=1): 32 streams through both servers on each file, llama-server at -np 32
+# and at -np 16 (its best of the two is the comparison), in turns.
+if [ "${CROWD:-0}" = 1 ]; then
+  for m in ${models//,/ }; do
+    for t in ${types//,/ }; do
+      for np in 32 16; do
+        echo "crowd: $m-$t, 32 streams, llama-server -np $np"
+        python3 scripts/serve-vs-llama-server.py --model "$cache/$m-$t.gguf" --pagoda "$pagoda" \
+          --llama-server "$llama/build/bin/llama-server" --threads "$threads" --streams 32 --rounds 1 \
+          --prompt-tokens 120:140 --llama-np "$np" | sed -n '/^| streams/,$p'
+      done
+    done
+  done
+fi
