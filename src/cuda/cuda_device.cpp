@@ -145,6 +145,10 @@ struct Launches {
   void swiglu(const float* g, const float* u, float* out, int64_t n) {
     ck(cuda::swiglu(g, u, out, n, stream), "swiglu");
   }
+  void geglu_tanh(const float* g, const float* u, float* out, int64_t n) {
+    ck(cuda::geglu_tanh(g, u, out, n, stream), "geglu_tanh");
+  }
+  void scale(float* x, float s, int64_t n) { ck(cuda::scale(x, s, n, stream), "scale"); }
   void gather_rows(const float* in, const int32_t* idx, int n_out, int64_t n, float* out) {
     ck(cuda::gather_rows(in, idx, n_out, n, out, stream), "gather_rows");
   }
@@ -289,28 +293,23 @@ std::string CudaDevice::unsupported(const ModelConfig& c) const {
   auto need = [&no](bool ok, const char* what) {
     if (!ok) no.emplace_back(what);
   };
-  need(c.norms == NormPlacement::Pre && c.norm_kind == NormKind::RMS, "norms other than pre-norm RMSNorm");
-  need(c.act == Activation::SiLU, "an FFN activation other than SwiGLU");
-  need(c.qk_norm != QkNorm::Whole, "whole-vector Q/K norms");
+  need(c.norms != NormPlacement::PostAdd && c.norm_kind == NormKind::RMS, "LayerNorm or post-add norms");
+  need(c.act == Activation::SiLU || c.act == Activation::GeluTanh, "an FFN activation other than SwiGLU or GeGLU");
   need(c.moe.n_expert == 0, "a mixture of experts");
   need(c.n_recurrent_layers() == 0, "recurrent layers");
   need(c.attn_softcap == 0 && c.final_softcap == 0, "soft-capping");
   need(!c.attn_sinks && !c.attn_output_gate && !c.v_norm, "attention sinks, gates or V norms");
-  need(c.embed_scale == 1 && c.residual_scale == 1 && c.logit_scale == 1 && c.q_temperature == 0,
-       "embedding, residual, logit or query scales");
+  need(c.residual_scale == 1 && c.logit_scale == 1 && c.q_temperature == 0, "residual, logit or query scales");
   need(c.n_embd_per_layer == 0 && !c.layer_output_scale, "per-layer inputs or output scales");
   need(!c.token_types && !c.position_embd && !c.embd_norm && c.causal && c.output_norm && c.pooling == Pooling::none,
        "an encoder or embedding model's input or output");
   need(c.head_dim <= kMaxAttentionHeadDim, "heads wider than 256");
-  need(c.rope.enabled && c.rope.scaling == RopeScaling::None && c.rope.attn_factor == 1, "RoPE scaling");
-  for (const LayerSpec& l : c.layers) {
-    need(l.window == 0, "sliding-window layers");
+  for (const LayerSpec& l : c.layers) {  // a window and its own RoPE base or linear scaling per layer are run
     need(l.kv_source < 0, "layers sharing another's K/V");
     need(l.n_head == c.n_head && l.n_head_kv == c.n_head_kv && l.head_dim == c.head_dim && l.n_ff == c.n_ff,
          "layers of different shapes");
-    need(l.rope.enabled == c.rope.enabled && l.rope.base == c.rope.base && l.rope.dims == c.rope.dims &&
-             l.rope.layout == c.rope.layout,
-         "layers of different RoPE");
+    need(l.rope.enabled, "layers without RoPE");
+    need(l.rope.scaling != RopeScaling::Yarn && l.rope.attn_factor == 1, "YaRN or a RoPE attention factor");
   }
   std::sort(no.begin(), no.end());
   no.erase(std::unique(no.begin(), no.end()), no.end());

@@ -34,10 +34,13 @@ struct Mat {
 };
 
 struct Layer {
-  const float *attn_norm = nullptr, *ffn_norm = nullptr;
+  const float *attn_norm = nullptr, *ffn_norm = nullptr;            // before each sub-block; null: none (Post)
+  const float *attn_post_norm = nullptr, *ffn_post_norm = nullptr;  // after each (Post, Sandwich); null: none
   Mat wq, wk, wv, wo, gate, up, down;
   const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // null: none
-  const float *q_norm = nullptr, *k_norm = nullptr;         // per head; null: none
+  const float *q_norm = nullptr, *k_norm = nullptr;         // per head or whole (cfg.qk_norm); null: none
+  RopeParams rope;                                          // the layer's own (Gemma 3's local layers differ)
+  int window = 0;                                           // LayerSpec::window: 0, full attention
 };
 
 // The model where the kernels read it, and its paged K/V caches (per layer,
@@ -47,7 +50,6 @@ struct ModelOnDevice {
   Mat token_embd, output;
   const float* output_norm = nullptr;
   std::vector<Layer> layers;
-  RopeParams rope;
   std::vector<__half*> k_cache, v_cache;
   int block_size = 16;
   int64_t largest_layer_matrix = 0;  // elements: the F16 scratch of the cuBLAS path
@@ -67,8 +69,8 @@ struct StepBuffers {
 
 // The model placed where the kernels read it: place(host, bytes) answers
 // where a tensor's bytes are (a device copy; in a test, the host bytes).
-// Unsupported for a weight type no kernel decodes or a bias the pass does not
-// add; InvalidArgument for weights packed into CPU row panels (load the model
+// Unsupported for a weight type no kernel decodes, a bias the pass does not
+// add or YaRN; InvalidArgument for weights packed into CPU row panels (load the model
 // mapped). The caches are the caller's to add.
 template <class Place>
 ModelOnDevice place_model(const Model& model, Place&& place) {
@@ -88,15 +90,17 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
   d.token_embd = mat(w.token_embd);
   d.output = mat(w.output);
   d.output_norm = vec(w.output_norm);
-  d.rope = {.n_rot = d.cfg.rope.dims > 0 ? d.cfg.rope.dims : d.cfg.head_dim,
-            .freq_base = d.cfg.rope.base,
-            .style = d.cfg.rope.layout == RopeLayout::NeoX ? RopeStyle::kNeox : RopeStyle::kNormal,
-            .freq_factors = d.cfg.rope.freq_factors ? vec(w.rope_freq_factors) : nullptr};
-  for (const LayerWeights& lw : w.layers) {
+  for (size_t li = 0; li < w.layers.size(); ++li) {
+    const LayerWeights& lw = w.layers[li];
+    const LayerSpec& spec = d.cfg.layers[li];
     if (!lw.bo.empty() || !lw.b_gate.empty() || !lw.b_up.empty() || !lw.b_down.empty())
       fail<Unsupported>("the CUDA forward pass adds no output or FFN biases");
+    if (spec.rope.scaling == RopeScaling::Yarn)
+      fail<Unsupported>("the CUDA forward pass rotates without YaRN");  // CudaDevice::unsupported refuses it first
     Layer l{.attn_norm = vec(lw.attn_norm),
             .ffn_norm = vec(lw.ffn_norm),
+            .attn_post_norm = vec(lw.attn_post_norm),
+            .ffn_post_norm = vec(lw.ffn_post_norm),
             .wq = mat(lw.wq),
             .wk = mat(lw.wk),
             .wv = mat(lw.wv),
@@ -108,7 +112,16 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
             .bk = vec(lw.bk),
             .bv = vec(lw.bv),
             .q_norm = vec(lw.q_norm),
-            .k_norm = vec(lw.k_norm)};
+            .k_norm = vec(lw.k_norm),
+            .rope = {.n_rot = !spec.rope.enabled   ? 0
+                              : spec.rope.dims > 0 ? spec.rope.dims
+                                                   : spec.head_dim,
+                     .freq_base = spec.rope.base,
+                     .style = spec.rope.layout == RopeLayout::NeoX ? RopeStyle::kNeox : RopeStyle::kNormal,
+                     .freq_factors = spec.rope.freq_factors ? vec(w.rope_freq_factors) : nullptr,
+                     .linear_factor = spec.rope.scaling == RopeScaling::Linear ? spec.rope.factor : 1.0f,
+                     .mscale = spec.rope.attn_factor},
+            .window = spec.window};
     for (const Mat* x : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down})
       d.largest_layer_matrix = std::max(d.largest_layer_matrix, x->elems());
     d.layers.push_back(l);
@@ -153,20 +166,28 @@ void forward_pass(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const 
   const int32_t* logit_rows = tables + int64_t(S) * B + S;  // past seq_len[S]
 
   ops.embed_rows(m.token_embd.type, m.token_embd.data, m.token_embd.rows, m.token_embd.cols, tokens, T, b.x);
+  if (c.embed_scale != 1.0f) ops.scale(b.x, c.embed_scale, int64_t(T) * E);  // the CPU's one float product
+  const bool whole_qk = c.qk_norm == QkNorm::Whole;
   for (size_t li = 0; li < m.layers.size(); ++li) {
     const Layer& l = m.layers[li];
-    // Attention: x += wo(attend(rope(q), rope(k), v)), q, k, v from rmsnorm(x).
-    ops.rms_norm(b.x, l.attn_norm, b.h, T, E, eps);
-    matmul(ops, b, l.wq, b.h, T, b.q);
-    matmul(ops, b, l.wk, b.h, T, b.k);
-    matmul(ops, b, l.wv, b.h, T, b.v);
+    // Attention: x += post(wo(attend(rope(q), rope(k), v))), q, k, v from pre(x); pre and post are
+    // rmsnorms where the model has them (Pre: before only; Post: after only; Sandwich: both).
+    const float* in = b.x;
+    if (l.attn_norm) {
+      ops.rms_norm(b.x, l.attn_norm, b.h, T, E, eps);
+      in = b.h;
+    }
+    matmul(ops, b, l.wq, in, T, b.q);
+    matmul(ops, b, l.wk, in, T, b.k);
+    matmul(ops, b, l.wv, in, T, b.v);
     if (l.bq) ops.add_bias(b.q, l.bq, T, Q);
     if (l.bk) ops.add_bias(b.k, l.bk, T, K);
     if (l.bv) ops.add_bias(b.v, l.bv, T, K);
-    if (l.q_norm) ops.rms_norm(b.q, l.q_norm, b.q, T * c.n_head, hd, eps);
-    if (l.k_norm) ops.rms_norm(b.k, l.k_norm, b.k, T * c.n_head_kv, hd, eps);
-    ops.rope(b.q, positions, T, c.n_head, hd, m.rope);
-    ops.rope(b.k, positions, T, c.n_head_kv, hd, m.rope);
+    // Per head: rows of hd; whole: a token's Q (or K) is one row.
+    if (l.q_norm) ops.rms_norm(b.q, l.q_norm, b.q, whole_qk ? T : T * c.n_head, whole_qk ? Q : hd, eps);
+    if (l.k_norm) ops.rms_norm(b.k, l.k_norm, b.k, whole_qk ? T : T * c.n_head_kv, whole_qk ? K : hd, eps);
+    ops.rope(b.q, positions, T, c.n_head, hd, l.rope);
+    ops.rope(b.k, positions, T, c.n_head_kv, hd, l.rope);
     ops.store_kv(b.k, b.v, slots, T, K, m.k_cache[li], m.v_cache[li]);
     ops.paged_attention({.q = b.q,
                          .k_cache = m.k_cache[li],
@@ -181,15 +202,25 @@ void forward_pass(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const 
                          .head_dim = hd,
                          .block_size = m.block_size,
                          .max_blocks_per_seq = B,
-                         .scale = c.attn_scale});
+                         .scale = c.attn_scale,
+                         .sliding_window = l.window});
     matmul(ops, b, l.wo, b.attn, T, b.h);
+    if (l.attn_post_norm) ops.rms_norm(b.h, l.attn_post_norm, b.h, T, E, eps);
     ops.add(b.x, b.h, int64_t(T) * E);
-    // FFN: x += down(silu(gate(h)) * up(h)), h = rmsnorm(x).
-    ops.rms_norm(b.x, l.ffn_norm, b.h, T, E, eps);
-    matmul(ops, b, l.gate, b.h, T, b.gate);
-    matmul(ops, b, l.up, b.h, T, b.up);
-    ops.swiglu(b.gate, b.up, b.gate, int64_t(T) * F);
+    // FFN: x += post(down(act(gate(h)) * up(h))), h = pre(x); act silu (SwiGLU) or gelu_tanh (GeGLU).
+    in = b.x;
+    if (l.ffn_norm) {
+      ops.rms_norm(b.x, l.ffn_norm, b.h, T, E, eps);
+      in = b.h;
+    }
+    matmul(ops, b, l.gate, in, T, b.gate);
+    matmul(ops, b, l.up, in, T, b.up);
+    if (c.act == Activation::GeluTanh)
+      ops.geglu_tanh(b.gate, b.up, b.gate, int64_t(T) * F);
+    else
+      ops.swiglu(b.gate, b.up, b.gate, int64_t(T) * F);
     matmul(ops, b, l.down, b.gate, T, b.h);
+    if (l.ffn_post_norm) ops.rms_norm(b.h, l.ffn_post_norm, b.h, T, E, eps);
     ops.add(b.x, b.h, int64_t(T) * E);
   }
   // Logits for the wanted rows only: gather, norm, the output matrix.

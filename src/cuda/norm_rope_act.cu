@@ -21,11 +21,13 @@ cudaError_t rms_norm(const float* x, const float* w, float* out, int n_tokens, i
 
 cudaError_t rope(float* x, const int32_t* positions, int n_tokens, int n_heads, int head_dim, const RopeParams& p,
                  cudaStream_t stream) {
-  if (n_tokens < 0 || n_heads <= 0 || head_dim <= 0 || p.n_rot < 0 || p.n_rot % 2 != 0 || p.n_rot > head_dim)
+  if (n_tokens < 0 || n_heads <= 0 || head_dim <= 0 || p.n_rot < 0 || p.n_rot % 2 != 0 || p.n_rot > head_dim ||
+      !(p.linear_factor > 0))
     return cudaErrorInvalidValue;
   if (n_tokens == 0 || p.n_rot == 0) return cudaSuccess;
-  detail::rope_kernel<<<n_tokens, detail::kNormThreads, 0, stream>>>(
-      x, positions, n_heads, head_dim, p.n_rot, p.freq_base, p.style == RopeStyle::kNeox, p.freq_factors, p.mscale);
+  detail::rope_kernel<<<n_tokens, detail::kNormThreads, 0, stream>>>(x, positions, n_heads, head_dim, p.n_rot,
+                                                                     p.freq_base, p.style == RopeStyle::kNeox,
+                                                                     p.freq_factors, p.linear_factor, p.mscale);
   return cudaGetLastError();
 }
 
@@ -33,6 +35,20 @@ cudaError_t swiglu(const float* gate, const float* up, float* out, int64_t n, cu
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;
   detail::swiglu_kernel<<<elementwise_blocks(n), detail::kNormThreads, 0, stream>>>(gate, up, out, n);
+  return cudaGetLastError();
+}
+
+cudaError_t geglu_tanh(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream) {
+  if (n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  detail::geglu_tanh_kernel<<<elementwise_blocks(n), detail::kNormThreads, 0, stream>>>(gate, up, out, n);
+  return cudaGetLastError();
+}
+
+cudaError_t scale(float* x, float s, int64_t n, cudaStream_t stream) {
+  if (n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  detail::scale_kernel<<<elementwise_blocks(n), detail::kNormThreads, 0, stream>>>(x, s, n);
   return cudaGetLastError();
 }
 

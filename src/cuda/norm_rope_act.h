@@ -1,5 +1,5 @@
-// The element-wise and per-row steps of a Llama-shaped layer: RMS norm, rotary
-// position embedding, SwiGLU and the residual add. F32 throughout.
+// The element-wise and per-row steps of a layer: RMS norm, rotary position
+// embedding, SwiGLU or GeGLU, a scale and the residual add. F32 throughout.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,14 +19,16 @@ enum class RopeStyle {
   kNeox,    // pairs (x[i], x[i + n_rot/2]): qwen2
 };
 
-// As model/rope.h's Rope without scaling: pair i (i < n_rot/2) of every head
-// turns by pos * freq_base^(-2i / n_rot) / freq_factors[i], and the turned
-// values are multiplied by mscale. Dims n_rot..head_dim-1 are left alone.
+// As model/rope.h's Rope without YaRN: pair i (i < n_rot/2) of every head
+// turns by pos * freq_base^(-2i / n_rot) / freq_factors[i] / linear_factor,
+// and the turned values are multiplied by mscale. Dims n_rot..head_dim-1 are
+// left alone.
 struct RopeParams {
   int n_rot = 0;  // rotated dims, even, <= head_dim
   float freq_base = 10000.0f;
   RopeStyle style = RopeStyle::kNormal;
   const float* freq_factors = nullptr;  // device [n_rot/2] (Llama 3.1's rope_freqs.weight), or nullptr
+  float linear_factor = 1.0f;           // linear scaling's factor (Gemma 3's global layers); 1: none
   float mscale = 1.0f;                  // YaRN's magnitude / attn_factor; 1 for most models
 };
 
@@ -39,6 +41,16 @@ cudaError_t rope(float* x, const int32_t* positions, int n_tokens, int n_heads, 
 // out[i] = silu(gate[i]) * up[i] = gate[i] / (1 + exp(-gate[i])) * up[i].
 //   gate, up, out  [n] F32 (out may be gate or up)
 cudaError_t swiglu(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
+
+// out[i] = gelu_tanh(gate[i]) * up[i], GELU's tanh approximation
+// 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))): Gemma's GeGLU, as the CPU's
+// geglu_tanh_simd (kernels/activations.h) computes it.
+//   gate, up, out  [n] F32 (out may be gate or up)
+cudaError_t geglu_tanh(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
+
+// x[i] *= s (Gemma's embedding scale).
+//   x  [n] F32
+cudaError_t scale(float* x, float s, int64_t n, cudaStream_t stream);
 
 // y[i] += x[i] (the residual add).
 //   y, x  [n] F32

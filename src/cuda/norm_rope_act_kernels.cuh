@@ -1,4 +1,4 @@
-// rms_norm's, rope's, swiglu's and add's kernels (launchers: norm_rope_act.cu),
+// rms_norm's, rope's, swiglu's, geglu_tanh's, scale's and add's kernels (launchers: norm_rope_act.cu),
 // apart so a test can also run them on the CPU (tests/cuda/host_emulation.h).
 #pragma once
 
@@ -32,7 +32,7 @@ __global__ void __launch_bounds__(kNormThreads)
 // their precision. A per-layer table of frequencies would save the pow.
 __global__ void __launch_bounds__(kNormThreads)
     rope_kernel(float* x, const int32_t* positions, int n_heads, int head_dim, int n_rot, float freq_base, bool neox,
-                const float* freq_factors, float mscale) {
+                const float* freq_factors, float linear_factor, float mscale) {
   const int64_t t = blockIdx.x;
   const double pos = positions[t];
   const int pairs = n_rot / 2;
@@ -41,6 +41,7 @@ __global__ void __launch_bounds__(kNormThreads)
     const int h = idx / pairs, i = idx % pairs;
     double f = pow(double(freq_base), -2.0 * i / n_rot);
     if (freq_factors) f /= freq_factors[i];
+    f /= double(linear_factor);  // as the CPU's Rope divides for linear scaling (exact when 1)
     double sd, cd;
     sincos(pos * f, &sd, &cd);
     const float c = mul_rn(float(cd), mscale), s = mul_rn(float(sd), mscale);
@@ -57,6 +58,22 @@ __global__ void swiglu_kernel(const float* gate, const float* up, float* out, in
     const float g = gate[i];
     out[i] = g / (1.0f + expf(-g)) * up[i];
   }
+}
+
+// The CPU's formula (kernels/activations.cpp): 0.5 x (1 + tanh(k * (c x^2 * x + x))) * up,
+// its x + c x^3 one fused multiply-add as Highway's MulAdd is on FMA targets.
+__global__ void geglu_tanh_kernel(const float* gate, const float* up, float* out, int64_t n) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f, kCoef = 0.044715f;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float x = gate[i];
+    const float inner = mul_rn(kSqrt2OverPi, fmaf(mul_rn(kCoef, mul_rn(x, x)), x, x));
+    out[i] = mul_rn(mul_rn(mul_rn(0.5f, x), add_rn(1.0f, tanhf(inner))), up[i]);
+  }
+}
+
+__global__ void scale_kernel(float* x, float s, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    x[i] *= s;
 }
 
 __global__ void add_kernel(float* y, const float* x, int64_t n) {

@@ -97,6 +97,29 @@ inline std::vector<Case> forward_cases() {
   SyntheticModelSpec factors = out[1].spec;
   factors.rope_freq_factors = true;
   out.push_back({"llama3-rope-factors", factors});
+  // Gemma 3: sandwich norms, GeGLU, the sqrt(n_embd) embedding scale, per-head Q/K norms,
+  // heads wider than n_embd / n_head, and 5 local layers of a 16-position window with their
+  // own RoPE base per global one with linear scaling; the 37-token prefill reaches past the
+  // window. Narrow and deep so the layers, not the scaled embedding, make the logits: each
+  // feature left out moves them by 0.1 or more.
+  SyntheticModelSpec gemma3 = out[1].spec;
+  gemma3.arch = "gemma3";
+  gemma3.n_embd = 64;
+  gemma3.n_ff = 128;
+  gemma3.head_dim = 32;
+  gemma3.n_layer = 12;
+  gemma3.sliding_window = 16;
+  gemma3.sliding_pattern = 6;
+  gemma3.rope_freq_base = 1000000.0f;
+  gemma3.rope_freq_base_swa = 10000.0f;
+  gemma3.rope_scaling = "linear";
+  gemma3.rope_scaling_factor = 8.0f;
+  out.push_back({"gemma3", gemma3});
+  // OLMo 2: norms after each sub-block only, RMSNorms over all of Q and all of K; tied embeddings.
+  SyntheticModelSpec olmo2 = out[1].spec;
+  olmo2.arch = "olmo2";
+  olmo2.tied_embeddings = true;
+  out.push_back({"olmo2", olmo2});
   return out;
 }
 

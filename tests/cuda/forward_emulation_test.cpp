@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <filesystem>
@@ -108,6 +109,7 @@ struct HostOps {
         for (int i = 0; i < p.n_rot / 2; ++i) {
           double theta = pos[t] * std::pow(double(p.freq_base), -2.0 * i / p.n_rot);
           if (p.freq_factors) theta /= p.freq_factors[i];
+          theta /= p.linear_factor;
           const int a = p.style == RopeStyle::kNeox ? i : 2 * i,
                     b = p.style == RopeStyle::kNeox ? i + p.n_rot / 2 : a + 1;
           const double x0 = v[a], x1 = v[b];
@@ -127,8 +129,9 @@ struct HostOps {
       }
     }
   }
-  // As attention.h's contract: token t attends positions 0..pos[t] of its sequence, K and V of
-  // position p in block tables[seq * stride + p / block_size], slot p % block_size.
+  // As attention.h's contract: token t attends positions 0..pos[t] of its sequence (with a window,
+  // the last sliding_window of them), K and V of position p in block tables[seq * stride + p /
+  // block_size], slot p % block_size.
   void paged_attention(const PagedAttentionArgs& a) {
     ++launches;
     const int64_t stride = a.seq_table_stride ? a.seq_table_stride : a.max_blocks_per_seq;
@@ -137,14 +140,15 @@ struct HostOps {
       const int32_t* table = a.block_tables + a.seq_index[t] * stride;
       for (int h = 0; h < a.n_head; ++h) {
         const float* q = a.q + (int64_t(t) * a.n_head + h) * a.head_dim;
-        std::vector<double> score(size_t(a.positions[t]) + 1);
+        const int first = a.sliding_window > 0 ? std::max(0, a.positions[t] - a.sliding_window + 1) : 0;
+        std::vector<double> score(size_t(a.positions[t]) + 1, -INFINITY);  // before the window: weight 0
         double top = -INFINITY, sum = 0;
         auto at = [&](const __half* cache, int p, int i) -> double {
           EXPECT_LT(p / a.block_size, a.max_blocks_per_seq);
           const int64_t slot = int64_t(table[p / a.block_size]) * a.block_size + p % a.block_size;
           return half_value(cache[slot * kv_dim + (h / group) * a.head_dim + i]);
         };
-        for (int p = 0; p <= a.positions[t]; ++p) {
+        for (int p = first; p <= a.positions[t]; ++p) {
           double s = 0;
           for (int i = 0; i < a.head_dim; ++i) s += double(q[i]) * at(a.k_cache, p, i);
           score[size_t(p)] = s * a.scale;
@@ -154,7 +158,7 @@ struct HostOps {
         float* out = a.out + (int64_t(t) * a.n_head + h) * a.head_dim;
         for (int i = 0; i < a.head_dim; ++i) {
           double o = 0;
-          for (int p = 0; p <= a.positions[t]; ++p) o += score[size_t(p)] / sum * at(a.v_cache, p, i);
+          for (int p = first; p <= a.positions[t]; ++p) o += score[size_t(p)] / sum * at(a.v_cache, p, i);
           out[i] = float(o);
         }
       }
@@ -167,6 +171,16 @@ struct HostOps {
   void swiglu(const float* g, const float* u, float* out, int64_t n) {
     ++launches;
     for (int64_t i = 0; i < n; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  }
+  void geglu_tanh(const float* g, const float* u, float* out, int64_t n) {
+    ++launches;
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = float(0.5 * g[i] * (1 + std::tanh(0.7978845608028654 * (g[i] + 0.044715 * double(g[i]) * g[i] * g[i]))) *
+                     u[i]);
+  }
+  void scale(float* x, float s, int64_t n) {
+    ++launches;
+    for (int64_t i = 0; i < n; ++i) x[i] *= s;
   }
   void gather_rows(const float* in, const int32_t* idx, int n_out, int64_t n, float* out) {
     ++launches;
@@ -220,7 +234,8 @@ TEST(CudaForwardOnHost, LogitsMatchTheCpuModelForEachTypeAndArchitecture) {
     SCOPED_TRACE(c.name);
     auto model = testing::load_synthetic(c.spec, c.name);
     HostDevice gpu(*model, 64, 8);
-    CpuRunner cpu(model, kHostBlocks, kHostBlock, KvType::F32, 1);
+    // One KV group of every layer, as the engine gives the GPU runner (windows only mask).
+    CpuRunner cpu(model, KvGroups::single(model->config().n_layer), kHostBlocks, kHostBlock, KvType::F32, 1);
     std::vector<std::vector<int32_t>> tables;
     const std::vector<Batch> batches = testing::forward_steps(model->config().n_vocab, tables);
     for (size_t i = 0; i < batches.size(); ++i) {
@@ -228,7 +243,9 @@ TEST(CudaForwardOnHost, LogitsMatchTheCpuModelForEachTypeAndArchitecture) {
       cpu.forward(batches[i], want);
       const std::vector<float> got = gpu.forward(batches[i]);
       ASSERT_EQ(got.size(), want.size()) << "step " << i;
-      EXPECT_LT(testing::worst_row_error(got, want, model->config().n_vocab), kTolerance) << "step " << i;
+      const double err = testing::worst_row_error(got, want, model->config().n_vocab);
+      EXPECT_LT(err, kTolerance) << "step " << i;
+      std::printf("[ %s step %zu ] worst row error %.5f\n", c.name.c_str(), i, err);
     }
     EXPECT_GT(gpu.ops.launches, 0);
   }

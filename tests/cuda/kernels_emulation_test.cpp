@@ -17,6 +17,7 @@
 #include "cuda/norm_rope_act.h"
 #include "cuda/norm_rope_act_kernels.cuh"
 #include "cuda_test_util.h"
+#include "kernels/activations.h"
 #include "model/rope.h"
 #include "weights_case.h"
 
@@ -93,20 +94,25 @@ TEST(CudaKernelsOnHost, RopeIsTheCpuRopeToTheBit) {
   for (auto& f : factors) f = 1.0f + float(rng() % 100) / 10.0f;
   for (bool neox : {false, true}) {
     for (bool with_factors : {false, true}) {
-      SCOPED_TRACE(std::string(neox ? "neox" : "normal") + (with_factors ? " with factors" : ""));
+      SCOPED_TRACE(std::string(neox ? "neox" : "normal") + (with_factors ? " with factors, linear" : ""));
       std::vector<float> x = testing::random_floats(size_t(n_tokens) * n_heads * head_dim, rng);
       std::vector<int32_t> pos(static_cast<size_t>(n_tokens));
       for (auto& p : pos) p = int32_t(rng() % 100000);
       std::vector<float> got = x;
       const float base = neox ? 1000000.0f : 10000.0f, mscale = with_factors ? 0.75f : 1.0f;
+      const float linear = with_factors ? 8.0f : 1.0f;  // Gemma 3's global layers' factor
       emulation::launch(dim3(n_tokens), dim3(detail::kNormThreads), detail::rope_kernel, got.data(), pos.data(),
-                        n_heads, head_dim, n_rot, base, neox, with_factors ? factors.data() : nullptr, mscale);
+                        n_heads, head_dim, n_rot, base, neox, with_factors ? factors.data() : nullptr, linear, mscale);
       RopeSpec spec;
       spec.layout = neox ? RopeLayout::NeoX : RopeLayout::Interleaved;
       spec.dims = n_rot;
       spec.base = base;
       spec.freq_factors = with_factors;
       spec.attn_factor = mscale;
+      if (with_factors) {
+        spec.scaling = RopeScaling::Linear;
+        spec.factor = linear;
+      }
       const Rope cpu(spec, head_dim, factors);
       for (int t = 0; t < n_tokens; ++t) cpu.apply(x.data() + size_t(t) * n_heads * head_dim, n_heads, pos[size_t(t)]);
       for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], x[i]) << "element " << i;
@@ -128,6 +134,31 @@ TEST(CudaKernelsOnHost, SwigluAndAddCoverEveryElement) {
     const double g = gate[size_t(i)], ref = g / (1 + std::exp(-g)) * up[size_t(i)];
     ASSERT_NEAR(out[size_t(i)], ref, 2e-6 * std::abs(ref) + 1e-30) << i;
     ASSERT_EQ(y[size_t(i)], up[size_t(i)] + gate[size_t(i)]) << i;
+  }
+}
+
+// GeGLU against the CPU model's own (Highway's tanh, a few ulps from the
+// host's tanhf): the tanh's error is relative to 1, so the bound is on |g u|.
+// The embedding scale is one float product, exact.
+TEST(CudaKernelsOnHost, GegluTanhIsTheCpusAndScaleIsOneProduct) {
+  std::mt19937 rng(106);
+  const int64_t n = 1001;
+  std::vector<float> gate = testing::random_floats(size_t(n), rng, 6.0f);
+  gate[0] = 0.0f, gate[1] = -12.0f, gate[2] = 12.0f;  // zero and both saturations
+  const std::vector<float> up = testing::random_floats(size_t(n), rng);
+  std::vector<float> out = testing::nan_floats(size_t(n)), cpu = gate;
+  emulation::launch(dim3(2), dim3(detail::kNormThreads), detail::geglu_tanh_kernel, gate.data(), up.data(), out.data(),
+                    n);
+  geglu_tanh_simd(cpu.data(), up.data(), size_t(n));
+  std::vector<float> scaled = up;
+  const float s = std::sqrt(256.0f);
+  emulation::launch(dim3(3), dim3(detail::kNormThreads), detail::scale_kernel, scaled.data(), s, n);
+  for (int64_t i = 0; i < n; ++i) {
+    const size_t k = size_t(i);
+    const double g = gate[k], ref = 0.5 * g * (1 + std::tanh(0.7978845608028654 * (g + 0.044715 * g * g * g))) * up[k];
+    ASSERT_NEAR(out[k], cpu[k], 2e-6 * std::abs(g * up[k]) + 1e-30) << i;
+    ASSERT_NEAR(out[k], ref, 2e-6 * std::abs(g * up[k]) + 1e-30) << i;
+    ASSERT_EQ(scaled[k], up[k] * s) << i;
   }
 }
 

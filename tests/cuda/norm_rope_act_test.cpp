@@ -1,10 +1,12 @@
-// rms_norm, rope, swiglu and add against double loops and model/rope.h's Rope.
+// rms_norm, rope, swiglu, geglu_tanh, scale and add against double loops,
+// model/rope.h's Rope and the CPU's GeGLU.
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "cuda/norm_rope_act.h"
 #include "cuda_test_util.h"
+#include "kernels/activations.h"
 #include "model/rope.h"
 
 namespace pagoda::cuda {
@@ -39,6 +41,7 @@ struct RopeCase {
   float base;
   bool freq_factors;
   float attn_factor;  // the CPU's mscale without YaRN
+  float linear = 1;   // linear scaling's factor; 1: none
 };
 
 // The CPU's Rope computes the angle, cos and sin in double, as the kernel does;
@@ -52,7 +55,8 @@ TEST(CudaRope, MatchesTheCpuRope) {
   const RopeCase cases[] = {{RopeStyle::kNormal, 10000.0f, false, 1.0f},
                             {RopeStyle::kNeox, 1000000.0f, false, 1.0f},
                             {RopeStyle::kNormal, 500000.0f, true, 0.75f},
-                            {RopeStyle::kNeox, 10000.0f, true, 1.0f}};
+                            {RopeStyle::kNeox, 10000.0f, true, 1.0f},
+                            {RopeStyle::kNeox, 1000000.0f, false, 1.0f, 8.0f}};  // Gemma 3's global layers
   for (const RopeCase& c : cases) {
     for (int n_tokens : {1, 7}) {
       SCOPED_TRACE(fmt::format("{} base {} factors {} tokens {}", c.style == RopeStyle::kNeox ? "neox" : "normal",
@@ -69,6 +73,7 @@ TEST(CudaRope, MatchesTheCpuRope) {
                    .freq_base = c.base,
                    .style = c.style,
                    .freq_factors = c.freq_factors ? factors_d.get() : nullptr,
+                   .linear_factor = c.linear,
                    .mscale = c.attn_factor};
       ASSERT_EQ(rope(x_d.get(), pos_d.get(), n_tokens, n_heads, head_dim, p, nullptr), cudaSuccess);
       PAGODA_CUDA_SYNC();
@@ -79,6 +84,10 @@ TEST(CudaRope, MatchesTheCpuRope) {
       spec.base = c.base;
       spec.freq_factors = c.freq_factors;
       spec.attn_factor = c.attn_factor;
+      if (c.linear != 1) {
+        spec.scaling = RopeScaling::Linear;
+        spec.factor = c.linear;
+      }
       const Rope cpu(spec, head_dim, factors);
       for (int t = 0; t < n_tokens; ++t) cpu.apply(x.data() + size_t(t) * n_heads * head_dim, n_heads, pos[size_t(t)]);
       for (size_t i = 0; i < x.size(); ++i) {
@@ -108,6 +117,42 @@ TEST(CudaActivations, SwigluMatchesADoubleLoop) {
     ASSERT_NEAR(out[i], ref, 2e-6 * std::abs(ref) + 1e-30) << i;
     ASSERT_EQ(in_place[i], out[i]) << i;
   }
+}
+
+// The device's tanhf errs by a few ulps, as Highway's does on the CPU: both
+// errors are relative to the 1 they are added to, so the bound is on |g u|.
+TEST(CudaActivations, GegluTanhMatchesTheCpu) {
+  PAGODA_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(65);
+  const size_t n = 1001;
+  std::vector<float> gate = testing::random_floats(n, rng, 6.0f);
+  gate[0] = 0.0f, gate[1] = -12.0f, gate[2] = 12.0f;
+  const std::vector<float> up = testing::random_floats(n, rng);
+  DeviceBuffer<float> gate_d(gate), up_d(up), out_d(testing::nan_floats(n));
+  ASSERT_EQ(geglu_tanh(gate_d.get(), up_d.get(), out_d.get(), int64_t(n), nullptr), cudaSuccess);
+  ASSERT_EQ(geglu_tanh(gate_d.get(), up_d.get(), gate_d.get(), int64_t(n), nullptr), cudaSuccess);  // in place
+  PAGODA_CUDA_SYNC();
+  const std::vector<float> out = out_d.download(), in_place = gate_d.download();
+  std::vector<float> cpu = gate;
+  geglu_tanh_simd(cpu.data(), up.data(), n);
+  for (size_t i = 0; i < n; ++i) {
+    ASSERT_NEAR(out[i], cpu[i], 4e-6 * std::abs(double(gate[i]) * up[i]) + 1e-30) << i;
+    ASSERT_EQ(in_place[i], out[i]) << i;
+  }
+}
+
+// One F32 product per element: exact.
+TEST(CudaActivations, ScaleIsOneProduct) {
+  PAGODA_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(66);
+  const size_t n = 4099;
+  const std::vector<float> x = testing::random_floats(n, rng);
+  DeviceBuffer<float> x_d(x);
+  const float s = std::sqrt(2560.0f);
+  ASSERT_EQ(scale(x_d.get(), s, int64_t(n), nullptr), cudaSuccess);
+  PAGODA_CUDA_SYNC();
+  const std::vector<float> got = x_d.download();
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], x[i] * s) << i;
 }
 
 // One F32 addition per element: exact against the same addition on the CPU.
