@@ -5,8 +5,10 @@
 // arrays become function statics, shared by one block's threads at a time,
 // as on the device. A thread that returns leaves
 // the barrier, as an exited GPU thread no longer holds up __syncthreads().
-// __shfl_xor_sync trades values within a warp at the warp's own barrier.
-// Atomics and the other intrinsics are not emulated.
+// __shfl_xor_sync trades values within a warp at the warp's own barrier, and
+// so does warp_exchange, which hands each lane all 32 lanes' values (what
+// cuda/mma.cuh's tensor-core product computes its fragments from; it needs
+// whole warps). Atomics and the other intrinsics are not emulated.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,9 +16,14 @@
 #include <algorithm>
 #include <barrier>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <thread>
+#include <type_traits>
 #include <vector>
+
+// Tells code read by both compilers that this run is the CPU emulation (cuda/mma.cuh).
+#define PAGODA_HOST_EMULATION 1
 
 #define __launch_bounds__(...)
 // Block-shared arrays become function statics (the host compiler's __shared__ is empty).
@@ -36,7 +43,9 @@ struct BlockState {
   std::unique_ptr<std::barrier<>> block;
   std::vector<std::unique_ptr<std::barrier<>>> warps;  // one per 32 threads
   std::vector<float> exchange;                         // a value per thread
+  std::vector<unsigned char> trade;                    // kTradeBytes per thread, for warp_exchange
 };
+inline constexpr size_t kTradeBytes = 64;
 inline BlockState block_state;
 
 inline unsigned linear_thread() { return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z); }
@@ -58,6 +67,24 @@ inline float __shfl_xor_sync(unsigned /*mask*/, float v, int lane_mask, int /*wi
   return r;
 }
 
+namespace pagoda::cuda::emulation {
+
+// all[l] = lane l's `mine`, for every lane of the calling warp: each lane
+// deposits its value, the warp meets, each reads all 32, and the warp meets
+// again before the slots are reused. All 32 lanes take part.
+template <class T>
+void warp_exchange(const T& mine, T* all) {
+  static_assert(sizeof(T) <= kTradeBytes && std::is_trivially_copyable_v<T>);
+  auto& b = block_state;
+  const unsigned tid = linear_thread(), first = tid & ~31u;
+  std::memcpy(&b.trade[tid * kTradeBytes], &mine, sizeof(T));
+  b.warps[tid / 32]->arrive_and_wait();
+  for (unsigned l = 0; l < 32; ++l) std::memcpy(&all[l], &b.trade[(first + l) * kTradeBytes], sizeof(T));
+  b.warps[tid / 32]->arrive_and_wait();
+}
+
+}  // namespace pagoda::cuda::emulation
+
 // The device's integer min and max, unqualified as kernels call them.
 using std::max;
 using std::min;
@@ -78,6 +105,7 @@ void launch(dim3 grid, dim3 block, Kernel kernel, const Args&... args) {
         for (unsigned w = 0; w < (n_threads + 31) / 32; ++w)
           block_state.warps.push_back(std::make_unique<std::barrier<>>(std::min(32u, n_threads - 32 * w)));
         block_state.exchange.assign(n_threads, 0.0f);
+        block_state.trade.assign(size_t(n_threads) * kTradeBytes, 0);
         std::vector<std::jthread> threads;
         threads.reserve(n_threads);
         for (unsigned t = 0; t < n_threads; ++t)
