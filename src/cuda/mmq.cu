@@ -1,0 +1,69 @@
+#include "cuda/formats.h"
+#include "cuda/mmq.h"
+#include "cuda/mmq_kernel.cuh"
+
+namespace pagoda::cuda {
+
+namespace {
+
+// The checks both launchers share.
+bool mmq_shape_ok(TensorType t, int64_t k, int n_tokens, const void* scratch, size_t scratch_bytes) {
+  if (!mmq_supports(t) || n_tokens < 1 || k <= 0) return false;
+  const int64_t block = t == TensorType::Q4_K || t == TensorType::Q6_K ? kQKK : kQK;
+  if (k % block != 0) return false;
+  if (scratch == nullptr || reinterpret_cast<uintptr_t>(scratch) % 4 != 0) return false;
+  return scratch_bytes >= mmq_scratch_bytes(n_tokens, k);
+}
+
+}  // namespace
+
+bool mmq_supports(TensorType t) {
+  return t == TensorType::Q8_0 || t == TensorType::Q4_0 || t == TensorType::Q4_K || t == TensorType::Q6_K;
+}
+
+size_t mmq_scratch_bytes(int n_tokens, int64_t k) {
+  if (n_tokens < 1 || k <= 0) return 0;
+  return size_t(n_tokens) * size_t(k) + size_t(n_tokens) * size_t(k / 32) * 8;
+}
+
+cudaError_t mmq_quantize(TensorType t, const float* x, int n_tokens, int64_t k, void* scratch, size_t scratch_bytes,
+                         cudaStream_t stream) {
+  if (!mmq_shape_ok(t, k, n_tokens, scratch, scratch_bytes)) return cudaErrorInvalidValue;
+  const int group = t == TensorType::Q4_K || t == TensorType::Q6_K ? kQKK : kQK;
+  const int64_t groups = int64_t(n_tokens) * (k / group);
+  const int64_t blocks = (groups + detail::kQuantizeThreads - 1) / detail::kQuantizeThreads;
+  if (blocks > INT32_MAX) return cudaErrorInvalidValue;
+  auto* codes = static_cast<uint32_t*>(scratch);
+  detail::quantize_q8_kernel<<<unsigned(blocks), detail::kQuantizeThreads, 0, stream>>>(
+      x, n_tokens, k, group, codes, reinterpret_cast<float*>(codes + detail::q8_scales_offset(n_tokens, k)),
+      reinterpret_cast<int*>(codes + detail::q8_sums_offset(n_tokens, k)));
+  return cudaGetLastError();
+}
+
+cudaError_t mmq_quantized(TensorType t, const void* w, int64_t n_rows, int64_t k, const void* scratch,
+                          size_t scratch_bytes, int n_tokens, float* out, cudaStream_t stream) {
+  if (!mmq_shape_ok(t, k, n_tokens, scratch, scratch_bytes) || n_rows < 0) return cudaErrorInvalidValue;
+  const int64_t row_tiles = detail::mmq_row_tiles(n_rows), token_tiles = detail::mmq_token_tiles(n_tokens);
+  if (row_tiles > INT32_MAX || token_tiles > 65535) return cudaErrorInvalidValue;
+  if (row_tiles == 0) return cudaSuccess;
+  const size_t row_bytes = weight_row_bytes(t, k);
+  const auto* codes = static_cast<const uint32_t*>(scratch);
+  const auto* scales = reinterpret_cast<const float*>(codes + detail::q8_scales_offset(n_tokens, k));
+  const auto* sums = reinterpret_cast<const int*>(codes + detail::q8_sums_offset(n_tokens, k));
+  return detail::dispatch_mmq_type(t, [&](auto format) {
+    constexpr TensorType kT = decltype(format)::kType;
+    detail::mmq_kernel<kT><<<dim3(unsigned(row_tiles), unsigned(token_tiles)), detail::kMmqWarps * 32, 0, stream>>>(
+        static_cast<const uint8_t*>(w), row_bytes, n_rows, k, codes, scales, sums, n_tokens, out);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t mmq(TensorType t, const void* w, int64_t n_rows, int64_t k, const float* x, int n_tokens, float* out,
+                void* scratch, size_t scratch_bytes, cudaStream_t stream) {
+  if (n_rows < 0) return cudaErrorInvalidValue;
+  const cudaError_t e = mmq_quantize(t, x, n_tokens, k, scratch, scratch_bytes, stream);
+  if (e != cudaSuccess) return e;
+  return mmq_quantized(t, w, n_rows, k, scratch, scratch_bytes, n_tokens, out, stream);
+}
+
+}  // namespace pagoda::cuda

@@ -1,0 +1,49 @@
+// Quantized matrix times a batch of activations on int8 tensor cores ("MMQ",
+// issue 40): for batches past matvec's (decode with many sequences, small
+// prefills), reading the weights once in their GGUF blocks instead of an F16
+// copy. The activations are quantized to 8 bits first (what the CPU's integer
+// dot products take), so the result is the CPU's vec_dot_scalar (quant/dot.h)
+// of the same operands, to the bit, given the same quantized activations.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gguf/types.h"
+
+namespace pagoda::cuda {
+
+// Whether mmq takes weights of type t (Q8_0, Q4_0, Q4_K, Q6_K).
+bool mmq_supports(TensorType t);
+
+// The scratch mmq needs for n_tokens activations of length k: per token, k
+// int8 codes, then a F32 scale and an int32 sum per 32 elements (1.25 k bytes).
+size_t mmq_scratch_bytes(int n_tokens, int64_t k);
+
+// x [n_tokens][k] F32 quantized into `scratch` for weights of type t: per 32
+// elements, int8 codes, an F32 scale and the codes' sum. The scale is the
+// CPU's activation_type(t) one (quant/dot.h): per 32 elements rounded to F16
+// (Q8_0) for Q8_0/Q4_0, per 256 in F32 (Q8_K) for the K-quants, and the codes
+// are those of quantize_row_q8_0 / quantize_row_q8_k. One quantization serves
+// every matmul of x by weights of types with the same activation type.
+// cudaErrorInvalidValue unless mmq_supports(t), k is a positive multiple of
+// t's block size, n_tokens >= 1, and scratch (4-byte aligned) holds
+// mmq_scratch_bytes(n_tokens, k).
+cudaError_t mmq_quantize(TensorType t, const float* x, int n_tokens, int64_t k, void* scratch, size_t scratch_bytes,
+                         cudaStream_t stream);
+
+// out[t][r] = sum over blocks of (w[r]'s codes . x[t]'s codes) x the scales,
+// x as mmq_quantize(t, ...) left it in `scratch`.
+//   w    [n_rows][k] of type t (GGUF blocks)
+//   out  [n_tokens][n_rows] F32
+// cudaErrorInvalidValue as mmq_quantize, or for n_rows < 0.
+cudaError_t mmq_quantized(TensorType t, const void* w, int64_t n_rows, int64_t k, const void* scratch,
+                          size_t scratch_bytes, int n_tokens, float* out, cudaStream_t stream);
+
+// Both: x quantized into scratch, then the product. No sync, no allocation.
+cudaError_t mmq(TensorType t, const void* w, int64_t n_rows, int64_t k, const float* x, int n_tokens, float* out,
+                void* scratch, size_t scratch_bytes, cudaStream_t stream);
+
+}  // namespace pagoda::cuda
