@@ -79,9 +79,10 @@ __global__ void __launch_bounds__(kQuantizeThreads)
 //                dot_lo and dot_hi over elements 0-15 and 16-31 (Q6_K)
 enum class MmqKind { Plain, MinK, Half16 };
 
+// Trivial (no member initializers), as a __shared__ array's type must be; zeroed with MmqMeta{}.
 struct MmqMeta {
-  float d = 0.0f, dmin = 0.0f;
-  int s0 = 0, s1 = 0;
+  float d, dmin;
+  int s0, s1;
 };
 
 PAGODA_HD uint32_t pack4(int c0, int c1, int c2, int c3) {
@@ -234,7 +235,7 @@ __global__ void __launch_bounds__(kMmqWarps * 32)
     }
     for (int i = tid; i < kMmqRows * kMmqStep; i += kMmqWarps * 32) {
       const int r = i / kMmqStep, blk = i % kMmqStep;
-      MmqMeta m;
+      MmqMeta m{};
       if (row0 + r < n_rows && blk < n_blk) F::meta(w + size_t(row0 + r) * row_bytes, b0 + blk, m);
       w_meta[r][blk] = m;
     }
