@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -93,6 +94,42 @@ inline std::vector<float> cpu_integer_matmul(TensorType t, const std::vector<uin
     for (int64_t r = 0; r < n_rows; ++r)
       out[size_t(tok) * n_rows + r] =
           vec_dot_scalar(t, w.data() + rb * r, a.blocks.data() + a.row_bytes * size_t(tok), size_t(k));
+  return out;
+}
+
+// out [n_tokens][n_rows] against `ref`, the F16 path's result for the same
+// weights (wf [n_rows][k], decoded) and x: they differ by the activations'
+// 8-bit rounding, |x - d q| <= d / 2 per element plus up to 127 d 2^-11 where
+// Q8_0's scale is stored in F16 (0.6 d in all), and by the F16 path's own
+// roundings, 2^-10 of sum |w x| for its F16 operands and k 2^-23 for its sums.
+inline void expect_near_f16_path(const std::vector<float>& out, const std::vector<double>& ref,
+                                 const std::vector<float>& wf, const std::vector<float>& x, const CpuActivations& a,
+                                 int n_tokens, int64_t n_rows, int64_t k) {
+  for (int tok = 0; tok < n_tokens; ++tok)
+    for (int64_t r = 0; r < n_rows; ++r) {
+      double quant = 0, mag = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        const double wi = std::abs(double(wf[size_t(r * k + i)]));
+        quant += wi * 0.6 * a.scales[size_t(tok * k + i) / 32];
+        mag += wi * std::abs(double(x[size_t(tok * k + i)]));
+      }
+      const size_t o = size_t(tok) * size_t(n_rows) + size_t(r);
+      ASSERT_NEAR(out[o], ref[o], quant + (0x1p-10 + double(k) * 0x1p-23) * mag + 1e-30)
+          << "token " << tok << " row " << r;
+    }
+}
+
+// The F16 path's exact result, in double: x and wf rounded to F16, multiplied, summed.
+inline std::vector<double> f16_path_in_double(const std::vector<float>& wf, const std::vector<float>& x, int n_tokens,
+                                              int64_t n_rows, int64_t k) {
+  std::vector<double> out(size_t(n_tokens) * size_t(n_rows));
+  for (int tok = 0; tok < n_tokens; ++tok)
+    for (int64_t r = 0; r < n_rows; ++r) {
+      double s = 0;
+      for (int64_t i = 0; i < k; ++i)
+        s += double(f16_to_f32(f32_to_f16(wf[size_t(r * k + i)]))) * f16_to_f32(f32_to_f16(x[size_t(tok * k + i)]));
+      out[size_t(tok) * size_t(n_rows) + size_t(r)] = s;
+    }
   return out;
 }
 

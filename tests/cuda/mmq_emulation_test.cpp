@@ -16,6 +16,7 @@
 #include "cuda_test_util.h"
 #include "mmq_case.h"
 #include "quant/random_blocks.h"
+#include "quant/rows.h"
 
 namespace pagoda::cuda {
 namespace {
@@ -45,7 +46,8 @@ void run_mmq_on_host(TensorType t, const std::vector<uint8_t>& w, int64_t n_rows
 }
 
 // Every type and token count: the activations equal quantize_row_q8_0/q8_k's,
-// the products the CPU's vec_dot_scalar of the same operands (both exact).
+// the products the CPU's vec_dot_scalar of the same operands (both exact),
+// and within the GPU test's bound of the F16 path.
 TEST(CudaMmqOnHost, MatchesTheCpuIntegerPath) {
   std::mt19937 rng(401);
   for (TensorType t : testing::kMmqTypes) {
@@ -71,6 +73,11 @@ TEST(CudaMmqOnHost, MatchesTheCpuIntegerPath) {
       }
       testing::expect_same_floats(out, testing::cpu_integer_matmul(t, w, testing::kMmqRows, k, a, n_tokens),
                                   testing::kMmqRows);
+      // The bound the GPU test holds mmq to against cuBLAS's F16 path.
+      std::vector<float> wf(w.size() / weight_row_bytes(t, k) * size_t(k));
+      dequantize_row(t, w.data(), wf.data(), wf.size());  // whole blocks per row: one long row
+      testing::expect_near_f16_path(out, testing::f16_path_in_double(wf, x, n_tokens, testing::kMmqRows, k), wf, x, a,
+                                    n_tokens, testing::kMmqRows, k);
     }
   }
 }

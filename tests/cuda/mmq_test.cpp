@@ -57,11 +57,9 @@ TEST(CudaMmq, MatchesTheCpuIntegerPath) {
   }
 }
 
-// mmq against the F16 path on the same weights. Their difference is the
-// activations' 8-bit rounding: |x - d q| <= d / 2 per element, plus up to
-// 127 d 2^-11 where Q8_0's scale is stored in F16 (0.6 d in all); then both
-// paths' F16/F32 roundings: 2^-10 of sum |w x| for the F16 operands and
-// k 2^-23 of it for the sums.
+// mmq against the F16 path on the same weights, within the activations'
+// quantization error (expect_near_f16_path; CudaMmqOnHost checks the same
+// bound against the F16 path computed in double).
 TEST(CudaMmq, AgreesWithTheF16CublasPath) {
   PAGODA_REQUIRE_CUDA_DEVICE();
   std::mt19937 rng(412);
@@ -91,19 +89,8 @@ TEST(CudaMmq, AgreesWithTheF16CublasPath) {
     ASSERT_EQ(gemm_f16(handle, x16, w16, ref_d.get(), n_tokens, int(n_rows), int(k), nullptr), CUBLAS_STATUS_SUCCESS);
     PAGODA_CUDA_SYNC();
     const std::vector<float> out = out_d.download(), ref = ref_d.download();
-    const testing::CpuActivations a = testing::cpu_activations(t, x, n_tokens, k);
-    for (int tok = 0; tok < n_tokens; ++tok)
-      for (int64_t r = 0; r < n_rows; ++r) {
-        double quant = 0, mag = 0;
-        for (int64_t i = 0; i < k; ++i) {
-          const double wi = std::abs(double(wf[size_t(r * k + i)]));
-          quant += wi * 0.6 * a.scales[size_t(tok * k + i) / 32];
-          mag += wi * std::abs(double(x[size_t(tok * k + i)]));
-        }
-        const size_t o = size_t(tok) * size_t(n_rows) + size_t(r);
-        ASSERT_NEAR(out[o], ref[o], quant + (0x1p-10 + double(k) * 0x1p-23) * mag + 1e-30)
-            << "token " << tok << " row " << r;
-      }
+    testing::expect_near_f16_path(out, std::vector<double>(ref.begin(), ref.end()), wf, x,
+                                  testing::cpu_activations(t, x, n_tokens, k), n_tokens, n_rows, k);
   }
   cublas_library().destroy(handle);
 }
