@@ -10,6 +10,11 @@
 
 #include "cuda/portable.cuh"
 
+// The int8 m16n8k32 shape is Ampere's; the build targets sm_89 and sm_90.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#error "cuda/mma.cuh: mma.sync m16n8k32 with s8 operands needs sm_80 or newer"
+#endif
+
 namespace pagoda::cuda::detail {
 
 // Which element of the tiles each lane holds (PTX ISA, "Matrix Fragments for
