@@ -128,6 +128,10 @@ struct Launches {
     ck(cuda::gemm_f16(blas, x, w, out, n_tokens, rows, k, stream, blas_workspace, blas_workspace_bytes),
        "cublasGemmEx");
   }
+  void mmq(TensorType t, const void* w, int64_t rows, int64_t k, const float* x, int n, float* out, void* scratch,
+           size_t scratch_bytes) {
+    ck(cuda::mmq(t, w, rows, k, x, n, out, scratch, scratch_bytes, stream), "mmq");
+  }
   void rms_norm(const float* x, const float* w, float* out, int n_rows, int n, float eps) {
     ck(cuda::rms_norm(x, w, out, n_rows, n, eps, stream), "rms_norm");
   }
@@ -348,6 +352,11 @@ DeviceStatus CudaDevice::reserve_workspace(const gpu::StepLimits& limits) {
     if (T > kGemmMinTokens) {
       b.x16 = w.take<__half>(T * std::max({c.n_embd, c.q_dim(), c.n_ff}));
       b.w16 = w.take<__half>(m.model.largest_layer_matrix);
+    }
+    if (T > kMaxMatvecTokens) {
+      b.mmq_scratch_bytes =
+          mmq_scratch_bytes(int(std::min<int64_t>(T, kMmqMaxTokens)), std::max({c.n_embd, c.q_dim(), c.n_ff}));
+      b.mmq_scratch = w.take<std::byte>(int64_t(b.mmq_scratch_bytes));
     }
     w.words = w.take<int32_t>(upload_words(limits));
     w.host_words = w.take_pinned<int32_t>(upload_words(limits));

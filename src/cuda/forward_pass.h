@@ -16,6 +16,7 @@
 #include "cuda/attention.h"
 #include "cuda/formats.h"
 #include "cuda/matvec.h"
+#include "cuda/mmq.h"
 #include "cuda/norm_rope_act.h"
 #include "gguf/types.h"
 #include "gpu/step_upload.h"
@@ -65,6 +66,9 @@ struct StepBuffers {
   float* xl = nullptr;                    // L x E: the rows whose logits are wanted
   float* logits = nullptr;                // L x V
   __half *x16 = nullptr, *w16 = nullptr;  // T x max(E, Q, F); the largest layer matrix (T > kGemmMinTokens)
+  // mmq's quantized activations: mmq_scratch_bytes(min(T, kMmqMaxTokens), max(E, Q, F)).
+  void* mmq_scratch = nullptr;
+  size_t mmq_scratch_bytes = 0;
 };
 
 // The model placed where the kernels read it: place(host, bytes) answers
@@ -129,14 +133,21 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
   return d;
 }
 
-// Matrices of more than this many tokens go through F16 weights and cuBLAS;
-// up to it, matvec launches of kMaxMatvecTokens read the quantized blocks.
+// How a matrix meets T tokens: up to kMaxMatvecTokens, matvec on the
+// quantized blocks; past that, a format mmq takes (Q8_0, Q4_0, Q4_K, Q6_K)
+// goes through mmq (int8 tensor cores on the blocks, read once) up to
+// kMmqMaxTokens; the rest through F16 weights and cuBLAS above kGemmMinTokens,
+// else matvec launches of kMaxMatvecTokens.
 inline constexpr int kGemmMinTokens = 32;
-
-// out [T][w.rows] = in [T][w.cols] w^T. may_gemm false: matvec whatever T
+inline constexpr int kMmqMaxTokens = 512;
+// out [T][w.rows] = in [T][w.cols] w^T. may_gemm false: no cuBLAS whatever T
 // (the output matrix, whose F16 copy would not fit the workspace).
 template <class Ops>
 void matmul(Ops& ops, const StepBuffers& b, const Mat& w, const float* in, int T, float* out, bool may_gemm = true) {
+  if (T > kMaxMatvecTokens && T <= kMmqMaxTokens && mmq_supports(w.type)) {
+    ops.mmq(w.type, w.data, w.rows, w.cols, in, T, out, b.mmq_scratch, b.mmq_scratch_bytes);
+    return;
+  }
   if (T > kGemmMinTokens && may_gemm) {
     ops.dequantize_rows_f16(w.type, w.data, w.rows, w.cols, b.w16);
     ops.convert_f32_to_f16(in, b.x16, int64_t(T) * w.cols);

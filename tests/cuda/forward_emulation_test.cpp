@@ -19,6 +19,7 @@
 #include "gpu/graph_buckets.h"
 #include "forward_case.h"
 #include "engine/cpu_runner.h"
+#include "quant/dot.h"
 #include "quant/rows.h"
 #include "tools/synthetic.h"
 #include "util/half.h"
@@ -75,6 +76,24 @@ struct HostOps {
         out[i * rows + r] = float(s);
       }
   }
+  // mmq's contract (cuda/mmq.h): each token quantized as the CPU quantizes
+  // activations for t, then the CPU's integer dot per row.
+  void mmq(TensorType t, const void* w, int64_t rows, int64_t k, const float* x, int n, float* out, void* scratch,
+           size_t scratch_bytes) {
+    ++launches;
+    ++mmq_launches;
+    ASSERT_TRUE(mmq_supports(t) && n > kMaxMatvecTokens && n <= kMmqMaxTokens) << tensor_type_name(t) << " " << n;
+    ASSERT_TRUE(scratch != nullptr && scratch_bytes >= mmq_scratch_bytes(n, k)) << scratch_bytes;
+    const TensorType xt = activation_type(t);
+    std::vector<uint8_t> xq(row_bytes(xt, size_t(k)));
+    const size_t rb = weight_row_bytes(t, k);
+    for (int i = 0; i < n; ++i) {
+      quantize_row(xt, x + int64_t(i) * k, xq.data(), size_t(k));
+      for (int64_t r = 0; r < rows; ++r)
+        out[i * rows + r] = vec_dot_scalar(t, static_cast<const uint8_t*>(w) + size_t(r) * rb, xq.data(), size_t(k));
+    }
+  }
+  int mmq_launches = 0;
   void convert_f32_to_f16(const float* x, __half* out, int64_t n) {
     ++launches;
     for (int64_t i = 0; i < n; ++i) out[i] = to_half(x[i]);
@@ -216,6 +235,9 @@ struct HostDevice {
     b.x16 = halves.back().data();
     halves.emplace_back(size_t(m.largest_layer_matrix));
     b.w16 = halves.back().data();
+    mmq_bytes.resize(mmq_scratch_bytes(int(std::min<size_t>(T, kMmqMaxTokens)), int64_t(wide)));
+    b.mmq_scratch = mmq_bytes.data();
+    b.mmq_scratch_bytes = mmq_bytes.size();
   }
   std::vector<float> forward(const Batch& batch) { return run(gpu::StepUpload::pack(batch, kHostBlock, kHostBlocks)); }
   std::vector<float> run(const gpu::StepUpload& u) {
@@ -227,6 +249,7 @@ struct HostDevice {
   HostOps ops;
   std::vector<std::vector<__half>> k, v, halves;
   std::vector<std::vector<float>> floats;
+  std::vector<uint8_t> mmq_bytes;
 };
 
 TEST(CudaForwardOnHost, LogitsMatchTheCpuModelForEachTypeAndArchitecture) {
@@ -248,13 +271,15 @@ TEST(CudaForwardOnHost, LogitsMatchTheCpuModelForEachTypeAndArchitecture) {
       std::printf("[ %s step %zu ] worst row error %.5f\n", c.name.c_str(), i, err);
     }
     EXPECT_GT(gpu.ops.launches, 0);
+    // The 61-token step's matrices: mmq's formats through it, the others through cuBLAS.
+    EXPECT_EQ(gpu.ops.mmq_launches > 0, mmq_supports(c.spec.type)) << gpu.ops.mmq_launches;
   }
 }
 
 // A CUDA graph's padded decode step (gpu/graph_buckets.h) against the same
 // step unpadded, on two devices with the same caches: the real rows' logits
 // and every cache byte identical (padding writes no K/V), for buckets of 8
-// and 32 (matvec) and 64 (the cuBLAS path), on scattered tables.
+// (matvec), 32 and 64 (mmq, Q8_0's path past 8 tokens), on scattered tables.
 TEST(CudaForwardOnHost, APaddedDecodeStepGivesTheRealRowsTheUnpaddedLogits) {
   const testing::Case c = testing::forward_cases()[1];  // Q8_0
   auto model = testing::load_synthetic(c.spec, c.name);
