@@ -8,7 +8,7 @@
 //                    copied a step, as from a GPU's pinned buffer) and the
 //                    engine samples them (--cpu-sampling)
 // Requests use OpenAI's defaults (temperature 1, no top-k or top-p): the
-// CPU's full-vocabulary path. Counters: host_us (the engine's step minus
+// CPU's full-vocabulary path; one run adds a repetition penalty. Counters: host_us (the engine's step minus
 // the backend's), backend_us (the copy of the logits, for cpu_sampling).
 #include <benchmark/benchmark.h>
 
@@ -61,7 +61,7 @@ class InstantRunner : public ModelRunner {
   int64_t next_ = 0;
 };
 
-void engine_step(benchmark::State& state, bool device_sampling) {
+void engine_step(benchmark::State& state, bool device_sampling, int prompt_len = 32, float repetition_penalty = 1.0f) {
   EngineConfig cfg;
   cfg.log_interval_s = 0;
   cfg.sched.max_num_seqs = kStepSeqs;
@@ -71,13 +71,14 @@ void engine_step(benchmark::State& state, bool device_sampling) {
                   std::make_shared<SteadyClock>());
   for (int i = 0; i < kStepSeqs; ++i) {
     Request r;
-    for (int t = 0; t < 32; ++t) r.prompt.push_back(3 + (i * 32 + t) % 30000);
+    for (int t = 0; t < prompt_len; ++t) r.prompt.push_back(3 + (i * prompt_len + t) % 30000);
+    r.sampling.repetition_penalty = repetition_penalty;
     r.sampling.max_tokens = 2000;
     r.sampling.ignore_eos = true;
     core.validate(r);
     core.add(uint64_t(i + 1), std::move(r), [](RequestOutput&&) { return true; });
   }
-  core.step();  // the prompts, in one step
+  while (core.stats().generation_tokens < kStepSeqs) core.step();  // the prompts, until every sequence decodes
   const double forward0 = core.stats().time_in_forward;
   double wall = 0;
   for (auto _ : state) {
@@ -92,8 +93,12 @@ void engine_step(benchmark::State& state, bool device_sampling) {
 }
 
 void BM_EngineStep128_DeviceSampling(benchmark::State& state) { engine_step(state, true); }
+// With a repetition penalty over 1,000-token prompts: every step sends each
+// row's history (1,000+ distinct tokens) along with its record.
+void BM_EngineStep128_DeviceSamplingPenalized(benchmark::State& state) { engine_step(state, true, 1000, 1.1f); }
 void BM_EngineStep128_CpuSampling(benchmark::State& state) { engine_step(state, false); }
 BENCHMARK(BM_EngineStep128_DeviceSampling)->Iterations(300)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_EngineStep128_DeviceSamplingPenalized)->Iterations(100)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_EngineStep128_CpuSampling)->Iterations(10)->Unit(benchmark::kMillisecond);
 
 }  // namespace
