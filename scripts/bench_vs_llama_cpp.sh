@@ -4,8 +4,9 @@
 # on 2 cores). llama.cpp is built from the source bundle in the npm package
 # node-llama-cpp@3.22.1 (llama/gitRelease.bundle, tag v0.5.0) with its own
 # CMake and -DGGML_NATIVE=ON, in a folder outside this repository; nothing of
-# it is kept here. Per round: `llama-bench -p 512 -n 128` (pp512, tg128) and
-# `pagoda bench-model` (prefill of 512 tokens, batch-1 decode at context 0),
+# it is kept here. Per round: `llama-bench -p 512 -n 128 -d 0,512` (pp512, tg128
+# at depth 0 and 512) and `pagoda bench-model` (prefill of 512 tokens, batch-1
+# decode at context 0 and 512),
 # each file, same threads; then the medians and their ratios.
 #
 #   scripts/bench_vs_llama_cpp.sh [ROUNDS]     (default 3)
@@ -59,7 +60,7 @@ for r in $(seq 1 "$rounds"); do
   for m in ${models//,/ }; do
     for t in ${types//,/ }; do
       echo "round $r: llama-bench $m-$t (load $(cut -d' ' -f1 /proc/loadavg))"
-      "$llama/build/bin/llama-bench" -m "$cache/$m-$t.gguf" -p 512 -n 128 -t "$threads" -r 3 -o json \
+      "$llama/build/bin/llama-bench" -m "$cache/$m-$t.gguf" -p 512 -n 128 -d 0,512 -t "$threads" -r 3 -o json \
         2>/dev/null >"$out/llama.$m-$t.$r.json"
     done
   done
@@ -72,22 +73,32 @@ pagoda, llama = {}, {}
 for f in glob.glob(f"{out}/pagoda.*.json"):
     for r in json.load(open(f))["results"]:
         k = f"{r['model']}-{r['type']}"
-        pagoda.setdefault(k, {"pp": [], "tg": []})
+        pagoda.setdefault(k, {"pp": [], "tg0": [], "tg512": []})
         pagoda[k]["pp"].append(r["prefill_tokens_per_s"])
-        pagoda[k]["tg"] += [d["tokens_per_s"] for d in r["decode"] if d["batch"] == 1 and d["context"] == 0]
+        for d in r["decode"]:
+            if d["batch"] == 1 and d["context"] in (0, 512):
+                pagoda[k][f"tg{d['context']}"].append(d["tokens_per_s"])
 for f in glob.glob(f"{out}/llama.*.json"):
     k = f.split("/llama.")[1].rsplit(".", 2)[0]
-    llama.setdefault(k, {"pp": [], "tg": []})
+    llama.setdefault(k, {"pp": [], "tg0": [], "tg512": []})
     for t in json.load(open(f)):
-        llama[k]["pp" if t["n_gen"] == 0 else "tg"].append(t["avg_ts"])
+        if t["n_gen"] == 0:
+            if t.get("n_depth", 0) == 0:
+                llama[k]["pp"].append(t["avg_ts"])
+        else:
+            llama[k].setdefault(f"tg{t.get('n_depth', 0)}", []).append(t["avg_ts"])
 med = lambda xs: statistics.median(xs) if xs else float("nan")
 print(f"\nmedians of the rounds, tokens/s (load now {open('/proc/loadavg').read().split()[0]})")
-print(f"{'file':<10} {'pagoda pp512':>13} {'llama pp512':>12} {'ratio':>6} {'pagoda tg':>10} {'llama tg128':>12} {'ratio':>6}")
+print(f"{'file':<10} {'pagoda pp512':>13} {'llama pp512':>12} {'ratio':>6} {'pagoda tg':>10} {'llama tg128':>12} {'ratio':>6}"
+      f" {'pagoda tg@512':>14} {'llama tg@512':>13} {'ratio':>6}")
 for k in sorted(pagoda):
-    p, l = pagoda[k], llama.get(k, {"pp": [], "tg": []})
-    pp, lpp, tg, ltg = med(p["pp"]), med(l["pp"]), med(p["tg"]), med(l["tg"])
-    print(f"{k:<10} {pp:>13.1f} {lpp:>12.1f} {pp / lpp:>6.2f} {tg:>10.2f} {ltg:>12.2f} {tg / ltg:>6.2f}")
-print("(pagoda tg: bench-model's batch-1 decode at context 0, each step from DRAM; llama tg128: 128 tokens from context 0)")
+    p, l = pagoda[k], llama.get(k, {"pp": [], "tg0": [], "tg512": []})
+    pp, lpp, tg, ltg = med(p["pp"]), med(l["pp"]), med(p["tg0"]), med(l["tg0"])
+    tgd, ltgd = med(p["tg512"]), med(l.get("tg512", []))
+    print(f"{k:<10} {pp:>13.1f} {lpp:>12.1f} {pp / lpp:>6.2f} {tg:>10.2f} {ltg:>12.2f} {tg / ltg:>6.2f}"
+          f" {tgd:>14.2f} {ltgd:>13.2f} {tgd / ltgd:>6.2f}")
+print("(pagoda tg: bench-model's batch-1 decode, each step from DRAM, at context 0 and 512; llama tg128:"
+      " 128 tokens from depth 0 and 512, -d)")
 EOF
 
 # The crowd (CROWD=1): 32 streams through both servers on each file, llama-server at -np 32
