@@ -309,7 +309,8 @@ TEST(CudaRunner, ASeededStreamOnTheDeviceIsTheSameThroughFailedPasses) {
   std::vector<Request> reqs;
   for (uint64_t i = 0; i < 12; ++i) reqs.push_back(seeded(rng, 100 + i));
   FakeDevice* device = nullptr;
-  const auto clean = gpu_engine(small_pool(), {}, &device)->generate(reqs);
+  auto first = gpu_engine(small_pool(), {}, &device);  // alive while its device is read
+  const auto clean = first->generate(reqs);
   EXPECT_GT(device->rows_sampled(), 12 * 29);
   // Out of memory and recoverable failures at random: halved and bisected
   // passes draw nothing, so each seed's tokens stay the same.
