@@ -45,6 +45,7 @@ EngineConfig engine_config(const CudaRunnerOptions& o) {
   cfg.kv_cache_tokens = o.kv_cache_tokens;
   cfg.sched.max_batched_tokens = o.max_batched_tokens;
   cfg.sched.max_num_seqs = o.max_num_seqs;
+  cfg.sched.max_step_ms = 0;  // the token budget alone: steps (and preemptions) must not depend on the machine's speed
   return cfg;
 }
 
@@ -123,8 +124,12 @@ TEST(CudaRunner, GreedyTokensAreTheCpuRunners) {
   auto cpu = Engine::load(pagoda::testing::shared_path("models/stories260K.gguf"), cpu_cfg);
   auto gpu = gpu_engine(o);
   // 24 requests on a 512-token pool: chunked prompts, preemptions, and
-  // shared prefixes' copy-on-write (n = 3) on the device.
-  std::vector<Request> reqs = crowd(24, 4);
+  // shared prefixes' copy-on-write (n = 3) on the device. 100 tokens each,
+  // past the 64 an admitted sequence is promised: running ones outgrow the
+  // pool however the requests' arrival interleaves with the steps.
+  std::mt19937 rng(4);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 24; ++i) reqs.push_back(greedy(rng, 60 + rng() % 120, 100));
   reqs[0].n = 3;
   const auto want = cpu->generate(reqs);
   const auto got = gpu->generate(reqs);
