@@ -136,11 +136,9 @@ struct Decoder<TensorType::IQ4_NL> {
   }
 };
 
-// Sub-block j's scale and min of a Q4_K or Q5_K block, rounded as the scalar
-// decoders round them (the six-bit codes: unpack_q4_k_scale, quant/blocks.h,
-// a host function the device cannot call).
-PAGODA_HD void k_scale_min(const uint8_t* scales, uint16_t d, uint16_t dmin, int j, float& scale, float& min) {
-  int sc, m;
+// Sub-block j's six-bit scale and min codes of a Q4_K or Q5_K block
+// (unpack_q4_k_scale, quant/blocks.h, a host function the device cannot call).
+PAGODA_HD void k_scale_codes(const uint8_t* scales, int j, int& sc, int& m) {
   if (j < 4) {
     sc = scales[j] & 63;
     m = scales[j + 4] & 63;
@@ -148,6 +146,12 @@ PAGODA_HD void k_scale_min(const uint8_t* scales, uint16_t d, uint16_t dmin, int
     sc = (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4);
     m = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
   }
+}
+
+// The same as floats, rounded as the scalar decoders round them.
+PAGODA_HD void k_scale_min(const uint8_t* scales, uint16_t d, uint16_t dmin, int j, float& scale, float& min) {
+  int sc, m;
+  k_scale_codes(scales, j, sc, m);
   scale = mul_rn(half_bits(d), float(sc));
   min = mul_rn(half_bits(dmin), float(m));
 }

@@ -140,14 +140,7 @@ struct MmqFormat<TensorType::Q4_K> {
   PAGODA_HD static void meta(const uint8_t* row, int64_t c, MmqMeta& m) {
     const BlockQ4_K& b = reinterpret_cast<const BlockQ4_K*>(row)[c / 8];
     const int j = int(c % 8);
-    const uint8_t* s = b.scales;
-    if (j < 4) {  // unpack_q4_k_scale (quant/blocks.h), a host function
-      m.s0 = s[j] & 63;
-      m.s1 = s[j + 4] & 63;
-    } else {
-      m.s0 = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-      m.s1 = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-    }
+    k_scale_codes(b.scales, j, m.s0, m.s1);
     m.d = half_bits(b.d);
     m.dmin = half_bits(b.dmin);
   }
