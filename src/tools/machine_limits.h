@@ -90,6 +90,15 @@ struct PeakFma {
 // Runs independent chains of vector FMAs on every thread of the pool.
 PeakFma measure_peak_fma(ThreadPool& pool, int reps = 5);
 
+struct PeakInt8 {
+  double ops_per_s = 0;     // best of `reps`; 2 ops per 8-bit multiply-add; 0: not measured
+  std::string instruction;  // what was timed, e.g. "vpdpbusd zmm"; empty off x86
+};
+
+// The quantized kernels' yardstick (tools/int8_peak.cpp): independent chains
+// of the int8 dot product they use on this CPU, on every thread of the pool.
+PeakInt8 measure_peak_int8(ThreadPool& pool, int reps = 5);
+
 // The cost of one parallel_for that wakes every worker and does nothing,
 // 5 µs after the previous one: the per-loop overhead the forward pass pays
 // outside the kernels (median of `loops` calls, in seconds).

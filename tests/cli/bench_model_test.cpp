@@ -36,6 +36,10 @@ TEST(CliBenchModel, QuickJsonHasEveryFigureWithSaneRatios) {
   EXPECT_GE(m["bandwidth_buffer_bytes"].get<double>(), double(1 << 30));
   EXPECT_GT(m["peak_fma_flops_per_s"].get<double>(), 1e8);
   EXPECT_FALSE(m["simd_target"].get<std::string>().empty());
+  // The int8 peak where an x86 CPU has a dot product the kernels use: at
+  // least the f32 FMA peak's rate (2 to 4 8-bit products per f32 lane).
+  const bool int8_measured = !m["int8_instruction"].get<std::string>().empty();
+  if (int8_measured) EXPECT_GT(m["peak_int8_ops_per_s"].get<double>(), m["peak_fma_flops_per_s"].get<double>());
 
   ASSERT_EQ(j["results"].size(), 3u);
   std::vector<std::string> types;
@@ -60,6 +64,14 @@ TEST(CliBenchModel, QuickJsonHasEveryFigureWithSaneRatios) {
     // F16, on f32 FMAs, keeps 1.5 (Q8_0 once read 1.59 here under ASan).
     EXPECT_GT(r["fma_ratio"].get<double>(), 0);
     EXPECT_LT(r["fma_ratio"].get<double>(), r["type"] == "f16" ? 1.5 : 6.0) << r["type"];
+    // Over the int8 peak: quantized types only, and (as the FMA ratio,
+    // measured under load) below 1.5.
+    if (r["type"] == "f16" || !int8_measured) {
+      EXPECT_EQ(r["int8_ratio"].get<double>(), 0) << r["type"];
+    } else {
+      EXPECT_GT(r["int8_ratio"].get<double>(), 0) << r["type"];
+      EXPECT_LT(r["int8_ratio"].get<double>(), 1.5) << r["type"];
+    }
     EXPECT_GT(r["bandwidth_ratio"].get<double>(), 0);
     EXPECT_LT(r["bandwidth_ratio"].get<double>(), 50.0);
     EXPECT_GT(r["batch16_speedup"].get<double>(), 0);

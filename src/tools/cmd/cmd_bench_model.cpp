@@ -142,6 +142,9 @@ struct Result {
   double prefill_s = 0, prefill_tokens_per_s = 0, prefill_flops = 0;
   std::vector<DecodeFigure> decode;
   double bandwidth_ratio = 0, fma_ratio = 0, batch16_speedup = 0;
+  // Prefill's ops/s over the int8 dot-product peak: quantized types only (0:
+  // not measured), as their kernels multiply 8-bit codes.
+  double int8_ratio = 0;
   // Batch-1 decode bytes/s over the read bandwidth of the same moment (a
   // ReadProbe pass just before each step), median of the steps; 0: not measured.
   double bandwidth_now_ratio = 0;
@@ -156,6 +159,7 @@ struct Machine {
   int threads = 0;
   ReadBandwidth bandwidth;
   PeakFma fma;
+  PeakInt8 int8;
   double pool_round_trip_s = 0;
 };
 
@@ -222,6 +226,7 @@ Result measure(const BenchModelOpts& o, const Machine& m, const std::string& mod
   r.prefill_flops = 2 * T * double(w.active_elems()) + 2 * double(w.output_elems) +
                     4.0 * (cfg.n_layer - cfg.n_recurrent_layers()) * cfg.q_dim() * (T * (T + 1) / 2);
   r.fma_ratio = r.prefill_flops / r.prefill_s / m.fma.flops_per_s;
+  if (type != "f16" && m.int8.ops_per_s > 0) r.int8_ratio = r.prefill_flops / r.prefill_s / m.int8.ops_per_s;
 
   for (int context : {0, o.context}) {
     for (int b : o.batches) {
@@ -288,6 +293,11 @@ void remeasure_ceilings(Machine& m, ThreadPool& pool, std::vector<Result>& resul
     for (auto& r : results) r.fma_ratio *= m.fma.flops_per_s / fma.flops_per_s;
     m.fma = fma;
   }
+  const PeakInt8 int8 = measure_peak_int8(pool);
+  if (int8.ops_per_s > m.int8.ops_per_s) {
+    for (auto& r : results) r.int8_ratio *= m.int8.ops_per_s / int8.ops_per_s;
+    m.int8 = int8;
+  }
 }
 
 std::string file_type_name(const std::string& type) {
@@ -345,14 +355,17 @@ void print_table(const BenchModelOpts& o, const Machine& m, const std::vector<Re
               : "; both the best of the run's measurements (before and after the models; the bandwidth also before "
                 "each batch-1 step)",
       m.pool_round_trip_s * 1e6);
+  if (m.int8.ops_per_s > 0)
+    fmt::print("int8 dot-product peak {:.1f} GOP/s ({}; /int8: prefill's multiply-adds x 2 over it)\n",
+               m.int8.ops_per_s / 1e9, m.int8.instruction);
   fmt::print("weights: {}\n",
              o.mmap ? "mapped from the files (--mmap)" : "read into memory (huge pages where available)");
   // Two header lines: column groups, then units and batch sizes.
   const size_t group = 8 * o.batches.size() + 2;
-  fmt::print("\n{:<5} {:<5} {:>8} {:>9} {:>6} {:<{}}{:<{}} {:<13} {:>7}\n", "model", "type", "weights", "prefill",
+  fmt::print("\n{:<5} {:<5} {:>8} {:>9} {:>13} {:<{}}{:<{}} {:<13} {:>7}\n", "model", "type", "weights", "prefill",
              "FLOP/s", " decode tok/s, context 0, batch", group, fmt::format(" context {}, batch", o.context), group,
              "b1 B/s", "b16/b1");
-  fmt::print("{:<5} {:<5} {:>8} {:>9} {:>6} ", "", "", "MB/tok", "tok/s", "/peak");
+  fmt::print("{:<5} {:<5} {:>8} {:>9} {:>6} {:>6} ", "", "", "MB/tok", "tok/s", "/peak", "/int8");
   for (int context = 0; context < 2; ++context) {
     fmt::print(" ");
     for (int b : o.batches) fmt::print("{:>8}", b);
@@ -360,14 +373,14 @@ void print_table(const BenchModelOpts& o, const Machine& m, const std::vector<Re
   }
   fmt::print(" {:>6} {:>6} {:>6} {:>7}\n", "/BW", "/now", "/read", "");
   for (const auto& r : results) {
-    fmt::print("{:<5} {:<5} {:>8.0f} {:>9.1f} {:>6.3f} ", r.model, r.type, r.weight_bytes_per_token / 1e6,
-               r.prefill_tokens_per_s, r.fma_ratio);
+    auto ratio = [](double x) { return x > 0 ? fmt::format("{:.3f}", x) : std::string("-"); };
+    fmt::print("{:<5} {:<5} {:>8.0f} {:>9.1f} {:>6.3f} {:>6} ", r.model, r.type, r.weight_bytes_per_token / 1e6,
+               r.prefill_tokens_per_s, r.fma_ratio, ratio(r.int8_ratio));
     for (int context : {0, o.context}) {
       fmt::print(" ");
       for (int b : o.batches) fmt::print("{:>8.1f}", find_decode(r, b, context)->tokens_per_s);
       fmt::print(" ");
     }
-    auto ratio = [](double x) { return x > 0 ? fmt::format("{:.3f}", x) : std::string("-"); };
     fmt::print(" {:>6.3f} {:>6} {:>6} {:>7.2f}\n", r.bandwidth_ratio, ratio(r.bandwidth_now_ratio),
                ratio(r.read_now_ratio), r.batch16_speedup);
   }
@@ -394,6 +407,7 @@ void print_table(const BenchModelOpts& o, const Machine& m, const std::vector<Re
     if (r.type == "q8_0") goal("batch-1 decode bytes/s / bandwidth", r.bandwidth_ratio, 0.9);
     if (r.type == "q4_k") goal("batch-1 decode bytes/s / bandwidth", r.bandwidth_ratio, 0.8);
     goal("prefill FLOP/s / peak FMA", r.fma_ratio, 0.4);
+    if (r.int8_ratio > 0) goal("prefill ops/s / int8 peak", r.int8_ratio, 0.5);
     goal("batch-16 / batch-1 decode tok/s", r.batch16_speedup, 2.5);
   }
 }
@@ -407,6 +421,8 @@ nlohmann::json to_json(const BenchModelOpts& o, const Machine& m, const std::vec
                   {"peak_fma_flops_per_s", m.fma.flops_per_s},
                   {"simd_target", m.fma.target},
                   {"f32_lanes", m.fma.lanes},
+                  {"peak_int8_ops_per_s", m.int8.ops_per_s},
+                  {"int8_instruction", m.int8.instruction},
                   {"pool_round_trip_s", m.pool_round_trip_s}};
   j["prompt_tokens"] = o.prompt;
   j["context_tokens"] = o.context;
@@ -429,6 +445,7 @@ nlohmann::json to_json(const BenchModelOpts& o, const Machine& m, const std::vec
                             {"bandwidth_now_ratio", r.bandwidth_now_ratio},
                             {"read_now_ratio", r.read_now_ratio},
                             {"fma_ratio", r.fma_ratio},
+                            {"int8_ratio", r.int8_ratio},
                             {"batch16_speedup", r.batch16_speedup},
                             {"pool_loops_per_step", r.pool_loops_per_step}});
   }
@@ -481,11 +498,12 @@ int run_bench_model(BenchModelOpts o) {
   ThreadPool pool(o.threads);
   Machine m;
   m.threads = pool.size();
-  spdlog::info("measuring the machine: read bandwidth, peak FMA, pool wake-up ({} threads)", m.threads);
+  spdlog::info("measuring the machine: read bandwidth, peak FMA and int8, pool wake-up ({} threads)", m.threads);
   // --quick reads 1 GiB, the least that is still larger than the caches of
   // common machines: its 10M model is cache-resident anyway (see the test).
   m.bandwidth = measure_read_bandwidth(pool, o.quick ? size_t(1) << 30 : default_bandwidth_buffer_bytes());
   m.fma = measure_peak_fma(pool);
+  m.int8 = measure_peak_int8(pool);
   m.pool_round_trip_s = measure_pool_round_trip(pool);
 
   if (!o.cache.empty()) fs::create_directories(o.cache);
