@@ -32,18 +32,10 @@ case "$llama" in "$PWD"/*) echo "LLAMA_BUILD must be outside the repository" >&2
 mkdir -p "$cache"
 
 if [ ! -x "$llama/build/bin/llama-bench" ] || [ ! -x "$llama/build/bin/llama-server" ]; then
-  work=$(mktemp -d /tmp/llama-npm.XXXXXX)
-  tgz=${LLAMA_TGZ:-}
-  if [ -z "$tgz" ] && [ -f /work/llama-src/node-llama-cpp-3.22.1.tgz ]; then tgz=/work/llama-src/node-llama-cpp-3.22.1.tgz; fi
-  if [ -z "$tgz" ]; then
-    (cd "$work" && npm pack node-llama-cpp@3.22.1 --silent >/dev/null)
-    tgz="$work/node-llama-cpp-3.22.1.tgz"
-  fi
-  tar xzf "$tgz" -C "$work" package/llama/gitRelease.bundle package/llama/llama.cpp.info.json
-  echo "llama.cpp: $(tr -d '\n ' <"$work/package/llama/llama.cpp.info.json")"
+  # shellcheck source=scripts/lib/llama-cpp-source.sh
+  source scripts/lib/llama-cpp-source.sh
   rm -rf "$llama"
-  git -c advice.detachedHead=false clone -q "$work/package/llama/gitRelease.bundle" "$llama"
-  rm -rf "$work"
+  llama_cpp_source "$llama"
   echo "building llama-bench and llama-server in $llama/build (-DGGML_NATIVE=ON, $(nproc) jobs)"
   cmake -S "$llama" -B "$llama/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF \
     -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=ON >/dev/null

@@ -16,22 +16,32 @@
 #   4  the seeds through the real server: 128 clients with 30% hang-ups, 30 x 351 tokens into
 #      a 4,096-token pool, a real OOM at a pass, a trap at pass 200 under 128 clients (exit
 #      code 4, a restart that serves)
-# PAGODA_DEVICE_PHASES picks phases (default "0 1 2 3 4"): a session's commands may run 10
-# minutes each, so run "0 1 2" and then "3 4".
+#   5  llama.cpp's CUDA build on the same files, when BUILD/llama-cuda is there
+#      (scripts/build-llama-cuda.sh): llama-bench pp512 / tg128 at depth 0 and 512 beside
+#      Pagoda's batch-1 decode at those depths, then both servers under `pagoda loadgen` at
+#      32 and 128 streams (scripts/serve-vs-llama-server.py; 8B Q4_K)
+# PAGODA_DEVICE_PHASES picks phases (default "0 1 2 3 4 5"): a session's commands may run 10
+# minutes each, so run "0 1 2", then "3 5", then "4".
 #
 #   scripts/device-check.sh [OUT]      OUT: $OUT if set, else the argument, else ./device-check-out
 #   scripts/device-check.sh --stage    on the build machine: copy the shared libraries the
 #                                      binaries need beyond libc, libstdc++ and CUDA into
-#                                      BUILD/device-libs, to carry along with them
-# Environment: BUILD (default build), PAGODA_SANITIZER_FILTER, PAGODA_RACECHECK_FILTER.
+#                                      BUILD/device-libs, then pack the binaries, those
+#                                      libraries and BUILD/llama-cuda (if built) into
+#                                      BUILD/device-bundle.tar.xz: the one path to carry (the
+#                                      files themselves are past the 64 MiB a call carries);
+#                                      on the device, `tar -xJf BUILD/device-bundle.tar.xz`
+# Environment: BUILD (default build), LLAMA_CUDA (default BUILD/llama-cuda),
+# PAGODA_SANITIZER_FILTER, PAGODA_RACECHECK_FILTER.
 set -euo pipefail
 
 build=${BUILD:-build}
 tests_bin=$build/pagoda_cuda_tests
 probe_bin=$build/pagoda_cuda_probe
 pagoda_bin=$build/pagoda
-phases=${PAGODA_DEVICE_PHASES:-0 1 2 3 4}
+phases=${PAGODA_DEVICE_PHASES:-0 1 2 3 4 5}
 libs_dir=$build/device-libs
+llama_dir=${LLAMA_CUDA:-$build/llama-cuda}
 
 if [[ "${1:-}" == "--stage" ]]; then
   mkdir -p "$libs_dir"
@@ -42,6 +52,15 @@ if [[ "${1:-}" == "--stage" ]]; then
       grep -Ev '/(libc|libm|libdl|librt|libpthread|libresolv|libgcc_s|libstdc\+\+|ld-linux[^/]*)\.so|/libcublas' |
       while read -r lib; do cp -Lv "$lib" "$libs_dir/"; done
   done
+  # One compressed file to carry: CUDA's fat binaries and the libraries shrink ~3-4x.
+  parts=("$(basename "$tests_bin")" "$(basename "$probe_bin")" "$(basename "$pagoda_bin")" "$(basename "$libs_dir")")
+  if [[ -x "$llama_dir/llama-bench" ]]; then
+    parts+=("$(realpath --relative-to="$build" "$llama_dir")")
+  else
+    echo "device-check: no llama.cpp CUDA build in $llama_dir (scripts/build-llama-cuda.sh): phase 5 will skip"
+  fi
+  tar -C "$build" -cf - "${parts[@]}" | xz -T0 -6 >"$build/device-bundle.tar.xz"
+  echo "device-check: $build/device-bundle.tar.xz, $(du -m "$build/device-bundle.tar.xz" | cut -f1) MiB: ${parts[*]}"
   exit 0
 fi
 
@@ -82,7 +101,7 @@ run_phase() {
   tail -n 5 "$out/$log" | sed 's/^/    /'
 }
 
-export out build tests_bin probe_bin pagoda_bin
+export out build tests_bin probe_bin pagoda_bin llama_dir
 
 phase_environment() {
   set -uo pipefail
@@ -272,7 +291,44 @@ phase_serving() {
   return $rc
 }
 
-export -f phase_environment phase_tests phase_sanitizers phase_parity phase_speed phase_serving
+# Phase 5: llama.cpp's CUDA build (scripts/build-llama-cuda.sh) on phase 3's files, in turns
+# with Pagoda: llama-bench pp512 / tg128 at depth 0 and 512 (full offload, flash attention)
+# against `pagoda bench` at batch 1 with a 16- and a 512-token prompt (its ITL is the decode
+# rate at that depth), then both servers under the same `pagoda loadgen` loop at 32 and 128
+# streams on the 8B Q4_K file.
+phase_llama() {
+  set -uo pipefail
+  local tmp=${PAGODA_DEVICE_TMP:-/tmp} rc=0
+  if [[ ! -x $llama_dir/llama-bench || ! -x $llama_dir/llama-server ]]; then
+    echo "no llama.cpp CUDA build in $llama_dir (scripts/build-llama-cuda.sh): skipped"
+    return 77
+  fi
+  cat "$llama_dir/VERSION"
+  local common=(--device cuda --skip-reserve --gpu-memory-utilization 0.85)
+  for shape in 1b 8b; do
+    for type in q4_k q8_0; do
+      local f=$tmp/pagoda-$shape-$type.gguf
+      [[ -s $f ]] || "$pagoda_bin" synth "$shape" "$f" --type "$type" || { rc=1; continue; }
+      echo "== $shape $type: llama-bench pp512, tg128 at depth 0 and 512"
+      LD_LIBRARY_PATH="$llama_dir:$LD_LIBRARY_PATH" "$llama_dir/llama-bench" -m "$f" -ngl 99 -fa 1 -p 512 -n 128 \
+        -d 0,512 -r 3 -o jsonl | tee -a "$out/llama-bench.jsonl" || rc=1
+      for prompt in 16 512; do
+        echo "-- pagoda, batch 1, a $prompt-token prompt, 128 tokens: mode tok/s ttft_p50 ttft_p99 itl_p50 itl_p99 ..."
+        "$pagoda_bin" bench -m "$f" "${common[@]}" --requests 1 --max-num-seqs 1 --min-prompt "$prompt" \
+          --max-prompt "$prompt" --min-output 128 --max-output 128 || rc=1
+      done
+    done
+  done
+  # The serving goal's file (8B Q4_K at 128 streams); one round, within the phase's minutes.
+  echo "== 8b q4_k: both servers, 32 and 128 streams"
+  python3 scripts/serve-vs-llama-server.py --model "$tmp/pagoda-8b-q4_k.gguf" --streams 32,128 \
+    --pagoda "$pagoda_bin" --llama-server "$llama_dir/llama-server" --threads 8 --prompt-tokens 128:128 \
+    --output-tokens 128 --per-stream 2 --slot-context 512 --pagoda-arg=--device --pagoda-arg=cuda \
+    --llama-arg=-ngl --llama-arg=99 --llama-arg=-fa --llama-arg=on --json-out "$out/serve-vs-llama-8b.json" || rc=1
+  return $rc
+}
+
+export -f phase_environment phase_tests phase_sanitizers phase_parity phase_speed phase_serving phase_llama
 
 missing=()
 for bin in "$tests_bin" "$probe_bin" "$pagoda_bin"; do [[ -x "$bin" ]] || missing+=("$bin"); done
@@ -282,7 +338,7 @@ if ((${#missing[@]})); then
     "$build/)" >&2
   record 0 environment "missing binaries" "\"missing\":\"${missing[*]}\""
 else
-  # Each group within one 10-minute command: "0 1 2" about 8 minutes at most, "3 4" about 9.
+  # Each group within one 10-minute command: "0 1 2" about 8 minutes at most, "3 5" about 9.5, "4" 4.
   wants() { [[ " $phases " == *" $1 "* ]]; }
   wants 0 && run_phase 0 environment 90 phase_environment
   wants 1 && run_phase 1 kernel-tests 120 phase_tests
@@ -290,6 +346,7 @@ else
   wants 2 && run_phase 2 model-parity 150 phase_parity
   wants 3 && run_phase 3 speed 300 phase_speed
   wants 4 && run_phase 4 serving 240 phase_serving
+  wants 5 && run_phase 5 llama-cpp 270 phase_llama
 fi
 echo "device-check: results in $out (phases.jsonl, probe.jsonl, cuda_tests.json, phase logs)"
 # Failure if any phase run did not pass (a skipped tool is not a failure).

@@ -5,7 +5,8 @@ the same `pagoda loadgen` closed loop, in turns (never in CI).
   scripts/serve-vs-llama-server.py --model FILE [--streams 8,16,32] [--rounds 1]
       [--pagoda build/pagoda] [--llama-server /tmp/llama.cpp-v0.5.0/build/bin/llama-server]
       [--threads 2] [--prompt-tokens 90:110] [--output-tokens 64] [--per-stream 2]
-      [--llama-np N]
+      [--llama-np N] [--slot-context 1024] [--pagoda-arg ARG]... [--llama-arg ARG]...
+      [--json-out FILE]
 
 llama-server is built outside the repository from the source bundle of
 node-llama-cpp@3.22.1 (scripts/bench_vs_llama_cpp.sh builds llama-bench the
@@ -16,6 +17,11 @@ requests, then C clients send C x --per-stream requests (distinct word
 prompts, --output-tokens each with ignore_eos). Prints a Markdown table of
 output tokens/s, TTFT p50 and ITL p50/p99, and each server's completed
 requests. Traffic stays on 127.0.0.1.
+
+On the GPU machine (scripts/device-check.sh, phase 5) the same loop runs both
+servers on the device: --pagoda-arg=--device --pagoda-arg=cuda, --llama-arg=-ngl
+--llama-arg=99, llama-server from scripts/build-llama-cuda.sh's folder (its
+libraries beside it, put first on LD_LIBRARY_PATH).
 """
 import argparse
 import json
@@ -64,18 +70,21 @@ def load(args, port, clients, requests, output):
 def one_server(args, name, streams, tmp):
     port = free_port()
     log = os.path.join(tmp, f"{name}-{streams}.log")
+    on_device = "cuda" in args.pagoda_arg
     if name == "pagoda":
-        proc = start([args.pagoda, "serve", "-m", args.model, "--port", str(port), "-t", str(args.threads)], log)
+        proc = start([args.pagoda, "serve", "-m", args.model, "--port", str(port), "-t", str(args.threads)] +
+                     args.pagoda_arg, log)
     else:
         slots = args.llama_np or streams
-        env = dict(os.environ, LD_LIBRARY_PATH=os.path.dirname(args.llama_server))
+        libs = [os.path.dirname(args.llama_server)] + [p for p in os.environ.get("LD_LIBRARY_PATH", "").split(":") if p]
+        env = dict(os.environ, LD_LIBRARY_PATH=":".join(libs))
         proc = start([args.llama_server, "-m", args.model, "--host", "127.0.0.1", "--port", str(port),
-                      "-t", str(args.threads), "-np", str(slots), "-c", str(1024 * slots), "--no-webui"],
-                     log, env)
+                      "-t", str(args.threads), "-np", str(slots), "-c", str(args.slot_context * slots), "--no-webui"] +
+                     args.llama_arg, log, env)
     try:
         t0 = time.time()
         wait_healthy(port, proc, log, limit_s=900)
-        if name == "pagoda":
+        if name == "pagoda" and not on_device:  # on a GPU the weights are on the device before /health
             wait_for(log, "weights moved into memory")
         ready_s = time.time() - t0
         load(args, port, 1, 2, 8)  # warm-up
@@ -98,6 +107,10 @@ def main():
     ap.add_argument("--output-tokens", type=int, default=64)
     ap.add_argument("--per-stream", type=int, default=2)
     ap.add_argument("--llama-np", type=int, default=0, help="llama-server's slots (-np); 0: one a stream")
+    ap.add_argument("--slot-context", type=int, default=1024, help="llama-server's context tokens per slot")
+    ap.add_argument("--pagoda-arg", action="append", default=[], help="one more argument to `pagoda serve`")
+    ap.add_argument("--llama-arg", action="append", default=[], help="one more argument to llama-server")
+    ap.add_argument("--json-out", help="also write the rows here (they always go to the logs' folder)")
     args = ap.parse_args()
     args.pagoda = os.path.realpath(args.pagoda)
     tmp = tempfile.mkdtemp(prefix="serve-vs-llama.")
@@ -119,7 +132,10 @@ def main():
         print(f"| {c} | {name} | {res['ok']} of {res['requests']} | {res['tokens_per_s']:.1f} | "
               f"{res['ttft_ms']['p50'] / 1e3:.2f} s | {res['itl_ms']['p50']:.0f} ms | {res['itl_ms']['p99']:.0f} ms | "
               f"{res.get('resent', 0)} |")
-    json.dump([{"streams": c, "server": n, **res} for c, n, res in rows], open(os.path.join(tmp, "results.json"), "w"))
+    results = [{"streams": c, "server": n, **res} for c, n, res in rows]
+    for path in [os.path.join(tmp, "results.json")] + ([args.json_out] if args.json_out else []):
+        with open(path, "w") as f:
+            json.dump(results, f)
 
 
 if __name__ == "__main__":
