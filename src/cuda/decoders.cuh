@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "cuda/portable.cuh"
 #include "gguf/types.h"
@@ -16,6 +17,17 @@ namespace pagoda::cuda::detail {
 
 // An F16 bit pattern as a float (exact).
 PAGODA_HD float half_bits(uint16_t b) { return __half2float(__ushort_as_half(b)); }
+
+// An F32 bit pattern as a float.
+PAGODA_HD float float_bits(uint32_t b) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(b);
+#else
+  float f;
+  std::memcpy(&f, &b, sizeof f);
+  return f;
+#endif
+}
 
 // Decoder<T>::decode(row, c, out) writes elements [c * kChunk, (c + 1) * kChunk)
 // of a row stored as T. kChunk is 32 for the block formats (a Q8_0/Q4_0 block, a
@@ -41,6 +53,15 @@ struct Decoder<TensorType::F16> {
   static constexpr int kChunk = 1;
   PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
     out[0] = half_bits(reinterpret_cast<const uint16_t*>(row)[c]);
+  }
+};
+
+// BF16: the top half of an F32 (exact).
+template <>
+struct Decoder<TensorType::BF16> {
+  static constexpr int kChunk = 1;
+  PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
+    out[0] = float_bits(uint32_t(reinterpret_cast<const uint16_t*>(row)[c]) << 16);
   }
 };
 
@@ -178,6 +199,84 @@ struct KQuantDecoder {
   }
 };
 
+// MXFP4: an E2M1 value (kMXFP4Values, doubled: 0, 1, 2, 3, 4, 6, 8, 12 and
+// their negatives, computed: the device cannot read the host's table) times
+// half the block's power-of-two scale (mxfp4_scale's bit patterns, subnormal
+// for e < 2), nibbles laid out as Q4_0's. Every product is exact.
+PAGODA_HD int mxfp4_value(int nibble) {
+  const int m = nibble & 7;
+  const int magnitude = m < 4 ? m : m < 6 ? 2 * (m - 2) : 4 * (m - 4);
+  return nibble & 8 ? -magnitude : magnitude;
+}
+
+template <>
+struct Decoder<TensorType::MXFP4> {
+  static constexpr int kChunk = kQK;
+  PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
+    const BlockMXFP4& b = reinterpret_cast<const BlockMXFP4*>(row)[c];
+    const float d = float_bits(b.e < 2 ? 0x00200000u << b.e : uint32_t(b.e - 1) << 23);
+    PAGODA_UNROLL
+    for (int j = 0; j < kQK / 2; ++j) {
+      out[j] = mul_rn(float(mxfp4_value(b.qs[j] & 0xF)), d);
+      out[j + kQK / 2] = mul_rn(float(mxfp4_value(b.qs[j] >> 4)), d);
+    }
+  }
+};
+
+// Q2_K and Q3_K: piece c is sub-blocks 2 (c % 8) and 2 (c % 8) + 1 (16
+// elements each) of super-block c / 8; element i's two low bits are bits
+// 2 (r / 32) of qs[32 (i / 128) + r % 32], r = i % 128 (q2_k_code). Q3_K's
+// third bit is bit i / 32 of hmask[i % 32] (clear: less 4, q3_k_code).
+PAGODA_HD int k_low_bits(const uint8_t* qs, int i) {
+  const int r = i % 128;
+  return (qs[32 * (i / 128) + r % 32] >> (2 * (r / 32))) & 3;
+}
+
+template <>
+struct Decoder<TensorType::Q2_K> {
+  static constexpr int kChunk = 32;
+  PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
+    const BlockQ2_K& b = reinterpret_cast<const BlockQ2_K*>(row)[c / 8];
+    const int first = 32 * int(c % 8);
+    const float d = half_bits(b.d), dmin = half_bits(b.dmin);
+    PAGODA_UNROLL
+    for (int half = 0; half < 2; ++half) {
+      const int j = first / 16 + half;  // d * sc * q - dmin * m, as dequantize_row_q2_k
+      const float dl = mul_rn(d, float(b.scales[j] & 0xF)), ml = mul_rn(dmin, float(b.scales[j] >> 4));
+      PAGODA_UNROLL
+      for (int l = 0; l < 16; ++l) out[16 * half + l] = sub_rn(mul_rn(dl, float(k_low_bits(b.qs, 16 * j + l))), ml);
+    }
+  }
+};
+
+// Sub-block j's six-bit Q3_K scale less 32 (q3_k_scale, a host function).
+PAGODA_HD int q3_k_scale_of(const uint8_t* s, int j) {
+  const int low = (s[j % 8] >> (4 * (j / 8))) & 0xF;
+  const int high = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+template <>
+struct Decoder<TensorType::Q3_K> {
+  static constexpr int kChunk = 32;
+  PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
+    const BlockQ3_K& b = reinterpret_cast<const BlockQ3_K*>(row)[c / 8];
+    const int first = 32 * int(c % 8);
+    const float d = half_bits(b.d);
+    PAGODA_UNROLL
+    for (int half = 0; half < 2; ++half) {
+      const int j = first / 16 + half;  // d * (sc - 32) * q, as dequantize_row_q3_k
+      const float dl = mul_rn(d, float(q3_k_scale_of(b.scales, j)));
+      PAGODA_UNROLL
+      for (int l = 0; l < 16; ++l) {
+        const int i = 16 * j + l;
+        const int code = k_low_bits(b.qs, i) - ((b.hmask[i % 32] >> (i / 32)) & 1 ? 0 : 4);
+        out[16 * half + l] = mul_rn(dl, float(code));
+      }
+    }
+  }
+};
+
 template <>
 struct Decoder<TensorType::Q4_K> : KQuantDecoder<BlockQ4_K, false> {};
 template <>
@@ -231,11 +330,15 @@ cudaError_t dispatch_weight_type(TensorType t, F&& f) {
   switch (t) {
     case TensorType::F32: return f(Decoder<TensorType::F32>{});
     case TensorType::F16: return f(Decoder<TensorType::F16>{});
+    case TensorType::BF16: return f(Decoder<TensorType::BF16>{});
     case TensorType::Q8_0: return f(Decoder<TensorType::Q8_0>{});
     case TensorType::Q4_0: return f(Decoder<TensorType::Q4_0>{});
     case TensorType::Q5_0: return f(Decoder<TensorType::Q5_0>{});
     case TensorType::Q5_1: return f(Decoder<TensorType::Q5_1>{});
     case TensorType::IQ4_NL: return f(Decoder<TensorType::IQ4_NL>{});
+    case TensorType::MXFP4: return f(Decoder<TensorType::MXFP4>{});
+    case TensorType::Q2_K: return f(Decoder<TensorType::Q2_K>{});
+    case TensorType::Q3_K: return f(Decoder<TensorType::Q3_K>{});
     case TensorType::Q4_K: return f(Decoder<TensorType::Q4_K>{});
     case TensorType::Q5_K: return f(Decoder<TensorType::Q5_K>{});
     case TensorType::IQ4_XS: return f(Decoder<TensorType::IQ4_XS>{});

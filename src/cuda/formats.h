@@ -1,5 +1,5 @@
-// The weight types the CUDA kernels decode (F32, F16, Q8_0, Q4_0, Q5_0, Q5_1,
-// IQ4_NL, Q4_K, Q5_K, IQ4_XS, Q6_K)
+// The weight types the CUDA kernels decode (F32, F16, BF16, Q8_0, Q4_0, Q5_0,
+// Q5_1, IQ4_NL, MXFP4, Q2_K, Q3_K, Q4_K, Q5_K, IQ4_XS, Q6_K)
 // and their row layout. Plain C++: the host half asks before it uploads a
 // tensor, so an unsupported type is refused at load, not at a launch.
 #pragma once

@@ -24,9 +24,10 @@ std::vector<float> decode_row_on_host(const uint8_t* row, int64_t k) {
 
 TEST(CudaDecodersOnHost, MatchTheScalarDecodersBitForBit) {
   std::mt19937 rng(91);
-  const TensorType types[] = {TensorType::F32,  TensorType::F16,    TensorType::Q8_0,   TensorType::Q4_0,
-                              TensorType::Q5_0, TensorType::Q5_1,   TensorType::IQ4_NL, TensorType::Q4_K,
-                              TensorType::Q5_K, TensorType::IQ4_XS, TensorType::Q6_K};
+  const TensorType types[] = {TensorType::F32,   TensorType::F16,    TensorType::BF16, TensorType::Q8_0,
+                              TensorType::Q4_0,  TensorType::Q5_0,   TensorType::Q5_1, TensorType::IQ4_NL,
+                              TensorType::MXFP4, TensorType::Q2_K,   TensorType::Q3_K, TensorType::Q4_K,
+                              TensorType::Q5_K,  TensorType::IQ4_XS, TensorType::Q6_K};
   for (TensorType t : types) {
     SCOPED_TRACE(std::string(tensor_type_name(t)));
     const int64_t k = block_elems(t) == 1 ? 101 : 4 * int64_t(block_elems(t));
@@ -48,11 +49,29 @@ TEST(CudaDecodersOnHost, MatchTheScalarDecodersBitForBit) {
     ASSERT_EQ(e, cudaSuccess);
     for (int64_t i = 0; i < k; ++i) ASSERT_EQ(got[size_t(i)], ref[size_t(i)]) << "element " << i;
   }
-  EXPECT_EQ(detail::dispatch_weight_type(TensorType::Q2_K, [](auto) { return cudaSuccess; }), cudaErrorInvalidValue);
+  EXPECT_EQ(detail::dispatch_weight_type(TensorType::Q4_1, [](auto) { return cudaSuccess; }), cudaErrorInvalidValue);
+  EXPECT_FALSE(cuda::weight_type_supported(TensorType::Q4_1));
 }
 
-TEST(CudaDecodersOnHost, TheIq4TableIsTheFormats) {
-  for (int i = 0; i < 16; ++i) EXPECT_EQ(detail::iq4_value(i), kIQ4NLValues[i]) << "nibble " << i;
+TEST(CudaDecodersOnHost, TheIq4AndMxfp4TablesAreTheFormats) {
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(detail::iq4_value(i), kIQ4NLValues[i]) << "nibble " << i;
+    EXPECT_EQ(detail::mxfp4_value(i), kMXFP4Values[i]) << "nibble " << i;
+  }
+}
+
+// Every E8M0 exponent, the subnormal scales of e = 0 and 1 included: the
+// device's bit patterns are mxfp4_scale's.
+TEST(CudaDecodersOnHost, Mxfp4ScalesOfEveryExponent) {
+  BlockMXFP4 b{};
+  for (int j = 0; j < kQK / 2; ++j) b.qs[j] = uint8_t(j | (15 - j) << 4);
+  for (int e = 0; e < 256; ++e) {
+    b.e = uint8_t(e);
+    float got[kQK], want[kQK];
+    detail::Decoder<TensorType::MXFP4>::decode(reinterpret_cast<const uint8_t*>(&b), 0, got);
+    dequantize_row(TensorType::MXFP4, &b, want, kQK);
+    for (int i = 0; i < kQK; ++i) ASSERT_EQ(got[i], want[i]) << "e " << e << " element " << i;
+  }
 }
 
 }  // namespace

@@ -81,7 +81,7 @@ inline std::vector<Case> forward_cases() {
   base.tied_embeddings = false;
   std::vector<Case> out;
   for (TensorType t : {TensorType::F32, TensorType::Q8_0, TensorType::Q4_K, TensorType::Q6_K, TensorType::F16,
-                       TensorType::Q4_0, TensorType::Q5_K, TensorType::IQ4_XS}) {
+                       TensorType::Q4_0, TensorType::Q5_K, TensorType::IQ4_XS, TensorType::BF16, TensorType::Q3_K}) {
     SyntheticModelSpec s = base;
     s.type = t;
     out.push_back({std::string(tensor_type_name(t)), s});

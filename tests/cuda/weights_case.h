@@ -17,9 +17,10 @@
 
 namespace pagoda::cuda::testing {
 
-inline const TensorType kWeightTypes[] = {TensorType::F32,  TensorType::F16,    TensorType::Q8_0,   TensorType::Q4_0,
-                                          TensorType::Q5_0, TensorType::Q5_1,   TensorType::IQ4_NL, TensorType::Q4_K,
-                                          TensorType::Q5_K, TensorType::IQ4_XS, TensorType::Q6_K};
+inline const TensorType kWeightTypes[] = {TensorType::F32,   TensorType::F16,    TensorType::BF16, TensorType::Q8_0,
+                                          TensorType::Q4_0,  TensorType::Q5_0,   TensorType::Q5_1, TensorType::IQ4_NL,
+                                          TensorType::MXFP4, TensorType::Q2_K,   TensorType::Q3_K, TensorType::Q4_K,
+                                          TensorType::Q5_K,  TensorType::IQ4_XS, TensorType::Q6_K};
 
 // Rows that fill no warp or block evenly, and a row length of three blocks
 // (101 elements for the float types, which have no block).
@@ -28,7 +29,7 @@ inline int64_t row_length(TensorType t) { return block_elems(t) == 1 ? 101 : 3 *
 
 // n_rows rows of k random elements stored as t (every code and scale a block can hold).
 inline std::vector<uint8_t> random_weights(TensorType t, int64_t n_rows, int64_t k, std::mt19937& rng) {
-  if (t == TensorType::F32 || t == TensorType::F16) {
+  if (block_elems(t) == 1) {  // F32, F16, BF16
     const std::vector<float> f = random_floats(size_t(n_rows * k), rng);
     return quantize(t, f.data(), f.size());
   }

@@ -26,7 +26,7 @@ TEST(CudaWeights, RowBytesMatchTheCpuLayout) {
   PAGODA_REQUIRE_CUDA_DEVICE();
   for (TensorType t : kWeightTypes) EXPECT_EQ(weight_row_bytes(t, row_length(t)), row_bytes(t, size_t(row_length(t))));
   EXPECT_EQ(weight_row_bytes(TensorType::Q4_K, 100), 0u);  // not a whole super-block
-  EXPECT_EQ(weight_row_bytes(TensorType::Q5_K, 256), 0u);  // not decoded here
+  EXPECT_EQ(weight_row_bytes(TensorType::Q4_1, 32), 0u);   // not decoded here
 }
 
 // Bit-exact: the kernels round every step as the scalar decoders do.
@@ -117,7 +117,7 @@ TEST(CudaWeights, LaunchersRefuseBadShapesAndTypes) {
   EXPECT_EQ(matvec(TensorType::Q8_0, buf.get(), 4, 64, buf.get(), kMaxMatvecTokens + 1, buf.get(), nullptr),
             cudaErrorInvalidValue);
   EXPECT_EQ(matvec(TensorType::Q8_0, buf.get(), 4, 64, buf.get(), 0, buf.get(), nullptr), cudaErrorInvalidValue);
-  EXPECT_EQ(matvec(TensorType::Q5_K, buf.get(), 4, 256, buf.get(), 1, buf.get(), nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(matvec(TensorType::Q4_1, buf.get(), 4, 256, buf.get(), 1, buf.get(), nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(matvec(TensorType::Q4_0, buf.get(), 4, 48, buf.get(), 1, buf.get(), nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(dequantize_rows_f16(TensorType::Q6_K, buf.get(), 2, 100, reinterpret_cast<__half*>(buf.get()), nullptr),
             cudaErrorInvalidValue);
