@@ -7,7 +7,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstring>
 
 #include "cuda/portable.cuh"
 #include "gguf/types.h"
@@ -17,17 +16,6 @@ namespace pagoda::cuda::detail {
 
 // An F16 bit pattern as a float (exact).
 PAGODA_HD float half_bits(uint16_t b) { return __half2float(__ushort_as_half(b)); }
-
-// An F32 bit pattern as a float.
-PAGODA_HD float float_bits(uint32_t b) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(b);
-#else
-  float f;
-  std::memcpy(&f, &b, sizeof f);
-  return f;
-#endif
-}
 
 // Decoder<T>::decode(row, c, out) writes elements [c * kChunk, (c + 1) * kChunk)
 // of a row stored as T. kChunk is 32 for the block formats (a Q8_0/Q4_0 block, a
@@ -61,7 +49,7 @@ template <>
 struct Decoder<TensorType::BF16> {
   static constexpr int kChunk = 1;
   PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
-    out[0] = float_bits(uint32_t(reinterpret_cast<const uint16_t*>(row)[c]) << 16);
+    out[0] = bits_float(uint32_t(reinterpret_cast<const uint16_t*>(row)[c]) << 16);
   }
 };
 
@@ -214,7 +202,7 @@ struct Decoder<TensorType::MXFP4> {
   static constexpr int kChunk = kQK;
   PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
     const BlockMXFP4& b = reinterpret_cast<const BlockMXFP4*>(row)[c];
-    const float d = float_bits(b.e < 2 ? 0x00200000u << b.e : uint32_t(b.e - 1) << 23);
+    const float d = bits_float(b.e < 2 ? 0x00200000u << b.e : uint32_t(b.e - 1) << 23);
     PAGODA_UNROLL
     for (int j = 0; j < kQK / 2; ++j) {
       out[j] = mul_rn(float(mxfp4_value(b.qs[j] & 0xF)), d);

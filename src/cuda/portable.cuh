@@ -3,6 +3,9 @@
 // CPU (tests/cuda/host_emulation.h).
 #pragma once
 
+#include <cstdint>
+#include <cstring>
+
 #define PAGODA_HD __host__ __device__ __forceinline__
 
 // The device pass unrolls; a host compiler would warn about the pragma.
@@ -36,6 +39,26 @@ PAGODA_HD float add_rn(float a, float b) {
   return __fadd_rn(a, b);
 #else
   return a + b;
+#endif
+}
+
+// A float's bit pattern and back: the device's intrinsics, memcpy on the host.
+PAGODA_HD uint32_t float_bits(float x) {
+#ifdef __CUDA_ARCH__
+  return __float_as_uint(x);
+#else
+  uint32_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+#endif
+}
+PAGODA_HD float bits_float(uint32_t b) {
+#ifdef __CUDA_ARCH__
+  return __uint_as_float(b);
+#else
+  float x;
+  std::memcpy(&x, &b, sizeof x);
+  return x;
 #endif
 }
 

@@ -29,26 +29,6 @@ constexpr int kSampleThreads = 256;
 // -inf's ordered bits (below): less than every finite logit's.
 constexpr uint32_t kMaskedBits = 0x007FFFFFu;
 
-PAGODA_HD uint32_t float_bits(float x) {
-#ifdef __CUDA_ARCH__
-  return __float_as_uint(x);
-#else
-  uint32_t b;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
-#endif
-}
-
-PAGODA_HD float bits_float(uint32_t b) {
-#ifdef __CUDA_ARCH__
-  return __uint_as_float(b);
-#else
-  float x;
-  std::memcpy(&x, &b, sizeof x);
-  return x;
-#endif
-}
-
 // Neither NaN nor infinite, read from the bits so both compilers agree under any math flags.
 PAGODA_HD bool finite_float(float x) { return (float_bits(x) & 0x7F800000u) != 0x7F800000u; }
 
