@@ -91,6 +91,34 @@ for k in sorted(pagoda):
           f" {tgd:>14.2f} {ltgd:>13.2f} {tgd / ltgd:>6.2f}")
 print("(pagoda tg: bench-model's batch-1 decode, each step from DRAM, at context 0 and 512; llama tg128:"
       " 128 tokens from depth 0 and 512, -d)")
+# Each round's ratio (Pagoda's turn against the llama-bench turn right after it), then their
+# median: the VM's memory speed drifts between rounds more than between two turns.
+def per_round(k, what):
+    ratios = []
+    for f in sorted(glob.glob(f"{out}/pagoda.*.json")):
+        r = f.rsplit(".", 2)[1]
+        mine = [x for x in json.load(open(f))["results"] if f"{x['model']}-{x['type']}" == k]
+        try:
+            theirs = json.load(open(f"{out}/llama.{k}.{r}.json"))
+        except (OSError, ValueError):
+            continue
+        if not mine:
+            continue
+        if what == "pp":
+            a = mine[0]["prefill_tokens_per_s"]
+            b = [t["avg_ts"] for t in theirs if t["n_gen"] == 0 and t.get("n_depth", 0) == 0]
+        else:
+            depth = int(what[2:])
+            a = next((d["tokens_per_s"] for d in mine[0]["decode"] if d["batch"] == 1 and d["context"] == depth), None)
+            b = [t["avg_ts"] for t in theirs if t["n_gen"] > 0 and t.get("n_depth", 0) == depth]
+        if a and b:
+            ratios.append(a / b[0])
+    return ratios
+print("\nper-round ratios (Pagoda / llama.cpp), and their median")
+for k in sorted(pagoda):
+    for what in ("pp", "tg0", "tg512"):
+        rs = per_round(k, what)
+        print(f"{k:<10} {what:<6} " + " ".join(f"{x:.2f}" for x in rs) + f"   median {med(rs):.2f}")
 EOF
 
 # The crowd (CROWD=1): 32 streams through both servers on each file, llama-server at -np 32
