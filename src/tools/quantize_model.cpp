@@ -67,6 +67,7 @@ std::optional<QuantizeTarget> quantize_target_from_name(std::string_view name) {
   if (upper == "Q2_K") return QuantizeTarget::Q2_K;
   if (upper == "Q3_K") return QuantizeTarget::Q3_K;
   if (upper == "Q5_K") return QuantizeTarget::Q5_K;
+  if (upper == "Q6_K") return QuantizeTarget::Q6_K;
   if (upper == "IQ4_XS") return QuantizeTarget::IQ4_XS;
   if (upper == "MXFP4") return QuantizeTarget::MXFP4;
   return std::nullopt;
@@ -82,6 +83,7 @@ uint32_t quantize_target_file_type(QuantizeTarget t) {
     case QuantizeTarget::Q2_K: return 10;    // LLAMA_FTYPE_MOSTLY_Q2_K
     case QuantizeTarget::Q3_K: return 11;    // LLAMA_FTYPE_MOSTLY_Q3_K_S (uniform Q3_K)
     case QuantizeTarget::Q5_K: return 16;    // LLAMA_FTYPE_MOSTLY_Q5_K_S (uniform Q5_K)
+    case QuantizeTarget::Q6_K: return 18;    // LLAMA_FTYPE_MOSTLY_Q6_K
     case QuantizeTarget::IQ4_XS: return 30;  // LLAMA_FTYPE_MOSTLY_IQ4_XS
     case QuantizeTarget::MXFP4: return 38;   // LLAMA_FTYPE_MOSTLY_MXFP4_MOE
   }
@@ -120,6 +122,7 @@ TensorType quantized_type(QuantizeTarget target, const std::string& name, const 
     case QuantizeTarget::Q2_K: type = TensorType::Q2_K; break;
     case QuantizeTarget::Q3_K: type = TensorType::Q3_K; break;
     case QuantizeTarget::Q5_K: type = TensorType::Q5_K; break;
+    case QuantizeTarget::Q6_K: type = TensorType::Q6_K; break;
     case QuantizeTarget::IQ4_XS: type = TensorType::IQ4_XS; break;
     case QuantizeTarget::MXFP4: type = TensorType::MXFP4; break;
   }

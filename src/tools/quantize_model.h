@@ -10,10 +10,10 @@
 //     ties them), Q8_0 instead if its rows are not a multiple of 256;
 //   * attn_v.weight and ffn_down.weight of layer i when use_more_bits(i, n):
 //     the first and last eighth of the layers and every third one between.
-// - Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K, IQ4_XS, MXFP4: every such matrix in that
-//   one type (no mix: a uniform file per format, for tests and benchmarks;
-//   general.file_type says the nearest llama.cpp mix: 9, 25, 10, 11, 16, 30,
-//   and 38, MXFP4_MOE, whose experts alone llama.cpp makes MXFP4).
+// - Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K, Q6_K, IQ4_XS, MXFP4: every such matrix in
+//   that one type (no mix: a uniform file per format, for tests and benchmarks;
+//   general.file_type says the nearest llama.cpp mix: 9, 25, 10, 11, 16, 18,
+//   30, and 38, MXFP4_MOE, whose experts alone llama.cpp makes MXFP4).
 // - Where a row length is not a multiple of the chosen type's block: Q4_K
 //   and Q5_K fall back to Q5_0, Q6_K, Q3_K and Q2_K to Q8_0, IQ4_XS to
 //   IQ4_NL (as llama.cpp, e.g. Qwen2.5-0.5B's
@@ -36,7 +36,7 @@ namespace pagoda {
 class GgufFile;
 class ThreadPool;
 
-enum class QuantizeTarget { Q8_0, Q4_0, Q4_K_M, Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K, IQ4_XS, MXFP4 };
+enum class QuantizeTarget { Q8_0, Q4_0, Q4_K_M, Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K, Q6_K, IQ4_XS, MXFP4 };
 
 // "Q8_0", "Q4_0", "Q4_K" or "Q4_K_M", or a uniform type's name ("Q5_K",
 // "IQ4_XS", ...; any case); nullopt otherwise.

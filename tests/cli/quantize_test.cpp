@@ -72,6 +72,7 @@ TEST(CliQuantize, WritesLoadableFilesOfEachType) {
       {"iq4_nl", "weight types:    F16 x5, F32 x11, IQ4_NL x32", 25},
       {"mxfp4", "weight types:    F16 x5, F32 x11, MXFP4 x32", 38},
       {"Q3_K", "weight types:    F16 x5, F32 x11, Q8_0 x32", 11},  // 64-wide rows: Q3_K falls back to Q8_0
+      {"q6_k", "weight types:    F16 x5, F32 x11, Q8_0 x32", 18},  // and so does Q6_K
   };
   for (const auto& c : cases) {
     const std::string out = dir.file(std::string(c.type) + ".gguf");

@@ -512,6 +512,7 @@ TEST(LlamaCppOracle, ReadsQuantizedFilesAsPagodaDoes) {
                                 {QuantizeTarget::Q2_K, "Q2_K"},
                                 {QuantizeTarget::Q3_K, "Q3_K"},
                                 {QuantizeTarget::Q5_K, "Q5_K"},
+                                {QuantizeTarget::Q6_K, "Q6_K"},
                                 {QuantizeTarget::IQ4_XS, "IQ4_XS"},
                                 {QuantizeTarget::MXFP4, "MXFP4"}}) {
       // stories260K (64 wide) takes the 32-element formats and Q4_K_M's

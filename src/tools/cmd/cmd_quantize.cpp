@@ -1,6 +1,6 @@
 // `pagoda quantize IN.gguf OUT.gguf TYPE`: writes a Q8_0, Q4_0 or Q4_K_M-style
 // copy of an F32/F16/BF16 model, or one in a single type (Q5_1, IQ4_NL, Q2_K,
-// Q3_K, Q5_K, IQ4_XS, MXFP4; rules in tools/quantize_model.h).
+// Q3_K, Q5_K, Q6_K, IQ4_XS, MXFP4; rules in tools/quantize_model.h).
 #include <fmt/format.h>
 
 #include "tools/cmd/commands.h"
@@ -18,17 +18,17 @@ Command add_quantize(CLI::App& app) {
   auto o = std::make_shared<Opts>();
   auto* cmd = app.add_subcommand("quantize",
                                  "Quantize an F32/F16 GGUF model to Q8_0, Q4_0, Q4_K (Q4_K_M mix) or one of Q5_1, "
-                                 "IQ4_NL, Q2_K, Q3_K, Q5_K, IQ4_XS, MXFP4");
+                                 "IQ4_NL, Q2_K, Q3_K, Q5_K, Q6_K, IQ4_XS, MXFP4");
   cmd->add_option("input", o->in, "Input GGUF model (F32, F16 or BF16 tensors)")->required();
   cmd->add_option("output", o->out, "Output GGUF file")->required();
-  cmd->add_option("type", o->type, "Q8_0, Q4_0, Q4_K, Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K, IQ4_XS or MXFP4")->required();
+  cmd->add_option("type", o->type, "Q8_0, Q4_0, Q4_K, Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K, Q6_K, IQ4_XS or MXFP4")->required();
   cmd->add_option("--threads,-t", o->threads, "Worker threads (0 = one per core)")->capture_default_str();
   return {
       cmd, [o] {
         const auto target = quantize_target_from_name(o->type);
         if (!target)
           fail<InvalidArgument>(
-              "unknown quantization type '{}' (expected Q8_0, Q4_0, Q4_K, Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K, IQ4_XS or "
+              "unknown quantization type '{}' (expected Q8_0, Q4_0, Q4_K, Q5_1, IQ4_NL, Q2_K, Q3_K, Q5_K, Q6_K, IQ4_XS or "
               "MXFP4)",
               o->type);
         const auto r = quantize_model_file(o->in, o->out, *target, o->threads);
