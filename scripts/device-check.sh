@@ -198,17 +198,24 @@ phase_parity() {
   return $rc
 }
 
+# synthetic_file SHAPE TYPE: the path of a synthetic model file in $PAGODA_DEVICE_TMP (default
+# /tmp), written by `pagoda synth` the first time a phase asks and kept for the others and a rerun.
+synthetic_file() {
+  local f=${PAGODA_DEVICE_TMP:-/tmp}/pagoda-$1-$2.gguf
+  [[ -s $f ]] || "$pagoda_bin" synth "$1" "$f" --type "$2" >&2 || return 1
+  echo "$f"
+}
+
 # Phase 3: decode at batch 1, 32 and 128 and prefill, on 1B- and 8B-shaped synthetic files
 # (Q4_K, Q8_0), through the engine (`pagoda bench --device cuda`); the files are written
 # here, in $PAGODA_DEVICE_TMP (default /tmp), and kept for a rerun.
 phase_speed() {
   set -uo pipefail
-  local pagoda=$pagoda_bin tmp=${PAGODA_DEVICE_TMP:-/tmp} rc=0
+  local pagoda=$pagoda_bin rc=0 f
   local common=(--device cuda --skip-reserve --gpu-memory-utilization 0.85)
   for shape in 1b 8b; do
     for type in q4_k q8_0; do
-      local f=$tmp/pagoda-$shape-$type.gguf
-      [[ -s $f ]] || "$pagoda" synth "$shape" "$f" --type "$type" || { rc=1; continue; }
+      f=$(synthetic_file "$shape" "$type") || { rc=1; continue; }
       echo "== $shape $type: mode tok/s ttft_p50 ttft_p99 itl_p50 itl_p99 preempt hit util overhead wall errors"
       for batch in 1 32 128; do
         echo "-- decode, batch $batch"
@@ -221,7 +228,7 @@ phase_speed() {
     done
   done
   # What CUDA graphs and sampling on the device give: the rows above again without them.
-  local f=$tmp/pagoda-1b-q4_k.gguf
+  f=$(synthetic_file 1b q4_k) || return 1
   echo "== 1b q4_k without graphs or device sampling: mode tok/s ttft_p50 ttft_p99 itl_p50 itl_p99 ..."
   for batch in 1 32; do
     echo "-- decode, batch $batch, --enforce-eager"
@@ -237,9 +244,8 @@ phase_speed() {
 # Phase 4: the seeds on a GPU, through the real server and load generator.
 phase_serving() {
   set -uo pipefail
-  local pagoda=$pagoda_bin tmp=${PAGODA_DEVICE_TMP:-/tmp} rc=0
-  local f=$tmp/pagoda-1b-q4_k.gguf
-  [[ -s $f ]] || "$pagoda" synth 1b "$f" --type q4_k || return 1
+  local pagoda=$pagoda_bin rc=0 f
+  f=$(synthetic_file 1b q4_k) || return 1
   serve() {  # serve PORTFILE ARGS...: starts a server, waits for /health 200
     local log=$1; shift
     "$pagoda" serve -m "$f" --device cuda --port 0 --log-interval 0 "$@" >"$log" 2>&1 &
@@ -298,7 +304,7 @@ phase_serving() {
 # streams on the 8B Q4_K file.
 phase_llama() {
   set -uo pipefail
-  local tmp=${PAGODA_DEVICE_TMP:-/tmp} rc=0
+  local rc=0 f
   if [[ ! -x $llama_dir/llama-bench || ! -x $llama_dir/llama-server ]]; then
     echo "no llama.cpp CUDA build in $llama_dir (scripts/build-llama-cuda.sh): skipped"
     return 77
@@ -307,8 +313,7 @@ phase_llama() {
   local common=(--device cuda --skip-reserve --gpu-memory-utilization 0.85)
   for shape in 1b 8b; do
     for type in q4_k q8_0; do
-      local f=$tmp/pagoda-$shape-$type.gguf
-      [[ -s $f ]] || "$pagoda_bin" synth "$shape" "$f" --type "$type" || { rc=1; continue; }
+      f=$(synthetic_file "$shape" "$type") || { rc=1; continue; }
       echo "== $shape $type: llama-bench pp512, tg128 at depth 0 and 512"
       LD_LIBRARY_PATH="$llama_dir:$LD_LIBRARY_PATH" "$llama_dir/llama-bench" -m "$f" -ngl 99 -fa 1 -p 512 -n 128 \
         -d 0,512 -r 3 -o jsonl | tee -a "$out/llama-bench.jsonl" || rc=1
@@ -321,14 +326,15 @@ phase_llama() {
   done
   # The serving goal's file (8B Q4_K at 128 streams); one round, within the phase's minutes.
   echo "== 8b q4_k: both servers, 32 and 128 streams"
-  python3 scripts/serve-vs-llama-server.py --model "$tmp/pagoda-8b-q4_k.gguf" --streams 32,128 \
+  f=$(synthetic_file 8b q4_k) || return 1
+  python3 scripts/serve-vs-llama-server.py --model "$f" --streams 32,128 \
     --pagoda "$pagoda_bin" --llama-server "$llama_dir/llama-server" --threads 8 --prompt-tokens 128:128 \
     --output-tokens 128 --per-stream 2 --slot-context 512 --pagoda-arg=--device --pagoda-arg=cuda \
     --llama-arg=-ngl --llama-arg=99 --llama-arg=-fa --llama-arg=on --json-out "$out/serve-vs-llama-8b.json" || rc=1
   return $rc
 }
 
-export -f phase_environment phase_tests phase_sanitizers phase_parity phase_speed phase_serving phase_llama
+export -f synthetic_file phase_environment phase_tests phase_sanitizers phase_parity phase_speed phase_serving phase_llama
 
 missing=()
 for bin in "$tests_bin" "$probe_bin" "$pagoda_bin"; do [[ -x "$bin" ]] || missing+=("$bin"); done
