@@ -488,7 +488,8 @@ int run_bench_model(BenchModelOpts o) {
   for (const auto& t : o.types)
     if (t != "f16" && !quantize_target_from_name(t))
       fail<InvalidArgument>(
-          "bench-model: unknown type '{}' (f16, q8_0, q4_k, q4_0, q5_1, iq4_nl, q2_k, q3_k, q5_k, q6_k, iq4_xs, mxfp4)", t);
+          "bench-model: unknown type '{}' (f16, q8_0, q4_k, q4_0, q5_1, iq4_nl, q2_k, q3_k, q5_k, q6_k, iq4_xs, mxfp4)",
+          t);
   if (o.batches.empty() || *std::min_element(o.batches.begin(), o.batches.end()) < 1 || o.prompt < 1 || o.context < 1 ||
       o.steps < 0)
     fail<InvalidArgument>("bench-model: batches, --prompt and --context must be positive");
@@ -566,8 +567,9 @@ Command add_bench_model(CLI::App& app) {
   cmd->add_option("--models", o->models, "Models: 10m, 100m, 1b, 30b-a3b, gpt-oss-20b, 9b-hybrid, 35b-a3b-hybrid")
       ->delimiter(',')
       ->capture_default_str();
-  cmd->add_option("--types", o->types,
-                  "Weight types: f16, q8_0, q4_k (q4_0, q5_1, iq4_nl, q2_k, q3_k, q5_k, q6_k, iq4_xs, mxfp4 on request)")
+  cmd->add_option(
+         "--types", o->types,
+         "Weight types: f16, q8_0, q4_k (q4_0, q5_1, iq4_nl, q2_k, q3_k, q5_k, q6_k, iq4_xs, mxfp4 on request)")
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_option("--batches", o->batches, "Decode batch sizes")->delimiter(',')->capture_default_str();
