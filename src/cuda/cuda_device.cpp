@@ -21,6 +21,7 @@
 #include "cuda/gemm.h"
 #include "cuda/kv.h"
 #include "cuda/matvec.h"
+#include "cuda/moe.h"
 #include "cuda/norm_rope_act.h"
 #include "cuda/sampling.h"
 #include "cuda/step_faults.h"
@@ -152,7 +153,27 @@ struct Launches {
   void geglu_tanh(const float* g, const float* u, float* out, int64_t n) {
     ck(cuda::geglu_tanh(g, u, out, n, stream), "geglu_tanh");
   }
+  void swiglu_oai(const float* g, const float* u, float* out, int64_t n) {
+    ck(cuda::swiglu_oai(g, u, out, n, stream), "swiglu_oai");
+  }
   void scale(float* x, float s, int64_t n) { ck(cuda::scale(x, s, n, stream), "scale"); }
+  void moe_route(const float* logits, int n, const MoeRouting& r, int32_t* experts, float* weights) {
+    ck(cuda::moe_route(logits, n, r, experts, weights, stream), "moe_route");
+  }
+  void moe_group(const int32_t* experts, int n_slots, int n_expert, int32_t* order, ExpertTile* tiles, int max_tiles) {
+    ck(cuda::moe_group(experts, n_slots, n_expert, order, tiles, max_tiles, stream), "moe_group");
+  }
+  void matvec_experts(const ExpertStack& w, const float* x, int x_per_slot, const int32_t* order,
+                      const ExpertTile* tiles, int max_tiles, float* out) {
+    ck(cuda::matvec_experts(w, x, x_per_slot, order, tiles, max_tiles, out, stream), "matvec_experts");
+  }
+  void add_expert_bias(float* y, const float* bias, const int32_t* experts, int n_slots, int n) {
+    ck(cuda::add_expert_bias(y, bias, experts, n_slots, n, stream), "add_expert_bias");
+  }
+  void moe_combine(const float* y, const int32_t* experts, const float* weights, const float* scale, int n_tokens,
+                   int n_used, int n, float* out) {
+    ck(cuda::moe_combine(y, experts, weights, scale, n_tokens, n_used, n, out, stream), "moe_combine");
+  }
   void gather_rows(const float* in, const int32_t* idx, int n_out, int64_t n, float* out) {
     ck(cuda::gather_rows(in, idx, n_out, n, out, stream), "gather_rows");
   }
@@ -298,8 +319,9 @@ std::string CudaDevice::unsupported(const ModelConfig& c) const {
     if (!ok) no.emplace_back(what);
   };
   need(c.norms != NormPlacement::PostAdd && c.norm_kind == NormKind::RMS, "LayerNorm or post-add norms");
-  need(c.act == Activation::SiLU || c.act == Activation::GeluTanh, "an FFN activation other than SwiGLU or GeGLU");
-  need(c.moe.n_expert == 0, "a mixture of experts");
+  need(c.act != Activation::Gelu, "an ungated FFN");
+  need(c.moe.n_expert <= kMaxExperts && c.moe.n_used <= kMaxExpertsUsed, "more than 512 experts or 32 a token");
+  need(c.moe.n_ff_shared == 0 && !c.moe.dense_beside, "shared experts or a dense FFN beside the experts");
   need(c.n_recurrent_layers() == 0, "recurrent layers");
   need(c.attn_softcap == 0 && c.final_softcap == 0, "soft-capping");
   need(!c.attn_sinks && !c.attn_output_gate && !c.v_norm, "attention sinks, gates or V norms");
@@ -347,6 +369,17 @@ DeviceStatus CudaDevice::reserve_workspace(const gpu::StepLimits& limits) {
     b.v = w.take<float>(T * c.kv_dim());
     b.gate = w.take<float>(T * c.n_ff);
     b.up = w.take<float>(T * c.n_ff);
+    if (const MoeSpec& e = c.moe; e.n_expert > 0) {
+      const int64_t slots = std::min<int64_t>(T, kMoeChunkTokens) * e.n_used;
+      b.router_logits = w.take<float>(T * e.n_expert);
+      b.expert_ids = w.take<int32_t>(slots);
+      b.expert_weights = w.take<float>(slots);
+      b.expert_order = w.take<int32_t>(slots);
+      b.expert_tiles = w.take<ExpertTile>(max_expert_tiles(int(slots), e.n_expert));
+      b.expert_gate = w.take<float>(slots * e.n_ff);
+      b.expert_up = w.take<float>(slots * e.n_ff);
+      b.expert_out = w.take<float>(slots * c.n_embd);
+    }
     b.xl = w.take<float>(L * c.n_embd);
     b.logits = w.take<float>(L * c.n_vocab);
     if (T > kGemmMinTokens) {

@@ -17,6 +17,7 @@
 #include "cuda/formats.h"
 #include "cuda/matvec.h"
 #include "cuda/mmq.h"
+#include "cuda/moe.h"
 #include "cuda/norm_rope_act.h"
 #include "gguf/types.h"
 #include "gpu/step_upload.h"
@@ -42,6 +43,13 @@ struct Layer {
   const float *q_norm = nullptr, *k_norm = nullptr;         // per head or whole (cfg.qk_norm); null: none
   RopeParams rope;                                          // the layer's own (Gemma 3's local layers differ)
   int window = 0;                                           // LayerSpec::window: 0, full attention
+  // A mixture of experts in place of gate, up and down (cfg.moe.n_expert > 0).
+  Mat router;                                                // n_expert x n_embd
+  const float* router_b = nullptr;                           // [n_expert]; null: none
+  ExpertStack gate_exps, up_exps, down_exps;                 // moe.n_ff x n_embd (x2), n_embd x moe.n_ff, per expert
+  const float *gate_exps_b = nullptr, *up_exps_b = nullptr;  // [n_expert][moe.n_ff]; null: none (gpt-oss has them)
+  const float* down_exps_b = nullptr;                        // [n_expert][n_embd]; null: none
+  const float* down_exps_scale = nullptr;                    // [n_expert]; null: none
 };
 
 // The model where the kernels read it, and its paged K/V caches (per layer,
@@ -59,12 +67,20 @@ struct ModelOnDevice {
 // A step's activations (T tokens, L logits rows, E n_embd, Q q_dim, K kv_dim,
 // F n_ff, V n_vocab).
 struct StepBuffers {
-  float *x = nullptr, *h = nullptr;       // T x E: the residual stream, a normed or projected copy
-  float *q = nullptr, *attn = nullptr;    // T x Q
-  float *k = nullptr, *v = nullptr;       // T x K
-  float *gate = nullptr, *up = nullptr;   // T x F
-  float* xl = nullptr;                    // L x E: the rows whose logits are wanted
-  float* logits = nullptr;                // L x V
+  float *x = nullptr, *h = nullptr;      // T x E: the residual stream, a normed or projected copy
+  float *q = nullptr, *attn = nullptr;   // T x Q
+  float *k = nullptr, *v = nullptr;      // T x K
+  float *gate = nullptr, *up = nullptr;  // T x F
+  // A mixture of experts' (N n_expert, k n_used, M moe.n_ff), for kMoeChunkTokens tokens at a time:
+  float* router_logits = nullptr;                      // T x N
+  int32_t* expert_ids = nullptr;                       // C x k, C = min(T, kMoeChunkTokens): the slots' experts
+  float* expert_weights = nullptr;                     // C x k
+  int32_t* expert_order = nullptr;                     // C x k: the slots by expert (moe_group)
+  ExpertTile* expert_tiles = nullptr;                  // max_expert_tiles(C x k, N)
+  float *expert_gate = nullptr, *expert_up = nullptr;  // C x k x M
+  float* expert_out = nullptr;                         // C x k x E
+  float* xl = nullptr;                                 // L x E: the rows whose logits are wanted
+  float* logits = nullptr;                             // L x V
   __half *x16 = nullptr, *w16 = nullptr;  // T x max(E, Q, F); the largest layer matrix (T > kGemmMinTokens)
   // mmq's quantized activations: mmq_scratch_bytes(min(T, kMmqMaxTokens), max(E, Q, F)).
   void* mmq_scratch = nullptr;
@@ -82,11 +98,24 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
     return v.empty() ? nullptr : static_cast<const float*>(place(v.data(), v.size() * sizeof(float)));
   };
   auto mat = [&](const Matrix& w) {
+    if (w.rows == 0) return Mat{};  // none: the dense FFN under experts, the router of a dense model
     if (w.panel_rows > 0)
       fail<InvalidArgument>("{} is packed into CPU row panels; the GPU reads a mapped model", w.name);
     if (!cuda::weight_type_supported(w.type))
       fail<Unsupported>("{} is {}, which no CUDA kernel decodes yet", w.name, tensor_type_name(w.type));
     return Mat{w.type, w.rows, w.cols, place(w.data, size_t(w.rows) * w.row_bytes)};
+  };
+  // An expert stack: the experts' views of one 3-D tensor, placed once.
+  auto experts = [&](const std::vector<Matrix>& e) {
+    if (e.empty()) return ExpertStack{};
+    const Matrix& w = e.front();
+    const size_t bytes = size_t(w.rows) * w.row_bytes;
+    for (size_t i = 0; i < e.size(); ++i)
+      if (e[i].panel_rows > 0 || e[i].data != w.data + i * bytes || e[i].type != w.type)
+        fail<InvalidArgument>("{}'s experts are not one mapped tensor; the GPU reads a mapped model", w.name);
+    if (!cuda::weight_type_supported(w.type))
+      fail<Unsupported>("{} is {}, which no CUDA kernel decodes yet", w.name, tensor_type_name(w.type));
+    return ExpertStack{w.type, w.rows, w.cols, int(e.size()), place(w.data, bytes * e.size())};
   };
   ModelOnDevice d;
   d.cfg = model.config();
@@ -125,8 +154,17 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
                      .freq_factors = spec.rope.freq_factors ? vec(w.rope_freq_factors) : nullptr,
                      .linear_factor = spec.rope.scaling == RopeScaling::Linear ? spec.rope.factor : 1.0f,
                      .mscale = spec.rope.attn_factor},
-            .window = spec.window};
-    for (const Mat* x : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down})
+            .window = spec.window,
+            .router = mat(lw.router),
+            .router_b = vec(lw.router_b),
+            .gate_exps = experts(lw.gate_exps),
+            .up_exps = experts(lw.up_exps),
+            .down_exps = experts(lw.down_exps),
+            .gate_exps_b = vec(lw.gate_exps_b),
+            .up_exps_b = vec(lw.up_exps_b),
+            .down_exps_b = vec(lw.down_exps_b),
+            .down_exps_scale = vec(lw.down_exps_scale)};
+    for (const Mat* x : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down})  // the router never goes to cuBLAS
       d.largest_layer_matrix = std::max(d.largest_layer_matrix, x->elems());
     d.layers.push_back(l);
   }
@@ -157,6 +195,55 @@ void matmul(Ops& ops, const StepBuffers& b, const Mat& w, const float* in, int T
   for (int t = 0; t < T; t += kMaxMatvecTokens)
     ops.matvec(w.type, w.data, w.rows, w.cols, in + int64_t(t) * w.cols, std::min(kMaxMatvecTokens, T - t),
                out + int64_t(t) * w.rows);
+}
+
+// gate = act(gate) * up over n elements: SwiGLU, GeGLU or gpt-oss's clamped SwiGLU.
+template <class Ops>
+void gated_activation(Ops& ops, Activation act, float* gate, const float* up, int64_t n) {
+  if (act == Activation::GeluTanh)
+    ops.geglu_tanh(gate, up, gate, n);
+  else if (act == Activation::SwigluOai)
+    ops.swiglu_oai(gate, up, gate, n);
+  else
+    ops.swiglu(gate, up, gate, n);
+}
+
+// Tokens a mixture of experts takes at a time: its buffers' size (StepBuffers).
+inline constexpr int kMoeChunkTokens = 256;
+
+// out [T][E] = the experts' FFN of in [T][E] (moe.h): the router's logits for
+// every token, then per chunk of tokens their routes, slots grouped by
+// expert, gate and up over each slot's token, the activation, down, and the
+// weighted sum. out may be in: a chunk overwrites only its own rows, after
+// it has read them.
+template <class Ops>
+void moe_ffn(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const Layer& l, const float* in, int T,
+             float* out) {
+  const ModelConfig& c = m.cfg;
+  const MoeSpec& moe = c.moe;
+  const int E = c.n_embd, N = moe.n_expert, k = moe.n_used, M = moe.n_ff;
+  // F32 arithmetic for every batch (no cuBLAS in F16): near ties route as on the CPU.
+  matmul(ops, b, l.router, in, T, b.router_logits, false);
+  if (l.router_b) ops.add_bias(b.router_logits, l.router_b, T, N);
+  const MoeRouting routing{.n_expert = N,
+                           .n_used = k,
+                           .softmax_first = moe.gating == ExpertGating::SoftmaxTopK,
+                           .normalize = moe.normalize,
+                           .scale = moe.scale};
+  for (int t0 = 0; t0 < T; t0 += kMoeChunkTokens) {
+    const int n = std::min(kMoeChunkTokens, T - t0), slots = n * k, tiles = max_expert_tiles(slots, N);
+    ops.moe_route(b.router_logits + int64_t(t0) * N, n, routing, b.expert_ids, b.expert_weights);
+    ops.moe_group(b.expert_ids, slots, N, b.expert_order, b.expert_tiles, tiles);
+    const float* x = in + int64_t(t0) * E;
+    ops.matvec_experts(l.gate_exps, x, k, b.expert_order, b.expert_tiles, tiles, b.expert_gate);
+    ops.matvec_experts(l.up_exps, x, k, b.expert_order, b.expert_tiles, tiles, b.expert_up);
+    if (l.gate_exps_b) ops.add_expert_bias(b.expert_gate, l.gate_exps_b, b.expert_ids, slots, M);
+    if (l.up_exps_b) ops.add_expert_bias(b.expert_up, l.up_exps_b, b.expert_ids, slots, M);
+    gated_activation(ops, c.act, b.expert_gate, b.expert_up, int64_t(slots) * M);
+    ops.matvec_experts(l.down_exps, b.expert_gate, 1, b.expert_order, b.expert_tiles, tiles, b.expert_out);
+    if (l.down_exps_b) ops.add_expert_bias(b.expert_out, l.down_exps_b, b.expert_ids, slots, E);
+    ops.moe_combine(b.expert_out, b.expert_ids, b.expert_weights, l.down_exps_scale, n, k, E, out + int64_t(t0) * E);
+  }
 }
 
 // The step `u` (one KV group), its words copied to `words` where the kernels
@@ -218,19 +305,20 @@ void forward_pass(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const 
     matmul(ops, b, l.wo, b.attn, T, b.h);
     if (l.attn_post_norm) ops.rms_norm(b.h, l.attn_post_norm, b.h, T, E, eps);
     ops.add(b.x, b.h, int64_t(T) * E);
-    // FFN: x += post(down(act(gate(h)) * up(h))), h = pre(x); act silu (SwiGLU) or gelu_tanh (GeGLU).
+    // FFN: x += post(down(act(gate(h)) * up(h))), h = pre(x), or the experts' sum over h.
     in = b.x;
     if (l.ffn_norm) {
       ops.rms_norm(b.x, l.ffn_norm, b.h, T, E, eps);
       in = b.h;
     }
-    matmul(ops, b, l.gate, in, T, b.gate);
-    matmul(ops, b, l.up, in, T, b.up);
-    if (c.act == Activation::GeluTanh)
-      ops.geglu_tanh(b.gate, b.up, b.gate, int64_t(T) * F);
-    else
-      ops.swiglu(b.gate, b.up, b.gate, int64_t(T) * F);
-    matmul(ops, b, l.down, b.gate, T, b.h);
+    if (c.moe.n_expert > 0) {
+      moe_ffn(ops, m, b, l, in, T, b.h);
+    } else {
+      matmul(ops, b, l.gate, in, T, b.gate);
+      matmul(ops, b, l.up, in, T, b.up);
+      gated_activation(ops, c.act, b.gate, b.up, int64_t(T) * F);
+      matmul(ops, b, l.down, b.gate, T, b.h);
+    }
     if (l.ffn_post_norm) ops.rms_norm(b.h, l.ffn_post_norm, b.h, T, E, eps);
     ops.add(b.x, b.h, int64_t(T) * E);
   }

@@ -45,6 +45,13 @@ cudaError_t geglu_tanh(const float* gate, const float* up, float* out, int64_t n
   return cudaGetLastError();
 }
 
+cudaError_t swiglu_oai(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream) {
+  if (n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  detail::swiglu_oai_kernel<<<elementwise_blocks(n), detail::kNormThreads, 0, stream>>>(gate, up, out, n);
+  return cudaGetLastError();
+}
+
 cudaError_t scale(float* x, float s, int64_t n, cudaStream_t stream) {
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;

@@ -1,5 +1,5 @@
 // The element-wise and per-row steps of a layer: RMS norm, rotary position
-// embedding, SwiGLU or GeGLU, a scale and the residual add. F32 throughout.
+// embedding, SwiGLU (plain or gpt-oss's clamped one) or GeGLU, a scale and the residual add. F32 throughout.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -47,6 +47,11 @@ cudaError_t swiglu(const float* gate, const float* up, float* out, int64_t n, cu
 // geglu_tanh_simd (kernels/activations.h) computes it.
 //   gate, up, out  [n] F32 (out may be gate or up)
 cudaError_t geglu_tanh(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
+
+// out[i] = g / (1 + exp(-1.702 g)) * (u + 1), g = min(gate[i], 7), u = up[i]
+// clamped to [-7, 7]: gpt-oss's clamped SwiGLU, as the CPU's gated_activation.
+//   gate, up, out  [n] F32 (out may be gate or up)
+cudaError_t swiglu_oai(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
 
 // x[i] *= s (Gemma's embedding scale).
 //   x  [n] F32

@@ -1,4 +1,4 @@
-// rms_norm's, rope's, swiglu's, geglu_tanh's, scale's and add's kernels (launchers: norm_rope_act.cu),
+// rms_norm's, rope's, swiglu's, swiglu_oai's, geglu_tanh's, scale's and add's kernels (launchers: norm_rope_act.cu),
 // apart so a test can also run them on the CPU (tests/cuda/host_emulation.h).
 #pragma once
 
@@ -57,6 +57,15 @@ __global__ void swiglu_kernel(const float* gate, const float* up, float* out, in
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     const float g = gate[i];
     out[i] = g / (1.0f + expf(-g)) * up[i];
+  }
+}
+
+// The CPU's (model/ops.cpp gated_activation): the clamps, then g * sigmoid(1.702 g) * (u + 1).
+__global__ void swiglu_oai_kernel(const float* gate, const float* up, float* out, int64_t n) {
+  constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float g = fminf(gate[i], kLimit), u = fminf(fmaxf(up[i], -kLimit), kLimit);
+    out[i] = g / (1.0f + expf(mul_rn(-kAlpha, g))) * add_rn(u, 1.0f);
   }
 }
 

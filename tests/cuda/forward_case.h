@@ -69,6 +69,7 @@ inline std::vector<Batch> forward_steps(int vocab, std::vector<std::vector<int32
 struct Case {
   std::string name;
   SyntheticModelSpec spec;
+  double tolerance = 0.05;  // of worst_row_error; see forward_emulation_test.cpp
 };
 
 inline std::vector<Case> forward_cases() {
@@ -120,6 +121,16 @@ inline std::vector<Case> forward_cases() {
   olmo2.arch = "olmo2";
   olmo2.tied_embeddings = true;
   out.push_back({"olmo2", olmo2});
+  // Qwen3-MoE: every FFN 8 experts of 128, 2 a token, softmax then the top 2, renormalized;
+  // the 37-token step routes 74 slots, several tiles to an expert. F32, so that no token's
+  // route turns on the CPU's 8-bit activations (Q8_0 flipped one: 0.050), and its rows
+  // agree to 0.0007: a wrong expert, weight or slot would move them by 0.01 or more.
+  SyntheticModelSpec qwen3moe = out[0].spec;
+  qwen3moe.arch = "qwen3moe";
+  qwen3moe.n_expert = 8;
+  qwen3moe.n_expert_used = 2;
+  qwen3moe.n_ff_expert = 128;
+  out.push_back({"qwen3moe", qwen3moe, 0.005});
   return out;
 }
 

@@ -19,6 +19,7 @@
 #include "gpu/graph_buckets.h"
 #include "forward_case.h"
 #include "engine/cpu_runner.h"
+#include "model/moe.h"
 #include "quant/dot.h"
 #include "quant/rows.h"
 #include "tools/synthetic.h"
@@ -31,8 +32,8 @@ namespace {
 // two differ by F16 K/V (and F16 weights and activations in the long step)
 // here, and by the CPU's 8-bit activations (Q8_0 or Q8_K) for quantized
 // weights: measured up to 0.027 (Q4_K, Q6_K). A wrong buffer, offset or
-// shape moves logits by far more than the row's scale.
-constexpr double kTolerance = 0.05;
+// shape moves logits by far more than the row's scale. Each case's bound is
+// testing::Case::tolerance: 0.05, or tighter where its types allow.
 constexpr int kHostBlock = 16, kHostBlocks = 128;
 
 float half_value(__half h) { return f16_to_f32(reinterpret_cast<const uint16_t&>(h)); }
@@ -197,6 +198,80 @@ struct HostOps {
       out[i] = float(0.5 * g[i] * (1 + std::tanh(0.7978845608028654 * (g[i] + 0.044715 * double(g[i]) * g[i] * g[i]))) *
                      u[i]);
   }
+  void swiglu_oai(const float* g, const float* u, float* out, int64_t n) {
+    ++launches;
+    for (int64_t i = 0; i < n; ++i) {
+      const double gc = std::min(g[i], 7.0f), uc = std::clamp(u[i], -7.0f, 7.0f);
+      out[i] = float(gc / (1 + std::exp(-1.702 * gc)) * (uc + 1));
+    }
+  }
+  // moe.h's contracts: route_tokens itself; the slots sorted by expert and cut into tiles.
+  void moe_route(const float* logits, int n, const MoeRouting& r, int32_t* experts, float* weights) {
+    ++launches;
+    const MoeSpec spec{.n_expert = r.n_expert,
+                       .n_used = r.n_used,
+                       .gating = r.softmax_first ? ExpertGating::SoftmaxTopK : ExpertGating::TopKSoftmax,
+                       .normalize = r.normalize,
+                       .scale = r.scale};
+    std::vector<ExpertChoice> choices(size_t(n) * size_t(r.n_used));
+    route_tokens(spec, logits, n, choices.data());
+    for (size_t i = 0; i < choices.size(); ++i) experts[i] = choices[i].expert, weights[i] = choices[i].weight;
+  }
+  void moe_group(const int32_t* experts, int n_slots, int n_expert, int32_t* order, ExpertTile* tiles, int max_tiles) {
+    ++launches;
+    ASSERT_GE(max_tiles, max_expert_tiles(n_slots, n_expert));
+    std::iota(order, order + n_slots, 0);
+    std::stable_sort(order, order + n_slots, [&](int a, int b) { return experts[a] < experts[b]; });
+    int n_tiles = 0;
+    for (int i = 0; i < n_slots; ++n_tiles) {
+      int j = i;
+      while (j < n_slots && j - i < kExpertTileSlots && experts[order[j]] == experts[order[i]]) ++j;
+      tiles[n_tiles] = {experts[order[i]], i, j - i};
+      i = j;
+    }
+    std::fill(tiles + n_tiles, tiles + max_tiles, ExpertTile{});
+  }
+  void matvec_experts(const ExpertStack& w, const float* x, int x_per_slot, const int32_t* order,
+                      const ExpertTile* tiles, int max_tiles, float* out) {
+    ++launches;
+    const size_t expert_bytes = size_t(w.rows) * weight_row_bytes(w.type, w.cols);
+    for (int i = 0; i < max_tiles; ++i) {
+      const ExpertTile& tile = tiles[i];
+      ASSERT_TRUE(tile.count >= 0 && tile.count <= kExpertTileSlots && tile.expert >= 0 && tile.expert < w.n_expert);
+      if (tile.count == 0) continue;
+      const std::vector<float> f =
+          decoded(w.type, static_cast<const uint8_t*>(w.data) + size_t(tile.expert) * expert_bytes, w.rows, w.cols);
+      for (int t = 0; t < tile.count; ++t) {
+        const int slot = order[tile.first + t];
+        const float* xs = x + int64_t(slot / x_per_slot) * w.cols;
+        for (int64_t r = 0; r < w.rows; ++r) {
+          double s = 0;
+          for (int64_t j = 0; j < w.cols; ++j) s += double(f[size_t(r * w.cols + j)]) * xs[j];
+          out[slot * w.rows + r] = float(s);
+        }
+      }
+    }
+  }
+  void add_expert_bias(float* y, const float* bias, const int32_t* experts, int n_slots, int n) {
+    ++launches;
+    for (int s = 0; s < n_slots; ++s)
+      for (int i = 0; i < n; ++i) y[int64_t(s) * n + i] += bias[int64_t(experts[s]) * n + i];
+  }
+  void moe_combine(const float* y, const int32_t* experts, const float* weights, const float* scale, int n_tokens,
+                   int n_used, int n, float* out) {
+    ++launches;
+    ++moe_launches;
+    for (int t = 0; t < n_tokens; ++t)
+      for (int i = 0; i < n; ++i) {
+        double o = 0;
+        for (int r = 0; r < n_used; ++r) {
+          const int s = t * n_used + r;
+          o += double(weights[s]) * y[int64_t(s) * n + i] * (scale ? scale[experts[s]] : 1.0f);
+        }
+        out[int64_t(t) * n + i] = float(o);
+      }
+  }
+  int moe_launches = 0;
   void scale(float* x, float s, int64_t n) {
     ++launches;
     for (int64_t i = 0; i < n; ++i) x[i] *= s;
@@ -231,6 +306,20 @@ struct HostDevice {
          .up = take(T * c.n_ff),
          .xl = take(L * c.n_embd),
          .logits = take(L * c.n_vocab)};
+    if (const MoeSpec& e = c.moe; e.n_expert > 0) {
+      const size_t slots = std::min<size_t>(T, kMoeChunkTokens) * size_t(e.n_used);
+      b.router_logits = take(T * size_t(e.n_expert));
+      ids.resize(slots, -1);
+      order.resize(slots, -1);
+      tiles.resize(size_t(max_expert_tiles(int(slots), e.n_expert)));
+      b.expert_ids = ids.data();
+      b.expert_order = order.data();
+      b.expert_tiles = tiles.data();
+      b.expert_weights = take(slots);
+      b.expert_gate = take(slots * size_t(e.n_ff));
+      b.expert_up = take(slots * size_t(e.n_ff));
+      b.expert_out = take(slots * size_t(c.n_embd));
+    }
     halves.emplace_back(T * wide);
     b.x16 = halves.back().data();
     halves.emplace_back(size_t(m.largest_layer_matrix));
@@ -250,6 +339,8 @@ struct HostDevice {
   std::vector<std::vector<__half>> k, v, halves;
   std::vector<std::vector<float>> floats;
   std::vector<uint8_t> mmq_bytes;
+  std::vector<int32_t> ids, order;
+  std::vector<ExpertTile> tiles;
 };
 
 TEST(CudaForwardOnHost, LogitsMatchTheCpuModelForEachTypeAndArchitecture) {
@@ -267,12 +358,13 @@ TEST(CudaForwardOnHost, LogitsMatchTheCpuModelForEachTypeAndArchitecture) {
       const std::vector<float> got = gpu.forward(batches[i]);
       ASSERT_EQ(got.size(), want.size()) << "step " << i;
       const double err = testing::worst_row_error(got, want, model->config().n_vocab);
-      EXPECT_LT(err, kTolerance) << "step " << i;
+      EXPECT_LT(err, c.tolerance) << "step " << i;
       std::printf("[ %s step %zu ] worst row error %.5f\n", c.name.c_str(), i, err);
     }
     EXPECT_GT(gpu.ops.launches, 0);
     // The 61-token step's matrices: mmq's formats through it, the others through cuBLAS.
     EXPECT_EQ(gpu.ops.mmq_launches > 0, mmq_supports(c.spec.type)) << gpu.ops.mmq_launches;
+    EXPECT_EQ(gpu.ops.moe_launches > 0, c.spec.n_expert > 0) << gpu.ops.moe_launches;
   }
 }
 

@@ -1,0 +1,241 @@
+// The mixture-of-experts kernels' cases (cuda/moe.h), shared by the GPU test
+// (moe_test.cpp) and the CPU run of the kernels' own source
+// (moe_emulation_test.cpp). Each check takes a runner with one method per
+// launcher over host vectors (the emulation launches on them, the GPU test
+// copies them over and back) and compares with the CPU's own code or a
+// plain loop:
+//   Routes route(logits, n_tokens, routing)
+//   Groups group(experts, n_expert, max_tiles)
+//   std::vector<float> matvec_experts(stack, weights, x, x_per_slot, groups, n_slots)
+//   std::vector<float> add_expert_bias(y, bias, experts, n)
+//   std::vector<float> combine(y, routes, scale (empty: none), n_tokens, n_used, n)
+//   std::vector<float> swiglu_oai(gate, up)
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "cuda/moe.h"
+#include "cuda_test_util.h"
+#include "model/moe.h"
+#include "model/ops.h"
+#include "weights_case.h"
+
+namespace pagoda::cuda::testing {
+
+struct Routes {
+  std::vector<int32_t> experts;
+  std::vector<float> weights;
+};
+
+struct Groups {
+  std::vector<int32_t> order;
+  std::vector<ExpertTile> tiles;
+};
+
+// Logits on a grid of 1/64 with exact ties between some experts, a NaN and
+// -inf here and there: distinct logits give probabilities a percent apart,
+// so the device's expf cannot reorder them, and ties stay ties.
+inline std::vector<float> router_logits(int n_tokens, int n_expert, std::mt19937& rng) {
+  std::vector<float> z(size_t(n_tokens) * size_t(n_expert));
+  std::uniform_int_distribution<int> grid(-256, 256);
+  for (float& v : z) v = float(grid(rng)) / 64.0f;
+  for (int t = 0; t < n_tokens; ++t) {
+    float* row = &z[size_t(t) * size_t(n_expert)];
+    if (n_expert > 3 && t % 3 == 0) row[n_expert - 1] = row[1];  // a tie: the lower index first
+    if (n_expert > 4 && t % 4 == 1) row[2] = NAN;                // ranks last
+    if (n_expert > 5 && t % 5 == 2) row[3] = -INFINITY;
+  }
+  return z;
+}
+
+// moe_route equals route_tokens: the same experts, and weights within
+// weight_tolerance, relative (0 where expf is the host's).
+template <class Run>
+void expect_routes_match(Run& run, float weight_tolerance) {
+  std::mt19937 rng(501);
+  struct Shape {
+    int n_expert, n_used;
+    ExpertGating gating;
+    bool normalize;
+    float scale;
+  };
+  const Shape shapes[] = {
+      {8, 2, ExpertGating::SoftmaxTopK, true, 1.0f},    {128, 8, ExpertGating::SoftmaxTopK, true, 1.0f},
+      {32, 4, ExpertGating::TopKSoftmax, false, 1.0f},  {60, 4, ExpertGating::SoftmaxTopK, false, 2.5f},
+      {512, 10, ExpertGating::SoftmaxTopK, true, 1.0f}, {4, 4, ExpertGating::TopKSoftmax, true, 1.0f},
+      {1, 1, ExpertGating::SoftmaxTopK, true, 1.0f}};
+  for (const Shape& s : shapes) {
+    SCOPED_TRACE(std::to_string(s.n_expert) + " experts, " + std::to_string(s.n_used) + " a token");
+    const int n_tokens = 70;  // more than one block of moe_route's threads
+    const std::vector<float> z = router_logits(n_tokens, s.n_expert, rng);
+    const MoeSpec spec{
+        .n_expert = s.n_expert, .n_used = s.n_used, .gating = s.gating, .normalize = s.normalize, .scale = s.scale};
+    std::vector<ExpertChoice> want(size_t(n_tokens) * size_t(s.n_used));
+    route_tokens(spec, z.data(), n_tokens, want.data());
+    const Routes got = run.route(z, n_tokens,
+                                 MoeRouting{.n_expert = s.n_expert,
+                                            .n_used = s.n_used,
+                                            .softmax_first = s.gating == ExpertGating::SoftmaxTopK,
+                                            .normalize = s.normalize,
+                                            .scale = s.scale});
+    ASSERT_EQ(got.experts.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      ASSERT_EQ(got.experts[i], want[i].expert) << "token " << i / size_t(s.n_used) << " rank " << i % size_t(s.n_used);
+      if (std::isnan(want[i].weight))  // a NaN logit under softmax-first: every weight of the token, as on the CPU
+        ASSERT_TRUE(std::isnan(got.weights[i])) << "slot " << i;
+      else
+        ASSERT_NEAR(got.weights[i], want[i].weight, weight_tolerance * std::abs(want[i].weight)) << "slot " << i;
+    }
+  }
+}
+
+// moe_group's order is the slots sorted by expert, stably; its tiles cut each
+// expert's run into pieces of kExpertTileSlots, the rest count 0. Slot counts
+// past one shared-memory chunk (1024), experts no slot chose, one expert.
+template <class Run>
+void expect_groups_match(Run& run) {
+  std::mt19937 rng(502);
+  for (const auto& [n_slots, n_expert] : std::vector<std::pair<int, int>>{
+           {1, 8}, {7, 8}, {74, 8}, {300, 128}, {2500, 128}, {3000, 512}, {20, 1}, {5, 512}}) {
+    SCOPED_TRACE(std::to_string(n_slots) + " slots over " + std::to_string(n_expert) + " experts");
+    std::vector<int32_t> experts(static_cast<size_t>(n_slots));
+    // Skewed: the low experts popular, many never chosen.
+    for (int32_t& e : experts) e = int32_t(std::min<uint32_t>(rng() % uint32_t(n_expert), rng() % uint32_t(n_expert)));
+    const int max_tiles = max_expert_tiles(n_slots, n_expert);
+    const Groups got = run.group(experts, n_expert, max_tiles);
+    std::vector<int32_t> order(static_cast<size_t>(n_slots));
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return experts[size_t(a)] < experts[size_t(b)]; });
+    ASSERT_EQ(got.order, order);
+    std::vector<ExpertTile> tiles;
+    for (int i = 0; i < n_slots;) {
+      int j = i;
+      while (j < n_slots && j - i < kExpertTileSlots &&
+             experts[size_t(order[size_t(j)])] == experts[size_t(order[size_t(i)])])
+        ++j;
+      tiles.push_back({experts[size_t(order[size_t(i)])], i, j - i});
+      i = j;
+    }
+    ASSERT_LE(int(tiles.size()), max_tiles);
+    tiles.resize(size_t(max_tiles));
+    ASSERT_EQ(got.tiles.size(), tiles.size());
+    for (size_t i = 0; i < tiles.size(); ++i) {
+      EXPECT_EQ(got.tiles[i].count, tiles[i].count) << "tile " << i;
+      if (tiles[i].count == 0) continue;
+      EXPECT_EQ(got.tiles[i].expert, tiles[i].expert) << "tile " << i;
+      EXPECT_EQ(got.tiles[i].first, tiles[i].first) << "tile " << i;
+    }
+  }
+}
+
+// A plain grouping, for the matvec checks' input.
+inline Groups grouped(const std::vector<int32_t>& experts, int n_expert) {
+  Groups g;
+  g.order.resize(experts.size());
+  std::iota(g.order.begin(), g.order.end(), 0);
+  std::stable_sort(g.order.begin(), g.order.end(),
+                   [&](int a, int b) { return experts[size_t(a)] < experts[size_t(b)]; });
+  for (int i = 0; i < int(experts.size());) {
+    int j = i;
+    while (j < int(experts.size()) && j - i < kExpertTileSlots &&
+           experts[size_t(g.order[size_t(j)])] == experts[size_t(g.order[size_t(i)])])
+      ++j;
+    g.tiles.push_back({experts[size_t(g.order[size_t(i)])], i, j - i});
+    i = j;
+  }
+  g.tiles.resize(size_t(max_expert_tiles(int(experts.size()), n_expert)));
+  return g;
+}
+
+// Each of `types`: each slot's row of its expert against a double loop
+// (within matvec's bound), shared inputs (gate, up) and own ones (down); and
+// a slot's output bit-identical whatever else its tile holds.
+template <class Run>
+void expect_expert_matvecs_match(Run& run, std::span<const TensorType> types) {
+  std::mt19937 rng(503);
+  const int n_expert = 3, n_tokens = 11, k = 2;
+  const int64_t rows = 9;
+  for (TensorType t : types) {
+    SCOPED_TRACE(std::string(tensor_type_name(t)));
+    const int64_t cols = row_length(t);
+    const std::vector<uint8_t> w = random_weights(t, rows * n_expert, cols, rng);
+    const std::vector<float> wf = decode_cpu(t, w, rows * n_expert, cols);
+    const ExpertStack stack{t, rows, cols, n_expert, nullptr};
+    std::vector<int32_t> experts(size_t(n_tokens) * k);
+    for (int32_t& e : experts) e = int32_t(rng() % n_expert);
+    for (int x_per_slot : {k, 1}) {
+      SCOPED_TRACE("x_per_slot " + std::to_string(x_per_slot));
+      const int n_slots = int(experts.size());
+      const std::vector<float> x = random_floats(size_t(n_slots / x_per_slot) * size_t(cols), rng);
+      const std::vector<float> got = run.matvec_experts(stack, w, x, x_per_slot, grouped(experts, n_expert), n_slots);
+      ASSERT_EQ(got.size(), size_t(n_slots) * rows);
+      for (int s = 0; s < n_slots; ++s) {
+        const size_t e = size_t(experts[size_t(s)]);
+        const std::vector<float> we(wf.begin() + int64_t(e) * rows * cols, wf.begin() + int64_t(e + 1) * rows * cols);
+        const std::vector<float> xs(x.begin() + (s / x_per_slot) * cols, x.begin() + (s / x_per_slot + 1) * cols);
+        const std::vector<float> out(got.begin() + s * rows, got.begin() + (s + 1) * rows);
+        SCOPED_TRACE("slot " + std::to_string(s));
+        expect_matvec_matches(we, xs, out, 1, rows, cols);
+      }
+      // Slot 0 alone in its tile: the same bits.
+      std::vector<int32_t> alone(experts.begin(), experts.begin() + 1);
+      const std::vector<float> x0(x.begin(), x.begin() + cols);
+      const std::vector<float> one = run.matvec_experts(stack, w, x0, 1, grouped(alone, n_expert), 1);
+      for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(one[size_t(r)], got[size_t(r)]) << "row " << r;
+    }
+  }
+}
+
+// The expert biases, the weighted sum in the router's order (with and without
+// gpt-oss-style scales) against the CPU's formula, and the clamped SwiGLU
+// against the CPU's gated_activation.
+template <class Run>
+void expect_bias_combine_and_activation_match(Run& run, float activation_tolerance) {
+  std::mt19937 rng(504);
+  const int n_tokens = 5, k = 3, n = 300, n_expert = 4;
+  Routes routes;
+  for (int i = 0; i < n_tokens * k; ++i) {
+    routes.experts.push_back(int32_t(rng() % n_expert));
+    routes.weights.push_back(float(rng() % 1000) / 1000.0f);
+  }
+  const std::vector<float> y = random_floats(size_t(n_tokens * k * n), rng);
+  const std::vector<float> bias = random_floats(size_t(n_expert * n), rng);
+  const std::vector<float> biased = run.add_expert_bias(y, bias, routes.experts, n);
+  for (int s = 0; s < n_tokens * k; ++s)
+    for (int i = 0; i < n; ++i)
+      ASSERT_EQ(biased[size_t(s * n + i)], y[size_t(s * n + i)] + bias[size_t(routes.experts[size_t(s)] * n + i)]);
+  const std::vector<float> scales = {0.5f, 1.25f, 3.0f, 0.75f};
+  for (bool scaled : {false, true}) {
+    SCOPED_TRACE(scaled ? "scaled" : "unscaled");
+    const std::vector<float> got = run.combine(y, routes, scaled ? scales : std::vector<float>{}, n_tokens, k, n);
+    for (int t = 0; t < n_tokens; ++t)
+      for (int i = 0; i < n; ++i) {
+        float o = 0;  // model/moe.cpp's order and roundings
+        for (int r = 0; r < k; ++r) {
+          const size_t s = size_t(t * k + r);
+          float v = y[s * n + size_t(i)];
+          if (scaled) v *= scales[size_t(routes.experts[s])];
+          o += routes.weights[s] * v;
+        }
+        ASSERT_EQ(got[size_t(t * n + i)], o) << "token " << t << " element " << i;
+      }
+  }
+  std::vector<float> gate = random_floats(1001, rng, 6.0f), up = random_floats(1001, rng, 6.0f);
+  gate[0] = 7.5f, gate[1] = -30.0f, up[2] = 9.0f, up[3] = -9.0f;  // the clamps and a saturated sigmoid
+  const std::vector<float> got = run.swiglu_oai(gate, up);
+  std::vector<float> want = gate;
+  gated_activation(Activation::SwigluOai, want.data(), up.data(), int(want.size()));
+  for (size_t i = 0; i < want.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], activation_tolerance * (std::abs(want[i]) + 1e-30f)) << i;
+}
+
+}  // namespace pagoda::cuda::testing

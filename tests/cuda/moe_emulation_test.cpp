@@ -1,0 +1,100 @@
+// The mixture-of-experts kernels (cuda/moe_kernels.cuh) compiled for the CPU
+// and run there (host_emulation.h), with their launchers' launch shapes,
+// against the CPU's routing and plain loops (moe_case.h). Here expf is the
+// host's, as route_tokens' is: the weights are equal, not just close.
+#include "host_emulation.h"
+// The emulation's definitions first: the kernels' source uses them.
+#include <cstdint>
+#include <vector>
+
+#include "cuda/moe_kernels.cuh"
+// For swiglu_oai's kernel alone: the file's other kernels go unused here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-function"
+#include "cuda/norm_rope_act_kernels.cuh"
+#pragma GCC diagnostic pop
+#include "moe_case.h"
+
+namespace pagoda::cuda {
+namespace {
+
+using testing::Groups;
+using testing::Routes;
+
+unsigned blocks(int64_t n, int threads) { return unsigned((n + threads - 1) / threads); }
+
+struct OnHost {
+  Routes route(const std::vector<float>& z, int n_tokens, const MoeRouting& r) {
+    Routes out{std::vector<int32_t>(size_t(n_tokens) * size_t(r.n_used), -1),
+               testing::nan_floats(size_t(n_tokens) * size_t(r.n_used))};
+    emulation::launch(dim3(blocks(n_tokens, detail::kRouteThreads)), dim3(detail::kRouteThreads),
+                      detail::moe_route_kernel, z.data(), n_tokens, r.n_expert, r.n_used, r.softmax_first, r.normalize,
+                      r.scale, out.experts.data(), out.weights.data());
+    return out;
+  }
+  Groups group(const std::vector<int32_t>& experts, int n_expert, int max_tiles) {
+    Groups out{std::vector<int32_t>(experts.size(), -1), std::vector<ExpertTile>(size_t(max_tiles), {-1, -1, -1})};
+    emulation::launch(dim3(1), dim3(detail::kGroupThreads), detail::moe_group_kernel, experts.data(),
+                      int(experts.size()), n_expert, out.order.data(), out.tiles.data(), max_tiles);
+    return out;
+  }
+  std::vector<float> matvec_experts(const ExpertStack& s, const std::vector<uint8_t>& w, const std::vector<float>& x,
+                                    int x_per_slot, const Groups& g, int n_slots) {
+    std::vector<float> out = testing::nan_floats(size_t(n_slots) * size_t(s.rows));
+    const size_t row_bytes = weight_row_bytes(s.type, s.cols);
+    detail::dispatch_weight_type(s.type, [&](auto decoder) {
+      using D = decltype(decoder);
+      emulation::launch(dim3(unsigned(detail::matvec_blocks(s.rows)), unsigned(g.tiles.size())),
+                        dim3(detail::kMatvecWarps * 32), detail::matvec_experts_kernel<D>, w.data(),
+                        size_t(s.rows) * row_bytes, row_bytes, s.rows, s.cols, x.data(), x_per_slot, g.order.data(),
+                        g.tiles.data(), out.data());
+      return cudaSuccess;
+    });
+    return out;
+  }
+  std::vector<float> add_expert_bias(std::vector<float> y, const std::vector<float>& bias,
+                                     const std::vector<int32_t>& experts, int n) {
+    emulation::launch(dim3(2), dim3(detail::kMoeThreads), detail::add_expert_bias_kernel, y.data(), bias.data(),
+                      experts.data(), int(experts.size()), n);
+    return y;
+  }
+  std::vector<float> combine(const std::vector<float>& y, const Routes& r, const std::vector<float>& scale,
+                             int n_tokens, int n_used, int n) {
+    std::vector<float> out = testing::nan_floats(size_t(n_tokens) * size_t(n));
+    emulation::launch(dim3(3), dim3(detail::kMoeThreads), detail::moe_combine_kernel, y.data(), r.experts.data(),
+                      r.weights.data(), scale.empty() ? nullptr : scale.data(), n_tokens, n_used, n, out.data());
+    return out;
+  }
+  std::vector<float> swiglu_oai(const std::vector<float>& gate, const std::vector<float>& up) {
+    std::vector<float> out = testing::nan_floats(gate.size());
+    emulation::launch(dim3(2), dim3(detail::kNormThreads), detail::swiglu_oai_kernel, gate.data(), up.data(),
+                      out.data(), int64_t(gate.size()));
+    return out;
+  }
+};
+
+TEST(CudaMoeOnHost, RoutesAreTheCpusRoutes) {
+  OnHost run;
+  testing::expect_routes_match(run, 0.0f);
+}
+
+TEST(CudaMoeOnHost, GroupingSortsTheSlotsByExpertIntoTiles) {
+  OnHost run;
+  testing::expect_groups_match(run);
+}
+
+// The tiles' logic is the same for every type (the decoders have their own
+// tests): the float formats, a block one, a K-quant and gpt-oss's MXFP4.
+TEST(CudaMoeOnHost, ExpertMatvecsMatchADoubleLoop) {
+  OnHost run;
+  const TensorType types[] = {TensorType::F32, TensorType::Q8_0, TensorType::Q4_K, TensorType::MXFP4};
+  testing::expect_expert_matvecs_match(run, types);
+}
+
+TEST(CudaMoeOnHost, BiasesTheWeightedSumAndTheClampedSwigluAreTheCpus) {
+  OnHost run;
+  testing::expect_bias_combine_and_activation_match(run, 1e-6f);
+}
+
+}  // namespace
+}  // namespace pagoda::cuda
