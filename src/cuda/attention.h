@@ -34,12 +34,15 @@ struct PagedAttentionArgs {
   int64_t seq_table_stride = 0;
   float scale = 0.0f;      // the score is scale * dot(q, k), usually 1 / sqrt(head_dim)
   int sliding_window = 0;  // > 0: only positions > pos - sliding_window are attended
+  // [n_head] F32: a logit per query head that joins the softmax's denominator
+  // only (gpt-oss's attention sinks; not scaled); null: none.
+  const float* sinks = nullptr;
 };
 
 // out[t][h] = sum_j softmax_j(scale * q[t][h] . K[j]) V[j] over the attended
 // positions j of token t's sequence (causal: j <= pos[t]; with a window, also
-// j > pos[t] - window). A token with a negative seq_index or position (padding)
-// gets zeros. cudaErrorInvalidValue for a bad shape.
+// j > pos[t] - window), the sink's exp(sink[h] - max) added to the softmax's sum. A token with a negative seq_index or
+// position (padding) gets zeros. cudaErrorInvalidValue for a bad shape.
 cudaError_t paged_attention(const PagedAttentionArgs& a, cudaStream_t stream);
 
 }  // namespace pagoda::cuda

@@ -94,7 +94,13 @@ __global__ void __launch_bounds__(kAttentionThreads) paged_attention_kernel(Page
     }
     m = m_new;
   }
-  const float inv = 1.0f / l;  // l >= 1: the largest score contributes exp(0)
+  if (a.sinks) {  // one more term in the sum, for no position: the outputs shrink by its share
+    const float sink = a.sinks[h], m_new = fmaxf(m, sink), correction = expf(m - m_new);
+    l = l * correction + expf(sink - m_new);
+    PAGODA_UNROLL
+    for (int i = 0; i < kDimsPerThread; ++i) acc[i] *= correction;
+  }
+  const float inv = 1.0f / l;  // l >= 1: the largest score (or sink) contributes exp(0)
   PAGODA_UNROLL
   for (int i = 0; i < kDimsPerThread; ++i) {
     const int d = tid + i * kAttentionThreads;

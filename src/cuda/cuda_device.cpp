@@ -324,7 +324,7 @@ std::string CudaDevice::unsupported(const ModelConfig& c) const {
   need(c.moe.n_ff_shared == 0 && !c.moe.dense_beside, "shared experts or a dense FFN beside the experts");
   need(c.n_recurrent_layers() == 0, "recurrent layers");
   need(c.attn_softcap == 0 && c.final_softcap == 0, "soft-capping");
-  need(!c.attn_sinks && !c.attn_output_gate && !c.v_norm, "attention sinks, gates or V norms");
+  need(!c.attn_output_gate && !c.v_norm, "attention output gates or V norms");
   need(c.residual_scale == 1 && c.logit_scale == 1 && c.q_temperature == 0, "residual, logit or query scales");
   need(c.n_embd_per_layer == 0 && !c.layer_output_scale, "per-layer inputs or output scales");
   need(!c.token_types && !c.position_embd && !c.embd_norm && c.causal && c.output_norm && c.pooling == Pooling::none,
@@ -335,7 +335,6 @@ std::string CudaDevice::unsupported(const ModelConfig& c) const {
     need(l.n_head == c.n_head && l.n_head_kv == c.n_head_kv && l.head_dim == c.head_dim && l.n_ff == c.n_ff,
          "layers of different shapes");
     need(l.rope.enabled, "layers without RoPE");
-    need(l.rope.scaling != RopeScaling::Yarn && l.rope.attn_factor == 1, "YaRN or a RoPE attention factor");
   }
   std::sort(no.begin(), no.end());
   no.erase(std::unique(no.begin(), no.end()), no.end());

@@ -1,10 +1,10 @@
 // gpu::Device on a real NVIDIA GPU: the weights in their GGUF blocks, the
 // paged KV pool (F16; per layer K and V of [num_blocks][block_size][kv_dim]),
-// a step's buffers reserved ahead, one stream, and the forward pass of a
-// Llama-shaped model (pre-norm RMSNorm, SwiGLU, RoPE without scaling,
-// optional Q/K/V biases and per-head Q/K norms: llama, mistral, qwen2,
-// qwen3) as launches of this folder's kernels. Anything else is refused by
-// unsupported() before a byte moves. No CUDA type appears here, so the CLI
+// a step's buffers reserved ahead, one stream, and the forward pass
+// (forward_pass.h: llama, mistral, qwen2, qwen3, qwen3moe, gpt-oss, gemma3,
+// olmo2 and their like; docs/gpu.md lists the pieces) as launches of this
+// folder's kernels. Anything else is refused by unsupported() before a byte
+// moves. No CUDA type appears here, so the CLI
 // includes it like any header.
 #pragma once
 

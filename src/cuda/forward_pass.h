@@ -23,6 +23,7 @@
 #include "gpu/step_upload.h"
 #include "model/config.h"
 #include "model/model.h"
+#include "model/rope.h"
 #include "util/error.h"
 
 namespace pagoda::cuda {
@@ -39,10 +40,11 @@ struct Layer {
   const float *attn_norm = nullptr, *ffn_norm = nullptr;            // before each sub-block; null: none (Post)
   const float *attn_post_norm = nullptr, *ffn_post_norm = nullptr;  // after each (Post, Sandwich); null: none
   Mat wq, wk, wv, wo, gate, up, down;
-  const float *bq = nullptr, *bk = nullptr, *bv = nullptr;  // null: none
-  const float *q_norm = nullptr, *k_norm = nullptr;         // per head or whole (cfg.qk_norm); null: none
-  RopeParams rope;                                          // the layer's own (Gemma 3's local layers differ)
-  int window = 0;                                           // LayerSpec::window: 0, full attention
+  const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;  // null: none
+  const float* sinks = nullptr;                      // [n_head]: gpt-oss's attention sink logits; null: none
+  const float *q_norm = nullptr, *k_norm = nullptr;  // per head or whole (cfg.qk_norm); null: none
+  RopeParams rope;                                   // the layer's own (Gemma 3's local layers differ)
+  int window = 0;                                    // LayerSpec::window: 0, full attention
   // A mixture of experts in place of gate, up and down (cfg.moe.n_expert > 0).
   Mat router;                                                // n_expert x n_embd
   const float* router_b = nullptr;                           // [n_expert]; null: none
@@ -89,8 +91,8 @@ struct StepBuffers {
 
 // The model placed where the kernels read it: place(host, bytes) answers
 // where a tensor's bytes are (a device copy; in a test, the host bytes).
-// Unsupported for a weight type no kernel decodes, a bias the pass does not
-// add or YaRN; InvalidArgument for weights packed into CPU row panels (load the model
+// Unsupported for a weight type no kernel decodes or a bias the pass does not
+// add; InvalidArgument for weights packed into CPU row panels (load the model
 // mapped). The caches are the caller's to add.
 template <class Place>
 ModelOnDevice place_model(const Model& model, Place&& place) {
@@ -126,10 +128,10 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
   for (size_t li = 0; li < w.layers.size(); ++li) {
     const LayerWeights& lw = w.layers[li];
     const LayerSpec& spec = d.cfg.layers[li];
-    if (!lw.bo.empty() || !lw.b_gate.empty() || !lw.b_up.empty() || !lw.b_down.empty())
-      fail<Unsupported>("the CUDA forward pass adds no output or FFN biases");
-    if (spec.rope.scaling == RopeScaling::Yarn)
-      fail<Unsupported>("the CUDA forward pass rotates without YaRN");  // CudaDevice::unsupported refuses it first
+    if (!lw.b_gate.empty() || !lw.b_up.empty() || !lw.b_down.empty())
+      fail<Unsupported>("the CUDA forward pass adds no dense FFN biases");
+    const int n_rot = !spec.rope.enabled ? 0 : spec.rope.dims > 0 ? spec.rope.dims : spec.head_dim;
+    const Rope::YarnRamp ramp = Rope::yarn_ramp(spec.rope, n_rot);
     Layer l{.attn_norm = vec(lw.attn_norm),
             .ffn_norm = vec(lw.ffn_norm),
             .attn_post_norm = vec(lw.attn_post_norm),
@@ -144,16 +146,19 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
             .bq = vec(lw.bq),
             .bk = vec(lw.bk),
             .bv = vec(lw.bv),
+            .bo = vec(lw.bo),
+            .sinks = vec(lw.attn_sinks),
             .q_norm = vec(lw.q_norm),
             .k_norm = vec(lw.k_norm),
-            .rope = {.n_rot = !spec.rope.enabled   ? 0
-                              : spec.rope.dims > 0 ? spec.rope.dims
-                                                   : spec.head_dim,
+            .rope = {.n_rot = n_rot,
                      .freq_base = spec.rope.base,
                      .style = spec.rope.layout == RopeLayout::NeoX ? RopeStyle::kNeox : RopeStyle::kNormal,
                      .freq_factors = spec.rope.freq_factors ? vec(w.rope_freq_factors) : nullptr,
                      .linear_factor = spec.rope.scaling == RopeScaling::Linear ? spec.rope.factor : 1.0f,
-                     .mscale = spec.rope.attn_factor},
+                     .mscale = Rope::mscale(spec.rope),
+                     .yarn_factor = spec.rope.scaling == RopeScaling::Yarn ? spec.rope.factor : 0.0f,
+                     .yarn_low = ramp.low,
+                     .yarn_high = ramp.high},
             .window = spec.window,
             .router = mat(lw.router),
             .router_b = vec(lw.router_b),
@@ -301,8 +306,10 @@ void forward_pass(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const 
                          .block_size = m.block_size,
                          .max_blocks_per_seq = B,
                          .scale = c.attn_scale,
-                         .sliding_window = l.window});
+                         .sliding_window = l.window,
+                         .sinks = l.sinks});
     matmul(ops, b, l.wo, b.attn, T, b.h);
+    if (l.bo) ops.add_bias(b.h, l.bo, T, E);
     if (l.attn_post_norm) ops.rms_norm(b.h, l.attn_post_norm, b.h, T, E, eps);
     ops.add(b.x, b.h, int64_t(T) * E);
     // FFN: x += post(down(act(gate(h)) * up(h))), h = pre(x), or the experts' sum over h.

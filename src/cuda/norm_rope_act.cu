@@ -22,12 +22,12 @@ cudaError_t rms_norm(const float* x, const float* w, float* out, int n_tokens, i
 cudaError_t rope(float* x, const int32_t* positions, int n_tokens, int n_heads, int head_dim, const RopeParams& p,
                  cudaStream_t stream) {
   if (n_tokens < 0 || n_heads <= 0 || head_dim <= 0 || p.n_rot < 0 || p.n_rot % 2 != 0 || p.n_rot > head_dim ||
-      !(p.linear_factor > 0))
+      !(p.linear_factor > 0) || p.yarn_factor < 0)
     return cudaErrorInvalidValue;
   if (n_tokens == 0 || p.n_rot == 0) return cudaSuccess;
-  detail::rope_kernel<<<n_tokens, detail::kNormThreads, 0, stream>>>(x, positions, n_heads, head_dim, p.n_rot,
-                                                                     p.freq_base, p.style == RopeStyle::kNeox,
-                                                                     p.freq_factors, p.linear_factor, p.mscale);
+  detail::rope_kernel<<<n_tokens, detail::kNormThreads, 0, stream>>>(
+      x, positions, n_heads, head_dim, p.n_rot, p.freq_base, p.style == RopeStyle::kNeox, p.freq_factors,
+      p.linear_factor, p.mscale, p.yarn_factor, p.yarn_low, p.yarn_high);
   return cudaGetLastError();
 }
 

@@ -19,17 +19,19 @@ enum class RopeStyle {
   kNeox,    // pairs (x[i], x[i + n_rot/2]): qwen2
 };
 
-// As model/rope.h's Rope without YaRN: pair i (i < n_rot/2) of every head
-// turns by pos * freq_base^(-2i / n_rot) / freq_factors[i] / linear_factor,
-// and the turned values are multiplied by mscale. Dims n_rot..head_dim-1 are
-// left alone.
+// As model/rope.h's Rope: pair i (i < n_rot/2) of every head turns by
+// pos * freq_base^(-2i / n_rot) / freq_factors[i] / linear_factor, times
+// YaRN's ramp where yarn_factor is set, and the turned values are multiplied
+// by mscale. Dims n_rot..head_dim-1 are left alone.
 struct RopeParams {
   int n_rot = 0;  // rotated dims, even, <= head_dim
   float freq_base = 10000.0f;
   RopeStyle style = RopeStyle::kNormal;
   const float* freq_factors = nullptr;  // device [n_rot/2] (Llama 3.1's rope_freqs.weight), or nullptr
   float linear_factor = 1.0f;           // linear scaling's factor (Gemma 3's global layers); 1: none
-  float mscale = 1.0f;                  // YaRN's magnitude / attn_factor; 1 for most models
+  float mscale = 1.0f;                  // Rope::mscale: YaRN's magnitude times attn_factor; 1 for most models
+  float yarn_factor = 0.0f;             // YaRN's rope.scaling.factor (gpt-oss, Qwen3 at 128k); 0: none
+  double yarn_low = 0, yarn_high = 0;   // and its ramp (Rope::yarn_ramp)
 };
 
 // In place.

@@ -32,7 +32,8 @@ __global__ void __launch_bounds__(kNormThreads)
 // their precision. A per-layer table of frequencies would save the pow.
 __global__ void __launch_bounds__(kNormThreads)
     rope_kernel(float* x, const int32_t* positions, int n_heads, int head_dim, int n_rot, float freq_base, bool neox,
-                const float* freq_factors, float linear_factor, float mscale) {
+                const float* freq_factors, float linear_factor, float mscale, float yarn_factor, double yarn_low,
+                double yarn_high) {
   const int64_t t = blockIdx.x;
   const double pos = positions[t];
   const int pairs = n_rot / 2;
@@ -42,6 +43,10 @@ __global__ void __launch_bounds__(kNormThreads)
     double f = pow(double(freq_base), -2.0 * i / n_rot);
     if (freq_factors) f /= freq_factors[i];
     f /= double(linear_factor);  // as the CPU's Rope divides for linear scaling (exact when 1)
+    if (yarn_factor > 0) {       // the ramp from interpolated (slow pairs) to kept (fast ones)
+      const double e = 1 - fmin(fmax((i - yarn_low) / fmax(0.001, yarn_high - yarn_low), 0.0), 1.0);
+      f *= (1 - e) / double(yarn_factor) + e;
+    }
     double sd, cd;
     sincos(pos * f, &sd, &cd);
     const float c = mul_rn(float(cd), mscale), s = mul_rn(float(sd), mscale);

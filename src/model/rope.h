@@ -33,6 +33,15 @@ class Rope {
   // YaRN's correction dims for a rotation count: the pair index at which a
   // pair turns `rotations` times over the original context (ggml's formula).
   static double yarn_corr_dim(int dims, int orig_ctx, double rotations, double base);
+  // YaRN's ramp over pair indices [low, high] for `dims` rotated dims: pair i's
+  // frequency is multiplied by (1 - e) / factor + e, e = 1 - clamp((i - low) /
+  // max(0.001, high - low), 0, 1). {0, 0} without YaRN.
+  struct YarnRamp {
+    double low = 0, high = 0;
+  };
+  static YarnRamp yarn_ramp(const RopeSpec& rope, int dims);
+  // The rotated values' factor: YaRN's magnitude correction (1 without YaRN) times attn_factor.
+  static float mscale(const RopeSpec& rope);
 
  private:
   bool enabled_;

@@ -38,6 +38,7 @@ struct AttentionShape {
   int n_head, n_kv_head, head_dim, window;
   // The tables as StepUpload packs them, [n_seqs][2 groups][max_blocks], the kernel given group 1's.
   bool grouped_tables = false;
+  bool sinks = false;  // a sink logit per query head (gpt-oss), some far above every score
 };
 
 // Host copies of one call's inputs; args() points the kernel at wherever they were put.
@@ -49,13 +50,15 @@ struct AttentionCase {
   std::vector<int32_t> upload_tables;  // what the kernel is given (grouped or as table)
   std::vector<uint16_t> k_cache, v_cache;
   std::vector<float> q;
+  std::vector<float> sinks;  // [n_head] when shape.sinks
   float scale = 0;
 
   int n_tokens() const { return int(batch.seq.size()); }
   int kv_dim() const { return shape.n_kv_head * shape.head_dim; }
 
   PagedAttentionArgs args(const float* q_at, const uint16_t* k_at, const uint16_t* v_at, const int32_t* seq_at,
-                          const int32_t* pos_at, const int32_t* tables_at, float* out_at) const {
+                          const int32_t* pos_at, const int32_t* tables_at, float* out_at,
+                          const float* sinks_at = nullptr) const {
     PagedAttentionArgs a;
     a.q = q_at;
     a.k_cache = reinterpret_cast<const __half*>(k_at);
@@ -73,6 +76,7 @@ struct AttentionCase {
     a.max_blocks_per_seq = kMaxBlocks;
     a.scale = scale;
     a.sliding_window = shape.window;
+    a.sinks = shape.sinks ? sinks_at : nullptr;
     return a;
   }
 };
@@ -115,6 +119,10 @@ inline AttentionCase make_attention_case(const AttentionBatch& batch, const Atte
   c.v_cache = random_halves(cache_elems, rng);
   c.q = random_floats(size_t(c.n_tokens()) * s.n_head * s.head_dim, rng);
   c.scale = 1.0f / std::sqrt(float(s.head_dim));
+  if (s.sinks) {
+    c.sinks = random_floats(size_t(s.n_head), rng, 2.0f);
+    c.sinks[0] = 30.0f;  // the sink takes nearly all the weight: outputs near zero
+  }
   return c;
 }
 
@@ -145,8 +153,9 @@ inline void expect_attention_matches(const AttentionCase& c, const std::vector<f
             dot += double(c.q[(size_t(t) * s.n_head + h) * s.head_dim + d]) * at(c.k_cache, j, d);
           score.push_back(c.scale * dot);
         }
-        const double m = *std::max_element(score.begin(), score.end());
-        double sum = 0;
+        const double sink = s.sinks ? c.sinks[size_t(h)] : -INFINITY;
+        const double m = std::max(sink, *std::max_element(score.begin(), score.end()));
+        double sum = std::exp(sink - m);  // the sink's share goes to no position
         for (double& x : score) sum += (x = std::exp(x - m));
         for (int j = first; j <= pos; ++j)
           for (int d = 0; d < s.head_dim; ++d) ref[size_t(d)] += score[size_t(j - first)] / sum * at(c.v_cache, j, d);

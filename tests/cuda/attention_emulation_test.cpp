@@ -16,12 +16,13 @@ using testing::AttentionBatch;
 using testing::AttentionShape;
 
 void check_on_host(const AttentionBatch& batch, const AttentionShape& s, uint32_t seed) {
-  SCOPED_TRACE(fmt::format("heads {}/{} head_dim {} window {} tokens {}{}", s.n_head, s.n_kv_head, s.head_dim, s.window,
-                           batch.seq.size(), s.grouped_tables ? " grouped tables" : ""));
+  SCOPED_TRACE(fmt::format("heads {}/{} head_dim {} window {} tokens {}{}{}", s.n_head, s.n_kv_head, s.head_dim,
+                           s.window, batch.seq.size(), s.grouped_tables ? " grouped tables" : "",
+                           s.sinks ? " sinks" : ""));
   const testing::AttentionCase c = testing::make_attention_case(batch, s, seed);
   std::vector<float> out = testing::nan_floats(c.q.size());
   const PagedAttentionArgs a = c.args(c.q.data(), c.k_cache.data(), c.v_cache.data(), c.batch.seq.data(),
-                                      c.batch.pos.data(), c.upload_tables.data(), out.data());
+                                      c.batch.pos.data(), c.upload_tables.data(), out.data(), c.sinks.data());
   emulation::launch(dim3(unsigned(a.n_tokens), unsigned(a.n_head)), dim3(detail::kAttentionThreads),
                     detail::paged_attention_kernel, a);
   testing::expect_attention_matches(c, out);
@@ -33,6 +34,7 @@ TEST(CudaAttentionOnHost, KernelSourceMatchesADoubleLoop) {
   check_on_host(testing::mixed_batch(), {2, 1, 256, 0, true}, 91);
   check_on_host(testing::mixed_batch(), {3, 3, 96, 20}, 88);
   check_on_host(testing::decode_one(), {4, 2, 64, 3}, 90);
+  check_on_host(testing::mixed_batch(), {4, 2, 64, 20, false, true}, 93);  // gpt-oss: sinks and a window
 }
 
 // A CUDA graph's padding token (gpu/graph_buckets.h): position 0 of a

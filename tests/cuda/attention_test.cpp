@@ -15,14 +15,16 @@ using testing::AttentionShape;
 using testing::DeviceBuffer;
 
 void check_on_device(const AttentionBatch& batch, const AttentionShape& s, uint32_t seed) {
-  SCOPED_TRACE(fmt::format("heads {}/{} head_dim {} window {} tokens {}{}", s.n_head, s.n_kv_head, s.head_dim, s.window,
-                           batch.seq.size(), s.grouped_tables ? " grouped tables" : ""));
+  SCOPED_TRACE(fmt::format("heads {}/{} head_dim {} window {} tokens {}{}{}", s.n_head, s.n_kv_head, s.head_dim,
+                           s.window, batch.seq.size(), s.grouped_tables ? " grouped tables" : "",
+                           s.sinks ? " sinks" : ""));
   const testing::AttentionCase c = testing::make_attention_case(batch, s, seed);
   DeviceBuffer<float> q_d(c.q), out_d(testing::nan_floats(c.q.size()));
   DeviceBuffer<uint16_t> k_d(c.k_cache), v_d(c.v_cache);
   DeviceBuffer<int32_t> seq_d(c.batch.seq), pos_d(c.batch.pos), tables_d(c.upload_tables);
+  DeviceBuffer<float> sinks_d(c.sinks);
   const PagedAttentionArgs a =
-      c.args(q_d.get(), k_d.get(), v_d.get(), seq_d.get(), pos_d.get(), tables_d.get(), out_d.get());
+      c.args(q_d.get(), k_d.get(), v_d.get(), seq_d.get(), pos_d.get(), tables_d.get(), out_d.get(), sinks_d.get());
   ASSERT_EQ(paged_attention(a, nullptr), cudaSuccess);
   PAGODA_CUDA_SYNC();
   testing::expect_attention_matches(c, out_d.download());
@@ -50,6 +52,7 @@ TEST(CudaAttention, SlidingWindowDropsOldPositions) {
   check_on_device(testing::mixed_batch(), {8, 2, 64, 20}, 88);
   check_on_device(testing::mixed_batch(), {8, 4, 128, 200}, 89);
   check_on_device(testing::mixed_batch(), {8, 2, 64, 40, true}, 92);
+  check_on_device(testing::mixed_batch(), {8, 2, 64, 128, false, true}, 94);  // gpt-oss: sinks and its window
   check_on_device(testing::decode_one(), {8, 2, 64, 3}, 90);
 }
 

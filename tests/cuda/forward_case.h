@@ -131,6 +131,19 @@ inline std::vector<Case> forward_cases() {
   qwen3moe.n_expert_used = 2;
   qwen3moe.n_ff_expert = 128;
   out.push_back({"qwen3moe", qwen3moe, 0.005});
+  // gpt-oss: the top 3 of 8 experts' logits then their softmax, biases on the router, the
+  // experts, Q/K/V and the output, the clamped SwiGLU, a sink per head, 16-position windows
+  // every other layer, YaRN (32 over 4096 positions). F32, as qwen3moe.
+  SyntheticModelSpec gpt_oss = qwen3moe;
+  gpt_oss.arch = "gpt-oss";
+  gpt_oss.n_expert_used = 3;
+  gpt_oss.qkv_bias = gpt_oss.out_bias = gpt_oss.expert_bias = true;
+  gpt_oss.sliding_window = 16;
+  gpt_oss.rope_freq_base = 150000.0f;
+  gpt_oss.rope_scaling = "yarn";
+  gpt_oss.rope_scaling_factor = 32.0f;
+  gpt_oss.rope_orig_ctx = 4096;
+  out.push_back({"gpt-oss", gpt_oss, 0.005});
   return out;
 }
 

@@ -130,6 +130,10 @@ struct HostOps {
           double theta = pos[t] * std::pow(double(p.freq_base), -2.0 * i / p.n_rot);
           if (p.freq_factors) theta /= p.freq_factors[i];
           theta /= p.linear_factor;
+          if (p.yarn_factor > 0) {
+            const double e = 1 - std::clamp((i - p.yarn_low) / std::max(0.001, p.yarn_high - p.yarn_low), 0.0, 1.0);
+            theta *= (1 - e) / p.yarn_factor + e;
+          }
           const int a = p.style == RopeStyle::kNeox ? i : 2 * i,
                     b = p.style == RopeStyle::kNeox ? i + p.n_rot / 2 : a + 1;
           const double x0 = v[a], x1 = v[b];
@@ -174,6 +178,9 @@ struct HostOps {
           score[size_t(p)] = s * a.scale;
           top = std::max(top, score[size_t(p)]);
         }
+        const double sink = a.sinks ? a.sinks[h] : -INFINITY;  // joins the sum only
+        top = std::max(top, sink);
+        sum = std::exp(sink - top);
         for (double& s : score) sum += (s = std::exp(s - top));
         float* out = a.out + (int64_t(t) * a.n_head + h) * a.head_dim;
         for (int i = 0; i < a.head_dim; ++i) {

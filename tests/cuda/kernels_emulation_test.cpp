@@ -93,26 +93,35 @@ TEST(CudaKernelsOnHost, RopeIsTheCpuRopeToTheBit) {
   std::vector<float> factors(n_rot / 2);
   for (auto& f : factors) f = 1.0f + float(rng() % 100) / 10.0f;
   for (bool neox : {false, true}) {
-    for (bool with_factors : {false, true}) {
-      SCOPED_TRACE(std::string(neox ? "neox" : "normal") + (with_factors ? " with factors, linear" : ""));
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool with_factors = variant == 1, yarn = variant == 2;
+      SCOPED_TRACE(std::string(neox ? "neox" : "normal") + (with_factors ? " with factors, linear" : "") +
+                   (yarn ? " YaRN" : ""));
       std::vector<float> x = testing::random_floats(size_t(n_tokens) * n_heads * head_dim, rng);
       std::vector<int32_t> pos(static_cast<size_t>(n_tokens));
       for (auto& p : pos) p = int32_t(rng() % 100000);
       std::vector<float> got = x;
-      const float base = neox ? 1000000.0f : 10000.0f, mscale = with_factors ? 0.75f : 1.0f;
+      const float base = neox ? 1000000.0f : 10000.0f;
       const float linear = with_factors ? 8.0f : 1.0f;  // Gemma 3's global layers' factor
-      emulation::launch(dim3(n_tokens), dim3(detail::kNormThreads), detail::rope_kernel, got.data(), pos.data(),
-                        n_heads, head_dim, n_rot, base, neox, with_factors ? factors.data() : nullptr, linear, mscale);
       RopeSpec spec;
       spec.layout = neox ? RopeLayout::NeoX : RopeLayout::Interleaved;
       spec.dims = n_rot;
       spec.base = base;
       spec.freq_factors = with_factors;
-      spec.attn_factor = mscale;
+      spec.attn_factor = with_factors ? 0.75f : 1.0f;
       if (with_factors) {
         spec.scaling = RopeScaling::Linear;
         spec.factor = linear;
       }
+      if (yarn) {  // gpt-oss's: 32 over 4096 positions (the magnitude then scales too)
+        spec.scaling = RopeScaling::Yarn;
+        spec.factor = 32.0f;
+        spec.yarn_orig_ctx = 4096;
+      }
+      const Rope::YarnRamp ramp = Rope::yarn_ramp(spec, n_rot);
+      emulation::launch(dim3(n_tokens), dim3(detail::kNormThreads), detail::rope_kernel, got.data(), pos.data(),
+                        n_heads, head_dim, n_rot, base, neox, with_factors ? factors.data() : nullptr, linear,
+                        Rope::mscale(spec), yarn ? spec.factor : 0.0f, ramp.low, ramp.high);
       const Rope cpu(spec, head_dim, factors);
       for (int t = 0; t < n_tokens; ++t) cpu.apply(x.data() + size_t(t) * n_heads * head_dim, n_heads, pos[size_t(t)]);
       for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(got[i], x[i]) << "element " << i;

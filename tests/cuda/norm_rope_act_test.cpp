@@ -42,6 +42,7 @@ struct RopeCase {
   bool freq_factors;
   float attn_factor;  // the CPU's mscale without YaRN
   float linear = 1;   // linear scaling's factor; 1: none
+  float yarn = 0;     // YaRN's factor over a 4096-position original context; 0: none
 };
 
 // The CPU's Rope computes the angle, cos and sin in double, as the kernel does;
@@ -56,7 +57,8 @@ TEST(CudaRope, MatchesTheCpuRope) {
                             {RopeStyle::kNeox, 1000000.0f, false, 1.0f},
                             {RopeStyle::kNormal, 500000.0f, true, 0.75f},
                             {RopeStyle::kNeox, 10000.0f, true, 1.0f},
-                            {RopeStyle::kNeox, 1000000.0f, false, 1.0f, 8.0f}};  // Gemma 3's global layers
+                            {RopeStyle::kNeox, 1000000.0f, false, 1.0f, 8.0f},         // Gemma 3's global layers
+                            {RopeStyle::kNeox, 150000.0f, false, 1.0f, 1.0f, 32.0f}};  // gpt-oss's YaRN
   for (const RopeCase& c : cases) {
     for (int n_tokens : {1, 7}) {
       SCOPED_TRACE(fmt::format("{} base {} factors {} tokens {}", c.style == RopeStyle::kNeox ? "neox" : "normal",
@@ -69,15 +71,6 @@ TEST(CudaRope, MatchesTheCpuRope) {
       for (auto& f : factors) f = 1.0f + float(rng() % 100) / 10.0f;
       DeviceBuffer<float> x_d(x), factors_d(factors);
       DeviceBuffer<int32_t> pos_d(pos);
-      RopeParams p{.n_rot = n_rot,
-                   .freq_base = c.base,
-                   .style = c.style,
-                   .freq_factors = c.freq_factors ? factors_d.get() : nullptr,
-                   .linear_factor = c.linear,
-                   .mscale = c.attn_factor};
-      ASSERT_EQ(rope(x_d.get(), pos_d.get(), n_tokens, n_heads, head_dim, p, nullptr), cudaSuccess);
-      PAGODA_CUDA_SYNC();
-      const std::vector<float> got = x_d.download();
       RopeSpec spec;
       spec.layout = c.style == RopeStyle::kNeox ? RopeLayout::NeoX : RopeLayout::Interleaved;
       spec.dims = n_rot;
@@ -88,6 +81,24 @@ TEST(CudaRope, MatchesTheCpuRope) {
         spec.scaling = RopeScaling::Linear;
         spec.factor = c.linear;
       }
+      if (c.yarn > 0) {
+        spec.scaling = RopeScaling::Yarn;
+        spec.factor = c.yarn;
+        spec.yarn_orig_ctx = 4096;
+      }
+      const Rope::YarnRamp ramp = Rope::yarn_ramp(spec, n_rot);
+      RopeParams p{.n_rot = n_rot,
+                   .freq_base = c.base,
+                   .style = c.style,
+                   .freq_factors = c.freq_factors ? factors_d.get() : nullptr,
+                   .linear_factor = c.linear,
+                   .mscale = Rope::mscale(spec),
+                   .yarn_factor = c.yarn,
+                   .yarn_low = ramp.low,
+                   .yarn_high = ramp.high};
+      ASSERT_EQ(rope(x_d.get(), pos_d.get(), n_tokens, n_heads, head_dim, p, nullptr), cudaSuccess);
+      PAGODA_CUDA_SYNC();
+      const std::vector<float> got = x_d.download();
       const Rope cpu(spec, head_dim, factors);
       for (int t = 0; t < n_tokens; ++t) cpu.apply(x.data() + size_t(t) * n_heads * head_dim, n_heads, pos[size_t(t)]);
       for (size_t i = 0; i < x.size(); ++i) {
