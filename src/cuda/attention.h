@@ -33,6 +33,7 @@ struct PagedAttentionArgs {
   // tables[S][G][B] for group g: block_tables = tables + g * B, seq_table_stride = G * B.
   int64_t seq_table_stride = 0;
   float scale = 0.0f;      // the score is scale * dot(q, k), usually 1 / sqrt(head_dim)
+  float softcap = 0.0f;    // > 0: the score is softcap * tanh(scale * dot / softcap) (gemma2)
   int sliding_window = 0;  // > 0: only positions > pos - sliding_window are attended
   // [n_head] F32: a logit per query head that joins the softmax's denominator
   // only (gpt-oss's attention sinks; not scaled); null: none.

@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(kAttentionThreads) paged_attention_kernel(Page
       const __half* k = row(a.k_cache, j);
       float dot = 0.0f;
       for (int d = 0; d < d_head; ++d) dot += q_s[d] * __half2float(k[d]);
-      s = a.scale * dot;
+      s = a.softcap > 0 ? a.softcap * tanhf(dot * a.scale / a.softcap) : a.scale * dot;
     }
     p_s[tid] = s;
     __syncthreads();

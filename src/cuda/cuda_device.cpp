@@ -157,6 +157,9 @@ struct Launches {
     ck(cuda::swiglu_oai(g, u, out, n, stream), "swiglu_oai");
   }
   void scale(float* x, float s, int64_t n) { ck(cuda::scale(x, s, n, stream), "scale"); }
+  void scale_softcap(float* x, float s, float cap, int64_t n) {
+    ck(cuda::scale_softcap(x, s, cap, n, stream), "scale_softcap");
+  }
   void moe_route(const float* logits, int n, const MoeRouting& r, int32_t* experts, float* weights) {
     ck(cuda::moe_route(logits, n, r, experts, weights, stream), "moe_route");
   }
@@ -323,9 +326,8 @@ std::string CudaDevice::unsupported(const ModelConfig& c) const {
   need(c.moe.n_expert <= kMaxExperts && c.moe.n_used <= kMaxExpertsUsed, "more than 512 experts or 32 a token");
   need(c.moe.n_ff_shared == 0 && !c.moe.dense_beside, "shared experts or a dense FFN beside the experts");
   need(c.n_recurrent_layers() == 0, "recurrent layers");
-  need(c.attn_softcap == 0 && c.final_softcap == 0, "soft-capping");
   need(!c.attn_output_gate && !c.v_norm, "attention output gates or V norms");
-  need(c.residual_scale == 1 && c.logit_scale == 1 && c.q_temperature == 0, "residual, logit or query scales");
+  need(c.q_temperature == 0, "query temperatures");
   need(c.n_embd_per_layer == 0 && !c.layer_output_scale, "per-layer inputs or output scales");
   need(!c.token_types && !c.position_embd && !c.embd_norm && c.causal && c.output_norm && c.pooling == Pooling::none,
        "an encoder or embedding model's input or output");

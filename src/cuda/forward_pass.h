@@ -306,11 +306,13 @@ void forward_pass(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const 
                          .block_size = m.block_size,
                          .max_blocks_per_seq = B,
                          .scale = c.attn_scale,
+                         .softcap = c.attn_softcap,
                          .sliding_window = l.window,
                          .sinks = l.sinks});
     matmul(ops, b, l.wo, b.attn, T, b.h);
     if (l.bo) ops.add_bias(b.h, l.bo, T, E);
     if (l.attn_post_norm) ops.rms_norm(b.h, l.attn_post_norm, b.h, T, E, eps);
+    if (c.residual_scale != 1.0f) ops.scale(b.h, c.residual_scale, int64_t(T) * E);  // granite
     ops.add(b.x, b.h, int64_t(T) * E);
     // FFN: x += post(down(act(gate(h)) * up(h))), h = pre(x), or the experts' sum over h.
     in = b.x;
@@ -327,12 +329,15 @@ void forward_pass(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const 
       matmul(ops, b, l.down, b.gate, T, b.h);
     }
     if (l.ffn_post_norm) ops.rms_norm(b.h, l.ffn_post_norm, b.h, T, E, eps);
+    if (c.residual_scale != 1.0f) ops.scale(b.h, c.residual_scale, int64_t(T) * E);
     ops.add(b.x, b.h, int64_t(T) * E);
   }
   // Logits for the wanted rows only: gather, norm, the output matrix.
   ops.gather_rows(b.x, logit_rows, L, E, b.xl);
   ops.rms_norm(b.xl, m.output_norm, b.xl, L, E, eps);
   matmul(ops, b, m.output, b.xl, L, b.logits, false);
+  if (c.logit_scale != 1.0f || c.final_softcap > 0)
+    ops.scale_softcap(b.logits, c.logit_scale, c.final_softcap, int64_t(L) * c.n_vocab);
 }
 
 }  // namespace pagoda::cuda

@@ -59,6 +59,13 @@ cudaError_t scale(float* x, float s, int64_t n, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+cudaError_t scale_softcap(float* x, float s, float cap, int64_t n, cudaStream_t stream) {
+  if (n < 0 || cap < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  detail::scale_softcap_kernel<<<elementwise_blocks(n), detail::kNormThreads, 0, stream>>>(x, s, cap, n);
+  return cudaGetLastError();
+}
+
 cudaError_t add(float* y, const float* x, int64_t n, cudaStream_t stream) {
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;

@@ -1,5 +1,6 @@
 // The element-wise and per-row steps of a layer: RMS norm, rotary position
-// embedding, SwiGLU (plain or gpt-oss's clamped one) or GeGLU, a scale and the residual add. F32 throughout.
+// embedding, SwiGLU (plain or gpt-oss's clamped one) or GeGLU, scales and soft-caps and the residual add. F32
+// throughout.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -58,6 +59,11 @@ cudaError_t swiglu_oai(const float* gate, const float* up, float* out, int64_t n
 // x[i] *= s (Gemma's embedding scale).
 //   x  [n] F32
 cudaError_t scale(float* x, float s, int64_t n, cudaStream_t stream);
+
+// x[i] = cap * tanh(x[i] * s / cap), or x[i] * s where cap is 0: the logits'
+// scale (granite) and soft-cap (gemma2), as the CPU's Model::forward.
+//   x  [n] F32
+cudaError_t scale_softcap(float* x, float s, float cap, int64_t n, cudaStream_t stream);
 
 // y[i] += x[i] (the residual add).
 //   y, x  [n] F32

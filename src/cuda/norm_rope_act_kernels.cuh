@@ -1,5 +1,5 @@
-// rms_norm's, rope's, swiglu's, swiglu_oai's, geglu_tanh's, scale's and add's kernels (launchers: norm_rope_act.cu),
-// apart so a test can also run them on the CPU (tests/cuda/host_emulation.h).
+// rms_norm's, rope's, swiglu's, swiglu_oai's, geglu_tanh's, scale's, scale_softcap's and add's kernels (launchers:
+// norm_rope_act.cu), apart so a test can also run them on the CPU (tests/cuda/host_emulation.h).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -88,6 +88,13 @@ __global__ void geglu_tanh_kernel(const float* gate, const float* up, float* out
 __global__ void scale_kernel(float* x, float s, int64_t n) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
     x[i] *= s;
+}
+
+__global__ void scale_softcap_kernel(float* x, float s, float cap, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    const float z = x[i] * s;
+    x[i] = cap > 0 ? cap * tanhf(z / cap) : z;
+  }
 }
 
 __global__ void add_kernel(float* y, const float* x, int64_t n) {

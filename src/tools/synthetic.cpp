@@ -215,8 +215,8 @@ void arch_keys(GgufWriter& w, const SyntheticModelSpec& s) {
     w.set(a + "attention.causal", Value::boolean(s.causal));
     w.set("tokenizer.ggml.token_type_count", Value::u32(2));
   } else if (s.arch == "gemma2") {
-    w.set(a + "attn_logit_softcapping", Value::f32(50.0f));
-    w.set(a + "final_logit_softcapping", Value::f32(30.0f));
+    w.set(a + "attn_logit_softcapping", Value::f32(s.softcaps[0]));
+    w.set(a + "final_logit_softcapping", Value::f32(s.softcaps[1]));
   } else if (s.arch == "gemma4") {  // as conversion/gemma.py writes them
     w.set(a + "final_logit_softcapping", Value::f32(30.0f));
     const int hd_swa = s.head_dim_swa > 0 ? s.head_dim_swa : s.n_embd / s.n_head;

@@ -31,24 +31,25 @@ struct SyntheticModelSpec {
   float rope_freq_base = 10000.0f;
   float rms_eps = 1e-5f;
   uint64_t seed = 1;
-  std::string arch = "llama";        // general.architecture and the key prefix: any of model/archs/
-  int head_dim = 0;                  // {arch}.attention.key_length/value_length when set; else n_embd / n_head
-  int rope_dims = 0;                 // {arch}.rope.dimension_count when set (partial rotary); else the head size
-  bool qkv_bias = false;             // blk.N.attn_{q,k,v}.bias (qwen2 files need them)
-  bool out_bias = false;             // blk.N.attn_output.bias (gpt-oss)
-  bool expert_bias = false;          // blk.N.ffn_gate_inp.bias and ffn_{gate,up,down}_exps.bias (gpt-oss)
-  bool fused_qkv = false;            // one blk.N.attn_qkv tensor (phi3's layout) instead of three
-  int sliding_window = 0;            // {arch}.attention.sliding_window when set (gemma2/3, olmo2)
-  int sliding_pattern = 0;           // {arch}.attention.sliding_window_pattern (a period) when set
-  float rope_freq_base_swa = 0;      // {arch}.rope.freq_base_swa when set
-  bool rope_freq_factors = false;    // rope_freqs.weight, factors in [1, 8] like Llama 3.1's
-  bool longrope = false;             // rope_factors_long/short.weight and rope.scaling.attn_factor, like Phi-3 128k's
-  std::string rope_scaling;          // {arch}.rope.scaling.type; empty: not written
-  float rope_scaling_factor = 1.0f;  // {arch}.rope.scaling.factor, written with rope_scaling
-  int rope_orig_ctx = 0;             // {arch}.rope.scaling.original_context_length when set (YaRN)
-  int n_expert = 0;                  // {arch}.expert_count: a mixture of experts in every layer when set
-  int n_expert_used = 0;             // {arch}.expert_used_count
-  int n_ff_expert = 0;               // {arch}.expert_feed_forward_length when set
+  std::string arch = "llama";          // general.architecture and the key prefix: any of model/archs/
+  int head_dim = 0;                    // {arch}.attention.key_length/value_length when set; else n_embd / n_head
+  int rope_dims = 0;                   // {arch}.rope.dimension_count when set (partial rotary); else the head size
+  bool qkv_bias = false;               // blk.N.attn_{q,k,v}.bias (qwen2 files need them)
+  bool out_bias = false;               // blk.N.attn_output.bias (gpt-oss)
+  bool expert_bias = false;            // blk.N.ffn_gate_inp.bias and ffn_{gate,up,down}_exps.bias (gpt-oss)
+  bool fused_qkv = false;              // one blk.N.attn_qkv tensor (phi3's layout) instead of three
+  int sliding_window = 0;              // {arch}.attention.sliding_window when set (gemma2/3, olmo2)
+  int sliding_pattern = 0;             // {arch}.attention.sliding_window_pattern (a period) when set
+  float softcaps[2] = {50.0f, 30.0f};  // gemma2's attn_ and final_logit_softcapping (the real models')
+  float rope_freq_base_swa = 0;        // {arch}.rope.freq_base_swa when set
+  bool rope_freq_factors = false;      // rope_freqs.weight, factors in [1, 8] like Llama 3.1's
+  bool longrope = false;               // rope_factors_long/short.weight and rope.scaling.attn_factor, like Phi-3 128k's
+  std::string rope_scaling;            // {arch}.rope.scaling.type; empty: not written
+  float rope_scaling_factor = 1.0f;    // {arch}.rope.scaling.factor, written with rope_scaling
+  int rope_orig_ctx = 0;               // {arch}.rope.scaling.original_context_length when set (YaRN)
+  int n_expert = 0;                    // {arch}.expert_count: a mixture of experts in every layer when set
+  int n_expert_used = 0;               // {arch}.expert_used_count
+  int n_ff_expert = 0;                 // {arch}.expert_feed_forward_length when set
   // Gated DeltaNet layers (qwen35, qwen35moe): {arch}.ssm.* keys; value heads
   // of ssm_state too, as the real models (llama.cpp needs them equal).
   int ssm_conv_kernel = 4;

@@ -39,6 +39,7 @@ struct AttentionShape {
   // The tables as StepUpload packs them, [n_seqs][2 groups][max_blocks], the kernel given group 1's.
   bool grouped_tables = false;
   bool sinks = false;  // a sink logit per query head (gpt-oss), some far above every score
+  float softcap = 0;   // gemma2's score cap; 0: none
 };
 
 // Host copies of one call's inputs; args() points the kernel at wherever they were put.
@@ -77,6 +78,7 @@ struct AttentionCase {
     a.scale = scale;
     a.sliding_window = shape.window;
     a.sinks = shape.sinks ? sinks_at : nullptr;
+    a.softcap = shape.softcap;
     return a;
   }
 };
@@ -151,7 +153,7 @@ inline void expect_attention_matches(const AttentionCase& c, const std::vector<f
           double dot = 0;
           for (int d = 0; d < s.head_dim; ++d)
             dot += double(c.q[(size_t(t) * s.n_head + h) * s.head_dim + d]) * at(c.k_cache, j, d);
-          score.push_back(c.scale * dot);
+          score.push_back(s.softcap > 0 ? s.softcap * std::tanh(c.scale * dot / s.softcap) : c.scale * dot);
         }
         const double sink = s.sinks ? c.sinks[size_t(h)] : -INFINITY;
         const double m = std::max(sink, *std::max_element(score.begin(), score.end()));

@@ -34,7 +34,8 @@ TEST(CudaAttentionOnHost, KernelSourceMatchesADoubleLoop) {
   check_on_host(testing::mixed_batch(), {2, 1, 256, 0, true}, 91);
   check_on_host(testing::mixed_batch(), {3, 3, 96, 20}, 88);
   check_on_host(testing::decode_one(), {4, 2, 64, 3}, 90);
-  check_on_host(testing::mixed_batch(), {4, 2, 64, 20, false, true}, 93);  // gpt-oss: sinks and a window
+  check_on_host(testing::mixed_batch(), {4, 2, 64, 20, false, true}, 93);        // gpt-oss: sinks and a window
+  check_on_host(testing::mixed_batch(), {4, 2, 64, 0, false, false, 1.5f}, 95);  // a cap the scores reach
 }
 
 // A CUDA graph's padding token (gpu/graph_buckets.h): position 0 of a

@@ -53,6 +53,8 @@ TEST(CudaAttention, SlidingWindowDropsOldPositions) {
   check_on_device(testing::mixed_batch(), {8, 4, 128, 200}, 89);
   check_on_device(testing::mixed_batch(), {8, 2, 64, 40, true}, 92);
   check_on_device(testing::mixed_batch(), {8, 2, 64, 128, false, true}, 94);  // gpt-oss: sinks and its window
+  check_on_device(testing::mixed_batch(), {8, 2, 64, 20, false, false, 1.5f},
+                  95);  // gemma2's cap, one the scores reach
   check_on_device(testing::decode_one(), {8, 2, 64, 3}, 90);
 }
 

@@ -144,6 +144,22 @@ inline std::vector<Case> forward_cases() {
   gpt_oss.rope_scaling_factor = 32.0f;
   gpt_oss.rope_orig_ctx = 4096;
   out.push_back({"gpt-oss", gpt_oss, 0.005});
+  // Gemma 2: sandwich norms, GeGLU, soft-caps on the scores and the logits, windows every
+  // other layer. Caps of 0.5 and 2 (the real ones, 50 and 30, are never reached by a small
+  // random model): leaving either out moves the logits by 0.1 or more.
+  SyntheticModelSpec gemma2 = gemma3;
+  gemma2.softcaps[0] = 0.5f;
+  gemma2.softcaps[1] = 2.0f;
+  gemma2.arch = "gemma2";
+  gemma2.n_layer = 4;
+  gemma2.sliding_pattern = 0;
+  gemma2.rope_freq_base_swa = 0;
+  gemma2.rope_scaling.clear();
+  out.push_back({"gemma2", gemma2});
+  // Granite: llama with embedding, residual, attention and logit scales.
+  SyntheticModelSpec granite = out[1].spec;
+  granite.arch = "granite";
+  out.push_back({"granite", granite});
   return out;
 }
 

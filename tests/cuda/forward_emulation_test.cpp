@@ -175,7 +175,7 @@ struct HostOps {
         for (int p = first; p <= a.positions[t]; ++p) {
           double s = 0;
           for (int i = 0; i < a.head_dim; ++i) s += double(q[i]) * at(a.k_cache, p, i);
-          score[size_t(p)] = s * a.scale;
+          score[size_t(p)] = a.softcap > 0 ? a.softcap * std::tanh(s * a.scale / a.softcap) : s * a.scale;
           top = std::max(top, score[size_t(p)]);
         }
         const double sink = a.sinks ? a.sinks[h] : -INFINITY;  // joins the sum only
@@ -282,6 +282,10 @@ struct HostOps {
   void scale(float* x, float s, int64_t n) {
     ++launches;
     for (int64_t i = 0; i < n; ++i) x[i] *= s;
+  }
+  void scale_softcap(float* x, float s, float cap, int64_t n) {
+    ++launches;
+    for (int64_t i = 0; i < n; ++i) x[i] = cap > 0 ? float(cap * std::tanh(double(x[i] * s) / cap)) : x[i] * s;
   }
   void gather_rows(const float* in, const int32_t* idx, int n_out, int64_t n, float* out) {
     ++launches;
