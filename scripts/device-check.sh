@@ -207,7 +207,7 @@ synthetic_file() {
 }
 
 # Phase 3: decode at batch 1, 32 and 128 and prefill, on 1B- and 8B-shaped synthetic files
-# (Q4_K, Q8_0), and at batch 1 and 32 on a mixture of experts (30b-a3b, Q4_K), through the
+# (Q4_K, Q8_0), and at batch 1 and 32 on a mixture of experts and a hybrid (Q4_K), through the
 # engine (`pagoda bench --device cuda`); the files are written here, in $PAGODA_DEVICE_TMP
 # (default /tmp), and kept for a rerun.
 phase_speed() {
@@ -228,16 +228,17 @@ phase_speed() {
         --min-prompt 512 --max-prompt 512 --min-output 1 --max-output 1 || rc=1
     done
   done
-  # A mixture of experts: Qwen3-30B-A3B's layers (8 of its 48; 128 experts, 8 a token).
-  f=$(synthetic_file 30b-a3b q4_k) || rc=1
-  if [[ -s $f ]]; then
-    echo "== 30b-a3b q4_k: mode tok/s ttft_p50 ttft_p99 itl_p50 itl_p99 preempt hit util overhead wall errors"
+  # A mixture of experts (Qwen3-30B-A3B's layers, 8 of its 48; 128 experts, 8 a token) and a
+  # hybrid (Qwen3.5-9B's, 8 of its 32: Gated DeltaNet layers, their state on the device).
+  for shape in 30b-a3b 9b-hybrid; do
+    f=$(synthetic_file "$shape" q4_k) || { rc=1; continue; }
+    echo "== $shape q4_k: mode tok/s ttft_p50 ttft_p99 itl_p50 itl_p99 preempt hit util overhead wall errors"
     for batch in 1 32; do
       echo "-- decode, batch $batch"
       "$pagoda" bench -m "$f" "${common[@]}" --requests "$batch" --max-num-seqs "$batch" \
         --min-prompt 128 --max-prompt 128 --min-output 128 --max-output 128 || rc=1
     done
-  fi
+  done
   # What CUDA graphs and sampling on the device give: the rows above again without them.
   f=$(synthetic_file 1b q4_k) || return 1
   echo "== 1b q4_k without graphs or device sampling: mode tok/s ttft_p50 ttft_p99 itl_p50 itl_p99 ..."
@@ -361,7 +362,7 @@ else
   wants 1 && run_phase 1 kernel-tests 120 phase_tests
   wants 1 && run_phase 1 sanitizers 150 phase_sanitizers
   wants 2 && run_phase 2 model-parity 150 phase_parity
-  wants 3 && run_phase 3 speed 360 phase_speed
+  wants 3 && run_phase 3 speed 420 phase_speed
   wants 4 && run_phase 4 serving 240 phase_serving
   wants 5 && run_phase 5 llama-cpp 270 phase_llama
 fi

@@ -15,6 +15,7 @@
 
 #include "cuda/attention.h"
 #include "cuda/cublas_library.h"
+#include "cuda/delta_net.h"
 #include "cuda/dequant.h"
 #include "cuda/formats.h"
 #include "cuda/forward_pass.h"
@@ -173,6 +174,12 @@ struct Launches {
   void add_expert_bias(float* y, const float* bias, const int32_t* experts, int n_slots, int n) {
     ck(cuda::add_expert_bias(y, bias, experts, n_slots, n, stream), "add_expert_bias");
   }
+  void row_dot(const float* x, const float* w, int n_tokens, int n, float* logit) {
+    ck(cuda::row_dot(x, w, n_tokens, n, logit, stream), "row_dot");
+  }
+  void add_gated(float* out, const float* y, const float* logit, int n_tokens, int n) {
+    ck(cuda::add_gated(out, y, logit, n_tokens, n, stream), "add_gated");
+  }
   void moe_combine(const float* y, const int32_t* experts, const float* weights, const float* scale, int n_tokens,
                    int n_used, int n, float* out) {
     ck(cuda::moe_combine(y, experts, weights, scale, n_tokens, n_used, n, out, stream), "moe_combine");
@@ -180,11 +187,31 @@ struct Launches {
   void gather_rows(const float* in, const int32_t* idx, int n_out, int64_t n, float* out) {
     ck(cuda::gather_rows(in, idx, n_out, n, out, stream), "gather_rows");
   }
+  void split_query_gate(const float* qg, int n, int n_head, int hd, float* q, float* gate) {
+    ck(cuda::split_query_gate(qg, n, n_head, hd, q, gate, stream), "split_query_gate");
+  }
+  void sigmoid_gate(float* x, const float* gate, int64_t n) {
+    ck(cuda::sigmoid_gate(x, gate, n, stream), "sigmoid_gate");
+  }
+  void sequence_ranges(const int32_t* seq_of, int n, int32_t* first, int32_t* end) {
+    ck(cuda::sequence_ranges(seq_of, n, first, end, stream), "sequence_ranges");
+  }
+  void delta_conv(const float* mixed, const float* w, int K, int C, int n, const DeltaStates& st, float* out) {
+    ck(cuda::delta_conv(mixed, w, K, C, n, st, out, stream), "delta_conv");
+  }
+  void delta_prepare(float* conv, int C, int hk, int dk, float eps, float* decay, float* beta, const float* a,
+                     const float* dt_bias, int hv, int n) {
+    ck(cuda::delta_prepare(conv, C, hk, dk, eps, decay, beta, a, dt_bias, hv, n, stream), "delta_prepare");
+  }
+  void delta_rule(const float* conv, int C, int hk, int hv, int dk, int dv, const float* decay, const float* beta,
+                  float scale, int n_seqs, const DeltaStates& st, int64_t conv_floats, float* core) {
+    ck(cuda::delta_rule(conv, C, hk, hv, dk, dv, decay, beta, scale, n_seqs, st, conv_floats, core, stream),
+       "delta_rule");
+  }
 };
 
 int64_t upload_words(const gpu::StepLimits& l) {
-  return gpu::StepUpload::kHeaderWords + 4 * int64_t(l.max_tokens) + int64_t(l.max_seqs) * l.max_blocks_per_seq +
-         l.max_seqs + l.max_logits;
+  return gpu::StepUpload::words_for(l.max_tokens, l.max_seqs, 1, l.max_blocks_per_seq, l.max_logits);
 }
 
 // Both list entries are 8 bytes, and a RowSampling a multiple of 8: the three
@@ -217,6 +244,7 @@ struct CudaDevice::Impl {
 
   gpu::KvPoolShape pool;
   void* kv = nullptr;
+  gpu::StatePoolShape state_pool;  // a hybrid's recurrent state: model.states holds its buffers
 
   Workspace buf;
   int64_t launches = 0;
@@ -299,6 +327,7 @@ CudaDevice::~CudaDevice() {
   if (m.blas_workspace) cudaFree(m.blas_workspace);
   for (void* p : m.weights) cudaFree(p);
   if (m.kv) cudaFree(m.kv);
+  if (m.model.states) cudaFree(m.model.states);
   if (m.never_released) cudaFree(m.never_released);
   if (m.blas) cublas_library().destroy(m.blas);
   if (m.done) cudaEventDestroy(m.done);
@@ -324,15 +353,16 @@ std::string CudaDevice::unsupported(const ModelConfig& c) const {
   need(c.norms != NormPlacement::PostAdd && c.norm_kind == NormKind::RMS, "LayerNorm or post-add norms");
   need(c.act != Activation::Gelu, "an ungated FFN");
   need(c.moe.n_expert <= kMaxExperts && c.moe.n_used <= kMaxExpertsUsed, "more than 512 experts or 32 a token");
-  need(c.moe.n_ff_shared == 0 && !c.moe.dense_beside, "shared experts or a dense FFN beside the experts");
-  need(c.n_recurrent_layers() == 0, "recurrent layers");
-  need(!c.attn_output_gate && !c.v_norm, "attention output gates or V norms");
+  need(!c.moe.dense_beside, "a dense FFN beside the experts");
+  need(!c.v_norm, "V norms");
   need(c.q_temperature == 0, "query temperatures");
   need(c.n_embd_per_layer == 0 && !c.layer_output_scale, "per-layer inputs or output scales");
   need(!c.token_types && !c.position_embd && !c.embd_norm && c.causal && c.output_norm && c.pooling == Pooling::none,
        "an encoder or embedding model's input or output");
   need(c.head_dim <= kMaxAttentionHeadDim, "heads wider than 256");
+  need(c.n_recurrent_layers() == 0 || c.delta_net.head_k_dim <= kMaxDeltaHeadDim, "DeltaNet heads wider than 256");
   for (const LayerSpec& l : c.layers) {  // a window and its own RoPE base or linear scaling per layer are run
+    if (l.recurrent) continue;           // a Gated DeltaNet layer: delta_net.h
     need(l.kv_source < 0, "layers sharing another's K/V");
     need(l.n_head == c.n_head && l.n_head_kv == c.n_head_kv && l.head_dim == c.head_dim && l.n_ff == c.n_ff,
          "layers of different shapes");
@@ -365,6 +395,20 @@ DeviceStatus CudaDevice::reserve_workspace(const gpu::StepLimits& limits) {
     b.x = w.take<float>(T * c.n_embd);
     b.h = w.take<float>(T * c.n_embd);
     b.q = w.take<float>(T * c.q_dim());
+    if (c.attn_output_gate) {
+      b.qg = w.take<float>(2 * T * c.q_dim());
+      b.attn_gate = w.take<float>(T * c.q_dim());
+    }
+    if (const DeltaNetSpec& d = c.delta_net; c.n_recurrent_layers() > 0) {
+      b.mixed = w.take<float>(T * d.conv_channels());
+      b.conv = w.take<float>(T * d.conv_channels());
+      b.z = w.take<float>(T * d.n_v_heads * d.head_v_dim);
+      b.core = w.take<float>(T * d.n_v_heads * d.head_v_dim);
+      b.beta = w.take<float>(T * d.n_v_heads);
+      b.decay = w.take<float>(T * d.n_v_heads);
+      b.seq_first = w.take<int32_t>(limits.max_seqs);
+      b.seq_end = w.take<int32_t>(limits.max_seqs);
+    }
     b.attn = w.take<float>(T * c.q_dim());
     b.k = w.take<float>(T * c.kv_dim());
     b.v = w.take<float>(T * c.kv_dim());
@@ -380,16 +424,21 @@ DeviceStatus CudaDevice::reserve_workspace(const gpu::StepLimits& limits) {
       b.expert_gate = w.take<float>(slots * e.n_ff);
       b.expert_up = w.take<float>(slots * e.n_ff);
       b.expert_out = w.take<float>(slots * c.n_embd);
+      if (e.n_ff_shared > 0) {
+        b.shexp_gate = w.take<float>(T * e.n_ff_shared);
+        b.shexp_up = w.take<float>(T * e.n_ff_shared);
+        b.shexp_out = w.take<float>(T * c.n_embd);
+        b.shexp_logit = w.take<float>(T);
+      }
     }
     b.xl = w.take<float>(L * c.n_embd);
     b.logits = w.take<float>(L * c.n_vocab);
     if (T > kGemmMinTokens) {
-      b.x16 = w.take<__half>(T * std::max({c.n_embd, c.q_dim(), c.n_ff}));
+      b.x16 = w.take<__half>(T * m.model.widest_input);
       b.w16 = w.take<__half>(m.model.largest_layer_matrix);
     }
     if (T > kMaxMatvecTokens) {
-      b.mmq_scratch_bytes =
-          mmq_scratch_bytes(int(std::min<int64_t>(T, kMmqMaxTokens)), std::max({c.n_embd, c.q_dim(), c.n_ff}));
+      b.mmq_scratch_bytes = mmq_scratch_bytes(int(std::min<int64_t>(T, kMmqMaxTokens)), m.model.widest_input);
       b.mmq_scratch = w.take<std::byte>(int64_t(b.mmq_scratch_bytes));
     }
     w.words = w.take<int32_t>(upload_words(limits));
@@ -415,9 +464,9 @@ DeviceStatus CudaDevice::allocate_kv(const gpu::KvPoolShape& shape) {
   Impl& m = *m_;
   if (shape.type != KvType::F16) fail<Unsupported>("the CUDA KV cache is F16 (--kv-type f16)");
   const ModelConfig& c = m.model.cfg;
-  if (shape.kv_dim != c.kv_dim() || shape.n_layer != c.n_layer)
-    fail<InvalidArgument>("a KV pool of {} layers x {} for a model of {} x {}", shape.n_layer, shape.kv_dim, c.n_layer,
-                          c.kv_dim());
+  if (shape.kv_dim != c.kv_dim() || shape.n_layer != m.model.n_cached_layers)
+    fail<InvalidArgument>("a KV pool of {} layers x {} for a model of {} x {}", shape.n_layer, shape.kv_dim,
+                          m.model.n_cached_layers, c.kv_dim());
   return answer([&] {
     m.use();
     m.drop_graphs();  // they hold the caches' addresses (the pool comes once, before any step)
@@ -431,6 +480,35 @@ DeviceStatus CudaDevice::allocate_kv(const gpu::KvPoolShape& shape) {
       m.model.v_cache.push_back(base + (2 * int64_t(l) + 1) * per_cache);
     }
   });
+}
+
+DeviceStatus CudaDevice::allocate_states(const gpu::StatePoolShape& shape) {
+  Impl& m = *m_;
+  if (m.model.state_buffer_floats == 0 || shape.num_slots < 1 || shape.num_checkpoints < 0 || m.model.states)
+    fail<InvalidArgument>("{} state slots for a model with {} recurrent layers", shape.num_slots,
+                          m.model.cfg.n_recurrent_layers());
+  return answer([&] {
+    m.use();
+    const size_t bytes = size_t(shape.num_buffers()) * size_t(m.model.state_buffer_floats) * sizeof(float);
+    void* p = nullptr;
+    ck(cudaMalloc(&p, bytes), "cudaMalloc");
+    m.model.states = static_cast<float*>(p);
+    // Zeros, so that no buffer ever holds garbage (each is written whole before it is read).
+    ck(cudaMemset(p, 0, bytes), "cudaMemset");
+    m.state_pool = shape;
+  });
+}
+
+DeviceStatus CudaDevice::copy_states(std::span<const StateCopy> copies) {
+  Impl& m = *m_;
+  const size_t floats = size_t(m.model.state_buffer_floats);
+  return m.note(answer([&] {
+    m.use();
+    for (const StateCopy& c : copies)  // a fork's or a checkpoint's: ahead of the step's kernels, on its stream
+      ck(cudaMemcpyAsync(m.model.states + size_t(c.dst) * floats, m.model.states + size_t(c.src) * floats,
+                         floats * sizeof(float), cudaMemcpyDeviceToDevice, m.stream),
+         "cudaMemcpyAsync");
+  }));
 }
 
 DeviceStatus CudaDevice::copy_blocks(std::span<const BlockCopy> copies) {
@@ -512,7 +590,7 @@ void CudaDevice::Impl::forward(const gpu::StepUpload& step) {
     key = gpu::graph_key(step, buf.limits.max_blocks_per_seq);
     const int32_t entries = int32_t(step.adjusts().size() + step.penalties().size());
     if (buf.limits.covers({key.tokens, key.tokens, key.width, key.tokens, entries}))
-      padded = gpu::pad_for_graph(step, key, pool.num_blocks);
+      padded = gpu::pad_for_graph(step, key, pool.num_blocks, state_pool.num_buffers());
   }
   const gpu::StepUpload& u = padded ? *padded : step;
   // The words buffer is the same every step: a graph reads whatever was copied there last.

@@ -41,8 +41,10 @@ class CudaDevice : public gpu::Device {
   gpu::DeviceStatus load_weights(const Model& model) override;
   gpu::DeviceStatus reserve_workspace(const gpu::StepLimits& limits) override;
   // Unsupported for an F32 pool: the kernels keep K and V in F16.
+  gpu::DeviceStatus allocate_states(const gpu::StatePoolShape& shape) override;
   gpu::DeviceStatus allocate_kv(const gpu::KvPoolShape& shape) override;
   gpu::DeviceStatus copy_blocks(std::span<const BlockCopy> copies) override;
+  gpu::DeviceStatus copy_states(std::span<const StateCopy> copies) override;
   gpu::DeviceStatus launch_step(const gpu::StepUpload& upload) override;
   gpu::DeviceStatus finish_step(Deadline deadline, std::span<float> logits, std::span<SampledRow> sampled) override;
 

@@ -32,8 +32,11 @@ std::unique_ptr<Engine> load_cuda_engine(const std::string& model_path, const En
                                        .max_batched_tokens = config.sched.max_batched_tokens,
                                        .max_num_seqs = config.sched.max_num_seqs,
                                        .max_model_len = config.max_model_len,
-                                       .step_deadline_s = config.gpu_step_deadline_s};
+                                       .step_deadline_s = config.gpu_step_deadline_s,
+                                       .state_slots = config.state_slots,
+                                       .state_checkpoints = config.prefix_caching ? config.state_checkpoints : 0};
   auto runner = std::make_unique<gpu::CudaRunner>(model, std::move(device), options);
+  if (!runner->state_summary().empty()) spdlog::info("{}", runner->state_summary());
   spdlog::info("{}", runner->memory_plan().summary);
   if (!runner->memory_plan().warning.empty()) spdlog::warn("{}", runner->memory_plan().warning);
   auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_gguf(model->file()));

@@ -4,75 +4,35 @@
 // CPU model's (tests/cuda/forward_emulation_test.cpp), so the pass's buffers,
 // offsets and shapes are checked where no GPU is. Ops has a method per
 // launcher, with the launcher's arguments less the stream, that throws on
-// failure; gemm_f16 is `out = x16 w16^T`.
+// failure; gemm_f16 is `out = x16 w16^T`. The model's side is
+// model_on_device.h.
 #pragma once
 
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
-#include <vector>
 
 #include "cuda/attention.h"
-#include "cuda/formats.h"
+#include "cuda/delta_net.h"
 #include "cuda/matvec.h"
 #include "cuda/mmq.h"
+#include "cuda/model_on_device.h"
 #include "cuda/moe.h"
 #include "cuda/norm_rope_act.h"
-#include "gguf/types.h"
 #include "gpu/step_upload.h"
-#include "model/config.h"
-#include "model/model.h"
-#include "model/rope.h"
-#include "util/error.h"
 
 namespace pagoda::cuda {
-
-// A weight matrix where the kernels read it: rows x cols of `type`, GGUF blocks.
-struct Mat {
-  TensorType type = TensorType::F32;
-  int64_t rows = 0, cols = 0;
-  const void* data = nullptr;
-  int64_t elems() const { return rows * cols; }
-};
-
-struct Layer {
-  const float *attn_norm = nullptr, *ffn_norm = nullptr;            // before each sub-block; null: none (Post)
-  const float *attn_post_norm = nullptr, *ffn_post_norm = nullptr;  // after each (Post, Sandwich); null: none
-  Mat wq, wk, wv, wo, gate, up, down;
-  const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;  // null: none
-  const float* sinks = nullptr;                      // [n_head]: gpt-oss's attention sink logits; null: none
-  const float *q_norm = nullptr, *k_norm = nullptr;  // per head or whole (cfg.qk_norm); null: none
-  RopeParams rope;                                   // the layer's own (Gemma 3's local layers differ)
-  int window = 0;                                    // LayerSpec::window: 0, full attention
-  // A mixture of experts in place of gate, up and down (cfg.moe.n_expert > 0).
-  Mat router;                                                // n_expert x n_embd
-  const float* router_b = nullptr;                           // [n_expert]; null: none
-  ExpertStack gate_exps, up_exps, down_exps;                 // moe.n_ff x n_embd (x2), n_embd x moe.n_ff, per expert
-  const float *gate_exps_b = nullptr, *up_exps_b = nullptr;  // [n_expert][moe.n_ff]; null: none (gpt-oss has them)
-  const float* down_exps_b = nullptr;                        // [n_expert][n_embd]; null: none
-  const float* down_exps_scale = nullptr;                    // [n_expert]; null: none
-};
-
-// The model where the kernels read it, and its paged K/V caches (per layer,
-// [num_blocks][block_size][kv_dim] F16).
-struct ModelOnDevice {
-  ModelConfig cfg;
-  Mat token_embd, output;
-  const float* output_norm = nullptr;
-  std::vector<Layer> layers;
-  std::vector<__half*> k_cache, v_cache;
-  int block_size = 16;
-  int64_t largest_layer_matrix = 0;  // elements: the F16 scratch of the cuBLAS path
-};
 
 // A step's activations (T tokens, L logits rows, E n_embd, Q q_dim, K kv_dim,
 // F n_ff, V n_vocab).
 struct StepBuffers {
-  float *x = nullptr, *h = nullptr;      // T x E: the residual stream, a normed or projected copy
-  float *q = nullptr, *attn = nullptr;   // T x Q
-  float *k = nullptr, *v = nullptr;      // T x K
-  float *gate = nullptr, *up = nullptr;  // T x F
+  float *x = nullptr, *h = nullptr;           // T x E: the residual stream, a normed or projected copy
+  float *q = nullptr, *attn = nullptr;        // T x Q
+  float *qg = nullptr, *attn_gate = nullptr;  // T x 2Q, T x Q: the query with its gate, the gate (qwen35)
+  float *k = nullptr, *v = nullptr;           // T x K
+  float *gate = nullptr, *up = nullptr;       // T x F
   // A mixture of experts' (N n_expert, k n_used, M moe.n_ff), for kMoeChunkTokens tokens at a time:
   float* router_logits = nullptr;                      // T x N
   int32_t* expert_ids = nullptr;                       // C x k, C = min(T, kMoeChunkTokens): the slots' experts
@@ -81,100 +41,21 @@ struct StepBuffers {
   ExpertTile* expert_tiles = nullptr;                  // max_expert_tiles(C x k, N)
   float *expert_gate = nullptr, *expert_up = nullptr;  // C x k x M
   float* expert_out = nullptr;                         // C x k x E
-  float* xl = nullptr;                                 // L x E: the rows whose logits are wanted
-  float* logits = nullptr;                             // L x V
-  __half *x16 = nullptr, *w16 = nullptr;  // T x max(E, Q, F); the largest layer matrix (T > kGemmMinTokens)
-  // mmq's quantized activations: mmq_scratch_bytes(min(T, kMmqMaxTokens), max(E, Q, F)).
+  float *shexp_gate = nullptr, *shexp_up = nullptr;    // T x moe.n_ff_shared: the shared expert's hidden rows
+  float* shexp_out = nullptr;                          // T x E
+  float* shexp_logit = nullptr;                        // T: its gate's logits
+  // A recurrent layer's (C conv channels, Vd = H_v dv), and each sequence's tokens:
+  float *mixed = nullptr, *conv = nullptr;           // T x C: the projection, then convolved
+  float *z = nullptr, *core = nullptr;               // T x Vd: the output gate, the heads' reads
+  float *beta = nullptr, *decay = nullptr;           // T x H_v
+  int32_t *seq_first = nullptr, *seq_end = nullptr;  // S: sequence_ranges
+  float* xl = nullptr;                               // L x E: the rows whose logits are wanted
+  float* logits = nullptr;                           // L x V
+  __half *x16 = nullptr, *w16 = nullptr;             // T x widest_input; the largest layer matrix (T > kGemmMinTokens)
+  // mmq's quantized activations: mmq_scratch_bytes(min(T, kMmqMaxTokens), widest_input).
   void* mmq_scratch = nullptr;
   size_t mmq_scratch_bytes = 0;
 };
-
-// The model placed where the kernels read it: place(host, bytes) answers
-// where a tensor's bytes are (a device copy; in a test, the host bytes).
-// Unsupported for a weight type no kernel decodes or a bias the pass does not
-// add; InvalidArgument for weights packed into CPU row panels (load the model
-// mapped). The caches are the caller's to add.
-template <class Place>
-ModelOnDevice place_model(const Model& model, Place&& place) {
-  auto vec = [&](const std::vector<float>& v) {
-    return v.empty() ? nullptr : static_cast<const float*>(place(v.data(), v.size() * sizeof(float)));
-  };
-  auto mat = [&](const Matrix& w) {
-    if (w.rows == 0) return Mat{};  // none: the dense FFN under experts, the router of a dense model
-    if (w.panel_rows > 0)
-      fail<InvalidArgument>("{} is packed into CPU row panels; the GPU reads a mapped model", w.name);
-    if (!cuda::weight_type_supported(w.type))
-      fail<Unsupported>("{} is {}, which no CUDA kernel decodes yet", w.name, tensor_type_name(w.type));
-    return Mat{w.type, w.rows, w.cols, place(w.data, size_t(w.rows) * w.row_bytes)};
-  };
-  // An expert stack: the experts' views of one 3-D tensor, placed once.
-  auto experts = [&](const std::vector<Matrix>& e) {
-    if (e.empty()) return ExpertStack{};
-    const Matrix& w = e.front();
-    const size_t bytes = size_t(w.rows) * w.row_bytes;
-    for (size_t i = 0; i < e.size(); ++i)
-      if (e[i].panel_rows > 0 || e[i].data != w.data + i * bytes || e[i].type != w.type)
-        fail<InvalidArgument>("{}'s experts are not one mapped tensor; the GPU reads a mapped model", w.name);
-    if (!cuda::weight_type_supported(w.type))
-      fail<Unsupported>("{} is {}, which no CUDA kernel decodes yet", w.name, tensor_type_name(w.type));
-    return ExpertStack{w.type, w.rows, w.cols, int(e.size()), place(w.data, bytes * e.size())};
-  };
-  ModelOnDevice d;
-  d.cfg = model.config();
-  const ModelWeights& w = model.weights();
-  d.token_embd = mat(w.token_embd);
-  d.output = mat(w.output);
-  d.output_norm = vec(w.output_norm);
-  for (size_t li = 0; li < w.layers.size(); ++li) {
-    const LayerWeights& lw = w.layers[li];
-    const LayerSpec& spec = d.cfg.layers[li];
-    if (!lw.b_gate.empty() || !lw.b_up.empty() || !lw.b_down.empty())
-      fail<Unsupported>("the CUDA forward pass adds no dense FFN biases");
-    const int n_rot = !spec.rope.enabled ? 0 : spec.rope.dims > 0 ? spec.rope.dims : spec.head_dim;
-    const Rope::YarnRamp ramp = Rope::yarn_ramp(spec.rope, n_rot);
-    Layer l{.attn_norm = vec(lw.attn_norm),
-            .ffn_norm = vec(lw.ffn_norm),
-            .attn_post_norm = vec(lw.attn_post_norm),
-            .ffn_post_norm = vec(lw.ffn_post_norm),
-            .wq = mat(lw.wq),
-            .wk = mat(lw.wk),
-            .wv = mat(lw.wv),
-            .wo = mat(lw.wo),
-            .gate = mat(lw.w_gate),
-            .up = mat(lw.w_up),
-            .down = mat(lw.w_down),
-            .bq = vec(lw.bq),
-            .bk = vec(lw.bk),
-            .bv = vec(lw.bv),
-            .bo = vec(lw.bo),
-            .sinks = vec(lw.attn_sinks),
-            .q_norm = vec(lw.q_norm),
-            .k_norm = vec(lw.k_norm),
-            .rope = {.n_rot = n_rot,
-                     .freq_base = spec.rope.base,
-                     .style = spec.rope.layout == RopeLayout::NeoX ? RopeStyle::kNeox : RopeStyle::kNormal,
-                     .freq_factors = spec.rope.freq_factors ? vec(w.rope_freq_factors) : nullptr,
-                     .linear_factor = spec.rope.scaling == RopeScaling::Linear ? spec.rope.factor : 1.0f,
-                     .mscale = Rope::mscale(spec.rope),
-                     .yarn_factor = spec.rope.scaling == RopeScaling::Yarn ? spec.rope.factor : 0.0f,
-                     .yarn_low = ramp.low,
-                     .yarn_high = ramp.high},
-            .window = spec.window,
-            .router = mat(lw.router),
-            .router_b = vec(lw.router_b),
-            .gate_exps = experts(lw.gate_exps),
-            .up_exps = experts(lw.up_exps),
-            .down_exps = experts(lw.down_exps),
-            .gate_exps_b = vec(lw.gate_exps_b),
-            .up_exps_b = vec(lw.up_exps_b),
-            .down_exps_b = vec(lw.down_exps_b),
-            .down_exps_scale = vec(lw.down_exps_scale)};
-    for (const Mat* x : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down})  // the router never goes to cuBLAS
-      d.largest_layer_matrix = std::max(d.largest_layer_matrix, x->elems());
-    d.layers.push_back(l);
-  }
-  return d;
-}
 
 // How a matrix meets T tokens: up to kMaxMatvecTokens, matvec on the
 // quantized blocks; past that, a format mmq takes (Q8_0, Q4_0, Q4_K, Q6_K)
@@ -219,14 +100,22 @@ inline constexpr int kMoeChunkTokens = 256;
 // out [T][E] = the experts' FFN of in [T][E] (moe.h): the router's logits for
 // every token, then per chunk of tokens their routes, slots grouped by
 // expert, gate and up over each slot's token, the activation, down, and the
-// weighted sum. out may be in: a chunk overwrites only its own rows, after
-// it has read them.
+// weighted sum; then a shared expert's gated output where the model has one
+// (it reads in first). out may be in: a chunk overwrites only its own rows,
+// after it has read them.
 template <class Ops>
 void moe_ffn(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const Layer& l, const float* in, int T,
              float* out) {
   const ModelConfig& c = m.cfg;
   const MoeSpec& moe = c.moe;
-  const int E = c.n_embd, N = moe.n_expert, k = moe.n_used, M = moe.n_ff;
+  const int E = c.n_embd, N = moe.n_expert, k = moe.n_used, M = moe.n_ff, SH = moe.n_ff_shared;
+  if (SH > 0) {  // out += sigmoid(shexp_gate . x) * down(silu(gate(x)) * up(x)), per token
+    matmul(ops, b, l.gate_shexp, in, T, b.shexp_gate);
+    matmul(ops, b, l.up_shexp, in, T, b.shexp_up);
+    ops.swiglu(b.shexp_gate, b.shexp_up, b.shexp_gate, int64_t(T) * SH);
+    matmul(ops, b, l.down_shexp, b.shexp_gate, T, b.shexp_out);
+    ops.row_dot(in, l.shexp_gate, T, E, b.shexp_logit);
+  }
   // F32 arithmetic for every batch (no cuBLAS in F16): near ties route as on the CPU.
   matmul(ops, b, l.router, in, T, b.router_logits, false);
   if (l.router_b) ops.add_bias(b.router_logits, l.router_b, T, N);
@@ -249,6 +138,103 @@ void moe_ffn(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const Layer
     if (l.down_exps_b) ops.add_expert_bias(b.expert_out, l.down_exps_b, b.expert_ids, slots, E);
     ops.moe_combine(b.expert_out, b.expert_ids, b.expert_weights, l.down_exps_scale, n, k, E, out + int64_t(t0) * E);
   }
+  if (SH > 0) ops.add_gated(out, b.shexp_out, b.shexp_logit, T, E);
+}
+
+// The step's upload sections where the kernels read them (gpu/step_upload.h).
+struct StepWords {
+  int T = 0, S = 0, B = 0, L = 0;
+  const int32_t *tokens = nullptr, *positions = nullptr, *seq_of = nullptr, *slots = nullptr, *tables = nullptr,
+                *logit_rows = nullptr, *state_in = nullptr, *state_out = nullptr;
+  StepWords(const gpu::StepUpload& u, const int32_t* words)
+      : T(u.num_tokens()), S(u.num_seqs()), B(u.table_width()), L(u.num_logits()) {
+    tokens = words + gpu::StepUpload::kHeaderWords;
+    positions = tokens + T;
+    seq_of = positions + T;
+    slots = seq_of + T;
+    tables = slots + T;
+    logit_rows = tables + int64_t(S) * B + S;  // past seq_len[S]
+    state_in = logit_rows + L;
+    state_out = state_in + S;
+  }
+};
+
+// out [T][E] = wo(attend(rope(q), rope(k), v)) (times sigmoid of the query's
+// gate where the model has one), q, k and v from in [T][E].
+template <class Ops>
+void attention_block(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const Layer& l, const float* in,
+                     const StepWords& s, float* out) {
+  const ModelConfig& c = m.cfg;
+  const int T = s.T, E = c.n_embd, Q = c.q_dim(), K = c.kv_dim(), hd = c.head_dim;
+  const float eps = c.rms_eps;
+  if (c.attn_output_gate) {
+    matmul(ops, b, l.wq, in, T, b.qg);
+    ops.split_query_gate(b.qg, T, c.n_head, hd, b.q, b.attn_gate);
+  } else {
+    matmul(ops, b, l.wq, in, T, b.q);
+  }
+  matmul(ops, b, l.wk, in, T, b.k);
+  matmul(ops, b, l.wv, in, T, b.v);
+  if (l.bq) ops.add_bias(b.q, l.bq, T, Q);
+  if (l.bk) ops.add_bias(b.k, l.bk, T, K);
+  if (l.bv) ops.add_bias(b.v, l.bv, T, K);
+  // Per head: rows of hd; whole: a token's Q (or K) is one row.
+  const bool whole_qk = c.qk_norm == QkNorm::Whole;
+  if (l.q_norm) ops.rms_norm(b.q, l.q_norm, b.q, whole_qk ? T : T * c.n_head, whole_qk ? Q : hd, eps);
+  if (l.k_norm) ops.rms_norm(b.k, l.k_norm, b.k, whole_qk ? T : T * c.n_head_kv, whole_qk ? K : hd, eps);
+  ops.rope(b.q, s.positions, T, c.n_head, hd, l.rope);
+  ops.rope(b.k, s.positions, T, c.n_head_kv, hd, l.rope);
+  __half *k_cache = m.k_cache[size_t(l.cache)], *v_cache = m.v_cache[size_t(l.cache)];
+  ops.store_kv(b.k, b.v, s.slots, T, K, k_cache, v_cache);
+  ops.paged_attention({.q = b.q,
+                       .k_cache = k_cache,
+                       .v_cache = v_cache,
+                       .seq_index = s.seq_of,
+                       .positions = s.positions,
+                       .block_tables = s.tables,
+                       .out = b.attn,
+                       .n_tokens = T,
+                       .n_head = c.n_head,
+                       .n_kv_head = c.n_head_kv,
+                       .head_dim = hd,
+                       .block_size = m.block_size,
+                       .max_blocks_per_seq = s.B,
+                       .scale = c.attn_scale,
+                       .softcap = c.attn_softcap,
+                       .sliding_window = l.window,
+                       .sinks = l.sinks});
+  if (c.attn_output_gate) ops.sigmoid_gate(b.attn, b.attn_gate, int64_t(T) * Q);
+  matmul(ops, b, l.wo, b.attn, T, out);
+  if (l.bo) ops.add_bias(out, l.bo, T, E);
+}
+
+// out [T][E] = a Gated DeltaNet layer over in [T][E] (model/delta_net.h): the
+// projections, the convolution and the recurrence on each sequence's state
+// (delta_net.h), each head's read RMS-normed and gated by silu(z), ssm_out.
+template <class Ops>
+void delta_net_block(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const Layer& l, const float* in,
+                     const StepWords& s, float* out) {
+  const DeltaNetSpec& d = m.cfg.delta_net;
+  const int T = s.T, C = d.conv_channels(), Hv = d.n_v_heads, dv = d.head_v_dim, dk = d.head_k_dim;
+  const float eps = m.cfg.rms_eps;
+  const DeltaStates states{.layer = m.states + int64_t(l.state_index) * m.state_layer_floats,
+                           .buffer_floats = m.state_buffer_floats,
+                           .in = s.state_in,
+                           .out = s.state_out,
+                           .seq_of = s.seq_of,
+                           .first = b.seq_first,
+                           .end = b.seq_end};
+  matmul(ops, b, l.qkv, in, T, b.mixed);
+  matmul(ops, b, l.z_gate, in, T, b.z);
+  matmul(ops, b, l.beta, in, T, b.beta);
+  matmul(ops, b, l.alpha, in, T, b.decay);
+  ops.delta_conv(b.mixed, l.conv, d.conv_kernel, C, T, states, b.conv);
+  ops.delta_prepare(b.conv, C, d.n_k_heads, dk, eps, b.decay, b.beta, l.a, l.dt_bias, Hv, T);
+  ops.delta_rule(b.conv, C, d.n_k_heads, Hv, dk, dv, b.decay, b.beta, 1.0f / std::sqrt(float(dk)), s.S, states,
+                 d.conv_state_floats(), b.core);
+  ops.rms_norm(b.core, l.ssm_norm, b.core, T * Hv, dv, eps);
+  ops.swiglu(b.z, b.core, b.z, int64_t(T) * Hv * dv);
+  matmul(ops, b, l.ssm_out, b.z, T, out);
 }
 
 // The step `u` (one KV group), its words copied to `words` where the kernels
@@ -257,60 +243,24 @@ template <class Ops>
 void forward_pass(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const gpu::StepUpload& u,
                   const int32_t* words) {
   const ModelConfig& c = m.cfg;
-  const int T = u.num_tokens(), S = u.num_seqs(), B = u.table_width(), L = u.num_logits();
-  const int E = c.n_embd, Q = c.q_dim(), K = c.kv_dim(), F = c.n_ff, hd = c.head_dim;
+  const StepWords s(u, words);
+  const int T = s.T, E = c.n_embd, F = c.n_ff;
   const float eps = c.rms_eps;
-  // The upload's sections.
-  const int32_t* tokens = words + gpu::StepUpload::kHeaderWords;
-  const int32_t* positions = tokens + T;
-  const int32_t* seq_of = positions + T;
-  const int32_t* slots = seq_of + T;
-  const int32_t* tables = slots + T;
-  const int32_t* logit_rows = tables + int64_t(S) * B + S;  // past seq_len[S]
-
-  ops.embed_rows(m.token_embd.type, m.token_embd.data, m.token_embd.rows, m.token_embd.cols, tokens, T, b.x);
+  ops.embed_rows(m.token_embd.type, m.token_embd.data, m.token_embd.rows, m.token_embd.cols, s.tokens, T, b.x);
   if (c.embed_scale != 1.0f) ops.scale(b.x, c.embed_scale, int64_t(T) * E);  // the CPU's one float product
-  const bool whole_qk = c.qk_norm == QkNorm::Whole;
-  for (size_t li = 0; li < m.layers.size(); ++li) {
-    const Layer& l = m.layers[li];
-    // Attention: x += post(wo(attend(rope(q), rope(k), v))), q, k, v from pre(x); pre and post are
-    // rmsnorms where the model has them (Pre: before only; Post: after only; Sandwich: both).
+  if (c.n_recurrent_layers() > 0) ops.sequence_ranges(s.seq_of, T, b.seq_first, b.seq_end);
+  for (const Layer& l : m.layers) {
+    // Attention (or a recurrent layer): x += post(mix(pre(x))); pre and post are rmsnorms where the
+    // model has them (Pre: before only; Post: after only; Sandwich: both).
     const float* in = b.x;
     if (l.attn_norm) {
       ops.rms_norm(b.x, l.attn_norm, b.h, T, E, eps);
       in = b.h;
     }
-    matmul(ops, b, l.wq, in, T, b.q);
-    matmul(ops, b, l.wk, in, T, b.k);
-    matmul(ops, b, l.wv, in, T, b.v);
-    if (l.bq) ops.add_bias(b.q, l.bq, T, Q);
-    if (l.bk) ops.add_bias(b.k, l.bk, T, K);
-    if (l.bv) ops.add_bias(b.v, l.bv, T, K);
-    // Per head: rows of hd; whole: a token's Q (or K) is one row.
-    if (l.q_norm) ops.rms_norm(b.q, l.q_norm, b.q, whole_qk ? T : T * c.n_head, whole_qk ? Q : hd, eps);
-    if (l.k_norm) ops.rms_norm(b.k, l.k_norm, b.k, whole_qk ? T : T * c.n_head_kv, whole_qk ? K : hd, eps);
-    ops.rope(b.q, positions, T, c.n_head, hd, l.rope);
-    ops.rope(b.k, positions, T, c.n_head_kv, hd, l.rope);
-    ops.store_kv(b.k, b.v, slots, T, K, m.k_cache[li], m.v_cache[li]);
-    ops.paged_attention({.q = b.q,
-                         .k_cache = m.k_cache[li],
-                         .v_cache = m.v_cache[li],
-                         .seq_index = seq_of,
-                         .positions = positions,
-                         .block_tables = tables,
-                         .out = b.attn,
-                         .n_tokens = T,
-                         .n_head = c.n_head,
-                         .n_kv_head = c.n_head_kv,
-                         .head_dim = hd,
-                         .block_size = m.block_size,
-                         .max_blocks_per_seq = B,
-                         .scale = c.attn_scale,
-                         .softcap = c.attn_softcap,
-                         .sliding_window = l.window,
-                         .sinks = l.sinks});
-    matmul(ops, b, l.wo, b.attn, T, b.h);
-    if (l.bo) ops.add_bias(b.h, l.bo, T, E);
+    if (l.recurrent)
+      delta_net_block(ops, m, b, l, in, s, b.h);
+    else
+      attention_block(ops, m, b, l, in, s, b.h);
     if (l.attn_post_norm) ops.rms_norm(b.h, l.attn_post_norm, b.h, T, E, eps);
     if (c.residual_scale != 1.0f) ops.scale(b.h, c.residual_scale, int64_t(T) * E);  // granite
     ops.add(b.x, b.h, int64_t(T) * E);
@@ -333,11 +283,11 @@ void forward_pass(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const 
     ops.add(b.x, b.h, int64_t(T) * E);
   }
   // Logits for the wanted rows only: gather, norm, the output matrix.
-  ops.gather_rows(b.x, logit_rows, L, E, b.xl);
-  ops.rms_norm(b.xl, m.output_norm, b.xl, L, E, eps);
-  matmul(ops, b, m.output, b.xl, L, b.logits, false);
+  ops.gather_rows(b.x, s.logit_rows, s.L, E, b.xl);
+  ops.rms_norm(b.xl, m.output_norm, b.xl, s.L, E, eps);
+  matmul(ops, b, m.output, b.xl, s.L, b.logits, false);
   if (c.logit_scale != 1.0f || c.final_softcap > 0)
-    ops.scale_softcap(b.logits, c.logit_scale, c.final_softcap, int64_t(L) * c.n_vocab);
+    ops.scale_softcap(b.logits, c.logit_scale, c.final_softcap, int64_t(s.L) * c.n_vocab);
 }
 
 }  // namespace pagoda::cuda

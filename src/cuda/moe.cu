@@ -72,4 +72,19 @@ cudaError_t moe_combine(const float* y, const int32_t* experts, const float* wei
   return cudaGetLastError();
 }
 
+cudaError_t row_dot(const float* x, const float* w, int n_tokens, int n, float* logit, cudaStream_t stream) {
+  if (n_tokens < 0 || n <= 0) return cudaErrorInvalidValue;
+  if (n_tokens == 0) return cudaSuccess;
+  detail::row_dot_kernel<<<unsigned(n_tokens), detail::kMoeThreads, 0, stream>>>(x, w, n, logit);
+  return cudaGetLastError();
+}
+
+cudaError_t add_gated(float* out, const float* y, const float* logit, int n_tokens, int n, cudaStream_t stream) {
+  if (n_tokens < 0 || n <= 0) return cudaErrorInvalidValue;
+  if (n_tokens == 0) return cudaSuccess;
+  detail::add_gated_kernel<<<elementwise_blocks(int64_t(n_tokens) * n), detail::kMoeThreads, 0, stream>>>(out, y, logit,
+                                                                                                          n_tokens, n);
+  return cudaGetLastError();
+}
+
 }  // namespace pagoda::cuda

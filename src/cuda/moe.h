@@ -5,7 +5,8 @@
 // token's k outputs, weighted, in the router's order. A slot's output is
 // computed the same way whatever tile it lands in, so a token's result does
 // not depend on the rest of the batch, and nothing here synchronizes with the
-// host: a step is captured in a CUDA graph as any other.
+// host: a step is captured in a CUDA graph as any other. A shared expert
+// (qwen35moe) is a dense FFN beside them, its output gated per token.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -87,5 +88,14 @@ cudaError_t add_expert_bias(float* y, const float* bias, const int32_t* experts,
 //   out  [n_tokens][n] F32 (must not overlap y)
 cudaError_t moe_combine(const float* y, const int32_t* experts, const float* weights, const float* expert_scale,
                         int n_tokens, int n_used, int n, float* out, cudaStream_t stream);
+
+// logit[t] = sum_i w[i] * x[t][i]: the shared expert's gate (qwen35moe's
+// ffn_gate_inp_shexp), summed in double as the CPU does.
+//   x  [n_tokens][n] F32, w [n] F32, logit [n_tokens] F32
+cudaError_t row_dot(const float* x, const float* w, int n_tokens, int n, float* logit, cudaStream_t stream);
+
+// out[t][i] += sigmoid(logit[t]) * y[t][i]: the shared expert's output, gated.
+//   out, y  [n_tokens][n] F32
+cudaError_t add_gated(float* out, const float* y, const float* logit, int n_tokens, int n, cudaStream_t stream);
 
 }  // namespace pagoda::cuda

@@ -164,5 +164,24 @@ __global__ void moe_combine_kernel(const float* y, const int32_t* experts, const
   }
 }
 
+// One block per token.
+__global__ void __launch_bounds__(kMoeThreads) row_dot_kernel(const float* x, const float* w, int n, float* logit) {
+  const float* xt = x + int64_t(blockIdx.x) * n;
+  double s = 0;
+  for (int i = int(threadIdx.x); i < n; i += kMoeThreads) s += double(w[i]) * xt[i];
+  // The block's sum in two float halves keeps double's precision through block_sum's float lanes.
+  const float hi = float(s);
+  const float total_hi = block_sum(hi), total_lo = block_sum(float(s - double(hi)));
+  if (threadIdx.x == 0) logit[blockIdx.x] = float(double(total_hi) + double(total_lo));
+}
+
+__global__ void add_gated_kernel(float* out, const float* y, const float* logit, int n_tokens, int n) {
+  const int64_t total = int64_t(n_tokens) * n;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const float g = 1.0f / (1.0f + expf(-logit[i / n]));
+    out[i] += g * y[i];
+  }
+}
+
 }  // namespace
 }  // namespace pagoda::cuda::detail

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "kv/pool_size.h"
 #include "util/error.h"
 
 namespace pagoda::gpu {
@@ -17,8 +18,6 @@ CudaRunner::CudaRunner(std::shared_ptr<const Model> model, std::unique_ptr<Devic
   if (!model_ || !device_) fail<InvalidArgument>("a GPU runner needs a model and a device");
   const ModelConfig& cfg = model_->config();
   device_name_ = device_->name();
-  if (cfg.n_recurrent_layers() > 0)
-    fail<Unsupported>("{} keeps recurrent state, which the GPU backend does not hold yet", cfg.arch);
   if (const std::string why = device_->unsupported(cfg); !why.empty())
     fail<Unsupported>("{} cannot run this {} model: {}", device_name_, cfg.arch, why);
   const int32_t bs = options.block_size;
@@ -34,9 +33,30 @@ CudaRunner::CudaRunner(std::shared_ptr<const Model> model, std::unique_ptr<Devic
                .max_logits = std::max(1, options.max_num_seqs),  // prompt logprobs grow it
                .max_sample_entries = kFirstSampleEntries};
   check(device_->reserve_workspace(reserved_), "reserving the step workspace");
+  if (cfg.n_recurrent_layers() > 0) {
+    // As on the CPU (kv/pool_size.h), out of what the share leaves after the workspace.
+    DeviceMemory now;
+    check(device_->memory(now), "reading the device's memory");
+    const int64_t share = int64_t(options.gpu_memory_utilization * double(now.total_bytes));
+    const StatePoolSize size =
+        size_state_pool({.state_slots = options.state_slots,
+                         .state_checkpoints = options.state_checkpoints,
+                         .max_num_seqs = std::max(1, options.max_num_seqs),
+                         .state_bytes = cfg.state_bytes(),
+                         .mem_left_bytes = std::max<int64_t>(0, share - (now.total_bytes - now.free_bytes)),
+                         .mem_left_why = fmt::format("left of the GPU's --gpu-memory-utilization {} share",
+                                                     options.gpu_memory_utilization)});
+    states_ = {.num_slots = size.num_slots, .num_checkpoints = size.num_checkpoints};
+    state_summary_ = size.summary;
+    check(device_->allocate_states(states_), "allocating the recurrent state");
+  }
   check(device_->memory(after), "reading the device's memory");
 
-  pool_ = {.block_size = bs, .n_layer = cfg.n_layer, .kv_dim = cfg.max_kv_dim(), .type = options.kv_type};
+  // K/V for the layers with attention only: a recurrent layer keeps its state instead.
+  pool_ = {.block_size = bs,
+           .n_layer = cfg.n_layer - cfg.n_recurrent_layers(),
+           .kv_dim = cfg.max_kv_dim(),
+           .type = options.kv_type};
   plan_ = plan_gpu_memory({.total_bytes = start.total_bytes,
                            .free_at_start = start.free_bytes,
                            .free_after_setup = after.free_bytes,
@@ -72,6 +92,16 @@ void CudaRunner::copy_blocks(std::span<const BlockCopy> copies) {
   check(device_->copy_blocks(copies), "copying KV blocks");
 }
 
+void CudaRunner::copy_states(std::span<const StateCopy> copies) {
+  if (copies.empty()) return;
+  check_not_lost();
+  for (const auto& c : copies)  // as copy_blocks: an id outside the pool would write out of bounds
+    if (c.src < 0 || c.src >= states_.num_buffers() || c.dst < 0 || c.dst >= states_.num_buffers() || c.src == c.dst)
+      fail<InvalidArgument>("a state copy {} -> {} outside the pool of {} buffers", c.src, c.dst,
+                            states_.num_buffers());
+  check(device_->copy_states(copies), "copying recurrent state");
+}
+
 void CudaRunner::forward(const Batch& batch, std::vector<float>& logits) {
   std::vector<SampledRow> none;
   forward_sampled(batch, logits, {}, none);
@@ -80,7 +110,8 @@ void CudaRunner::forward(const Batch& batch, std::vector<float>& logits) {
 void CudaRunner::forward_sampled(const Batch& batch, std::vector<float>& logits, const StepSampling& sampling,
                                  std::vector<SampledRow>& sampled) {
   check_not_lost();
-  const StepUpload upload = StepUpload::pack(batch, pool_.block_size, pool_.num_blocks, sampling, vocab_size());
+  const StepUpload upload =
+      StepUpload::pack(batch, pool_.block_size, pool_.num_blocks, sampling, vocab_size(), states_.num_buffers());
   const StepLimits need{upload.num_tokens(), upload.num_seqs(), upload.table_width(), upload.num_logits(),
                         int32_t(upload.adjusts().size() + upload.penalties().size())};
   if (!reserved_.covers(need)) {

@@ -1,6 +1,7 @@
 // The GPU backend's host half: a ModelRunner over a Device (gpu/device.h).
 // At construction the weights go to the device, the step workspace is
-// reserved for the engine's largest step, and the KV pool takes what
+// reserved for the engine's largest step, a hybrid model's recurrent-state
+// slots are sized as on the CPU (kv/pool_size.h), and the KV pool takes what
 // --gpu-memory-utilization leaves (gpu/gpu_memory_plan.h). A step is packed
 // into one upload (gpu/step_upload.h), launched, and waited for with a
 // deadline; every failure becomes the engine's exception by the device's
@@ -32,6 +33,11 @@ struct CudaRunnerOptions {
   int32_t max_model_len = 0;  // 0: the model's training context
   // A step not finished by then is a hung device: DeviceLost.
   double step_deadline_s = 30;
+  // A hybrid model's recurrent-state slots and checkpoints (kv/pool_size.h's
+  // StatePoolOptions: 0 slots, one a sequence up to the share's default
+  // part; -1 checkpoints, one a slot), from the share left after the workspace.
+  int64_t state_slots = 0;
+  int64_t state_checkpoints = -1;
 };
 
 class CudaRunner : public ModelRunner {
@@ -47,6 +53,10 @@ class CudaRunner : public ModelRunner {
   int32_t vocab_size() const override { return model_->config().n_vocab; }
   int32_t context_length() const override { return model_->config().n_ctx_train; }
   void copy_blocks(std::span<const BlockCopy> copies) override;
+  int32_t state_slots() const override { return states_.num_slots; }
+  int32_t state_checkpoints() const override { return states_.num_checkpoints; }
+  void copy_states(std::span<const StateCopy> copies) override;
+  const std::string& state_summary() const { return state_summary_; }  // empty without recurrent layers
   void forward(const Batch& batch, std::vector<float>& logits) override;
   bool samples_rows() const override { return true; }
   void forward_sampled(const Batch& batch, std::vector<float>& logits, const StepSampling& sampling,
@@ -63,6 +73,8 @@ class CudaRunner : public ModelRunner {
   CudaRunnerOptions options_;
   std::string device_name_;
   KvPoolShape pool_;
+  StatePoolShape states_;
+  std::string state_summary_;
   StepLimits reserved_;  // what the workspace holds now
   GpuMemoryPlan plan_;
   std::string lost_;  // why the device was lost; empty while it works

@@ -49,7 +49,8 @@ struct DeviceMemory {
   int64_t total_bytes = 0;
 };
 
-// The paged KV pool: for each layer, K and V of [num_blocks][block_size][kv_dim].
+// The paged KV pool: for each layer with attention (n_layer of them; a
+// recurrent layer has none), K and V of [num_blocks][block_size][kv_dim].
 struct KvPoolShape {
   int32_t num_blocks = 0;
   int32_t block_size = 16;
@@ -58,6 +59,15 @@ struct KvPoolShape {
   KvType type = KvType::F16;
   int64_t block_bytes() const { return 2 * int64_t(n_layer) * block_size * kv_dim * int64_t(kv_type_bytes(type)); }
   int64_t bytes() const { return block_bytes() * num_blocks; }
+};
+
+// A hybrid model's recurrent state (kv/types.h): two buffers a slot, then
+// the prefix cache's checkpoints, each buffer every recurrent layer's
+// convolution inputs and matrices (ModelConfig::state_bytes()).
+struct StatePoolShape {
+  int32_t num_slots = 0;
+  int32_t num_checkpoints = 0;
+  int32_t num_buffers() const { return 2 * num_slots + num_checkpoints; }
 };
 
 // The most one step may bring; its buffers are reserved before the step's
@@ -95,10 +105,15 @@ class Device {
   // Replaces the step buffers with ones for `limits` (also later, to grow
   // them); on failure the old ones stay.
   virtual DeviceStatus reserve_workspace(const StepLimits& limits) = 0;
+  // A model with recurrent layers only, between the workspace and the KV pool.
+  virtual DeviceStatus allocate_states(const StatePoolShape& shape) = 0;
   virtual DeviceStatus allocate_kv(const KvPoolShape& shape) = 0;
 
   // Duplicates blocks' K and V in every layer (copy on write).
   virtual DeviceStatus copy_blocks(std::span<const BlockCopy> copies) = 0;
+  // Copies whole state buffers, every layer's (a fork, a checkpoint saved
+  // or restored), ahead of the next step.
+  virtual DeviceStatus copy_states(std::span<const StateCopy> copies) = 0;
   // Starts a step: one copy of the upload to the device, then its kernels;
   // returns without waiting for them.
   virtual DeviceStatus launch_step(const StepUpload& upload) = 0;

@@ -33,14 +33,14 @@ GraphKey graph_key(const StepUpload& u, int32_t max_width) {
   return {graph_bucket(u.num_tokens()), graph_width(u.table_width(), max_width)};
 }
 
-StepUpload pad_for_graph(const StepUpload& u, const GraphKey& key, int32_t num_blocks) {
+StepUpload pad_for_graph(const StepUpload& u, const GraphKey& key, int32_t num_blocks, int32_t num_state_buffers) {
   if (!graphable(u)) fail<InvalidArgument>("a step that is not pure decode has no graph");
   const int32_t T = u.num_tokens(), S = u.num_seqs(), G = u.num_groups(), B = u.table_width();
   const int32_t P = key.tokens, W = key.width;  // padded tokens (= sequences = logits rows), width
   if (P < T || W < B || W < 1)
     fail<InvalidArgument>("a step of {} tokens, tables {} wide, padded to {} x {}", T, B, P, W);
   std::vector<int32_t> w;
-  w.reserve(StepUpload::kHeaderWords + (3 + size_t(G)) * P + size_t(P) * G * W + 2 * size_t(P));
+  w.reserve(size_t(StepUpload::words_for(P, P, G, W, P)));
   w = {P, P, G, W, P, u.block_size(), u.num_sampled()};
   auto append = [&w](std::span<const int32_t> real, int32_t count, auto&& pad) {
     w.insert(w.end(), real.begin(), real.end());
@@ -64,11 +64,13 @@ StepUpload pad_for_graph(const StepUpload& u, const GraphKey& key, int32_t num_b
     }
   append(u.seq_len(), extra, [](int32_t) { return 1; });
   append(u.logit_rows(), extra, [T](int32_t i) { return T + i; });
+  append(u.state_in(), extra, [](int32_t) { return kNoState; });
+  append(u.state_out(), extra, [](int32_t) { return kNoState; });
   StepSampling sampling;
   sampling.rows.assign(u.sampling_rows().begin(), u.sampling_rows().end());
   sampling.adjusts.assign(u.adjusts().begin(), u.adjusts().end());
   sampling.penalties.assign(u.penalties().begin(), u.penalties().end());
-  return StepUpload::from_words(std::move(w), sampling, num_blocks);
+  return StepUpload::from_words(std::move(w), sampling, num_blocks, num_state_buffers);
 }
 
 }  // namespace pagoda::gpu

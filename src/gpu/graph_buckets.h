@@ -46,8 +46,10 @@ GraphKey graph_key(const StepUpload& u, int32_t max_width);
 // `u` padded to `key`: its tokens, sequences and logits rows first and
 // unchanged (sampled rows still first, D the same), every table widened with
 // kNoBlock, then key.tokens - T padding tokens as above. InvalidArgument for a
-// step that is not graphable or does not fit the key; `num_blocks` is the
-// pool's, for the padded upload's checks (StepUpload::from_words).
-StepUpload pad_for_graph(const StepUpload& u, const GraphKey& key, int32_t num_blocks);
+// step that is not graphable or does not fit the key; `num_blocks` and
+// `num_state_buffers` are the pools', for the padded upload's checks
+// (StepUpload::from_words). A padding sequence has no recurrent state: it
+// reads zeros and writes none.
+StepUpload pad_for_graph(const StepUpload& u, const GraphKey& key, int32_t num_blocks, int32_t num_state_buffers = 0);
 
 }  // namespace pagoda::gpu

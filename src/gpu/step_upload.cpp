@@ -36,10 +36,34 @@ void check_sampling(const StepSampling& sp, int32_t num_logits, int32_t vocab) {
     if (e.token < 0 || e.token >= vocab) fail<InvalidArgument>("penalty on token {} (vocab {})", e.token, vocab);
 }
 
+// The states section's buffers (-1: none), and for a step with state a
+// sequence's tokens together and in order (the recurrence walks them so).
+void check_states(std::span<const int32_t> in, std::span<const int32_t> out, int32_t num_buffers,
+                  std::span<const int32_t> seq_of, std::span<const int32_t> positions) {
+  bool any = false;
+  for (size_t s = 0; s < in.size(); ++s) {
+    for (int32_t b : {in[s], out[s]})
+      if (b < kNoState || b >= num_buffers)
+        fail<InvalidArgument>("sequence {} names state buffer {} of {}", s, b, num_buffers);
+    if (in[s] != kNoState && in[s] == out[s])
+      fail<InvalidArgument>("sequence {} reads and writes state buffer {}", s, in[s]);
+    any = any || in[s] != kNoState || out[s] != kNoState;
+  }
+  if (!any) return;
+  std::vector<bool> done(in.size(), false);
+  for (size_t i = 0; i < seq_of.size(); ++i) {
+    const auto s = size_t(seq_of[i]);
+    const bool follows = i > 0 && seq_of[i - 1] == seq_of[i];
+    if (follows ? positions[i] != positions[i - 1] + 1 : done[s])
+      fail<InvalidArgument>("sequence {}'s tokens are apart or out of order in a step with recurrent state", s);
+    done[s] = true;
+  }
+}
+
 }  // namespace
 
 StepUpload StepUpload::pack(const Batch& batch, int32_t block_size, int32_t num_blocks, const StepSampling& sampling,
-                            int32_t vocab) {
+                            int32_t vocab, int32_t num_state_buffers) {
   const int32_t T = int32_t(batch.tokens.size()), S = batch.num_sequences(), G = batch.num_groups;
   if (T == 0 || S == 0) fail<InvalidArgument>("an empty step ({} tokens, {} sequences) has nothing to upload", T, S);
   if (block_size <= 0) fail<InvalidArgument>("block size {}", block_size);
@@ -51,7 +75,7 @@ StepUpload StepUpload::pack(const Batch& batch, int32_t block_size, int32_t num_
 
   StepUpload u;
   auto& w = u.words_;
-  w.reserve(kHeaderWords + (3 + size_t(G)) * T + size_t(S) * G * B + S + L);
+  w.reserve(size_t(words_for(T, S, G, B, L)));
   w = {T, S, G, B, L, block_size, D};
   for (const auto& t : batch.tokens) w.push_back(t.token);
   for (const auto& t : batch.tokens) w.push_back(t.pos);
@@ -93,6 +117,9 @@ StepUpload StepUpload::pack(const Batch& batch, int32_t block_size, int32_t num_
     w[rows_at + size_t(d >= 0 ? d : back++)] = i;
     ++r;
   }
+  for (const auto* states : {&batch.state_in, &batch.state_out})
+    for (int32_t s = 0; s < S; ++s) w.push_back(size_t(s) < states->size() ? (*states)[size_t(s)] : kNoState);
+  check_states(u.state_in(), u.state_out(), num_state_buffers, u.seq_of(), u.positions());
   if (D > 0) {
     u.sampling_.rows = sampling.rows;
     u.sampling_.adjusts = sampling.adjusts;
@@ -101,7 +128,8 @@ StepUpload StepUpload::pack(const Batch& batch, int32_t block_size, int32_t num_
   return u;
 }
 
-StepUpload StepUpload::from_words(std::vector<int32_t> words, const StepSampling& sampling, int32_t num_blocks) {
+StepUpload StepUpload::from_words(std::vector<int32_t> words, const StepSampling& sampling, int32_t num_blocks,
+                                  int32_t num_state_buffers) {
   StepUpload u;
   u.words_ = std::move(words);
   const auto& w = u.words_;
@@ -110,7 +138,7 @@ StepUpload StepUpload::from_words(std::vector<int32_t> words, const StepSampling
   if (T <= 0 || S <= 0 || G <= 0 || B < 0 || L < 0 || bs <= 0 || D < 0 || D > L)
     fail<InvalidArgument>("an upload's header: {} tokens, {} sequences, {} groups, {} wide, {} rows ({} sampled)", T, S,
                           G, B, L, D);
-  if (int64_t(w.size()) != kHeaderWords + (3 + G) * T + S * G * B + S + L)
+  if (int64_t(w.size()) != words_for(T, S, G, B, L))
     fail<InvalidArgument>("an upload of {} words for its header", w.size());
   for (int32_t s : u.seq_of())
     if (s < 0 || s >= S) fail<InvalidArgument>("a token of sequence {} in a step of {} sequences", s, S);
@@ -128,6 +156,7 @@ StepUpload StepUpload::from_words(std::vector<int32_t> words, const StepSampling
       fail<InvalidArgument>("token {} at position {} past its sequence's length", i, u.positions()[size_t(i)]);
   for (int32_t r : u.logit_rows())
     if (r < 0 || r >= T) fail<InvalidArgument>("logits row of token {} in a step of {}", r, T);
+  check_states(u.state_in(), u.state_out(), num_state_buffers, u.seq_of(), u.positions());
   if (int64_t(sampling.rows.size()) != D)
     fail<InvalidArgument>("{} sampling records for {} sampled rows", sampling.rows.size(), D);
   // The records' own checks, as pack() makes them: each sampled row names its record in order.
@@ -163,6 +192,11 @@ Batch StepUpload::unpack(std::vector<std::vector<int32_t>>& tables) const {
   for (int32_t i : logit_rows()) wanted[size_t(i)] = true;
   for (int32_t i = 0; i < num_tokens(); ++i)
     b.add(tokens()[size_t(i)], seq_of()[size_t(i)], positions()[size_t(i)], wanted[size_t(i)]);
+  if (std::any_of(state_in().begin(), state_in().end(), [](int32_t x) { return x != kNoState; }) ||
+      std::any_of(state_out().begin(), state_out().end(), [](int32_t x) { return x != kNoState; })) {
+    b.state_in.assign(state_in().begin(), state_in().end());
+    b.state_out.assign(state_out().begin(), state_out().end());
+  }
   return b;
 }
 

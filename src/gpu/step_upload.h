@@ -17,6 +17,11 @@
 //   logit_rows[L]         the tokens whose logits the step computes: the D the
 //                         device samples first (as the sampling rows), then
 //                         those whose logits come back, in batch order
+//   state_in[S]           a hybrid model's recurrent state (kv/types.h): the
+//   state_out[S]          buffer each sequence starts from and the one it
+//                         leaves its new state in (kNoState: zeros in, or none
+//                         at all); then a sequence's tokens are consecutive in
+//                         the step, in position order
 // The sampling records (sampling/row_sample.h) travel beside the words.
 #pragma once
 
@@ -35,18 +40,21 @@ class StepUpload {
 
   // Packs a batch; InvalidArgument (a bug upstream, never uploaded) where a
   // token's block is missing or a block id is outside [0, num_blocks), a
-  // sequence's positions are not in order, or the batch is empty; and where
+  // sequence's positions are not in order, or the batch is empty; where
   // `sampling` does not match the batch's logits rows or names a token
-  // outside [0, vocab) or an entry outside its lists.
+  // outside [0, vocab) or an entry outside its lists; and where a state
+  // buffer is outside [0, num_state_buffers), a sequence's two are the same,
+  // or a sequence with state has tokens apart or out of order.
   static StepUpload pack(const Batch& batch, int32_t block_size, int32_t num_blocks, const StepSampling& sampling = {},
-                         int32_t vocab = 0);
+                         int32_t vocab = 0, int32_t num_state_buffers = 0);
   // An upload from words already in the layout above (gpu/graph_buckets.h
   // builds padded ones), with the sampling records of its first D logits
   // rows. The same checks as pack() on what the device reads: InvalidArgument
   // where a section's size disagrees with the header, a sequence, row or block
   // id is out of range, or a slot is outside the pool (-1: the token's K/V are
   // not stored).
-  static StepUpload from_words(std::vector<int32_t> words, const StepSampling& sampling, int32_t num_blocks);
+  static StepUpload from_words(std::vector<int32_t> words, const StepSampling& sampling, int32_t num_blocks,
+                               int32_t num_state_buffers = 0);
 
   std::span<const int32_t> words() const { return words_; }
   size_t bytes() const { return words_.size() * sizeof(int32_t); }
@@ -70,6 +78,12 @@ class StepUpload {
   }
   std::span<const int32_t> seq_len() const { return section(seq_len_at(), num_seqs()); }
   std::span<const int32_t> logit_rows() const { return section(seq_len_at() + num_seqs(), num_logits()); }
+  std::span<const int32_t> state_in() const { return section(states_at(), num_seqs()); }
+  std::span<const int32_t> state_out() const { return section(states_at() + num_seqs(), num_seqs()); }
+  // Words of an upload of this shape.
+  static int64_t words_for(int64_t T, int64_t S, int64_t G, int64_t B, int64_t L) {
+    return kHeaderWords + (3 + G) * T + S * G * B + S + L + 2 * S;
+  }
   // The D sampled rows' records (rows[i] is logit_rows()[i]'s) and their lists.
   std::span<const RowSampling> sampling_rows() const { return sampling_.rows; }
   std::span<const LogitAdjust> adjusts() const { return sampling_.adjusts; }
@@ -84,6 +98,7 @@ class StepUpload {
   size_t tokens_at() const { return kHeaderWords; }
   size_t tables_at() const { return tokens_at() + (3 + size_t(num_groups())) * num_tokens(); }
   size_t seq_len_at() const { return tables_at() + size_t(num_seqs()) * num_groups() * table_width(); }
+  size_t states_at() const { return seq_len_at() + size_t(num_seqs()) + size_t(num_logits()); }
   std::span<const int32_t> section(size_t at, size_t n) const { return std::span(words_).subspan(at, n); }
 
   std::vector<int32_t> words_;

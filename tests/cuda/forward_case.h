@@ -41,8 +41,10 @@ inline std::shared_ptr<Model> load_synthetic(const SyntheticModelSpec& spec, con
 
 // A 37-token prefill (the cuBLAS path: over kGemmMinTokens) beside a 3-token
 // chunk and a sequence's first 21 positions, then two decode steps of all
-// three (matvec); tables scattered and out of order, in blocks of 16.
-inline std::vector<Batch> forward_steps(int vocab, std::vector<std::vector<int32_t>>& tables) {
+// three (matvec); tables scattered and out of order, in blocks of 16. With
+// `states`, sequence s's recurrent state goes from buffer 2s to 2s + 1 and
+// back, starting from none.
+inline std::vector<Batch> forward_steps(int vocab, std::vector<std::vector<int32_t>>& tables, bool states = false) {
   std::mt19937 rng(3);
   const std::vector<int> lengths = {37, 3, 1};
   tables = {{4, 9, 1, 30}, {7}, {12, 2}};     // scattered, out of order
@@ -52,6 +54,8 @@ inline std::vector<Batch> forward_steps(int vocab, std::vector<std::vector<int32
     Batch b;
     for (size_t s = 0; s < tables.size(); ++s) {
       b.add_sequence(tables[s], s);
+      if (states)
+        b.set_state(int(s), step == 0 ? kNoState : int32_t(2 * s + (step + 1) % 2), int32_t(2 * s + step % 2));
       if (step == 0) {
         const int from = s == 2 ? 0 : first[s];  // the third's history: positions 0..20 in the first step too
         const int to = first[s] + lengths[s];
@@ -160,6 +164,22 @@ inline std::vector<Case> forward_cases() {
   SyntheticModelSpec granite = out[1].spec;
   granite.arch = "granite";
   out.push_back({"granite", granite});
+  // Qwen3.5: three Gated DeltaNet layers (4 taps, 2 key heads read by 4 value heads of 16) to
+  // one of gated attention (its query's gate, per-head Q/K norms, partial NeoX RoPE); each
+  // sequence's state carried from step to step, the 37-token prefill's through 37 updates. F32.
+  SyntheticModelSpec qwen35 = out[0].spec;
+  qwen35.arch = "qwen35";
+  qwen35.n_layer = 4;
+  qwen35.rope_dims = 32;
+  out.push_back({"qwen35", qwen35, 0.005});
+  // Qwen3.5/3.6-MoE: the hybrid's layers with 8 experts of 128 (2 a token) and a shared expert
+  // of 128, its output gated per token.
+  SyntheticModelSpec qwen35moe = qwen35;
+  qwen35moe.arch = "qwen35moe";
+  qwen35moe.n_expert = 8;
+  qwen35moe.n_expert_used = 2;
+  qwen35moe.n_ff_expert = 128;
+  out.push_back({"qwen35moe", qwen35moe, 0.005});
   return out;
 }
 

@@ -34,7 +34,7 @@ namespace {
 // weights: measured up to 0.027 (Q4_K, Q6_K). A wrong buffer, offset or
 // shape moves logits by far more than the row's scale. Each case's bound is
 // testing::Case::tolerance: 0.05, or tighter where its types allow.
-constexpr int kHostBlock = 16, kHostBlocks = 128;
+constexpr int kHostBlock = 16, kHostBlocks = 128, kHostStateBuffers = 8;
 
 float half_value(__half h) { return f16_to_f32(reinterpret_cast<const uint16_t&>(h)); }
 __half to_half(float f) {
@@ -279,6 +279,101 @@ struct HostOps {
       }
   }
   int moe_launches = 0;
+  void row_dot(const float* x, const float* w, int n_tokens, int n, float* logit) {
+    ++launches;
+    for (int t = 0; t < n_tokens; ++t) {
+      double s = 0;
+      for (int i = 0; i < n; ++i) s += double(w[i]) * x[int64_t(t) * n + i];
+      logit[t] = float(s);
+    }
+  }
+  void add_gated(float* out, const float* y, const float* logit, int n_tokens, int n) {
+    ++launches;
+    for (int64_t i = 0; i < int64_t(n_tokens) * n; ++i) out[i] += float(y[i] / (1 + std::exp(-double(logit[i / n]))));
+  }
+  // delta_net.h's contracts.
+  void split_query_gate(const float* qg, int n, int n_head, int hd, float* q, float* gate) {
+    ++launches;
+    for (int64_t h = 0; h < int64_t(n) * n_head; ++h) {
+      std::copy_n(qg + h * 2 * hd, hd, q + h * hd);
+      std::copy_n(qg + h * 2 * hd + hd, hd, gate + h * hd);
+    }
+  }
+  void sigmoid_gate(float* x, const float* gate, int64_t n) {
+    ++launches;
+    for (int64_t i = 0; i < n; ++i) x[i] = float(x[i] / (1 + std::exp(-double(gate[i]))));
+  }
+  void sequence_ranges(const int32_t* seq_of, int n, int32_t* first, int32_t* end) {
+    ++launches;
+    for (int t = 0; t < n; ++t) {
+      if (t == 0 || seq_of[t - 1] != seq_of[t]) first[seq_of[t]] = t;
+      end[seq_of[t]] = t + 1;
+    }
+  }
+  void delta_conv(const float* mixed, const float* w, int K, int C, int n, const DeltaStates& st, float* out) {
+    ++delta_launches;
+    for (int t = 0; t < n; ++t) {
+      const int s = st.seq_of[t], first = st.first[s], count = st.end[s] - first, i = t - first;
+      const float* in = st.in[s] < 0 ? nullptr : st.layer + int64_t(st.in[s]) * st.buffer_floats;
+      auto input = [&](int j, int c) -> double {
+        if (j >= K - 1) return mixed[int64_t(first + j - (K - 1)) * C + c];
+        return in ? in[int64_t(j) * C + c] : 0.0;
+      };
+      for (int c = 0; c < C; ++c) {
+        double y = 0;
+        for (int tap = 0; tap < K; ++tap) y += double(w[int64_t(tap) * C + c]) * input(i + tap, c);
+        out[int64_t(t) * C + c] = float(y / (1 + std::exp(-y)));
+        if (i == count - 1 && st.out[s] >= 0)
+          for (int j = 0; j < K - 1; ++j)
+            st.layer[int64_t(st.out[s]) * st.buffer_floats + int64_t(j) * C + c] = float(input(count + j, c));
+      }
+    }
+  }
+  void delta_prepare(float* conv, int C, int hk, int dk, float eps, float* decay, float* beta, const float* a,
+                     const float* dt_bias, int hv, int n) {
+    ++launches;
+    for (int t = 0; t < n; ++t) {
+      for (int h = 0; h < 2 * hk; ++h) {
+        float* x = conv + int64_t(t) * C + int64_t(h) * dk;
+        double ss = 0;
+        for (int i = 0; i < dk; ++i) ss += double(x[i]) * x[i];
+        for (int i = 0; i < dk; ++i) x[i] = float(x[i] / std::sqrt(ss + eps));
+      }
+      for (int h = 0; h < hv; ++h) {
+        const double g = double(decay[t * hv + h]) + dt_bias[h];
+        decay[t * hv + h] = float(std::exp(a[h] * (g > 20 ? g : std::log1p(std::exp(g)))));
+        beta[t * hv + h] = float(1 / (1 + std::exp(-double(beta[t * hv + h]))));
+      }
+    }
+  }
+  void delta_rule(const float* conv, int C, int hk, int hv, int dk, int dv, const float* decay, const float* beta,
+                  float scale, int n_seqs, const DeltaStates& st, int64_t conv_floats, float* core) {
+    ++launches;
+    std::vector<double> S(size_t(dv) * size_t(dk));
+    for (int s = 0; s < n_seqs; ++s)
+      for (int h = 0; h < hv; ++h) {
+        const int64_t at = conv_floats + int64_t(h) * dv * dk;
+        for (size_t i = 0; i < S.size(); ++i)
+          S[i] = st.in[s] < 0 ? 0.0 : st.layer[int64_t(st.in[s]) * st.buffer_floats + at + int64_t(i)];
+        for (int t = st.first[s]; t < st.end[s]; ++t) {
+          const float* q = conv + int64_t(t) * C + int64_t(h % hk) * dk;
+          const float* k = q + int64_t(hk) * dk;
+          const float* v = conv + int64_t(t) * C + 2 * int64_t(hk) * dk + int64_t(h) * dv;
+          for (int j = 0; j < dv; ++j) {
+            double* row = &S[size_t(j) * size_t(dk)];
+            double sk = 0, sq = 0;
+            for (int i = 0; i < dk; ++i) sk += (row[i] *= decay[t * hv + h]) * k[i];
+            const double d = beta[t * hv + h] * (v[j] - sk);
+            for (int i = 0; i < dk; ++i) sq += (row[i] += d * k[i]) * q[i];
+            core[int64_t(t) * hv * dv + int64_t(h) * dv + j] = float(scale * sq);
+          }
+        }
+        if (st.out[s] >= 0)
+          for (size_t i = 0; i < S.size(); ++i)
+            st.layer[int64_t(st.out[s]) * st.buffer_floats + at + int64_t(i)] = float(S[i]);
+      }
+  }
+  int delta_launches = 0;
   void scale(float* x, float s, int64_t n) {
     ++launches;
     for (int64_t i = 0; i < n; ++i) x[i] *= s;
@@ -295,17 +390,17 @@ struct HostOps {
 
 // A model's pass on the host: its weights in place, caches and buffers as host vectors.
 struct HostDevice {
-  explicit HostDevice(const Model& model, int max_tokens, int max_logits)
-      : m(place_model(model, [](const void* host, size_t) { return host; })) {
+  explicit HostDevice(const Model& model, int max_tokens, int max_logits, int state_buffers = kHostStateBuffers)
+      : m(place_model(model, [](const void* host, size_t) { return host; })), state_buffers(state_buffers) {
     const ModelConfig& c = m.cfg;
-    for (int l = 0; l < c.n_layer; ++l) {
+    for (int l = 0; l < m.n_cached_layers; ++l) {
       k.emplace_back(size_t(kHostBlocks) * kHostBlock * c.kv_dim(), to_half(NAN));
       v.emplace_back(size_t(kHostBlocks) * kHostBlock * c.kv_dim(), to_half(NAN));
       m.k_cache.push_back(k.back().data());
       m.v_cache.push_back(v.back().data());
     }
     m.block_size = kHostBlock;
-    const size_t T = size_t(max_tokens), L = size_t(max_logits), wide = size_t(std::max({c.n_embd, c.q_dim(), c.n_ff}));
+    const size_t T = size_t(max_tokens), L = size_t(max_logits), wide = size_t(m.widest_input);
     auto take = [this](size_t n) { return floats.emplace_back(n, NAN).data(); };
     b = {.x = take(T * c.n_embd),
          .h = take(T * c.n_embd),
@@ -330,6 +425,30 @@ struct HostDevice {
       b.expert_gate = take(slots * size_t(e.n_ff));
       b.expert_up = take(slots * size_t(e.n_ff));
       b.expert_out = take(slots * size_t(c.n_embd));
+      if (e.n_ff_shared > 0) {
+        b.shexp_gate = take(T * size_t(e.n_ff_shared));
+        b.shexp_up = take(T * size_t(e.n_ff_shared));
+        b.shexp_out = take(T * size_t(c.n_embd));
+        b.shexp_logit = take(T);
+      }
+    }
+    if (c.attn_output_gate) {
+      b.qg = take(2 * T * c.q_dim());
+      b.attn_gate = take(T * c.q_dim());
+    }
+    if (const DeltaNetSpec& d = c.delta_net; c.n_recurrent_layers() > 0) {
+      b.mixed = take(T * size_t(d.conv_channels()));
+      b.conv = take(T * size_t(d.conv_channels()));
+      b.z = take(T * size_t(d.n_v_heads * d.head_v_dim));
+      b.core = take(T * size_t(d.n_v_heads * d.head_v_dim));
+      b.beta = take(T * size_t(d.n_v_heads));
+      b.decay = take(T * size_t(d.n_v_heads));
+      ranges.resize(2 * T, -1);
+      b.seq_first = ranges.data();
+      b.seq_end = ranges.data() + T;
+      // Garbage, not zeros: a buffer is written whole before it is read, and kNoState reads none.
+      state_pool.assign(size_t(state_buffers) * size_t(m.state_buffer_floats), NAN);
+      m.states = state_pool.data();
     }
     halves.emplace_back(T * wide);
     b.x16 = halves.back().data();
@@ -339,7 +458,9 @@ struct HostDevice {
     b.mmq_scratch = mmq_bytes.data();
     b.mmq_scratch_bytes = mmq_bytes.size();
   }
-  std::vector<float> forward(const Batch& batch) { return run(gpu::StepUpload::pack(batch, kHostBlock, kHostBlocks)); }
+  std::vector<float> forward(const Batch& batch) {
+    return run(gpu::StepUpload::pack(batch, kHostBlock, kHostBlocks, {}, 0, state_buffers));
+  }
   std::vector<float> run(const gpu::StepUpload& u) {
     forward_pass(ops, m, b, u, u.words().data());
     return {b.logits, b.logits + int64_t(u.num_logits()) * m.cfg.n_vocab};
@@ -350,8 +471,10 @@ struct HostDevice {
   std::vector<std::vector<__half>> k, v, halves;
   std::vector<std::vector<float>> floats;
   std::vector<uint8_t> mmq_bytes;
-  std::vector<int32_t> ids, order;
+  std::vector<int32_t> ids, order, ranges;
   std::vector<ExpertTile> tiles;
+  std::vector<float> state_pool;
+  int state_buffers;
 };
 
 TEST(CudaForwardOnHost, LogitsMatchTheCpuModelForEachTypeAndArchitecture) {
@@ -359,10 +482,13 @@ TEST(CudaForwardOnHost, LogitsMatchTheCpuModelForEachTypeAndArchitecture) {
     SCOPED_TRACE(c.name);
     auto model = testing::load_synthetic(c.spec, c.name);
     HostDevice gpu(*model, 64, 8);
-    // One KV group of every layer, as the engine gives the GPU runner (windows only mask).
-    CpuRunner cpu(model, KvGroups::single(model->config().n_layer), kHostBlocks, kHostBlock, KvType::F32, 1);
+    // One KV group of every layer, as the engine gives the GPU runner (windows only mask); a
+    // hybrid's three sequences each a state slot.
+    const bool hybrid = model->config().n_recurrent_layers() > 0;
+    CpuRunner cpu(model, kv_groups_of(model->config(), false), kHostBlocks, kHostBlock, KvType::F32, 1,
+                  hybrid ? kHostStateBuffers / 2 : 0);
     std::vector<std::vector<int32_t>> tables;
-    const std::vector<Batch> batches = testing::forward_steps(model->config().n_vocab, tables);
+    const std::vector<Batch> batches = testing::forward_steps(model->config().n_vocab, tables, hybrid);
     for (size_t i = 0; i < batches.size(); ++i) {
       std::vector<float> want;
       cpu.forward(batches[i], want);
@@ -376,6 +502,7 @@ TEST(CudaForwardOnHost, LogitsMatchTheCpuModelForEachTypeAndArchitecture) {
     // The 61-token step's matrices: mmq's formats through it, the others through cuBLAS.
     EXPECT_EQ(gpu.ops.mmq_launches > 0, mmq_supports(c.spec.type)) << gpu.ops.mmq_launches;
     EXPECT_EQ(gpu.ops.moe_launches > 0, c.spec.n_expert > 0) << gpu.ops.moe_launches;
+    EXPECT_EQ(gpu.ops.delta_launches > 0, hybrid) << gpu.ops.delta_launches;
   }
 }
 
@@ -383,45 +510,58 @@ TEST(CudaForwardOnHost, LogitsMatchTheCpuModelForEachTypeAndArchitecture) {
 // step unpadded, on two devices with the same caches: the real rows' logits
 // and every cache byte identical (padding writes no K/V), for buckets of 8
 // (matvec), 32 and 64 (mmq, Q8_0's path past 8 tokens), on scattered tables.
+// A hybrid's too: each real sequence reads state buffer 2s and writes 2s + 1,
+// the padding reads none and writes none, so the pools end identical.
 TEST(CudaForwardOnHost, APaddedDecodeStepGivesTheRealRowsTheUnpaddedLogits) {
-  const testing::Case c = testing::forward_cases()[1];  // Q8_0
-  auto model = testing::load_synthetic(c.spec, c.name);
-  const int V = model->config().n_vocab;
-  std::mt19937 rng(17);
-  for (const auto& [real, bucket] : std::vector<std::pair<int, int>>{{5, 8}, {20, 32}, {40, 64}}) {
-    SCOPED_TRACE(bucket);
-    HostDevice plain(*model, 64, 64), padded(*model, 64, 64);
-    for (size_t l = 0; l < plain.k.size(); ++l)  // earlier positions' K/V: finite, the same in both
-      for (auto* cache : {&plain.k[l], &plain.v[l]})
-        for (__half& h : *cache) h = to_half(std::uniform_real_distribution<float>(-1, 1)(rng));
-    for (size_t l = 0; l < plain.k.size(); ++l) {  // in place: the model's cache pointers stay
-      std::copy(plain.k[l].begin(), plain.k[l].end(), padded.k[l].begin());
-      std::copy(plain.v[l].begin(), plain.v[l].end(), padded.v[l].begin());
-    }
-    std::vector<int32_t> blocks(kHostBlocks);
-    std::iota(blocks.begin(), blocks.end(), 0);
-    std::shuffle(blocks.begin(), blocks.end(), rng);  // scattered, out of order
-    std::vector<std::vector<int32_t>> tables(static_cast<size_t>(real));
-    Batch batch;
-    for (int s = 0, next = 0; s < real; ++s) {
-      const int len = 1 + int(rng() % 3);
-      tables[size_t(s)].assign(blocks.begin() + next, blocks.begin() + next + len);
-      next += len;
-      batch.add_sequence(tables[size_t(s)], uint64_t(s));
-      batch.add(int32_t(rng() % uint32_t(V)), s, len * kHostBlock - 1 - int(rng() % kHostBlock), true);
-    }
-    const gpu::StepUpload u = gpu::StepUpload::pack(batch, kHostBlock, kHostBlocks);
-    const gpu::GraphKey key = gpu::graph_key(u, 4);
-    ASSERT_EQ(key.tokens, bucket);
-    const gpu::StepUpload p = gpu::pad_for_graph(u, key, kHostBlocks);
-    const std::vector<float> want = plain.run(u), got = padded.run(p);
-    ASSERT_EQ(got.size(), size_t(bucket) * size_t(V));
-    const std::vector<float> real_rows(got.begin(), got.begin() + int64_t(real) * V);
-    EXPECT_EQ(real_rows, want);
-    EXPECT_LT(testing::worst_row_error(want, want, V), 1e-12);  // finite: the comparison above means something
-    for (size_t l = 0; l < plain.k.size(); ++l) {
-      EXPECT_TRUE(std::memcmp(plain.k[l].data(), padded.k[l].data(), plain.k[l].size() * sizeof(__half)) == 0);
-      EXPECT_TRUE(std::memcmp(plain.v[l].data(), padded.v[l].data(), plain.v[l].size() * sizeof(__half)) == 0);
+  const std::vector<testing::Case> cases = testing::forward_cases();
+  for (const testing::Case& c : {cases[1], *std::find_if(cases.begin(), cases.end(),
+                                                         [](const testing::Case& x) { return x.name == "qwen35"; })}) {
+    SCOPED_TRACE(c.name);
+    auto model = testing::load_synthetic(c.spec, c.name);
+    const int V = model->config().n_vocab;
+    const bool hybrid = model->config().n_recurrent_layers() > 0;
+    std::mt19937 rng(17);
+    for (const auto& [real, bucket] : std::vector<std::pair<int, int>>{{5, 8}, {20, 32}, {40, 64}}) {
+      SCOPED_TRACE(bucket);
+      HostDevice plain(*model, 64, 64, 2 * real), padded(*model, 64, 64, 2 * real);
+      for (size_t l = 0; l < plain.k.size(); ++l)  // earlier positions' K/V: finite, the same in both
+        for (auto* cache : {&plain.k[l], &plain.v[l]})
+          for (__half& h : *cache) h = to_half(std::uniform_real_distribution<float>(-1, 1)(rng));
+      for (size_t l = 0; l < plain.k.size(); ++l) {  // in place: the model's cache pointers stay
+        std::copy(plain.k[l].begin(), plain.k[l].end(), padded.k[l].begin());
+        std::copy(plain.v[l].begin(), plain.v[l].end(), padded.v[l].begin());
+      }
+      for (float& f : plain.state_pool) f = std::uniform_real_distribution<float>(-0.3f, 0.3f)(rng);
+      std::copy(plain.state_pool.begin(), plain.state_pool.end(), padded.state_pool.begin());
+      std::vector<int32_t> blocks(kHostBlocks);
+      std::iota(blocks.begin(), blocks.end(), 0);
+      std::shuffle(blocks.begin(), blocks.end(), rng);  // scattered, out of order
+      std::vector<std::vector<int32_t>> tables(static_cast<size_t>(real));
+      Batch batch;
+      for (int s = 0, next = 0; s < real; ++s) {
+        const int len = 1 + int(rng() % 3);
+        tables[size_t(s)].assign(blocks.begin() + next, blocks.begin() + next + len);
+        next += len;
+        batch.add_sequence(tables[size_t(s)], uint64_t(s));
+        if (hybrid) batch.set_state(s, 2 * s, 2 * s + 1);
+        batch.add(int32_t(rng() % uint32_t(V)), s, len * kHostBlock - 1 - int(rng() % kHostBlock), true);
+      }
+      const int buffers = hybrid ? 2 * real : 0;
+      const gpu::StepUpload u = gpu::StepUpload::pack(batch, kHostBlock, kHostBlocks, {}, 0, buffers);
+      const gpu::GraphKey key = gpu::graph_key(u, 4);
+      ASSERT_EQ(key.tokens, bucket);
+      const gpu::StepUpload p = gpu::pad_for_graph(u, key, kHostBlocks, buffers);
+      const std::vector<float> want = plain.run(u), got = padded.run(p);
+      ASSERT_EQ(got.size(), size_t(bucket) * size_t(V));
+      const std::vector<float> real_rows(got.begin(), got.begin() + int64_t(real) * V);
+      EXPECT_EQ(real_rows, want);
+      EXPECT_LT(testing::worst_row_error(want, want, V), 1e-12);  // finite: the comparison above means something
+      for (size_t l = 0; l < plain.k.size(); ++l) {
+        EXPECT_TRUE(std::memcmp(plain.k[l].data(), padded.k[l].data(), plain.k[l].size() * sizeof(__half)) == 0);
+        EXPECT_TRUE(std::memcmp(plain.v[l].data(), padded.v[l].data(), plain.v[l].size() * sizeof(__half)) == 0);
+      }
+      EXPECT_TRUE(
+          std::memcmp(plain.state_pool.data(), padded.state_pool.data(), plain.state_pool.size() * sizeof(float)) == 0);
     }
   }
 }

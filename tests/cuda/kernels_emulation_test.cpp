@@ -18,6 +18,7 @@
 #include "cuda/norm_rope_act_kernels.cuh"
 #include "cuda_test_util.h"
 #include "kernels/activations.h"
+#include "model/ops.h"
 #include "model/rope.h"
 #include "weights_case.h"
 
@@ -169,6 +170,29 @@ TEST(CudaKernelsOnHost, GegluTanhIsTheCpusAndScaleIsOneProduct) {
     ASSERT_NEAR(out[k], ref, 2e-6 * std::abs(g * up[k]) + 1e-30) << i;
     ASSERT_EQ(scaled[k], up[k] * s) << i;
   }
+}
+
+// The logits' scale and soft-cap (granite, gemma2) as the CPU's Model::forward
+// writes them, and gpt-oss's clamped SwiGLU as its gated_activation.
+TEST(CudaKernelsOnHost, ScaleSoftcapAndTheClampedSwigluAreTheCpus) {
+  std::mt19937 rng(107);
+  const int64_t n = 1001;
+  const std::vector<float> x = testing::random_floats(size_t(n), rng, 40.0f);
+  for (const auto& [scale, cap] : std::vector<std::pair<float, float>>{{0.125f, 0.0f}, {1.0f, 30.0f}, {0.5f, 2.0f}}) {
+    std::vector<float> got = x;
+    emulation::launch(dim3(2), dim3(detail::kNormThreads), detail::scale_softcap_kernel, got.data(), scale, cap, n);
+    for (int64_t i = 0; i < n; ++i) {
+      float z = x[size_t(i)] * scale;
+      if (cap > 0) z = cap * std::tanh(z / cap);
+      ASSERT_EQ(got[size_t(i)], z) << i;
+    }
+  }
+  const std::vector<float> up = testing::random_floats(size_t(n), rng, 6.0f);
+  std::vector<float> out = testing::nan_floats(size_t(n)), want = x;
+  emulation::launch(dim3(2), dim3(detail::kNormThreads), detail::swiglu_oai_kernel, x.data(), up.data(), out.data(), n);
+  gated_activation(Activation::SwigluOai, want.data(), up.data(), int(n));
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_NEAR(out[size_t(i)], want[size_t(i)], 1e-6 * std::abs(want[size_t(i)]) + 1e-30) << i;
 }
 
 TEST(CudaKernelsOnHost, StoreCopyAndGatherMoveTheRightElements) {

@@ -10,6 +10,8 @@
 //   std::vector<float> add_expert_bias(y, bias, experts, n)
 //   std::vector<float> combine(y, routes, scale (empty: none), n_tokens, n_used, n)
 //   std::vector<float> swiglu_oai(gate, up)
+//   std::vector<float> row_dot(x, w, n_tokens, n)
+//   std::vector<float> add_gated(out, y, logit, n)
 #pragma once
 
 #include <gtest/gtest.h>
@@ -236,6 +238,30 @@ void expect_bias_combine_and_activation_match(Run& run, float activation_toleran
   gated_activation(Activation::SwigluOai, want.data(), up.data(), int(want.size()));
   for (size_t i = 0; i < want.size(); ++i)
     ASSERT_NEAR(got[i], want[i], activation_tolerance * (std::abs(want[i]) + 1e-30f)) << i;
+}
+
+// The shared expert's gate: each token's dot with the gate vector (in
+// double, as the CPU), and the output added times its sigmoid.
+template <class Run>
+void expect_shared_expert_gate_matches(Run& run) {
+  std::mt19937 rng(505);
+  const int n_tokens = 3, n = 2000;
+  const std::vector<float> x = random_floats(size_t(n_tokens) * n, rng), w = random_floats(size_t(n), rng, 0.05f);
+  const std::vector<float> logit = run.row_dot(x, w, n_tokens, n);
+  for (int t = 0; t < n_tokens; ++t) {
+    double dot = 0, mag = 0;
+    for (int i = 0; i < n; ++i) {
+      dot += double(w[size_t(i)]) * x[size_t(t * n + i)];
+      mag += std::abs(double(w[size_t(i)]) * x[size_t(t * n + i)]);
+    }
+    ASSERT_NEAR(logit[size_t(t)], dot, 1e-6 * mag) << "token " << t;
+  }
+  const std::vector<float> y = random_floats(x.size(), rng), out0 = random_floats(x.size(), rng);
+  const std::vector<float> out = run.add_gated(out0, y, logit, n);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const double g = 1 / (1 + std::exp(-double(logit[i / size_t(n)])));
+    ASSERT_NEAR(out[i], out0[i] + g * y[i], 1e-6 * (std::abs(out0[i]) + std::abs(y[i]))) << i;
+  }
 }
 
 }  // namespace pagoda::cuda::testing

@@ -71,6 +71,18 @@ struct OnHost {
                       out.data(), int64_t(gate.size()));
     return out;
   }
+  std::vector<float> row_dot(const std::vector<float>& x, const std::vector<float>& w, int n_tokens, int n) {
+    std::vector<float> out = testing::nan_floats(size_t(n_tokens));
+    emulation::launch(dim3(unsigned(n_tokens)), dim3(detail::kMoeThreads), detail::row_dot_kernel, x.data(), w.data(),
+                      n, out.data());
+    return out;
+  }
+  std::vector<float> add_gated(std::vector<float> out, const std::vector<float>& y, const std::vector<float>& logit,
+                               int n) {
+    emulation::launch(dim3(2), dim3(detail::kMoeThreads), detail::add_gated_kernel, out.data(), y.data(), logit.data(),
+                      int(logit.size()), n);
+    return out;
+  }
 };
 
 TEST(CudaMoeOnHost, RoutesAreTheCpusRoutes) {
@@ -94,6 +106,11 @@ TEST(CudaMoeOnHost, ExpertMatvecsMatchADoubleLoop) {
 TEST(CudaMoeOnHost, BiasesTheWeightedSumAndTheClampedSwigluAreTheCpus) {
   OnHost run;
   testing::expect_bias_combine_and_activation_match(run, 1e-6f);
+}
+
+TEST(CudaMoeOnHost, TheSharedExpertsGate) {
+  OnHost run;
+  testing::expect_shared_expert_gate_matches(run);
 }
 
 }  // namespace

@@ -73,7 +73,26 @@ struct OnDevice {
     testing::check_cuda(cudaDeviceSynchronize(), "swiglu_oai's run");
     return out_d.download();
   }
+  std::vector<float> row_dot(const std::vector<float>& x, const std::vector<float>& w, int n_tokens, int n) {
+    DeviceBuffer<float> x_d(x), w_d(w), out_d(testing::nan_floats(size_t(n_tokens)));
+    testing::check_cuda(cuda::row_dot(x_d.get(), w_d.get(), n_tokens, n, out_d.get(), nullptr), "row_dot");
+    testing::check_cuda(cudaDeviceSynchronize(), "row_dot's run");
+    return out_d.download();
+  }
+  std::vector<float> add_gated(const std::vector<float>& out, const std::vector<float>& y,
+                               const std::vector<float>& logit, int n) {
+    DeviceBuffer<float> out_d(out), y_d(y), l_d(logit);
+    testing::check_cuda(cuda::add_gated(out_d.get(), y_d.get(), l_d.get(), int(logit.size()), n, nullptr), "add_gated");
+    testing::check_cuda(cudaDeviceSynchronize(), "add_gated's run");
+    return out_d.download();
+  }
 };
+
+TEST(CudaMoe, TheSharedExpertsGate) {
+  PAGODA_REQUIRE_CUDA_DEVICE();
+  OnDevice run;
+  testing::expect_shared_expert_gate_matches(run);
+}
 
 TEST(CudaMoe, RoutesAreTheCpusRoutes) {
   PAGODA_REQUIRE_CUDA_DEVICE();

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <random>
 #include <thread>
 
@@ -14,6 +15,7 @@
 #include "fake_device.h"
 #include "testing/shared_data.h"
 #include "tokenizer/tokenizer.h"
+#include "tools/synthetic.h"
 #include "util/error.h"
 
 namespace pagoda::gpu {
@@ -344,6 +346,83 @@ TEST(CudaRunner, CpuSamplingBringsEveryRowBack) {
   for (const auto& c : e->generate(crowd(4, 24))) EXPECT_EQ(c.choices[0].finish, FinishReason::length);
   drained(*e);
   EXPECT_EQ(device->rows_sampled(), 0);
+}
+
+// A hybrid (a synthetic Qwen3.5: three Gated DeltaNet layers to one of
+// attention), its recurrent state on the device: slots sized from the share,
+// K/V for the attention layer only, and the same greedy tokens as the CPU
+// engine through forks (n = 2: a state copied) and prefix-cache hits on
+// shared prompts (checkpoints saved and restored: state copies again).
+std::string hybrid_file() {
+  SyntheticModelSpec spec;
+  spec.arch = "qwen35";
+  spec.n_vocab = 512;  // greedy()'s prompts
+  spec.n_layer = 4;
+  spec.rope_dims = 8;
+  const std::string path = (std::filesystem::temp_directory_path() / "pagoda-gpu-runner-qwen35.gguf").string();
+  synthetic_model(spec).write(path);
+  return path;
+}
+
+TEST(CudaRunner, AHybridModelKeepsItsStateOnTheDevice) {
+  const std::string path = hybrid_file();
+  auto model = std::shared_ptr<Model>(Model::load(path, Residency::kInMemory));
+  auto device = std::make_unique<FakeDevice>(model, 64 * kMiB);
+  FakeDevice& d = *device;
+  CudaRunnerOptions o = small_pool();
+  CudaRunner r(model, std::move(device), o);
+  EXPECT_EQ(r.state_slots(), o.max_num_seqs);  // one a sequence, by default
+  EXPECT_EQ(r.state_checkpoints(), o.max_num_seqs);
+  ASSERT_NE(d.states(), nullptr);
+  EXPECT_EQ(d.states()->num_slots(), r.state_slots());
+  EXPECT_FALSE(r.state_summary().empty());
+  const StateCopy bad[] = {{0, 3 * o.max_num_seqs}}, same[] = {{2, 2}}, ok[] = {{0, 3 * o.max_num_seqs - 1}};
+  EXPECT_THROW(r.copy_states(bad), InvalidArgument);
+  EXPECT_THROW(r.copy_states(same), InvalidArgument);
+  EXPECT_NO_THROW(r.copy_states(ok));
+  o.state_slots = 3;
+  o.state_checkpoints = 0;
+  CudaRunner few(model, std::make_unique<FakeDevice>(model, 64 * kMiB), o);
+  EXPECT_EQ(few.state_slots(), 3);
+  EXPECT_EQ(few.state_checkpoints(), 0);
+  std::filesystem::remove(path);
+}
+
+TEST(CudaRunner, AHybridModelsGreedyTokensAreTheCpuEngines) {
+  const std::string path = hybrid_file();
+  CudaRunnerOptions o = small_pool();
+  EngineConfig cpu_cfg = engine_config(o);
+  auto cpu = Engine::load(path, cpu_cfg);
+  auto model = std::shared_ptr<Model>(Model::load(path, Residency::kInMemory));
+  auto runner = std::make_unique<CudaRunner>(model, std::make_unique<FakeDevice>(model, 64 * kMiB), o);
+  const int32_t blocks = runner->num_blocks();
+  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_gguf(model->file()));
+  EngineConfig cfg = engine_config(o);
+  cfg.sample_on_device = true;
+  auto gpu = std::make_unique<Engine>(cfg, std::move(runner), blocks, tokenizer);
+  std::mt19937 rng(5);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 12; ++i) reqs.push_back(greedy(rng, 40 + rng() % 60, 30));
+  for (int i = 6; i < 12; ++i) {  // the second half shares the first half's prompts: prefix-cache hits
+    reqs[size_t(i)].prompt = reqs[size_t(i - 6)].prompt;
+    reqs[size_t(i)].prompt.push_back(TokenId(3 + i));
+  }
+  reqs[0].n = 2;
+  const auto want = cpu->generate(reqs);
+  const auto got = gpu->generate(reqs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].choices.size(), want[i].choices.size());
+    for (size_t c = 0; c < got[i].choices.size(); ++c) {
+      EXPECT_EQ(got[i].choices[c].finish, FinishReason::length) << got[i].choices[c].error;
+      EXPECT_EQ(got[i].choices[c].tokens, want[i].choices[c].tokens) << "request " << i << " choice " << c;
+    }
+  }
+  const auto s = drained(*gpu);
+  EXPECT_EQ(s.kv_blocks_used, 0);
+  EXPECT_EQ(s.state_slots_used, 0);
+  EXPECT_GT(s.state_checkpoint_hits, 0);
+  std::filesystem::remove(path);
 }
 
 TEST(CudaRunner, ABlockCopyOutsideThePoolIsNeverSent) {

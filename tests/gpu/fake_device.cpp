@@ -60,9 +60,7 @@ DeviceStatus FakeDevice::memory(DeviceMemory& out) {
   return DeviceStatus::success();
 }
 
-std::string FakeDevice::unsupported(const ModelConfig& cfg) const {
-  return cfg.n_recurrent_layers() > 0 ? "no recurrent layers" : "";
-}
+std::string FakeDevice::unsupported(const ModelConfig&) const { return ""; }
 
 DeviceStatus FakeDevice::load_weights(const Model& model) {
   if (auto s = answer(Call::kLoadWeights); !s.ok()) return s;
@@ -84,6 +82,21 @@ DeviceStatus FakeDevice::reserve_workspace(const StepLimits& limits) {
   // The new buffers come before the old go: a refusal keeps the old.
   if (auto s = take(bytes, "cudaMalloc"); !s.ok()) return s;
   workspace_ = bytes;
+  return DeviceStatus::success();
+}
+
+DeviceStatus FakeDevice::allocate_states(const StatePoolShape& shape) {
+  if (auto s = answer(Call::kAllocateStates); !s.ok()) return s;
+  const int64_t bytes = int64_t(shape.num_buffers()) * model_->config().state_bytes();
+  if (auto s = take(bytes, "cudaMalloc"); !s.ok()) return s;
+  states_ = std::make_unique<StateStorage>(model_->config(), shape.num_slots, shape.num_checkpoints);
+  state_bytes_ = bytes;
+  return DeviceStatus::success();
+}
+
+DeviceStatus FakeDevice::copy_states(std::span<const StateCopy> copies) {
+  if (auto s = answer(Call::kCopyStates); !s.ok()) return s;
+  for (const auto& c : copies) states_->copy(c.src, c.dst);
   return DeviceStatus::success();
 }
 
@@ -110,7 +123,7 @@ DeviceStatus FakeDevice::launch_step(const StepUpload& upload) {
   std::vector<std::vector<int32_t>> tables;
   const Batch batch = upload.unpack(tables);
   std::vector<float> rows;  // in batch order
-  model_->forward(batch, *kv_, pool_, rows);
+  model_->forward(batch, *kv_, pool_, rows, states_.get());
   // In logit_rows() order, as the device computes them: the sampled ones
   // first (sampled by the kernels' reference), then those that come back.
   const size_t V = size_t(model_->config().n_vocab);

@@ -12,13 +12,14 @@
 
 #include "gpu/device.h"
 #include "model/kv_storage.h"
+#include "model/state_storage.h"
 #include "util/thread_pool.h"
 
 namespace pagoda::gpu::testing {
 
 class FakeDevice : public Device {
  public:
-  enum class Call { kLoadWeights, kReserveWorkspace, kAllocateKv, kCopyBlocks, kLaunch };
+  enum class Call { kLoadWeights, kReserveWorkspace, kAllocateKv, kCopyBlocks, kLaunch, kAllocateStates, kCopyStates };
 
   FakeDevice(std::shared_ptr<Model> model, int64_t total_bytes);
 
@@ -32,19 +33,22 @@ class FakeDevice : public Device {
   // Another process takes (or, negative, gives back) device memory.
   void hold(int64_t bytes) { held_by_others_ += bytes; }
 
-  int64_t used_bytes() const { return weights_ + workspace_ + kv_bytes_; }
+  int64_t used_bytes() const { return weights_ + workspace_ + kv_bytes_ + state_bytes_; }
   int launches() const { return launches_; }
   int rows_sampled() const { return rows_sampled_; }  // rows it sampled itself, over every step
   int reservations() const { return calls_[int(Call::kReserveWorkspace)]; }
   const KvStorage* kv() const { return kv_.get(); }
+  const StateStorage* states() const { return states_.get(); }
 
   std::string name() const override { return "fake GPU"; }
   DeviceStatus memory(DeviceMemory& out) override;
   std::string unsupported(const ModelConfig& cfg) const override;
   DeviceStatus load_weights(const Model& model) override;
   DeviceStatus reserve_workspace(const StepLimits& limits) override;
+  DeviceStatus allocate_states(const StatePoolShape& shape) override;
   DeviceStatus allocate_kv(const KvPoolShape& shape) override;
   DeviceStatus copy_blocks(std::span<const BlockCopy> copies) override;
+  DeviceStatus copy_states(std::span<const StateCopy> copies) override;
   DeviceStatus launch_step(const StepUpload& upload) override;
   DeviceStatus finish_step(Deadline deadline, std::span<float> logits, std::span<SampledRow> sampled) override;
 
@@ -61,10 +65,11 @@ class FakeDevice : public Device {
 
   std::shared_ptr<Model> model_;
   ThreadPool pool_{1};
-  int64_t total_, held_by_others_ = 0, weights_ = 0, workspace_ = 0, kv_bytes_ = 0;
+  int64_t total_, held_by_others_ = 0, weights_ = 0, workspace_ = 0, kv_bytes_ = 0, state_bytes_ = 0;
   std::unique_ptr<KvStorage> kv_;
+  std::unique_ptr<StateStorage> states_;
   std::vector<Fault> faults_;
-  int calls_[5] = {};
+  int calls_[7] = {};
   std::atomic<int> launches_ = 0;  // read by tests while the engine thread runs
   int hang_at_ = -1;
   double random_oom_ = 0, random_recoverable_ = 0;

@@ -105,7 +105,7 @@ TEST(GraphBuckets, APaddedStepIsTheSameStepWithPaddingThatReadsBlockZeroAndWrite
     EXPECT_EQ(p.num_sampled(), u.num_sampled());
     EXPECT_EQ(p.sampling_rows().size(), u.sampling_rows().size());
     EXPECT_EQ(p.block_size(), u.block_size());
-    EXPECT_EQ(p.words().size(), size_t(StepUpload::kHeaderWords + 4 * P + P * key.width + 2 * P));
+    EXPECT_EQ(p.words().size(), size_t(StepUpload::kHeaderWords + 4 * P + P * key.width + 2 * P + 2 * P));
 
     // The real part: the same tokens, positions, sequences, slots, tables and rows in their order.
     EXPECT_EQ(graph_vec(p.tokens().first(size_t(T))), graph_vec(u.tokens()));

@@ -34,7 +34,8 @@ TEST(StepUpload, PacksEachSectionWhereTheLayoutSays) {
   EXPECT_EQ(vec(u.seq_len()), (Words{6, 10}));
   EXPECT_EQ(vec(u.logit_rows()), (Words{5, 6}));
   EXPECT_EQ(u.bytes(), u.words().size() * 4);
-  EXPECT_EQ(u.words().size(), size_t(StepUpload::kHeaderWords + 4 * 7 + 2 * 3 + 2 + 2));  // nothing else travels
+  EXPECT_EQ(u.words().size(),
+            size_t(StepUpload::kHeaderWords + 4 * 7 + 2 * 3 + 2 + 2 + 2 * 2));  // nothing else travels
 }
 
 TEST(StepUpload, RandomBatchesOfTwoGroupsComeBackAsTheyWent) {
@@ -153,6 +154,66 @@ TEST(StepUpload, NothingThatWouldWriteOutOfBoundsIsPacked) {
   EXPECT_THROW(StepUpload::pack(one(short_table, 5), 4, 8), InvalidArgument);
   EXPECT_THROW(StepUpload::pack(one(ok, -1), 4, 8), InvalidArgument);
   EXPECT_THROW(StepUpload::pack(Batch{}, 4, 8), InvalidArgument);
+}
+
+// A hybrid's step: each sequence's state buffers after the logits rows, back
+// through unpack; none named where the batch has no state.
+TEST(StepUpload, RecurrentStateBuffersTravelPerSequence) {
+  const std::vector<int32_t> t0 = {0}, t1 = {1}, t2 = {2};
+  Batch b;
+  b.add_sequence(t0);
+  b.add_sequence(t1);
+  b.add_sequence(t2);
+  b.set_state(0, kNoState, 4);
+  b.set_state(1, 5, 2);
+  b.set_state(2, 0, kNoState);
+  for (int p = 0; p < 3; ++p) b.add(10 + p, 0, p, p == 2);
+  b.add(20, 1, 7, true);
+  b.add(30, 2, 3, true);
+  const StepUpload u = StepUpload::pack(b, 16, 4, {}, 0, 6);
+  EXPECT_EQ(vec(u.state_in()), (Words{kNoState, 5, 0}));
+  EXPECT_EQ(vec(u.state_out()), (Words{4, 2, kNoState}));
+  EXPECT_EQ(vec(u.logit_rows()), (Words{2, 3, 4}));
+  EXPECT_EQ(int64_t(u.words().size()), StepUpload::words_for(5, 3, 1, 1, 3));
+  std::vector<std::vector<int32_t>> tables;
+  const Batch back = u.unpack(tables);
+  EXPECT_EQ(back.state_in, b.state_in);
+  EXPECT_EQ(back.state_out, b.state_out);
+  const StepUpload again = StepUpload::from_words({u.words().begin(), u.words().end()}, {}, 4, 6);
+  EXPECT_EQ(vec(again.state_out()), vec(u.state_out()));
+
+  Batch plain;
+  plain.add_sequence(t0);
+  plain.add(1, 0, 0, true);
+  const StepUpload p = StepUpload::pack(plain, 16, 4);
+  EXPECT_EQ(vec(p.state_in()), (Words{kNoState}));
+  EXPECT_EQ(vec(p.state_out()), (Words{kNoState}));
+  EXPECT_TRUE(p.unpack(tables).state_in.empty());
+}
+
+// A buffer outside the pool would be read or written out of bounds; one read
+// and written at once, or a sequence's tokens apart or out of order, would
+// break the recurrence: none is packed.
+TEST(StepUpload, StateTheRecurrenceCannotRunIsRefused) {
+  const std::vector<int32_t> t0 = {0}, t1 = {1};
+  auto batch = [&](StateBuffer in, StateBuffer out, std::vector<std::pair<int, int>> tokens) {
+    Batch b;
+    b.add_sequence(t0);
+    b.add_sequence(t1);
+    b.set_state(0, in, out);
+    b.set_state(1, kNoState, 3);
+    for (const auto& [seq, pos] : tokens) b.add(1, seq, pos, true);
+    return b;
+  };
+  const std::vector<std::pair<int, int>> fine = {{0, 0}, {0, 1}, {1, 5}};
+  EXPECT_NO_THROW(StepUpload::pack(batch(0, 1, fine), 16, 4, {}, 0, 4));
+  EXPECT_THROW(StepUpload::pack(batch(0, 4, fine), 16, 4, {}, 0, 4), InvalidArgument);   // outside
+  EXPECT_THROW(StepUpload::pack(batch(-2, 1, fine), 16, 4, {}, 0, 4), InvalidArgument);  // outside
+  EXPECT_THROW(StepUpload::pack(batch(0, 1, fine), 16, 4), InvalidArgument);             // no pool at all
+  EXPECT_THROW(StepUpload::pack(batch(1, 1, fine), 16, 4, {}, 0, 4), InvalidArgument);   // read and written
+  EXPECT_THROW(StepUpload::pack(batch(0, 1, {{0, 0}, {1, 5}, {0, 1}}), 16, 4, {}, 0, 4), InvalidArgument);  // apart
+  EXPECT_THROW(StepUpload::pack(batch(0, 1, {{0, 1}, {0, 0}, {1, 5}}), 16, 4, {}, 0, 4), InvalidArgument);  // order
+  EXPECT_THROW(StepUpload::pack(batch(0, 1, {{0, 0}, {0, 2}, {1, 5}}), 16, 4, {}, 0, 4), InvalidArgument);  // a gap
 }
 
 }  // namespace

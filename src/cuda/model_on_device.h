@@ -1,0 +1,187 @@
+// The model where CUDA kernels read it (forward_pass.h): each tensor placed
+// by a callback (a device copy; in a test, the host bytes), each layer a
+// plain record of pointers and shapes.
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "cuda/formats.h"
+#include "cuda/moe.h"
+#include "cuda/norm_rope_act.h"
+#include "gguf/types.h"
+#include "model/config.h"
+#include "model/model.h"
+#include "model/rope.h"
+#include "util/error.h"
+
+namespace pagoda::cuda {
+
+// A weight matrix where the kernels read it: rows x cols of `type`, GGUF blocks.
+struct Mat {
+  TensorType type = TensorType::F32;
+  int64_t rows = 0, cols = 0;
+  const void* data = nullptr;
+  int64_t elems() const { return rows * cols; }
+};
+
+struct Layer {
+  const float *attn_norm = nullptr, *ffn_norm = nullptr;            // before each sub-block; null: none (Post)
+  const float *attn_post_norm = nullptr, *ffn_post_norm = nullptr;  // after each (Post, Sandwich); null: none
+  Mat wq, wk, wv, wo, gate, up, down;
+  const float *bq = nullptr, *bk = nullptr, *bv = nullptr, *bo = nullptr;  // null: none
+  const float* sinks = nullptr;                      // [n_head]: gpt-oss's attention sink logits; null: none
+  const float *q_norm = nullptr, *k_norm = nullptr;  // per head or whole (cfg.qk_norm); null: none
+  RopeParams rope;                                   // the layer's own (Gemma 3's local layers differ)
+  int window = 0;                                    // LayerSpec::window: 0, full attention
+  // A mixture of experts in place of gate, up and down (cfg.moe.n_expert > 0).
+  Mat router;                                                // n_expert x n_embd
+  const float* router_b = nullptr;                           // [n_expert]; null: none
+  ExpertStack gate_exps, up_exps, down_exps;                 // moe.n_ff x n_embd (x2), n_embd x moe.n_ff, per expert
+  const float *gate_exps_b = nullptr, *up_exps_b = nullptr;  // [n_expert][moe.n_ff]; null: none (gpt-oss has them)
+  const float* down_exps_b = nullptr;                        // [n_expert][n_embd]; null: none
+  const float* down_exps_scale = nullptr;                    // [n_expert]; null: none
+  Mat gate_shexp, up_shexp, down_shexp;                      // the shared expert (moe.n_ff_shared wide); else none
+  const float* shexp_gate = nullptr;                         // [n_embd]: its output's gate
+  // A Gated DeltaNet layer in place of attention (LayerSpec::recurrent; C conv
+  // channels, H_v value heads of dv, Vd = H_v dv): model/weights.h's DeltaNetWeights.
+  bool recurrent = false;
+  int cache = -1;                         // an attention layer's K/V caches in ModelOnDevice
+  int state_index = -1;                   // a recurrent layer's place among them: its part of each state buffer
+  Mat qkv, z_gate, beta, alpha, ssm_out;  // C x E, Vd x E, H_v x E (x2), E x Vd
+  const float *conv = nullptr, *dt_bias = nullptr, *a = nullptr, *ssm_norm = nullptr;  // K x C, H_v, H_v, dv
+};
+
+// The model where the kernels read it, its paged K/V caches (per attention
+// layer, [num_blocks][block_size][kv_dim] F16) and a hybrid's state pool.
+struct ModelOnDevice {
+  ModelConfig cfg;
+  Mat token_embd, output;
+  const float* output_norm = nullptr;
+  std::vector<Layer> layers;
+  std::vector<__half*> k_cache, v_cache;  // Layer::cache's
+  int block_size = 16;
+  int64_t largest_layer_matrix = 0;  // elements: the F16 scratch of the cuBLAS path
+  int64_t widest_input = 0;          // the most columns of a matrix a layer multiplies (E, Q, F or Vd)
+  int n_cached_layers = 0;           // layers with K/V caches (those with attention)
+  // Recurrent state (delta_net.h): buffer b's part for recurrent layer i is
+  // states + b * state_buffer_floats + i * state_layer_floats.
+  float* states = nullptr;
+  int64_t state_buffer_floats = 0, state_layer_floats = 0;
+};
+
+// The model placed where the kernels read it: place(host, bytes) answers
+// where a tensor's bytes are (a device copy; in a test, the host bytes).
+// Unsupported for a weight type no kernel decodes or a bias the pass does not
+// add; InvalidArgument for weights packed into CPU row panels (load the model
+// mapped). The caches and the state pool are the caller's to add.
+template <class Place>
+ModelOnDevice place_model(const Model& model, Place&& place) {
+  auto vec = [&](const std::vector<float>& v) {
+    return v.empty() ? nullptr : static_cast<const float*>(place(v.data(), v.size() * sizeof(float)));
+  };
+  auto mat = [&](const Matrix& w) {
+    if (w.rows == 0) return Mat{};  // none: the dense FFN under experts, the router of a dense model
+    if (w.panel_rows > 0)
+      fail<InvalidArgument>("{} is packed into CPU row panels; the GPU reads a mapped model", w.name);
+    if (!cuda::weight_type_supported(w.type))
+      fail<Unsupported>("{} is {}, which no CUDA kernel decodes yet", w.name, tensor_type_name(w.type));
+    return Mat{w.type, w.rows, w.cols, place(w.data, size_t(w.rows) * w.row_bytes)};
+  };
+  // An expert stack: the experts' views of one 3-D tensor, placed once.
+  auto experts = [&](const std::vector<Matrix>& e) {
+    if (e.empty()) return ExpertStack{};
+    const Matrix& w = e.front();
+    const size_t bytes = size_t(w.rows) * w.row_bytes;
+    for (size_t i = 0; i < e.size(); ++i)
+      if (e[i].panel_rows > 0 || e[i].data != w.data + i * bytes || e[i].type != w.type)
+        fail<InvalidArgument>("{}'s experts are not one mapped tensor; the GPU reads a mapped model", w.name);
+    if (!cuda::weight_type_supported(w.type))
+      fail<Unsupported>("{} is {}, which no CUDA kernel decodes yet", w.name, tensor_type_name(w.type));
+    return ExpertStack{w.type, w.rows, w.cols, int(e.size()), place(w.data, bytes * e.size())};
+  };
+  ModelOnDevice d;
+  d.cfg = model.config();
+  int n_recurrent = 0;
+  const ModelWeights& w = model.weights();
+  d.token_embd = mat(w.token_embd);
+  d.output = mat(w.output);
+  d.output_norm = vec(w.output_norm);
+  for (size_t li = 0; li < w.layers.size(); ++li) {
+    const LayerWeights& lw = w.layers[li];
+    const LayerSpec& spec = d.cfg.layers[li];
+    if (!lw.b_gate.empty() || !lw.b_up.empty() || !lw.b_down.empty())
+      fail<Unsupported>("the CUDA forward pass adds no dense FFN biases");
+    const int n_rot = !spec.rope.enabled || spec.recurrent ? 0 : spec.rope.dims > 0 ? spec.rope.dims : spec.head_dim;
+    const Rope::YarnRamp ramp = Rope::yarn_ramp(spec.rope, n_rot);
+    Layer l{.attn_norm = vec(lw.attn_norm),
+            .ffn_norm = vec(lw.ffn_norm),
+            .attn_post_norm = vec(lw.attn_post_norm),
+            .ffn_post_norm = vec(lw.ffn_post_norm),
+            .wq = mat(lw.wq),
+            .wk = mat(lw.wk),
+            .wv = mat(lw.wv),
+            .wo = mat(lw.wo),
+            .gate = mat(lw.w_gate),
+            .up = mat(lw.w_up),
+            .down = mat(lw.w_down),
+            .bq = vec(lw.bq),
+            .bk = vec(lw.bk),
+            .bv = vec(lw.bv),
+            .bo = vec(lw.bo),
+            .sinks = vec(lw.attn_sinks),
+            .q_norm = vec(lw.q_norm),
+            .k_norm = vec(lw.k_norm),
+            .rope = {.n_rot = n_rot,
+                     .freq_base = spec.rope.base,
+                     .style = spec.rope.layout == RopeLayout::NeoX ? RopeStyle::kNeox : RopeStyle::kNormal,
+                     .freq_factors = spec.rope.freq_factors ? vec(w.rope_freq_factors) : nullptr,
+                     .linear_factor = spec.rope.scaling == RopeScaling::Linear ? spec.rope.factor : 1.0f,
+                     .mscale = Rope::mscale(spec.rope),
+                     .yarn_factor = spec.rope.scaling == RopeScaling::Yarn ? spec.rope.factor : 0.0f,
+                     .yarn_low = ramp.low,
+                     .yarn_high = ramp.high},
+            .window = spec.window,
+            .router = mat(lw.router),
+            .router_b = vec(lw.router_b),
+            .gate_exps = experts(lw.gate_exps),
+            .up_exps = experts(lw.up_exps),
+            .down_exps = experts(lw.down_exps),
+            .gate_exps_b = vec(lw.gate_exps_b),
+            .up_exps_b = vec(lw.up_exps_b),
+            .down_exps_b = vec(lw.down_exps_b),
+            .down_exps_scale = vec(lw.down_exps_scale),
+            .gate_shexp = mat(lw.gate_shexp),
+            .up_shexp = mat(lw.up_shexp),
+            .down_shexp = mat(lw.down_shexp),
+            .shexp_gate = vec(lw.shexp_gate),
+            .recurrent = spec.recurrent,
+            .cache = spec.recurrent ? -1 : d.n_cached_layers++,
+            .state_index = spec.recurrent ? n_recurrent++ : -1,
+            .qkv = mat(lw.delta.qkv),
+            .z_gate = mat(lw.delta.gate),
+            .beta = mat(lw.delta.beta),
+            .alpha = mat(lw.delta.alpha),
+            .ssm_out = mat(lw.delta.out),
+            .conv = vec(lw.delta.conv),
+            .dt_bias = vec(lw.delta.dt_bias),
+            .a = vec(lw.delta.a),
+            .ssm_norm = vec(lw.delta.norm)};
+    // The router never goes to cuBLAS; the experts never to matmul().
+    for (const Mat* x : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down, &l.router, &l.qkv, &l.z_gate, &l.beta,
+                         &l.alpha, &l.ssm_out, &l.gate_shexp, &l.up_shexp, &l.down_shexp}) {
+      if (x != &l.router) d.largest_layer_matrix = std::max(d.largest_layer_matrix, x->elems());
+      d.widest_input = std::max(d.widest_input, x->cols);
+    }
+    d.layers.push_back(l);
+  }
+  const DeltaNetSpec& dn = d.cfg.delta_net;
+  d.state_layer_floats = dn.conv_state_floats() + dn.matrix_state_floats();
+  d.state_buffer_floats = n_recurrent * d.state_layer_floats;
+  return d;
+}
+
+}  // namespace pagoda::cuda
