@@ -4,10 +4,7 @@
 namespace pagoda::cuda {
 namespace {
 
-unsigned elementwise_blocks(int64_t n) {
-  const int64_t b = (n + detail::kDeltaThreads - 1) / detail::kDeltaThreads;
-  return unsigned(b < 4096 ? b : 4096);
-}
+unsigned elementwise_blocks(int64_t n) { return detail::grid_stride_blocks(n, detail::kDeltaThreads); }
 
 bool states_given(const DeltaStates& st) { return st.layer && st.in && st.out && st.seq_of && st.first && st.end; }
 

@@ -36,4 +36,11 @@ __device__ __forceinline__ float block_sum(float v) {
   return total;
 }
 
+// Blocks for a grid-stride loop over n elements of `threads` a block: enough
+// to fill any GPU here, fewer for small n (the loop does the rest).
+inline unsigned grid_stride_blocks(int64_t n, int threads) {
+  const int64_t b = (n + threads - 1) / threads;
+  return unsigned(b < 4096 ? b : 4096);
+}
+
 }  // namespace pagoda::cuda::detail

@@ -7,10 +7,7 @@
 namespace pagoda::cuda {
 namespace {
 
-unsigned elementwise_blocks(int64_t n) {
-  const int64_t b = (n + detail::kMoeThreads - 1) / detail::kMoeThreads;
-  return unsigned(b < 4096 ? b : 4096);
-}
+unsigned elementwise_blocks(int64_t n) { return detail::grid_stride_blocks(n, detail::kMoeThreads); }
 
 }  // namespace
 

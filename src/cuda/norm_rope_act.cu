@@ -4,11 +4,7 @@
 namespace pagoda::cuda {
 namespace {
 
-// Enough blocks to fill any GPU here, fewer for small n (grid-stride loops do the rest).
-unsigned elementwise_blocks(int64_t n) {
-  const int64_t b = (n + detail::kNormThreads - 1) / detail::kNormThreads;
-  return unsigned(b < 4096 ? b : 4096);
-}
+unsigned elementwise_blocks(int64_t n) { return detail::grid_stride_blocks(n, detail::kNormThreads); }
 
 }  // namespace
 

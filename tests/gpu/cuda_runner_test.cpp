@@ -94,6 +94,19 @@ EngineStats drained(const Engine& e) {
   return e.snapshot();
 }
 
+// Every choice ran to its length with the reference's tokens.
+template <class Results>
+void expect_same_tokens(const Results& got, const Results& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].choices.size(), want[i].choices.size());
+    for (size_t c = 0; c < got[i].choices.size(); ++c) {
+      EXPECT_EQ(got[i].choices[c].finish, FinishReason::length) << got[i].choices[c].error;
+      EXPECT_EQ(got[i].choices[c].tokens, want[i].choices[c].tokens) << "request " << i << " choice " << c;
+    }
+  }
+}
+
 TEST(CudaRunner, SizesItsPoolFromWhatTheDeviceHasLeft) {
   auto model = stories();
   auto device = std::make_unique<FakeDevice>(model, 64 * kMiB);
@@ -135,14 +148,7 @@ TEST(CudaRunner, GreedyTokensAreTheCpuRunners) {
   reqs[0].n = 3;
   const auto want = cpu->generate(reqs);
   const auto got = gpu->generate(reqs);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(got[i].choices.size(), want[i].choices.size());
-    for (size_t c = 0; c < got[i].choices.size(); ++c) {
-      EXPECT_EQ(got[i].choices[c].finish, FinishReason::length) << got[i].choices[c].error;
-      EXPECT_EQ(got[i].choices[c].tokens, want[i].choices[c].tokens) << "request " << i << " choice " << c;
-    }
-  }
+  expect_same_tokens(got, want);
   const auto s = drained(*gpu);
   EXPECT_GT(s.preemptions, 0);
   EXPECT_EQ(s.kv_blocks_used, 0);
@@ -410,14 +416,7 @@ TEST(CudaRunner, AHybridModelsGreedyTokensAreTheCpuEngines) {
   reqs[0].n = 2;
   const auto want = cpu->generate(reqs);
   const auto got = gpu->generate(reqs);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    ASSERT_EQ(got[i].choices.size(), want[i].choices.size());
-    for (size_t c = 0; c < got[i].choices.size(); ++c) {
-      EXPECT_EQ(got[i].choices[c].finish, FinishReason::length) << got[i].choices[c].error;
-      EXPECT_EQ(got[i].choices[c].tokens, want[i].choices[c].tokens) << "request " << i << " choice " << c;
-    }
-  }
+  expect_same_tokens(got, want);
   const auto s = drained(*gpu);
   EXPECT_EQ(s.kv_blocks_used, 0);
   EXPECT_EQ(s.state_slots_used, 0);
