@@ -158,6 +158,9 @@ struct Launches {
     ck(cuda::swiglu_oai(g, u, out, n, stream), "swiglu_oai");
   }
   void scale(float* x, float s, int64_t n) { ck(cuda::scale(x, s, n, stream), "scale"); }
+  void query_temperature(float* x, const int32_t* pos, int n_tokens, int n, float temperature, int floor) {
+    ck(cuda::query_temperature(x, pos, n_tokens, n, temperature, floor, stream), "query_temperature");
+  }
   void scale_softcap(float* x, float s, float cap, int64_t n) {
     ck(cuda::scale_softcap(x, s, cap, n, stream), "scale_softcap");
   }
@@ -355,7 +358,7 @@ std::string CudaDevice::unsupported(const ModelConfig& c) const {
   need(c.moe.n_expert <= kMaxExperts && c.moe.n_used <= kMaxExpertsUsed, "more than 512 experts or 32 a token");
   need(!c.moe.dense_beside, "a dense FFN beside the experts");
   need(!c.v_norm, "V norms");
-  need(c.q_temperature == 0, "query temperatures");
+  need(c.q_temperature == 0 || c.q_temperature_floor > 0, "a query temperature without its floor");
   need(c.n_embd_per_layer == 0 && !c.layer_output_scale, "per-layer inputs or output scales");
   need(!c.token_types && !c.position_embd && !c.embd_norm && c.causal && c.output_norm && c.pooling == Pooling::none,
        "an encoder or embedding model's input or output");
@@ -366,7 +369,6 @@ std::string CudaDevice::unsupported(const ModelConfig& c) const {
     need(l.kv_source < 0, "layers sharing another's K/V");
     need(l.n_head == c.n_head && l.n_head_kv == c.n_head_kv && l.head_dim == c.head_dim && l.n_ff == c.n_ff,
          "layers of different shapes");
-    need(l.rope.enabled, "layers without RoPE");
   }
   std::sort(no.begin(), no.end());
   no.erase(std::unique(no.begin(), no.end()), no.end());

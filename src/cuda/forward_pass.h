@@ -184,6 +184,7 @@ void attention_block(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, con
   if (l.k_norm) ops.rms_norm(b.k, l.k_norm, b.k, whole_qk ? T : T * c.n_head_kv, whole_qk ? K : hd, eps);
   ops.rope(b.q, s.positions, T, c.n_head, hd, l.rope);
   ops.rope(b.k, s.positions, T, c.n_head_kv, hd, l.rope);
+  if (c.q_temperature != 0) ops.query_temperature(b.q, s.positions, T, Q, c.q_temperature, c.q_temperature_floor);
   __half *k_cache = m.k_cache[size_t(l.cache)], *v_cache = m.v_cache[size_t(l.cache)];
   ops.store_kv(b.k, b.v, s.slots, T, K, k_cache, v_cache);
   ops.paged_attention({.q = b.q,

@@ -48,6 +48,15 @@ cudaError_t swiglu_oai(const float* gate, const float* up, float* out, int64_t n
   return cudaGetLastError();
 }
 
+cudaError_t query_temperature(float* x, const int32_t* positions, int n_tokens, int n, float temperature, int floor,
+                              cudaStream_t stream) {
+  if (n_tokens < 0 || n <= 0 || floor <= 0) return cudaErrorInvalidValue;
+  if (n_tokens == 0) return cudaSuccess;
+  detail::query_temperature_kernel<<<elementwise_blocks(int64_t(n_tokens) * n), detail::kNormThreads, 0, stream>>>(
+      x, positions, int64_t(n_tokens) * n, n, temperature, floor);
+  return cudaGetLastError();
+}
+
 cudaError_t scale(float* x, float s, int64_t n, cudaStream_t stream) {
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;

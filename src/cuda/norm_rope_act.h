@@ -56,6 +56,12 @@ cudaError_t geglu_tanh(const float* gate, const float* up, float* out, int64_t n
 //   gate, up, out  [n] F32 (out may be gate or up)
 cudaError_t swiglu_oai(const float* gate, const float* up, float* out, int64_t n, cudaStream_t stream);
 
+// x[t][i] *= 1 + temperature * log(floor(positions[t] / floor) + 1): the
+// query's temperature by position (Ministral 3, Llama 4), as the CPU's.
+//   x  [n_tokens][n] F32
+cudaError_t query_temperature(float* x, const int32_t* positions, int n_tokens, int n, float temperature, int floor,
+                              cudaStream_t stream);
+
 // x[i] *= s (Gemma's embedding scale).
 //   x  [n] F32
 cudaError_t scale(float* x, float s, int64_t n, cudaStream_t stream);

@@ -1,5 +1,5 @@
-// rms_norm's, rope's, swiglu's, swiglu_oai's, geglu_tanh's, scale's, scale_softcap's and add's kernels (launchers:
-// norm_rope_act.cu), apart so a test can also run them on the CPU (tests/cuda/host_emulation.h).
+// rms_norm's, rope's, swiglu's, swiglu_oai's, geglu_tanh's, query_temperature's, scale's, scale_softcap's and add's
+// kernels (launchers: norm_rope_act.cu), apart so a test can also run them on the CPU (tests/cuda/host_emulation.h).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -82,6 +82,14 @@ __global__ void geglu_tanh_kernel(const float* gate, const float* up, float* out
     const float x = gate[i];
     const float inner = mul_rn(kSqrt2OverPi, fmaf(mul_rn(kCoef, mul_rn(x, x)), x, x));
     out[i] = mul_rn(mul_rn(mul_rn(0.5f, x), add_rn(1.0f, tanhf(inner))), up[i]);
+  }
+}
+
+__global__ void query_temperature_kernel(float* x, const int32_t* positions, int64_t total, int n, float temperature,
+                                         int floor) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const float pos = float(positions[i / n]);
+    x[i] *= 1.0f + temperature * logf(floorf(pos / float(floor)) + 1.0f);
   }
 }
 

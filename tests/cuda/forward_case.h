@@ -164,6 +164,31 @@ inline std::vector<Case> forward_cases() {
   SyntheticModelSpec granite = out[1].spec;
   granite.arch = "granite";
   out.push_back({"granite", granite});
+  // SmolLM3: every fourth layer without RoPE.
+  SyntheticModelSpec smollm3 = out[1].spec;
+  smollm3.arch = "smollm3";
+  smollm3.n_layer = 4;
+  out.push_back({"smollm3", smollm3});
+  // Ministral 3: YaRN with betas and a log multiplier, and the query's temperature by
+  // position over an original context of 8 (so the steps' positions reach 6 of its periods).
+  SyntheticModelSpec mistral3 = out[1].spec;
+  mistral3.arch = "mistral3";
+  mistral3.rope_scaling = "yarn";
+  mistral3.rope_scaling_factor = 4.0f;
+  mistral3.rope_orig_ctx = 8;
+  out.push_back({"mistral3", mistral3});
+  // Phi-3 128k: fused Q/K/V and gate/up, LongRoPE's factors and attention factor.
+  SyntheticModelSpec phi3 = out[1].spec;
+  phi3.arch = "phi3";
+  phi3.fused_qkv = true;
+  phi3.longrope = true;
+  out.push_back({"phi3", phi3});
+  // GLM-4: sandwich norms, fused gate/up, partial RoPE, Q/K/V biases.
+  SyntheticModelSpec glm4 = out[1].spec;
+  glm4.arch = "glm4";
+  glm4.qkv_bias = true;
+  glm4.rope_dims = 32;
+  out.push_back({"glm4", glm4});
   // Qwen3.5: three Gated DeltaNet layers (4 taps, 2 key heads read by 4 value heads of 16) to
   // one of gated attention (its query's gate, per-head Q/K norms, partial NeoX RoPE); each
   // sequence's state carried from step to step, the 37-token prefill's through 37 updates. F32.

@@ -378,6 +378,12 @@ struct HostOps {
     ++launches;
     for (int64_t i = 0; i < n; ++i) x[i] *= s;
   }
+  void query_temperature(float* x, const int32_t* pos, int n_tokens, int n, float temperature, int floor) {
+    ++launches;
+    for (int t = 0; t < n_tokens; ++t)
+      for (int i = 0; i < n; ++i)
+        x[int64_t(t) * n + i] *= float(1 + temperature * std::log(std::floor(double(pos[t]) / floor) + 1));
+  }
   void scale_softcap(float* x, float s, float cap, int64_t n) {
     ++launches;
     for (int64_t i = 0; i < n; ++i) x[i] = cap > 0 ? float(cap * std::tanh(double(x[i] * s) / cap)) : x[i] * s;

@@ -172,9 +172,10 @@ TEST(CudaKernelsOnHost, GegluTanhIsTheCpusAndScaleIsOneProduct) {
   }
 }
 
-// The logits' scale and soft-cap (granite, gemma2) as the CPU's Model::forward
-// writes them, and gpt-oss's clamped SwiGLU as its gated_activation.
-TEST(CudaKernelsOnHost, ScaleSoftcapAndTheClampedSwigluAreTheCpus) {
+// The logits' scale and soft-cap (granite, gemma2) and the query's temperature
+// (Ministral 3) as the CPU's Model::forward writes them, and gpt-oss's clamped
+// SwiGLU as its gated_activation.
+TEST(CudaKernelsOnHost, ScalesSoftcapTemperatureAndTheClampedSwigluAreTheCpus) {
   std::mt19937 rng(107);
   const int64_t n = 1001;
   const std::vector<float> x = testing::random_floats(size_t(n), rng, 40.0f);
@@ -186,6 +187,15 @@ TEST(CudaKernelsOnHost, ScaleSoftcapAndTheClampedSwigluAreTheCpus) {
       if (cap > 0) z = cap * std::tanh(z / cap);
       ASSERT_EQ(got[size_t(i)], z) << i;
     }
+  }
+  // The query's temperature: 7 tokens of 143 values (1001), positions across several periods of 8.
+  const std::vector<int32_t> pos = {0, 7, 8, 20, 63, 64, 1000};
+  std::vector<float> q = x;
+  emulation::launch(dim3(2), dim3(detail::kNormThreads), detail::query_temperature_kernel, q.data(), pos.data(), n, 143,
+                    0.1f, 8);
+  for (int64_t i = 0; i < n; ++i) {
+    const float t = 1.0f + 0.1f * std::log(std::floor(float(pos[size_t(i / 143)]) / 8.0f) + 1.0f);
+    ASSERT_EQ(q[size_t(i)], x[size_t(i)] * t) << i;
   }
   const std::vector<float> up = testing::random_floats(size_t(n), rng, 6.0f);
   std::vector<float> out = testing::nan_floats(size_t(n)), want = x;

@@ -179,5 +179,26 @@ TEST(CudaActivations, AddIsTheResidualSum) {
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], y[i] + x[i]) << i;
 }
 
+// The logits' scale and soft-cap, and the query's temperature by position:
+// tanhf and logf within a few ulps of the host's.
+TEST(CudaActivations, ScaleSoftcapAndQueryTemperature) {
+  PAGODA_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(66);
+  const int n_tokens = 7, n = 143;
+  const std::vector<float> x = testing::random_floats(size_t(n_tokens) * n, rng, 40.0f);
+  const std::vector<int32_t> pos = {0, 7, 8, 20, 63, 64, 1000};
+  DeviceBuffer<float> capped(x), q(x);
+  DeviceBuffer<int32_t> pos_d(pos);
+  ASSERT_EQ(scale_softcap(capped.get(), 0.5f, 2.0f, int64_t(x.size()), nullptr), cudaSuccess);
+  ASSERT_EQ(query_temperature(q.get(), pos_d.get(), n_tokens, n, 0.1f, 8, nullptr), cudaSuccess);
+  PAGODA_CUDA_SYNC();
+  const std::vector<float> got_cap = capped.download(), got_q = q.download();
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_NEAR(got_cap[i], 2.0 * std::tanh(x[i] * 0.5 / 2.0), 4e-7 * 2.0) << i;
+    const double t = 1 + 0.1 * std::log(std::floor(pos[i / n] / 8.0) + 1);
+    ASSERT_NEAR(got_q[i], x[i] * t, 1e-6 * std::abs(x[i] * t)) << i;
+  }
+}
+
 }  // namespace
 }  // namespace pagoda::cuda
