@@ -54,8 +54,9 @@ EngineConfig engine_config(const CudaRunnerOptions& o) {
 // An engine over a CudaRunner over a fake device of `device_bytes`, armed
 // with its faults before the engine's thread starts.
 std::unique_ptr<Engine> gpu_engine(const CudaRunnerOptions& o, const std::function<void(FakeDevice&)>& arm = {},
-                                   FakeDevice** device_out = nullptr, bool cpu_sampling = false) {
-  auto model = stories();
+                                   FakeDevice** device_out = nullptr, bool cpu_sampling = false,
+                                   std::shared_ptr<Model> model = nullptr) {
+  if (!model) model = stories();
   auto device = std::make_unique<FakeDevice>(model, 64 * kMiB);
   if (arm) arm(*device);
   if (device_out) *device_out = device.get();
@@ -370,6 +371,20 @@ std::string hybrid_file() {
   return path;
 }
 
+// Twelve greedy requests, the second half extending the first half's
+// prompts (prefix-cache hits: checkpoints restored), the first forked (n = 2).
+std::vector<Request> hybrid_crowd(uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<Request> reqs;
+  for (int i = 0; i < 12; ++i) reqs.push_back(greedy(rng, 40 + rng() % 60, 30));
+  for (int i = 6; i < 12; ++i) {
+    reqs[size_t(i)].prompt = reqs[size_t(i - 6)].prompt;
+    reqs[size_t(i)].prompt.push_back(TokenId(3 + i));
+  }
+  reqs[0].n = 2;
+  return reqs;
+}
+
 TEST(CudaRunner, AHybridModelKeepsItsStateOnTheDevice) {
   const std::string path = hybrid_file();
   auto model = std::shared_ptr<Model>(Model::load(path, Residency::kInMemory));
@@ -400,20 +415,8 @@ TEST(CudaRunner, AHybridModelsGreedyTokensAreTheCpuEngines) {
   EngineConfig cpu_cfg = engine_config(o);
   auto cpu = Engine::load(path, cpu_cfg);
   auto model = std::shared_ptr<Model>(Model::load(path, Residency::kInMemory));
-  auto runner = std::make_unique<CudaRunner>(model, std::make_unique<FakeDevice>(model, 64 * kMiB), o);
-  const int32_t blocks = runner->num_blocks();
-  auto tokenizer = std::make_shared<const Tokenizer>(Tokenizer::from_gguf(model->file()));
-  EngineConfig cfg = engine_config(o);
-  cfg.sample_on_device = true;
-  auto gpu = std::make_unique<Engine>(cfg, std::move(runner), blocks, tokenizer);
-  std::mt19937 rng(5);
-  std::vector<Request> reqs;
-  for (int i = 0; i < 12; ++i) reqs.push_back(greedy(rng, 40 + rng() % 60, 30));
-  for (int i = 6; i < 12; ++i) {  // the second half shares the first half's prompts: prefix-cache hits
-    reqs[size_t(i)].prompt = reqs[size_t(i - 6)].prompt;
-    reqs[size_t(i)].prompt.push_back(TokenId(3 + i));
-  }
-  reqs[0].n = 2;
+  auto gpu = gpu_engine(o, {}, nullptr, false, model);
+  const std::vector<Request> reqs = hybrid_crowd(5);
   const auto want = cpu->generate(reqs);
   const auto got = gpu->generate(reqs);
   expect_same_tokens(got, want);
@@ -421,6 +424,35 @@ TEST(CudaRunner, AHybridModelsGreedyTokensAreTheCpuEngines) {
   EXPECT_EQ(s.kv_blocks_used, 0);
   EXPECT_EQ(s.state_slots_used, 0);
   EXPECT_GT(s.state_checkpoint_hits, 0);
+  std::filesystem::remove(path);
+}
+
+// Failed passes (out of memory: halved; recoverable: bisected) leave each
+// sequence's state where the next try reads it (a pass writes only the
+// other buffer): every request that completes has the fault-free tokens.
+TEST(CudaRunner, AHybridsStateSurvivesFailedPasses) {
+  const std::string path = hybrid_file();
+  CudaRunnerOptions o = small_pool();
+  auto cpu = Engine::load(path, engine_config(o));
+  auto model = std::shared_ptr<Model>(Model::load(path, Residency::kInMemory));
+  auto gpu = gpu_engine(
+      o, [](FakeDevice& d) { d.fail_at_random(0.08, 0.04, 31); }, nullptr, false, model);
+  const std::vector<Request> reqs = hybrid_crowd(6);
+  const auto want = cpu->generate(reqs);
+  const auto got = gpu->generate(reqs);
+  ASSERT_EQ(got.size(), want.size());
+  int completed = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    for (size_t c = 0; c < got[i].choices.size(); ++c) {
+      if (got[i].choices[c].finish != FinishReason::length) continue;  // ended by a fault: a clear error
+      ++completed;
+      EXPECT_EQ(got[i].choices[c].tokens, want[i].choices[c].tokens) << "request " << i << " choice " << c;
+    }
+  const auto s = drained(*gpu);
+  EXPECT_GT(completed, 10);
+  EXPECT_GT(s.oom_retries + s.forward_retries, 0);
+  EXPECT_EQ(s.kv_blocks_used, 0);
+  EXPECT_EQ(s.state_slots_used, 0);
   std::filesystem::remove(path);
 }
 
