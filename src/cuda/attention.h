@@ -10,7 +10,7 @@
 
 namespace pagoda::cuda {
 
-inline constexpr int kMaxAttentionHeadDim = 256;
+inline constexpr int kMaxAttentionHeadDim = 512;  // gemma4's global layers
 
 struct PagedAttentionArgs {
   const float* q = nullptr;            // [n_tokens][n_head][head_dim] F32 (RoPE applied)

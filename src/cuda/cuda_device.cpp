@@ -158,6 +158,13 @@ struct Launches {
     ck(cuda::swiglu_oai(g, u, out, n, stream), "swiglu_oai");
   }
   void scale(float* x, float s, int64_t n) { ck(cuda::scale(x, s, n, stream), "scale"); }
+  void blend(float* x, const float* y, float a, float b, int64_t n) { ck(cuda::blend(x, y, a, b, n, stream), "blend"); }
+  void gelu_times(float* g, const float* in, int n_tokens, int n, int64_t stride) {
+    ck(cuda::gelu_times(g, in, n_tokens, n, stride, stream), "gelu_times");
+  }
+  void copy(float* dst, const float* src, int64_t n) {
+    ck(cudaMemcpyAsync(dst, src, size_t(n) * sizeof(float), cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync");
+  }
   void query_temperature(float* x, const int32_t* pos, int n_tokens, int n, float temperature, int floor) {
     ck(cuda::query_temperature(x, pos, n_tokens, n, temperature, floor, stream), "query_temperature");
   }
@@ -356,20 +363,12 @@ std::string CudaDevice::unsupported(const ModelConfig& c) const {
   need(c.norms != NormPlacement::PostAdd && c.norm_kind == NormKind::RMS, "LayerNorm or post-add norms");
   need(c.act != Activation::Gelu, "an ungated FFN");
   need(c.moe.n_expert <= kMaxExperts && c.moe.n_used <= kMaxExpertsUsed, "more than 512 experts or 32 a token");
-  need(!c.moe.dense_beside, "a dense FFN beside the experts");
-  need(!c.v_norm, "V norms");
   need(c.q_temperature == 0 || c.q_temperature_floor > 0, "a query temperature without its floor");
-  need(c.n_embd_per_layer == 0 && !c.layer_output_scale, "per-layer inputs or output scales");
   need(!c.token_types && !c.position_embd && !c.embd_norm && c.causal && c.output_norm && c.pooling == Pooling::none,
        "an encoder or embedding model's input or output");
-  need(c.head_dim <= kMaxAttentionHeadDim, "heads wider than 256");
   need(c.n_recurrent_layers() == 0 || c.delta_net.head_k_dim <= kMaxDeltaHeadDim, "DeltaNet heads wider than 256");
-  for (const LayerSpec& l : c.layers) {  // a window and its own RoPE base or linear scaling per layer are run
-    if (l.recurrent) continue;           // a Gated DeltaNet layer: delta_net.h
-    need(l.kv_source < 0, "layers sharing another's K/V");
-    need(l.n_head == c.n_head && l.n_head_kv == c.n_head_kv && l.head_dim == c.head_dim && l.n_ff == c.n_ff,
-         "layers of different shapes");
-  }
+  // Each layer runs in its own shape, its window, RoPE base and scaling (a Gated DeltaNet layer: delta_net.h).
+  for (const LayerSpec& l : c.layers) need(l.recurrent || l.head_dim <= kMaxAttentionHeadDim, "heads wider than 512");
   std::sort(no.begin(), no.end());
   no.erase(std::unique(no.begin(), no.end()), no.end());
   std::string why;
@@ -396,10 +395,10 @@ DeviceStatus CudaDevice::reserve_workspace(const gpu::StepLimits& limits) {
     m.use();
     b.x = w.take<float>(T * c.n_embd);
     b.h = w.take<float>(T * c.n_embd);
-    b.q = w.take<float>(T * c.q_dim());
+    b.q = w.take<float>(T * c.max_q_dim());
     if (c.attn_output_gate) {
-      b.qg = w.take<float>(2 * T * c.q_dim());
-      b.attn_gate = w.take<float>(T * c.q_dim());
+      b.qg = w.take<float>(2 * T * c.max_q_dim());
+      b.attn_gate = w.take<float>(T * c.max_q_dim());
     }
     if (const DeltaNetSpec& d = c.delta_net; c.n_recurrent_layers() > 0) {
       b.mixed = w.take<float>(T * d.conv_channels());
@@ -411,11 +410,11 @@ DeviceStatus CudaDevice::reserve_workspace(const gpu::StepLimits& limits) {
       b.seq_first = w.take<int32_t>(limits.max_seqs);
       b.seq_end = w.take<int32_t>(limits.max_seqs);
     }
-    b.attn = w.take<float>(T * c.q_dim());
-    b.k = w.take<float>(T * c.kv_dim());
-    b.v = w.take<float>(T * c.kv_dim());
-    b.gate = w.take<float>(T * c.n_ff);
-    b.up = w.take<float>(T * c.n_ff);
+    b.attn = w.take<float>(T * c.max_q_dim());
+    b.k = w.take<float>(T * c.max_kv_dim());
+    b.v = w.take<float>(T * c.max_kv_dim());
+    b.gate = w.take<float>(T * c.max_n_ff());
+    b.up = w.take<float>(T * c.max_n_ff());
     if (const MoeSpec& e = c.moe; e.n_expert > 0) {
       const int64_t slots = std::min<int64_t>(T, kMoeChunkTokens) * e.n_used;
       b.router_logits = w.take<float>(T * e.n_expert);
@@ -426,12 +425,22 @@ DeviceStatus CudaDevice::reserve_workspace(const gpu::StepLimits& limits) {
       b.expert_gate = w.take<float>(slots * e.n_ff);
       b.expert_up = w.take<float>(slots * e.n_ff);
       b.expert_out = w.take<float>(slots * c.n_embd);
+      if (e.dense_beside) {
+        b.beside_in = w.take<float>(T * c.n_embd);
+        b.beside_router = w.take<float>(T * c.n_embd);
+        b.beside_out = w.take<float>(T * c.n_embd);
+      }
       if (e.n_ff_shared > 0) {
         b.shexp_gate = w.take<float>(T * e.n_ff_shared);
         b.shexp_up = w.take<float>(T * e.n_ff_shared);
         b.shexp_out = w.take<float>(T * c.n_embd);
         b.shexp_logit = w.take<float>(T);
       }
+    }
+    if (const int64_t P = c.n_embd_per_layer; P > 0) {
+      b.pl = w.take<float>(T * c.n_layer * P);
+      b.pl_tok = w.take<float>(T * c.n_layer * P);
+      b.pl_gate = w.take<float>(T * P);
     }
     b.xl = w.take<float>(L * c.n_embd);
     b.logits = w.take<float>(L * c.n_vocab);
@@ -466,9 +475,9 @@ DeviceStatus CudaDevice::allocate_kv(const gpu::KvPoolShape& shape) {
   Impl& m = *m_;
   if (shape.type != KvType::F16) fail<Unsupported>("the CUDA KV cache is F16 (--kv-type f16)");
   const ModelConfig& c = m.model.cfg;
-  if (shape.kv_dim != c.kv_dim() || shape.n_layer != m.model.n_cached_layers)
+  if (shape.kv_dim != c.max_kv_dim() || shape.n_layer != m.model.n_cached_layers)
     fail<InvalidArgument>("a KV pool of {} layers x {} for a model of {} x {}", shape.n_layer, shape.kv_dim,
-                          m.model.n_cached_layers, c.kv_dim());
+                          m.model.n_cached_layers, c.max_kv_dim());
   return answer([&] {
     m.use();
     m.drop_graphs();  // they hold the caches' addresses (the pool comes once, before any step)

@@ -25,8 +25,8 @@
 
 namespace pagoda::cuda {
 
-// A step's activations (T tokens, L logits rows, E n_embd, Q q_dim, K kv_dim,
-// F n_ff, V n_vocab).
+// A step's activations (T tokens, L logits rows, E n_embd, Q, K and F the
+// widest layer's q_dim, kv_dim and n_ff, V n_vocab).
 struct StepBuffers {
   float *x = nullptr, *h = nullptr;           // T x E: the residual stream, a normed or projected copy
   float *q = nullptr, *attn = nullptr;        // T x Q
@@ -44,14 +44,19 @@ struct StepBuffers {
   float *shexp_gate = nullptr, *shexp_up = nullptr;    // T x moe.n_ff_shared: the shared expert's hidden rows
   float* shexp_out = nullptr;                          // T x E
   float* shexp_logit = nullptr;                        // T: its gate's logits
+  // Experts beside a dense MLP (gemma4's 26B-A4B), T x E each: their input, the router's, their output.
+  float *beside_in = nullptr, *beside_router = nullptr, *beside_out = nullptr;
   // A recurrent layer's (C conv channels, Vd = H_v dv), and each sequence's tokens:
   float *mixed = nullptr, *conv = nullptr;           // T x C: the projection, then convolved
   float *z = nullptr, *core = nullptr;               // T x Vd: the output gate, the heads' reads
   float *beta = nullptr, *decay = nullptr;           // T x H_v
   int32_t *seq_first = nullptr, *seq_end = nullptr;  // S: sequence_ranges
-  float* xl = nullptr;                               // L x E: the rows whose logits are wanted
-  float* logits = nullptr;                           // L x V
-  __half *x16 = nullptr, *w16 = nullptr;             // T x widest_input; the largest layer matrix (T > kGemmMinTokens)
+  // gemma4's per-layer inputs (P wide, W = n_layer P):
+  float *pl = nullptr, *pl_tok = nullptr;  // T x W: every layer's input, the token table's rows
+  float* pl_gate = nullptr;                // T x P
+  float* xl = nullptr;                     // L x E: the rows whose logits are wanted
+  float* logits = nullptr;                 // L x V
+  __half *x16 = nullptr, *w16 = nullptr;   // T x widest_input; the largest layer matrix (T > kGemmMinTokens)
   // mmq's quantized activations: mmq_scratch_bytes(min(T, kMmqMaxTokens), widest_input).
   void* mmq_scratch = nullptr;
   size_t mmq_scratch_bytes = 0;
@@ -104,8 +109,8 @@ inline constexpr int kMoeChunkTokens = 256;
 // (it reads in first). out may be in: a chunk overwrites only its own rows,
 // after it has read them.
 template <class Ops>
-void moe_ffn(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const Layer& l, const float* in, int T,
-             float* out) {
+void moe_ffn(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const Layer& l, const float* in, int T, float* out,
+             const float* router_in = nullptr) {
   const ModelConfig& c = m.cfg;
   const MoeSpec& moe = c.moe;
   const int E = c.n_embd, N = moe.n_expert, k = moe.n_used, M = moe.n_ff, SH = moe.n_ff_shared;
@@ -117,7 +122,7 @@ void moe_ffn(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const Layer
     ops.row_dot(in, l.shexp_gate, T, E, b.shexp_logit);
   }
   // F32 arithmetic for every batch (no cuBLAS in F16): near ties route as on the CPU.
-  matmul(ops, b, l.router, in, T, b.router_logits, false);
+  matmul(ops, b, l.router, router_in ? router_in : in, T, b.router_logits, false);
   if (l.router_b) ops.add_bias(b.router_logits, l.router_b, T, N);
   const MoeRouting routing{.n_expert = N,
                            .n_used = k,
@@ -160,33 +165,40 @@ struct StepWords {
 };
 
 // out [T][E] = wo(attend(rope(q), rope(k), v)) (times sigmoid of the query's
-// gate where the model has one), q, k and v from in [T][E].
+// gate where the model has one), q, k and v from in [T][E] in the layer's own
+// shape; a layer sharing K/V (gemma4) projects q alone and reads its source's.
 template <class Ops>
 void attention_block(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const Layer& l, const float* in,
                      const StepWords& s, float* out) {
   const ModelConfig& c = m.cfg;
-  const int T = s.T, E = c.n_embd, Q = c.q_dim(), K = c.kv_dim(), hd = c.head_dim;
+  const int T = s.T, E = c.n_embd, hd = l.head_dim, Q = l.n_head * hd, K = l.n_kv_head * hd;
   const float eps = c.rms_eps;
   if (c.attn_output_gate) {
     matmul(ops, b, l.wq, in, T, b.qg);
-    ops.split_query_gate(b.qg, T, c.n_head, hd, b.q, b.attn_gate);
+    ops.split_query_gate(b.qg, T, l.n_head, hd, b.q, b.attn_gate);
   } else {
     matmul(ops, b, l.wq, in, T, b.q);
   }
-  matmul(ops, b, l.wk, in, T, b.k);
-  matmul(ops, b, l.wv, in, T, b.v);
   if (l.bq) ops.add_bias(b.q, l.bq, T, Q);
-  if (l.bk) ops.add_bias(b.k, l.bk, T, K);
-  if (l.bv) ops.add_bias(b.v, l.bv, T, K);
   // Per head: rows of hd; whole: a token's Q (or K) is one row.
   const bool whole_qk = c.qk_norm == QkNorm::Whole;
-  if (l.q_norm) ops.rms_norm(b.q, l.q_norm, b.q, whole_qk ? T : T * c.n_head, whole_qk ? Q : hd, eps);
-  if (l.k_norm) ops.rms_norm(b.k, l.k_norm, b.k, whole_qk ? T : T * c.n_head_kv, whole_qk ? K : hd, eps);
-  ops.rope(b.q, s.positions, T, c.n_head, hd, l.rope);
-  ops.rope(b.k, s.positions, T, c.n_head_kv, hd, l.rope);
+  if (l.q_norm) ops.rms_norm(b.q, l.q_norm, b.q, whole_qk ? T : T * l.n_head, whole_qk ? Q : hd, eps);
+  ops.rope(b.q, s.positions, T, l.n_head, hd, l.rope);
   if (c.q_temperature != 0) ops.query_temperature(b.q, s.positions, T, Q, c.q_temperature, c.q_temperature_floor);
   __half *k_cache = m.k_cache[size_t(l.cache)], *v_cache = m.v_cache[size_t(l.cache)];
-  ops.store_kv(b.k, b.v, s.slots, T, K, k_cache, v_cache);
+  if (l.own_kv) {
+    matmul(ops, b, l.wk, in, T, b.k);
+    if (l.wv.rows > 0)
+      matmul(ops, b, l.wv, in, T, b.v);
+    else
+      ops.copy(b.v, b.k, int64_t(T) * K);  // V is K's projection (gemma4's global layers), before K's norm
+    if (l.bk) ops.add_bias(b.k, l.bk, T, K);
+    if (l.bv) ops.add_bias(b.v, l.bv, T, K);
+    if (l.k_norm) ops.rms_norm(b.k, l.k_norm, b.k, whole_qk ? T : T * l.n_kv_head, whole_qk ? K : hd, eps);
+    if (c.v_norm) ops.rms_norm(b.v, nullptr, b.v, T * l.n_kv_head, hd, eps);
+    ops.rope(b.k, s.positions, T, l.n_kv_head, hd, l.rope);
+    ops.store_kv(b.k, b.v, s.slots, T, K, k_cache, v_cache);
+  }
   ops.paged_attention({.q = b.q,
                        .k_cache = k_cache,
                        .v_cache = v_cache,
@@ -195,8 +207,8 @@ void attention_block(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, con
                        .block_tables = s.tables,
                        .out = b.attn,
                        .n_tokens = T,
-                       .n_head = c.n_head,
-                       .n_kv_head = c.n_head_kv,
+                       .n_head = l.n_head,
+                       .n_kv_head = l.n_kv_head,
                        .head_dim = hd,
                        .block_size = m.block_size,
                        .max_blocks_per_seq = s.B,
@@ -238,6 +250,56 @@ void delta_net_block(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, con
   matmul(ops, b, l.ssm_out, b.z, T, out);
 }
 
+// gemma4's 26B-A4B (MoeSpec::dense_beside): b.h [T][E] = post_norm_1(MLP(in))
+// + post_norm_2(experts(pre_norm_2(x))), the router reading rmsnorm(x) /
+// sqrt(E) * router_in_scale; x is the residual stream.
+template <class Ops>
+void experts_beside_mlp(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const Layer& l, const float* in,
+                        int T) {
+  const ModelConfig& c = m.cfg;
+  const int E = c.n_embd;
+  const float eps = c.rms_eps;
+  ops.rms_norm(b.x, l.pre_norm_2, b.beside_in, T, E, eps);
+  ops.rms_norm(b.x, l.router_in_scale, b.beside_router, T, E, eps);
+  ops.scale(b.beside_router, 1.0f / std::sqrt(float(E)), int64_t(T) * E);
+  moe_ffn(ops, m, b, l, b.beside_in, T, b.beside_out, b.beside_router);
+  matmul(ops, b, l.gate, in, T, b.gate);
+  matmul(ops, b, l.up, in, T, b.up);
+  gated_activation(ops, c.act, b.gate, b.up, int64_t(T) * l.n_ff);
+  matmul(ops, b, l.down, b.gate, T, b.h);
+  ops.rms_norm(b.h, l.post_norm_1, b.h, T, E, eps);
+  ops.rms_norm(b.beside_out, l.post_norm_2, b.beside_out, T, E, eps);
+  ops.add(b.h, b.beside_out, int64_t(T) * E);
+}
+
+// gemma4's per-layer inputs, b.pl [T][n_layer P] (model/per_layer_inputs.h):
+// the embeddings x projected, over sqrt(E), RMS-normed per layer's slice,
+// plus the token table's rows times sqrt(P), over sqrt(2).
+template <class Ops>
+void per_layer_inputs(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const StepWords& s) {
+  const ModelConfig& c = m.cfg;
+  const int T = s.T, P = c.n_embd_per_layer;
+  const int64_t W = int64_t(c.n_layer) * P;
+  matmul(ops, b, m.per_layer_model_proj, b.x, T, b.pl);
+  ops.scale(b.pl, 1.0f / std::sqrt(float(c.n_embd)), T * W);
+  ops.rms_norm(b.pl, m.per_layer_proj_norm, b.pl, T * c.n_layer, P, c.rms_eps);
+  const Mat& tok = m.per_layer_token_embd;
+  ops.embed_rows(tok.type, tok.data, tok.rows, tok.cols, s.tokens, T, b.pl_tok);
+  ops.blend(b.pl, b.pl_tok, std::sqrt(float(P)), 1.0f / std::sqrt(2.0f), T * W);
+}
+
+// x += rmsnorm(proj(gelu(inp_gate x) * pl[.][li])), layer li's per-layer input branch.
+template <class Ops>
+void add_per_layer_input(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const Layer& l, int li, int T) {
+  const ModelConfig& c = m.cfg;
+  const int P = c.n_embd_per_layer, E = c.n_embd;
+  matmul(ops, b, l.per_layer_inp_gate, b.x, T, b.pl_gate);
+  ops.gelu_times(b.pl_gate, b.pl + int64_t(li) * P, T, P, int64_t(c.n_layer) * P);
+  matmul(ops, b, l.per_layer_proj, b.pl_gate, T, b.h);
+  ops.rms_norm(b.h, l.per_layer_post_norm, b.h, T, E, c.rms_eps);
+  ops.add(b.x, b.h, int64_t(T) * E);
+}
+
 // The step `u` (one KV group), its words copied to `words` where the kernels
 // read them; leaves the wanted rows' logits in b.logits.
 template <class Ops>
@@ -245,12 +307,14 @@ void forward_pass(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const 
                   const int32_t* words) {
   const ModelConfig& c = m.cfg;
   const StepWords s(u, words);
-  const int T = s.T, E = c.n_embd, F = c.n_ff;
+  const int T = s.T, E = c.n_embd;
   const float eps = c.rms_eps;
   ops.embed_rows(m.token_embd.type, m.token_embd.data, m.token_embd.rows, m.token_embd.cols, s.tokens, T, b.x);
   if (c.embed_scale != 1.0f) ops.scale(b.x, c.embed_scale, int64_t(T) * E);  // the CPU's one float product
   if (c.n_recurrent_layers() > 0) ops.sequence_ranges(s.seq_of, T, b.seq_first, b.seq_end);
-  for (const Layer& l : m.layers) {
+  if (c.n_embd_per_layer > 0) per_layer_inputs(ops, m, b, s);
+  for (size_t li = 0; li < m.layers.size(); ++li) {
+    const Layer& l = m.layers[li];
     // Attention (or a recurrent layer): x += post(mix(pre(x))); pre and post are rmsnorms where the
     // model has them (Pre: before only; Post: after only; Sandwich: both).
     const float* in = b.x;
@@ -271,17 +335,21 @@ void forward_pass(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const 
       ops.rms_norm(b.x, l.ffn_norm, b.h, T, E, eps);
       in = b.h;
     }
-    if (c.moe.n_expert > 0) {
+    if (c.moe.n_expert > 0 && c.moe.dense_beside) {
+      experts_beside_mlp(ops, m, b, l, in, T);
+    } else if (c.moe.n_expert > 0) {
       moe_ffn(ops, m, b, l, in, T, b.h);
     } else {
       matmul(ops, b, l.gate, in, T, b.gate);
       matmul(ops, b, l.up, in, T, b.up);
-      gated_activation(ops, c.act, b.gate, b.up, int64_t(T) * F);
+      gated_activation(ops, c.act, b.gate, b.up, int64_t(T) * l.n_ff);
       matmul(ops, b, l.down, b.gate, T, b.h);
     }
     if (l.ffn_post_norm) ops.rms_norm(b.h, l.ffn_post_norm, b.h, T, E, eps);
     if (c.residual_scale != 1.0f) ops.scale(b.h, c.residual_scale, int64_t(T) * E);
     ops.add(b.x, b.h, int64_t(T) * E);
+    if (c.n_embd_per_layer > 0) add_per_layer_input(ops, m, b, l, int(li), T);
+    if (l.out_scale != 1.0f) ops.scale(b.x, l.out_scale, int64_t(T) * E);
   }
   // Logits for the wanted rows only: gather, norm, the output matrix.
   ops.gather_rows(b.x, s.logit_rows, s.L, E, b.xl);

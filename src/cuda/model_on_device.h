@@ -29,6 +29,7 @@ struct Mat {
 };
 
 struct Layer {
+  int n_head = 0, n_kv_head = 0, head_dim = 0, n_ff = 0;            // LayerSpec's: gemma4's layers differ
   const float *attn_norm = nullptr, *ffn_norm = nullptr;            // before each sub-block; null: none (Post)
   const float *attn_post_norm = nullptr, *ffn_post_norm = nullptr;  // after each (Post, Sandwich); null: none
   Mat wq, wk, wv, wo, gate, up, down;
@@ -37,6 +38,10 @@ struct Layer {
   const float *q_norm = nullptr, *k_norm = nullptr;  // per head or whole (cfg.qk_norm); null: none
   RopeParams rope;                                   // the layer's own (Gemma 3's local layers differ)
   int window = 0;                                    // LayerSpec::window: 0, full attention
+  float out_scale = 1.0f;                            // the whole stream's after the layer (gemma4); 1: none
+  // gemma4's per-layer input branch (cfg.n_embd_per_layer = P): P x E, E x P, [E]; else none.
+  Mat per_layer_inp_gate, per_layer_proj;
+  const float* per_layer_post_norm = nullptr;
   // A mixture of experts in place of gate, up and down (cfg.moe.n_expert > 0).
   Mat router;                                                // n_expert x n_embd
   const float* router_b = nullptr;                           // [n_expert]; null: none
@@ -46,11 +51,14 @@ struct Layer {
   const float* down_exps_scale = nullptr;                    // [n_expert]; null: none
   Mat gate_shexp, up_shexp, down_shexp;                      // the shared expert (moe.n_ff_shared wide); else none
   const float* shexp_gate = nullptr;                         // [n_embd]: its output's gate
+  // moe.dense_beside (gemma4's 26B-A4B): the router input's scale and the branches' norms, [E] each.
+  const float *router_in_scale = nullptr, *pre_norm_2 = nullptr, *post_norm_1 = nullptr, *post_norm_2 = nullptr;
   // A Gated DeltaNet layer in place of attention (LayerSpec::recurrent; C conv
   // channels, H_v value heads of dv, Vd = H_v dv): model/weights.h's DeltaNetWeights.
   bool recurrent = false;
-  int cache = -1;                         // an attention layer's K/V caches in ModelOnDevice
-  int state_index = -1;                   // a recurrent layer's place among them: its part of each state buffer
+  bool own_kv = true;    // false: the layer reads an earlier layer's K/V (LayerSpec::kv_source, gemma4)
+  int cache = -1;        // an attention layer's K/V caches in ModelOnDevice (its source's, if shared)
+  int state_index = -1;  // a recurrent layer's place among them: its part of each state buffer
   Mat qkv, z_gate, beta, alpha, ssm_out;  // C x E, Vd x E, H_v x E (x2), E x Vd
   const float *conv = nullptr, *dt_bias = nullptr, *a = nullptr, *ssm_norm = nullptr;  // K x C, H_v, H_v, dv
 };
@@ -61,12 +69,16 @@ struct ModelOnDevice {
   ModelConfig cfg;
   Mat token_embd, output;
   const float* output_norm = nullptr;
+  // gemma4's per-layer inputs (P = cfg.n_embd_per_layer, W = n_layer P): a
+  // token table (n_vocab x W), a projection of the embedding (W x E), a norm [P].
+  Mat per_layer_token_embd, per_layer_model_proj;
+  const float* per_layer_proj_norm = nullptr;
   std::vector<Layer> layers;
   std::vector<__half*> k_cache, v_cache;  // Layer::cache's
   int block_size = 16;
   int64_t largest_layer_matrix = 0;  // elements: the F16 scratch of the cuBLAS path
   int64_t widest_input = 0;          // the most columns of a matrix a layer multiplies (E, Q, F or Vd)
-  int n_cached_layers = 0;           // layers with K/V caches (those with attention)
+  int n_cached_layers = 0;           // layers with K/V caches of their own (attention, not shared)
   // Recurrent state (delta_net.h): buffer b's part for recurrent layer i is
   // states + b * state_buffer_floats + i * state_layer_floats.
   float* states = nullptr;
@@ -91,17 +103,21 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
       fail<Unsupported>("{} is {}, which no CUDA kernel decodes yet", w.name, tensor_type_name(w.type));
     return Mat{w.type, w.rows, w.cols, place(w.data, size_t(w.rows) * w.row_bytes)};
   };
-  // An expert stack: the experts' views of one 3-D tensor, placed once.
-  auto experts = [&](const std::vector<Matrix>& e) {
+  // An expert stack: the experts' views of one 3-D tensor, evenly strided, placed once; or,
+  // `placed`, read where another stack placed them (gemma4's fused gate-and-up tensor: each
+  // expert's up rows follow its gate rows, so gate's stack places the whole tensor).
+  auto experts = [&](const std::vector<Matrix>& e, const void* placed = nullptr) {
     if (e.empty()) return ExpertStack{};
     const Matrix& w = e.front();
     const size_t bytes = size_t(w.rows) * w.row_bytes;
+    const size_t stride = e.size() > 1 ? size_t(e[1].data - w.data) : bytes;
     for (size_t i = 0; i < e.size(); ++i)
-      if (e[i].panel_rows > 0 || e[i].data != w.data + i * bytes || e[i].type != w.type)
+      if (e[i].panel_rows > 0 || e[i].data != w.data + i * stride || e[i].type != w.type || stride < bytes)
         fail<InvalidArgument>("{}'s experts are not one mapped tensor; the GPU reads a mapped model", w.name);
     if (!cuda::weight_type_supported(w.type))
       fail<Unsupported>("{} is {}, which no CUDA kernel decodes yet", w.name, tensor_type_name(w.type));
-    return ExpertStack{w.type, w.rows, w.cols, int(e.size()), place(w.data, bytes * e.size())};
+    return ExpertStack{
+        w.type, w.rows, w.cols, int(e.size()), placed ? placed : place(w.data, stride * e.size()), int64_t(stride)};
   };
   ModelOnDevice d;
   d.cfg = model.config();
@@ -110,6 +126,11 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
   d.token_embd = mat(w.token_embd);
   d.output = mat(w.output);
   d.output_norm = vec(w.output_norm);
+  d.per_layer_token_embd = mat(w.per_layer_token_embd);
+  d.per_layer_model_proj = mat(w.per_layer_model_proj);
+  d.per_layer_proj_norm = vec(w.per_layer_proj_norm);
+  d.largest_layer_matrix = d.per_layer_model_proj.elems();
+  d.widest_input = d.per_layer_model_proj.cols;
   for (size_t li = 0; li < w.layers.size(); ++li) {
     const LayerWeights& lw = w.layers[li];
     const LayerSpec& spec = d.cfg.layers[li];
@@ -117,7 +138,19 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
       fail<Unsupported>("the CUDA forward pass adds no dense FFN biases");
     const int n_rot = !spec.rope.enabled || spec.recurrent ? 0 : spec.rope.dims > 0 ? spec.rope.dims : spec.head_dim;
     const Rope::YarnRamp ramp = Rope::yarn_ramp(spec.rope, n_rot);
-    Layer l{.attn_norm = vec(lw.attn_norm),
+    const bool own_kv = spec.kv_source < 0;
+    // gemma4's ffn_gate_up_exps: each expert's gate rows, then its up rows, in one tensor.
+    const bool fused_gate_up =
+        !lw.gate_exps.empty() && !lw.up_exps.empty() &&
+        lw.up_exps.front().data ==
+            lw.gate_exps.front().data + size_t(lw.gate_exps.front().rows) * lw.gate_exps.front().row_bytes;
+    if (!own_kv && (spec.kv_source >= int(li) || d.layers[size_t(spec.kv_source)].cache < 0))
+      fail<InvalidArgument>("layer {} reads the K/V of layer {}, which keeps none before it", li, spec.kv_source);
+    Layer l{.n_head = spec.n_head,
+            .n_kv_head = spec.n_head_kv,
+            .head_dim = spec.head_dim,
+            .n_ff = spec.n_ff,
+            .attn_norm = vec(lw.attn_norm),
             .ffn_norm = vec(lw.ffn_norm),
             .attn_post_norm = vec(lw.attn_post_norm),
             .ffn_post_norm = vec(lw.ffn_post_norm),
@@ -145,10 +178,14 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
                      .yarn_low = ramp.low,
                      .yarn_high = ramp.high},
             .window = spec.window,
+            .out_scale = lw.out_scale,
+            .per_layer_inp_gate = mat(lw.per_layer_inp_gate),
+            .per_layer_proj = mat(lw.per_layer_proj),
+            .per_layer_post_norm = vec(lw.per_layer_post_norm),
             .router = mat(lw.router),
             .router_b = vec(lw.router_b),
             .gate_exps = experts(lw.gate_exps),
-            .up_exps = experts(lw.up_exps),
+            .up_exps = fused_gate_up ? ExpertStack{} : experts(lw.up_exps),
             .down_exps = experts(lw.down_exps),
             .gate_exps_b = vec(lw.gate_exps_b),
             .up_exps_b = vec(lw.up_exps_b),
@@ -158,8 +195,15 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
             .up_shexp = mat(lw.up_shexp),
             .down_shexp = mat(lw.down_shexp),
             .shexp_gate = vec(lw.shexp_gate),
+            .router_in_scale = vec(lw.router_in_scale),
+            .pre_norm_2 = vec(lw.pre_norm_2),
+            .post_norm_1 = vec(lw.post_norm_1),
+            .post_norm_2 = vec(lw.post_norm_2),
             .recurrent = spec.recurrent,
-            .cache = spec.recurrent ? -1 : d.n_cached_layers++,
+            .own_kv = own_kv,
+            .cache = spec.recurrent ? -1
+                     : own_kv       ? d.n_cached_layers++
+                                    : d.layers[size_t(spec.kv_source)].cache,
             .state_index = spec.recurrent ? n_recurrent++ : -1,
             .qkv = mat(lw.delta.qkv),
             .z_gate = mat(lw.delta.gate),
@@ -171,11 +215,15 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
             .a = vec(lw.delta.a),
             .ssm_norm = vec(lw.delta.norm)};
     // The router never goes to cuBLAS; the experts never to matmul().
-    for (const Mat* x : {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down, &l.router, &l.qkv, &l.z_gate, &l.beta,
-                         &l.alpha, &l.ssm_out, &l.gate_shexp, &l.up_shexp, &l.down_shexp}) {
+    for (const Mat* x :
+         {&l.wq, &l.wk, &l.wv, &l.wo, &l.gate, &l.up, &l.down, &l.router, &l.qkv, &l.z_gate, &l.beta, &l.alpha,
+          &l.ssm_out, &l.gate_shexp, &l.up_shexp, &l.down_shexp, &l.per_layer_inp_gate, &l.per_layer_proj}) {
       if (x != &l.router) d.largest_layer_matrix = std::max(d.largest_layer_matrix, x->elems());
       d.widest_input = std::max(d.widest_input, x->cols);
     }
+    if (fused_gate_up)
+      l.up_exps = experts(lw.up_exps, static_cast<const uint8_t*>(l.gate_exps.data) +
+                                          lw.gate_exps.front().rows * lw.gate_exps.front().row_bytes);
     d.layers.push_back(l);
   }
   const DeltaNetSpec& dn = d.cfg.delta_net;

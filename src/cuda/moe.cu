@@ -37,16 +37,16 @@ cudaError_t matvec_experts(const ExpertStack& w, const float* x, int x_per_slot,
                            const ExpertTile* tiles, int max_tiles, float* out, cudaStream_t stream) {
   const size_t row_bytes = weight_row_bytes(w.type, w.cols);
   const int64_t blocks = detail::matvec_blocks(w.rows);
-  if (row_bytes == 0 || w.rows < 0 || w.n_expert < 1 || x_per_slot < 1 || max_tiles < 0 || max_tiles > 65535 ||
-      blocks > INT32_MAX)
+  if (row_bytes == 0 || w.rows < 0 || w.n_expert < 1 || w.stride < 0 || x_per_slot < 1 || max_tiles < 0 ||
+      max_tiles > 65535 || blocks > INT32_MAX)
     return cudaErrorInvalidValue;
   if (blocks == 0 || max_tiles == 0) return cudaSuccess;
   return detail::dispatch_weight_type(w.type, [&](auto decoder) {
     using D = decltype(decoder);
     detail::matvec_experts_kernel<D>
         <<<dim3(unsigned(blocks), unsigned(max_tiles)), detail::kMatvecWarps * 32, 0, stream>>>(
-            static_cast<const uint8_t*>(w.data), size_t(w.rows) * row_bytes, row_bytes, w.rows, w.cols, x, x_per_slot,
-            order, tiles, out);
+            static_cast<const uint8_t*>(w.data), w.stride > 0 ? size_t(w.stride) : size_t(w.rows) * row_bytes,
+            row_bytes, w.rows, w.cols, x, x_per_slot, order, tiles, out);
     return cudaGetLastError();
   });
 }

@@ -31,12 +31,15 @@ struct MoeRouting {
 };
 
 // Every expert's matrix of one projection, stacked as the GGUF's 3-D tensor:
-// expert e's rows x cols in `type` blocks start at data + e * expert_bytes().
+// expert e's rows x cols in `type` blocks start at data + e * stride (stride
+// 0: rows times a row's bytes; gemma4's fused gate-and-up tensor interleaves
+// the two, each expert's gate then its up, so each stack's stride is twice that).
 struct ExpertStack {
   TensorType type = TensorType::F32;
   int64_t rows = 0, cols = 0;
   int n_expert = 0;
   const void* data = nullptr;
+  int64_t stride = 0;
 };
 
 // Up to kExpertTileSlots slots of one expert: order[first .. first + count).

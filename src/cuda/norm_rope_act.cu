@@ -57,6 +57,21 @@ cudaError_t query_temperature(float* x, const int32_t* positions, int n_tokens, 
   return cudaGetLastError();
 }
 
+cudaError_t blend(float* x, const float* y, float a, float b, int64_t n, cudaStream_t stream) {
+  if (n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  detail::blend_kernel<<<elementwise_blocks(n), detail::kNormThreads, 0, stream>>>(x, y, a, b, n);
+  return cudaGetLastError();
+}
+
+cudaError_t gelu_times(float* g, const float* in, int n_tokens, int n, int64_t in_stride, cudaStream_t stream) {
+  if (n_tokens < 0 || n <= 0 || in_stride < n) return cudaErrorInvalidValue;
+  if (n_tokens == 0) return cudaSuccess;
+  detail::gelu_times_kernel<<<elementwise_blocks(int64_t(n_tokens) * n), detail::kNormThreads, 0, stream>>>(
+      g, in, int64_t(n_tokens) * n, n, in_stride);
+  return cudaGetLastError();
+}
+
 cudaError_t scale(float* x, float s, int64_t n, cudaStream_t stream) {
   if (n < 0) return cudaErrorInvalidValue;
   if (n == 0) return cudaSuccess;

@@ -11,7 +11,7 @@ namespace pagoda::cuda {
 
 // out[t][i] = x[t][i] / sqrt(mean_j(x[t][j]^2) + eps) * w[i].
 //   x    [n_tokens][n] F32
-//   w    [n] F32
+//   w    [n] F32, or null: none (gemma4's V norm)
 //   out  [n_tokens][n] F32 (may be x itself)
 cudaError_t rms_norm(const float* x, const float* w, float* out, int n_tokens, int n, float eps, cudaStream_t stream);
 
@@ -61,6 +61,16 @@ cudaError_t swiglu_oai(const float* gate, const float* up, float* out, int64_t n
 //   x  [n_tokens][n] F32
 cudaError_t query_temperature(float* x, const int32_t* positions, int n_tokens, int n, float temperature, int floor,
                               cudaStream_t stream);
+
+// x[i] = (x[i] + y[i] * a) * b: gemma4's per-layer inputs, the projection's
+// and the token table's parts summed (a sqrt(P), b 1/sqrt(2)).
+cudaError_t blend(float* x, const float* y, float a, float b, int64_t n, cudaStream_t stream);
+
+// g[t][i] = gelu_tanh(g[t][i]) * in[t * in_stride + i] (the CPU's gelu_tanh:
+// 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2)))): gemma4's per-layer
+// input gate, over layer l's slice of each token's inputs (in = pl + l P).
+//   g  [n_tokens][n] F32
+cudaError_t gelu_times(float* g, const float* in, int n_tokens, int n, int64_t in_stride, cudaStream_t stream);
 
 // x[i] *= s (Gemma's embedding scale).
 //   x  [n] F32

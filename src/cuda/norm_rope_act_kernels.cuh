@@ -24,7 +24,7 @@ __global__ void __launch_bounds__(kNormThreads)
   for (int i = threadIdx.x; i < n; i += blockDim.x) ss += xt[i] * xt[i];
   ss = block_sum(ss);  // synchronizes: in place is safe, each thread rewrites only what it read
   const float inv = 1.0f / sqrtf(ss / float(n) + eps);
-  for (int i = threadIdx.x; i < n; i += blockDim.x) ot[i] = xt[i] * inv * w[i];
+  for (int i = threadIdx.x; i < n; i += blockDim.x) ot[i] = w ? xt[i] * inv * w[i] : xt[i] * inv;
 }
 
 // One block per token; threads walk its (head, pair)s. The angle is computed in
@@ -90,6 +90,19 @@ __global__ void query_temperature_kernel(float* x, const int32_t* positions, int
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
     const float pos = float(positions[i / n]);
     x[i] *= 1.0f + temperature * logf(floorf(pos / float(floor)) + 1.0f);
+  }
+}
+
+__global__ void blend_kernel(float* x, const float* y, float a, float b, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x)
+    x[i] = (x[i] + y[i] * a) * b;
+}
+
+__global__ void gelu_times_kernel(float* g, const float* in, int64_t total, int n, int64_t in_stride) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535588f, kCoef = 0.044715f;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const float x = g[i];
+    g[i] = 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * x * (1.0f + kCoef * x * x))) * in[(i / n) * in_stride + i % n];
   }
 }
 

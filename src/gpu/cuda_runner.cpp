@@ -52,11 +52,11 @@ CudaRunner::CudaRunner(std::shared_ptr<const Model> model, std::unique_ptr<Devic
   }
   check(device_->memory(after), "reading the device's memory");
 
-  // K/V for the layers with attention only: a recurrent layer keeps its state instead.
-  pool_ = {.block_size = bs,
-           .n_layer = cfg.n_layer - cfg.n_recurrent_layers(),
-           .kv_dim = cfg.max_kv_dim(),
-           .type = options.kv_type};
+  // K/V for the layers that keep their own only: a recurrent layer keeps its state instead, and a
+  // layer that shares another's K/V (gemma4) reads that one's.
+  int32_t kv_layers = 0;
+  for (const LayerSpec& l : cfg.layers) kv_layers += l.has_kv();
+  pool_ = {.block_size = bs, .n_layer = kv_layers, .kv_dim = cfg.max_kv_dim(), .type = options.kv_type};
   plan_ = plan_gpu_memory({.total_bytes = start.total_bytes,
                            .free_at_start = start.free_bytes,
                            .free_after_setup = after.free_bytes,

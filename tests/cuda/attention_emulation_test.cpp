@@ -32,6 +32,7 @@ void check_on_host(const AttentionBatch& batch, const AttentionShape& s, uint32_
 TEST(CudaAttentionOnHost, KernelSourceMatchesADoubleLoop) {
   check_on_host(testing::mixed_batch(), {4, 2, 64, 0}, 81);
   check_on_host(testing::mixed_batch(), {2, 1, 256, 0, true}, 91);
+  check_on_host(testing::decode_one(), {2, 1, 512, 0}, 96);  // gemma4's global heads
   check_on_host(testing::mixed_batch(), {3, 3, 96, 20}, 88);
   check_on_host(testing::decode_one(), {4, 2, 64, 3}, 90);
   check_on_host(testing::mixed_batch(), {4, 2, 64, 20, false, true}, 93);        // gpt-oss: sinks and a window

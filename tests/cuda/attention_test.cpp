@@ -35,8 +35,9 @@ TEST(CudaAttention, MixedBatchWithGqaMatchesADoubleLoop) {
   check_on_device(testing::mixed_batch(), {8, 2, 64, 0}, 81);
   check_on_device(testing::mixed_batch(), {8, 2, 64, 0, true}, 91);  // StepUpload's grouped tables
   check_on_device(testing::mixed_batch(), {6, 3, 96, 0}, 82);        // head_dim not a power of two
-  check_on_device(testing::mixed_batch(), {4, 1, 256, 0}, 83);  // the largest head_dim, all query heads on one KV head
-  check_on_device(testing::mixed_batch(), {5, 5, 80, 0}, 84);   // no GQA
+  check_on_device(testing::mixed_batch(), {4, 1, 256, 0}, 83);       // all query heads on one KV head
+  check_on_device(testing::mixed_batch(), {4, 2, 512, 0}, 97);       // the largest head_dim: gemma4's global layers
+  check_on_device(testing::mixed_batch(), {5, 5, 80, 0}, 84);        // no GQA
 }
 
 TEST(CudaAttention, DecodeOfOneToken) {

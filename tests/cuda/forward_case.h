@@ -189,6 +189,40 @@ inline std::vector<Case> forward_cases() {
   glm4.qkv_bias = true;
   glm4.rope_dims = 32;
   out.push_back({"glm4", glm4});
+  // Gemma 4 (31B-like, and E2B's K/V sharing): sliding layers of 32-wide heads over two KV heads
+  // and global ones of 64-wide heads over one, its V the K projection; V norms, sandwich norms,
+  // GeGLU, each layer's output scale; the last two layers reading earlier layers' K/V. F32, and
+  // a wider bound: the output scales (0.5-0.9 a layer) shrink the exact embedding's share of the
+  // stream, and unit-norm Q and K at an attention scale of 1 make the softmax sharp, so F16 K/V
+  // moves this random model's rows by up to 0.10; leaving out any of those features, 0.9 or more.
+  SyntheticModelSpec gemma4 = gemma3;
+  gemma4.arch = "gemma4";
+  gemma4.n_layer = 8;
+  gemma4.head_dim = 64;
+  gemma4.head_dim_swa = 32;
+  gemma4.sliding_pattern = 3;
+  gemma4.shared_kv_layers = 2;
+  gemma4.global_k_eq_v = true;
+  gemma4.n_head_kv_global = 1;
+  gemma4.rope_scaling.clear();
+  gemma4.type = TensorType::F32;
+  out.push_back({"gemma4", gemma4, 0.2});
+  // Gemma 4 E2B-like: per-layer inputs of 16 a layer (a token table, the embedding's
+  // projection, each layer's gated branch), one head size, the last two layers sharing K/V.
+  SyntheticModelSpec gemma4_e2b = gemma4;
+  gemma4_e2b.n_embd_per_layer = 16;
+  gemma4_e2b.global_k_eq_v = false;
+  gemma4_e2b.n_head_kv_global = 0;
+  gemma4_e2b.head_dim_swa = 0;
+  out.push_back({"gemma4-e2b", gemma4_e2b});
+  // Gemma 4 26B-A4B-like: 8 experts of 64 (2 a token) in one fused gate-and-up tensor beside
+  // the dense MLP, each branch normed on its own, the router reading the scaled stream.
+  SyntheticModelSpec gemma4_moe = gemma4;
+  gemma4_moe.n_expert = 8;
+  gemma4_moe.n_expert_used = 2;
+  gemma4_moe.n_ff_expert = 64;
+  gemma4_moe.fused_gate_up_exps = true;
+  out.push_back({"gemma4-moe", gemma4_moe});
   // Qwen3.5: three Gated DeltaNet layers (4 taps, 2 key heads read by 4 value heads of 16) to
   // one of gated attention (its query's gate, per-head Q/K norms, partial NeoX RoPE); each
   // sequence's state carried from step to step, the 37-token prefill's through 37 updates. F32.

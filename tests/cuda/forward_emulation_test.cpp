@@ -114,7 +114,7 @@ struct HostOps {
       double ss = 0;
       for (int i = 0; i < n; ++i) ss += double(x[int64_t(t) * n + i]) * x[int64_t(t) * n + i];
       const float inv = float(1 / std::sqrt(ss / n + eps));
-      for (int i = 0; i < n; ++i) out[int64_t(t) * n + i] = x[int64_t(t) * n + i] * inv * w[i];
+      for (int i = 0; i < n; ++i) out[int64_t(t) * n + i] = x[int64_t(t) * n + i] * inv * (w ? w[i] : 1.0f);
     }
   }
   void add_bias(float* y, const float* b, int n_rows, int n) {
@@ -241,7 +241,7 @@ struct HostOps {
   void matvec_experts(const ExpertStack& w, const float* x, int x_per_slot, const int32_t* order,
                       const ExpertTile* tiles, int max_tiles, float* out) {
     ++launches;
-    const size_t expert_bytes = size_t(w.rows) * weight_row_bytes(w.type, w.cols);
+    const size_t expert_bytes = w.stride > 0 ? size_t(w.stride) : size_t(w.rows) * weight_row_bytes(w.type, w.cols);
     for (int i = 0; i < max_tiles; ++i) {
       const ExpertTile& tile = tiles[i];
       ASSERT_TRUE(tile.count >= 0 && tile.count <= kExpertTileSlots && tile.expert >= 0 && tile.expert < w.n_expert);
@@ -374,6 +374,23 @@ struct HostOps {
       }
   }
   int delta_launches = 0;
+  void blend(float* x, const float* y, float a, float b, int64_t n) {
+    ++launches;
+    for (int64_t i = 0; i < n; ++i) x[i] = float((double(x[i]) + double(y[i]) * a) * b);
+  }
+  void gelu_times(float* g, const float* in, int n_tokens, int n, int64_t stride) {
+    ++launches;
+    for (int t = 0; t < n_tokens; ++t)
+      for (int i = 0; i < n; ++i) {
+        const double x = g[int64_t(t) * n + i];
+        g[int64_t(t) * n + i] =
+            float(0.5 * x * (1 + std::tanh(0.7978845608028654 * x * (1 + 0.044715 * x * x))) * in[t * stride + i]);
+      }
+  }
+  void copy(float* dst, const float* src, int64_t n) {
+    ++launches;
+    std::copy_n(src, n, dst);
+  }
   void scale(float* x, float s, int64_t n) {
     ++launches;
     for (int64_t i = 0; i < n; ++i) x[i] *= s;
@@ -400,8 +417,8 @@ struct HostDevice {
       : m(place_model(model, [](const void* host, size_t) { return host; })), state_buffers(state_buffers) {
     const ModelConfig& c = m.cfg;
     for (int l = 0; l < m.n_cached_layers; ++l) {
-      k.emplace_back(size_t(kHostBlocks) * kHostBlock * c.kv_dim(), to_half(NAN));
-      v.emplace_back(size_t(kHostBlocks) * kHostBlock * c.kv_dim(), to_half(NAN));
+      k.emplace_back(size_t(kHostBlocks) * kHostBlock * c.max_kv_dim(), to_half(NAN));
+      v.emplace_back(size_t(kHostBlocks) * kHostBlock * c.max_kv_dim(), to_half(NAN));
       m.k_cache.push_back(k.back().data());
       m.v_cache.push_back(v.back().data());
     }
@@ -410,12 +427,12 @@ struct HostDevice {
     auto take = [this](size_t n) { return floats.emplace_back(n, NAN).data(); };
     b = {.x = take(T * c.n_embd),
          .h = take(T * c.n_embd),
-         .q = take(T * c.q_dim()),
-         .attn = take(T * c.q_dim()),
-         .k = take(T * c.kv_dim()),
-         .v = take(T * c.kv_dim()),
-         .gate = take(T * c.n_ff),
-         .up = take(T * c.n_ff),
+         .q = take(T * c.max_q_dim()),
+         .attn = take(T * c.max_q_dim()),
+         .k = take(T * c.max_kv_dim()),
+         .v = take(T * c.max_kv_dim()),
+         .gate = take(T * c.max_n_ff()),
+         .up = take(T * c.max_n_ff()),
          .xl = take(L * c.n_embd),
          .logits = take(L * c.n_vocab)};
     if (const MoeSpec& e = c.moe; e.n_expert > 0) {
@@ -431,6 +448,11 @@ struct HostDevice {
       b.expert_gate = take(slots * size_t(e.n_ff));
       b.expert_up = take(slots * size_t(e.n_ff));
       b.expert_out = take(slots * size_t(c.n_embd));
+      if (e.dense_beside) {
+        b.beside_in = take(T * size_t(c.n_embd));
+        b.beside_router = take(T * size_t(c.n_embd));
+        b.beside_out = take(T * size_t(c.n_embd));
+      }
       if (e.n_ff_shared > 0) {
         b.shexp_gate = take(T * size_t(e.n_ff_shared));
         b.shexp_up = take(T * size_t(e.n_ff_shared));
@@ -439,8 +461,8 @@ struct HostDevice {
       }
     }
     if (c.attn_output_gate) {
-      b.qg = take(2 * T * c.q_dim());
-      b.attn_gate = take(T * c.q_dim());
+      b.qg = take(2 * T * c.max_q_dim());
+      b.attn_gate = take(T * c.max_q_dim());
     }
     if (const DeltaNetSpec& d = c.delta_net; c.n_recurrent_layers() > 0) {
       b.mixed = take(T * size_t(d.conv_channels()));
@@ -455,6 +477,11 @@ struct HostDevice {
       // Garbage, not zeros: a buffer is written whole before it is read, and kNoState reads none.
       state_pool.assign(size_t(state_buffers) * size_t(m.state_buffer_floats), NAN);
       m.states = state_pool.data();
+    }
+    if (const size_t P = size_t(c.n_embd_per_layer); P > 0) {
+      b.pl = take(T * size_t(c.n_layer) * P);
+      b.pl_tok = take(T * size_t(c.n_layer) * P);
+      b.pl_gate = take(T * P);
     }
     halves.emplace_back(T * wide);
     b.x16 = halves.back().data();

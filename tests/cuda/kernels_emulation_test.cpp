@@ -172,9 +172,9 @@ TEST(CudaKernelsOnHost, GegluTanhIsTheCpusAndScaleIsOneProduct) {
   }
 }
 
-// The logits' scale and soft-cap (granite, gemma2) and the query's temperature
-// (Ministral 3) as the CPU's Model::forward writes them, and gpt-oss's clamped
-// SwiGLU as its gated_activation.
+// The logits' scale and soft-cap (granite, gemma2), the query's temperature
+// (Ministral 3) and gemma4's per-layer input steps as the CPU writes them, and
+// gpt-oss's clamped SwiGLU as its gated_activation.
 TEST(CudaKernelsOnHost, ScalesSoftcapTemperatureAndTheClampedSwigluAreTheCpus) {
   std::mt19937 rng(107);
   const int64_t n = 1001;
@@ -197,6 +197,22 @@ TEST(CudaKernelsOnHost, ScalesSoftcapTemperatureAndTheClampedSwigluAreTheCpus) {
     const float t = 1.0f + 0.1f * std::log(std::floor(float(pos[size_t(i / 143)]) / 8.0f) + 1.0f);
     ASSERT_EQ(q[size_t(i)], x[size_t(i)] * t) << i;
   }
+  // gemma4's per-layer inputs: the blend of the projection and the token table, and the gated
+  // GELU over a strided slice (7 tokens of 11, read from rows of 143).
+  std::vector<float> blended = x;
+  emulation::launch(dim3(2), dim3(detail::kNormThreads), detail::blend_kernel, blended.data(), q.data(), 4.0f,
+                    0.70710678f, n);
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(blended[size_t(i)], (x[size_t(i)] + q[size_t(i)] * 4.0f) * 0.70710678f);
+  std::vector<float> g(x.begin(), x.begin() + 77);
+  emulation::launch(dim3(1), dim3(detail::kNormThreads), detail::gelu_times_kernel, g.data(), q.data() + 5, int64_t(77),
+                    11, int64_t(143));
+  for (int t = 0; t < 7; ++t)
+    for (int i = 0; i < 11; ++i) {
+      float want = x[size_t(t * 11 + i)];
+      gelu_tanh(&want, 1);
+      ASSERT_NEAR(g[size_t(t * 11 + i)], want * q[size_t(5 + t * 143 + i)],
+                  1e-6 * std::abs(want * q[size_t(5 + t * 143 + i)]) + 1e-30);
+    }
   const std::vector<float> up = testing::random_floats(size_t(n), rng, 6.0f);
   std::vector<float> out = testing::nan_floats(size_t(n)), want = x;
   emulation::launch(dim3(2), dim3(detail::kNormThreads), detail::swiglu_oai_kernel, x.data(), up.data(), out.data(), n);
