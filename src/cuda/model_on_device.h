@@ -103,10 +103,11 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
       fail<Unsupported>("{} is {}, which no CUDA kernel decodes yet", w.name, tensor_type_name(w.type));
     return Mat{w.type, w.rows, w.cols, place(w.data, size_t(w.rows) * w.row_bytes)};
   };
-  // An expert stack: the experts' views of one 3-D tensor, evenly strided, placed once; or,
-  // `placed`, read where another stack placed them (gemma4's fused gate-and-up tensor: each
-  // expert's up rows follow its gate rows, so gate's stack places the whole tensor).
-  auto experts = [&](const std::vector<Matrix>& e, const void* placed = nullptr) {
+  // An expert stack: the experts' views of one 3-D tensor, evenly strided, placed once (`span`
+  // bytes from the first's, 0: through the last's matrix); or, `placed`, read where another
+  // stack placed them (gemma4's fused gate-and-up tensor: each expert's up rows follow its gate
+  // rows, so gate's stack places the whole tensor and up's reads it).
+  auto experts = [&](const std::vector<Matrix>& e, const void* placed = nullptr, size_t span = 0) {
     if (e.empty()) return ExpertStack{};
     const Matrix& w = e.front();
     const size_t bytes = size_t(w.rows) * w.row_bytes;
@@ -116,8 +117,8 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
         fail<InvalidArgument>("{}'s experts are not one mapped tensor; the GPU reads a mapped model", w.name);
     if (!cuda::weight_type_supported(w.type))
       fail<Unsupported>("{} is {}, which no CUDA kernel decodes yet", w.name, tensor_type_name(w.type));
-    return ExpertStack{
-        w.type, w.rows, w.cols, int(e.size()), placed ? placed : place(w.data, stride * e.size()), int64_t(stride)};
+    if (span == 0) span = stride * (e.size() - 1) + bytes;
+    return ExpertStack{w.type, w.rows, w.cols, int(e.size()), placed ? placed : place(w.data, span), int64_t(stride)};
   };
   ModelOnDevice d;
   d.cfg = model.config();
@@ -140,10 +141,13 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
     const Rope::YarnRamp ramp = Rope::yarn_ramp(spec.rope, n_rot);
     const bool own_kv = spec.kv_source < 0;
     // gemma4's ffn_gate_up_exps: each expert's gate rows, then its up rows, in one tensor.
-    const bool fused_gate_up =
-        !lw.gate_exps.empty() && !lw.up_exps.empty() &&
-        lw.up_exps.front().data ==
-            lw.gate_exps.front().data + size_t(lw.gate_exps.front().rows) * lw.gate_exps.front().row_bytes;
+    // Told apart by up's first rows following gate's and gate's experts two matrices apart (two
+    // adjacent 3-D tensors of one expert each would pass the first test alone).
+    const size_t gate_bytes =
+        lw.gate_exps.empty() ? 0 : size_t(lw.gate_exps.front().rows) * lw.gate_exps.front().row_bytes;
+    const bool fused_gate_up = lw.gate_exps.size() > 1 && lw.up_exps.size() == lw.gate_exps.size() &&
+                               lw.up_exps.front().data == lw.gate_exps.front().data + gate_bytes &&
+                               lw.gate_exps[1].data == lw.gate_exps.front().data + 2 * gate_bytes;
     if (!own_kv && (spec.kv_source >= int(li) || d.layers[size_t(spec.kv_source)].cache < 0))
       fail<InvalidArgument>("layer {} reads the K/V of layer {}, which keeps none before it", li, spec.kv_source);
     Layer l{.n_head = spec.n_head,
@@ -184,7 +188,7 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
             .per_layer_post_norm = vec(lw.per_layer_post_norm),
             .router = mat(lw.router),
             .router_b = vec(lw.router_b),
-            .gate_exps = experts(lw.gate_exps),
+            .gate_exps = experts(lw.gate_exps, nullptr, fused_gate_up ? 2 * gate_bytes * lw.gate_exps.size() : 0),
             .up_exps = fused_gate_up ? ExpertStack{} : experts(lw.up_exps),
             .down_exps = experts(lw.down_exps),
             .gate_exps_b = vec(lw.gate_exps_b),
@@ -221,9 +225,7 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
       if (x != &l.router) d.largest_layer_matrix = std::max(d.largest_layer_matrix, x->elems());
       d.widest_input = std::max(d.widest_input, x->cols);
     }
-    if (fused_gate_up)
-      l.up_exps = experts(lw.up_exps, static_cast<const uint8_t*>(l.gate_exps.data) +
-                                          lw.gate_exps.front().rows * lw.gate_exps.front().row_bytes);
+    if (fused_gate_up) l.up_exps = experts(lw.up_exps, static_cast<const uint8_t*>(l.gate_exps.data) + gate_bytes);
     d.layers.push_back(l);
   }
   const DeltaNetSpec& dn = d.cfg.delta_net;
