@@ -36,7 +36,7 @@ void check_sampling(const StepSampling& sp, int32_t num_logits, int32_t vocab) {
     if (e.token < 0 || e.token >= vocab) fail<InvalidArgument>("penalty on token {} (vocab {})", e.token, vocab);
 }
 
-// The states section's buffers (-1: none), and for a step with state a
+// The states section's buffers (-1: none), and for a step with state each
 // sequence's tokens together and in order (the recurrence walks them so).
 void check_states(std::span<const int32_t> in, std::span<const int32_t> out, int32_t num_buffers,
                   std::span<const int32_t> seq_of, std::span<const int32_t> positions) {
@@ -58,6 +58,9 @@ void check_states(std::span<const int32_t> in, std::span<const int32_t> out, int
       fail<InvalidArgument>("sequence {}'s tokens are apart or out of order in a step with recurrent state", s);
     done[s] = true;
   }
+  // The kernels find each sequence's tokens from seq_of: one with none would read a range never written.
+  for (size_t s = 0; s < done.size(); ++s)
+    if (!done[s]) fail<InvalidArgument>("sequence {} has no tokens in a step with recurrent state", s);
 }
 
 }  // namespace

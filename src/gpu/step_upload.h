@@ -44,7 +44,8 @@ class StepUpload {
   // `sampling` does not match the batch's logits rows or names a token
   // outside [0, vocab) or an entry outside its lists; and where a state
   // buffer is outside [0, num_state_buffers), a sequence's two are the same,
-  // or a sequence with state has tokens apart or out of order.
+  // or, in a step with state, a sequence has no tokens or has them apart or
+  // out of order.
   static StepUpload pack(const Batch& batch, int32_t block_size, int32_t num_blocks, const StepSampling& sampling = {},
                          int32_t vocab = 0, int32_t num_state_buffers = 0);
   // An upload from words already in the layout above (gpu/graph_buckets.h

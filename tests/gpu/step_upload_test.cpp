@@ -214,6 +214,7 @@ TEST(StepUpload, StateTheRecurrenceCannotRunIsRefused) {
   EXPECT_THROW(StepUpload::pack(batch(0, 1, {{0, 0}, {1, 5}, {0, 1}}), 16, 4, {}, 0, 4), InvalidArgument);  // apart
   EXPECT_THROW(StepUpload::pack(batch(0, 1, {{0, 1}, {0, 0}, {1, 5}}), 16, 4, {}, 0, 4), InvalidArgument);  // order
   EXPECT_THROW(StepUpload::pack(batch(0, 1, {{0, 0}, {0, 2}, {1, 5}}), 16, 4, {}, 0, 4), InvalidArgument);  // a gap
+  EXPECT_THROW(StepUpload::pack(batch(0, 1, {{0, 0}, {0, 1}}), 16, 4, {}, 0, 4), InvalidArgument);  // none for seq 1
 }
 
 }  // namespace
