@@ -130,6 +130,13 @@ struct Launches {
     ck(cuda::gemm_f16(blas, x, w, out, n_tokens, rows, k, stream, blas_workspace, blas_workspace_bytes),
        "cublasGemmEx");
   }
+  void mmq_quantize(TensorType t, const float* x, int n, int64_t k, void* scratch, size_t bytes) {
+    ck(cuda::mmq_quantize(t, x, n, k, scratch, bytes, stream), "mmq_quantize");
+  }
+  void mmq_experts(const ExpertStack& w, const void* scratch, size_t bytes, int n_x_rows, int x_per_slot,
+                   const int32_t* order, const ExpertTile* tiles, int max_tiles, float* out) {
+    ck(cuda::mmq_experts(w, scratch, bytes, n_x_rows, x_per_slot, order, tiles, max_tiles, out, stream), "mmq_experts");
+  }
   void mmq(TensorType t, const void* w, int64_t rows, int64_t k, const float* x, int n, float* out, void* scratch,
            size_t scratch_bytes) {
     ck(cuda::mmq(t, w, rows, k, x, n, out, scratch, scratch_bytes, stream), "mmq");
@@ -174,8 +181,9 @@ struct Launches {
   void moe_route(const float* logits, int n, const MoeRouting& r, int32_t* experts, float* weights) {
     ck(cuda::moe_route(logits, n, r, experts, weights, stream), "moe_route");
   }
-  void moe_group(const int32_t* experts, int n_slots, int n_expert, int32_t* order, ExpertTile* tiles, int max_tiles) {
-    ck(cuda::moe_group(experts, n_slots, n_expert, order, tiles, max_tiles, stream), "moe_group");
+  void moe_group(const int32_t* experts, int n_slots, int n_expert, int tile_slots, int32_t* order, ExpertTile* tiles,
+                 int max_tiles) {
+    ck(cuda::moe_group(experts, n_slots, n_expert, tile_slots, order, tiles, max_tiles, stream), "moe_group");
   }
   void matvec_experts(const ExpertStack& w, const float* x, int x_per_slot, const int32_t* order,
                       const ExpertTile* tiles, int max_tiles, float* out) {
@@ -425,6 +433,9 @@ DeviceStatus CudaDevice::reserve_workspace(const gpu::StepLimits& limits) {
       b.expert_gate = w.take<float>(slots * e.n_ff);
       b.expert_up = w.take<float>(slots * e.n_ff);
       b.expert_out = w.take<float>(slots * c.n_embd);
+      b.expert_scratch_bytes =
+          std::max(mmq_scratch_bytes(int(slots / e.n_used), c.n_embd), mmq_scratch_bytes(int(slots), e.n_ff));
+      b.expert_scratch = w.take<std::byte>(int64_t(b.expert_scratch_bytes));
       if (e.dense_beside) {
         b.beside_in = w.take<float>(T * c.n_embd);
         b.beside_router = w.take<float>(T * c.n_embd);

@@ -41,9 +41,12 @@ struct StepBuffers {
   ExpertTile* expert_tiles = nullptr;                  // max_expert_tiles(C x k, N)
   float *expert_gate = nullptr, *expert_up = nullptr;  // C x k x M
   float* expert_out = nullptr;                         // C x k x E
-  float *shexp_gate = nullptr, *shexp_up = nullptr;    // T x moe.n_ff_shared: the shared expert's hidden rows
-  float* shexp_out = nullptr;                          // T x E
-  float* shexp_logit = nullptr;                        // T: its gate's logits
+  // mmq_experts' quantized activations: the larger of C rows of E and C x k rows of M.
+  void* expert_scratch = nullptr;
+  size_t expert_scratch_bytes = 0;
+  float *shexp_gate = nullptr, *shexp_up = nullptr;  // T x moe.n_ff_shared: the shared expert's hidden rows
+  float* shexp_out = nullptr;                        // T x E
+  float* shexp_logit = nullptr;                      // T: its gate's logits
   // Experts beside a dense MLP (gemma4's 26B-A4B), T x E each: their input, the router's, their output.
   float *beside_in = nullptr, *beside_router = nullptr, *beside_out = nullptr;
   // A recurrent layer's (C conv channels, Vd = H_v dv), and each sequence's tokens:
@@ -130,16 +133,29 @@ void moe_ffn(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const Layer
                            .normalize = moe.normalize,
                            .scale = moe.scale};
   for (int t0 = 0; t0 < T; t0 += kMoeChunkTokens) {
-    const int n = std::min(kMoeChunkTokens, T - t0), slots = n * k, tiles = max_expert_tiles(slots, N);
+    // Past matvec's batches, mmq's formats go through int8 tensor-core tiles of 32 slots an expert.
+    const int n = std::min(kMoeChunkTokens, T - t0), slots = n * k;
+    const bool tensor_cores = n > kMaxMatvecTokens && mmq_supports(l.gate_exps.type) &&
+                              l.up_exps.type == l.gate_exps.type && mmq_supports(l.down_exps.type);
+    const int tile = tensor_cores ? kMmqExpertSlots : kExpertTileSlots, tiles = max_expert_tiles(slots, N, tile);
     ops.moe_route(b.router_logits + int64_t(t0) * N, n, routing, b.expert_ids, b.expert_weights);
-    ops.moe_group(b.expert_ids, slots, N, b.expert_order, b.expert_tiles, tiles);
+    ops.moe_group(b.expert_ids, slots, N, tile, b.expert_order, b.expert_tiles, tiles);
     const float* x = in + int64_t(t0) * E;
-    ops.matvec_experts(l.gate_exps, x, k, b.expert_order, b.expert_tiles, tiles, b.expert_gate);
-    ops.matvec_experts(l.up_exps, x, k, b.expert_order, b.expert_tiles, tiles, b.expert_up);
+    auto experts = [&](const ExpertStack& w, const float* xs, int x_rows, int x_per_slot, float* out_rows) {
+      if (tensor_cores) {  // one quantization of xs serves gate and up (the same type)
+        if (&w != &l.up_exps) ops.mmq_quantize(w.type, xs, x_rows, w.cols, b.expert_scratch, b.expert_scratch_bytes);
+        ops.mmq_experts(w, b.expert_scratch, b.expert_scratch_bytes, x_rows, x_per_slot, b.expert_order, b.expert_tiles,
+                        tiles, out_rows);
+      } else {
+        ops.matvec_experts(w, xs, x_per_slot, b.expert_order, b.expert_tiles, tiles, out_rows);
+      }
+    };
+    experts(l.gate_exps, x, n, k, b.expert_gate);
+    experts(l.up_exps, x, n, k, b.expert_up);
     if (l.gate_exps_b) ops.add_expert_bias(b.expert_gate, l.gate_exps_b, b.expert_ids, slots, M);
     if (l.up_exps_b) ops.add_expert_bias(b.expert_up, l.up_exps_b, b.expert_ids, slots, M);
     gated_activation(ops, c.act, b.expert_gate, b.expert_up, int64_t(slots) * M);
-    ops.matvec_experts(l.down_exps, b.expert_gate, 1, b.expert_order, b.expert_tiles, tiles, b.expert_out);
+    experts(l.down_exps, b.expert_gate, slots, 1, b.expert_out);
     if (l.down_exps_b) ops.add_expert_bias(b.expert_out, l.down_exps_b, b.expert_ids, slots, E);
     ops.moe_combine(b.expert_out, b.expert_ids, b.expert_weights, l.down_exps_scale, n, k, E, out + int64_t(t0) * E);
   }

@@ -58,6 +58,30 @@ cudaError_t mmq_quantized(TensorType t, const void* w, int64_t n_rows, int64_t k
   });
 }
 
+static_assert(kMmqExpertSlots == detail::kMmqTokens, "an expert tile is one token tile");
+
+cudaError_t mmq_experts(const ExpertStack& w, const void* scratch, size_t scratch_bytes, int n_x_rows, int x_per_slot,
+                        const int32_t* order, const ExpertTile* tiles, int max_tiles, float* out, cudaStream_t stream) {
+  if (!mmq_shape_ok(w.type, w.cols, n_x_rows, scratch, scratch_bytes) || w.rows < 0 || w.n_expert < 1 || w.stride < 0 ||
+      x_per_slot < 1 || max_tiles < 0 || max_tiles > 65535)
+    return cudaErrorInvalidValue;
+  const int64_t row_tiles = detail::mmq_row_tiles(w.rows);
+  if (row_tiles > INT32_MAX) return cudaErrorInvalidValue;
+  if (row_tiles == 0 || max_tiles == 0) return cudaSuccess;
+  const size_t row_bytes = weight_row_bytes(w.type, w.cols);
+  const auto* codes = static_cast<const uint32_t*>(scratch);
+  const auto* scales = reinterpret_cast<const float*>(codes + detail::q8_scales_offset(n_x_rows, w.cols));
+  const auto* sums = reinterpret_cast<const int*>(codes + detail::q8_sums_offset(n_x_rows, w.cols));
+  return detail::dispatch_mmq_type(w.type, [&](auto format) {
+    constexpr TensorType kT = decltype(format)::kType;
+    detail::mmq_experts_kernel<kT>
+        <<<dim3(unsigned(row_tiles), unsigned(max_tiles)), detail::kMmqWarps * 32, 0, stream>>>(
+            static_cast<const uint8_t*>(w.data), w.stride > 0 ? size_t(w.stride) : size_t(w.rows) * row_bytes,
+            row_bytes, w.rows, w.cols, codes, scales, sums, x_per_slot, order, tiles, out);
+    return cudaGetLastError();
+  });
+}
+
 cudaError_t mmq(TensorType t, const void* w, int64_t n_rows, int64_t k, const float* x, int n_tokens, float* out,
                 void* scratch, size_t scratch_bytes, cudaStream_t stream) {
   if (n_rows < 0) return cudaErrorInvalidValue;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "cuda/moe.h"
 #include "gguf/types.h"
 
 namespace pagoda::cuda {
@@ -45,5 +46,15 @@ cudaError_t mmq_quantized(TensorType t, const void* w, int64_t n_rows, int64_t k
 // Both: x quantized into scratch, then the product. No sync, no allocation.
 cudaError_t mmq(TensorType t, const void* w, int64_t n_rows, int64_t k, const float* x, int n_tokens, float* out,
                 void* scratch, size_t scratch_bytes, cudaStream_t stream);
+
+// A mixture of experts' matrices over their slots (moe.h), for batches past
+// matvec's: each tile of up to kMmqExpertSlots slots of one expert (moe_group's
+// tiles of that size) against that expert's rows; slot s reads row
+// s / x_per_slot of the activations, which mmq_quantize(w.type, x, n_x_rows,
+// w.cols, ...) left in `scratch`, and writes row s of out [n_slots][w.rows].
+// cudaErrorInvalidValue as mmq_quantized, or for bad tiles' bounds.
+inline constexpr int kMmqExpertSlots = 32;
+cudaError_t mmq_experts(const ExpertStack& w, const void* scratch, size_t scratch_bytes, int n_x_rows, int x_per_slot,
+                        const int32_t* order, const ExpertTile* tiles, int max_tiles, float* out, cudaStream_t stream);
 
 }  // namespace pagoda::cuda

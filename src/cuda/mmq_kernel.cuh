@@ -12,6 +12,7 @@
 
 #include "cuda/decoders.cuh"
 #include "cuda/mma.cuh"
+#include "cuda/moe.h"
 #include "cuda/portable.cuh"
 #include "gguf/types.h"
 #include "quant/blocks.h"
@@ -196,13 +197,16 @@ inline int64_t mmq_token_tiles(int n_tokens) { return (int64_t(n_tokens) + kMmqT
 PAGODA_HD int mmq_tile_row(int warp, int lane, int i) { return 16 * warp + mma_c_row(lane, i); }
 PAGODA_HD int mmq_tile_token(int n, int lane, int i) { return 8 * n + mma_c_col(lane, i); }
 
+// One block's tile: rows row0.. of w against up to kMmqTokens activation
+// rows, token t of the tile read from row x_row(t) of the activations and
+// written to row out_row(t) of out; n_valid of the tile's tokens are real.
 //   w      [n_rows][k] as T (row_bytes a row)
 //   codes, scales, sums: the activations as quantize_q8_kernel writes them
-//   out    [n_tokens][n_rows] F32
-template <TensorType T>
-__global__ void __launch_bounds__(kMmqWarps * 32)
-    mmq_kernel(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k, const uint32_t* codes,
-               const float* scales, const int* sums, int n_tokens, float* out) {
+//   out    [..][n_rows] F32
+template <TensorType T, class XRow, class OutRow>
+__device__ __forceinline__ void mmq_tile(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k,
+                                         const uint32_t* codes, const float* scales, const int* sums, int n_valid,
+                                         XRow x_row, OutRow out_row, float* out) {
   using F = MmqFormat<T>;
   __shared__ uint32_t w_codes[kMmqRows][kMmqStride];
   __shared__ MmqMeta w_meta[kMmqRows][kMmqStep];
@@ -212,7 +216,6 @@ __global__ void __launch_bounds__(kMmqWarps * 32)
 
   const int tid = int(threadIdx.x), lane = tid % 32, warp = tid / 32, g = lane / 4, q = lane % 4;
   const int64_t row0 = int64_t(blockIdx.x) * kMmqRows;
-  const int tok0 = int(blockIdx.y) * kMmqTokens;
   const int64_t nb = k / 32;
   float acc[kMmqNTiles][4] = {};
   int scaled[kMmqNTiles][4] = {}, mins[kMmqNTiles][4] = {};  // a super-block's integer sums (K-quants)
@@ -234,14 +237,14 @@ __global__ void __launch_bounds__(kMmqWarps * 32)
     }
     for (int i = tid; i < kMmqTokens * kMmqStep * 8; i += kMmqWarps * 32) {
       const int t = i / (kMmqStep * 8), blk = i / 8 % kMmqStep, wd = i % 8;
-      const bool in = tok0 + t < n_tokens && blk < n_blk;
-      x_codes[t][8 * blk + wd] = in ? codes[int64_t(tok0 + t) * (k / 4) + 8 * (b0 + blk) + wd] : 0u;
+      const bool in = t < n_valid && blk < n_blk;
+      x_codes[t][8 * blk + wd] = in ? codes[x_row(t) * (k / 4) + 8 * (b0 + blk) + wd] : 0u;
     }
     for (int i = tid; i < kMmqTokens * kMmqStep; i += kMmqWarps * 32) {
       const int t = i / kMmqStep, blk = i % kMmqStep;
-      const bool in = tok0 + t < n_tokens && blk < n_blk;
-      x_scale[t][blk] = in ? scales[int64_t(tok0 + t) * nb + b0 + blk] : 0.0f;
-      x_sum[t][blk] = in ? sums[int64_t(tok0 + t) * nb + b0 + blk] : 0;
+      const bool in = t < n_valid && blk < n_blk;
+      x_scale[t][blk] = in ? scales[x_row(t) * nb + b0 + blk] : 0.0f;
+      x_sum[t][blk] = in ? sums[x_row(t) * nb + b0 + blk] : 0;
     }
     __syncthreads();
 
@@ -303,9 +306,46 @@ __global__ void __launch_bounds__(kMmqWarps * 32)
   for (int n = 0; n < kMmqNTiles; ++n) PAGODA_UNROLL
   for (int i = 0; i < 4; ++i) {
     const int64_t r = row0 + mmq_tile_row(warp, lane, i);
-    const int t = tok0 + mmq_tile_token(n, lane, i);
-    if (r < n_rows && t < n_tokens) out[int64_t(t) * n_rows + r] = acc[n][i];
+    const int t = mmq_tile_token(n, lane, i);
+    if (r < n_rows && t < n_valid) out[out_row(t) * n_rows + r] = acc[n][i];
   }
+}
+
+//   w      [n_rows][k] as T (row_bytes a row)
+//   codes, scales, sums: the activations as quantize_q8_kernel writes them
+//   out    [n_tokens][n_rows] F32
+template <TensorType T>
+__global__ void __launch_bounds__(kMmqWarps * 32)
+    mmq_kernel(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k, const uint32_t* codes,
+               const float* scales, const int* sums, int n_tokens, float* out) {
+  const int tok0 = int(blockIdx.y) * kMmqTokens;
+  auto row = [tok0](int t) { return int64_t(tok0 + t); };
+  mmq_tile<T>(w, row_bytes, n_rows, k, codes, scales, sums, min(kMmqTokens, n_tokens - tok0), row, row, out);
+}
+
+// mmq over a mixture of experts' slots (moe.h): blocks of row tiles (x) for
+// each tile of up to kMmqTokens slots of one expert (y); slot s reads
+// activation row s / x_per_slot and writes out row s.
+//   w    the expert stack: expert e's [n_rows][k] at w + e * expert_bytes
+//   out  [n_slots][n_rows] F32
+// (One block an SM at least: without the hint ptxas held it to 80-96 registers and spilled.)
+template <TensorType T>
+__global__ void __launch_bounds__(kMmqWarps * 32, 1)
+    mmq_experts_kernel(const uint8_t* w, size_t expert_bytes, size_t row_bytes, int64_t n_rows, int64_t k,
+                       const uint32_t* codes, const float* scales, const int* sums, int x_per_slot,
+                       const int32_t* order, const ExpertTile* tiles, float* out) {
+  // The tile's slots and their activation rows, once, where every thread reads them.
+  __shared__ int32_t slot[kMmqTokens], x_row[kMmqTokens];
+  const int count = tiles[blockIdx.y].count;
+  if (count == 0) return;  // the whole block: no barrier is left waiting
+  if (int(threadIdx.x) < count) {
+    slot[threadIdx.x] = order[tiles[blockIdx.y].first + int(threadIdx.x)];
+    x_row[threadIdx.x] = slot[threadIdx.x] / x_per_slot;
+  }
+  __syncthreads();
+  mmq_tile<T>(
+      w + size_t(tiles[blockIdx.y].expert) * expert_bytes, row_bytes, n_rows, k, codes, scales, sums, count,
+      [](int t) { return int64_t(x_row[t]); }, [](int t) { return int64_t(slot[t]); }, out);
 }
 
 // Calls f(MmqFormat tag) for a type mmq takes; cudaErrorInvalidValue for any other.

@@ -23,13 +23,14 @@ cudaError_t moe_route(const float* logits, int n_tokens, const MoeRouting& r, in
   return cudaGetLastError();
 }
 
-cudaError_t moe_group(const int32_t* experts, int n_slots, int n_expert, int32_t* order, ExpertTile* tiles,
-                      int max_tiles, cudaStream_t stream) {
-  if (n_slots < 0 || n_expert < 1 || n_expert > kMaxExperts || max_tiles < max_expert_tiles(n_slots, n_expert))
+cudaError_t moe_group(const int32_t* experts, int n_slots, int n_expert, int tile_slots, int32_t* order,
+                      ExpertTile* tiles, int max_tiles, cudaStream_t stream) {
+  if (n_slots < 0 || n_expert < 1 || n_expert > kMaxExperts || tile_slots < 1 ||
+      max_tiles < max_expert_tiles(n_slots, n_expert, tile_slots))
     return cudaErrorInvalidValue;
   if (n_slots == 0) return cudaSuccess;
-  detail::moe_group_kernel<<<1, detail::kGroupThreads, 0, stream>>>(experts, n_slots, n_expert, order, tiles,
-                                                                    max_tiles);
+  detail::moe_group_kernel<<<1, detail::kGroupThreads, 0, stream>>>(experts, n_slots, n_expert, tile_slots, order,
+                                                                    tiles, max_tiles);
   return cudaGetLastError();
 }
 

@@ -18,9 +18,9 @@
 
 namespace pagoda::cuda {
 
-inline constexpr int kMaxExperts = 512;     // Qwen3.5's 512 experts; more are refused
-inline constexpr int kMaxExpertsUsed = 32;  // k
-inline constexpr int kExpertTileSlots = kMaxMatvecTokens;
+inline constexpr int kMaxExperts = 512;                    // Qwen3.5's 512 experts; more are refused
+inline constexpr int kMaxExpertsUsed = 32;                 // k
+inline constexpr int kExpertTileSlots = kMaxMatvecTokens;  // matvec_experts' tiles (mmq_experts' are 32)
 
 // How the router's logits become the chosen experts' weights (model/config.h MoeSpec).
 struct MoeRouting {
@@ -42,15 +42,16 @@ struct ExpertStack {
   int64_t stride = 0;
 };
 
-// Up to kExpertTileSlots slots of one expert: order[first .. first + count).
+// Up to a tile's slots (kExpertTileSlots for matvec_experts, kMmqExpertSlots
+// for mmq_experts) of one expert: order[first .. first + count).
 // count 0: an unused tile (the grid is sized for the most a step can need).
 struct ExpertTile {
   int32_t expert = 0, first = 0, count = 0;
 };
 
-// The most tiles n_slots slots over n_expert experts can take.
-inline int max_expert_tiles(int n_slots, int n_expert) {
-  return (n_slots + kExpertTileSlots - 1) / kExpertTileSlots + (n_slots < n_expert ? n_slots : n_expert);
+// The most tiles of tile_slots n_slots slots over n_expert experts can take.
+inline int max_expert_tiles(int n_slots, int n_expert, int tile_slots = kExpertTileSlots) {
+  return (n_slots + tile_slots - 1) / tile_slots + (n_slots < n_expert ? n_slots : n_expert);
 }
 
 // route_tokens (model/moe.h): each token's k experts, best first (ties: the
@@ -64,12 +65,13 @@ cudaError_t moe_route(const float* logits, int n_tokens, const MoeRouting& r, in
 
 // The slots (a token's rank r is slot token * n_used + r) grouped by expert:
 // order holds expert 0's slots in increasing order, then expert 1's, ...;
-// tiles[0 .. max_tiles) cut each expert's run into tiles, the rest count 0.
+// tiles[0 .. max_tiles) cut each expert's run into tiles of up to tile_slots,
+// the rest count 0.
 //   experts  [n_slots] int32 in 0..n_expert-1
 //   order    [n_slots] int32
-//   tiles    [max_tiles] (max_expert_tiles(n_slots, n_expert))
-cudaError_t moe_group(const int32_t* experts, int n_slots, int n_expert, int32_t* order, ExpertTile* tiles,
-                      int max_tiles, cudaStream_t stream);
+//   tiles    [max_tiles] (max_expert_tiles(n_slots, n_expert, tile_slots))
+cudaError_t moe_group(const int32_t* experts, int n_slots, int n_expert, int tile_slots, int32_t* order,
+                      ExpertTile* tiles, int max_tiles, cudaStream_t stream);
 
 // For each tile's slots s: out[s][r] = sum_i W_e[r][i] * x[s / x_per_slot][i],
 // e the tile's expert, accumulated as matvec does. x_per_slot: n_used where

@@ -74,8 +74,9 @@ __global__ void __launch_bounds__(kRouteThreads)
 // One block. Two passes over the slots, a chunk at a time through shared
 // memory: each thread counts its experts' slots, thread 0 lays the experts'
 // runs and tiles out, then each thread writes its experts' slots in order.
-__global__ void __launch_bounds__(kGroupThreads) moe_group_kernel(const int32_t* experts, int n_slots, int n_expert,
-                                                                  int32_t* order, ExpertTile* tiles, int max_tiles) {
+__global__ void __launch_bounds__(kGroupThreads)
+    moe_group_kernel(const int32_t* experts, int n_slots, int n_expert, int tile_slots, int32_t* order,
+                     ExpertTile* tiles, int max_tiles) {
   __shared__ int32_t chunk[kGroupChunk];
   __shared__ int32_t count[kMaxExperts], first[kMaxExperts], tile0[kMaxExperts];
   __shared__ int32_t n_tiles;
@@ -104,7 +105,7 @@ __global__ void __launch_bounds__(kGroupThreads) moe_group_kernel(const int32_t*
       for (int e = 0; e < n_expert; ++e) {
         first[e] = slot, tile0[e] = tile;
         slot += count[e];
-        tile += (count[e] + kExpertTileSlots - 1) / kExpertTileSlots;
+        tile += (count[e] + tile_slots - 1) / tile_slots;
       }
       n_tiles = tile;
     }
@@ -112,9 +113,8 @@ __global__ void __launch_bounds__(kGroupThreads) moe_group_kernel(const int32_t*
   __syncthreads();
   // first[e] is now the end of e's run.
   for (int e = tid; e < n_expert; e += kGroupThreads)
-    for (int j = 0; j * kExpertTileSlots < count[e]; ++j)
-      tiles[tile0[e] + j] = {e, first[e] - count[e] + j * kExpertTileSlots,
-                             min(kExpertTileSlots, count[e] - j * kExpertTileSlots)};
+    for (int j = 0; j * tile_slots < count[e]; ++j)
+      tiles[tile0[e] + j] = {e, first[e] - count[e] + j * tile_slots, min(tile_slots, count[e] - j * tile_slots)};
   for (int i = n_tiles + tid; i < max_tiles; i += kGroupThreads) tiles[i] = {0, 0, 0};
 }
 

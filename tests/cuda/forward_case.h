@@ -135,6 +135,12 @@ inline std::vector<Case> forward_cases() {
   qwen3moe.n_expert_used = 2;
   qwen3moe.n_ff_expert = 128;
   out.push_back({"qwen3moe", qwen3moe, 0.005});
+  // The same with Q8_0 experts (the rest F32, so routes stay the CPU's): past 8 tokens a
+  // step's experts go through mmq_experts' tensor-core tiles, their activations quantized as
+  // the CPU's.
+  SyntheticModelSpec qwen3moe_q8 = qwen3moe;
+  qwen3moe_q8.expert_type = TensorType::Q8_0;
+  out.push_back({"qwen3moe-q8_0-experts", qwen3moe_q8});
   // gpt-oss: the top 3 of 8 experts' logits then their softmax, biases on the router, the
   // experts, Q/K/V and the output, the clamped SwiGLU, a sink per head, 16-position windows
   // every other layer, YaRN (32 over 4096 positions). F32, as qwen3moe.

@@ -224,15 +224,16 @@ struct HostOps {
     route_tokens(spec, logits, n, choices.data());
     for (size_t i = 0; i < choices.size(); ++i) experts[i] = choices[i].expert, weights[i] = choices[i].weight;
   }
-  void moe_group(const int32_t* experts, int n_slots, int n_expert, int32_t* order, ExpertTile* tiles, int max_tiles) {
+  void moe_group(const int32_t* experts, int n_slots, int n_expert, int tile_slots, int32_t* order, ExpertTile* tiles,
+                 int max_tiles) {
     ++launches;
-    ASSERT_GE(max_tiles, max_expert_tiles(n_slots, n_expert));
+    ASSERT_GE(max_tiles, max_expert_tiles(n_slots, n_expert, tile_slots));
     std::iota(order, order + n_slots, 0);
     std::stable_sort(order, order + n_slots, [&](int a, int b) { return experts[a] < experts[b]; });
     int n_tiles = 0;
     for (int i = 0; i < n_slots; ++n_tiles) {
       int j = i;
-      while (j < n_slots && j - i < kExpertTileSlots && experts[order[j]] == experts[order[i]]) ++j;
+      while (j < n_slots && j - i < tile_slots && experts[order[j]] == experts[order[i]]) ++j;
       tiles[n_tiles] = {experts[order[i]], i, j - i};
       i = j;
     }
@@ -259,6 +260,38 @@ struct HostOps {
       }
     }
   }
+  // mmq_quantize's contract: the rows quantized for t's activation type (kept here as floats and
+  // quantized by the CPU's own code when used); mmq_experts': each slot's CPU integer dot.
+  void mmq_quantize(TensorType t, const float* x, int n, int64_t k, void* scratch, size_t bytes) {
+    ++launches;
+    ASSERT_TRUE(mmq_supports(t) && bytes >= mmq_scratch_bytes(n, k) && scratch != nullptr);
+    quantized.assign(x, x + int64_t(n) * k);
+    quantized_type = activation_type(t);
+  }
+  void mmq_experts(const ExpertStack& w, const void* scratch, size_t bytes, int n_x_rows, int x_per_slot,
+                   const int32_t* order, const ExpertTile* tiles, int max_tiles, float* out) {
+    ++launches;
+    ++mmq_expert_launches;
+    ASSERT_TRUE(scratch != nullptr && bytes >= mmq_scratch_bytes(n_x_rows, w.cols));
+    ASSERT_EQ(activation_type(w.type), quantized_type);
+    ASSERT_EQ(quantized.size(), size_t(n_x_rows) * size_t(w.cols));
+    const size_t rb = weight_row_bytes(w.type, w.cols), expert_bytes = w.stride > 0 ? size_t(w.stride) : w.rows * rb;
+    std::vector<uint8_t> xq(row_bytes(quantized_type, size_t(w.cols)));
+    for (int i = 0; i < max_tiles; ++i) {
+      ASSERT_TRUE(tiles[i].count >= 0 && tiles[i].count <= kMmqExpertSlots);
+      for (int t = 0; t < tiles[i].count; ++t) {
+        const int slot = order[tiles[i].first + t];
+        ASSERT_LT(slot / x_per_slot, n_x_rows);
+        quantize_row(quantized_type, &quantized[size_t(slot / x_per_slot) * size_t(w.cols)], xq.data(), size_t(w.cols));
+        const uint8_t* e = static_cast<const uint8_t*>(w.data) + size_t(tiles[i].expert) * expert_bytes;
+        for (int64_t r = 0; r < w.rows; ++r)
+          out[int64_t(slot) * w.rows + r] = vec_dot_scalar(w.type, e + size_t(r) * rb, xq.data(), size_t(w.cols));
+      }
+    }
+  }
+  std::vector<float> quantized;
+  TensorType quantized_type = TensorType::F32;
+  int mmq_expert_launches = 0;
   void add_expert_bias(float* y, const float* bias, const int32_t* experts, int n_slots, int n) {
     ++launches;
     for (int s = 0; s < n_slots; ++s)
@@ -448,6 +481,10 @@ struct HostDevice {
       b.expert_gate = take(slots * size_t(e.n_ff));
       b.expert_up = take(slots * size_t(e.n_ff));
       b.expert_out = take(slots * size_t(c.n_embd));
+      expert_scratch.resize(
+          std::max(mmq_scratch_bytes(int(slots) / e.n_used, c.n_embd), mmq_scratch_bytes(int(slots), e.n_ff)));
+      b.expert_scratch = expert_scratch.data();
+      b.expert_scratch_bytes = expert_scratch.size();
       if (e.dense_beside) {
         b.beside_in = take(T * size_t(c.n_embd));
         b.beside_router = take(T * size_t(c.n_embd));
@@ -505,6 +542,7 @@ struct HostDevice {
   std::vector<std::vector<float>> floats;
   std::vector<uint8_t> mmq_bytes;
   std::vector<int32_t> ids, order, ranges;
+  std::vector<uint8_t> expert_scratch;
   std::vector<ExpertTile> tiles;
   std::vector<float> state_pool;
   int state_buffers;
@@ -535,6 +573,10 @@ TEST(CudaForwardOnHost, LogitsMatchTheCpuModelForEachTypeAndArchitecture) {
     // The 61-token step's matrices: mmq's formats through it, the others through cuBLAS.
     EXPECT_EQ(gpu.ops.mmq_launches > 0, mmq_supports(c.spec.type)) << gpu.ops.mmq_launches;
     EXPECT_EQ(gpu.ops.moe_launches > 0, c.spec.n_expert > 0) << gpu.ops.moe_launches;
+    // The 61-token step's experts through tensor-core tiles where their format takes them.
+    EXPECT_EQ(gpu.ops.mmq_expert_launches > 0,
+              c.spec.n_expert > 0 && mmq_supports(c.spec.expert_type.value_or(c.spec.type)))
+        << gpu.ops.mmq_expert_launches;
     EXPECT_EQ(gpu.ops.delta_launches > 0, hybrid) << gpu.ops.delta_launches;
   }
 }

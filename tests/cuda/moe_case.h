@@ -5,7 +5,8 @@
 // copies them over and back) and compares with the CPU's own code or a
 // plain loop:
 //   Routes route(logits, n_tokens, routing)
-//   Groups group(experts, n_expert, max_tiles)
+//   Groups group(experts, n_expert, tile_slots, max_tiles)
+//   std::vector<float> mmq_experts(stack, weights, first_byte, x, n_x_rows, x_per_slot, groups, n_slots)
 //   std::vector<float> matvec_experts(stack, weights, x, x_per_slot, groups, n_slots)
 //   std::vector<float> add_expert_bias(y, bias, experts, n)
 //   std::vector<float> combine(y, routes, scale (empty: none), n_tokens, n_used, n)
@@ -25,10 +26,14 @@
 #include <string>
 #include <vector>
 
+#include "cuda/mmq.h"
 #include "cuda/moe.h"
 #include "cuda_test_util.h"
 #include "model/moe.h"
 #include "model/ops.h"
+#include "quant/dot.h"
+#include "quant/random_blocks.h"
+#include "quant/rows.h"
 #include "weights_case.h"
 
 namespace pagoda::cuda::testing {
@@ -100,47 +105,9 @@ void expect_routes_match(Run& run, float weight_tolerance) {
   }
 }
 
-// moe_group's order is the slots sorted by expert, stably; its tiles cut each
-// expert's run into pieces of kExpertTileSlots, the rest count 0. Slot counts
-// past one shared-memory chunk (1024), experts no slot chose, one expert.
-template <class Run>
-void expect_groups_match(Run& run) {
-  std::mt19937 rng(502);
-  for (const auto& [n_slots, n_expert] : std::vector<std::pair<int, int>>{
-           {1, 8}, {7, 8}, {74, 8}, {300, 128}, {2500, 128}, {3000, 512}, {20, 1}, {5, 512}}) {
-    SCOPED_TRACE(std::to_string(n_slots) + " slots over " + std::to_string(n_expert) + " experts");
-    std::vector<int32_t> experts(static_cast<size_t>(n_slots));
-    // Skewed: the low experts popular, many never chosen.
-    for (int32_t& e : experts) e = int32_t(std::min<uint32_t>(rng() % uint32_t(n_expert), rng() % uint32_t(n_expert)));
-    const int max_tiles = max_expert_tiles(n_slots, n_expert);
-    const Groups got = run.group(experts, n_expert, max_tiles);
-    std::vector<int32_t> order(static_cast<size_t>(n_slots));
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return experts[size_t(a)] < experts[size_t(b)]; });
-    ASSERT_EQ(got.order, order);
-    std::vector<ExpertTile> tiles;
-    for (int i = 0; i < n_slots;) {
-      int j = i;
-      while (j < n_slots && j - i < kExpertTileSlots &&
-             experts[size_t(order[size_t(j)])] == experts[size_t(order[size_t(i)])])
-        ++j;
-      tiles.push_back({experts[size_t(order[size_t(i)])], i, j - i});
-      i = j;
-    }
-    ASSERT_LE(int(tiles.size()), max_tiles);
-    tiles.resize(size_t(max_tiles));
-    ASSERT_EQ(got.tiles.size(), tiles.size());
-    for (size_t i = 0; i < tiles.size(); ++i) {
-      EXPECT_EQ(got.tiles[i].count, tiles[i].count) << "tile " << i;
-      if (tiles[i].count == 0) continue;
-      EXPECT_EQ(got.tiles[i].expert, tiles[i].expert) << "tile " << i;
-      EXPECT_EQ(got.tiles[i].first, tiles[i].first) << "tile " << i;
-    }
-  }
-}
-
-// A plain grouping, for the matvec checks' input.
-inline Groups grouped(const std::vector<int32_t>& experts, int n_expert) {
+// A plain grouping: the slots sorted by expert, stably, each expert's run cut
+// into tiles of up to tile_slots, padded with empty tiles to the most there can be.
+inline Groups grouped(const std::vector<int32_t>& experts, int n_expert, int tile_slots = kExpertTileSlots) {
   Groups g;
   g.order.resize(experts.size());
   std::iota(g.order.begin(), g.order.end(), 0);
@@ -148,14 +115,45 @@ inline Groups grouped(const std::vector<int32_t>& experts, int n_expert) {
                    [&](int a, int b) { return experts[size_t(a)] < experts[size_t(b)]; });
   for (int i = 0; i < int(experts.size());) {
     int j = i;
-    while (j < int(experts.size()) && j - i < kExpertTileSlots &&
+    while (j < int(experts.size()) && j - i < tile_slots &&
            experts[size_t(g.order[size_t(j)])] == experts[size_t(g.order[size_t(i)])])
       ++j;
     g.tiles.push_back({experts[size_t(g.order[size_t(i)])], i, j - i});
     i = j;
   }
-  g.tiles.resize(size_t(max_expert_tiles(int(experts.size()), n_expert)));
+  const size_t most = size_t(max_expert_tiles(int(experts.size()), n_expert, tile_slots));
+  EXPECT_LE(g.tiles.size(), most);
+  g.tiles.resize(most);
   return g;
+}
+
+// moe_group equals the plain grouping, for matvec's tiles of 8 and mmq's of
+// 32: slot counts past one shared-memory chunk (1024), experts no slot
+// chose, one expert.
+template <class Run>
+void expect_groups_match(Run& run) {
+  std::mt19937 rng(502);
+  for (const auto& [n_slots, n_expert] : std::vector<std::pair<int, int>>{
+           {1, 8}, {7, 8}, {74, 8}, {300, 128}, {2500, 128}, {3000, 512}, {20, 1}, {5, 512}}) {
+    for (int tile_slots : {kExpertTileSlots, kMmqExpertSlots}) {
+      SCOPED_TRACE(std::to_string(n_slots) + " slots over " + std::to_string(n_expert) + " experts, tiles of " +
+                   std::to_string(tile_slots));
+      std::vector<int32_t> experts(static_cast<size_t>(n_slots));
+      // Skewed: the low experts popular, many never chosen.
+      for (int32_t& e : experts)
+        e = int32_t(std::min<uint32_t>(rng() % uint32_t(n_expert), rng() % uint32_t(n_expert)));
+      const Groups want = grouped(experts, n_expert, tile_slots);
+      const Groups got = run.group(experts, n_expert, tile_slots, int(want.tiles.size()));
+      ASSERT_EQ(got.order, want.order);
+      ASSERT_EQ(got.tiles.size(), want.tiles.size());
+      for (size_t i = 0; i < want.tiles.size(); ++i) {
+        EXPECT_EQ(got.tiles[i].count, want.tiles[i].count) << "tile " << i;
+        if (want.tiles[i].count == 0) continue;
+        EXPECT_EQ(got.tiles[i].expert, want.tiles[i].expert) << "tile " << i;
+        EXPECT_EQ(got.tiles[i].first, want.tiles[i].first) << "tile " << i;
+      }
+    }
+  }
 }
 
 // Each of `types`: each slot's row of its expert against a double loop
@@ -193,6 +191,47 @@ void expect_expert_matvecs_match(Run& run, std::span<const TensorType> types) {
       const std::vector<float> x0(x.begin(), x.begin() + cols);
       const std::vector<float> one = run.matvec_experts(stack, w, x0, 1, grouped(alone, n_expert), 1);
       for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(one[size_t(r)], got[size_t(r)]) << "row " << r;
+    }
+  }
+}
+
+// mmq_experts against the CPU's integer dots (quant/dot.h's vec_dot_scalar of
+// the CPU's quantized activations), bit for bit: mmq's formats, tiles of 32
+// slots (an expert with more than one tile, others with one slot), shared
+// inputs (gate, up) and own ones (down), a strided stack for Q4_K (gemma4's
+// fused gate and up read as two: every other matrix).
+template <class Run>
+void expect_mmq_experts_match(Run& run) {
+  std::mt19937 rng(506);
+  const int n_expert = 3, n_tokens = 25, k = 2;
+  const int64_t rows = 70;  // a full tile of 64 rows and a partial one
+  for (TensorType t : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K}) {
+    const bool strided = t == TensorType::Q4_K;  // as a gemma4 Q4_K_M file's fused gate and up
+    SCOPED_TRACE(std::string(tensor_type_name(t)) + (strided ? ", strided" : ""));
+    const int64_t cols = t == TensorType::Q4_K || t == TensorType::Q6_K ? 2 * kQKK : 11 * kQK;
+    const size_t rb = weight_row_bytes(t, cols);
+    const int stored = strided ? 2 * n_expert : n_expert;  // strided: expert e is matrix 2e + 1
+    const std::vector<uint8_t> w = pagoda::testing::random_blocks(t, size_t(rows * stored * cols), rng);
+    const size_t stride = strided ? 2 * size_t(rows) * rb : size_t(rows) * rb;
+    const ExpertStack stack{t, rows, cols, n_expert, nullptr, strided ? int64_t(stride) : 0};
+    const size_t first = strided ? size_t(rows) * rb : 0;
+    std::vector<int32_t> experts(size_t(n_tokens) * k);
+    for (size_t i = 0; i < experts.size(); ++i) experts[i] = i < 40 ? 1 : int32_t(rng() % n_expert);
+    for (int x_per_slot : {k, 1}) {
+      SCOPED_TRACE("x_per_slot " + std::to_string(x_per_slot));
+      const int n_slots = int(experts.size()), n_x = n_slots / x_per_slot;
+      const std::vector<float> x = random_floats(size_t(n_x) * size_t(cols), rng);
+      const std::vector<float> got =
+          run.mmq_experts(stack, w, first, x, n_x, x_per_slot, grouped(experts, n_expert, kMmqExpertSlots), n_slots);
+      ASSERT_EQ(got.size(), size_t(n_slots) * rows);
+      std::vector<uint8_t> xq(row_bytes(activation_type(t), size_t(cols)));
+      for (int s = 0; s < n_slots; ++s) {
+        quantize_row(activation_type(t), &x[size_t(s / x_per_slot) * size_t(cols)], xq.data(), size_t(cols));
+        const uint8_t* e = w.data() + first + size_t(experts[size_t(s)]) * stride;
+        for (int64_t r = 0; r < rows; ++r)
+          ASSERT_EQ(got[size_t(s * rows + r)], vec_dot_scalar(t, e + size_t(r) * rb, xq.data(), size_t(cols)))
+              << "slot " << s << " row " << r;
+      }
     }
   }
 }

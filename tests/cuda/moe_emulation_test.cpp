@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cuda/mmq_kernel.cuh"
 #include "cuda/moe_kernels.cuh"
 // For swiglu_oai's kernel alone: the file's other kernels go unused here.
 #pragma GCC diagnostic push
@@ -32,10 +33,10 @@ struct OnHost {
                       r.scale, out.experts.data(), out.weights.data());
     return out;
   }
-  Groups group(const std::vector<int32_t>& experts, int n_expert, int max_tiles) {
+  Groups group(const std::vector<int32_t>& experts, int n_expert, int tile_slots, int max_tiles) {
     Groups out{std::vector<int32_t>(experts.size(), -1), std::vector<ExpertTile>(size_t(max_tiles), {-1, -1, -1})};
     emulation::launch(dim3(1), dim3(detail::kGroupThreads), detail::moe_group_kernel, experts.data(),
-                      int(experts.size()), n_expert, out.order.data(), out.tiles.data(), max_tiles);
+                      int(experts.size()), n_expert, tile_slots, out.order.data(), out.tiles.data(), max_tiles);
     return out;
   }
   std::vector<float> matvec_experts(const ExpertStack& s, const std::vector<uint8_t>& w, const std::vector<float>& x,
@@ -69,6 +70,30 @@ struct OnHost {
     std::vector<float> out = testing::nan_floats(gate.size());
     emulation::launch(dim3(2), dim3(detail::kNormThreads), detail::swiglu_oai_kernel, gate.data(), up.data(),
                       out.data(), int64_t(gate.size()));
+    return out;
+  }
+  std::vector<float> mmq_experts(const ExpertStack& s, const std::vector<uint8_t>& w, size_t first,
+                                 const std::vector<float>& x, int n_x, int x_per_slot, const Groups& g, int n_slots) {
+    const int group = s.type == TensorType::Q4_K || s.type == TensorType::Q6_K ? kQKK : kQK;
+    const int64_t groups = int64_t(n_x) * (s.cols / group);
+    std::vector<uint32_t> scratch(mmq_scratch_bytes(n_x, s.cols) / 4, 0xDEADBEEFu);
+    uint32_t* codes = scratch.data();
+    auto* scales = reinterpret_cast<float*>(codes + detail::q8_scales_offset(n_x, s.cols));
+    auto* sums = reinterpret_cast<int*>(codes + detail::q8_sums_offset(n_x, s.cols));
+    emulation::launch(dim3(unsigned((groups + detail::kQuantizeThreads - 1) / detail::kQuantizeThreads)),
+                      dim3(detail::kQuantizeThreads), detail::quantize_q8_kernel, x.data(), n_x, s.cols, group, codes,
+                      scales, sums);
+    std::vector<float> out = testing::nan_floats(size_t(n_slots) * size_t(s.rows));
+    const size_t rb = weight_row_bytes(s.type, s.cols);
+    detail::dispatch_mmq_type(s.type, [&](auto format) {
+      constexpr TensorType kT = decltype(format)::kType;
+      emulation::launch(dim3(unsigned(detail::mmq_row_tiles(s.rows)), unsigned(g.tiles.size())),
+                        dim3(detail::kMmqWarps * 32), detail::mmq_experts_kernel<kT>, w.data() + first,
+                        s.stride > 0 ? size_t(s.stride) : size_t(s.rows) * rb, rb, s.rows, s.cols,
+                        static_cast<const uint32_t*>(codes), static_cast<const float*>(scales),
+                        static_cast<const int*>(sums), x_per_slot, g.order.data(), g.tiles.data(), out.data());
+      return cudaSuccess;
+    });
     return out;
   }
   std::vector<float> row_dot(const std::vector<float>& x, const std::vector<float>& w, int n_tokens, int n) {
@@ -106,6 +131,12 @@ TEST(CudaMoeOnHost, ExpertMatvecsMatchADoubleLoop) {
 TEST(CudaMoeOnHost, BiasesTheWeightedSumAndTheClampedSwigluAreTheCpus) {
   OnHost run;
   testing::expect_bias_combine_and_activation_match(run, 1e-6f);
+}
+
+// The tensor-core path for batches past matvec's: each slot the CPU's integer dot, to the bit.
+TEST(CudaMoeOnHost, MmqExpertsAreTheCpusIntegerDots) {
+  OnHost run;
+  testing::expect_mmq_experts_match(run);
 }
 
 TEST(CudaMoeOnHost, TheSharedExpertsGate) {

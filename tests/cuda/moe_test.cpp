@@ -25,12 +25,12 @@ struct OnDevice {
     testing::check_cuda(cudaDeviceSynchronize(), "moe_route's run");
     return {e_d.download(), w_d.download()};
   }
-  Groups group(const std::vector<int32_t>& experts, int n_expert, int max_tiles) {
+  Groups group(const std::vector<int32_t>& experts, int n_expert, int tile_slots, int max_tiles) {
     DeviceBuffer<int32_t> e_d(experts), order_d(std::vector<int32_t>(experts.size(), -1));
     DeviceBuffer<ExpertTile> tiles_d(std::vector<ExpertTile>(size_t(max_tiles), {-1, -1, -1}));
-    testing::check_cuda(
-        moe_group(e_d.get(), int(experts.size()), n_expert, order_d.get(), tiles_d.get(), max_tiles, nullptr),
-        "moe_group");
+    testing::check_cuda(moe_group(e_d.get(), int(experts.size()), n_expert, tile_slots, order_d.get(), tiles_d.get(),
+                                  max_tiles, nullptr),
+                        "moe_group");
     testing::check_cuda(cudaDeviceSynchronize(), "moe_group's run");
     return {order_d.download(), tiles_d.download()};
   }
@@ -73,6 +73,21 @@ struct OnDevice {
     testing::check_cuda(cudaDeviceSynchronize(), "swiglu_oai's run");
     return out_d.download();
   }
+  std::vector<float> mmq_experts(ExpertStack s, const std::vector<uint8_t>& w, size_t first,
+                                 const std::vector<float>& x, int n_x, int x_per_slot, const Groups& g, int n_slots) {
+    DeviceBuffer<uint8_t> w_d(w), scratch_d(mmq_scratch_bytes(n_x, s.cols));
+    DeviceBuffer<float> x_d(x), out_d(testing::nan_floats(size_t(n_slots) * size_t(s.rows)));
+    DeviceBuffer<int32_t> order_d(g.order);
+    DeviceBuffer<ExpertTile> tiles_d(g.tiles);
+    s.data = w_d.get() + first;
+    testing::check_cuda(mmq_quantize(s.type, x_d.get(), n_x, s.cols, scratch_d.get(), scratch_d.size(), nullptr),
+                        "mmq_quantize");
+    testing::check_cuda(cuda::mmq_experts(s, scratch_d.get(), scratch_d.size(), n_x, x_per_slot, order_d.get(),
+                                          tiles_d.get(), int(g.tiles.size()), out_d.get(), nullptr),
+                        "mmq_experts");
+    testing::check_cuda(cudaDeviceSynchronize(), "mmq_experts' run");
+    return out_d.download();
+  }
   std::vector<float> row_dot(const std::vector<float>& x, const std::vector<float>& w, int n_tokens, int n) {
     DeviceBuffer<float> x_d(x), w_d(w), out_d(testing::nan_floats(size_t(n_tokens)));
     testing::check_cuda(cuda::row_dot(x_d.get(), w_d.get(), n_tokens, n, out_d.get(), nullptr), "row_dot");
@@ -87,6 +102,12 @@ struct OnDevice {
     return out_d.download();
   }
 };
+
+TEST(CudaMoe, MmqExpertsAreTheCpusIntegerDots) {
+  PAGODA_REQUIRE_CUDA_DEVICE();
+  OnDevice run;
+  testing::expect_mmq_experts_match(run);
+}
 
 TEST(CudaMoe, TheSharedExpertsGate) {
   PAGODA_REQUIRE_CUDA_DEVICE();
@@ -126,7 +147,8 @@ TEST(CudaMoe, RefusesBadShapes) {
             cudaErrorInvalidValue);
   EXPECT_EQ(moe_route(nullptr, 1, MoeRouting{.n_expert = 4, .n_used = 5}, nullptr, nullptr, nullptr),
             cudaErrorInvalidValue);
-  EXPECT_EQ(moe_group(nullptr, 100, 8, nullptr, nullptr, max_expert_tiles(100, 8) - 1, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(moe_group(nullptr, 100, 8, kExpertTileSlots, nullptr, nullptr, max_expert_tiles(100, 8) - 1, nullptr),
+            cudaErrorInvalidValue);
   EXPECT_EQ(matvec_experts(ExpertStack{TensorType::Q8_0, 4, 33, 2, nullptr}, nullptr, 1, nullptr, nullptr, 1, nullptr,
                            nullptr),
             cudaErrorInvalidValue);  // 33 is no multiple of Q8_0's block
