@@ -14,7 +14,7 @@ inline constexpr int kMaxAttentionHeadDim = 512;  // gemma4's global layers
 
 struct PagedAttentionArgs {
   const float* q = nullptr;            // [n_tokens][n_head][head_dim] F32 (RoPE applied)
-  const __half* k_cache = nullptr;     // [num_blocks][block_size][n_kv_head * head_dim] F16, one layer
+  const __half* k_cache = nullptr;     // [num_blocks][block_size][kv_stride] F16, one layer's part of the pool
   const __half* v_cache = nullptr;     // as k_cache
   const int32_t* seq_index = nullptr;  // [n_tokens]: the token's row of block_tables
   const int32_t* positions = nullptr;  // [n_tokens]: the token's position in its sequence
@@ -32,6 +32,9 @@ struct PagedAttentionArgs {
   // Elements from one sequence's table to the next; 0 means max_blocks_per_seq. StepUpload's
   // tables[S][G][B] for group g: block_tables = tables + g * B, seq_table_stride = G * B.
   int64_t seq_table_stride = 0;
+  // Elements from one cached position's row to the next; 0 means n_kv_head * head_dim. Wider
+  // where the layer's KV page slot is (model/kv_storage.h: gemma4's layers of two head sizes).
+  int kv_stride = 0;
   float scale = 0.0f;      // the score is scale * dot(q, k), usually 1 / sqrt(head_dim)
   float softcap = 0.0f;    // > 0: the score is softcap * tanh(scale * dot / softcap) (gemma2)
   int sliding_window = 0;  // > 0: only positions > pos - sliding_window are attended

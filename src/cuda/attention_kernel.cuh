@@ -42,7 +42,7 @@ __global__ void __launch_bounds__(kAttentionThreads) paged_attention_kernel(Page
     return;  // uniform over the block: no barrier is skipped by only some threads
   }
 
-  const int kv_dim = a.n_kv_head * d_head;
+  const int64_t row_stride = a.kv_stride > 0 ? a.kv_stride : int64_t(a.n_kv_head) * d_head;
   const int kv_head = h / (a.n_head / a.n_kv_head);
   const int64_t stride = a.seq_table_stride > 0 ? a.seq_table_stride : a.max_blocks_per_seq;
   const int32_t* table = a.block_tables + seq * stride;
@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(kAttentionThreads) paged_attention_kernel(Page
   // The cache row of position j (within token t's sequence) for this KV head.
   auto row = [&](const __half* cache, int j) {
     const int64_t block = table[j / a.block_size];
-    return cache + (block * a.block_size + j % a.block_size) * kv_dim + int64_t(kv_head) * d_head;
+    return cache + (block * a.block_size + j % a.block_size) * row_stride + int64_t(kv_head) * d_head;
   };
 
   for (int j0 = first; j0 <= pos; j0 += kAttentionThreads) {

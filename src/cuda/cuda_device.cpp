@@ -3,6 +3,7 @@
 #include <cublas_v2.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -150,8 +151,9 @@ struct Launches {
   void rope(float* x, const int32_t* pos, int n_tokens, int n_heads, int head_dim, const RopeParams& p) {
     ck(cuda::rope(x, pos, n_tokens, n_heads, head_dim, p, stream), "rope");
   }
-  void store_kv(const float* k, const float* v, const int32_t* slots, int n, int kv_dim, __half* kc, __half* vc) {
-    ck(cuda::store_kv(k, v, slots, n, kv_dim, kc, vc, stream), "store_kv");
+  void store_kv(const float* k, const float* v, const int32_t* slots, int n, int kv_dim, int row_stride, __half* kc,
+                __half* vc) {
+    ck(cuda::store_kv(k, v, slots, n, kv_dim, row_stride, kc, vc, stream), "store_kv");
   }
   void paged_attention(const PagedAttentionArgs& a) { ck(cuda::paged_attention(a, stream), "paged_attention"); }
   void add(float* y, const float* x, int64_t n) { ck(cuda::add(y, x, n, stream), "add"); }
@@ -229,7 +231,7 @@ struct Launches {
 };
 
 int64_t upload_words(const gpu::StepLimits& l) {
-  return gpu::StepUpload::words_for(l.max_tokens, l.max_seqs, 1, l.max_blocks_per_seq, l.max_logits);
+  return gpu::StepUpload::words_for(l.max_tokens, l.max_seqs, l.kv_groups, l.max_blocks_per_seq, l.max_logits);
 }
 
 // Both list entries are 8 bytes, and a RowSampling a multiple of 8: the three
@@ -485,21 +487,23 @@ DeviceStatus CudaDevice::reserve_workspace(const gpu::StepLimits& limits) {
 DeviceStatus CudaDevice::allocate_kv(const gpu::KvPoolShape& shape) {
   Impl& m = *m_;
   if (shape.type != KvType::F16) fail<Unsupported>("the CUDA KV cache is F16 (--kv-type f16)");
-  const ModelConfig& c = m.model.cfg;
-  if (shape.kv_dim != c.max_kv_dim() || shape.n_layer != m.model.n_cached_layers)
-    fail<InvalidArgument>("a KV pool of {} layers x {} for a model of {} x {}", shape.n_layer, shape.kv_dim,
-                          m.model.n_cached_layers, c.max_kv_dim());
+  place_kv_groups(m.model, shape.groups);  // InvalidArgument where they do not fit the model
+  if (shape.slot_dims != m.model.kv_slot_dims || shape.num_blocks < 1 || shape.block_size < 1)
+    fail<InvalidArgument>("a KV pool of {} blocks of {} in slots of {} for a model whose slots are {}",
+                          shape.num_blocks, shape.block_size, fmt::join(shape.slot_dims, "/"),
+                          fmt::join(m.model.kv_slot_dims, "/"));
   return answer([&] {
     m.use();
     m.drop_graphs();  // they hold the caches' addresses (the pool comes once, before any step)
     ck(cudaMalloc(&m.kv, size_t(shape.bytes())), "cudaMalloc");
     m.pool = shape;
     m.model.block_size = shape.block_size;
-    const int64_t per_cache = int64_t(shape.num_blocks) * shape.block_size * shape.kv_dim;
-    auto* base = static_cast<__half*>(m.kv);
-    for (int l = 0; l < shape.n_layer; ++l) {
-      m.model.k_cache.push_back(base + (2 * int64_t(l)) * per_cache);
-      m.model.v_cache.push_back(base + (2 * int64_t(l) + 1) * per_cache);
+    auto* at = static_cast<__half*>(m.kv);
+    for (int dim : shape.slot_dims) {  // each slot's K, then its V
+      const int64_t per_cache = int64_t(shape.num_blocks) * shape.block_size * dim;
+      m.model.k_cache.push_back(at);
+      m.model.v_cache.push_back(at + per_cache);
+      at += 2 * per_cache;
     }
   });
 }
@@ -535,16 +539,17 @@ DeviceStatus CudaDevice::copy_states(std::span<const StateCopy> copies) {
 
 DeviceStatus CudaDevice::copy_blocks(std::span<const BlockCopy> copies) {
   Impl& m = *m_;
-  const size_t block = size_t(m.pool.block_size) * size_t(m.pool.kv_dim);  // elements of one block, one cache
   return m.note(answer([&] {
     m.use();
     // Few and rare (a fork's shared last block): plain copies on the step's stream, ahead of its kernels.
     for (const BlockCopy& c : copies)
-      for (int l = 0; l < m.pool.n_layer; ++l)
-        for (__half* cache : {m.model.k_cache[size_t(l)], m.model.v_cache[size_t(l)]})
+      for (size_t slot = 0; slot < m.pool.slot_dims.size(); ++slot) {
+        const size_t block = size_t(m.pool.block_size) * size_t(m.pool.slot_dims[slot]);  // elements, one cache
+        for (__half* cache : {m.model.k_cache[slot], m.model.v_cache[slot]})
           ck(cudaMemcpyAsync(cache + size_t(c.dst) * block, cache + size_t(c.src) * block, block * sizeof(__half),
                              cudaMemcpyDeviceToDevice, m.stream),
              "cudaMemcpyAsync");
+      }
   }));
 }
 
@@ -611,7 +616,7 @@ void CudaDevice::Impl::forward(const gpu::StepUpload& step) {
   if (graphs && gpu::graphable(step)) {
     key = gpu::graph_key(step, buf.limits.max_blocks_per_seq);
     const int32_t entries = int32_t(step.adjusts().size() + step.penalties().size());
-    if (buf.limits.covers({key.tokens, key.tokens, key.width, key.tokens, entries}))
+    if (buf.limits.covers({key.tokens, key.tokens, key.width, key.tokens, entries, step.num_groups()}))
       padded = gpu::pad_for_graph(step, key, pool.num_blocks, state_pool.num_buffers());
   }
   const gpu::StepUpload& u = padded ? *padded : step;
@@ -653,9 +658,10 @@ void CudaDevice::Impl::forward(const gpu::StepUpload& step) {
 
 DeviceStatus CudaDevice::launch_step(const gpu::StepUpload& u) {
   Impl& m = *m_;
-  if (u.num_groups() != 1) fail<InvalidArgument>("a step of {} KV groups on a one-group device", u.num_groups());
+  if (u.num_groups() != m.pool.groups.num_groups())
+    fail<InvalidArgument>("a step of {} KV groups on a pool of {}", u.num_groups(), m.pool.groups.num_groups());
   if (!m.buf.limits.covers({u.num_tokens(), u.num_seqs(), u.table_width(), u.num_logits(),
-                            int32_t(u.adjusts().size() + u.penalties().size())}))
+                            int32_t(u.adjusts().size() + u.penalties().size()), u.num_groups()}))
     fail<InvalidArgument>("a step larger than its reserved workspace");  // CudaRunner grows it first
   const int64_t n = ++m.launches;
   const DeviceStatus s = answer([&] {

@@ -1,5 +1,5 @@
 // gpu::Device on a real NVIDIA GPU: the weights in their GGUF blocks, the
-// paged KV pool (F16; per layer K and V of [num_blocks][block_size][kv_dim]),
+// paged KV pool (F16; pages of a KV group's layers, as model/kv_storage.h's),
 // a step's buffers reserved ahead, one stream, and the forward pass
 // (forward_pass.h: llama, mistral, qwen2, qwen3, qwen3moe, gpt-oss, gemma3,
 // olmo2 and their like; docs/gpu.md lists the pieces) as launches of this

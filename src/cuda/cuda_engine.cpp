@@ -34,7 +34,8 @@ std::unique_ptr<Engine> load_cuda_engine(const std::string& model_path, const En
                                        .max_model_len = config.max_model_len,
                                        .step_deadline_s = config.gpu_step_deadline_s,
                                        .state_slots = config.state_slots,
-                                       .state_checkpoints = config.prefix_caching ? config.state_checkpoints : 0};
+                                       .state_checkpoints = config.prefix_caching ? config.state_checkpoints : 0,
+                                       .hybrid_kv_cache = config.hybrid_kv_cache};
   auto runner = std::make_unique<gpu::CudaRunner>(model, std::move(device), options);
   if (!runner->state_summary().empty()) spdlog::info("{}", runner->state_summary());
   spdlog::info("{}", runner->memory_plan().summary);

@@ -164,20 +164,23 @@ void moe_ffn(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const Layer
 
 // The step's upload sections where the kernels read them (gpu/step_upload.h).
 struct StepWords {
-  int T = 0, S = 0, B = 0, L = 0;
+  int T = 0, S = 0, G = 0, B = 0, L = 0;
   const int32_t *tokens = nullptr, *positions = nullptr, *seq_of = nullptr, *slots = nullptr, *tables = nullptr,
                 *logit_rows = nullptr, *state_in = nullptr, *state_out = nullptr;
   StepWords(const gpu::StepUpload& u, const int32_t* words)
-      : T(u.num_tokens()), S(u.num_seqs()), B(u.table_width()), L(u.num_logits()) {
+      : T(u.num_tokens()), S(u.num_seqs()), G(u.num_groups()), B(u.table_width()), L(u.num_logits()) {
     tokens = words + gpu::StepUpload::kHeaderWords;
     positions = tokens + T;
     seq_of = positions + T;
     slots = seq_of + T;
-    tables = slots + T;
-    logit_rows = tables + int64_t(S) * B + S;  // past seq_len[S]
+    tables = slots + int64_t(G) * T;
+    logit_rows = tables + int64_t(S) * G * B + S;  // past seq_len[S]
     state_in = logit_rows + L;
     state_out = state_in + S;
   }
+  // KV group g's slots [T], and its tables: sequence s's at group_tables(g) + s * G * B.
+  const int32_t* group_slots(int g) const { return slots + int64_t(g) * T; }
+  const int32_t* group_tables(int g) const { return tables + int64_t(g) * B; }
 };
 
 // out [T][E] = wo(attend(rope(q), rope(k), v)) (times sigmoid of the query's
@@ -213,14 +216,14 @@ void attention_block(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, con
     if (l.k_norm) ops.rms_norm(b.k, l.k_norm, b.k, whole_qk ? T : T * l.n_kv_head, whole_qk ? K : hd, eps);
     if (c.v_norm) ops.rms_norm(b.v, nullptr, b.v, T * l.n_kv_head, hd, eps);
     ops.rope(b.k, s.positions, T, l.n_kv_head, hd, l.rope);
-    ops.store_kv(b.k, b.v, s.slots, T, K, k_cache, v_cache);
+    ops.store_kv(b.k, b.v, s.group_slots(l.kv_group), T, K, l.kv_stride, k_cache, v_cache);
   }
   ops.paged_attention({.q = b.q,
                        .k_cache = k_cache,
                        .v_cache = v_cache,
                        .seq_index = s.seq_of,
                        .positions = s.positions,
-                       .block_tables = s.tables,
+                       .block_tables = s.group_tables(l.kv_group),
                        .out = b.attn,
                        .n_tokens = T,
                        .n_head = l.n_head,
@@ -228,6 +231,8 @@ void attention_block(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, con
                        .head_dim = hd,
                        .block_size = m.block_size,
                        .max_blocks_per_seq = s.B,
+                       .seq_table_stride = int64_t(s.G) * s.B,
+                       .kv_stride = l.kv_stride,
                        .scale = c.attn_scale,
                        .softcap = c.attn_softcap,
                        .sliding_window = l.window,
@@ -316,7 +321,7 @@ void add_per_layer_input(Ops& ops, const ModelOnDevice& m, const StepBuffers& b,
   ops.add(b.x, b.h, int64_t(T) * E);
 }
 
-// The step `u` (one KV group), its words copied to `words` where the kernels
+// The step `u`, its words copied to `words` where the kernels
 // read them; leaves the wanted rows' logits in b.logits.
 template <class Ops>
 void forward_pass(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const gpu::StepUpload& u,

@@ -4,10 +4,11 @@
 namespace pagoda::cuda {
 
 cudaError_t store_kv(const float* k, const float* v, const int32_t* slot_mapping, int n_tokens, int kv_dim,
-                     __half* k_cache, __half* v_cache, cudaStream_t stream) {
-  if (n_tokens < 0 || kv_dim <= 0) return cudaErrorInvalidValue;
+                     int row_stride, __half* k_cache, __half* v_cache, cudaStream_t stream) {
+  if (n_tokens < 0 || kv_dim <= 0 || row_stride < kv_dim) return cudaErrorInvalidValue;
   if (n_tokens == 0) return cudaSuccess;
-  detail::store_kv_kernel<<<n_tokens, detail::kKvThreads, 0, stream>>>(k, v, slot_mapping, kv_dim, k_cache, v_cache);
+  detail::store_kv_kernel<<<n_tokens, detail::kKvThreads, 0, stream>>>(k, v, slot_mapping, kv_dim, row_stride, k_cache,
+                                                                       v_cache);
   return cudaGetLastError();
 }
 

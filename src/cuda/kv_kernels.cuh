@@ -14,14 +14,14 @@ constexpr int kKvThreads = 256;
 
 // One block per token.
 __global__ void __launch_bounds__(kKvThreads)
-    store_kv_kernel(const float* k, const float* v, const int32_t* slot_mapping, int kv_dim, __half* k_cache,
-                    __half* v_cache) {
+    store_kv_kernel(const float* k, const float* v, const int32_t* slot_mapping, int kv_dim, int row_stride,
+                    __half* k_cache, __half* v_cache) {
   const int64_t t = blockIdx.x;
   const int64_t slot = slot_mapping[t];
   if (slot < 0) return;
   for (int i = threadIdx.x; i < kv_dim; i += blockDim.x) {
-    k_cache[slot * kv_dim + i] = __float2half_rn(k[t * kv_dim + i]);
-    v_cache[slot * kv_dim + i] = __float2half_rn(v[t * kv_dim + i]);
+    k_cache[slot * row_stride + i] = __float2half_rn(k[t * kv_dim + i]);
+    v_cache[slot * row_stride + i] = __float2half_rn(v[t * kv_dim + i]);
   }
 }
 

@@ -14,6 +14,7 @@
 #include "cuda/norm_rope_act.h"
 #include "gguf/types.h"
 #include "model/config.h"
+#include "model/kv_storage.h"
 #include "model/model.h"
 #include "model/rope.h"
 #include "util/error.h"
@@ -56,15 +57,17 @@ struct Layer {
   // A Gated DeltaNet layer in place of attention (LayerSpec::recurrent; C conv
   // channels, H_v value heads of dv, Vd = H_v dv): model/weights.h's DeltaNetWeights.
   bool recurrent = false;
-  bool own_kv = true;    // false: the layer reads an earlier layer's K/V (LayerSpec::kv_source, gemma4)
-  int cache = -1;        // an attention layer's K/V caches in ModelOnDevice (its source's, if shared)
-  int state_index = -1;  // a recurrent layer's place among them: its part of each state buffer
+  bool own_kv = true;  // false: the layer reads an earlier layer's K/V (LayerSpec::kv_source, gemma4)
+  int kv_layer = -1;   // an attention layer's K/V: its own index, or its source's
+  // Where its K/V are (place_kv_groups; its source's, if shared): its slot of a KV page (the
+  // caches in ModelOnDevice), its group (the step's slots and tables) and its rows' stride.
+  int cache = -1, kv_group = -1, kv_stride = 0;
+  int state_index = -1;                   // a recurrent layer's place among them: its part of each state buffer
   Mat qkv, z_gate, beta, alpha, ssm_out;  // C x E, Vd x E, H_v x E (x2), E x Vd
   const float *conv = nullptr, *dt_bias = nullptr, *a = nullptr, *ssm_norm = nullptr;  // K x C, H_v, H_v, dv
 };
 
-// The model where the kernels read it, its paged K/V caches (per attention
-// layer, [num_blocks][block_size][kv_dim] F16) and a hybrid's state pool.
+// The model where the kernels read it, its paged K/V caches and a hybrid's state pool.
 struct ModelOnDevice {
   ModelConfig cfg;
   Mat token_embd, output;
@@ -74,11 +77,14 @@ struct ModelOnDevice {
   Mat per_layer_token_embd, per_layer_model_proj;
   const float* per_layer_proj_norm = nullptr;
   std::vector<Layer> layers;
-  std::vector<__half*> k_cache, v_cache;  // Layer::cache's
+  // The K/V pool as model/kv_storage.h lays it out (vLLM's hybrid KV cache): a
+  // page holds one KV group's layers, a layer at its slot (Layer::cache); each
+  // slot's K and V of every page together, [num_blocks][block_size][kv_slot_dims[slot]] F16.
+  std::vector<__half*> k_cache, v_cache;
+  std::vector<int> kv_slot_dims;
   int block_size = 16;
   int64_t largest_layer_matrix = 0;  // elements: the F16 scratch of the cuBLAS path
   int64_t widest_input = 0;          // the most columns of a matrix a layer multiplies (E, Q, F or Vd)
-  int n_cached_layers = 0;           // layers with K/V caches of their own (attention, not shared)
   // Recurrent state (delta_net.h): buffer b's part for recurrent layer i is
   // states + b * state_buffer_floats + i * state_layer_floats.
   float* states = nullptr;
@@ -89,7 +95,8 @@ struct ModelOnDevice {
 // where a tensor's bytes are (a device copy; in a test, the host bytes).
 // Unsupported for a weight type no kernel decodes or a bias the pass does not
 // add; InvalidArgument for weights packed into CPU row panels (load the model
-// mapped). The caches and the state pool are the caller's to add.
+// mapped). The KV groups (place_kv_groups), the caches and the state pool are
+// the caller's to add.
 template <class Place>
 ModelOnDevice place_model(const Model& model, Place&& place) {
   auto vec = [&](const std::vector<float>& v) {
@@ -148,7 +155,8 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
     const bool fused_gate_up = lw.gate_exps.size() > 1 && lw.up_exps.size() == lw.gate_exps.size() &&
                                lw.up_exps.front().data == lw.gate_exps.front().data + gate_bytes &&
                                lw.gate_exps[1].data == lw.gate_exps.front().data + 2 * gate_bytes;
-    if (!own_kv && (spec.kv_source >= int(li) || d.layers[size_t(spec.kv_source)].cache < 0))
+    if (!own_kv && (spec.kv_source >= int(li) || !d.layers[size_t(spec.kv_source)].own_kv ||
+                    d.layers[size_t(spec.kv_source)].recurrent))
       fail<InvalidArgument>("layer {} reads the K/V of layer {}, which keeps none before it", li, spec.kv_source);
     Layer l{.n_head = spec.n_head,
             .n_kv_head = spec.n_head_kv,
@@ -205,9 +213,9 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
             .post_norm_2 = vec(lw.post_norm_2),
             .recurrent = spec.recurrent,
             .own_kv = own_kv,
-            .cache = spec.recurrent ? -1
-                     : own_kv       ? d.n_cached_layers++
-                                    : d.layers[size_t(spec.kv_source)].cache,
+            .kv_layer = spec.recurrent ? -1
+                        : own_kv       ? int(li)
+                                       : spec.kv_source,
             .state_index = spec.recurrent ? n_recurrent++ : -1,
             .qkv = mat(lw.delta.qkv),
             .z_gate = mat(lw.delta.gate),
@@ -232,6 +240,22 @@ ModelOnDevice place_model(const Model& model, Place&& place) {
   d.state_layer_floats = dn.conv_state_floats() + dn.matrix_state_floats();
   d.state_buffer_floats = n_recurrent * d.state_layer_floats;
   return d;
+}
+
+// Puts each attention layer at its KV group and slot (model/kv_storage.h's
+// layout: a layer's rows as wide as its slot's) and sizes the slots; the
+// caches themselves are the caller's to add, one K and one V a slot.
+// InvalidArgument where the groups do not fit the model (check_kv_groups).
+inline void place_kv_groups(ModelOnDevice& d, const KvGroups& groups) {
+  check_kv_groups(d.cfg, groups);
+  d.kv_slot_dims = kv_slot_dims(d.cfg, groups);
+  for (Layer& l : d.layers) {
+    if (l.kv_layer < 0) continue;
+    const size_t src = size_t(l.kv_layer);
+    l.cache = groups.slot_of[src];
+    l.kv_group = groups.group_of[src];
+    l.kv_stride = d.kv_slot_dims[size_t(l.cache)];
+  }
 }
 
 }  // namespace pagoda::cuda

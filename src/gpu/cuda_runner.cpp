@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kv/pool_size.h"
+#include "model/kv_storage.h"
 #include "util/error.h"
 
 namespace pagoda::gpu {
@@ -27,11 +28,15 @@ CudaRunner::CudaRunner(std::shared_ptr<const Model> model, std::unique_ptr<Devic
   check(device_->memory(start), "reading the device's memory");
   check(device_->load_weights(*model_), "loading the weights");
   const int32_t max_len = options.max_model_len > 0 ? options.max_model_len : cfg.n_ctx_train;
+  // Layers with K/V of their own only: a recurrent layer keeps its state instead, and a layer that
+  // shares another's K/V (gemma4) reads that one's.
+  KvGroups groups = kv_groups_of(cfg, options.hybrid_kv_cache);
   reserved_ = {.max_tokens = std::max(1, options.max_batched_tokens),
                .max_seqs = std::max(1, options.max_num_seqs),
                .max_blocks_per_seq = std::max(1, (max_len + bs - 1) / bs),
                .max_logits = std::max(1, options.max_num_seqs),  // prompt logprobs grow it
-               .max_sample_entries = kFirstSampleEntries};
+               .max_sample_entries = kFirstSampleEntries,
+               .kv_groups = groups.num_groups()};
   check(device_->reserve_workspace(reserved_), "reserving the step workspace");
   if (cfg.n_recurrent_layers() > 0) {
     // As on the CPU (kv/pool_size.h), out of what the share leaves after the workspace.
@@ -52,11 +57,9 @@ CudaRunner::CudaRunner(std::shared_ptr<const Model> model, std::unique_ptr<Devic
   }
   check(device_->memory(after), "reading the device's memory");
 
-  // K/V for the layers that keep their own only: a recurrent layer keeps its state instead, and a
-  // layer that shares another's K/V (gemma4) reads that one's.
-  int32_t kv_layers = 0;
-  for (const LayerSpec& l : cfg.layers) kv_layers += l.has_kv();
-  pool_ = {.block_size = bs, .n_layer = kv_layers, .kv_dim = cfg.max_kv_dim(), .type = options.kv_type};
+  pool_ = {.block_size = bs, .slot_dims = kv_slot_dims(cfg, groups), .type = options.kv_type};
+  const int64_t context_pages = groups.pages_at_rest(max_len, bs);
+  pool_.groups = std::move(groups);
   plan_ = plan_gpu_memory({.total_bytes = start.total_bytes,
                            .free_at_start = start.free_bytes,
                            .free_after_setup = after.free_bytes,
@@ -64,7 +67,9 @@ CudaRunner::CudaRunner(std::shared_ptr<const Model> model, std::unique_ptr<Devic
                            .block_bytes = pool_.block_bytes(),
                            .block_size = bs,
                            .cache_tokens = options.kv_cache_tokens,
-                           .max_model_len = max_len});
+                           .max_model_len = max_len,
+                           .num_groups = pool_.groups.num_groups(),
+                           .context_pages = context_pages});
   pool_.num_blocks = plan_.num_blocks;
   check(device_->allocate_kv(pool_), "allocating the KV pool");
 }
@@ -110,10 +115,17 @@ void CudaRunner::forward(const Batch& batch, std::vector<float>& logits) {
 void CudaRunner::forward_sampled(const Batch& batch, std::vector<float>& logits, const StepSampling& sampling,
                                  std::vector<SampledRow>& sampled) {
   check_not_lost();
+  if (batch.num_groups != pool_.groups.num_groups())
+    fail<InvalidArgument>("a batch of {} KV groups for a pool of {}", batch.num_groups, pool_.groups.num_groups());
   const StepUpload upload =
       StepUpload::pack(batch, pool_.block_size, pool_.num_blocks, sampling, vocab_size(), states_.num_buffers());
-  const StepLimits need{upload.num_tokens(), upload.num_seqs(), upload.table_width(), upload.num_logits(),
-                        int32_t(upload.adjusts().size() + upload.penalties().size())};
+  upload.check_attended_blocks(pool_.groups.windows);  // a read of kNoBlock would be out of bounds
+  const StepLimits need{upload.num_tokens(),
+                        upload.num_seqs(),
+                        upload.table_width(),
+                        upload.num_logits(),
+                        int32_t(upload.adjusts().size() + upload.penalties().size()),
+                        upload.num_groups()};
   if (!reserved_.covers(need)) {
     // Before the step's first launch: an out-of-memory here halves the step, nothing half-ran.
     const StepLimits grown = reserved_.widened(need);

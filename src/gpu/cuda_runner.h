@@ -1,8 +1,9 @@
 // The GPU backend's host half: a ModelRunner over a Device (gpu/device.h).
 // At construction the weights go to the device, the step workspace is
 // reserved for the engine's largest step, a hybrid model's recurrent-state
-// slots are sized as on the CPU (kv/pool_size.h), and the KV pool takes what
-// --gpu-memory-utilization leaves (gpu/gpu_memory_plan.h). A step is packed
+// slots are sized as on the CPU (kv/pool_size.h), and the KV pool, in the
+// CPU's KV groups (model/kv_storage.h), takes what --gpu-memory-utilization
+// leaves (gpu/gpu_memory_plan.h). A step is packed
 // into one upload (gpu/step_upload.h), launched, and waited for with a
 // deadline; every failure becomes the engine's exception by the device's
 // error table: out of memory -> ResourceExhausted (the engine halves the
@@ -13,6 +14,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/model_runner.h"
 #include "gpu/device.h"
@@ -38,6 +40,9 @@ struct CudaRunnerOptions {
   // part; -1 checkpoints, one a slot), from the share left after the workspace.
   int64_t state_slots = 0;
   int64_t state_checkpoints = -1;
+  // Sliding-window layers in KV groups of their own that give back the pages
+  // behind their windows (kv/kv_groups.h; false: --disable-hybrid-kv-cache-manager).
+  bool hybrid_kv_cache = true;
 };
 
 class CudaRunner : public ModelRunner {
@@ -47,6 +52,7 @@ class CudaRunner : public ModelRunner {
   CudaRunner(std::shared_ptr<const Model> model, std::unique_ptr<Device> device, const CudaRunnerOptions& options);
 
   int32_t num_blocks() const { return plan_.num_blocks; }
+  std::vector<int32_t> kv_group_windows() const override { return pool_.groups.windows; }
   const GpuMemoryPlan& memory_plan() const { return plan_; }
   const std::string& device_name() const { return device_name_; }
 

@@ -12,8 +12,10 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "gpu/step_upload.h"
+#include "kv/kv_groups.h"
 #include "kv/types.h"
 #include "model/model.h"
 
@@ -49,15 +51,22 @@ struct DeviceMemory {
   int64_t total_bytes = 0;
 };
 
-// The paged KV pool: for each layer with attention (n_layer of them; a
-// recurrent layer has none), K and V of [num_blocks][block_size][kv_dim].
+// The paged KV pool, laid out as the CPU's (model/kv_storage.h): a block is a
+// page of one KV group's layers (kv/kv_groups.h; a sliding group gives back
+// the pages behind its window), each layer at its slot; per slot, K and V of
+// [num_blocks][block_size][slot_dims[slot]]. One group of every layer with
+// K/V of its own: the plain paged cache.
 struct KvPoolShape {
   int32_t num_blocks = 0;
   int32_t block_size = 16;
-  int32_t n_layer = 0;
-  int32_t kv_dim = 0;
+  KvGroups groups;
+  std::vector<int> slot_dims;  // kv_slot_dims(cfg, groups)
   KvType type = KvType::F16;
-  int64_t block_bytes() const { return 2 * int64_t(n_layer) * block_size * kv_dim * int64_t(kv_type_bytes(type)); }
+  int64_t block_bytes() const {
+    int64_t dims = 0;
+    for (int d : slot_dims) dims += d;
+    return 2 * dims * block_size * int64_t(kv_type_bytes(type));
+  }
   int64_t bytes() const { return block_bytes() * num_blocks; }
 };
 
@@ -78,14 +87,18 @@ struct StepLimits {
   int32_t max_blocks_per_seq = 0;  // a sequence's table, in one group
   int32_t max_logits = 0;          // logits rows: one a sequence, more with prompt logprobs
   int32_t max_sample_entries = 0;  // rows sampled on the device: their logit adjustments + penalty entries
+  int32_t kv_groups = 1;           // a sequence's tables (KvPoolShape::groups)
   bool covers(const StepLimits& s) const {
     return s.max_tokens <= max_tokens && s.max_seqs <= max_seqs && s.max_blocks_per_seq <= max_blocks_per_seq &&
-           s.max_logits <= max_logits && s.max_sample_entries <= max_sample_entries;
+           s.max_logits <= max_logits && s.max_sample_entries <= max_sample_entries && s.kv_groups <= kv_groups;
   }
   StepLimits widened(const StepLimits& s) const {
-    return {std::max(max_tokens, s.max_tokens), std::max(max_seqs, s.max_seqs),
-            std::max(max_blocks_per_seq, s.max_blocks_per_seq), std::max(max_logits, s.max_logits),
-            std::max(max_sample_entries, s.max_sample_entries)};
+    return {std::max(max_tokens, s.max_tokens),
+            std::max(max_seqs, s.max_seqs),
+            std::max(max_blocks_per_seq, s.max_blocks_per_seq),
+            std::max(max_logits, s.max_logits),
+            std::max(max_sample_entries, s.max_sample_entries),
+            std::max(kv_groups, s.kv_groups)};
   }
 };
 

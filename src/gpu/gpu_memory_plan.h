@@ -16,10 +16,15 @@ struct GpuMemoryInput {
   int64_t free_at_start = 0;     // free before this process put anything there
   int64_t free_after_setup = 0;  // free after the weights and the step workspace
   double utilization = 0.9;      // --gpu-memory-utilization, in (0, 1]
-  int64_t block_bytes = 0;       // one KV block, every layer's K and V
+  int64_t block_bytes = 0;       // one KV block (a page of one KV group's layers), K and V
   int32_t block_size = 16;
   int64_t cache_tokens = 0;  // --kv-cache-tokens: an explicit pool; 0: the share's rest
   int32_t max_model_len = 0;
+  // KV groups (kv/kv_groups.h): N tokens of every layer take N / block_size
+  // pages of each group; one max_model_len context holds context_pages at
+  // rest (a sliding group only its window's; 0: its blocks of one group).
+  int32_t num_groups = 1;
+  int64_t context_pages = 0;
 };
 
 struct GpuMemoryPlan {

@@ -178,6 +178,30 @@ StepUpload StepUpload::from_words(std::vector<int32_t> words, const StepSampling
   return u;
 }
 
+void StepUpload::check_attended_blocks(std::span<const int32_t> windows) const {
+  if (windows.size() != size_t(num_groups()))
+    fail<InvalidArgument>("{} KV group windows for a step of {} groups", windows.size(), num_groups());
+  // Per sequence, the reads span from its first token's window to its last position.
+  std::vector<int32_t> lo(size_t(num_seqs()), INT32_MAX), hi(size_t(num_seqs()), -1);
+  for (int32_t t = 0; t < num_tokens(); ++t) {
+    const auto s = size_t(seq_of()[size_t(t)]);
+    lo[s] = std::min(lo[s], positions()[size_t(t)]);
+    hi[s] = std::max(hi[s], positions()[size_t(t)]);
+  }
+  for (int32_t s = 0; s < num_seqs(); ++s) {
+    if (hi[size_t(s)] < 0) continue;  // no tokens: nothing read
+    for (int32_t g = 0; g < num_groups(); ++g) {
+      const int32_t w = windows[size_t(g)];
+      const int32_t first = w > 0 ? std::max(0, lo[size_t(s)] - w + 1) : 0;
+      const auto t = table(s, g);
+      for (int32_t i = first / block_size(); i <= hi[size_t(s)] / block_size(); ++i)
+        if (size_t(i) >= t.size() || t[size_t(i)] == kNoBlock)
+          fail<InvalidArgument>("sequence {} attends positions {}..{} but KV group {} has no block {}", s, first,
+                                hi[size_t(s)], g, i);
+    }
+  }
+}
+
 Batch StepUpload::unpack(std::vector<std::vector<int32_t>>& tables) const {
   Batch b;
   b.num_groups = num_groups();

@@ -90,6 +90,11 @@ class StepUpload {
   std::span<const LogitAdjust> adjusts() const { return sampling_.adjusts; }
   std::span<const PenaltyEntry> penalties() const { return sampling_.penalties; }
 
+  // InvalidArgument where a token's attention would read a block its table
+  // lacks: positions pos - window + 1 .. pos of each group (`windows`, 0 for
+  // full attention: from 0), where kNoBlock is an address before the pool.
+  void check_attended_blocks(std::span<const int32_t> windows) const;
+
   // The batch back, as a device would read it: tables trimmed at their
   // first kNoBlock past the last position read (the requests and the step
   // number do not travel). `tables` keeps the tables' storage.

@@ -29,6 +29,30 @@ int64_t kv_bytes_per_token(const ModelConfig& cfg, const KvGroups& groups, KvTyp
   return 2 * floats * int64_t(std::max(groups.num_groups(), 1)) * int64_t(kv_type_bytes(type));
 }
 
+void check_kv_groups(const ModelConfig& cfg, const KvGroups& groups) {
+  if (groups.num_layers() != cfg.n_layer)
+    fail<InvalidArgument>("KV groups of {} layers for a model of {}", groups.num_layers(), cfg.n_layer);
+  if (cfg.layers.size() != size_t(cfg.n_layer)) fail<InvalidArgument>("a model of {} layer specs", cfg.layers.size());
+  if (groups.slot_of.size() != groups.group_of.size())
+    fail<InvalidArgument>("KV groups with {} slots for {} layers", groups.slot_of.size(), groups.group_of.size());
+  // A group's window must cover each of its layers' (0, full, covers any).
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    const LayerSpec& spec = cfg.layers[size_t(l)];
+    const int32_t g = groups.group_of[size_t(l)], slot = groups.slot_of[size_t(l)];
+    if (spec.has_kv() != (g != kNoKv))
+      fail<InvalidArgument>("layer {} {} K/V of its own but its KV groups say otherwise", l,
+                            spec.has_kv() ? "keeps" : "has no");
+    if (!spec.has_kv()) continue;
+    if (g < 0 || g >= groups.num_groups() || slot < 0 || slot >= groups.layers_per_group)
+      fail<InvalidArgument>("layer {} in KV group {} slot {} of {} groups of {}", l, g, slot, groups.num_groups(),
+                            groups.layers_per_group);
+    const int w = groups.windows[size_t(g)];
+    if (w == 0) continue;
+    if (spec.window == 0 || spec.window > w)
+      fail<InvalidArgument>("layer {} attends over {} positions but its KV group keeps {}", l, spec.window, w);
+  }
+}
+
 KvStorage::KvStorage(const ModelConfig& cfg, int num_blocks, int block_size, KvType type)
     : KvStorage(cfg, kv_groups_of(cfg, false), num_blocks, block_size, type) {}
 
@@ -39,21 +63,7 @@ KvStorage::KvStorage(const ModelConfig& cfg, KvGroups groups, int num_blocks, in
       block_size_(block_size),
       type_(type) {
   if (num_blocks <= 0 || block_size <= 0) fail<InvalidArgument>("KV cache needs at least one block of one token");
-  if (groups_.num_layers() != cfg.n_layer)
-    fail<InvalidArgument>("KV groups of {} layers for a model of {}", groups_.num_layers(), cfg.n_layer);
-  if (cfg.layers.size() != size_t(cfg.n_layer)) fail<InvalidArgument>("a model of {} layer specs", cfg.layers.size());
-  // A group's window must cover each of its layers' (0, full, covers any).
-  for (int l = 0; l < cfg.n_layer; ++l) {
-    const bool own = cfg.layers[size_t(l)].has_kv();
-    if (own != (group_of(l) != kNoKv))
-      fail<InvalidArgument>("layer {} {} K/V of its own but its KV groups say otherwise", l, own ? "keeps" : "has no");
-    if (!own) continue;
-    const int w = groups_.windows[size_t(group_of(l))];
-    if (w == 0) continue;
-    const int want = size_t(l) < cfg.layers.size() ? cfg.layers[size_t(l)].window : 0;
-    if (want == 0 || want > w)
-      fail<InvalidArgument>("layer {} attends over {} positions but its KV group keeps {}", l, want, w);
-  }
+  check_kv_groups(cfg, groups_);
   for (const LayerSpec& l : cfg.layers) layer_dim_.push_back(l.kv_dim());
   slot_dim_ = kv_slot_dims(cfg, groups_);
   for (int d : slot_dim_) {

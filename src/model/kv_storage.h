@@ -27,6 +27,11 @@ namespace pagoda {
 // reading another's K/V (LayerSpec::kv_source) keep none.
 KvGroups kv_groups_of(const ModelConfig& cfg, bool by_window = true);
 
+// InvalidArgument unless `groups` place the model's layers as kv_groups_of()
+// would allow: every layer with K/V of its own in one group and slot, none
+// other, each group's window covering its layers'.
+void check_kv_groups(const ModelConfig& cfg, const KvGroups& groups);
+
 // Floats of K (as many of V) one token takes at each slot of a page: the
 // widest kv_dim among the layers that the groups put at that slot (layers of
 // different head sizes, gemma4's, sit at one slot only in different groups).

@@ -40,6 +40,9 @@ struct AttentionShape {
   bool grouped_tables = false;
   bool sinks = false;  // a sink logit per query head (gpt-oss), some far above every score
   float softcap = 0;   // gemma2's score cap; 0: none
+  // Elements past kv_dim between the caches' rows: a KV page slot wider than
+  // the layer (model/kv_storage.h); the kernel is given the wider stride.
+  int row_pad = 0;
 };
 
 // Host copies of one call's inputs; args() points the kernel at wherever they were put.
@@ -56,6 +59,7 @@ struct AttentionCase {
 
   int n_tokens() const { return int(batch.seq.size()); }
   int kv_dim() const { return shape.n_kv_head * shape.head_dim; }
+  int row_stride() const { return kv_dim() + shape.row_pad; }
 
   PagedAttentionArgs args(const float* q_at, const uint16_t* k_at, const uint16_t* v_at, const int32_t* seq_at,
                           const int32_t* pos_at, const int32_t* tables_at, float* out_at,
@@ -79,6 +83,7 @@ struct AttentionCase {
     a.sliding_window = shape.window;
     a.sinks = shape.sinks ? sinks_at : nullptr;
     a.softcap = shape.softcap;
+    a.kv_stride = shape.row_pad > 0 ? row_stride() : 0;
     return a;
   }
 };
@@ -116,7 +121,7 @@ inline AttentionCase make_attention_case(const AttentionBatch& batch, const Atte
         c.upload_tables[(size_t(seq) * 2 + 1) * max_blocks + b] = c.table[size_t(seq) * max_blocks + b];
       }
   }
-  const size_t cache_elems = size_t(AttentionCase::kNumBlocks) * bs * c.kv_dim();
+  const size_t cache_elems = size_t(AttentionCase::kNumBlocks) * bs * c.row_stride();
   c.k_cache = random_halves(cache_elems, rng);
   c.v_cache = random_halves(cache_elems, rng);
   c.q = random_floats(size_t(c.n_tokens()) * s.n_head * s.head_dim, rng);
@@ -146,7 +151,7 @@ inline void expect_attention_matches(const AttentionCase& c, const std::vector<f
         const int first = s.window > 0 ? std::max(0, pos - s.window + 1) : 0;
         auto at = [&](const std::vector<uint16_t>& cache, int j, int d) {
           const size_t block = size_t(c.table[size_t(seq) * AttentionCase::kMaxBlocks + j / bs]);
-          return double(f16_to_f32(cache[(block * bs + j % bs) * c.kv_dim() + size_t(g) * s.head_dim + d]));
+          return double(f16_to_f32(cache[(block * bs + j % bs) * c.row_stride() + size_t(g) * s.head_dim + d]));
         };
         std::vector<double> score;
         for (int j = first; j <= pos; ++j) {

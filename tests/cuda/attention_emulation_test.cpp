@@ -16,9 +16,9 @@ using testing::AttentionBatch;
 using testing::AttentionShape;
 
 void check_on_host(const AttentionBatch& batch, const AttentionShape& s, uint32_t seed) {
-  SCOPED_TRACE(fmt::format("heads {}/{} head_dim {} window {} tokens {}{}{}", s.n_head, s.n_kv_head, s.head_dim,
+  SCOPED_TRACE(fmt::format("heads {}/{} head_dim {} window {} tokens {}{}{}{}", s.n_head, s.n_kv_head, s.head_dim,
                            s.window, batch.seq.size(), s.grouped_tables ? " grouped tables" : "",
-                           s.sinks ? " sinks" : ""));
+                           s.sinks ? " sinks" : "", s.row_pad ? " wider rows" : ""));
   const testing::AttentionCase c = testing::make_attention_case(batch, s, seed);
   std::vector<float> out = testing::nan_floats(c.q.size());
   const PagedAttentionArgs a = c.args(c.q.data(), c.k_cache.data(), c.v_cache.data(), c.batch.seq.data(),
@@ -32,6 +32,8 @@ void check_on_host(const AttentionBatch& batch, const AttentionShape& s, uint32_
 TEST(CudaAttentionOnHost, KernelSourceMatchesADoubleLoop) {
   check_on_host(testing::mixed_batch(), {4, 2, 64, 0}, 81);
   check_on_host(testing::mixed_batch(), {2, 1, 256, 0, true}, 91);
+  check_on_host(testing::mixed_batch(), {4, 2, 32, 16, true, false, 0, 64},
+                98);                                         // gemma4's sliding rows in a wider slot
   check_on_host(testing::decode_one(), {2, 1, 512, 0}, 96);  // gemma4's global heads
   check_on_host(testing::mixed_batch(), {3, 3, 96, 20}, 88);
   check_on_host(testing::decode_one(), {4, 2, 64, 3}, 90);

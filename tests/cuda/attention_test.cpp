@@ -15,9 +15,9 @@ using testing::AttentionShape;
 using testing::DeviceBuffer;
 
 void check_on_device(const AttentionBatch& batch, const AttentionShape& s, uint32_t seed) {
-  SCOPED_TRACE(fmt::format("heads {}/{} head_dim {} window {} tokens {}{}{}", s.n_head, s.n_kv_head, s.head_dim,
+  SCOPED_TRACE(fmt::format("heads {}/{} head_dim {} window {} tokens {}{}{}{}", s.n_head, s.n_kv_head, s.head_dim,
                            s.window, batch.seq.size(), s.grouped_tables ? " grouped tables" : "",
-                           s.sinks ? " sinks" : ""));
+                           s.sinks ? " sinks" : "", s.row_pad ? " wider rows" : ""));
   const testing::AttentionCase c = testing::make_attention_case(batch, s, seed);
   DeviceBuffer<float> q_d(c.q), out_d(testing::nan_floats(c.q.size()));
   DeviceBuffer<uint16_t> k_d(c.k_cache), v_d(c.v_cache);
@@ -33,11 +33,12 @@ void check_on_device(const AttentionBatch& batch, const AttentionShape& s, uint3
 TEST(CudaAttention, MixedBatchWithGqaMatchesADoubleLoop) {
   PAGODA_REQUIRE_CUDA_DEVICE();
   check_on_device(testing::mixed_batch(), {8, 2, 64, 0}, 81);
-  check_on_device(testing::mixed_batch(), {8, 2, 64, 0, true}, 91);  // StepUpload's grouped tables
-  check_on_device(testing::mixed_batch(), {6, 3, 96, 0}, 82);        // head_dim not a power of two
-  check_on_device(testing::mixed_batch(), {4, 1, 256, 0}, 83);       // all query heads on one KV head
-  check_on_device(testing::mixed_batch(), {4, 2, 512, 0}, 97);       // the largest head_dim: gemma4's global layers
-  check_on_device(testing::mixed_batch(), {5, 5, 80, 0}, 84);        // no GQA
+  check_on_device(testing::mixed_batch(), {8, 2, 64, 0, true}, 91);                 // StepUpload's grouped tables
+  check_on_device(testing::mixed_batch(), {8, 2, 32, 16, true, false, 0, 64}, 98);  // rows in a wider page slot
+  check_on_device(testing::mixed_batch(), {6, 3, 96, 0}, 82);                       // head_dim not a power of two
+  check_on_device(testing::mixed_batch(), {4, 1, 256, 0}, 83);                      // all query heads on one KV head
+  check_on_device(testing::mixed_batch(), {4, 2, 512, 0}, 97);  // the largest head_dim: gemma4's global layers
+  check_on_device(testing::mixed_batch(), {5, 5, 80, 0}, 84);   // no GQA
 }
 
 TEST(CudaAttention, DecodeOfOneToken) {

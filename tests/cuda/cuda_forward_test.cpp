@@ -49,11 +49,13 @@ TEST(CudaForward, LogitsMatchTheCpuForEachTypeAndArchitecture) {
     SCOPED_TRACE(c.name);
     auto model = testing::load_synthetic(c.spec, c.name);
     gpu::CudaRunner gpu_runner(model, CudaDevice::open(), options());
-    // One KV group of every layer, as the engine gives the GPU runner (windows only mask).
-    CpuRunner cpu_runner(model, KvGroups::single(model->config().n_layer), kPoolTokens / kBlock, kBlock, KvType::F32,
-                         2);
+    // The runner's KV groups (by window, the default): the CPU's pool in the same pages.
+    const KvGroups groups = kv_groups_of(model->config(), true);
+    ASSERT_EQ(gpu_runner.kv_group_windows(), groups.windows);
+    CpuRunner cpu_runner(model, groups, kPoolTokens / kBlock * groups.num_groups(), kBlock, KvType::F32, 2);
     std::vector<std::vector<int32_t>> tables;
-    const std::vector<Batch> steps = testing::forward_steps(model->config().n_vocab, tables);
+    const std::vector<Batch> steps =
+        testing::forward_steps(model->config().n_vocab, tables, false, gpu_runner.kv_group_windows());
     for (size_t i = 0; i < steps.size(); ++i) {
       std::vector<float> got, want;
       gpu_runner.forward(steps[i], got);

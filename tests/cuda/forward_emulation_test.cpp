@@ -2,15 +2,16 @@
 // CPU model, on every machine: the pass's buffers, the upload's sections, the
 // shapes it hands each launcher and the order of the steps are checked where no
 // GPU is. Its Ops compute on host memory with the launchers' semantics: plain
-// loops (the kernels' own equivalence to them is tested kernel by kernel),
-// except attention, the upload's most intricate reader, which runs the kernel's
-// source (host_emulation.h). F16 enters as on the GPU: K/V in the cache, and
-// the weights and activations of steps over kGemmMinTokens tokens.
+// loops (the kernels' own equivalence to them is tested kernel by kernel,
+// several on their own source: host_emulation.h). F16 enters as on the GPU:
+// K/V in the cache, and the weights and activations of steps over
+// kGemmMinTokens tokens.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <filesystem>
 #include <random>
@@ -34,7 +35,7 @@ namespace {
 // weights: measured up to 0.027 (Q4_K, Q6_K). A wrong buffer, offset or
 // shape moves logits by far more than the row's scale. Each case's bound is
 // testing::Case::tolerance: 0.05, or tighter where its types allow.
-constexpr int kHostBlock = 16, kHostBlocks = 128, kHostStateBuffers = 8;
+constexpr int kHostBlock = 16, kHostBlocks = 512, kHostStateBuffers = 8;
 
 float half_value(__half h) { return f16_to_f32(reinterpret_cast<const uint16_t&>(h)); }
 __half to_half(float f) {
@@ -53,6 +54,14 @@ std::vector<float> decoded(TensorType t, const void* w, int64_t rows, int64_t k)
 // forward_pass.h's Ops on host memory.
 struct HostOps {
   int launches = 0;
+  // Each K/V cache's row width (its KV page slot's): a layer narrower than its slot must be
+  // given the slot's stride, or its rows overlap another group's pages in the same cache.
+  std::map<const __half*, int> row_strides;
+  void expect_row_stride(const __half* cache, int stride) {
+    const auto it = row_strides.find(cache);
+    ASSERT_TRUE(it != row_strides.end()) << "not a K/V cache";
+    EXPECT_EQ(stride, it->second) << "a layer's rows at a stride not its slot's";
+  }
   void embed_rows(TensorType t, const void* w, int64_t rows, int64_t k, const int32_t* ids, int n, float* out) {
     ++launches;
     const size_t rb = weight_row_bytes(t, k);
@@ -142,14 +151,18 @@ struct HostOps {
         }
       }
   }
-  void store_kv(const float* k, const float* v, const int32_t* slots, int n, int kv_dim, __half* kc, __half* vc) {
+  void store_kv(const float* k, const float* v, const int32_t* slots, int n, int kv_dim, int row_stride, __half* kc,
+                __half* vc) {
     ++launches;
+    ASSERT_GE(row_stride, kv_dim);
+    expect_row_stride(kc, row_stride);
+    expect_row_stride(vc, row_stride);
     for (int t = 0; t < n; ++t) {
       ASSERT_TRUE(slots[t] >= -1 && slots[t] < kHostBlocks * kHostBlock) << slots[t];
       if (slots[t] < 0) continue;  // as the kernel: a token stored nowhere (a graph's padding)
       for (int j = 0; j < kv_dim; ++j) {
-        kc[int64_t(slots[t]) * kv_dim + j] = to_half(k[int64_t(t) * kv_dim + j]);
-        vc[int64_t(slots[t]) * kv_dim + j] = to_half(v[int64_t(t) * kv_dim + j]);
+        kc[int64_t(slots[t]) * row_stride + j] = to_half(k[int64_t(t) * kv_dim + j]);
+        vc[int64_t(slots[t]) * row_stride + j] = to_half(v[int64_t(t) * kv_dim + j]);
       }
     }
   }
@@ -159,7 +172,9 @@ struct HostOps {
   void paged_attention(const PagedAttentionArgs& a) {
     ++launches;
     const int64_t stride = a.seq_table_stride ? a.seq_table_stride : a.max_blocks_per_seq;
-    const int kv_dim = a.n_kv_head * a.head_dim, group = a.n_head / a.n_kv_head;
+    const int kv_dim = a.kv_stride > 0 ? a.kv_stride : a.n_kv_head * a.head_dim, group = a.n_head / a.n_kv_head;
+    expect_row_stride(a.k_cache, kv_dim);
+    expect_row_stride(a.v_cache, kv_dim);
     for (int t = 0; t < a.n_tokens; ++t) {
       const int32_t* table = a.block_tables + a.seq_index[t] * stride;
       for (int h = 0; h < a.n_head; ++h) {
@@ -169,6 +184,7 @@ struct HostOps {
         double top = -INFINITY, sum = 0;
         auto at = [&](const __half* cache, int p, int i) -> double {
           EXPECT_LT(p / a.block_size, a.max_blocks_per_seq);
+          EXPECT_GE(table[p / a.block_size], 0) << "position " << p << " in a block given back";
           const int64_t slot = int64_t(table[p / a.block_size]) * a.block_size + p % a.block_size;
           return half_value(cache[slot * kv_dim + (h / group) * a.head_dim + i]);
         };
@@ -446,14 +462,18 @@ struct HostOps {
 
 // A model's pass on the host: its weights in place, caches and buffers as host vectors.
 struct HostDevice {
-  explicit HostDevice(const Model& model, int max_tokens, int max_logits, int state_buffers = kHostStateBuffers)
+  // KV groups by window (kv_groups_of), or one of every layer.
+  HostDevice(const Model& model, int max_tokens, int max_logits, int state_buffers = kHostStateBuffers,
+             bool by_window = false)
       : m(place_model(model, [](const void* host, size_t) { return host; })), state_buffers(state_buffers) {
     const ModelConfig& c = m.cfg;
-    for (int l = 0; l < m.n_cached_layers; ++l) {
-      k.emplace_back(size_t(kHostBlocks) * kHostBlock * c.max_kv_dim(), to_half(NAN));
-      v.emplace_back(size_t(kHostBlocks) * kHostBlock * c.max_kv_dim(), to_half(NAN));
+    place_kv_groups(m, kv_groups_of(c, by_window));
+    for (int dim : m.kv_slot_dims) {  // NaN: a read of what no step wrote shows in the logits
+      k.emplace_back(size_t(kHostBlocks) * kHostBlock * size_t(dim), to_half(NAN));
+      v.emplace_back(size_t(kHostBlocks) * kHostBlock * size_t(dim), to_half(NAN));
       m.k_cache.push_back(k.back().data());
       m.v_cache.push_back(v.back().data());
+      ops.row_strides[m.k_cache.back()] = ops.row_strides[m.v_cache.back()] = dim;
     }
     m.block_size = kHostBlock;
     const size_t T = size_t(max_tokens), L = size_t(max_logits), wide = size_t(m.widest_input);
@@ -548,36 +568,46 @@ struct HostDevice {
   int state_buffers;
 };
 
+// Each case in one KV group of every layer, and a model with sliding windows
+// also in its groups by window (the default, as the CPU engine's): each group
+// its own pages, a sliding group's given back behind its window (kNoBlock,
+// which the emulated attention refuses to read).
 TEST(CudaForwardOnHost, LogitsMatchTheCpuModelForEachTypeAndArchitecture) {
   for (const testing::Case& c : testing::forward_cases()) {
-    SCOPED_TRACE(c.name);
     auto model = testing::load_synthetic(c.spec, c.name);
-    HostDevice gpu(*model, 64, 8);
-    // One KV group of every layer, as the engine gives the GPU runner (windows only mask); a
-    // hybrid's three sequences each a state slot.
-    const bool hybrid = model->config().n_recurrent_layers() > 0;
-    CpuRunner cpu(model, kv_groups_of(model->config(), false), kHostBlocks, kHostBlock, KvType::F32, 1,
-                  hybrid ? kHostStateBuffers / 2 : 0);
-    std::vector<std::vector<int32_t>> tables;
-    const std::vector<Batch> batches = testing::forward_steps(model->config().n_vocab, tables, hybrid);
-    for (size_t i = 0; i < batches.size(); ++i) {
-      std::vector<float> want;
-      cpu.forward(batches[i], want);
-      const std::vector<float> got = gpu.forward(batches[i]);
-      ASSERT_EQ(got.size(), want.size()) << "step " << i;
-      const double err = testing::worst_row_error(got, want, model->config().n_vocab);
-      EXPECT_LT(err, c.tolerance) << "step " << i;
-      std::printf("[ %s step %zu ] worst row error %.5f\n", c.name.c_str(), i, err);
+    const bool windows = kv_groups_of(model->config(), true).num_groups() > 1;
+    for (const bool by_window : {false, true}) {
+      if (by_window && !windows) continue;
+      SCOPED_TRACE(c.name + (by_window ? " in KV groups" : ""));
+      const KvGroups groups = kv_groups_of(model->config(), by_window);
+      HostDevice gpu(*model, 64, 8, kHostStateBuffers, by_window);
+      // A hybrid's three sequences each a state slot.
+      const bool hybrid = model->config().n_recurrent_layers() > 0;
+      CpuRunner cpu(model, groups, kHostBlocks, kHostBlock, KvType::F32, 1, hybrid ? kHostStateBuffers / 2 : 0);
+      std::vector<std::vector<int32_t>> tables;
+      const std::vector<Batch> batches =
+          testing::forward_steps(model->config().n_vocab, tables, hybrid, groups.windows);
+      for (size_t i = 0; i < batches.size(); ++i) {
+        std::vector<float> want;
+        cpu.forward(batches[i], want);
+        const std::vector<float> got = gpu.forward(batches[i]);
+        ASSERT_EQ(got.size(), want.size()) << "step " << i;
+        const double err = testing::worst_row_error(got, want, model->config().n_vocab);
+        EXPECT_LT(err, c.tolerance) << "step " << i;
+        std::printf("[ %s%s step %zu ] worst row error %.5f\n", c.name.c_str(), by_window ? " in KV groups" : "", i,
+                    err);
+      }
+      if (by_window) continue;  // the launch counts below, once a case
+      EXPECT_GT(gpu.ops.launches, 0);
+      // The 61-token step's matrices: mmq's formats through it, the others through cuBLAS.
+      EXPECT_EQ(gpu.ops.mmq_launches > 0, mmq_supports(c.spec.type)) << gpu.ops.mmq_launches;
+      EXPECT_EQ(gpu.ops.moe_launches > 0, c.spec.n_expert > 0) << gpu.ops.moe_launches;
+      // The 61-token step's experts through tensor-core tiles where their format takes them.
+      EXPECT_EQ(gpu.ops.mmq_expert_launches > 0,
+                c.spec.n_expert > 0 && mmq_supports(c.spec.expert_type.value_or(c.spec.type)))
+          << gpu.ops.mmq_expert_launches;
+      EXPECT_EQ(gpu.ops.delta_launches > 0, hybrid) << gpu.ops.delta_launches;
     }
-    EXPECT_GT(gpu.ops.launches, 0);
-    // The 61-token step's matrices: mmq's formats through it, the others through cuBLAS.
-    EXPECT_EQ(gpu.ops.mmq_launches > 0, mmq_supports(c.spec.type)) << gpu.ops.mmq_launches;
-    EXPECT_EQ(gpu.ops.moe_launches > 0, c.spec.n_expert > 0) << gpu.ops.moe_launches;
-    // The 61-token step's experts through tensor-core tiles where their format takes them.
-    EXPECT_EQ(gpu.ops.mmq_expert_launches > 0,
-              c.spec.n_expert > 0 && mmq_supports(c.spec.expert_type.value_or(c.spec.type)))
-        << gpu.ops.mmq_expert_launches;
-    EXPECT_EQ(gpu.ops.delta_launches > 0, hybrid) << gpu.ops.delta_launches;
   }
 }
 
@@ -589,16 +619,23 @@ TEST(CudaForwardOnHost, LogitsMatchTheCpuModelForEachTypeAndArchitecture) {
 // the padding reads none and writes none, so the pools end identical.
 TEST(CudaForwardOnHost, APaddedDecodeStepGivesTheRealRowsTheUnpaddedLogits) {
   const std::vector<testing::Case> cases = testing::forward_cases();
-  for (const testing::Case& c : {cases[1], *std::find_if(cases.begin(), cases.end(),
-                                                         [](const testing::Case& x) { return x.name == "qwen35"; })}) {
-    SCOPED_TRACE(c.name);
+  auto named = [&](const std::string& name) {
+    return *std::find_if(cases.begin(), cases.end(), [&](const testing::Case& x) { return x.name == name; });
+  };
+  // Q8_0, a hybrid, and gemma3 in its KV groups (a table per group, the sliding ones' behind
+  // their windows empty).
+  for (const auto& [c, by_window] : std::vector<std::pair<testing::Case, bool>>{
+           {cases[1], false}, {named("qwen35"), false}, {named("gemma3"), true}}) {
+    SCOPED_TRACE(c.name + (by_window ? " in KV groups" : ""));
     auto model = testing::load_synthetic(c.spec, c.name);
     const int V = model->config().n_vocab;
     const bool hybrid = model->config().n_recurrent_layers() > 0;
+    const KvGroups groups = kv_groups_of(model->config(), by_window);
+    const int G = groups.num_groups();
     std::mt19937 rng(17);
     for (const auto& [real, bucket] : std::vector<std::pair<int, int>>{{5, 8}, {20, 32}, {40, 64}}) {
       SCOPED_TRACE(bucket);
-      HostDevice plain(*model, 64, 64, 2 * real), padded(*model, 64, 64, 2 * real);
+      HostDevice plain(*model, 64, 64, 2 * real, by_window), padded(*model, 64, 64, 2 * real, by_window);
       for (size_t l = 0; l < plain.k.size(); ++l)  // earlier positions' K/V: finite, the same in both
         for (auto* cache : {&plain.k[l], &plain.v[l]})
           for (__half& h : *cache) h = to_half(std::uniform_real_distribution<float>(-1, 1)(rng));
@@ -611,15 +648,22 @@ TEST(CudaForwardOnHost, APaddedDecodeStepGivesTheRealRowsTheUnpaddedLogits) {
       std::vector<int32_t> blocks(kHostBlocks);
       std::iota(blocks.begin(), blocks.end(), 0);
       std::shuffle(blocks.begin(), blocks.end(), rng);  // scattered, out of order
-      std::vector<std::vector<int32_t>> tables(static_cast<size_t>(real));
+      std::vector<std::vector<int32_t>> tables(size_t(real) * size_t(G));
       Batch batch;
+      batch.num_groups = G;
       for (int s = 0, next = 0; s < real; ++s) {
-        const int len = 1 + int(rng() % 3);
-        tables[size_t(s)].assign(blocks.begin() + next, blocks.begin() + next + len);
-        next += len;
-        batch.add_sequence(tables[size_t(s)], uint64_t(s));
+        const int len = 1 + int(rng() % 3), pos = len * kHostBlock - 1 - int(rng() % kHostBlock);
+        std::vector<std::span<const int32_t>> own;
+        for (int g = 0; g < G; ++g) {
+          std::vector<int32_t>& t = tables[size_t(s * G + g)];
+          t.assign(size_t(blocks_behind_window(groups.windows[size_t(g)], pos, kHostBlock)), kNoBlock);
+          ASSERT_LE(next + len - int(t.size()), kHostBlocks);
+          while (int(t.size()) < len) t.push_back(blocks[size_t(next++)]);
+          own.push_back(t);
+        }
+        batch.add_sequence(own, uint64_t(s));
         if (hybrid) batch.set_state(s, 2 * s, 2 * s + 1);
-        batch.add(int32_t(rng() % uint32_t(V)), s, len * kHostBlock - 1 - int(rng() % kHostBlock), true);
+        batch.add(int32_t(rng() % uint32_t(V)), s, pos, true);
       }
       const int buffers = hybrid ? 2 * real : 0;
       const gpu::StepUpload u = gpu::StepUpload::pack(batch, kHostBlock, kHostBlocks, {}, 0, buffers);

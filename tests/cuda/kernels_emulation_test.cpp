@@ -223,8 +223,10 @@ TEST(CudaKernelsOnHost, ScalesSoftcapTemperatureAndTheClampedSwigluAreTheCpus) {
 
 TEST(CudaKernelsOnHost, StoreCopyAndGatherMoveTheRightElements) {
   std::mt19937 rng(105);
-  const int block_size = 16, num_blocks = 6, kv_dim = 80, n_tokens = 5;
-  const size_t cache_elems = size_t(num_blocks) * block_size * kv_dim, block_elems = size_t(block_size) * kv_dim;
+  // Rows 96 apart: a KV page slot wider than this layer's 80 (model/kv_storage.h).
+  const int block_size = 16, num_blocks = 6, kv_dim = 80, row_stride = 96, n_tokens = 5;
+  const size_t cache_elems = size_t(num_blocks) * block_size * row_stride,
+               block_elems = size_t(block_size) * row_stride;
   const std::vector<float> k = testing::random_floats(size_t(n_tokens) * kv_dim, rng);
   const std::vector<float> v = testing::random_floats(size_t(n_tokens) * kv_dim, rng);
   const std::vector<int32_t> slots = {3 * block_size + 15, -1, 0, 5 * block_size + 1, block_size};
@@ -232,12 +234,12 @@ TEST(CudaKernelsOnHost, StoreCopyAndGatherMoveTheRightElements) {
                               v0 = testing::random_halves(cache_elems, rng);
   std::vector<uint16_t> kc = k0, vc = v0;
   emulation::launch(dim3(n_tokens), dim3(detail::kKvThreads), detail::store_kv_kernel, k.data(), v.data(), slots.data(),
-                    kv_dim, reinterpret_cast<__half*>(kc.data()), reinterpret_cast<__half*>(vc.data()));
+                    kv_dim, row_stride, reinterpret_cast<__half*>(kc.data()), reinterpret_cast<__half*>(vc.data()));
   std::vector<uint16_t> k_want = k0, v_want = v0;
   for (int t = 0; t < n_tokens; ++t)
     for (int i = 0; slots[size_t(t)] >= 0 && i < kv_dim; ++i) {
-      k_want[size_t(slots[size_t(t)]) * kv_dim + i] = f32_to_f16(k[size_t(t) * kv_dim + i]);
-      v_want[size_t(slots[size_t(t)]) * kv_dim + i] = f32_to_f16(v[size_t(t) * kv_dim + i]);
+      k_want[size_t(slots[size_t(t)]) * row_stride + i] = f32_to_f16(k[size_t(t) * kv_dim + i]);
+      v_want[size_t(slots[size_t(t)]) * row_stride + i] = f32_to_f16(v[size_t(t) * kv_dim + i]);
     }
   ASSERT_EQ(kc, k_want);
   ASSERT_EQ(vc, v_want);

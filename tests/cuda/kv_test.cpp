@@ -1,6 +1,9 @@
 // store_kv, copy_blocks and gather_rows: pure data movement, so exact.
 #include <random>
+#include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "cuda/kv.h"
 #include "cuda_test_util.h"
@@ -13,11 +16,12 @@ using testing::DeviceBuffer;
 constexpr int kBlockSize = 16, kNumBlocks = 6, kKvDim = 80;  // kv_dim: 5 heads of 16, not a multiple of 64
 constexpr size_t kCacheElems = size_t(kNumBlocks) * kBlockSize * kKvDim;
 
+// Rows kKvDim apart, and wider (a KV page slot wider than the layer: model/kv_storage.h).
 TEST(CudaKv, StoreKvWritesEachTokenAtItsSlotAndSkipsNegativeOnes) {
   PAGODA_REQUIRE_CUDA_DEVICE();
   std::mt19937 rng(71);
-  for (int n_tokens : {1, 7}) {
-    SCOPED_TRACE("tokens " + std::to_string(n_tokens));
+  for (const auto& [n_tokens, stride] : std::vector<std::pair<int, int>>{{1, kKvDim}, {7, kKvDim}, {7, kKvDim + 16}}) {
+    SCOPED_TRACE(fmt::format("tokens {} rows {} apart", n_tokens, stride));
     const std::vector<float> k = testing::random_floats(size_t(n_tokens) * kKvDim, rng);
     const std::vector<float> v = testing::random_floats(size_t(n_tokens) * kKvDim, rng);
     // Distinct slots across blocks, in no order; the second token (when there is one) is padding.
@@ -25,21 +29,21 @@ TEST(CudaKv, StoreKvWritesEachTokenAtItsSlotAndSkipsNegativeOnes) {
     slots.resize(size_t(n_tokens));
     // The caches start as random values: a kernel writing the wrong slot or an
     // extra one shows as a changed element.
-    const std::vector<uint16_t> k0 = testing::random_halves(kCacheElems, rng),
-                                v0 = testing::random_halves(kCacheElems, rng);
+    const size_t elems = size_t(kNumBlocks) * kBlockSize * size_t(stride);
+    const std::vector<uint16_t> k0 = testing::random_halves(elems, rng), v0 = testing::random_halves(elems, rng);
     DeviceBuffer<float> k_d(k), v_d(v);
     DeviceBuffer<int32_t> slots_d(slots);
     DeviceBuffer<uint16_t> kc_d(k0), vc_d(v0);
-    ASSERT_EQ(store_kv(k_d.get(), v_d.get(), slots_d.get(), n_tokens, kKvDim, reinterpret_cast<__half*>(kc_d.get()),
-                       reinterpret_cast<__half*>(vc_d.get()), nullptr),
+    ASSERT_EQ(store_kv(k_d.get(), v_d.get(), slots_d.get(), n_tokens, kKvDim, stride,
+                       reinterpret_cast<__half*>(kc_d.get()), reinterpret_cast<__half*>(vc_d.get()), nullptr),
               cudaSuccess);
     PAGODA_CUDA_SYNC();
     std::vector<uint16_t> k_want = k0, v_want = v0;
     for (int t = 0; t < n_tokens; ++t) {
       if (slots[size_t(t)] < 0) continue;
       for (int i = 0; i < kKvDim; ++i) {
-        k_want[size_t(slots[size_t(t)]) * kKvDim + i] = f32_to_f16(k[size_t(t) * kKvDim + i]);
-        v_want[size_t(slots[size_t(t)]) * kKvDim + i] = f32_to_f16(v[size_t(t) * kKvDim + i]);
+        k_want[size_t(slots[size_t(t)]) * stride + i] = f32_to_f16(k[size_t(t) * kKvDim + i]);
+        v_want[size_t(slots[size_t(t)]) * stride + i] = f32_to_f16(v[size_t(t) * kKvDim + i]);
       }
     }
     EXPECT_EQ(kc_d.download(), k_want);

@@ -458,6 +458,59 @@ TEST(CudaRunner, AHybridsStateSurvivesFailedPasses) {
   std::filesystem::remove(path);
 }
 
+// A model with sliding windows (a synthetic Gemma 3: five layers of a
+// 32-position window to one of full attention), its pool in the CPU's KV
+// groups: a page holds one group's layers, and the sliding groups give back
+// the pages behind their windows. A pool of 256 tokens of every layer then
+// holds a 480-token sequence (one group of every layer, 256 tokens), with
+// the CPU engine's greedy tokens.
+std::string sliding_file() {
+  SyntheticModelSpec spec;
+  spec.arch = "gemma3";
+  spec.n_vocab = 512;  // greedy()'s prompts
+  spec.n_embd = 64;
+  spec.n_ff = 128;
+  spec.head_dim = 32;
+  spec.n_head_kv = 2;
+  spec.n_layer = 6;
+  spec.sliding_window = 32;
+  spec.sliding_pattern = 6;
+  const std::string path = (std::filesystem::temp_directory_path() / "pagoda-gpu-runner-gemma3.gguf").string();
+  synthetic_model(spec).write(path);
+  return path;
+}
+
+TEST(CudaRunner, SlidingWindowsGiveBackTheirPagesAsOnTheCpu) {
+  const std::string path = sliding_file();
+  CudaRunnerOptions o = small_pool();
+  o.kv_cache_tokens = 256;
+  o.max_batched_tokens = 64;  // a sliding group spans its window and one chunk
+  auto model = std::shared_ptr<Model>(Model::load(path, Residency::kInMemory));
+  std::mt19937 rng(9);
+  std::vector<Request> reqs = {greedy(rng, 100, 380), greedy(rng, 40, 100), greedy(rng, 70, 100)};
+  reqs[1].n = 2;  // a fork: its shared last page copied in its group
+  {
+    FakeDevice* d = nullptr;
+    auto gpu = gpu_engine(o, {}, &d, false, model);
+    ASSERT_EQ(d->kv()->num_groups(), 6);  // the full group, five sliding ones
+    EXPECT_EQ(d->kv()->num_blocks(), 6 * 256 / 16);
+    const auto want = Engine::load(path, engine_config(o))->generate(reqs);
+    const auto got = gpu->generate(reqs);
+    expect_same_tokens(got, want);
+    EXPECT_EQ(got[0].choices[0].tokens.size(), 380u);
+    const auto s = drained(*gpu);
+    EXPECT_EQ(s.kv_blocks_used, 0);
+  }
+  // One group of every layer in the same memory: a sequence holds every position of every layer.
+  o.hybrid_kv_cache = false;
+  FakeDevice* d = nullptr;
+  auto gpu = gpu_engine(o, {}, &d, false, model);
+  EXPECT_EQ(d->kv()->num_groups(), 1);
+  const auto got = gpu->generate({reqs[0]});
+  EXPECT_LT(got[0].choices[0].tokens.size(), 380u) << got[0].choices[0].error;
+  std::filesystem::remove(path);
+}
+
 TEST(CudaRunner, ABlockCopyOutsideThePoolIsNeverSent) {
   auto model = stories();
   CudaRunner r(model, std::make_unique<FakeDevice>(model, 64 * kMiB), small_pool());

@@ -75,7 +75,8 @@ DeviceStatus FakeDevice::reserve_workspace(const StepLimits& limits) {
   // Activations of the widest layer, the upload and the logits rows, as a real device sizes them.
   const ModelConfig& c = model_->config();
   const int64_t per_token = 4 * (4 * int64_t(c.n_embd) + c.q_dim() + 2 * c.kv_dim() + 2 * c.n_ff + 8);
-  const int64_t bytes = per_token * limits.max_tokens + 4 * int64_t(limits.max_seqs) * (limits.max_blocks_per_seq + 1) +
+  const int64_t bytes = per_token * limits.max_tokens +
+                        4 * int64_t(limits.max_seqs) * (int64_t(limits.kv_groups) * limits.max_blocks_per_seq + 1) +
                         8 * int64_t(limits.max_logits) * c.n_vocab +  // on the device and pinned on the host
                         8 * int64_t(limits.max_logits) * c.n_vocab +  // the sampling scratch
                         8 * int64_t(limits.max_sample_entries);
@@ -103,8 +104,9 @@ DeviceStatus FakeDevice::copy_states(std::span<const StateCopy> copies) {
 DeviceStatus FakeDevice::allocate_kv(const KvPoolShape& shape) {
   if (auto s = answer(Call::kAllocateKv); !s.ok()) return s;
   if (auto s = take(shape.bytes(), "cudaMalloc"); !s.ok()) return s;
-  kv_ = std::make_unique<KvStorage>(model_->config(), kv_groups_of(model_->config(), false), shape.num_blocks,
-                                    shape.block_size, shape.type);
+  if (shape.slot_dims != kv_slot_dims(model_->config(), shape.groups))  // as a real device checks
+    fail<InvalidArgument>("a KV pool's slots do not fit the model");
+  kv_ = std::make_unique<KvStorage>(model_->config(), shape.groups, shape.num_blocks, shape.block_size, shape.type);
   kv_bytes_ = shape.bytes();
   return DeviceStatus::success();
 }

@@ -63,7 +63,26 @@ TEST(GpuMemoryPlan, AnExplicitPoolMustFitWhatIsFree) {
 TEST(GpuMemoryPlan, APoolShorterThanOneContextIsAWarning) {
   GpuMemoryInput in = h100(20 * GiB);
   in.cache_tokens = 4096;
-  EXPECT_NE(plan_gpu_memory(in).warning.find("less than one full context of 8192"), std::string::npos);
+  EXPECT_NE(plan_gpu_memory(in).warning.find("less than the 512 of one full 8192-token context"), std::string::npos)
+      << plan_gpu_memory(in).warning;
+}
+
+// KV groups (a Gemma 3-like model: 1 full group, 5 sliding): --kv-cache-tokens
+// buys that many tokens of every layer, and a context's pages count only
+// what its sliding groups keep.
+TEST(GpuMemoryPlan, WithKvGroupsTokensAreOfEveryLayerAndAContextItsPagesAtRest) {
+  GpuMemoryInput in = h100(20 * GiB);
+  in.num_groups = 6;
+  in.block_bytes = 2 * MiB / 6;
+  in.cache_tokens = 4096;
+  in.context_pages = 512 + 5 * 33;  // 8192 tokens in the full group, 512-token windows in the others
+  const GpuMemoryPlan p = plan_gpu_memory(in);
+  EXPECT_EQ(p.num_blocks, 6 * 256);
+  EXPECT_NE(p.summary.find("4096 tokens in 6 KV groups, one 8192-token context 677 blocks"), std::string::npos)
+      << p.summary;
+  EXPECT_TRUE(p.warning.empty()) << p.warning;  // 1536 pages hold a context's 677
+  in.cache_tokens = 1024;                       // 384 pages
+  EXPECT_NE(plan_gpu_memory(in).warning.find("384 blocks, less than the 677"), std::string::npos);
 }
 
 TEST(GpuMemoryPlan, UtilizationOutsideZeroToOneIsRefused) {

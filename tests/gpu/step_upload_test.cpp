@@ -156,6 +156,26 @@ TEST(StepUpload, NothingThatWouldWriteOutOfBoundsIsPacked) {
   EXPECT_THROW(StepUpload::pack(Batch{}, 4, 8), InvalidArgument);
 }
 
+// Nor one whose attention would read a block a table lacks: a hole in a full
+// group's table, or one inside a sliding group's window (behind it is fine).
+TEST(StepUpload, NothingThatWouldReadOutOfBoundsIsLaunched) {
+  // Two groups, blocks of 4: full attention, and a window of 6. The token at position 9 reads
+  // 0..9 in the first and 4..9 in the second: blocks 0-2 and 1-2.
+  auto step = [](const std::vector<int32_t>& full, const std::vector<int32_t>& sliding) {
+    Batch b;
+    b.num_groups = 2;
+    const std::span<const int32_t> t[2] = {full, sliding};
+    b.add_sequence(t);
+    b.add(1, 0, 9, true);
+    return StepUpload::pack(b, 4, 16);
+  };
+  const std::vector<int32_t> windows = {0, 6};
+  EXPECT_NO_THROW(step({0, 1, 2}, {kNoBlock, 4, 5}).check_attended_blocks(windows));
+  EXPECT_THROW(step({0, kNoBlock, 2}, {kNoBlock, 4, 5}).check_attended_blocks(windows), InvalidArgument);
+  EXPECT_THROW(step({0, 1, 2}, {kNoBlock, kNoBlock, 5}).check_attended_blocks(windows), InvalidArgument);
+  EXPECT_THROW(step({0, 1, 2}, {3, 4, 5}).check_attended_blocks(std::vector<int32_t>{0}), InvalidArgument);
+}
+
 // A hybrid's step: each sequence's state buffers after the logits rows, back
 // through unpack; none named where the batch has no state.
 TEST(StepUpload, RecurrentStateBuffersTravelPerSequence) {
