@@ -197,12 +197,14 @@ PAGODA_HD int mxfp4_value(int nibble) {
   return nibble & 8 ? -magnitude : magnitude;
 }
 
+PAGODA_HD float mxfp4_half_scale(uint8_t e) { return bits_float(e < 2 ? 0x00200000u << e : uint32_t(e - 1) << 23); }
+
 template <>
 struct Decoder<TensorType::MXFP4> {
   static constexpr int kChunk = kQK;
   PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
     const BlockMXFP4& b = reinterpret_cast<const BlockMXFP4*>(row)[c];
-    const float d = bits_float(b.e < 2 ? 0x00200000u << b.e : uint32_t(b.e - 1) << 23);
+    const float d = mxfp4_half_scale(b.e);
     PAGODA_UNROLL
     for (int j = 0; j < kQK / 2; ++j) {
       out[j] = mul_rn(float(mxfp4_value(b.qs[j] & 0xF)), d);
@@ -270,17 +272,21 @@ struct Decoder<TensorType::Q4_K> : KQuantDecoder<BlockQ4_K, false> {};
 template <>
 struct Decoder<TensorType::Q5_K> : KQuantDecoder<BlockQ5_K, true> {};
 
+// Sub-block j's six-bit IQ4_XS scale less 32 (iq4_xs_scale, a host function).
+PAGODA_HD int iq4_xs_scale_of(const BlockIQ4_XS& b, int j) {
+  const int low = (b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF;
+  return (low | (((b.scales_h >> (2 * j)) & 3) << 4)) - 32;
+}
+
 // Piece c of an IQ4_XS row: sub-block c % 8 of super-block c / 8, its
-// six-bit scale (iq4_xs_scale) times the nibbles' values.
+// six-bit scale times the nibbles' values.
 template <>
 struct Decoder<TensorType::IQ4_XS> {
   static constexpr int kChunk = 32;
   PAGODA_HD static void decode(const uint8_t* row, int64_t c, float* out) {
     const BlockIQ4_XS& b = reinterpret_cast<const BlockIQ4_XS*>(row)[c / 8];
     const int j = int(c % 8);
-    const int low = (b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF;
-    const int ls = (low | (((b.scales_h >> (2 * j)) & 3) << 4)) - 32;
-    const float dl = mul_rn(half_bits(b.d), float(ls));
+    const float dl = mul_rn(half_bits(b.d), float(iq4_xs_scale_of(b, j)));
     const uint8_t* qs = b.qs + 16 * j;
     PAGODA_UNROLL
     for (int l = 0; l < 16; ++l) {

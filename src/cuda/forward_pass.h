@@ -66,8 +66,8 @@ struct StepBuffers {
 };
 
 // How a matrix meets T tokens: up to kMaxMatvecTokens, matvec on the
-// quantized blocks; past that, a format mmq takes (Q8_0, Q4_0, Q4_K, Q6_K)
-// goes through mmq (int8 tensor cores on the blocks, read once) up to
+// quantized blocks; past that, a format mmq takes (mmq_supports: Q8_0, Q4_0,
+// Q5_0, IQ4_NL, MXFP4 and the K-quants but Q2_K) goes through mmq (int8 tensor cores on the blocks, read once) up to
 // kMmqMaxTokens; the rest through F16 weights and cuBLAS above kGemmMinTokens,
 // else matvec launches of kMaxMatvecTokens.
 inline constexpr int kGemmMinTokens = 32;

@@ -9,7 +9,7 @@ namespace {
 // The checks both launchers share.
 bool mmq_shape_ok(TensorType t, int64_t k, int n_tokens, const void* scratch, size_t scratch_bytes) {
   if (!mmq_supports(t) || n_tokens < 1 || k <= 0) return false;
-  const int64_t block = t == TensorType::Q4_K || t == TensorType::Q6_K ? kQKK : kQK;
+  const int64_t block = detail::mmq_super_blocks(t) ? kQKK : kQK;
   if (k % block != 0) return false;
   if (scratch == nullptr || reinterpret_cast<uintptr_t>(scratch) % 4 != 0) return false;
   return scratch_bytes >= mmq_scratch_bytes(n_tokens, k);
@@ -18,7 +18,7 @@ bool mmq_shape_ok(TensorType t, int64_t k, int n_tokens, const void* scratch, si
 }  // namespace
 
 bool mmq_supports(TensorType t) {
-  return t == TensorType::Q8_0 || t == TensorType::Q4_0 || t == TensorType::Q4_K || t == TensorType::Q6_K;
+  return detail::dispatch_mmq_type(t, [](auto) { return cudaSuccess; }) == cudaSuccess;
 }
 
 size_t mmq_scratch_bytes(int n_tokens, int64_t k) {
@@ -29,7 +29,7 @@ size_t mmq_scratch_bytes(int n_tokens, int64_t k) {
 cudaError_t mmq_quantize(TensorType t, const float* x, int n_tokens, int64_t k, void* scratch, size_t scratch_bytes,
                          cudaStream_t stream) {
   if (!mmq_shape_ok(t, k, n_tokens, scratch, scratch_bytes)) return cudaErrorInvalidValue;
-  const int group = t == TensorType::Q4_K || t == TensorType::Q6_K ? kQKK : kQK;
+  const int group = detail::mmq_super_blocks(t) ? kQKK : kQK;
   const int64_t groups = int64_t(n_tokens) * (k / group);
   const int64_t blocks = (groups + detail::kQuantizeThreads - 1) / detail::kQuantizeThreads;
   if (blocks > INT32_MAX) return cudaErrorInvalidValue;

@@ -16,7 +16,9 @@
 
 namespace pagoda::cuda {
 
-// Whether mmq takes weights of type t (Q8_0, Q4_0, Q4_K, Q6_K).
+// Whether mmq takes weights of type t (Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4, Q3_K,
+// Q4_K, Q5_K, IQ4_XS, Q6_K: every format whose block dot the CPU takes in
+// integers against one 8-bit code per element; not Q5_1, Q2_K, F16, ...).
 bool mmq_supports(TensorType t);
 
 // The scratch mmq needs for n_tokens activations of length k: per token, k
@@ -26,7 +28,8 @@ size_t mmq_scratch_bytes(int n_tokens, int64_t k);
 // x [n_tokens][k] F32 quantized into `scratch` for weights of type t: per 32
 // elements, int8 codes, an F32 scale and the codes' sum. The scale is the
 // CPU's activation_type(t) one (quant/dot.h): per 32 elements rounded to F16
-// (Q8_0) for Q8_0/Q4_0, per 256 in F32 (Q8_K) for the K-quants, and the codes
+// (Q8_0) for Q8_0, Q4_0, Q5_0, IQ4_NL and MXFP4, per 256 in F32 (Q8_K) for
+// the K-quants and IQ4_XS, and the codes
 // are those of quantize_row_q8_0 / quantize_row_q8_k. One quantization serves
 // every matmul of x by weights of types with the same activation type.
 // cudaErrorInvalidValue unless mmq_supports(t), k is a positive multiple of

@@ -26,8 +26,9 @@ namespace {  // file-local: a test's CPU build of a kernel must not clash with t
 //   codes  [n_tokens][k / 4] uint32
 //   scales [n_tokens][k / 32] F32
 //   sums   [n_tokens][k / 32] int32 (Q4_K's min term needs them)
-// The scale is shared by a group of 32 elements (the CPU's Q8_0, for Q8_0 and
-// Q4_0 weights) or 256 (its Q8_K, for the K-quants), rounded as src/quant does:
+// The scale is shared by a group of 32 elements (the CPU's Q8_0, for the
+// formats of 32-element blocks) or 256 (its Q8_K, for the super-block ones:
+// mmq_super_blocks), rounded as src/quant does:
 // Q8_0 (quantize_row_q8_0): d = amax / 127 stored as F16, codes lround(x / d)
 // (half away from zero) with 1 / d from the unrounded d; Q8_K
 // (quantize_row_q8_k): d = amax / 127 kept in F32, codes rounded half to even
@@ -74,11 +75,19 @@ __global__ void __launch_bounds__(kQuantizeThreads)
 // Per format: the codes of a 32-element block (piece c of a row; a K-quant
 // super-block holds 8), 4 at a time, as the integers the CPU's block dots
 // multiply (src/quant/dot.cpp), and the block's scales:
-//   kind Plain: out += (d * x_scale) * dot, per block (Q8_0, Q4_0)
-//   kind MinK:  per super-block, x_scale * (d * sum_j s0_j dot_j - dmin * sum_j s1_j xsum_j) (Q4_K)
+//   kind Plain: out += (d * x_scale) * dot, per block (Q8_0, Q4_0, Q5_0, IQ4_NL, MXFP4)
+//   kind MinK:  per super-block, x_scale * (d * sum_j s0_j dot_j - dmin * sum_j s1_j xsum_j) (Q4_K, Q5_K)
+//   kind Scaled: per super-block, (x_scale * d) * sum_j s0_j dot_j (IQ4_XS)
 //   kind Half16: per super-block, (x_scale * d) * sum_j (s0_j dot_lo_j + s1_j dot_hi_j),
-//                dot_lo and dot_hi over elements 0-15 and 16-31 (Q6_K)
-enum class MmqKind { Plain, MinK, Half16 };
+//                dot_lo and dot_hi over elements 0-15 and 16-31 (Q6_K, Q3_K)
+// The kinds past Plain take the CPU's Q8_K activations (a scale per 256).
+enum class MmqKind { Plain, MinK, Scaled, Half16 };
+
+// Whether x for weights of type t is quantized per 256 elements (Q8_K) rather than per 32 (Q8_0).
+PAGODA_HD constexpr bool mmq_super_blocks(TensorType t) {
+  return t == TensorType::Q4_K || t == TensorType::Q5_K || t == TensorType::Q6_K || t == TensorType::IQ4_XS ||
+         t == TensorType::Q3_K;
+}
 
 // Trivial (no member initializers), as a __shared__ array's type must be; zeroed with MmqMeta{}.
 struct MmqMeta {
@@ -125,25 +134,133 @@ struct MmqFormat<TensorType::Q4_0> {
   }
 };
 
-// Piece c is sub-block j = c % 8 of super-block c / 8: element l in nibble
-// j % 2 of qs[32 (j / 2) + l]; s0, s1 its six-bit scale and min.
+// Q5_0: Q4_0's nibbles with a fifth bit (q5_code), less 16.
 template <>
-struct MmqFormat<TensorType::Q4_K> {
-  static constexpr TensorType kType = TensorType::Q4_K;
+struct MmqFormat<TensorType::Q5_0> {
+  static constexpr TensorType kType = TensorType::Q5_0;
+  static constexpr MmqKind kKind = MmqKind::Plain;
+  static constexpr int kBlockElems = kQK;
+  PAGODA_HD static uint32_t codes(const uint8_t* row, int64_t c, int w) {
+    const BlockQ5_0& b = reinterpret_cast<const BlockQ5_0*>(row)[c];
+    return pack4(q5_code(b.qs, b.qh, 4 * w) - 16, q5_code(b.qs, b.qh, 4 * w + 1) - 16,
+                 q5_code(b.qs, b.qh, 4 * w + 2) - 16, q5_code(b.qs, b.qh, 4 * w + 3) - 16);
+  }
+  PAGODA_HD static void meta(const uint8_t* row, int64_t c, MmqMeta& m) {
+    m.d = half_bits(reinterpret_cast<const BlockQ5_0*>(row)[c].d);
+  }
+};
+
+// IQ4_NL and MXFP4: Q4_0's nibbles, each standing for a value of a table
+// (iq4_value, mxfp4_value: MXFP4's doubled, its scale halved).
+template <class Block, bool kMxfp4>
+struct MmqTableCodes {
+  PAGODA_HD static int value(int nibble) { return kMxfp4 ? mxfp4_value(nibble) : iq4_value(nibble); }
+  PAGODA_HD static uint32_t codes(const uint8_t* row, int64_t c, int w) {
+    const uint8_t* q = reinterpret_cast<const Block*>(row)[c].qs + 4 * (w % 4);
+    const int shift = w < 4 ? 0 : 4;
+    return pack4(value((q[0] >> shift) & 0xF), value((q[1] >> shift) & 0xF), value((q[2] >> shift) & 0xF),
+                 value((q[3] >> shift) & 0xF));
+  }
+};
+
+template <>
+struct MmqFormat<TensorType::IQ4_NL> : MmqTableCodes<BlockIQ4_NL, false> {
+  static constexpr TensorType kType = TensorType::IQ4_NL;
+  static constexpr MmqKind kKind = MmqKind::Plain;
+  static constexpr int kBlockElems = kQK;
+  PAGODA_HD static void meta(const uint8_t* row, int64_t c, MmqMeta& m) {
+    m.d = half_bits(reinterpret_cast<const BlockIQ4_NL*>(row)[c].d);
+  }
+};
+
+template <>
+struct MmqFormat<TensorType::MXFP4> : MmqTableCodes<BlockMXFP4, true> {
+  static constexpr TensorType kType = TensorType::MXFP4;
+  static constexpr MmqKind kKind = MmqKind::Plain;
+  static constexpr int kBlockElems = kQK;
+  PAGODA_HD static void meta(const uint8_t* row, int64_t c, MmqMeta& m) {
+    m.d = mxfp4_half_scale(reinterpret_cast<const BlockMXFP4*>(row)[c].e);
+  }
+};
+
+// Piece c is sub-block j = c % 8 of super-block c / 8: element l in nibble
+// j % 2 of qs[32 (j / 2) + l] (Q5_K: a fifth bit, bit j of qh[l]); s0, s1
+// its six-bit scale and min.
+template <class Block, TensorType T, bool kFifthBit>
+struct MmqMinK {
+  static constexpr TensorType kType = T;
   static constexpr MmqKind kKind = MmqKind::MinK;
   static constexpr int kBlockElems = kQKK;
   PAGODA_HD static uint32_t codes(const uint8_t* row, int64_t c, int w) {
-    const BlockQ4_K& b = reinterpret_cast<const BlockQ4_K*>(row)[c / 8];
+    const Block& b = reinterpret_cast<const Block*>(row)[c / 8];
     const int j = int(c % 8), shift = 4 * (j % 2);
     const uint8_t* q = b.qs + 32 * (j / 2) + 4 * w;
-    return pack4((q[0] >> shift) & 0xF, (q[1] >> shift) & 0xF, (q[2] >> shift) & 0xF, (q[3] >> shift) & 0xF);
+    int v[4];
+    for (int i = 0; i < 4; ++i) {
+      v[i] = (q[i] >> shift) & 0xF;
+      if constexpr (kFifthBit) v[i] |= ((b.qh[4 * w + i] >> j) & 1) << 4;
+    }
+    return pack4(v[0], v[1], v[2], v[3]);
   }
   PAGODA_HD static void meta(const uint8_t* row, int64_t c, MmqMeta& m) {
-    const BlockQ4_K& b = reinterpret_cast<const BlockQ4_K*>(row)[c / 8];
+    const Block& b = reinterpret_cast<const Block*>(row)[c / 8];
     const int j = int(c % 8);
     k_scale_codes(b.scales, j, m.s0, m.s1);
     m.d = half_bits(b.d);
     m.dmin = half_bits(b.dmin);
+  }
+};
+
+template <>
+struct MmqFormat<TensorType::Q4_K> : MmqMinK<BlockQ4_K, TensorType::Q4_K, false> {};
+template <>
+struct MmqFormat<TensorType::Q5_K> : MmqMinK<BlockQ5_K, TensorType::Q5_K, true> {};
+
+// Piece c is sub-block j = c % 8 of super-block c / 8: element l < 16 the
+// low nibble of qs[16 j + l], l >= 16 the high one of qs[16 j + l - 16],
+// each an IQ4_NL value; s0 the sub-block's six-bit scale less 32.
+template <>
+struct MmqFormat<TensorType::IQ4_XS> {
+  static constexpr TensorType kType = TensorType::IQ4_XS;
+  static constexpr MmqKind kKind = MmqKind::Scaled;
+  static constexpr int kBlockElems = kQKK;
+  PAGODA_HD static uint32_t codes(const uint8_t* row, int64_t c, int w) {
+    const BlockIQ4_XS& b = reinterpret_cast<const BlockIQ4_XS*>(row)[c / 8];
+    const uint8_t* q = b.qs + 16 * (c % 8) + 4 * (w % 4);
+    const int shift = w < 4 ? 0 : 4;
+    return pack4(iq4_value((q[0] >> shift) & 0xF), iq4_value((q[1] >> shift) & 0xF), iq4_value((q[2] >> shift) & 0xF),
+                 iq4_value((q[3] >> shift) & 0xF));
+  }
+  PAGODA_HD static void meta(const uint8_t* row, int64_t c, MmqMeta& m) {
+    const BlockIQ4_XS& b = reinterpret_cast<const BlockIQ4_XS*>(row)[c / 8];
+    m.s0 = iq4_xs_scale_of(b, int(c % 8));
+    m.d = half_bits(b.d);
+  }
+};
+
+// Piece c: elements 32 r .. 32 r + 31 (r = c % 8) of super-block c / 8, two
+// low bits and a third (clear: less 4; q3_k_code, quant/blocks.h); s0, s1 the
+// scales of its two halves.
+template <>
+struct MmqFormat<TensorType::Q3_K> {
+  static constexpr TensorType kType = TensorType::Q3_K;
+  static constexpr MmqKind kKind = MmqKind::Half16;
+  static constexpr int kBlockElems = kQKK;
+  PAGODA_HD static uint32_t codes(const uint8_t* row, int64_t c, int w) {
+    const BlockQ3_K& b = reinterpret_cast<const BlockQ3_K*>(row)[c / 8];
+    int v[4];
+    for (int i = 0; i < 4; ++i) {
+      const int e = 32 * int(c % 8) + 4 * w + i;
+      v[i] = k_low_bits(b.qs, e) - ((b.hmask[e % 32] >> (e / 32)) & 1 ? 0 : 4);
+    }
+    return pack4(v[0], v[1], v[2], v[3]);
+  }
+  PAGODA_HD static void meta(const uint8_t* row, int64_t c, MmqMeta& m) {
+    const BlockQ3_K& b = reinterpret_cast<const BlockQ3_K*>(row)[c / 8];
+    const int r = int(c % 8);
+    m.s0 = q3_k_scale_of(b.scales, 2 * r);
+    m.s1 = q3_k_scale_of(b.scales, 2 * r + 1);
+    m.d = half_bits(b.d);
   }
 };
 
@@ -276,6 +393,8 @@ __device__ __forceinline__ void mmq_tile(const uint8_t* w, size_t row_bytes, int
           } else if constexpr (F::kKind == MmqKind::MinK) {
             scaled[n][i] += m.s0 * c[i];
             mins[n][i] += m.s1 * x_sum[t][blk];
+          } else if constexpr (F::kKind == MmqKind::Scaled) {
+            scaled[n][i] += m.s0 * c[i];
           } else {
             scaled[n][i] += m.s0 * c[i] + m.s1 * c_hi[i];
           }
@@ -283,7 +402,7 @@ __device__ __forceinline__ void mmq_tile(const uint8_t* w, size_t row_bytes, int
       }
     }
     if constexpr (F::kKind != MmqKind::Plain) {
-      // The super-block's float step, as vec_dot_q4_k_q8_k / vec_dot_q6_k_q8_k take it.
+      // The super-block's float step, as vec_dot_q4_k_q8_k (MinK) or vec_dot_q6_k_q8_k (the others) take it.
       PAGODA_UNROLL
       for (int n = 0; n < kMmqNTiles; ++n) PAGODA_UNROLL
       for (int i = 0; i < 4; ++i) {
@@ -354,7 +473,13 @@ cudaError_t dispatch_mmq_type(TensorType t, F&& f) {
   switch (t) {
     case TensorType::Q8_0: return f(MmqFormat<TensorType::Q8_0>{});
     case TensorType::Q4_0: return f(MmqFormat<TensorType::Q4_0>{});
+    case TensorType::Q5_0: return f(MmqFormat<TensorType::Q5_0>{});
+    case TensorType::IQ4_NL: return f(MmqFormat<TensorType::IQ4_NL>{});
+    case TensorType::MXFP4: return f(MmqFormat<TensorType::MXFP4>{});
     case TensorType::Q4_K: return f(MmqFormat<TensorType::Q4_K>{});
+    case TensorType::Q5_K: return f(MmqFormat<TensorType::Q5_K>{});
+    case TensorType::IQ4_XS: return f(MmqFormat<TensorType::IQ4_XS>{});
+    case TensorType::Q3_K: return f(MmqFormat<TensorType::Q3_K>{});
     case TensorType::Q6_K: return f(MmqFormat<TensorType::Q6_K>{});
     default: return cudaErrorInvalidValue;
   }

@@ -172,6 +172,10 @@ inline std::vector<Case> forward_cases() {
   gpt_oss.rope_scaling_factor = 32.0f;
   gpt_oss.rope_orig_ctx = 4096;
   out.push_back({"gpt-oss", gpt_oss, 0.005});
+  // gpt-oss as its files come: MXFP4 experts (the rest F32), past 8 tokens through mmq_experts.
+  SyntheticModelSpec gpt_oss_mxfp4 = gpt_oss;
+  gpt_oss_mxfp4.expert_type = TensorType::MXFP4;
+  out.push_back({"gpt-oss-mxfp4-experts", gpt_oss_mxfp4});
   // Gemma 2: sandwich norms, GeGLU, soft-caps on the scores and the logits, windows every
   // other layer. Caps of 0.5 and 2 (the real ones, 50 and 30, are never reached by a small
   // random model): leaving either out moves the logits by 0.1 or more.

@@ -21,14 +21,14 @@
 
 namespace pagoda::cuda::testing {
 
-inline const TensorType kMmqTypes[] = {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K};
+inline const TensorType kMmqTypes[] = {TensorType::Q8_0,   TensorType::Q4_0, TensorType::Q5_0, TensorType::IQ4_NL,
+                                       TensorType::MXFP4,  TensorType::Q3_K, TensorType::Q4_K, TensorType::Q5_K,
+                                       TensorType::IQ4_XS, TensorType::Q6_K};
 inline const int kMmqTokenCounts[] = {1, 9, 16, 33, 64};
 // 70 rows: a full tile of 64 and a partial one whose last three warps hold no row.
 inline constexpr int64_t kMmqRows = 70;
-// 11 blocks (a step of 8 and a partial one) for Q8_0/Q4_0; 2 super-blocks for the K-quants.
-inline int64_t mmq_row_length(TensorType t) {
-  return t == TensorType::Q4_K || t == TensorType::Q6_K ? 2 * kQKK : 11 * kQK;
-}
+// 11 blocks (a step of 8 and a partial one) for the 32-element formats; 2 super-blocks for the others.
+inline int64_t mmq_row_length(TensorType t) { return activation_type(t) == TensorType::Q8_K ? 2 * kQKK : 11 * kQK; }
 
 // The CPU's activations for weights of type t, x [n_tokens][k]: as the kernel
 // lays them out (codes [n_tokens][k] int8, a scale and a sum per 32), from

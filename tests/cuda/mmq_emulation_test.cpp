@@ -25,7 +25,7 @@ namespace {
 void run_mmq_on_host(TensorType t, const std::vector<uint8_t>& w, int64_t n_rows, int64_t k,
                      const std::vector<float>& x, int n_tokens, std::vector<uint32_t>& scratch,
                      std::vector<float>& out) {
-  const int group = t == TensorType::Q4_K || t == TensorType::Q6_K ? kQKK : kQK;
+  const int group = detail::mmq_super_blocks(t) ? kQKK : kQK;
   const int64_t groups = int64_t(n_tokens) * (k / group);
   scratch.assign(mmq_scratch_bytes(n_tokens, k) / 4, 0xDEADBEEFu);
   uint32_t* codes = scratch.data();
@@ -140,14 +140,16 @@ TEST(CudaMmqOnHost, LaunchersRefuseBadShapesAndTypes) {
   EXPECT_EQ(mmq_scratch_bytes(0, 256), 0u);
   EXPECT_TRUE(mmq_supports(TensorType::Q8_0));
   EXPECT_TRUE(mmq_supports(TensorType::Q6_K));
-  EXPECT_FALSE(mmq_supports(TensorType::Q5_K));
+  EXPECT_TRUE(mmq_supports(TensorType::MXFP4));
+  EXPECT_FALSE(mmq_supports(TensorType::Q5_1));  // a min against the activations' sum per 32
+  EXPECT_FALSE(mmq_supports(TensorType::Q2_K));  // mins against sums per 16
   EXPECT_FALSE(mmq_supports(TensorType::F16));
   // Refusals come before any launch, so these run without a device (the pointers are never read).
   std::vector<uint32_t> scratch(mmq_scratch_bytes(2, 512) / 4 + 1);
   const size_t bytes = mmq_scratch_bytes(2, 512);
   float f = 0;
   uint8_t wb = 0;
-  EXPECT_EQ(mmq_quantize(TensorType::Q5_K, &f, 2, 512, scratch.data(), bytes, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(mmq_quantize(TensorType::Q5_1, &f, 2, 512, scratch.data(), bytes, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(mmq_quantize(TensorType::Q4_K, &f, 2, 480, scratch.data(), bytes, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(mmq_quantize(TensorType::Q8_0, &f, 2, 500, scratch.data(), bytes, nullptr), cudaErrorInvalidValue);
   EXPECT_EQ(mmq_quantize(TensorType::Q8_0, &f, 0, 512, scratch.data(), bytes, nullptr), cudaErrorInvalidValue);

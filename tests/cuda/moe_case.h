@@ -196,7 +196,7 @@ void expect_expert_matvecs_match(Run& run, std::span<const TensorType> types) {
 }
 
 // mmq_experts against the CPU's integer dots (quant/dot.h's vec_dot_scalar of
-// the CPU's quantized activations), bit for bit: mmq's formats, tiles of 32
+// the CPU's quantized activations), bit for bit: mmq's kinds, tiles of 32
 // slots (an expert with more than one tile, others with one slot), shared
 // inputs (gate, up) and own ones (down), a strided stack for Q4_K (gemma4's
 // fused gate and up read as two: every other matrix).
@@ -205,10 +205,11 @@ void expect_mmq_experts_match(Run& run) {
   std::mt19937 rng(506);
   const int n_expert = 3, n_tokens = 25, k = 2;
   const int64_t rows = 70;  // a full tile of 64 rows and a partial one
-  for (TensorType t : {TensorType::Q8_0, TensorType::Q4_0, TensorType::Q4_K, TensorType::Q6_K}) {
+  // gpt-oss's MXFP4 experts, and a format of each of mmq's kinds.
+  for (TensorType t : {TensorType::Q8_0, TensorType::MXFP4, TensorType::Q4_K, TensorType::IQ4_XS, TensorType::Q6_K}) {
     const bool strided = t == TensorType::Q4_K;  // as a gemma4 Q4_K_M file's fused gate and up
     SCOPED_TRACE(std::string(tensor_type_name(t)) + (strided ? ", strided" : ""));
-    const int64_t cols = t == TensorType::Q4_K || t == TensorType::Q6_K ? 2 * kQKK : 11 * kQK;
+    const int64_t cols = activation_type(t) == TensorType::Q8_K ? 2 * kQKK : 11 * kQK;
     const size_t rb = weight_row_bytes(t, cols);
     const int stored = strided ? 2 * n_expert : n_expert;  // strided: expert e is matrix 2e + 1
     const std::vector<uint8_t> w = pagoda::testing::random_blocks(t, size_t(rows * stored * cols), rng);

@@ -74,7 +74,7 @@ struct OnHost {
   }
   std::vector<float> mmq_experts(const ExpertStack& s, const std::vector<uint8_t>& w, size_t first,
                                  const std::vector<float>& x, int n_x, int x_per_slot, const Groups& g, int n_slots) {
-    const int group = s.type == TensorType::Q4_K || s.type == TensorType::Q6_K ? kQKK : kQK;
+    const int group = detail::mmq_super_blocks(s.type) ? kQKK : kQK;
     const int64_t groups = int64_t(n_x) * (s.cols / group);
     std::vector<uint32_t> scratch(mmq_scratch_bytes(n_x, s.cols) / 4, 0xDEADBEEFu);
     uint32_t* codes = scratch.data();
