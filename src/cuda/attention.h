@@ -41,6 +41,9 @@ struct PagedAttentionArgs {
   // [n_head] F32: a logit per query head that joins the softmax's denominator
   // only (gpt-oss's attention sinks; not scaled); null: none.
   const float* sinks = nullptr;
+  // Query heads of one KV head a block takes (they share its K/V reads); 0:
+  // the launcher's choice by the step's size. Tests force each path.
+  int heads_per_block = 0;
 };
 
 // out[t][h] = sum_j softmax_j(scale * q[t][h] . K[j]) V[j] over the attended

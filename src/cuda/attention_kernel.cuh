@@ -1,10 +1,14 @@
-// paged_attention's kernel. One block of kAttentionThreads threads per (token,
-// query head). The positions are taken kAttentionThreads at a time: each
-// thread scores one position (a dot product over head_dim), then the block
-// folds the tile into an online softmax (F32 running max and sum) and each
-// thread accumulates its own output dims. Deliberately simple: K rows are read
-// one per thread (not coalesced), and every thread rescans the tile's scores
-// in shared memory. A flash-decoding split over positions and tensor-core
+// paged_attention's kernel. One block of kAttentionThreads threads per
+// (token, KV head, chunk of up to kMaxGroupHeads of its query heads): the
+// query heads that share a KV head (GQA) share each K and V row the block
+// reads, so a step reads the cache once per KV head rather than once per
+// query head. The positions are taken kAttentionThreads at a time: each
+// thread scores one position against every query head of the block (a dot
+// product over head_dim per head), then the block folds the tile into an
+// online softmax per head (F32 running max and sum; the tile's max and sum
+// reduced by 16 threads a head) and each thread accumulates its own output
+// dims of every head. Deliberately simple: K rows are read one per thread
+// (not coalesced). A flash-decoding split over positions and tensor-core
 // tiles for prefill are the known speedups.
 //
 // The kernel stands apart from its launcher (attention.cu) so that a test can
@@ -24,87 +28,200 @@ namespace pagoda::cuda::detail {
 // File-local: a test's CPU build of the kernel must not clash with the library's.
 namespace {
 
-constexpr int kAttentionThreads = 128;  // threads per block: one (token, query head)
-constexpr int kDimsPerThread = kMaxAttentionHeadDim / kAttentionThreads;
+constexpr int kAttentionThreads = 128;  // threads per block; a tile of positions
+constexpr int kMaxGroupHeads = 8;       // query heads a block takes of one KV head
+// The tile's max and sum per head: 16 threads a head, 8 scores each.
+constexpr int kReduceLanes = kAttentionThreads / kMaxGroupHeads;
+static_assert(kReduceLanes * 8 == kAttentionThreads && kReduceLanes <= 32, "a head's reducers within one warp");
 
-__global__ void __launch_bounds__(kAttentionThreads) paged_attention_kernel(PagedAttentionArgs a) {
-  __shared__ float q_s[kMaxAttentionHeadDim];
-  __shared__ float p_s[kAttentionThreads];  // the tile's scores, then their exp(score - max)
+// How a step's attention is launched: the grid (tokens x KV heads x chunks of
+// their query heads), the query heads a block takes, and the kernel's
+// instance: room for kHeads of them (1, 2, 4 or 8), each thread's output
+// dims kDims (head_dim up to 128 kDims).
+struct AttentionPlan {
+  dim3 grid;
+  int heads_per_block = 1;
+  int max_heads = 1;  // kHeads
+  int dims_per_thread = 1;
+};
+
+// Grouped heads read K and V once for the group, but make fewer blocks: a
+// step of few tokens (batch-1 decode) keeps a block per query head so that
+// the GPU's SMs fill. a.heads_per_block > 0 forces the choice (tests).
+inline AttentionPlan attention_plan(const PagedAttentionArgs& a) {
+  const int group = a.n_head / a.n_kv_head;
+  int hpb = a.heads_per_block;
+  if (hpb <= 0) hpb = int64_t(a.n_tokens) * a.n_kv_head >= 128 ? group : 1;
+  hpb = hpb < group ? hpb : group;
+  hpb = hpb < kMaxGroupHeads ? hpb : kMaxGroupHeads;
+  const int chunks = (group + hpb - 1) / hpb;
+  const int dims = a.head_dim <= kAttentionThreads ? 1 : a.head_dim <= 2 * kAttentionThreads ? 2 : 4;
+  const int room = hpb <= 1 ? 1 : hpb <= 2 ? 2 : hpb <= 4 ? 4 : 8;
+  return {dim3(unsigned(a.n_tokens), unsigned(a.n_kv_head * chunks)), hpb, room, dims};
+}
+
+// The 16 threads of a half warp fold v (max or sum) and each gets the result.
+template <bool kMax>
+__device__ __forceinline__ float reduce_16(float v) {
+  PAGODA_UNROLL
+  for (int o = kReduceLanes / 2; o > 0; o >>= 1) {
+    const float other = __shfl_xor_sync(0xffffffffu, v, o);
+    v = kMax ? fmaxf(v, other) : v + other;
+  }
+  return v;
+}
+
+// heads_per_block <= kHeads: the plan's (a last chunk may hold fewer). The
+// launch bound's 4 blocks an SM leave 128 registers a thread: without it
+// ptxas held some instances to 48-72 and spilled.
+template <int kHeads, int kDims>
+__global__ void __launch_bounds__(kAttentionThreads, 4)
+    paged_attention_kernel(PagedAttentionArgs a, int heads_per_block) {
+  static_assert(kDims * kAttentionThreads <= kMaxAttentionHeadDim && kHeads <= kMaxGroupHeads);
+  __shared__ float q_s[kHeads][kDims * kAttentionThreads];
+  __shared__ float p_s[kHeads][kAttentionThreads];  // the tile's scores, then their exp(score - max)
+  __shared__ float tile_s[kMaxGroupHeads];          // a head's tile max, then its sum (one a reducing group)
 
   const int64_t t = blockIdx.x;
-  const int h = blockIdx.y;
   const int tid = threadIdx.x;
-  const int d_head = a.head_dim;
-  float* out = a.out + (t * a.n_head + h) * d_head;
+  const int d_head = a.head_dim, group = a.n_head / a.n_kv_head;
+  const int chunks = (group + heads_per_block - 1) / heads_per_block;
+  const int kv_head = int(blockIdx.y) / chunks;
+  const int h0 = kv_head * group + (int(blockIdx.y) % chunks) * heads_per_block;  // the block's first query head
+  const int nh = min(heads_per_block, kv_head * group + group - h0);
   const int seq = a.seq_index[t], pos = a.positions[t];
   if (seq < 0 || pos < 0) {
-    for (int d = tid; d < d_head; d += kAttentionThreads) out[d] = 0.0f;
+    for (int i = tid; i < nh * d_head; i += kAttentionThreads) a.out[(t * a.n_head + h0) * d_head + i] = 0.0f;
     return;  // uniform over the block: no barrier is skipped by only some threads
   }
 
   const int64_t row_stride = a.kv_stride > 0 ? a.kv_stride : int64_t(a.n_kv_head) * d_head;
-  const int kv_head = h / (a.n_head / a.n_kv_head);
   const int64_t stride = a.seq_table_stride > 0 ? a.seq_table_stride : a.max_blocks_per_seq;
   const int32_t* table = a.block_tables + seq * stride;
-  const float* q = a.q + (t * a.n_head + h) * d_head;
-  for (int d = tid; d < d_head; d += kAttentionThreads) q_s[d] = q[d];
+  for (int i = tid; i < nh * d_head; i += kAttentionThreads)
+    q_s[i / d_head][i % d_head] = a.q[(t * a.n_head + h0) * d_head + i];
 
   const int first = a.sliding_window > 0 ? max(0, pos - a.sliding_window + 1) : 0;
-  float m = -INFINITY, l = 0.0f;
-  float acc[kDimsPerThread];
+  float m[kHeads], l[kHeads], acc[kHeads][kDims];
   PAGODA_UNROLL
-  for (int i = 0; i < kDimsPerThread; ++i) acc[i] = 0.0f;
+  for (int h = 0; h < kHeads; ++h) {
+    m[h] = -INFINITY;
+    l[h] = 0.0f;
+    PAGODA_UNROLL
+    for (int i = 0; i < kDims; ++i) acc[h][i] = 0.0f;
+  }
   // The cache row of position j (within token t's sequence) for this KV head.
   auto row = [&](const __half* cache, int j) {
     const int64_t block = table[j / a.block_size];
     return cache + (block * a.block_size + j % a.block_size) * row_stride + int64_t(kv_head) * d_head;
   };
+  const int red_head = tid / kReduceLanes, red_first = (tid % kReduceLanes) * 8;  // this thread's share of a fold
 
   for (int j0 = first; j0 <= pos; j0 += kAttentionThreads) {
     __syncthreads();  // q_s is written (first tile), and the last tile's p_s is read by all
     const int j = j0 + tid;
-    float s = -INFINITY;
+    float s[kHeads];
+    PAGODA_UNROLL
+    for (int h = 0; h < kHeads; ++h) s[h] = 0.0f;
     if (j <= pos) {
       const __half* k = row(a.k_cache, j);
-      float dot = 0.0f;
-      for (int d = 0; d < d_head; ++d) dot += q_s[d] * __half2float(k[d]);
-      s = a.softcap > 0 ? a.softcap * tanhf(dot * a.scale / a.softcap) : a.scale * dot;
-    }
-    p_s[tid] = s;
-    __syncthreads();
-    const int n = min(kAttentionThreads, pos - j0 + 1);
-    float tile_max = -INFINITY;
-    for (int i = 0; i < n; ++i) tile_max = fmaxf(tile_max, p_s[i]);
-    const float m_new = fmaxf(m, tile_max);    // finite: the tile holds at least one position
-    const float correction = expf(m - m_new);  // 0 on the first tile (m = -inf)
-    __syncthreads();
-    if (tid < n) p_s[tid] = expf(p_s[tid] - m_new);
-    __syncthreads();
-    float tile_sum = 0.0f;
-    for (int i = 0; i < n; ++i) tile_sum += p_s[i];
-    l = l * correction + tile_sum;
-    PAGODA_UNROLL
-    for (int i = 0; i < kDimsPerThread; ++i) {
-      const int d = tid + i * kAttentionThreads;
-      if (d < d_head) {
-        float sum = 0.0f;
-        for (int jj = 0; jj < n; ++jj) sum += p_s[jj] * __half2float(row(a.v_cache, j0 + jj)[d]);
-        acc[i] = acc[i] * correction + sum;
+      for (int d = 0; d < d_head; ++d) {
+        const float kd = __half2float(k[d]);
+        PAGODA_UNROLL
+        for (int h = 0; h < kHeads; ++h)
+          if (h < nh) s[h] += q_s[h][d] * kd;
       }
     }
-    m = m_new;
-  }
-  if (a.sinks) {  // one more term in the sum, for no position: the outputs shrink by its share
-    const float sink = a.sinks[h], m_new = fmaxf(m, sink), correction = expf(m - m_new);
-    l = l * correction + expf(sink - m_new);
     PAGODA_UNROLL
-    for (int i = 0; i < kDimsPerThread; ++i) acc[i] *= correction;
+    for (int h = 0; h < kHeads; ++h) {
+      const float dot = s[h];
+      p_s[h][tid] = j > pos || h >= nh ? -INFINITY
+                    : a.softcap > 0    ? a.softcap * tanhf(dot * a.scale / a.softcap)
+                                       : a.scale * dot;
+    }
+    __syncthreads();
+    const int n = min(kAttentionThreads, pos - j0 + 1);
+    // The tile's max per head (each holds at least one position: finite for a real head).
+    float part = -INFINITY;
+    for (int i = 0; i < 8 && red_head < nh; ++i) part = fmaxf(part, p_s[red_head][red_first + i]);
+    part = reduce_16<true>(part);
+    if (tid % kReduceLanes == 0) tile_s[red_head] = part;
+    __syncthreads();
+    float correction[kHeads];
+    PAGODA_UNROLL
+    for (int h = 0; h < kHeads; ++h) {
+      const float m_new = fmaxf(m[h], tile_s[h]);
+      correction[h] = h < nh ? expf(m[h] - m_new) : 0.0f;  // 0 on the first tile (m = -inf)
+      m[h] = m_new;
+    }
+    __syncthreads();  // tile_s is read by all before the sums overwrite it
+    PAGODA_UNROLL
+    for (int h = 0; h < kHeads; ++h)
+      if (h < nh) p_s[h][tid] = tid < n ? expf(p_s[h][tid] - m[h]) : 0.0f;
+    __syncthreads();
+    part = 0.0f;
+    for (int i = 0; i < 8 && red_head < nh; ++i) part += p_s[red_head][red_first + i];
+    part = reduce_16<false>(part);
+    if (tid % kReduceLanes == 0) tile_s[red_head] = part;
+    __syncthreads();
+    PAGODA_UNROLL
+    for (int h = 0; h < kHeads; ++h) {
+      l[h] = l[h] * correction[h] + (h < nh ? tile_s[h] : 0.0f);
+      PAGODA_UNROLL
+      for (int i = 0; i < kDims; ++i) acc[h][i] *= correction[h];
+    }
+    for (int jj = 0; jj < n; ++jj) {
+      const __half* v = row(a.v_cache, j0 + jj);
+      float p[kHeads];
+      PAGODA_UNROLL
+      for (int h = 0; h < kHeads; ++h) p[h] = h < nh ? p_s[h][jj] : 0.0f;
+      PAGODA_UNROLL
+      for (int i = 0; i < kDims; ++i) {
+        const int d = tid + i * kAttentionThreads;
+        if (d < d_head) {
+          const float vd = __half2float(v[d]);
+          PAGODA_UNROLL
+          for (int h = 0; h < kHeads; ++h) acc[h][i] += p[h] * vd;
+        }
+      }
+    }
   }
-  const float inv = 1.0f / l;  // l >= 1: the largest score (or sink) contributes exp(0)
   PAGODA_UNROLL
-  for (int i = 0; i < kDimsPerThread; ++i) {
-    const int d = tid + i * kAttentionThreads;
-    if (d < d_head) out[d] = acc[i] * inv;
+  for (int h = 0; h < kHeads; ++h) {
+    if (h >= nh) continue;
+    if (a.sinks) {  // one more term in the sum, for no position: the outputs shrink by its share
+      const float sink = a.sinks[h0 + h], m_new = fmaxf(m[h], sink), correction = expf(m[h] - m_new);
+      l[h] = l[h] * correction + expf(sink - m_new);
+      PAGODA_UNROLL
+      for (int i = 0; i < kDims; ++i) acc[h][i] *= correction;
+    }
+    const float inv = 1.0f / l[h];  // l >= 1: the largest score (or sink) contributes exp(0)
+    float* out = a.out + (t * a.n_head + h0 + h) * d_head;
+    PAGODA_UNROLL
+    for (int i = 0; i < kDims; ++i) {
+      const int d = tid + i * kAttentionThreads;
+      if (d < d_head) out[d] = acc[h][i] * inv;
+    }
+  }
+}
+
+// Calls f(the kernel instance plan p names).
+template <int kHeads, class F>
+void with_attention_dims(const AttentionPlan& p, F&& f) {
+  if (p.dims_per_thread == 1)
+    f(paged_attention_kernel<kHeads, 1>);
+  else if (p.dims_per_thread == 2)
+    f(paged_attention_kernel<kHeads, 2>);
+  else
+    f(paged_attention_kernel<kHeads, 4>);
+}
+template <class F>
+void with_attention_kernel(const AttentionPlan& p, F&& f) {
+  switch (p.max_heads) {
+    case 1: return with_attention_dims<1>(p, f);
+    case 2: return with_attention_dims<2>(p, f);
+    case 4: return with_attention_dims<4>(p, f);
+    default: return with_attention_dims<8>(p, f);
   }
 }
 

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <cstring>
 #include <map>
@@ -115,6 +116,7 @@ struct Launches {
   cublasHandle_t blas;
   void* blas_workspace;
   size_t blas_workspace_bytes;
+  int attention_heads;  // PagedAttentionArgs::heads_per_block for every layer (0: the launcher's choice)
   void embed_rows(TensorType t, const void* w, int64_t rows, int64_t k, const int32_t* ids, int n, float* out) {
     ck(cuda::embed_rows(t, w, rows, k, ids, n, out, stream), "embed_rows");
   }
@@ -155,7 +157,10 @@ struct Launches {
                 __half* vc) {
     ck(cuda::store_kv(k, v, slots, n, kv_dim, row_stride, kc, vc, stream), "store_kv");
   }
-  void paged_attention(const PagedAttentionArgs& a) { ck(cuda::paged_attention(a, stream), "paged_attention"); }
+  void paged_attention(PagedAttentionArgs a) {
+    if (attention_heads > 0) a.heads_per_block = attention_heads;
+    ck(cuda::paged_attention(a, stream), "paged_attention");
+  }
   void add(float* y, const float* x, int64_t n) { ck(cuda::add(y, x, n, stream), "add"); }
   void swiglu(const float* g, const float* u, float* out, int64_t n) {
     ck(cuda::swiglu(g, u, out, n, stream), "swiglu");
@@ -277,6 +282,7 @@ struct CudaDevice::Impl {
   // captured on first use; they hold the workspace's and the pool's
   // addresses, so they go whenever those buffers are replaced.
   bool graphs = true;
+  int attention_heads = 0;  // PAGODA_CUDA_ATTENTION_HEADS: Launches::attention_heads
   std::map<gpu::GraphKey, cudaGraphExec_t> graph_execs;
   void drop_graphs() {
     for (auto& [key, exec] : graph_execs) cudaGraphExecDestroy(exec);
@@ -319,6 +325,8 @@ std::unique_ptr<CudaDevice> CudaDevice::open(int ordinal, const DeviceFaults& fa
   m->ordinal = ordinal;
   m->faults = faults;
   m->graphs = graphs;
+  // For the device check's A/B of paged_attention's two layouts (1: a block per query head).
+  if (const char* h = std::getenv("PAGODA_CUDA_ATTENTION_HEADS")) m->attention_heads = std::max(0, std::atoi(h));
   const DeviceStatus s = answer([&] {
     m->use();
     cudaDeviceProp p{};
@@ -575,7 +583,7 @@ void CudaDevice::Impl::take_memory_then_fail() {
 // recur at every step; this step and the later ones run eagerly (a sticky
 // fault then shows again in the eager launches).
 void CudaDevice::Impl::run_graph(const gpu::GraphKey& key, const gpu::StepUpload& padded) {
-  Launches ops{stream, blas, blas_workspace, kBlasWorkspaceBytes};
+  Launches ops{stream, blas, blas_workspace, kBlasWorkspaceBytes, attention_heads};
   auto it = graph_execs.find(key);
   if (it == graph_execs.end()) {
     cudaGraphExec_t exec = nullptr;
@@ -638,7 +646,7 @@ void CudaDevice::Impl::forward(const gpu::StepUpload& step) {
   if (padded) {
     run_graph(key, u);
   } else {
-    Launches ops{stream, blas, blas_workspace, kBlasWorkspaceBytes};
+    Launches ops{stream, blas, blas_workspace, kBlasWorkspaceBytes, attention_heads};
     forward_pass(ops, model, buf.act, u, buf.words);
   }
   if (D > 0) {

@@ -43,6 +43,8 @@ struct AttentionShape {
   // Elements past kv_dim between the caches' rows: a KV page slot wider than
   // the layer (model/kv_storage.h); the kernel is given the wider stride.
   int row_pad = 0;
+  // Query heads a block takes (PagedAttentionArgs::heads_per_block); 0: the launcher's choice.
+  int heads_per_block = 0;
 };
 
 // Host copies of one call's inputs; args() points the kernel at wherever they were put.
@@ -84,6 +86,7 @@ struct AttentionCase {
     a.sinks = shape.sinks ? sinks_at : nullptr;
     a.softcap = shape.softcap;
     a.kv_stride = shape.row_pad > 0 ? row_stride() : 0;
+    a.heads_per_block = shape.heads_per_block;
     return a;
   }
 };

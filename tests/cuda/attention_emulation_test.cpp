@@ -15,17 +15,28 @@ namespace {
 using testing::AttentionBatch;
 using testing::AttentionShape;
 
-void check_on_host(const AttentionBatch& batch, const AttentionShape& s, uint32_t seed) {
-  SCOPED_TRACE(fmt::format("heads {}/{} head_dim {} window {} tokens {}{}{}{}", s.n_head, s.n_kv_head, s.head_dim,
-                           s.window, batch.seq.size(), s.grouped_tables ? " grouped tables" : "",
-                           s.sinks ? " sinks" : "", s.row_pad ? " wider rows" : ""));
-  const testing::AttentionCase c = testing::make_attention_case(batch, s, seed);
-  std::vector<float> out = testing::nan_floats(c.q.size());
-  const PagedAttentionArgs a = c.args(c.q.data(), c.k_cache.data(), c.v_cache.data(), c.batch.seq.data(),
-                                      c.batch.pos.data(), c.upload_tables.data(), out.data(), c.sinks.data());
-  emulation::launch(dim3(unsigned(a.n_tokens), unsigned(a.n_head)), dim3(detail::kAttentionThreads),
-                    detail::paged_attention_kernel, a);
-  testing::expect_attention_matches(c, out);
+// The kernel as the launcher runs it (attention.cu), for plan p.
+void launch_on_host(const PagedAttentionArgs& a) {
+  const detail::AttentionPlan p = detail::attention_plan(a);
+  detail::with_attention_kernel(p, [&](auto kernel) {
+    emulation::launch(p.grid, dim3(detail::kAttentionThreads), kernel, a, p.heads_per_block);
+  });
+}
+
+// Each case with a block per query head and with a KV head's query heads in blocks of up to
+// `grouped` (0: all of them, up to kMaxGroupHeads).
+void check_on_host(const AttentionBatch& batch, AttentionShape s, uint32_t seed, int grouped = 0) {
+  for (const int heads : {1, grouped > 0 ? grouped : s.n_head / s.n_kv_head}) {
+    s.heads_per_block = heads;
+    SCOPED_TRACE(fmt::format("heads {}/{} ({} a block) head_dim {} window {} tokens {}{}{}{}", s.n_head, s.n_kv_head,
+                             heads, s.head_dim, s.window, batch.seq.size(), s.grouped_tables ? " grouped tables" : "",
+                             s.sinks ? " sinks" : "", s.row_pad ? " wider rows" : ""));
+    const testing::AttentionCase c = testing::make_attention_case(batch, s, seed);
+    std::vector<float> out = testing::nan_floats(c.q.size());
+    launch_on_host(c.args(c.q.data(), c.k_cache.data(), c.v_cache.data(), c.batch.seq.data(), c.batch.pos.data(),
+                          c.upload_tables.data(), out.data(), c.sinks.data()));
+    testing::expect_attention_matches(c, out);
+  }
 }
 
 // Fewer and smaller cases than on the GPU: each block is 128 CPU threads.
@@ -39,6 +50,8 @@ TEST(CudaAttentionOnHost, KernelSourceMatchesADoubleLoop) {
   check_on_host(testing::decode_one(), {4, 2, 64, 3}, 90);
   check_on_host(testing::mixed_batch(), {4, 2, 64, 20, false, true}, 93);        // gpt-oss: sinks and a window
   check_on_host(testing::mixed_batch(), {4, 2, 64, 0, false, false, 1.5f}, 95);  // a cap the scores reach
+  check_on_host(testing::decode_one(), {12, 2, 64, 0}, 99, 4);                   // 6 a KV head: chunks of 4 and 2
+  check_on_host(testing::decode_one(), {16, 1, 128, 0}, 100);                    // 16 a KV head: two blocks of 8
 }
 
 // A CUDA graph's padding token (gpu/graph_buckets.h): position 0 of a
@@ -72,7 +85,7 @@ TEST(CudaAttentionOnHost, AGraphPaddingTokenReadsBlockZerosFirstRowOnly) {
                              .block_size = kBlock,
                              .max_blocks_per_seq = 2,
                              .scale = 0.125f};
-  emulation::launch(dim3(2, kHeads), dim3(detail::kAttentionThreads), detail::paged_attention_kernel, a);
+  launch_on_host(a);
   for (int h = 0; h < kHeads; ++h) {
     // The real token: positions 0..5 of block 1.
     std::vector<double> w(6);

@@ -14,20 +14,25 @@ using testing::AttentionBatch;
 using testing::AttentionShape;
 using testing::DeviceBuffer;
 
-void check_on_device(const AttentionBatch& batch, const AttentionShape& s, uint32_t seed) {
-  SCOPED_TRACE(fmt::format("heads {}/{} head_dim {} window {} tokens {}{}{}{}", s.n_head, s.n_kv_head, s.head_dim,
-                           s.window, batch.seq.size(), s.grouped_tables ? " grouped tables" : "",
-                           s.sinks ? " sinks" : "", s.row_pad ? " wider rows" : ""));
-  const testing::AttentionCase c = testing::make_attention_case(batch, s, seed);
-  DeviceBuffer<float> q_d(c.q), out_d(testing::nan_floats(c.q.size()));
-  DeviceBuffer<uint16_t> k_d(c.k_cache), v_d(c.v_cache);
-  DeviceBuffer<int32_t> seq_d(c.batch.seq), pos_d(c.batch.pos), tables_d(c.upload_tables);
-  DeviceBuffer<float> sinks_d(c.sinks);
-  const PagedAttentionArgs a =
-      c.args(q_d.get(), k_d.get(), v_d.get(), seq_d.get(), pos_d.get(), tables_d.get(), out_d.get(), sinks_d.get());
-  ASSERT_EQ(paged_attention(a, nullptr), cudaSuccess);
-  PAGODA_CUDA_SYNC();
-  testing::expect_attention_matches(c, out_d.download());
+// Each case with a block per query head and with a KV head's query heads in blocks of up to
+// `grouped` (0: all of them, up to 8).
+void check_on_device(const AttentionBatch& batch, AttentionShape s, uint32_t seed, int grouped = 0) {
+  for (const int heads : {1, grouped > 0 ? grouped : s.n_head / s.n_kv_head}) {
+    s.heads_per_block = heads;
+    SCOPED_TRACE(fmt::format("heads {}/{} ({} a block) head_dim {} window {} tokens {}{}{}{}", s.n_head, s.n_kv_head,
+                             heads, s.head_dim, s.window, batch.seq.size(), s.grouped_tables ? " grouped tables" : "",
+                             s.sinks ? " sinks" : "", s.row_pad ? " wider rows" : ""));
+    const testing::AttentionCase c = testing::make_attention_case(batch, s, seed);
+    DeviceBuffer<float> q_d(c.q), out_d(testing::nan_floats(c.q.size()));
+    DeviceBuffer<uint16_t> k_d(c.k_cache), v_d(c.v_cache);
+    DeviceBuffer<int32_t> seq_d(c.batch.seq), pos_d(c.batch.pos), tables_d(c.upload_tables);
+    DeviceBuffer<float> sinks_d(c.sinks);
+    const PagedAttentionArgs a =
+        c.args(q_d.get(), k_d.get(), v_d.get(), seq_d.get(), pos_d.get(), tables_d.get(), out_d.get(), sinks_d.get());
+    ASSERT_EQ(paged_attention(a, nullptr), cudaSuccess);
+    PAGODA_CUDA_SYNC();
+    testing::expect_attention_matches(c, out_d.download());
+  }
 }
 
 TEST(CudaAttention, MixedBatchWithGqaMatchesADoubleLoop) {
@@ -37,8 +42,10 @@ TEST(CudaAttention, MixedBatchWithGqaMatchesADoubleLoop) {
   check_on_device(testing::mixed_batch(), {8, 2, 32, 16, true, false, 0, 64}, 98);  // rows in a wider page slot
   check_on_device(testing::mixed_batch(), {6, 3, 96, 0}, 82);                       // head_dim not a power of two
   check_on_device(testing::mixed_batch(), {4, 1, 256, 0}, 83);                      // all query heads on one KV head
-  check_on_device(testing::mixed_batch(), {4, 2, 512, 0}, 97);  // the largest head_dim: gemma4's global layers
-  check_on_device(testing::mixed_batch(), {5, 5, 80, 0}, 84);   // no GQA
+  check_on_device(testing::mixed_batch(), {4, 2, 512, 0}, 97);     // the largest head_dim: gemma4's global layers
+  check_on_device(testing::mixed_batch(), {5, 5, 80, 0}, 84);      // no GQA
+  check_on_device(testing::mixed_batch(), {12, 2, 64, 0}, 99, 4);  // 6 a KV head: chunks of 4 and 2
+  check_on_device(testing::mixed_batch(), {32, 2, 128, 0}, 100);   // 16 a KV head: two blocks of 8
 }
 
 TEST(CudaAttention, DecodeOfOneToken) {
