@@ -11,6 +11,10 @@
 namespace pagoda::cuda {
 
 inline constexpr int kMaxAttentionHeadDim = 512;  // gemma4's global layers
+// paged_attention's scratch for a long context split over blocks
+// (flash-decoding): each block's unnormalized output, max and sum.
+inline constexpr int kMaxAttentionSplitBlocks = 1024;
+inline constexpr int64_t kAttentionSplitScratchFloats = int64_t(kMaxAttentionSplitBlocks) * (kMaxAttentionHeadDim + 2);
 
 struct PagedAttentionArgs {
   const float* q = nullptr;            // [n_tokens][n_head][head_dim] F32 (RoPE applied)
@@ -44,12 +48,21 @@ struct PagedAttentionArgs {
   // Query heads of one KV head a block takes (they share its K/V reads); 0:
   // the launcher's choice by the step's size. Tests force each path.
   int heads_per_block = 0;
+  // kAttentionSplitScratchFloats floats: a step with few blocks and long
+  // tables splits each token's positions over several blocks and a second
+  // launch combines them (flash-decoding); null: no split. The split follows
+  // from the step's shape alone (tokens, heads, max_blocks_per_seq), never
+  // from its positions, so a CUDA graph captured for a shape holds for every
+  // step of it.
+  float* split_scratch = nullptr;
+  int splits = 0;  // > 0 forces that many (tests); 0: the launcher's choice
 };
 
 // out[t][h] = sum_j softmax_j(scale * q[t][h] . K[j]) V[j] over the attended
 // positions j of token t's sequence (causal: j <= pos[t]; with a window, also
-// j > pos[t] - window), the sink's exp(sink[h] - max) added to the softmax's sum. A token with a negative seq_index or
-// position (padding) gets zeros. cudaErrorInvalidValue for a bad shape.
+// j > pos[t] - window), the sink's exp(sink[h] - max) added to the softmax's
+// sum. A token with a negative seq_index or position (padding) gets zeros.
+// cudaErrorInvalidValue for a bad shape, or a forced split without scratch.
 cudaError_t paged_attention(const PagedAttentionArgs& a, cudaStream_t stream);
 
 }  // namespace pagoda::cuda

@@ -7,9 +7,11 @@
 // product over head_dim per head), then the block folds the tile into an
 // online softmax per head (F32 running max and sum; the tile's max and sum
 // reduced by 16 threads a head) and each thread accumulates its own output
-// dims of every head. Deliberately simple: K rows are read one per thread
-// (not coalesced). A flash-decoding split over positions and tensor-core
-// tiles for prefill are the known speedups.
+// dims of every head. A step of few blocks and long tables splits each
+// token's positions over several blocks (flash-decoding): each leaves its
+// unnormalized output, max and sum in scratch, and attention_combine_kernel
+// folds them. Deliberately simple: K rows are read one per thread (not
+// coalesced); tensor-core tiles for prefill are the known speedup.
 //
 // The kernel stands apart from its launcher (attention.cu) so that a test can
 // also compile it for the CPU and run it there (tests/cuda/host_emulation.h).
@@ -35,15 +37,22 @@ constexpr int kReduceLanes = kAttentionThreads / kMaxGroupHeads;
 static_assert(kReduceLanes * 8 == kAttentionThreads && kReduceLanes <= 32, "a head's reducers within one warp");
 
 // How a step's attention is launched: the grid (tokens x KV heads x chunks of
-// their query heads), the query heads a block takes, and the kernel's
-// instance: room for kHeads of them (1, 2, 4 or 8), each thread's output
-// dims kDims (head_dim up to 128 kDims).
+// their query heads x splits of the positions), the query heads a block
+// takes, the kernel's instance (room for kHeads of them: 1, 2, 4 or 8; each
+// thread's output dims kDims: head_dim up to 128 kDims), and the positions a
+// split takes.
 struct AttentionPlan {
   dim3 grid;
   int heads_per_block = 1;
   int max_heads = 1;  // kHeads
   int dims_per_thread = 1;
+  int splits = 1;     // grid.z
+  int split_len = 0;  // positions a split takes, a multiple of kAttentionThreads
 };
+
+// A step of fewer blocks than kSplitBelowBlocks splits its positions toward
+// kSplitTargetBlocks blocks, kMinSplitPositions or more a split.
+constexpr int kSplitBelowBlocks = 128, kSplitTargetBlocks = 256, kMinSplitPositions = 512;
 
 // Grouped heads read K and V once for the group, but make fewer blocks: a
 // step of few tokens (batch-1 decode) keeps a block per query head so that
@@ -57,7 +66,28 @@ inline AttentionPlan attention_plan(const PagedAttentionArgs& a) {
   const int chunks = (group + hpb - 1) / hpb;
   const int dims = a.head_dim <= kAttentionThreads ? 1 : a.head_dim <= 2 * kAttentionThreads ? 2 : 4;
   const int room = hpb <= 1 ? 1 : hpb <= 2 ? 2 : hpb <= 4 ? 4 : 8;
-  return {dim3(unsigned(a.n_tokens), unsigned(a.n_kv_head * chunks)), hpb, room, dims};
+  // The most positions a token attends: its table's, or its window.
+  int64_t range = int64_t(a.max_blocks_per_seq) * a.block_size;
+  if (a.sliding_window > 0 && a.sliding_window < range) range = a.sliding_window;
+  const int64_t blocks = int64_t(a.n_tokens) * a.n_kv_head * chunks, rows = int64_t(a.n_tokens) * a.n_head;
+  int64_t splits = a.splits;
+  if (splits <= 0) {
+    splits = 1;
+    if (a.split_scratch && blocks < kSplitBelowBlocks && rows > 0) {
+      splits = (kSplitTargetBlocks + blocks - 1) / blocks;
+      splits = splits < range / kMinSplitPositions ? splits : range / kMinSplitPositions;
+      splits = splits < kMaxAttentionSplitBlocks / rows ? splits : kMaxAttentionSplitBlocks / rows;
+      splits = splits > 1 ? splits : 1;
+    }
+  }
+  const int64_t tiles = (range + kAttentionThreads - 1) / kAttentionThreads;
+  const int split_len = int((tiles + splits - 1) / splits) * kAttentionThreads;
+  return {dim3(unsigned(a.n_tokens), unsigned(a.n_kv_head * chunks), unsigned(splits)),
+          hpb,
+          room,
+          dims,
+          int(splits),
+          split_len};
 }
 
 // The 16 threads of a half warp fold v (max or sum) and each gets the result.
@@ -71,12 +101,14 @@ __device__ __forceinline__ float reduce_16(float v) {
   return v;
 }
 
-// heads_per_block <= kHeads: the plan's (a last chunk may hold fewer). The
-// launch bound's 4 blocks an SM leave 128 registers a thread: without it
+// heads_per_block <= kHeads, split_len and splits: the plan's (a last chunk
+// may hold fewer heads). Split z of a token's positions first .. pos takes
+// first + z split_len onwards, split_len of them (none past pos: m -inf, l 0).
+// The launch bound's 4 blocks an SM leave 128 registers a thread: without it
 // ptxas held some instances to 48-72 and spilled.
 template <int kHeads, int kDims>
 __global__ void __launch_bounds__(kAttentionThreads, 4)
-    paged_attention_kernel(PagedAttentionArgs a, int heads_per_block) {
+    paged_attention_kernel(PagedAttentionArgs a, int heads_per_block, int split_len, int splits) {
   static_assert(kDims * kAttentionThreads <= kMaxAttentionHeadDim && kHeads <= kMaxGroupHeads);
   __shared__ float q_s[kHeads][kDims * kAttentionThreads];
   __shared__ float p_s[kHeads][kAttentionThreads];  // the tile's scores, then their exp(score - max)
@@ -91,7 +123,8 @@ __global__ void __launch_bounds__(kAttentionThreads, 4)
   const int nh = min(heads_per_block, kv_head * group + group - h0);
   const int seq = a.seq_index[t], pos = a.positions[t];
   if (seq < 0 || pos < 0) {
-    for (int i = tid; i < nh * d_head; i += kAttentionThreads) a.out[(t * a.n_head + h0) * d_head + i] = 0.0f;
+    for (int i = tid; i < nh * d_head && blockIdx.z == 0; i += kAttentionThreads)
+      a.out[(t * a.n_head + h0) * d_head + i] = 0.0f;
     return;  // uniform over the block: no barrier is skipped by only some threads
   }
 
@@ -102,6 +135,7 @@ __global__ void __launch_bounds__(kAttentionThreads, 4)
     q_s[i / d_head][i % d_head] = a.q[(t * a.n_head + h0) * d_head + i];
 
   const int first = a.sliding_window > 0 ? max(0, pos - a.sliding_window + 1) : 0;
+  const int begin = first + int(blockIdx.z) * split_len, end = min(pos, begin + split_len - 1);
   float m[kHeads], l[kHeads], acc[kHeads][kDims];
   PAGODA_UNROLL
   for (int h = 0; h < kHeads; ++h) {
@@ -117,13 +151,13 @@ __global__ void __launch_bounds__(kAttentionThreads, 4)
   };
   const int red_head = tid / kReduceLanes, red_first = (tid % kReduceLanes) * 8;  // this thread's share of a fold
 
-  for (int j0 = first; j0 <= pos; j0 += kAttentionThreads) {
+  for (int j0 = begin; j0 <= end; j0 += kAttentionThreads) {
     __syncthreads();  // q_s is written (first tile), and the last tile's p_s is read by all
     const int j = j0 + tid;
     float s[kHeads];
     PAGODA_UNROLL
     for (int h = 0; h < kHeads; ++h) s[h] = 0.0f;
-    if (j <= pos) {
+    if (j <= end) {
       const __half* k = row(a.k_cache, j);
       for (int d = 0; d < d_head; ++d) {
         const float kd = __half2float(k[d]);
@@ -135,12 +169,12 @@ __global__ void __launch_bounds__(kAttentionThreads, 4)
     PAGODA_UNROLL
     for (int h = 0; h < kHeads; ++h) {
       const float dot = s[h];
-      p_s[h][tid] = j > pos || h >= nh ? -INFINITY
+      p_s[h][tid] = j > end || h >= nh ? -INFINITY
                     : a.softcap > 0    ? a.softcap * tanhf(dot * a.scale / a.softcap)
                                        : a.scale * dot;
     }
     __syncthreads();
-    const int n = min(kAttentionThreads, pos - j0 + 1);
+    const int n = min(kAttentionThreads, end - j0 + 1);
     // The tile's max per head (each holds at least one position: finite for a real head).
     float part = -INFINITY;
     for (int i = 0; i < 8 && red_head < nh; ++i) part = fmaxf(part, p_s[red_head][red_first + i]);
@@ -186,6 +220,18 @@ __global__ void __launch_bounds__(kAttentionThreads, 4)
       }
     }
   }
+  if (splits > 1) {  // this split's share, for attention_combine_kernel: max, sum, unnormalized output
+    PAGODA_UNROLL
+    for (int h = 0; h < kHeads; ++h) {
+      if (h >= nh) continue;
+      float* r = a.split_scratch + ((t * a.n_head + h0 + h) * splits + blockIdx.z) * (d_head + 2);
+      if (tid == 0) r[0] = m[h], r[1] = l[h];
+      PAGODA_UNROLL
+      for (int i = 0; i < kDims; ++i)
+        if (tid + i * kAttentionThreads < d_head) r[2 + tid + i * kAttentionThreads] = acc[h][i];
+    }
+    return;
+  }
   PAGODA_UNROLL
   for (int h = 0; h < kHeads; ++h) {
     if (h >= nh) continue;
@@ -202,6 +248,32 @@ __global__ void __launch_bounds__(kAttentionThreads, 4)
       const int d = tid + i * kAttentionThreads;
       if (d < d_head) out[d] = acc[h][i] * inv;
     }
+  }
+}
+
+// One block per (token, query head) of a split step: its splits' shares
+// folded into the softmax over all of them (and the sink), as the unsplit
+// kernel's online softmax would have. Padding tokens were written already.
+__global__ void __launch_bounds__(kAttentionThreads) attention_combine_kernel(PagedAttentionArgs a, int splits) {
+  const int64_t t = blockIdx.x;
+  const int h = blockIdx.y, d_head = a.head_dim;
+  if (a.seq_index[t] < 0 || a.positions[t] < 0) return;
+  const float* rows = a.split_scratch + (t * a.n_head + h) * splits * int64_t(d_head + 2);
+  float m = a.sinks ? a.sinks[h] : -INFINITY;
+  for (int z = 0; z < splits; ++z) m = fmaxf(m, rows[z * (d_head + 2)]);  // finite: split 0 holds a position
+  float l = a.sinks ? expf(a.sinks[h] - m) : 0.0f;
+  for (int z = 0; z < splits; ++z) {
+    const float mz = rows[z * (d_head + 2)];
+    if (mz != -INFINITY) l += rows[z * (d_head + 2) + 1] * expf(mz - m);
+  }
+  const float inv = 1.0f / l;
+  for (int d = threadIdx.x; d < d_head; d += kAttentionThreads) {
+    float o = 0.0f;
+    for (int z = 0; z < splits; ++z) {
+      const float mz = rows[z * (d_head + 2)];
+      if (mz != -INFINITY) o += rows[z * (d_head + 2) + 2 + d] * expf(mz - m);
+    }
+    a.out[(t * a.n_head + h) * d_head + d] = o * inv;
   }
 }
 

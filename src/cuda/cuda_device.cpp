@@ -429,6 +429,7 @@ DeviceStatus CudaDevice::reserve_workspace(const gpu::StepLimits& limits) {
       b.seq_end = w.take<int32_t>(limits.max_seqs);
     }
     b.attn = w.take<float>(T * c.max_q_dim());
+    b.attn_split = w.take<float>(kAttentionSplitScratchFloats);
     b.k = w.take<float>(T * c.max_kv_dim());
     b.v = w.take<float>(T * c.max_kv_dim());
     b.gate = w.take<float>(T * c.max_n_ff());

@@ -30,6 +30,7 @@ namespace pagoda::cuda {
 struct StepBuffers {
   float *x = nullptr, *h = nullptr;           // T x E: the residual stream, a normed or projected copy
   float *q = nullptr, *attn = nullptr;        // T x Q
+  float* attn_split = nullptr;                // kAttentionSplitScratchFloats: paged_attention's split contexts
   float *qg = nullptr, *attn_gate = nullptr;  // T x 2Q, T x Q: the query with its gate, the gate (qwen35)
   float *k = nullptr, *v = nullptr;           // T x K
   float *gate = nullptr, *up = nullptr;       // T x F
@@ -236,7 +237,8 @@ void attention_block(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, con
                        .scale = c.attn_scale,
                        .softcap = c.attn_softcap,
                        .sliding_window = l.window,
-                       .sinks = l.sinks});
+                       .sinks = l.sinks,
+                       .split_scratch = b.attn_split});
   if (c.attn_output_gate) ops.sigmoid_gate(b.attn, b.attn_gate, int64_t(T) * Q);
   matmul(ops, b, l.wo, b.attn, T, out);
   if (l.bo) ops.add_bias(out, l.bo, T, E);

@@ -45,6 +45,8 @@ struct AttentionShape {
   int row_pad = 0;
   // Query heads a block takes (PagedAttentionArgs::heads_per_block); 0: the launcher's choice.
   int heads_per_block = 0;
+  // Blocks each token's positions are split over (PagedAttentionArgs::splits); 0: the launcher's choice.
+  int splits = 0;
 };
 
 // Host copies of one call's inputs; args() points the kernel at wherever they were put.
@@ -65,7 +67,7 @@ struct AttentionCase {
 
   PagedAttentionArgs args(const float* q_at, const uint16_t* k_at, const uint16_t* v_at, const int32_t* seq_at,
                           const int32_t* pos_at, const int32_t* tables_at, float* out_at,
-                          const float* sinks_at = nullptr) const {
+                          const float* sinks_at = nullptr, float* split_scratch_at = nullptr) const {
     PagedAttentionArgs a;
     a.q = q_at;
     a.k_cache = reinterpret_cast<const __half*>(k_at);
@@ -87,6 +89,8 @@ struct AttentionCase {
     a.softcap = shape.softcap;
     a.kv_stride = shape.row_pad > 0 ? row_stride() : 0;
     a.heads_per_block = shape.heads_per_block;
+    a.splits = shape.splits;
+    a.split_scratch = split_scratch_at;
     return a;
   }
 };

@@ -15,26 +15,34 @@ namespace {
 using testing::AttentionBatch;
 using testing::AttentionShape;
 
-// The kernel as the launcher runs it (attention.cu), for plan p.
+// The kernels as the launcher runs them (attention.cu).
 void launch_on_host(const PagedAttentionArgs& a) {
   const detail::AttentionPlan p = detail::attention_plan(a);
+  ASSERT_TRUE(p.splits == 1 || a.split_scratch) << "a split needs scratch";
   detail::with_attention_kernel(p, [&](auto kernel) {
-    emulation::launch(p.grid, dim3(detail::kAttentionThreads), kernel, a, p.heads_per_block);
+    emulation::launch(p.grid, dim3(detail::kAttentionThreads), kernel, a, p.heads_per_block, p.split_len, p.splits);
   });
+  if (p.splits > 1)
+    emulation::launch(dim3(unsigned(a.n_tokens), unsigned(a.n_head)), dim3(detail::kAttentionThreads),
+                      detail::attention_combine_kernel, a, p.splits);
 }
 
-// Each case with a block per query head and with a KV head's query heads in blocks of up to
-// `grouped` (0: all of them, up to kMaxGroupHeads).
+// Each case (unless it sets its own) with a block per query head and with a KV head's query
+// heads in blocks of up to `grouped` (0: all of them, up to kMaxGroupHeads).
 void check_on_host(const AttentionBatch& batch, AttentionShape s, uint32_t seed, int grouped = 0) {
+  const int preset = s.heads_per_block;
   for (const int heads : {1, grouped > 0 ? grouped : s.n_head / s.n_kv_head}) {
+    if (preset > 0 && heads != preset) continue;  // the case's own layout only
     s.heads_per_block = heads;
-    SCOPED_TRACE(fmt::format("heads {}/{} ({} a block) head_dim {} window {} tokens {}{}{}{}", s.n_head, s.n_kv_head,
-                             heads, s.head_dim, s.window, batch.seq.size(), s.grouped_tables ? " grouped tables" : "",
-                             s.sinks ? " sinks" : "", s.row_pad ? " wider rows" : ""));
+    SCOPED_TRACE(fmt::format("heads {}/{} ({} a block) head_dim {} window {} tokens {} splits {}{}{}{}", s.n_head,
+                             s.n_kv_head, heads, s.head_dim, s.window, batch.seq.size(), s.splits,
+                             s.grouped_tables ? " grouped tables" : "", s.sinks ? " sinks" : "",
+                             s.row_pad ? " wider rows" : ""));
     const testing::AttentionCase c = testing::make_attention_case(batch, s, seed);
-    std::vector<float> out = testing::nan_floats(c.q.size());
+    std::vector<float> out = testing::nan_floats(c.q.size()),
+                       scratch = testing::nan_floats(kAttentionSplitScratchFloats);
     launch_on_host(c.args(c.q.data(), c.k_cache.data(), c.v_cache.data(), c.batch.seq.data(), c.batch.pos.data(),
-                          c.upload_tables.data(), out.data(), c.sinks.data()));
+                          c.upload_tables.data(), out.data(), c.sinks.data(), scratch.data()));
     testing::expect_attention_matches(c, out);
   }
 }
@@ -52,6 +60,36 @@ TEST(CudaAttentionOnHost, KernelSourceMatchesADoubleLoop) {
   check_on_host(testing::mixed_batch(), {4, 2, 64, 0, false, false, 1.5f}, 95);  // a cap the scores reach
   check_on_host(testing::decode_one(), {12, 2, 64, 0}, 99, 4);                   // 6 a KV head: chunks of 4 and 2
   check_on_host(testing::decode_one(), {16, 1, 128, 0}, 100);                    // 16 a KV head: two blocks of 8
+}
+
+// Positions split over blocks and combined (flash-decoding): 300 positions in 3 splits of 128
+// (the prefill's later splits empty), with sinks, a window, a cap, grouped heads; and when the
+// launcher splits.
+TEST(CudaAttentionOnHost, SplitPositionsCombineToTheWholeSoftmax) {
+  // Each case in one layout of heads: the kernel's split is the same code either way.
+  const auto split = [](AttentionShape s, int splits, int heads) {
+    s.splits = splits;
+    s.heads_per_block = heads;
+    return s;
+  };
+  check_on_host(testing::mixed_batch(), split({4, 2, 64, 0}, 3, 2), 101);
+  check_on_host(testing::mixed_batch(), split({4, 2, 64, 0, false, true}, 2, 1), 102);          // sinks
+  check_on_host(testing::mixed_batch(), split({4, 1, 64, 200, true}, 2, 4), 103);               // a window
+  check_on_host(testing::mixed_batch(), split({2, 1, 256, 0, false, false, 1.5f}, 5, 2), 104);  // a cap, 5 splits
+  PagedAttentionArgs a{.n_tokens = 8, .n_head = 4, .n_kv_head = 2, .head_dim = 64, .block_size = 16};
+  a.max_blocks_per_seq = 256;  // up to 4096 positions a token: 8 tokens x 4 heads split in 8
+  float scratch = 0;
+  a.split_scratch = &scratch;
+  EXPECT_EQ(detail::attention_plan(a).splits, 8);
+  EXPECT_EQ(detail::attention_plan(a).split_len, 512);
+  a.sliding_window = 1100;  // a window bounds the range: 1100 positions in 2 splits
+  EXPECT_EQ(detail::attention_plan(a).splits, 2);
+  a.sliding_window = 0;
+  a.n_tokens = 64;  // 128 blocks already: no split
+  EXPECT_EQ(detail::attention_plan(a).splits, 1);
+  a.n_tokens = 8;
+  a.split_scratch = nullptr;  // no scratch, no split
+  EXPECT_EQ(detail::attention_plan(a).splits, 1);
 }
 
 // A CUDA graph's padding token (gpu/graph_buckets.h): position 0 of a

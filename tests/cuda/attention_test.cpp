@@ -14,21 +14,24 @@ using testing::AttentionBatch;
 using testing::AttentionShape;
 using testing::DeviceBuffer;
 
-// Each case with a block per query head and with a KV head's query heads in blocks of up to
-// `grouped` (0: all of them, up to 8).
+// Each case (unless it sets its own) with a block per query head and with a KV head's query
+// heads in blocks of up to `grouped` (0: all of them, up to 8).
 void check_on_device(const AttentionBatch& batch, AttentionShape s, uint32_t seed, int grouped = 0) {
+  const int preset = s.heads_per_block;
   for (const int heads : {1, grouped > 0 ? grouped : s.n_head / s.n_kv_head}) {
+    if (preset > 0 && heads != preset) continue;  // the case's own layout only
     s.heads_per_block = heads;
-    SCOPED_TRACE(fmt::format("heads {}/{} ({} a block) head_dim {} window {} tokens {}{}{}{}", s.n_head, s.n_kv_head,
-                             heads, s.head_dim, s.window, batch.seq.size(), s.grouped_tables ? " grouped tables" : "",
-                             s.sinks ? " sinks" : "", s.row_pad ? " wider rows" : ""));
+    SCOPED_TRACE(fmt::format("heads {}/{} ({} a block) head_dim {} window {} tokens {} splits {}{}{}{}", s.n_head,
+                             s.n_kv_head, heads, s.head_dim, s.window, batch.seq.size(), s.splits,
+                             s.grouped_tables ? " grouped tables" : "", s.sinks ? " sinks" : "",
+                             s.row_pad ? " wider rows" : ""));
     const testing::AttentionCase c = testing::make_attention_case(batch, s, seed);
     DeviceBuffer<float> q_d(c.q), out_d(testing::nan_floats(c.q.size()));
     DeviceBuffer<uint16_t> k_d(c.k_cache), v_d(c.v_cache);
     DeviceBuffer<int32_t> seq_d(c.batch.seq), pos_d(c.batch.pos), tables_d(c.upload_tables);
-    DeviceBuffer<float> sinks_d(c.sinks);
-    const PagedAttentionArgs a =
-        c.args(q_d.get(), k_d.get(), v_d.get(), seq_d.get(), pos_d.get(), tables_d.get(), out_d.get(), sinks_d.get());
+    DeviceBuffer<float> sinks_d(c.sinks), scratch_d(testing::nan_floats(kAttentionSplitScratchFloats));
+    const PagedAttentionArgs a = c.args(q_d.get(), k_d.get(), v_d.get(), seq_d.get(), pos_d.get(), tables_d.get(),
+                                        out_d.get(), sinks_d.get(), scratch_d.get());
     ASSERT_EQ(paged_attention(a, nullptr), cudaSuccess);
     PAGODA_CUDA_SYNC();
     testing::expect_attention_matches(c, out_d.download());
@@ -46,6 +49,19 @@ TEST(CudaAttention, MixedBatchWithGqaMatchesADoubleLoop) {
   check_on_device(testing::mixed_batch(), {5, 5, 80, 0}, 84);      // no GQA
   check_on_device(testing::mixed_batch(), {12, 2, 64, 0}, 99, 4);  // 6 a KV head: chunks of 4 and 2
   check_on_device(testing::mixed_batch(), {32, 2, 128, 0}, 100);   // 16 a KV head: two blocks of 8
+}
+
+// Positions split over blocks and combined (flash-decoding), as on the host.
+TEST(CudaAttention, SplitPositionsCombineToTheWholeSoftmax) {
+  PAGODA_REQUIRE_CUDA_DEVICE();
+  const auto split = [](AttentionShape s, int splits) {
+    s.splits = splits;
+    return s;
+  };
+  check_on_device(testing::mixed_batch(), split({8, 2, 64, 0}, 3), 101);
+  check_on_device(testing::mixed_batch(), split({8, 2, 64, 0, false, true}, 2), 102);
+  check_on_device(testing::mixed_batch(), split({8, 4, 128, 200, true}, 2), 103);
+  check_on_device(testing::mixed_batch(), split({4, 2, 256, 0, false, false, 1.5f}, 5), 104);
 }
 
 TEST(CudaAttention, DecodeOfOneToken) {

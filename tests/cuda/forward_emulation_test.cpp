@@ -175,6 +175,7 @@ struct HostOps {
     const int kv_dim = a.kv_stride > 0 ? a.kv_stride : a.n_kv_head * a.head_dim, group = a.n_head / a.n_kv_head;
     expect_row_stride(a.k_cache, kv_dim);
     expect_row_stride(a.v_cache, kv_dim);
+    EXPECT_NE(a.split_scratch, nullptr) << "a long context at batch 1 could not split";
     for (int t = 0; t < a.n_tokens; ++t) {
       const int32_t* table = a.block_tables + a.seq_index[t] * stride;
       for (int h = 0; h < a.n_head; ++h) {
@@ -482,6 +483,7 @@ struct HostDevice {
          .h = take(T * c.n_embd),
          .q = take(T * c.max_q_dim()),
          .attn = take(T * c.max_q_dim()),
+         .attn_split = take(kAttentionSplitScratchFloats),
          .k = take(T * c.max_kv_dim()),
          .v = take(T * c.max_kv_dim()),
          .gate = take(T * c.max_n_ff()),
