@@ -10,7 +10,10 @@
 #include <cstdint>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "cuda/attention.h"
 #include "cuda_test_util.h"
@@ -94,6 +97,21 @@ struct AttentionCase {
     return a;
   }
 };
+
+// The layouts of heads a case runs in: its own (heads_per_block set), else a
+// block per query head and blocks of up to `grouped` of a KV head's query
+// heads (0: all of them, up to 8).
+inline std::vector<int> head_layouts(const AttentionShape& s, int grouped) {
+  if (s.heads_per_block > 0) return {s.heads_per_block};
+  return {1, grouped > 0 ? grouped : s.n_head / s.n_kv_head};
+}
+
+inline std::string describe(const AttentionBatch& b, const AttentionShape& s) {
+  return fmt::format("heads {}/{} ({} a block) head_dim {} window {} tokens {} splits {}{}{}{}", s.n_head, s.n_kv_head,
+                     s.heads_per_block, s.head_dim, s.window, b.seq.size(), s.splits,
+                     s.grouped_tables ? " grouped tables" : "", s.sinks ? " sinks" : "",
+                     s.row_pad ? " wider rows" : "");
+}
 
 inline AttentionCase make_attention_case(const AttentionBatch& batch, const AttentionShape& s, uint32_t seed) {
   std::mt19937 rng(seed);

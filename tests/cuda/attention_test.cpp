@@ -14,17 +14,11 @@ using testing::AttentionBatch;
 using testing::AttentionShape;
 using testing::DeviceBuffer;
 
-// Each case (unless it sets its own) with a block per query head and with a KV head's query
-// heads in blocks of up to `grouped` (0: all of them, up to 8).
+// Each case in testing::head_layouts.
 void check_on_device(const AttentionBatch& batch, AttentionShape s, uint32_t seed, int grouped = 0) {
-  const int preset = s.heads_per_block;
-  for (const int heads : {1, grouped > 0 ? grouped : s.n_head / s.n_kv_head}) {
-    if (preset > 0 && heads != preset) continue;  // the case's own layout only
+  for (const int heads : testing::head_layouts(s, grouped)) {
     s.heads_per_block = heads;
-    SCOPED_TRACE(fmt::format("heads {}/{} ({} a block) head_dim {} window {} tokens {} splits {}{}{}{}", s.n_head,
-                             s.n_kv_head, heads, s.head_dim, s.window, batch.seq.size(), s.splits,
-                             s.grouped_tables ? " grouped tables" : "", s.sinks ? " sinks" : "",
-                             s.row_pad ? " wider rows" : ""));
+    SCOPED_TRACE(testing::describe(batch, s));
     const testing::AttentionCase c = testing::make_attention_case(batch, s, seed);
     DeviceBuffer<float> q_d(c.q), out_d(testing::nan_floats(c.q.size()));
     DeviceBuffer<uint16_t> k_d(c.k_cache), v_d(c.v_cache);

@@ -362,15 +362,21 @@ TEST(CudaRunner, CpuSamplingBringsEveryRowBack) {
 // K/V for the attention layer only, and the same greedy tokens as the CPU
 // engine through forks (n = 2: a state copied) and prefix-cache hits on
 // shared prompts (checkpoints saved and restored: state copies again).
+// A synthetic model file in the temp folder, with greedy()'s 512-token vocabulary.
+std::string synthetic_file(SyntheticModelSpec spec) {
+  spec.n_vocab = 512;
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("pagoda-gpu-runner-" + spec.arch + ".gguf")).string();
+  synthetic_model(spec).write(path);
+  return path;
+}
+
 std::string hybrid_file() {
   SyntheticModelSpec spec;
   spec.arch = "qwen35";
-  spec.n_vocab = 512;  // greedy()'s prompts
   spec.n_layer = 4;
   spec.rope_dims = 8;
-  const std::string path = (std::filesystem::temp_directory_path() / "pagoda-gpu-runner-qwen35.gguf").string();
-  synthetic_model(spec).write(path);
-  return path;
+  return synthetic_file(spec);
 }
 
 // Twelve greedy requests, the second half extending the first half's
@@ -467,7 +473,6 @@ TEST(CudaRunner, AHybridsStateSurvivesFailedPasses) {
 std::string sliding_file() {
   SyntheticModelSpec spec;
   spec.arch = "gemma3";
-  spec.n_vocab = 512;  // greedy()'s prompts
   spec.n_embd = 64;
   spec.n_ff = 128;
   spec.head_dim = 32;
@@ -475,9 +480,7 @@ std::string sliding_file() {
   spec.n_layer = 6;
   spec.sliding_window = 32;
   spec.sliding_pattern = 6;
-  const std::string path = (std::filesystem::temp_directory_path() / "pagoda-gpu-runner-gemma3.gguf").string();
-  synthetic_model(spec).write(path);
-  return path;
+  return synthetic_file(spec);
 }
 
 TEST(CudaRunner, SlidingWindowsGiveBackTheirPagesAsOnTheCpu) {
