@@ -21,7 +21,7 @@
 #      Pagoda's batch-1 decode at those depths, then both servers under `pagoda loadgen` at
 #      32 and 128 streams (scripts/serve-vs-llama-server.py; 8B Q4_K)
 # PAGODA_DEVICE_PHASES picks phases (default "0 1 2 3 4 5"): a session's commands may run 10
-# minutes each, so run "0 1 2", then "3 5", then "4".
+# minutes each, so run "0 1 2", then "3", then "5" and "4" as time allows.
 #
 #   scripts/device-check.sh [OUT]      OUT: $OUT if set, else the argument, else ./device-check-out
 #   scripts/device-check.sh --stage    on the build machine: copy the shared libraries the
@@ -258,6 +258,14 @@ phase_speed() {
   echo "-- decode, batch 128"
   PAGODA_CUDA_ATTENTION_HEADS=1 "$pagoda" bench -m "$f" "${common[@]}" --requests 128 --max-num-seqs 128 \
     --min-prompt 128 --max-prompt 128 --min-output 128 --max-output 128 || rc=1
+  # What splitting a long context over blocks gives (flash-decoding, the default below 128
+  # blocks): one stream at a 3,900-token context, split (8 ways) and not.
+  echo "== 8b q4_k, one stream at a 3,900-token context: split, then PAGODA_CUDA_ATTENTION_SPLITS=1"
+  for splits in 0 1; do
+    echo "-- decode, batch 1, PAGODA_CUDA_ATTENTION_SPLITS=$splits (0: the launcher's choice)"
+    PAGODA_CUDA_ATTENTION_SPLITS=$splits "$pagoda" bench -m "$f" "${common[@]}" --requests 1 --max-num-seqs 1 \
+      --min-prompt 3900 --max-prompt 3900 --min-output 128 --max-output 128 || rc=1
+  done
   return $rc
 }
 
@@ -364,13 +372,13 @@ if ((${#missing[@]})); then
     "$build/)" >&2
   record 0 environment "missing binaries" "\"missing\":\"${missing[*]}\""
 else
-  # Each group within one 10-minute command: "0 1 2" about 8 minutes at most, "3 5" about 9.5, "4" 4.
+  # Each group within one 10-minute command: "0 1 2" 8.5 minutes at most, "3" 8, "5" 4.5, "4" 4.
   wants() { [[ " $phases " == *" $1 "* ]]; }
   wants 0 && run_phase 0 environment 90 phase_environment
   wants 1 && run_phase 1 kernel-tests 120 phase_tests
   wants 1 && run_phase 1 sanitizers 150 phase_sanitizers
   wants 2 && run_phase 2 model-parity 150 phase_parity
-  wants 3 && run_phase 3 speed 450 phase_speed
+  wants 3 && run_phase 3 speed 480 phase_speed
   wants 4 && run_phase 4 serving 240 phase_serving
   wants 5 && run_phase 5 llama-cpp 270 phase_llama
 fi

@@ -116,7 +116,8 @@ struct Launches {
   cublasHandle_t blas;
   void* blas_workspace;
   size_t blas_workspace_bytes;
-  int attention_heads;  // PagedAttentionArgs::heads_per_block for every layer (0: the launcher's choice)
+  // PagedAttentionArgs::heads_per_block and splits for every layer (0: the launcher's choice).
+  int attention_heads, attention_splits;
   void embed_rows(TensorType t, const void* w, int64_t rows, int64_t k, const int32_t* ids, int n, float* out) {
     ck(cuda::embed_rows(t, w, rows, k, ids, n, out, stream), "embed_rows");
   }
@@ -159,6 +160,7 @@ struct Launches {
   }
   void paged_attention(PagedAttentionArgs a) {
     if (attention_heads > 0) a.heads_per_block = attention_heads;
+    if (attention_splits > 0) a.splits = attention_splits;
     ck(cuda::paged_attention(a, stream), "paged_attention");
   }
   void add(float* y, const float* x, int64_t n) { ck(cuda::add(y, x, n, stream), "add"); }
@@ -282,7 +284,7 @@ struct CudaDevice::Impl {
   // captured on first use; they hold the workspace's and the pool's
   // addresses, so they go whenever those buffers are replaced.
   bool graphs = true;
-  int attention_heads = 0;  // PAGODA_CUDA_ATTENTION_HEADS: Launches::attention_heads
+  int attention_heads = 0, attention_splits = 0;  // PAGODA_CUDA_ATTENTION_HEADS and _SPLITS (Launches)
   std::map<gpu::GraphKey, cudaGraphExec_t> graph_execs;
   void drop_graphs() {
     for (auto& [key, exec] : graph_execs) cudaGraphExecDestroy(exec);
@@ -325,8 +327,9 @@ std::unique_ptr<CudaDevice> CudaDevice::open(int ordinal, const DeviceFaults& fa
   m->ordinal = ordinal;
   m->faults = faults;
   m->graphs = graphs;
-  // For the device check's A/B of paged_attention's two layouts (1: a block per query head).
+  // For the device check's A/Bs of paged_attention's layouts (1: a block per query head; no split).
   if (const char* h = std::getenv("PAGODA_CUDA_ATTENTION_HEADS")) m->attention_heads = std::max(0, std::atoi(h));
+  if (const char* z = std::getenv("PAGODA_CUDA_ATTENTION_SPLITS")) m->attention_splits = std::max(0, std::atoi(z));
   const DeviceStatus s = answer([&] {
     m->use();
     cudaDeviceProp p{};
@@ -584,7 +587,7 @@ void CudaDevice::Impl::take_memory_then_fail() {
 // recur at every step; this step and the later ones run eagerly (a sticky
 // fault then shows again in the eager launches).
 void CudaDevice::Impl::run_graph(const gpu::GraphKey& key, const gpu::StepUpload& padded) {
-  Launches ops{stream, blas, blas_workspace, kBlasWorkspaceBytes, attention_heads};
+  Launches ops{stream, blas, blas_workspace, kBlasWorkspaceBytes, attention_heads, attention_splits};
   auto it = graph_execs.find(key);
   if (it == graph_execs.end()) {
     cudaGraphExec_t exec = nullptr;
@@ -647,7 +650,7 @@ void CudaDevice::Impl::forward(const gpu::StepUpload& step) {
   if (padded) {
     run_graph(key, u);
   } else {
-    Launches ops{stream, blas, blas_workspace, kBlasWorkspaceBytes, attention_heads};
+    Launches ops{stream, blas, blas_workspace, kBlasWorkspaceBytes, attention_heads, attention_splits};
     forward_pass(ops, model, buf.act, u, buf.words);
   }
   if (D > 0) {
