@@ -118,6 +118,7 @@ struct Launches {
   size_t blas_workspace_bytes;
   // PagedAttentionArgs::heads_per_block and splits for every layer (0: the launcher's choice).
   int attention_heads, attention_splits;
+  bool matvec_f32;  // mmvq's matmuls through matvec on F32 activations instead
   void embed_rows(TensorType t, const void* w, int64_t rows, int64_t k, const int32_t* ids, int n, float* out) {
     ck(cuda::embed_rows(t, w, rows, k, ids, n, out, stream), "embed_rows");
   }
@@ -144,6 +145,11 @@ struct Launches {
   void mmq(TensorType t, const void* w, int64_t rows, int64_t k, const float* x, int n, float* out, void* scratch,
            size_t scratch_bytes) {
     ck(cuda::mmq(t, w, rows, k, x, n, out, scratch, scratch_bytes, stream), "mmq");
+  }
+  void mmvq(TensorType t, const void* w, int64_t rows, int64_t k, const float* x, int n, float* out, void* scratch,
+            size_t scratch_bytes) {
+    if (matvec_f32) return matvec(t, w, rows, k, x, n, out);
+    ck(cuda::mmvq(t, w, rows, k, x, n, out, scratch, scratch_bytes, stream), "mmvq");
   }
   void rms_norm(const float* x, const float* w, float* out, int n_rows, int n, float eps) {
     ck(cuda::rms_norm(x, w, out, n_rows, n, eps, stream), "rms_norm");
@@ -285,6 +291,7 @@ struct CudaDevice::Impl {
   // addresses, so they go whenever those buffers are replaced.
   bool graphs = true;
   int attention_heads = 0, attention_splits = 0;  // PAGODA_CUDA_ATTENTION_HEADS and _SPLITS (Launches)
+  bool matvec_f32 = false;                        // PAGODA_CUDA_MATVEC_F32 (Launches)
   std::map<gpu::GraphKey, cudaGraphExec_t> graph_execs;
   void drop_graphs() {
     for (auto& [key, exec] : graph_execs) cudaGraphExecDestroy(exec);
@@ -330,6 +337,8 @@ std::unique_ptr<CudaDevice> CudaDevice::open(int ordinal, const DeviceFaults& fa
   // For the device check's A/Bs of paged_attention's layouts (1: a block per query head; no split).
   if (const char* h = std::getenv("PAGODA_CUDA_ATTENTION_HEADS")) m->attention_heads = std::max(0, std::atoi(h));
   if (const char* z = std::getenv("PAGODA_CUDA_ATTENTION_SPLITS")) m->attention_splits = std::max(0, std::atoi(z));
+  // And of decode's matmuls: mmvq's 8-bit activations, or (1) matvec's F32 ones.
+  if (const char* f = std::getenv("PAGODA_CUDA_MATVEC_F32")) m->matvec_f32 = std::atoi(f) == 1;
   const DeviceStatus s = answer([&] {
     m->use();
     cudaDeviceProp p{};
@@ -587,7 +596,7 @@ void CudaDevice::Impl::take_memory_then_fail() {
 // recur at every step; this step and the later ones run eagerly (a sticky
 // fault then shows again in the eager launches).
 void CudaDevice::Impl::run_graph(const gpu::GraphKey& key, const gpu::StepUpload& padded) {
-  Launches ops{stream, blas, blas_workspace, kBlasWorkspaceBytes, attention_heads, attention_splits};
+  Launches ops{stream, blas, blas_workspace, kBlasWorkspaceBytes, attention_heads, attention_splits, matvec_f32};
   auto it = graph_execs.find(key);
   if (it == graph_execs.end()) {
     cudaGraphExec_t exec = nullptr;
@@ -650,7 +659,7 @@ void CudaDevice::Impl::forward(const gpu::StepUpload& step) {
   if (padded) {
     run_graph(key, u);
   } else {
-    Launches ops{stream, blas, blas_workspace, kBlasWorkspaceBytes, attention_heads, attention_splits};
+    Launches ops{stream, blas, blas_workspace, kBlasWorkspaceBytes, attention_heads, attention_splits, matvec_f32};
     forward_pass(ops, model, buf.act, u, buf.words);
   }
   if (D > 0) {

@@ -66,18 +66,23 @@ struct StepBuffers {
   size_t mmq_scratch_bytes = 0;
 };
 
-// How a matrix meets T tokens: up to kMaxMatvecTokens, matvec on the
-// quantized blocks; past that, a format mmq takes (mmq_supports: Q8_0, Q4_0,
-// Q5_0, IQ4_NL, MXFP4 and the K-quants but Q2_K) goes through mmq (int8 tensor cores on the blocks, read once) up to
-// kMmqMaxTokens; the rest through F16 weights and cuBLAS above kGemmMinTokens,
-// else matvec launches of kMaxMatvecTokens.
+// How a matrix meets T tokens, in a format mmq takes (mmq_supports: Q8_0,
+// Q4_0, Q5_0, IQ4_NL, MXFP4 and the K-quants but Q2_K): up to
+// kMaxMatvecTokens, mmvq (dp4a on 8-bit activations); past that mmq (int8
+// tensor cores on the blocks, read once) up to kMmqMaxTokens. The rest, and
+// mmq's formats past kMmqMaxTokens: F16 weights and cuBLAS above
+// kGemmMinTokens, else matvec (F32 activations) launches of kMaxMatvecTokens.
 inline constexpr int kGemmMinTokens = 32;
 inline constexpr int kMmqMaxTokens = 512;
 // out [T][w.rows] = in [T][w.cols] w^T. may_gemm false: no cuBLAS whatever T
 // (the output matrix, whose F16 copy would not fit the workspace).
 template <class Ops>
 void matmul(Ops& ops, const StepBuffers& b, const Mat& w, const float* in, int T, float* out, bool may_gemm = true) {
-  if (T > kMaxMatvecTokens && T <= kMmqMaxTokens && mmq_supports(w.type)) {
+  if (T <= kMaxMatvecTokens && mmq_supports(w.type)) {
+    ops.mmvq(w.type, w.data, w.rows, w.cols, in, T, out, b.mmq_scratch, b.mmq_scratch_bytes);
+    return;
+  }
+  if (T <= kMmqMaxTokens && mmq_supports(w.type)) {
     ops.mmq(w.type, w.data, w.rows, w.cols, in, T, out, b.mmq_scratch, b.mmq_scratch_bytes);
     return;
   }

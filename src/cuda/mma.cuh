@@ -1,5 +1,5 @@
-// The int8 tensor-core product mma.sync.m16n8k32 (sm_80+) as one function
-// that both compilers read: inline PTX on the device; under
+// The int8 tensor-core product mma.sync.m16n8k32 (sm_80+), and dp4a's
+// four-byte dot, as functions that both compilers read: inline PTX on the device; under
 // tests/cuda/host_emulation.h a warp-collective plain version of the same
 // fragment layout, so a CPU run checks a kernel's fragment indexing too.
 #pragma once
@@ -51,6 +51,16 @@ inline void mma_lane_reference(const MmaFragments* all, int lane, int c[4]) {
     for (int kk = 0; kk < 32; ++kk) s += int(a[r][kk]) * int(b[kk][n]);
     c[i] += s;
   }
+}
+
+// c + the dot product of a's and b's four signed bytes (dp4a, sm_61+).
+PAGODA_HD int dot4_s8(uint32_t a, uint32_t b, int c) {
+#ifdef __CUDA_ARCH__
+  return __dp4a(int(a), int(b), c);
+#else
+  for (int i = 0; i < 4; ++i) c += int(int8_t(uint8_t(a >> (8 * i)))) * int(int8_t(uint8_t(b >> (8 * i))));
+  return c;
+#endif
 }
 
 // c += A B for this warp's tiles, every lane of the warp calling it together.

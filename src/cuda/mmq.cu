@@ -58,6 +58,33 @@ cudaError_t mmq_quantized(TensorType t, const void* w, int64_t n_rows, int64_t k
   });
 }
 
+cudaError_t mmvq_quantized(TensorType t, const void* w, int64_t n_rows, int64_t k, const void* scratch,
+                           size_t scratch_bytes, int n_tokens, float* out, cudaStream_t stream) {
+  if (!mmq_shape_ok(t, k, n_tokens, scratch, scratch_bytes) || n_rows < 0 || n_tokens > kMaxMatvecTokens ||
+      reinterpret_cast<uintptr_t>(scratch) % 16 != 0)
+    return cudaErrorInvalidValue;
+  const int64_t blocks = detail::mmvq_blocks(n_rows);
+  if (blocks > INT32_MAX) return cudaErrorInvalidValue;
+  if (blocks == 0) return cudaSuccess;
+  const auto* codes = static_cast<const uint32_t*>(scratch);
+  const auto* scales = reinterpret_cast<const float*>(codes + detail::q8_scales_offset(n_tokens, k));
+  const auto* sums = reinterpret_cast<const int*>(codes + detail::q8_sums_offset(n_tokens, k));
+  return detail::dispatch_mmq_type(t, [&](auto format) {
+    constexpr TensorType kT = decltype(format)::kType;
+    detail::mmvq_kernel<kT><<<unsigned(blocks), detail::kMmvqWarps * 32, 0, stream>>>(
+        static_cast<const uint8_t*>(w), weight_row_bytes(t, k), n_rows, k, codes, scales, sums, n_tokens, out);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t mmvq(TensorType t, const void* w, int64_t n_rows, int64_t k, const float* x, int n_tokens, float* out,
+                 void* scratch, size_t scratch_bytes, cudaStream_t stream) {
+  if (n_rows < 0 || n_tokens > kMaxMatvecTokens) return cudaErrorInvalidValue;
+  const cudaError_t e = mmq_quantize(t, x, n_tokens, k, scratch, scratch_bytes, stream);
+  if (e != cudaSuccess) return e;
+  return mmvq_quantized(t, w, n_rows, k, scratch, scratch_bytes, n_tokens, out, stream);
+}
+
 static_assert(kMmqExpertSlots == detail::kMmqTokens, "an expert tile is one token tile");
 
 cudaError_t mmq_experts(const ExpertStack& w, const void* scratch, size_t scratch_bytes, int n_x_rows, int x_per_slot,

@@ -50,6 +50,20 @@ cudaError_t mmq_quantized(TensorType t, const void* w, int64_t n_rows, int64_t k
 cudaError_t mmq(TensorType t, const void* w, int64_t n_rows, int64_t k, const float* x, int n_tokens, float* out,
                 void* scratch, size_t scratch_bytes, cudaStream_t stream);
 
+// For 1 to kMaxMatvecTokens tokens (decode): x as mmq_quantize(t, ...) left it
+// in `scratch` (16-byte aligned), each row's blocks dotted with every token's
+// codes by dp4a on the CUDA cores, a warp a row (llama.cpp's mmvq): matvec's
+// product, reading 8-bit activations instead of F32 ones. The CPU's integer
+// terms, summed across blocks in another order (so within float rounding of
+// vec_dot_scalar, not to the bit).
+//   w    [n_rows][k] of type t;  out  [n_tokens][n_rows] F32
+// cudaErrorInvalidValue as mmq_quantized, or past kMaxMatvecTokens tokens.
+cudaError_t mmvq_quantized(TensorType t, const void* w, int64_t n_rows, int64_t k, const void* scratch,
+                           size_t scratch_bytes, int n_tokens, float* out, cudaStream_t stream);
+// Both: x quantized into scratch, then mmvq_quantized.
+cudaError_t mmvq(TensorType t, const void* w, int64_t n_rows, int64_t k, const float* x, int n_tokens, float* out,
+                 void* scratch, size_t scratch_bytes, cudaStream_t stream);
+
 // A mixture of experts' matrices over their slots (moe.h), for batches past
 // matvec's: each tile of up to kMmqExpertSlots slots of one expert (moe_group's
 // tiles of that size) against that expert's rows; slot s reads row

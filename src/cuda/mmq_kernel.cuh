@@ -11,6 +11,8 @@
 #include <cstdint>
 
 #include "cuda/decoders.cuh"
+#include "cuda/device_common.cuh"
+#include "cuda/matvec.h"
 #include "cuda/mma.cuh"
 #include "cuda/moe.h"
 #include "cuda/portable.cuh"
@@ -465,6 +467,89 @@ __global__ void __launch_bounds__(kMmqWarps * 32, 1)
   mmq_tile<T>(
       w + size_t(tiles[blockIdx.y].expert) * expert_bytes, row_bytes, n_rows, k, codes, scales, sums, count,
       [](int t) { return int64_t(x_row[t]); }, [](int t) { return int64_t(slot[t]); }, out);
+}
+
+// ------------------------------------------------------------ mmvq
+// A few tokens (decode, 1 to kMaxMatvecTokens) against the weights on the
+// CUDA cores, from the same quantized activations: a warp a row, its lanes
+// over the row's 32-element blocks (c = lane, lane + 32, ...), each block's
+// codes dotted with every token's by dp4a and scaled by its kind's rule. A
+// K-quant super-block's 8 blocks sit in 8 adjacent lanes, which fold their
+// integer sums before its float step. Against matvec's F32 activations each
+// lane reads a quarter of the bytes, in 16-byte loads. The same terms as the
+// CPU's integer dots; only the order of the float sum across blocks differs.
+constexpr int kMmvqWarps = 4;  // rows per block of threads
+
+inline int64_t mmvq_blocks(int64_t n_rows) { return (n_rows + kMmvqWarps - 1) / kMmvqWarps; }
+
+// The 8 adjacent lanes of a super-block fold v; each gets the sum.
+__device__ __forceinline__ int sum_8_lanes(int v) {
+  PAGODA_UNROLL
+  for (int o = 1; o < 8; o <<= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+//   w      [n_rows][k] as T (row_bytes a row)
+//   codes, scales, sums: n_tokens rows as quantize_q8_kernel writes them (codes 16-byte aligned)
+//   out    [n_tokens][n_rows] F32
+template <TensorType T>
+__global__ void __launch_bounds__(kMmvqWarps * 32)
+    mmvq_kernel(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k, const uint32_t* codes,
+                const float* scales, const int* sums, int n_tokens, float* out) {
+  using F = MmqFormat<T>;
+  const int lane = threadIdx.x % 32;
+  const int64_t r = int64_t(blockIdx.x) * kMmvqWarps + threadIdx.x / 32;
+  if (r >= n_rows) return;  // the whole warp leaves together, before any shuffle
+  const uint8_t* row = w + size_t(r) * row_bytes;
+  const int64_t nb = k / 32;
+  float acc[kMaxMatvecTokens] = {};
+  for (int64_t c0 = 0; c0 < nb; c0 += 32) {  // uniform over the warp: every lane reaches the shuffles
+    const int64_t c = c0 + lane;
+    const bool in = c < nb;  // a K-quant's 8 lanes are all in or all out (nb is a multiple of 8)
+    uint32_t wc[8] = {};
+    MmqMeta m{};
+    if (in) {
+      PAGODA_UNROLL
+      for (int i = 0; i < 8; ++i) wc[i] = F::codes(row, c, i);
+      F::meta(row, c, m);
+    }
+    PAGODA_UNROLL
+    for (int t = 0; t < kMaxMatvecTokens; ++t) {
+      if (t >= n_tokens) continue;  // uniform over the warp
+      int dot = 0, dot_hi = 0;      // Half16: elements 0-15, then 16-31
+      if (in) {
+        const uint4* x = reinterpret_cast<const uint4*>(codes + t * (k / 4) + 8 * c);
+        const uint4 lo = x[0], hi = x[1];
+        const uint32_t xc[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+        PAGODA_UNROLL
+        for (int i = 0; i < 8; ++i) {
+          if (F::kKind == MmqKind::Half16 && i >= 4)
+            dot_hi = dot4_s8(wc[i], xc[i], dot_hi);
+          else
+            dot = dot4_s8(wc[i], xc[i], dot);
+        }
+      }
+      const float xd = in ? scales[t * nb + c] : 0.0f;
+      if constexpr (F::kKind == MmqKind::Plain) {
+        if (in) acc[t] = add_rn(acc[t], mul_rn(mul_rn(m.d, xd), float(dot)));
+      } else {
+        // The super-block's integer sums, as block_dot_q4_k (MinK) or block_dot_q6_k take them.
+        const int scaled = sum_8_lanes(F::kKind == MmqKind::Half16 ? m.s0 * dot + m.s1 * dot_hi : m.s0 * dot);
+        const int mins = F::kKind == MmqKind::MinK ? sum_8_lanes(in ? m.s1 * sums[t * nb + c] : 0) : 0;
+        if (in && lane % 8 == 0) {  // the super-block's first block: its d, dmin and x scale
+          const float v = F::kKind == MmqKind::MinK
+                              ? mul_rn(xd, sub_rn(mul_rn(m.d, float(scaled)), mul_rn(m.dmin, float(mins))))
+                              : mul_rn(mul_rn(xd, m.d), float(scaled));
+          acc[t] = add_rn(acc[t], v);
+        }
+      }
+    }
+  }
+  PAGODA_UNROLL
+  for (int t = 0; t < kMaxMatvecTokens; ++t) {
+    const float s = warp_sum(acc[t]);
+    if (lane == 0 && t < n_tokens) out[t * n_rows + r] = s;
+  }
 }
 
 // Calls f(MmqFormat tag) for a type mmq takes; cudaErrorInvalidValue for any other.

@@ -90,9 +90,22 @@ struct HostOps {
   // activations for t, then the CPU's integer dot per row.
   void mmq(TensorType t, const void* w, int64_t rows, int64_t k, const float* x, int n, float* out, void* scratch,
            size_t scratch_bytes) {
-    ++launches;
+    ASSERT_TRUE(n > kMaxMatvecTokens && n <= kMmqMaxTokens) << n;
     ++mmq_launches;
-    ASSERT_TRUE(mmq_supports(t) && n > kMaxMatvecTokens && n <= kMmqMaxTokens) << tensor_type_name(t) << " " << n;
+    integer_product(t, w, rows, k, x, n, out, scratch, scratch_bytes);
+  }
+  // mmvq's (cuda/mmq.h): the same terms for 1 to kMaxMatvecTokens tokens.
+  void mmvq(TensorType t, const void* w, int64_t rows, int64_t k, const float* x, int n, float* out, void* scratch,
+            size_t scratch_bytes) {
+    ASSERT_TRUE(n >= 1 && n <= kMaxMatvecTokens) << n;
+    ++mmvq_launches;
+    integer_product(t, w, rows, k, x, n, out, scratch, scratch_bytes);
+  }
+  int mmvq_launches = 0;
+  void integer_product(TensorType t, const void* w, int64_t rows, int64_t k, const float* x, int n, float* out,
+                       void* scratch, size_t scratch_bytes) {
+    ++launches;
+    ASSERT_TRUE(mmq_supports(t)) << tensor_type_name(t);
     ASSERT_TRUE(scratch != nullptr && scratch_bytes >= mmq_scratch_bytes(n, k)) << scratch_bytes;
     const TensorType xt = activation_type(t);
     std::vector<uint8_t> xq(row_bytes(xt, size_t(k)));
@@ -603,6 +616,8 @@ TEST(CudaForwardOnHost, LogitsMatchTheCpuModelForEachTypeAndArchitecture) {
       EXPECT_GT(gpu.ops.launches, 0);
       // The 61-token step's matrices: mmq's formats through it, the others through cuBLAS.
       EXPECT_EQ(gpu.ops.mmq_launches > 0, mmq_supports(c.spec.type)) << gpu.ops.mmq_launches;
+      // The 3-token decode steps' matrices: mmq's formats through mmvq.
+      EXPECT_EQ(gpu.ops.mmvq_launches > 0, mmq_supports(c.spec.type)) << gpu.ops.mmvq_launches;
       EXPECT_EQ(gpu.ops.moe_launches > 0, c.spec.n_expert > 0) << gpu.ops.moe_launches;
       // The 61-token step's experts through tensor-core tiles where their format takes them.
       EXPECT_EQ(gpu.ops.mmq_expert_launches > 0,

@@ -85,6 +85,13 @@ void warp_exchange(const T& mine, T* all) {
 
 }  // namespace pagoda::cuda::emulation
 
+// __shfl_xor_sync for an int, through warp_exchange's byte slots.
+inline int __shfl_xor_sync(unsigned /*mask*/, int v, int lane_mask, int /*width*/ = 32) {
+  int all[32];
+  pagoda::cuda::emulation::warp_exchange(v, all);
+  return all[(pagoda::cuda::emulation::linear_thread() & 31u) ^ unsigned(lane_mask)];
+}
+
 // The device's integer min and max, unqualified as kernels call them.
 using std::max;
 using std::min;

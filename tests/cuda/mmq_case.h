@@ -97,6 +97,25 @@ inline std::vector<float> cpu_integer_matmul(TensorType t, const std::vector<uin
   return out;
 }
 
+// out [n_tokens][n_rows] against the CPU's integer path `want` (the same
+// terms, summed in another order): each order's roundings stay within
+// (terms + 8) 2^-24 of the terms' magnitudes, bounded by sum |w x| with a
+// quarter's room for the activations' rounding.
+inline void expect_near_integer_path(const std::vector<float>& out, const std::vector<float>& want,
+                                     const std::vector<float>& wf, const std::vector<float>& x, int n_tokens,
+                                     int64_t n_rows, int64_t k) {
+  ASSERT_EQ(out.size(), want.size());
+  for (int tok = 0; tok < n_tokens; ++tok)
+    for (int64_t r = 0; r < n_rows; ++r) {
+      double mag = 0;
+      for (int64_t i = 0; i < k; ++i)
+        mag += std::abs(double(wf[size_t(r * k + i)])) * std::abs(double(x[size_t(tok * k + i)]));
+      const size_t o = size_t(tok) * size_t(n_rows) + size_t(r);
+      ASSERT_NEAR(out[o], want[o], 2 * double(k / 32 + 8) * 0x1p-24 * 1.25 * mag + 1e-30)
+          << "token " << tok << " row " << r;
+    }
+}
+
 // out [n_tokens][n_rows] against `ref`, the F16 path's result for the same
 // weights (wf [n_rows][k], decoded) and x: they differ by the activations'
 // 8-bit rounding, |x - d q| <= d / 2 per element plus up to 127 d 2^-11 where

@@ -21,10 +21,14 @@
 namespace pagoda::cuda {
 namespace {
 
-// The quantize launch and the product launch as mmq.cu makes them.
-void run_mmq_on_host(TensorType t, const std::vector<uint8_t>& w, int64_t n_rows, int64_t k,
-                     const std::vector<float>& x, int n_tokens, std::vector<uint32_t>& scratch,
-                     std::vector<float>& out) {
+// The quantize launch as mmq.cu makes it; codes, scales and sums where it put them.
+struct HostActivations {
+  const uint32_t* codes;
+  const float* scales;
+  const int* sums;
+};
+HostActivations quantize_on_host(TensorType t, const std::vector<float>& x, int n_tokens, int64_t k,
+                                 std::vector<uint32_t>& scratch) {
   const int group = detail::mmq_super_blocks(t) ? kQKK : kQK;
   const int64_t groups = int64_t(n_tokens) * (k / group);
   scratch.assign(mmq_scratch_bytes(n_tokens, k) / 4, 0xDEADBEEFu);
@@ -34,13 +38,20 @@ void run_mmq_on_host(TensorType t, const std::vector<uint8_t>& w, int64_t n_rows
   emulation::launch(dim3(unsigned((groups + detail::kQuantizeThreads - 1) / detail::kQuantizeThreads)),
                     dim3(detail::kQuantizeThreads), detail::quantize_q8_kernel, x.data(), n_tokens, k, group, codes,
                     scales, sums);
+  return {codes, scales, sums};
+}
+
+// The quantize launch and the product launch as mmq.cu makes them.
+void run_mmq_on_host(TensorType t, const std::vector<uint8_t>& w, int64_t n_rows, int64_t k,
+                     const std::vector<float>& x, int n_tokens, std::vector<uint32_t>& scratch,
+                     std::vector<float>& out) {
+  const auto [codes, scales, sums] = quantize_on_host(t, x, n_tokens, k, scratch);
   out = testing::nan_floats(size_t(n_tokens) * size_t(n_rows));
   detail::dispatch_mmq_type(t, [&](auto format) {
     constexpr TensorType kT = decltype(format)::kType;
     emulation::launch(dim3(unsigned(detail::mmq_row_tiles(n_rows)), unsigned(detail::mmq_token_tiles(n_tokens))),
                       dim3(detail::kMmqWarps * 32), detail::mmq_kernel<kT>, w.data(), weight_row_bytes(t, k), n_rows, k,
-                      static_cast<const uint32_t*>(codes), static_cast<const float*>(scales),
-                      static_cast<const int*>(sums), n_tokens, out.data());
+                      codes, scales, sums, n_tokens, out.data());
     return cudaSuccess;
   });
 }
@@ -78,6 +89,37 @@ TEST(CudaMmqOnHost, MatchesTheCpuIntegerPath) {
       dequantize_row(t, w.data(), wf.data(), wf.size());  // whole blocks per row: one long row
       testing::expect_near_f16_path(out, testing::f16_path_in_double(wf, x, n_tokens, testing::kMmqRows, k), wf, x, a,
                                     n_tokens, testing::kMmqRows, k);
+    }
+  }
+}
+
+// mmvq (decode): 1 and 5 tokens, rows of more than 32 blocks (a second, partial pass of
+// the lanes) and 38 rows (a partial block of warps). The CPU's integer terms, summed in
+// another order: within the float rounding of a sum of that many terms.
+TEST(CudaMmqOnHost, MmvqMatchesTheCpuIntegerPathUpToTheSumsOrder) {
+  std::mt19937 rng(402);
+  for (TensorType t : testing::kMmqTypes) {
+    const int64_t k = detail::mmq_super_blocks(t) ? 6 * kQKK : 33 * kQK;
+    constexpr int64_t kRows = 38;
+    const std::vector<uint8_t> w = pagoda::testing::random_blocks(t, size_t(kRows * k), rng);
+    std::vector<float> wf(size_t(kRows * k));
+    dequantize_row(t, w.data(), wf.data(), wf.size());
+    for (int n_tokens : {1, 5}) {
+      SCOPED_TRACE(std::string(tensor_type_name(t)) + ", tokens " + std::to_string(n_tokens));
+      const std::vector<float> x = testing::random_floats(size_t(n_tokens) * size_t(k), rng);
+      std::vector<uint32_t> scratch;
+      const auto [codes, scales, sums] = quantize_on_host(t, x, n_tokens, k, scratch);
+      std::vector<float> out = testing::nan_floats(size_t(n_tokens) * kRows);
+      detail::dispatch_mmq_type(t, [&](auto format) {
+        constexpr TensorType kT = decltype(format)::kType;
+        emulation::launch(dim3(unsigned(detail::mmvq_blocks(kRows))), dim3(detail::kMmvqWarps * 32),
+                          detail::mmvq_kernel<kT>, w.data(), weight_row_bytes(t, k), kRows, k, codes, scales, sums,
+                          n_tokens, out.data());
+        return cudaSuccess;
+      });
+      const testing::CpuActivations a = testing::cpu_activations(t, x, n_tokens, k);
+      testing::expect_near_integer_path(out, testing::cpu_integer_matmul(t, w, kRows, k, a, n_tokens), wf, x, n_tokens,
+                                        kRows, k);
     }
   }
 }

@@ -1,4 +1,4 @@
-// mmq on the GPU: the same cases as mmq_emulation_test.cpp, where the device's
+// mmq and mmvq on the GPU: the same cases as mmq_emulation_test.cpp, where the device's
 // own arithmetic must still equal the CPU's integer path to the bit (every
 // float step is a once-rounded mul_rn/add_rn/sub_rn, and the quantization
 // rounds as src/quant does); and mmq against the F16 cuBLAS path
@@ -14,6 +14,7 @@
 #include "cuda/dequant.h"
 #include "cuda/formats.h"
 #include "cuda/gemm.h"
+#include "cuda/matvec.h"
 #include "cuda/mmq.h"
 #include "cuda_test_util.h"
 #include "mmq_case.h"
@@ -53,6 +54,36 @@ TEST(CudaMmq, MatchesTheCpuIntegerPath) {
         ASSERT_EQ(sums[b], a.sums[b]) << "block " << b;
       }
       testing::expect_same_floats(out_d.download(), testing::cpu_integer_matmul(t, w, n_rows, k, a, n_tokens), n_rows);
+    }
+  }
+}
+
+// mmvq (decode) on the device: the CPU's integer terms summed in another
+// order, within their rounding (as CudaMmqOnHost), for 1 to 8 tokens and rows
+// of more than 32 blocks.
+TEST(CudaMmq, MmvqMatchesTheCpuIntegerPathUpToTheSumsOrder) {
+  PAGODA_REQUIRE_CUDA_DEVICE();
+  std::mt19937 rng(412);
+  for (TensorType t : testing::kMmqTypes) {
+    const int64_t k = activation_type(t) == TensorType::Q8_K ? 6 * kQKK : 33 * kQK, n_rows = testing::kMmqRows;
+    const std::vector<uint8_t> w = pagoda::testing::random_blocks(t, size_t(n_rows * k), rng);
+    std::vector<float> wf(size_t(n_rows * k));
+    dequantize_row(t, w.data(), wf.data(), wf.size());
+    DeviceBuffer<uint8_t> w_d(w);
+    for (int n_tokens = 1; n_tokens <= kMaxMatvecTokens; ++n_tokens) {
+      SCOPED_TRACE(std::string(tensor_type_name(t)) + ", tokens " + std::to_string(n_tokens));
+      const std::vector<float> x = testing::random_floats(size_t(n_tokens) * size_t(k), rng);
+      DeviceBuffer<float> x_d(x);
+      const size_t scratch_bytes = mmq_scratch_bytes(n_tokens, k);
+      DeviceBuffer<uint32_t> scratch_d(scratch_bytes / 4);
+      DeviceBuffer<float> out_d(testing::nan_floats(size_t(n_tokens) * size_t(n_rows)));
+      ASSERT_EQ(
+          mmvq(t, w_d.get(), n_rows, k, x_d.get(), n_tokens, out_d.get(), scratch_d.get(), scratch_bytes, nullptr),
+          cudaSuccess);
+      PAGODA_CUDA_SYNC();
+      const testing::CpuActivations a = testing::cpu_activations(t, x, n_tokens, k);
+      testing::expect_near_integer_path(out_d.download(), testing::cpu_integer_matmul(t, w, n_rows, k, a, n_tokens), wf,
+                                        x, n_tokens, n_rows, k);
     }
   }
 }
