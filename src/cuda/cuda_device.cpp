@@ -142,6 +142,11 @@ struct Launches {
                    const int32_t* order, const ExpertTile* tiles, int max_tiles, float* out) {
     ck(cuda::mmq_experts(w, scratch, bytes, n_x_rows, x_per_slot, order, tiles, max_tiles, out, stream), "mmq_experts");
   }
+  void mmvq_experts(const ExpertStack& w, const void* scratch, size_t bytes, int n_x_rows, int x_per_slot,
+                    const int32_t* order, const ExpertTile* tiles, int max_tiles, float* out) {
+    ck(cuda::mmvq_experts(w, scratch, bytes, n_x_rows, x_per_slot, order, tiles, max_tiles, out, stream),
+       "mmvq_experts");
+  }
   void mmq(TensorType t, const void* w, int64_t rows, int64_t k, const float* x, int n, float* out, void* scratch,
            size_t scratch_bytes) {
     ck(cuda::mmq(t, w, rows, k, x, n, out, scratch, scratch_bytes, stream), "mmq");

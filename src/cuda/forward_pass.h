@@ -139,19 +139,25 @@ void moe_ffn(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const Layer
                            .normalize = moe.normalize,
                            .scale = moe.scale};
   for (int t0 = 0; t0 < T; t0 += kMoeChunkTokens) {
-    // Past matvec's batches, mmq's formats go through int8 tensor-core tiles of 32 slots an expert.
+    // mmq's formats on 8-bit activations: past matvec's batches int8 tensor-core tiles of 32
+    // slots an expert, else mmvq's tiles of 8; other formats matvec's tiles of 8.
     const int n = std::min(kMoeChunkTokens, T - t0), slots = n * k;
-    const bool tensor_cores = n > kMaxMatvecTokens && mmq_supports(l.gate_exps.type) &&
-                              l.up_exps.type == l.gate_exps.type && mmq_supports(l.down_exps.type);
+    const bool int8 =
+        mmq_supports(l.gate_exps.type) && l.up_exps.type == l.gate_exps.type && mmq_supports(l.down_exps.type);
+    const bool tensor_cores = int8 && n > kMaxMatvecTokens;
     const int tile = tensor_cores ? kMmqExpertSlots : kExpertTileSlots, tiles = max_expert_tiles(slots, N, tile);
     ops.moe_route(b.router_logits + int64_t(t0) * N, n, routing, b.expert_ids, b.expert_weights);
     ops.moe_group(b.expert_ids, slots, N, tile, b.expert_order, b.expert_tiles, tiles);
     const float* x = in + int64_t(t0) * E;
     auto experts = [&](const ExpertStack& w, const float* xs, int x_rows, int x_per_slot, float* out_rows) {
-      if (tensor_cores) {  // one quantization of xs serves gate and up (the same type)
+      if (int8) {  // one quantization of xs serves gate and up (the same type)
         if (&w != &l.up_exps) ops.mmq_quantize(w.type, xs, x_rows, w.cols, b.expert_scratch, b.expert_scratch_bytes);
-        ops.mmq_experts(w, b.expert_scratch, b.expert_scratch_bytes, x_rows, x_per_slot, b.expert_order, b.expert_tiles,
-                        tiles, out_rows);
+        if (tensor_cores)
+          ops.mmq_experts(w, b.expert_scratch, b.expert_scratch_bytes, x_rows, x_per_slot, b.expert_order,
+                          b.expert_tiles, tiles, out_rows);
+        else
+          ops.mmvq_experts(w, b.expert_scratch, b.expert_scratch_bytes, x_rows, x_per_slot, b.expert_order,
+                           b.expert_tiles, tiles, out_rows);
       } else {
         ops.matvec_experts(w, xs, x_per_slot, b.expert_order, b.expert_tiles, tiles, out_rows);
       }

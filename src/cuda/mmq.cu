@@ -109,6 +109,29 @@ cudaError_t mmq_experts(const ExpertStack& w, const void* scratch, size_t scratc
   });
 }
 
+cudaError_t mmvq_experts(const ExpertStack& w, const void* scratch, size_t scratch_bytes, int n_x_rows, int x_per_slot,
+                         const int32_t* order, const ExpertTile* tiles, int max_tiles, float* out,
+                         cudaStream_t stream) {
+  if (!mmq_shape_ok(w.type, w.cols, n_x_rows, scratch, scratch_bytes) || w.rows < 0 || w.n_expert < 1 || w.stride < 0 ||
+      x_per_slot < 1 || max_tiles < 0 || max_tiles > 65535 || reinterpret_cast<uintptr_t>(scratch) % 16 != 0)
+    return cudaErrorInvalidValue;
+  const int64_t blocks = detail::mmvq_blocks(w.rows);
+  if (blocks > INT32_MAX) return cudaErrorInvalidValue;
+  if (blocks == 0 || max_tiles == 0) return cudaSuccess;
+  const size_t row_bytes = weight_row_bytes(w.type, w.cols);
+  const auto* codes = static_cast<const uint32_t*>(scratch);
+  const auto* scales = reinterpret_cast<const float*>(codes + detail::q8_scales_offset(n_x_rows, w.cols));
+  const auto* sums = reinterpret_cast<const int*>(codes + detail::q8_sums_offset(n_x_rows, w.cols));
+  return detail::dispatch_mmq_type(w.type, [&](auto format) {
+    constexpr TensorType kT = decltype(format)::kType;
+    detail::mmvq_experts_kernel<kT>
+        <<<dim3(unsigned(blocks), unsigned(max_tiles)), detail::kMmvqWarps * 32, 0, stream>>>(
+            static_cast<const uint8_t*>(w.data), w.stride > 0 ? size_t(w.stride) : size_t(w.rows) * row_bytes,
+            row_bytes, w.rows, w.cols, codes, scales, sums, x_per_slot, order, tiles, out);
+    return cudaGetLastError();
+  });
+}
+
 cudaError_t mmq(TensorType t, const void* w, int64_t n_rows, int64_t k, const float* x, int n_tokens, float* out,
                 void* scratch, size_t scratch_bytes, cudaStream_t stream) {
   if (n_rows < 0) return cudaErrorInvalidValue;

@@ -64,6 +64,15 @@ cudaError_t mmvq_quantized(TensorType t, const void* w, int64_t n_rows, int64_t 
 cudaError_t mmvq(TensorType t, const void* w, int64_t n_rows, int64_t k, const float* x, int n_tokens, float* out,
                  void* scratch, size_t scratch_bytes, cudaStream_t stream);
 
+// A mixture of experts' matrices over their slots (moe.h) for decode, as
+// matvec_experts' tiles of up to kExpertTileSlots slots of one expert, with
+// mmvq's products: slot s reads row s / x_per_slot of the activations that
+// mmq_quantize(w.type, x, n_x_rows, w.cols, ...) left in `scratch` (16-byte
+// aligned) and writes row s of out [n_slots][w.rows].
+// cudaErrorInvalidValue as mmvq_quantized, or for bad tiles' bounds.
+cudaError_t mmvq_experts(const ExpertStack& w, const void* scratch, size_t scratch_bytes, int n_x_rows, int x_per_slot,
+                         const int32_t* order, const ExpertTile* tiles, int max_tiles, float* out, cudaStream_t stream);
+
 // A mixture of experts' matrices over their slots (moe.h), for batches past
 // matvec's: each tile of up to kMmqExpertSlots slots of one expert (moe_group's
 // tiles of that size) against that expert's rows; slot s reads row

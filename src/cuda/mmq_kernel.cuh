@@ -489,20 +489,16 @@ __device__ __forceinline__ int sum_8_lanes(int v) {
   return v;
 }
 
-//   w      [n_rows][k] as T (row_bytes a row)
-//   codes, scales, sums: n_tokens rows as quantize_q8_kernel writes them (codes 16-byte aligned)
-//   out    [n_tokens][n_rows] F32
-template <TensorType T>
-__global__ void __launch_bounds__(kMmvqWarps * 32)
-    mmvq_kernel(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k, const uint32_t* codes,
-                const float* scales, const int* sums, int n_tokens, float* out) {
+// acc[t] += row . x_t over this lane's blocks, for t < n_tokens, x_t the
+// activations' row x_row(t) as quantize_q8_kernel wrote them (codes 16-byte
+// aligned). Every lane of the warp calls it (it shuffles); the caller sums
+// acc over the warp. mmvq_kernel and mmvq_experts_kernel share it.
+template <TensorType T, class XRow>
+__device__ __forceinline__ void mmvq_lane_dots(const uint8_t* row, int64_t k, int lane, int n_tokens,
+                                               const uint32_t* codes, const float* scales, const int* sums, XRow x_row,
+                                               float (&acc)[kMaxMatvecTokens]) {
   using F = MmqFormat<T>;
-  const int lane = threadIdx.x % 32;
-  const int64_t r = int64_t(blockIdx.x) * kMmvqWarps + threadIdx.x / 32;
-  if (r >= n_rows) return;  // the whole warp leaves together, before any shuffle
-  const uint8_t* row = w + size_t(r) * row_bytes;
   const int64_t nb = k / 32;
-  float acc[kMaxMatvecTokens] = {};
   for (int64_t c0 = 0; c0 < nb; c0 += 32) {  // uniform over the warp: every lane reaches the shuffles
     const int64_t c = c0 + lane;
     const bool in = c < nb;  // a K-quant's 8 lanes are all in or all out (nb is a multiple of 8)
@@ -516,9 +512,10 @@ __global__ void __launch_bounds__(kMmvqWarps * 32)
     PAGODA_UNROLL
     for (int t = 0; t < kMaxMatvecTokens; ++t) {
       if (t >= n_tokens) continue;  // uniform over the warp
-      int dot = 0, dot_hi = 0;      // Half16: elements 0-15, then 16-31
+      const int64_t xr = x_row(t);
+      int dot = 0, dot_hi = 0;  // Half16: elements 0-15, then 16-31
       if (in) {
-        const uint4* x = reinterpret_cast<const uint4*>(codes + t * (k / 4) + 8 * c);
+        const uint4* x = reinterpret_cast<const uint4*>(codes + xr * (k / 4) + 8 * c);
         const uint4 lo = x[0], hi = x[1];
         const uint32_t xc[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
         PAGODA_UNROLL
@@ -529,13 +526,13 @@ __global__ void __launch_bounds__(kMmvqWarps * 32)
             dot = dot4_s8(wc[i], xc[i], dot);
         }
       }
-      const float xd = in ? scales[t * nb + c] : 0.0f;
+      const float xd = in ? scales[xr * nb + c] : 0.0f;
       if constexpr (F::kKind == MmqKind::Plain) {
         if (in) acc[t] = add_rn(acc[t], mul_rn(mul_rn(m.d, xd), float(dot)));
       } else {
         // The super-block's integer sums, as block_dot_q4_k (MinK) or block_dot_q6_k take them.
         const int scaled = sum_8_lanes(F::kKind == MmqKind::Half16 ? m.s0 * dot + m.s1 * dot_hi : m.s0 * dot);
-        const int mins = F::kKind == MmqKind::MinK ? sum_8_lanes(in ? m.s1 * sums[t * nb + c] : 0) : 0;
+        const int mins = F::kKind == MmqKind::MinK ? sum_8_lanes(in ? m.s1 * sums[xr * nb + c] : 0) : 0;
         if (in && lane % 8 == 0) {  // the super-block's first block: its d, dmin and x scale
           const float v = F::kKind == MmqKind::MinK
                               ? mul_rn(xd, sub_rn(mul_rn(m.d, float(scaled)), mul_rn(m.dmin, float(mins))))
@@ -545,10 +542,53 @@ __global__ void __launch_bounds__(kMmvqWarps * 32)
       }
     }
   }
+}
+
+//   w      [n_rows][k] as T (row_bytes a row)
+//   codes, scales, sums: n_tokens rows as quantize_q8_kernel writes them
+//   out    [n_tokens][n_rows] F32
+template <TensorType T>
+__global__ void __launch_bounds__(kMmvqWarps * 32)
+    mmvq_kernel(const uint8_t* w, size_t row_bytes, int64_t n_rows, int64_t k, const uint32_t* codes,
+                const float* scales, const int* sums, int n_tokens, float* out) {
+  const int lane = threadIdx.x % 32;
+  const int64_t r = int64_t(blockIdx.x) * kMmvqWarps + threadIdx.x / 32;
+  if (r >= n_rows) return;  // the whole warp leaves together, before any shuffle
+  float acc[kMaxMatvecTokens] = {};
+  mmvq_lane_dots<T>(
+      w + size_t(r) * row_bytes, k, lane, n_tokens, codes, scales, sums, [](int t) { return int64_t(t); }, acc);
   PAGODA_UNROLL
   for (int t = 0; t < kMaxMatvecTokens; ++t) {
     const float s = warp_sum(acc[t]);
     if (lane == 0 && t < n_tokens) out[t * n_rows + r] = s;
+  }
+}
+
+// mmvq over a mixture of experts' slots (moe.h), as matvec_experts: blocks
+// of kMmvqWarps rows (x) for each tile of up to kExpertTileSlots slots of one
+// expert (y); slot s reads activation row s / x_per_slot and writes out row s.
+//   w    the expert stack: expert e's [n_rows][k] at w + e * expert_bytes
+//   out  [n_slots][n_rows] F32
+template <TensorType T>
+__global__ void __launch_bounds__(kMmvqWarps * 32)
+    mmvq_experts_kernel(const uint8_t* w, size_t expert_bytes, size_t row_bytes, int64_t n_rows, int64_t k,
+                        const uint32_t* codes, const float* scales, const int* sums, int x_per_slot,
+                        const int32_t* order, const ExpertTile* tiles, float* out) {
+  const ExpertTile tile = tiles[blockIdx.y];
+  const int lane = threadIdx.x % 32;
+  const int64_t r = int64_t(blockIdx.x) * kMmvqWarps + threadIdx.x / 32;
+  if (tile.count == 0 || r >= n_rows) return;  // whole warps leave, before any shuffle
+  int32_t slot[kMaxMatvecTokens];
+  PAGODA_UNROLL
+  for (int t = 0; t < kMaxMatvecTokens; ++t) slot[t] = t < tile.count ? order[tile.first + t] : 0;
+  float acc[kMaxMatvecTokens] = {};
+  mmvq_lane_dots<T>(
+      w + size_t(tile.expert) * expert_bytes + size_t(r) * row_bytes, k, lane, tile.count, codes, scales, sums,
+      [&](int t) { return int64_t(slot[t] / x_per_slot); }, acc);
+  PAGODA_UNROLL
+  for (int t = 0; t < kMaxMatvecTokens; ++t) {
+    const float s = warp_sum(acc[t]);
+    if (lane == 0 && t < tile.count) out[int64_t(slot[t]) * n_rows + r] = s;
   }
 }
 

@@ -300,15 +300,26 @@ struct HostOps {
   }
   void mmq_experts(const ExpertStack& w, const void* scratch, size_t bytes, int n_x_rows, int x_per_slot,
                    const int32_t* order, const ExpertTile* tiles, int max_tiles, float* out) {
-    ++launches;
     ++mmq_expert_launches;
+    integer_experts(w, scratch, bytes, n_x_rows, x_per_slot, order, tiles, max_tiles, out, kMmqExpertSlots);
+  }
+  // mmvq_experts': the same for matvec_experts' tiles of up to 8 slots.
+  void mmvq_experts(const ExpertStack& w, const void* scratch, size_t bytes, int n_x_rows, int x_per_slot,
+                    const int32_t* order, const ExpertTile* tiles, int max_tiles, float* out) {
+    ++mmvq_expert_launches;
+    integer_experts(w, scratch, bytes, n_x_rows, x_per_slot, order, tiles, max_tiles, out, kExpertTileSlots);
+  }
+  int mmvq_expert_launches = 0;
+  void integer_experts(const ExpertStack& w, const void* scratch, size_t bytes, int n_x_rows, int x_per_slot,
+                       const int32_t* order, const ExpertTile* tiles, int max_tiles, float* out, int tile_slots) {
+    ++launches;
     ASSERT_TRUE(scratch != nullptr && bytes >= mmq_scratch_bytes(n_x_rows, w.cols));
     ASSERT_EQ(activation_type(w.type), quantized_type);
     ASSERT_EQ(quantized.size(), size_t(n_x_rows) * size_t(w.cols));
     const size_t rb = weight_row_bytes(w.type, w.cols), expert_bytes = w.stride > 0 ? size_t(w.stride) : w.rows * rb;
     std::vector<uint8_t> xq(row_bytes(quantized_type, size_t(w.cols)));
     for (int i = 0; i < max_tiles; ++i) {
-      ASSERT_TRUE(tiles[i].count >= 0 && tiles[i].count <= kMmqExpertSlots);
+      ASSERT_TRUE(tiles[i].count >= 0 && tiles[i].count <= tile_slots);
       for (int t = 0; t < tiles[i].count; ++t) {
         const int slot = order[tiles[i].first + t];
         ASSERT_LT(slot / x_per_slot, n_x_rows);
@@ -619,10 +630,11 @@ TEST(CudaForwardOnHost, LogitsMatchTheCpuModelForEachTypeAndArchitecture) {
       // The 3-token decode steps' matrices: mmq's formats through mmvq.
       EXPECT_EQ(gpu.ops.mmvq_launches > 0, mmq_supports(c.spec.type)) << gpu.ops.mmvq_launches;
       EXPECT_EQ(gpu.ops.moe_launches > 0, c.spec.n_expert > 0) << gpu.ops.moe_launches;
-      // The 61-token step's experts through tensor-core tiles where their format takes them.
-      EXPECT_EQ(gpu.ops.mmq_expert_launches > 0,
-                c.spec.n_expert > 0 && mmq_supports(c.spec.expert_type.value_or(c.spec.type)))
-          << gpu.ops.mmq_expert_launches;
+      // The 61-token step's experts through tensor-core tiles where their format takes them,
+      // the decode steps' through mmvq's.
+      const bool int8_experts = c.spec.n_expert > 0 && mmq_supports(c.spec.expert_type.value_or(c.spec.type));
+      EXPECT_EQ(gpu.ops.mmq_expert_launches > 0, int8_experts) << gpu.ops.mmq_expert_launches;
+      EXPECT_EQ(gpu.ops.mmvq_expert_launches > 0, int8_experts) << gpu.ops.mmvq_expert_launches;
       EXPECT_EQ(gpu.ops.delta_launches > 0, hybrid) << gpu.ops.delta_launches;
     }
   }

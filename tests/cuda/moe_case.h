@@ -217,7 +217,7 @@ void expect_mmq_experts_match(Run& run) {
     const ExpertStack stack{t, rows, cols, n_expert, nullptr, strided ? int64_t(stride) : 0};
     const size_t first = strided ? size_t(rows) * rb : 0;
     std::vector<int32_t> experts(size_t(n_tokens) * k);
-    for (size_t i = 0; i < experts.size(); ++i) experts[i] = i < 40 ? 1 : int32_t(rng() % n_expert);
+    for (size_t i = 0; i < experts.size(); ++i) experts[i] = i >= 10 && i < 50 ? 1 : int32_t(rng() % n_expert);
     for (int x_per_slot : {k, 1}) {
       SCOPED_TRACE("x_per_slot " + std::to_string(x_per_slot));
       const int n_slots = int(experts.size()), n_x = n_slots / x_per_slot;
@@ -225,13 +225,31 @@ void expect_mmq_experts_match(Run& run) {
       const std::vector<float> got =
           run.mmq_experts(stack, w, first, x, n_x, x_per_slot, grouped(experts, n_expert, kMmqExpertSlots), n_slots);
       ASSERT_EQ(got.size(), size_t(n_slots) * rows);
+      // mmvq_experts (decode's tiles of 8) over the first 4 tokens' slots, shared inputs only:
+      // the same terms summed in another order, within (terms + 8) 2^-24 of their magnitudes
+      // twice over (as expect_near_integer_path).
+      const int n_decode = x_per_slot == k ? 4 * k : 0;
+      const std::vector<int32_t> decode_experts(experts.begin(), experts.begin() + n_decode);
+      const std::vector<float> decoded =
+          n_decode == 0 ? std::vector<float>{}
+                        : run.mmq_experts(stack, w, first, x, n_x, x_per_slot,
+                                          grouped(decode_experts, n_expert, kExpertTileSlots), n_decode, true);
       std::vector<uint8_t> xq(row_bytes(activation_type(t), size_t(cols)));
+      std::vector<float> wf(static_cast<size_t>(cols));
       for (int s = 0; s < n_slots; ++s) {
-        quantize_row(activation_type(t), &x[size_t(s / x_per_slot) * size_t(cols)], xq.data(), size_t(cols));
+        const float* xs = &x[size_t(s / x_per_slot) * size_t(cols)];
+        quantize_row(activation_type(t), xs, xq.data(), size_t(cols));
         const uint8_t* e = w.data() + first + size_t(experts[size_t(s)]) * stride;
-        for (int64_t r = 0; r < rows; ++r)
-          ASSERT_EQ(got[size_t(s * rows + r)], vec_dot_scalar(t, e + size_t(r) * rb, xq.data(), size_t(cols)))
-              << "slot " << s << " row " << r;
+        for (int64_t r = 0; r < rows; ++r) {
+          const float want = vec_dot_scalar(t, e + size_t(r) * rb, xq.data(), size_t(cols));
+          ASSERT_EQ(got[size_t(s * rows + r)], want) << "slot " << s << " row " << r;
+          if (s >= n_decode) continue;
+          dequantize_row(t, e + size_t(r) * rb, wf.data(), wf.size());
+          double mag = 0;
+          for (int64_t i = 0; i < cols; ++i) mag += std::abs(double(wf[size_t(i)]) * xs[i]);
+          ASSERT_NEAR(decoded[size_t(s * rows + r)], want, 2 * double(cols / 32 + 8) * 0x1p-24 * 1.25 * mag + 1e-30)
+              << "decode, slot " << s << " row " << r;
+        }
       }
     }
   }

@@ -72,8 +72,10 @@ struct OnHost {
                       out.data(), int64_t(gate.size()));
     return out;
   }
+  // mmq_experts, or (decode) mmvq_experts on tiles of up to 8 slots.
   std::vector<float> mmq_experts(const ExpertStack& s, const std::vector<uint8_t>& w, size_t first,
-                                 const std::vector<float>& x, int n_x, int x_per_slot, const Groups& g, int n_slots) {
+                                 const std::vector<float>& x, int n_x, int x_per_slot, const Groups& g, int n_slots,
+                                 bool decode = false) {
     const int group = detail::mmq_super_blocks(s.type) ? kQKK : kQK;
     const int64_t groups = int64_t(n_x) * (s.cols / group);
     std::vector<uint32_t> scratch(mmq_scratch_bytes(n_x, s.cols) / 4, 0xDEADBEEFu);
@@ -87,11 +89,19 @@ struct OnHost {
     const size_t rb = weight_row_bytes(s.type, s.cols);
     detail::dispatch_mmq_type(s.type, [&](auto format) {
       constexpr TensorType kT = decltype(format)::kType;
-      emulation::launch(dim3(unsigned(detail::mmq_row_tiles(s.rows)), unsigned(g.tiles.size())),
-                        dim3(detail::kMmqWarps * 32), detail::mmq_experts_kernel<kT>, w.data() + first,
-                        s.stride > 0 ? size_t(s.stride) : size_t(s.rows) * rb, rb, s.rows, s.cols,
-                        static_cast<const uint32_t*>(codes), static_cast<const float*>(scales),
-                        static_cast<const int*>(sums), x_per_slot, g.order.data(), g.tiles.data(), out.data());
+      const size_t expert_bytes = s.stride > 0 ? size_t(s.stride) : size_t(s.rows) * rb;
+      const auto* c = static_cast<const uint32_t*>(codes);
+      const auto* sc = static_cast<const float*>(scales);
+      const auto* su = static_cast<const int*>(sums);
+      if (decode)
+        emulation::launch(dim3(unsigned(detail::mmvq_blocks(s.rows)), unsigned(g.tiles.size())),
+                          dim3(detail::kMmvqWarps * 32), detail::mmvq_experts_kernel<kT>, w.data() + first,
+                          expert_bytes, rb, s.rows, s.cols, c, sc, su, x_per_slot, g.order.data(), g.tiles.data(),
+                          out.data());
+      else
+        emulation::launch(dim3(unsigned(detail::mmq_row_tiles(s.rows)), unsigned(g.tiles.size())),
+                          dim3(detail::kMmqWarps * 32), detail::mmq_experts_kernel<kT>, w.data() + first, expert_bytes,
+                          rb, s.rows, s.cols, c, sc, su, x_per_slot, g.order.data(), g.tiles.data(), out.data());
       return cudaSuccess;
     });
     return out;

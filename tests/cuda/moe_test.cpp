@@ -73,8 +73,10 @@ struct OnDevice {
     testing::check_cuda(cudaDeviceSynchronize(), "swiglu_oai's run");
     return out_d.download();
   }
+  // mmq_experts, or (decode) mmvq_experts on tiles of up to 8 slots.
   std::vector<float> mmq_experts(ExpertStack s, const std::vector<uint8_t>& w, size_t first,
-                                 const std::vector<float>& x, int n_x, int x_per_slot, const Groups& g, int n_slots) {
+                                 const std::vector<float>& x, int n_x, int x_per_slot, const Groups& g, int n_slots,
+                                 bool decode = false) {
     DeviceBuffer<uint8_t> w_d(w), scratch_d(mmq_scratch_bytes(n_x, s.cols));
     DeviceBuffer<float> x_d(x), out_d(testing::nan_floats(size_t(n_slots) * size_t(s.rows)));
     DeviceBuffer<int32_t> order_d(g.order);
@@ -82,8 +84,9 @@ struct OnDevice {
     s.data = w_d.get() + first;
     testing::check_cuda(mmq_quantize(s.type, x_d.get(), n_x, s.cols, scratch_d.get(), scratch_d.size(), nullptr),
                         "mmq_quantize");
-    testing::check_cuda(cuda::mmq_experts(s, scratch_d.get(), scratch_d.size(), n_x, x_per_slot, order_d.get(),
-                                          tiles_d.get(), int(g.tiles.size()), out_d.get(), nullptr),
+    const auto launch = decode ? cuda::mmvq_experts : cuda::mmq_experts;
+    testing::check_cuda(launch(s, scratch_d.get(), scratch_d.size(), n_x, x_per_slot, order_d.get(), tiles_d.get(),
+                               int(g.tiles.size()), out_d.get(), nullptr),
                         "mmq_experts");
     testing::check_cuda(cudaDeviceSynchronize(), "mmq_experts' run");
     return out_d.download();
