@@ -151,6 +151,14 @@ struct Launches {
            size_t scratch_bytes) {
     ck(cuda::mmq(t, w, rows, k, x, n, out, scratch, scratch_bytes, stream), "mmq");
   }
+  void mmq_quantized(TensorType t, const void* w, int64_t rows, int64_t k, const void* scratch, size_t scratch_bytes,
+                     int n, float* out) {
+    ck(cuda::mmq_quantized(t, w, rows, k, scratch, scratch_bytes, n, out, stream), "mmq_quantized");
+  }
+  void mmvq_quantized(TensorType t, const void* w, int64_t rows, int64_t k, const void* scratch, size_t scratch_bytes,
+                      int n, float* out) {
+    ck(cuda::mmvq_quantized(t, w, rows, k, scratch, scratch_bytes, n, out, stream), "mmvq_quantized");
+  }
   void mmvq(TensorType t, const void* w, int64_t rows, int64_t k, const float* x, int n, float* out, void* scratch,
             size_t scratch_bytes) {
     if (matvec_f32) return matvec(t, w, rows, k, x, n, out);

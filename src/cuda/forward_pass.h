@@ -97,6 +97,36 @@ void matmul(Ops& ops, const StepBuffers& b, const Mat& w, const float* in, int T
                out + int64_t(t) * w.rows);
 }
 
+// x [T][k] quantized once into mmq's scratch for the matrices that read it
+// (q, k and v; gate and up): where there are two or more (null ones, rows 0,
+// skipped), all in mmq's formats with one activation block and width, and T
+// goes to mmvq or mmq. Then matmul_quantized() reads it; false: nothing done.
+template <class Ops>
+bool quantize_once(Ops& ops, const StepBuffers& b, std::initializer_list<const Mat*> ws, const float* in, int T) {
+  const Mat* first = nullptr;
+  int n = 0;
+  for (const Mat* w : ws) {
+    if (w->rows == 0) continue;
+    if (mmq_activation_block(w->type) == 0 ||
+        (first && (mmq_activation_block(w->type) != mmq_activation_block(first->type) || w->cols != first->cols)))
+      return false;
+    if (!first) first = w;
+    ++n;
+  }
+  if (n < 2 || T > kMmqMaxTokens) return false;
+  ops.mmq_quantize(first->type, in, T, first->cols, b.mmq_scratch, b.mmq_scratch_bytes);
+  return true;
+}
+
+// out [T][w.rows] = x w^T, x as quantize_once left it: mmvq for a few tokens, else mmq.
+template <class Ops>
+void matmul_quantized(Ops& ops, const StepBuffers& b, const Mat& w, int T, float* out) {
+  if (T <= kMaxMatvecTokens)
+    ops.mmvq_quantized(w.type, w.data, w.rows, w.cols, b.mmq_scratch, b.mmq_scratch_bytes, T, out);
+  else
+    ops.mmq_quantized(w.type, w.data, w.rows, w.cols, b.mmq_scratch, b.mmq_scratch_bytes, T, out);
+}
+
 // gate = act(gate) * up over n elements: SwiGLU, GeGLU or gpt-oss's clamped SwiGLU.
 template <class Ops>
 void gated_activation(Ops& ops, Activation act, float* gate, const float* up, int64_t n) {
@@ -106,6 +136,21 @@ void gated_activation(Ops& ops, Activation act, float* gate, const float* up, in
     ops.swiglu_oai(gate, up, gate, n);
   else
     ops.swiglu(gate, up, gate, n);
+}
+
+// out [T][E] = down(act(gate(in)) * up(in)), in [T][E] quantized once for gate and up where both take it.
+template <class Ops>
+void dense_ffn(Ops& ops, const ModelConfig& c, const StepBuffers& b, const Layer& l, const float* in, int T,
+               float* out) {
+  if (quantize_once(ops, b, {&l.gate, &l.up}, in, T)) {
+    matmul_quantized(ops, b, l.gate, T, b.gate);
+    matmul_quantized(ops, b, l.up, T, b.up);
+  } else {
+    matmul(ops, b, l.gate, in, T, b.gate);
+    matmul(ops, b, l.up, in, T, b.up);
+  }
+  gated_activation(ops, c.act, b.gate, b.up, int64_t(T) * l.n_ff);
+  matmul(ops, b, l.down, b.gate, T, out);
 }
 
 // Tokens a mixture of experts takes at a time: its buffers' size (StepBuffers).
@@ -124,8 +169,13 @@ void moe_ffn(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const Layer
   const MoeSpec& moe = c.moe;
   const int E = c.n_embd, N = moe.n_expert, k = moe.n_used, M = moe.n_ff, SH = moe.n_ff_shared;
   if (SH > 0) {  // out += sigmoid(shexp_gate . x) * down(silu(gate(x)) * up(x)), per token
-    matmul(ops, b, l.gate_shexp, in, T, b.shexp_gate);
-    matmul(ops, b, l.up_shexp, in, T, b.shexp_up);
+    if (quantize_once(ops, b, {&l.gate_shexp, &l.up_shexp}, in, T)) {
+      matmul_quantized(ops, b, l.gate_shexp, T, b.shexp_gate);
+      matmul_quantized(ops, b, l.up_shexp, T, b.shexp_up);
+    } else {
+      matmul(ops, b, l.gate_shexp, in, T, b.shexp_gate);
+      matmul(ops, b, l.up_shexp, in, T, b.shexp_up);
+    }
     ops.swiglu(b.shexp_gate, b.shexp_up, b.shexp_gate, int64_t(T) * SH);
     matmul(ops, b, l.down_shexp, b.shexp_gate, T, b.shexp_out);
     ops.row_dot(in, l.shexp_gate, T, E, b.shexp_logit);
@@ -204,11 +254,19 @@ void attention_block(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, con
   const ModelConfig& c = m.cfg;
   const int T = s.T, E = c.n_embd, hd = l.head_dim, Q = l.n_head * hd, K = l.n_kv_head * hd;
   const float eps = c.rms_eps;
+  const Mat none;
+  const bool shared = quantize_once(ops, b, {&l.wq, l.own_kv ? &l.wk : &none, l.own_kv ? &l.wv : &none}, in, T);
+  auto project = [&](const Mat& w, float* y) {
+    if (shared)
+      matmul_quantized(ops, b, w, T, y);
+    else
+      matmul(ops, b, w, in, T, y);
+  };
   if (c.attn_output_gate) {
-    matmul(ops, b, l.wq, in, T, b.qg);
+    project(l.wq, b.qg);
     ops.split_query_gate(b.qg, T, l.n_head, hd, b.q, b.attn_gate);
   } else {
-    matmul(ops, b, l.wq, in, T, b.q);
+    project(l.wq, b.q);
   }
   if (l.bq) ops.add_bias(b.q, l.bq, T, Q);
   // Per head: rows of hd; whole: a token's Q (or K) is one row.
@@ -218,9 +276,9 @@ void attention_block(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, con
   if (c.q_temperature != 0) ops.query_temperature(b.q, s.positions, T, Q, c.q_temperature, c.q_temperature_floor);
   __half *k_cache = m.k_cache[size_t(l.cache)], *v_cache = m.v_cache[size_t(l.cache)];
   if (l.own_kv) {
-    matmul(ops, b, l.wk, in, T, b.k);
+    project(l.wk, b.k);
     if (l.wv.rows > 0)
-      matmul(ops, b, l.wv, in, T, b.v);
+      project(l.wv, b.v);
     else
       ops.copy(b.v, b.k, int64_t(T) * K);  // V is K's projection (gemma4's global layers), before K's norm
     if (l.bk) ops.add_bias(b.k, l.bk, T, K);
@@ -297,10 +355,7 @@ void experts_beside_mlp(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, 
   ops.rms_norm(b.x, l.router_in_scale, b.beside_router, T, E, eps);
   ops.scale(b.beside_router, 1.0f / std::sqrt(float(E)), int64_t(T) * E);
   moe_ffn(ops, m, b, l, b.beside_in, T, b.beside_out, b.beside_router);
-  matmul(ops, b, l.gate, in, T, b.gate);
-  matmul(ops, b, l.up, in, T, b.up);
-  gated_activation(ops, c.act, b.gate, b.up, int64_t(T) * l.n_ff);
-  matmul(ops, b, l.down, b.gate, T, b.h);
+  dense_ffn(ops, c, b, l, in, T, b.h);
   ops.rms_norm(b.h, l.post_norm_1, b.h, T, E, eps);
   ops.rms_norm(b.beside_out, l.post_norm_2, b.beside_out, T, E, eps);
   ops.add(b.h, b.beside_out, int64_t(T) * E);
@@ -374,10 +429,7 @@ void forward_pass(Ops& ops, const ModelOnDevice& m, const StepBuffers& b, const 
     } else if (c.moe.n_expert > 0) {
       moe_ffn(ops, m, b, l, in, T, b.h);
     } else {
-      matmul(ops, b, l.gate, in, T, b.gate);
-      matmul(ops, b, l.up, in, T, b.up);
-      gated_activation(ops, c.act, b.gate, b.up, int64_t(T) * l.n_ff);
-      matmul(ops, b, l.down, b.gate, T, b.h);
+      dense_ffn(ops, c, b, l, in, T, b.h);
     }
     if (l.ffn_post_norm) ops.rms_norm(b.h, l.ffn_post_norm, b.h, T, E, eps);
     if (c.residual_scale != 1.0f) ops.scale(b.h, c.residual_scale, int64_t(T) * E);

@@ -21,6 +21,11 @@ bool mmq_supports(TensorType t) {
   return detail::dispatch_mmq_type(t, [](auto) { return cudaSuccess; }) == cudaSuccess;
 }
 
+int mmq_activation_block(TensorType t) {
+  if (!mmq_supports(t)) return 0;
+  return detail::mmq_super_blocks(t) ? kQKK : kQK;
+}
+
 size_t mmq_scratch_bytes(int n_tokens, int64_t k) {
   if (n_tokens < 1 || k <= 0) return 0;
   return size_t(n_tokens) * size_t(k) + size_t(n_tokens) * size_t(k / 32) * 8;

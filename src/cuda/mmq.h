@@ -21,6 +21,11 @@ namespace pagoda::cuda {
 // integers against one 8-bit code per element; not Q5_1, Q2_K, F16, ...).
 bool mmq_supports(TensorType t);
 
+// The elements one activation scale covers for weights of type t: 32 (the
+// CPU's Q8_0), 256 (its Q8_K), or 0 where mmq does not take t. Matrices of
+// types with the same one read one quantization of x.
+int mmq_activation_block(TensorType t);
+
 // The scratch mmq needs for n_tokens activations of length k: per token, k
 // int8 codes, then a F32 scale and an int32 sum per 32 elements (1.25 k bytes).
 size_t mmq_scratch_bytes(int n_tokens, int64_t k);

@@ -86,32 +86,69 @@ struct HostOps {
         out[i * rows + r] = float(s);
       }
   }
-  // mmq's contract (cuda/mmq.h): each token quantized as the CPU quantizes
-  // activations for t, then the CPU's integer dot per row.
+  // mmq_quantize's contract (cuda/mmq.h): x's rows quantized into `scratch` for t's activation
+  // type (kept here as floats, per scratch buffer, and quantized by the CPU's own code when
+  // read); mmq_quantized's and mmvq_quantized's: the CPU's integer dot of each row and token
+  // (mmq past kMaxMatvecTokens tokens, mmvq up to it); mmq and mmvq: both launches.
+  struct Quantized {
+    TensorType type = TensorType::F32;
+    int64_t k = 0;
+    int n = 0;
+    std::vector<float> x;
+  };
+  std::map<const void*, Quantized> quantized;
+  int quantize_launches = 0;
+  void mmq_quantize(TensorType t, const float* x, int n, int64_t k, void* scratch, size_t bytes) {
+    ++launches;
+    ++quantize_launches;
+    ASSERT_TRUE(mmq_supports(t) && scratch != nullptr && bytes >= mmq_scratch_bytes(n, k)) << tensor_type_name(t);
+    quantized[scratch] = {activation_type(t), k, n, std::vector<float>(x, x + int64_t(n) * k)};
+  }
   void mmq(TensorType t, const void* w, int64_t rows, int64_t k, const float* x, int n, float* out, void* scratch,
            size_t scratch_bytes) {
-    ASSERT_TRUE(n > kMaxMatvecTokens && n <= kMmqMaxTokens) << n;
-    ++mmq_launches;
-    integer_product(t, w, rows, k, x, n, out, scratch, scratch_bytes);
+    mmq_quantize(t, x, n, k, scratch, scratch_bytes);
+    mmq_quantized(t, w, rows, k, scratch, scratch_bytes, n, out);
   }
-  // mmvq's (cuda/mmq.h): the same terms for 1 to kMaxMatvecTokens tokens.
   void mmvq(TensorType t, const void* w, int64_t rows, int64_t k, const float* x, int n, float* out, void* scratch,
             size_t scratch_bytes) {
+    mmq_quantize(t, x, n, k, scratch, scratch_bytes);
+    mmvq_quantized(t, w, rows, k, scratch, scratch_bytes, n, out);
+  }
+  void mmq_quantized(TensorType t, const void* w, int64_t rows, int64_t k, const void* scratch, size_t bytes, int n,
+                     float* out) {
+    ASSERT_TRUE(n > kMaxMatvecTokens && n <= kMmqMaxTokens) << n;
+    ++mmq_launches;
+    integer_product(t, w, rows, k, scratch, bytes, n, out);
+  }
+  void mmvq_quantized(TensorType t, const void* w, int64_t rows, int64_t k, const void* scratch, size_t bytes, int n,
+                      float* out) {
     ASSERT_TRUE(n >= 1 && n <= kMaxMatvecTokens) << n;
     ++mmvq_launches;
-    integer_product(t, w, rows, k, x, n, out, scratch, scratch_bytes);
+    integer_product(t, w, rows, k, scratch, bytes, n, out);
   }
   int mmvq_launches = 0;
-  void integer_product(TensorType t, const void* w, int64_t rows, int64_t k, const float* x, int n, float* out,
-                       void* scratch, size_t scratch_bytes) {
+  // The rows of x that `scratch` holds for weights of type t, each quantized as the CPU quantizes them.
+  const Quantized& quantized_for(TensorType t, const void* scratch, int64_t k, int n) {
+    static const Quantized kNone;
+    const auto it = quantized.find(scratch);
+    EXPECT_TRUE(it != quantized.end()) << "nothing quantized there";
+    if (it == quantized.end()) return kNone;
+    EXPECT_EQ(it->second.type, activation_type(t)) << tensor_type_name(t) << "'s activations quantized for another";
+    EXPECT_EQ(it->second.k, k);
+    EXPECT_GE(it->second.n, n);
+    return it->second;
+  }
+  void integer_product(TensorType t, const void* w, int64_t rows, int64_t k, const void* scratch, size_t bytes, int n,
+                       float* out) {
     ++launches;
     ASSERT_TRUE(mmq_supports(t)) << tensor_type_name(t);
-    ASSERT_TRUE(scratch != nullptr && scratch_bytes >= mmq_scratch_bytes(n, k)) << scratch_bytes;
-    const TensorType xt = activation_type(t);
-    std::vector<uint8_t> xq(row_bytes(xt, size_t(k)));
+    ASSERT_TRUE(scratch != nullptr && bytes >= mmq_scratch_bytes(n, k)) << bytes;
+    const Quantized& q = quantized_for(t, scratch, k, n);
+    ASSERT_EQ(q.x.size(), size_t(q.n) * size_t(k));
+    std::vector<uint8_t> xq(row_bytes(q.type, size_t(k)));
     const size_t rb = weight_row_bytes(t, k);
     for (int i = 0; i < n; ++i) {
-      quantize_row(xt, x + int64_t(i) * k, xq.data(), size_t(k));
+      quantize_row(q.type, q.x.data() + int64_t(i) * k, xq.data(), size_t(k));
       for (int64_t r = 0; r < rows; ++r)
         out[i * rows + r] = vec_dot_scalar(t, static_cast<const uint8_t*>(w) + size_t(r) * rb, xq.data(), size_t(k));
     }
@@ -290,14 +327,6 @@ struct HostOps {
       }
     }
   }
-  // mmq_quantize's contract: the rows quantized for t's activation type (kept here as floats and
-  // quantized by the CPU's own code when used); mmq_experts': each slot's CPU integer dot.
-  void mmq_quantize(TensorType t, const float* x, int n, int64_t k, void* scratch, size_t bytes) {
-    ++launches;
-    ASSERT_TRUE(mmq_supports(t) && bytes >= mmq_scratch_bytes(n, k) && scratch != nullptr);
-    quantized.assign(x, x + int64_t(n) * k);
-    quantized_type = activation_type(t);
-  }
   void mmq_experts(const ExpertStack& w, const void* scratch, size_t bytes, int n_x_rows, int x_per_slot,
                    const int32_t* order, const ExpertTile* tiles, int max_tiles, float* out) {
     ++mmq_expert_launches;
@@ -314,24 +343,22 @@ struct HostOps {
                        const int32_t* order, const ExpertTile* tiles, int max_tiles, float* out, int tile_slots) {
     ++launches;
     ASSERT_TRUE(scratch != nullptr && bytes >= mmq_scratch_bytes(n_x_rows, w.cols));
-    ASSERT_EQ(activation_type(w.type), quantized_type);
-    ASSERT_EQ(quantized.size(), size_t(n_x_rows) * size_t(w.cols));
+    const Quantized& q = quantized_for(w.type, scratch, w.cols, n_x_rows);
+    ASSERT_EQ(q.x.size(), size_t(n_x_rows) * size_t(w.cols));
     const size_t rb = weight_row_bytes(w.type, w.cols), expert_bytes = w.stride > 0 ? size_t(w.stride) : w.rows * rb;
-    std::vector<uint8_t> xq(row_bytes(quantized_type, size_t(w.cols)));
+    std::vector<uint8_t> xq(row_bytes(q.type, size_t(w.cols)));
     for (int i = 0; i < max_tiles; ++i) {
       ASSERT_TRUE(tiles[i].count >= 0 && tiles[i].count <= tile_slots);
       for (int t = 0; t < tiles[i].count; ++t) {
         const int slot = order[tiles[i].first + t];
         ASSERT_LT(slot / x_per_slot, n_x_rows);
-        quantize_row(quantized_type, &quantized[size_t(slot / x_per_slot) * size_t(w.cols)], xq.data(), size_t(w.cols));
+        quantize_row(q.type, &q.x[size_t(slot / x_per_slot) * size_t(w.cols)], xq.data(), size_t(w.cols));
         const uint8_t* e = static_cast<const uint8_t*>(w.data) + size_t(tiles[i].expert) * expert_bytes;
         for (int64_t r = 0; r < w.rows; ++r)
           out[int64_t(slot) * w.rows + r] = vec_dot_scalar(w.type, e + size_t(r) * rb, xq.data(), size_t(w.cols));
       }
     }
   }
-  std::vector<float> quantized;
-  TensorType quantized_type = TensorType::F32;
   int mmq_expert_launches = 0;
   void add_expert_bias(float* y, const float* bias, const int32_t* experts, int n_slots, int n) {
     ++launches;
@@ -629,6 +656,8 @@ TEST(CudaForwardOnHost, LogitsMatchTheCpuModelForEachTypeAndArchitecture) {
       EXPECT_EQ(gpu.ops.mmq_launches > 0, mmq_supports(c.spec.type)) << gpu.ops.mmq_launches;
       // The 3-token decode steps' matrices: mmq's formats through mmvq.
       EXPECT_EQ(gpu.ops.mmvq_launches > 0, mmq_supports(c.spec.type)) << gpu.ops.mmvq_launches;
+      // One quantization of a layer's input serves q, k and v, and gate and up: fewer than the products.
+      if (mmq_supports(c.spec.type)) EXPECT_LT(gpu.ops.quantize_launches, gpu.ops.mmq_launches + gpu.ops.mmvq_launches);
       EXPECT_EQ(gpu.ops.moe_launches > 0, c.spec.n_expert > 0) << gpu.ops.moe_launches;
       // The 61-token step's experts through tensor-core tiles where their format takes them,
       // the decode steps' through mmvq's.
